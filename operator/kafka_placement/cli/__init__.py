@@ -1,0 +1,62 @@
+"""The ``kafka-placement`` command line: one dispatcher, one module per command group.
+
+Exit codes (DESIGN.md section 3): 0 ok, 2 bad input (with a precise message), 3 infeasible (with the
+reason), 1 any other failure. User errors never print a traceback; ``--debug`` shows one for
+unexpected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..model.errors import PlacementError
+from . import crd_cmds, kafka_cmds, operator_cmds, planning_cmds
+
+_GROUPS = (planning_cmds, kafka_cmds, crd_cmds, operator_cmds)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-placement",
+        description="Plan and execute Kafka replica placement: decommissions, cordoned log dirs, "
+        "multi-level rack policies.",
+    )
+    parser.add_argument("--version", action="version", version=f"kafka-placement {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected failures")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in _GROUPS:
+        group.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+        return code
+    except PlacementError as e:
+        print(f"kafka-placement {args.command}: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"kafka-placement {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.debug:
+            raise
+        print(
+            f"kafka-placement {args.command}: unexpected failure: {type(e).__name__}: {e} "
+            "(rerun with --debug for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def run() -> None:
+    sys.exit(main())
