@@ -1,0 +1,272 @@
+"""Shared fixtures of the integration tests: the real rigs' connection details from `.rig/rig.json`.
+
+`make rig-up` starts the rigs and writes `.rig/rig.json` (KP_RIG_DIR overrides `.rig`). Nothing here
+mocks Kafka or Kubernetes: a missing rig fails the test with the command that starts it.
+
+Sections: 1. rig.json  2. Kafka (keys `kafka`, `kafkaLegacy`; tests/rig/kafka_rig.py)
+          3. Kubernetes (key `k8s`; tests/rig/k8s_rig.py) — appended below by its owner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# ============================================================================ 1. rig.json
+
+
+def rig_json_path() -> Path:
+    return Path(os.environ.get("KP_RIG_DIR", str(REPO_ROOT / ".rig"))) / "rig.json"
+
+
+@pytest.fixture(scope="session")
+def rig_json() -> dict[str, Any]:
+    """The whole rig.json; fails (not skips) when the rig is not up."""
+    path = rig_json_path()
+    if not path.exists():
+        pytest.fail(f"{path} not found: the real rig is not up; run `make rig-up`", pytrace=False)
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def rig_entry(rig_json: dict[str, Any], key: str) -> dict[str, Any]:
+    entry = rig_json.get(key)
+    if not isinstance(entry, dict):
+        pytest.fail(f"{rig_json_path()} has no '{key}' section; run `make rig-up`", pytrace=False)
+    return entry
+
+
+# ============================================================================ 2. Kafka
+
+KAFKA_TIMEOUT_S = 60.0  # every wait on Kafka in the tests is bounded by this
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    """One combined broker+controller of the rig."""
+
+    id: int
+    host: str
+    port: int
+    controller_port: int
+    rack: str
+    log_dirs: tuple[str, ...]
+    pid: int
+
+
+@dataclass(frozen=True)
+class KafkaRig:
+    """A running rig cluster as written by tests/rig/kafka_rig.py into rig.json."""
+
+    name: str
+    bootstrap_servers: str
+    version: str
+    release_version: str
+    data_dir: str
+    nodes: tuple[KafkaNode, ...]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> KafkaRig:
+        return cls(
+            name=str(d["name"]),
+            bootstrap_servers=str(d["bootstrapServers"]),
+            version=str(d["version"]),
+            release_version=str(d["releaseVersion"]),
+            data_dir=str(d["dataDir"]),
+            nodes=tuple(
+                KafkaNode(
+                    id=int(n["id"]),
+                    host=str(n["host"]),
+                    port=int(n["port"]),
+                    controller_port=int(n["controllerPort"]),
+                    rack=str(n["rack"]),
+                    log_dirs=tuple(str(p) for p in n["logDirs"]),
+                    pid=int(n["pid"]),
+                )
+                for n in d["nodes"]
+            ),
+        )
+
+    def node(self, node_id: int) -> KafkaNode:
+        return next(n for n in self.nodes if n.id == node_id)
+
+
+@pytest.fixture(scope="session")
+def kafka_rig(rig_json: dict[str, Any]) -> KafkaRig:
+    """The main cluster (Kafka 4.3.x, latest metadata.version): 3 nodes x 2 log dirs."""
+    return KafkaRig.from_json(rig_entry(rig_json, "kafka"))
+
+
+@pytest.fixture(scope="session")
+def kafka_legacy_rig(rig_json: dict[str, Any]) -> KafkaRig:
+    """The legacy cluster (metadata.version before 4.3-IV0: no cordoned.log.dirs): 2 nodes x 2 log dirs."""
+    return KafkaRig.from_json(rig_entry(rig_json, "kafkaLegacy"))
+
+
+def confluent_admin(rig: KafkaRig) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(
+        {"bootstrap.servers": rig.bootstrap_servers, "socket.connection.setup.timeout.ms": 5000}
+    )
+
+
+def kafka_python_admin(rig: KafkaRig) -> Any:
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(
+        bootstrap_servers=rig.bootstrap_servers, request_timeout_ms=15000, client_id="kp-integration"
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_rig: KafkaRig) -> Any:
+    """confluent-kafka AdminClient on the main cluster."""
+    return confluent_admin(kafka_rig)
+
+
+@pytest.fixture(scope="session")
+def kafka_py_admin(kafka_rig: KafkaRig) -> Iterator[Any]:
+    """kafka-python KafkaAdminClient on the main cluster."""
+    admin = kafka_python_admin(kafka_rig)
+    yield admin
+    admin.close()
+
+
+def wait_for(
+    what: str, check: Callable[[], Any], timeout: float = KAFKA_TIMEOUT_S, every: float = 0.3
+) -> Any:
+    """Poll `check` until it returns something truthy; past `timeout` fail with `what` and the last result."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception as e:  # Kafka answers "not yet" with errors too; keep polling until the deadline
+            last = e
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}", pytrace=False)
+        time.sleep(every)
+
+
+@pytest.fixture(scope="session")
+def kafka_wait() -> Callable[..., Any]:
+    """`wait_for(what, check, timeout=60)` as a fixture: bounded polling for the tests."""
+    return wait_for
+
+
+TopicFactory = Callable[..., str]
+
+
+@pytest.fixture
+def new_topic(
+    kafka_rig: KafkaRig, kafka_admin: Any, request: pytest.FixtureRequest
+) -> Iterator[TopicFactory]:
+    """Factory: new_topic([[1, 2], [2, 3]], config={...}) creates a topic with that replica assignment on
+    the main cluster, waits until every broker knows it, returns its name; deletes it after the test."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    created: list[str] = []
+
+    def make(assignment: list[list[int]], config: dict[str, str] | None = None) -> str:
+        name = f"it-{request.node.name[:40].strip('_')}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace(
+            "]", ""
+        )
+        topic = NewTopic(
+            name, num_partitions=len(assignment), replica_assignment=assignment, config=config or {}
+        )
+        kafka_admin.create_topics([topic], request_timeout=30)[name].result(timeout=KAFKA_TIMEOUT_S)
+        created.append(name)
+        from confluent_kafka.admin import AdminClient
+
+        for node in kafka_rig.nodes:  # every broker's metadata cache has every partition with a leader
+            one = AdminClient({"bootstrap.servers": f"{node.host}:{node.port}"})
+
+            def known(one: Any = one) -> bool:
+                md = one.list_topics(topic=name, timeout=5).topics.get(name)
+                return (
+                    md is not None
+                    and md.error is None
+                    and len(md.partitions) == len(assignment)
+                    and all(p.leader >= 0 for p in md.partitions.values())
+                )
+
+            wait_for(f"topic {name} on broker {node.id}", known)
+        return name
+
+    yield make
+    if created:
+        futures = kafka_admin.delete_topics(created, request_timeout=30)
+        for f in futures.values():
+            f.result(timeout=KAFKA_TIMEOUT_S)
+
+
+# ============================================================================ 3. Kubernetes
+
+import subprocess  # noqa: E402  (section 3 is appended by its owner; sections 1-2 stay untouched)
+
+K8S_TIMEOUT_S = 60.0  # every wait on the kube-apiserver in the tests is bounded by this
+
+Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture(scope="session")
+def k8s_rig(rig_json: dict[str, Any]) -> dict[str, Any]:
+    """The `k8s` entry of rig.json (tests/rig/k8s_rig.py): kubeconfig, server, token, kubectl, helm, ..."""
+    return rig_entry(rig_json, "k8s")
+
+
+@pytest.fixture(scope="session")
+def kubectl(k8s_rig: dict[str, Any]) -> Kubectl:
+    """kubectl("get", "ns", input=None, check=True, timeout=60): the rig's kubectl with its kubeconfig;
+    returns the CompletedProcess (text). A failure with check=True shows the command and its stderr."""
+
+    def run(
+        *args: str, input: str | None = None, check: bool = True, timeout: float = K8S_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(k8s_rig["kubectl"]), "--kubeconfig", str(k8s_rig["kubeconfig"]), *args]
+        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            pytest.fail(
+                f"`kubectl {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr}{proc.stdout}",
+                pytrace=False,
+            )
+        return proc
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def k8s_api(k8s_rig: dict[str, Any]) -> Iterator[Any]:
+    """A kubernetes-client ApiClient on the rig (admin token, system:masters)."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(k8s_rig["kubeconfig"]))  # type: ignore[no-untyped-call]
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def k8s_namespace(k8s_api: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without a controller-manager it then stays
+    Terminating; nothing waits for that)."""
+    from kubernetes import client
+
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(k8s_api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    core.delete_namespace(name)

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Download the Apache Kafka jars the test rig (and the benchmarks) run, from Maven Central, with Maven.
+#   KAFKA_VERSION (default 4.3.1) picks the release; KP_CACHE (default ~/.cache/kafka-placement) the cache.
+# Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo.
+# Idempotent: a complete cache (marked by libs/.complete) is reused; concurrent callers are serialised
+# with a lock. The last line on stdout is the libs directory.
+set -euo pipefail
+
+KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
+KP_CACHE="${KP_CACHE:-$HOME/.cache/kafka-placement}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+DEST="$KP_CACHE/kafka/$KAFKA_VERSION"
+LIBS="$DEST/libs"
+
+die() { echo "kafka fetch: $*" >&2; exit 1; }
+
+[[ "$KAFKA_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+([.-][A-Za-z0-9.-]+)?$ ]] \
+  || die "KAFKA_VERSION '$KAFKA_VERSION' is not a release version like 4.3.1"
+
+if [ -f "$LIBS/.complete" ]; then
+  echo "kafka fetch: cached Kafka $KAFKA_VERSION jars" >&2
+  echo "$LIBS"
+  exit 0
+fi
+
+command -v java >/dev/null 2>&1 || die "java not found on PATH (Kafka $KAFKA_VERSION needs Java 17+; Debian: apt-get install openjdk-17-jre-headless)"
+java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' \
+  || die "Java 17+ required, found: $(java -version 2>&1 | head -1)"
+command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (Debian: apt-get install maven)"
+
+mkdir -p "$DEST" "$KP_CACHE/logs"
+exec 9>"$DEST/.fetch.lock"
+flock 9   # another caller may be downloading the same version: wait for it, then reuse its result
+if [ -f "$LIBS/.complete" ]; then
+  echo "$LIBS"
+  exit 0
+fi
+
+log="$KP_CACHE/logs/kafka-fetch-$KAFKA_VERSION.log"
+tmp="$DEST/libs.tmp.$$"
+rm -rf "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+echo "kafka fetch: downloading Kafka $KAFKA_VERSION jars from Maven Central (log: $log)" >&2
+start=$(date +%s)
+# MAVEN_OPTS: keep Maven's own JVM small on a shared machine.
+if ! MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}" mvn -B -q -U -Dstyle.color=never \
+    -f "$HERE/pom.xml" \
+    -Dmaven.repo.local="$KP_CACHE/m2" \
+    -Dkafka.version="$KAFKA_VERSION" \
+    dependency:copy-dependencies \
+    -DincludeScope=runtime \
+    -DoutputDirectory="$tmp" >"$log" 2>&1; then
+  sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\[(ERROR|FATAL)\] [A-Z]' | head -n 3 >&2 || tail -n 25 "$log" >&2
+  rmdir "$DEST" 2>/dev/null || rm -f "$DEST/.fetch.lock"; rmdir "$DEST" 2>/dev/null || true
+  die "Maven could not download Kafka $KAFKA_VERSION (does that version exist on Maven Central? is the network up?); full log: $log"
+fi
+for jar in "kafka_2.13-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar" \
+    "kafka-storage-$KAFKA_VERSION.jar" "kafka-server-$KAFKA_VERSION.jar"; do
+  [ -f "$tmp/$jar" ] || die "download incomplete: $jar missing (log: $log)"
+done
+ls "$tmp"/log4j-core-*.jar >/dev/null 2>&1 || die "download incomplete: no log4j-core jar (log: $log)"
+touch "$tmp/.complete"
+rm -rf "$LIBS"
+mv "$tmp" "$LIBS"
+trap - EXIT
+echo "kafka fetch: $(ls "$LIBS" | wc -l) jars in $(( $(date +%s) - start ))s" >&2
+echo "$LIBS"

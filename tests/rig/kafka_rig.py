@@ -1,0 +1,885 @@
+#!/usr/bin/env python3
+"""Real Apache Kafka test rig: N KRaft combined broker+controller JVMs on 127.0.0.1.
+
+    kafka_rig.py up     --name main     # 3 nodes x 2 log dirs (JBOD), racks /dc1/r1,/dc1/r2,/dc2/r1
+    kafka_rig.py up     --name legacy   # 2 nodes x 2 log dirs, metadata.version 4.2-IV1 (pre-KIP-1066)
+    kafka_rig.py status --name main
+    kafka_rig.py stop-node  --name main --node 3   # SIGTERM one node's JVM (data kept)
+    kafka_rig.py start-node --name main --node 3   # start it again (same config and data)
+    kafka_rig.py down   --name main
+
+The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node runs
+`java -cp libs/* kafka.Kafka server.properties` with a small heap; storage is formatted with the storage
+tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
+`.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
+`kafkaLegacy` (legacy) or `kafka-<name>` (others), preserving every other key (e.g. `k8s`).
+
+`up` fails fast (exit 2, one clear message) when a port is taken, java or the jars are missing; on any
+failure it stops every JVM it started and removes its state. `down` stops the JVMs (SIGTERM, then
+SIGKILL), checks the ports are free and removes the state. Exit codes: 0 ok, 1 failure, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
+DEFAULT_KAFKA_VERSION = "4.3.1"
+HOST = "127.0.0.1"
+FORMAT_TIMEOUT_S = 120.0
+MARKER = "kafka.placement.rig"  # -Dkafka.placement.rig=<node dir>: identifies the JVMs this rig started
+JVM_OPTS = (
+    "-Xmx320m",
+    "-Xms128m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:MaxMetaspaceSize=160m",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+)
+
+
+class RigError(Exception):
+    """A failure with a message for the user; exit_code 2 = bad input/precondition, 1 = other."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Defaults of a named cluster."""
+
+    nodes: int
+    dirs: int
+    racks: tuple[str, ...]
+    base_port: int
+    controller_base_port: int
+    release_version: str | None  # None: the storage tool's default (latest production)
+
+
+PROFILES: dict[str, Profile] = {
+    "main": Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 29092, 29192, None),
+    "legacy": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29392, 29492, "4.2-IV1"),
+}
+GENERIC = Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 0, 0, None)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One combined broker+controller."""
+
+    id: int
+    port: int
+    controller_port: int
+    rack: str
+    home: Path
+    dirs: int
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [self.home / f"data-{d}" for d in range(self.dirs)]
+
+    @property
+    def meta_dir(self) -> Path:
+        return self.home / "meta"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "server.properties"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Everything `up` needs to start one named cluster."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    dirs: int
+    release_version: str | None
+    kafka_version: str
+    libs: Path
+    rig_dir: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.rig_dir / f"kafka-{self.name}"
+
+    @property
+    def key(self) -> str:
+        return rig_key(self.name)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{HOST}:{n.port}" for n in self.nodes)
+
+
+def rig_key(name: str) -> str:
+    """The key of a cluster in rig.json."""
+    return {"main": "kafka", "legacy": "kafkaLegacy"}.get(name, f"kafka-{name}")
+
+
+def default_rig_dir() -> Path:
+    return Path(os.environ.get("KP_RIG_DIR", str(REPO_ROOT / ".rig")))
+
+
+def default_libs(version: str) -> Path:
+    cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
+    return cache / "kafka" / version / "libs"
+
+
+def kafka_uuid() -> str:
+    """A random Kafka Uuid string (url-safe base64 of 16 bytes, no padding, not starting with '-')."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+# ---------------------------------------------------------------------------------------- rig.json
+
+
+@contextlib.contextmanager
+def rig_json_locked(rig_dir: Path) -> Iterator[dict[str, Any]]:
+    """Read-modify-write .rig/rig.json under an exclusive lock (.rig/rig.json.lock); keeps other keys."""
+    rig_dir.mkdir(parents=True, exist_ok=True)
+    path = rig_dir / "rig.json"
+    with open(rig_dir / "rig.json.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        yield data
+        if data:
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, path)
+        elif path.exists():
+            path.unlink()
+
+
+def read_entry(rig_dir: Path, name: str) -> dict[str, Any] | None:
+    path = rig_dir / "rig.json"
+    if not path.exists():
+        return None
+    entry = json.loads(path.read_text()).get(rig_key(name))
+    return entry if isinstance(entry, dict) else None
+
+
+# ---------------------------------------------------------------------------------------- processes
+
+
+def marker_of(node_home: Path) -> str:
+    return f"-D{MARKER}={node_home}"
+
+
+def rig_pids(data_dir: Path) -> dict[int, str]:
+    """Every live JVM started for this cluster (found by its -D marker), pid -> marker value."""
+    found: dict[int, str] = {}
+    prefix = f"-D{MARKER}={data_dir}/".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for arg in args:
+            if arg.startswith(prefix):
+                found[int(proc.name)] = arg.decode().split("=", 1)[1]
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (our own child that exited) is not alive
+        return "Z" not in (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+
+
+def stop_pids(pids: Sequence[int], timeout: float) -> list[int]:
+    """SIGTERM, wait up to `timeout`, then SIGKILL; returns the pids that needed SIGKILL."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        reap()
+        time.sleep(0.2)
+    killed = [p for p in pids if alive(p)]
+    for pid in killed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        reap()
+        time.sleep(0.1)
+    reap()
+    return killed
+
+
+def reap() -> None:
+    """Collect exited children of this process (JVMs started by a failed `up`)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+# ---------------------------------------------------------------------------------------- ports
+
+
+def port_free(port: int) -> bool:
+    """True if 127.0.0.1:port can be bound the way the JVM binds it (SO_REUSEADDR, as Java does)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_open(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_ports(cluster: Cluster) -> None:
+    taken = []
+    for n in cluster.nodes:
+        for port, what in ((n.port, "broker"), (n.controller_port, "controller")):
+            if not port_free(port):
+                taken.append(f"{HOST}:{port} (node {n.id} {what} listener)")
+    if taken:
+        raise RigError(
+            f"kafka rig '{cluster.name}': port already in use: {', '.join(taken)}. "
+            f"Stop whatever listens there (`{Path(sys.argv[0]).name} status --name {cluster.name}`; "
+            "`ss -ltnp`) or choose other ports with --base-port/--controller-base-port.",
+            2,
+        )
+
+
+# ---------------------------------------------------------------------------------------- up
+
+
+def find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise RigError(
+            "kafka rig: java not found (set JAVA_HOME or put Java 17+ on PATH; "
+            "Debian: apt-get install openjdk-17-jre-headless)",
+            2,
+        )
+    return java
+
+
+def check_libs(libs: Path, version: str) -> None:
+    if not (libs / f"kafka_2.13-{version}.jar").is_file() or not (libs / ".complete").exists():
+        raise RigError(
+            f"kafka rig: Kafka {version} jars not found in {libs}: run "
+            f"`KAFKA_VERSION={version} bash tests/rig/kafka/fetch.sh` (or `make rig-build`), "
+            "or pass --libs DIR",
+            2,
+        )
+
+
+def server_properties(cluster: Cluster, node: Node) -> str:
+    n = len(cluster.nodes)
+    # Internal topics at RF 2 (of 3 nodes) so a broker can be decommissioned in tests, as on a real
+    # cluster where RF < broker count; min.insync.replicas 1 keeps producers going during moves.
+    rf = min(2, n)
+    voters = ",".join(f"{HOST}:{x.controller_port}" for x in cluster.nodes)
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": node.id,
+        "controller.quorum.bootstrap.servers": voters,
+        "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "broker.rack": node.rack,
+        "log.dirs": ",".join(str(d) for d in node.log_dirs),
+        "metadata.log.dir": str(node.meta_dir),
+        # quick-start friendly, small and deterministic for tests
+        "num.partitions": 1,
+        "default.replication.factor": rf,
+        "min.insync.replicas": 1,
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 5,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": 1,
+        "transaction.state.log.num.partitions": 5,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 0,
+        "log.segment.bytes": 1048576,
+        "log.cleaner.threads": 1,
+        "log.cleaner.dedupe.buffer.size": 8388608,
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "num.replica.fetchers": 1,
+        "num.recovery.threads.per.data.dir": 1,
+        "background.threads": 2,
+    }
+    lines = [f"# generated by tests/rig/kafka_rig.py for cluster '{cluster.name}', node {node.id}"]
+    lines += [f"{k}={v}" for k, v in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def java_cmd(java: str, cluster: Cluster, node: Node, main: str, *args: str) -> list[str]:
+    return [
+        java,
+        *JVM_OPTS,
+        marker_of(node.home),
+        f"-Dkafka.logs.dir={node.home / 'logs'}",
+        f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
+        "-cp",
+        f"{cluster.libs}/*",
+        main,
+        *args,
+    ]
+
+
+def format_storage(java: str, cluster: Cluster, timeout: float) -> str:
+    """Format every node's dirs (in parallel); returns the metadata version the tool used."""
+    cluster_id = kafka_uuid()
+    initial = ",".join(f"{n.id}@{HOST}:{n.controller_port}:{kafka_uuid()}" for n in cluster.nodes)
+    procs: list[tuple[Node, subprocess.Popen[str]]] = []
+    for node in cluster.nodes:
+        args = [
+            "format",
+            "--config",
+            str(node.config),
+            f"--cluster-id={cluster_id}",
+            f"--initial-controllers={initial}",
+        ]
+        if cluster.release_version:
+            args.append(f"--release-version={cluster.release_version}")
+        cmd = java_cmd(java, cluster, node, "kafka.tools.StorageTool", *args)
+        procs.append(
+            (
+                node,
+                subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+                ),
+            )
+        )
+    versions: set[str] = set()
+    errors: list[str] = []
+    for node, proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            errors.append(f"node {node.id}: storage format timed out after {timeout:.0f}s")
+            continue
+        (node.home / "format.log").write_text(out)
+        if proc.returncode != 0:
+            tail = "\n    ".join(out.strip().splitlines()[-8:])
+            errors.append(f"node {node.id}: storage format failed (exit {proc.returncode}):\n    {tail}")
+        versions.update(re.findall(r"metadata\.version (\S+?)\.?$", out, re.MULTILINE))
+    if errors:
+        bad_input = any("release" in e.lower() or "metadata.version" in e for e in errors)
+        raise RigError(f"kafka rig '{cluster.name}': " + "\n".join(errors), 2 if bad_input else 1)
+    return versions.pop() if len(versions) == 1 else (cluster.release_version or "unknown")
+
+
+def log_tail(node: Node, lines: int = 12) -> str:
+    out = []
+    for f in (node.home / "stdout.log", node.home / "logs" / "server.log"):
+        if f.exists():
+            text = f.read_text(errors="replace").strip().splitlines()
+            if not text:
+                continue
+            relevant = [x for x in text if " ERROR " in x or "Exception" in x or "FATAL" in x] or text
+            out.append(f"  --- {f}:\n    " + "\n    ".join(relevant[-lines:]))
+    return "\n".join(out)
+
+
+def wait_ready(cluster: Cluster, procs: dict[int, subprocess.Popen[bytes]], timeout: float) -> None:
+    """Wait until every broker in ``procs`` answers and sees all of the cluster's brokers unfenced."""
+    try:
+        from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
+    except ImportError as e:
+        raise RigError(f"kafka rig: confluent-kafka is not importable ({e}); run `make venv`", 2) from e
+    deadline = time.monotonic() + timeout
+    pending = set(procs)
+    last_error = "no broker answered yet"
+    while True:
+        for node in cluster.nodes:
+            if node.id not in procs:
+                continue
+            code = procs[node.id].poll()
+            if code is not None:
+                raise RigError(
+                    f"kafka rig '{cluster.name}': node {node.id} exited with {code} while "
+                    f"starting:\n{log_tail(node)}"
+                )
+        if time.monotonic() > deadline:
+            logs = "\n".join(log_tail(n, 5) for n in cluster.nodes if n.id in pending)
+            raise RigError(
+                f"kafka rig '{cluster.name}': not ready after {timeout:g}s (last: {last_error})\n{logs}"
+            )
+        for node in cluster.nodes:
+            if node.id in pending and port_open(node.port):
+                admin = AdminClient(
+                    {
+                        "bootstrap.servers": f"{HOST}:{node.port}",
+                        "socket.connection.setup.timeout.ms": 3000,
+                        "log_level": 0,
+                    }
+                )
+                try:
+                    seen = admin.describe_cluster(request_timeout=5).result(timeout=8)
+                    res = ConfigResource("broker", str(node.id))
+                    admin.describe_configs([res], request_timeout=5)[res].result(timeout=8)
+                    if len(seen.nodes) == len(cluster.nodes):
+                        pending.discard(node.id)
+                    else:
+                        last_error = f"node {node.id} sees {len(seen.nodes)}/{len(cluster.nodes)} brokers"
+                except Exception as e:  # not ready yet: retry until the deadline
+                    last_error = f"node {node.id}: {e}"
+        if not pending:
+            return
+        time.sleep(0.5)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def build_cluster(args: argparse.Namespace) -> Cluster:
+    profile = PROFILES.get(args.name, GENERIC)
+    nodes = args.nodes if args.nodes is not None else profile.nodes
+    dirs = args.dirs if args.dirs is not None else profile.dirs
+    racks = tuple(r.strip() for r in args.racks.split(",")) if args.racks else profile.racks
+    base = args.base_port if args.base_port is not None else profile.base_port
+    cbase = (
+        args.controller_base_port
+        if args.controller_base_port is not None
+        else (profile.controller_base_port if args.base_port is None else base + 100)
+    )
+    release = args.release_version if args.release_version is not None else profile.release_version
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}", args.name):
+        raise RigError(f"kafka rig: bad --name {args.name!r} (letters, digits, '.', '_', '-')", 2)
+    if nodes < 1 or dirs < 1:
+        raise RigError("kafka rig: --nodes and --dirs must be >= 1", 2)
+    if base <= 0:
+        raise RigError(f"kafka rig: cluster '{args.name}' has no default ports: pass --base-port", 2)
+    if not racks or any(not r for r in racks):
+        raise RigError(f"kafka rig: bad --racks {args.racks!r}", 2)
+    ports = [base + i for i in range(nodes)] + [cbase + i for i in range(nodes)]
+    if len(set(ports)) != len(ports) or min(ports) < 1024 or max(ports) > 65535:
+        raise RigError(
+            f"kafka rig: broker ports {base}+i and controller ports {cbase}+i overlap or "
+            "are out of range 1024-65535",
+            2,
+        )
+    rig_dir = Path(args.rig_dir).resolve()
+    data_dir = rig_dir / f"kafka-{args.name}"
+    version = args.kafka_version
+    return Cluster(
+        name=args.name,
+        nodes=tuple(
+            Node(i + 1, base + i, cbase + i, racks[i % len(racks)], data_dir / f"node-{i + 1}", dirs)
+            for i in range(nodes)
+        ),
+        dirs=dirs,
+        release_version=release,
+        kafka_version=version,
+        libs=Path(args.libs).resolve() if args.libs else default_libs(version),
+        rig_dir=rig_dir,
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    cluster = build_cluster(args)
+    existing = read_entry(cluster.rig_dir, cluster.name)
+    if existing and cluster_alive(existing):
+        print(f"kafka rig '{cluster.name}' already up: {existing['bootstrapServers']}")
+        return 0
+    if existing or cluster.data_dir.exists() or rig_pids(cluster.data_dir):
+        print(f"kafka rig '{cluster.name}': removing stale state in {cluster.data_dir}", file=sys.stderr)
+        teardown(cluster.rig_dir, cluster.name, args.stop_timeout, quiet=True)
+    check_ports(cluster)
+    java = find_java()
+    check_libs(cluster.libs, cluster.kafka_version)
+
+    started = time.monotonic()
+    procs: dict[int, subprocess.Popen[bytes]] = {}
+    signal.signal(signal.SIGTERM, _terminated)  # a killed `up` still stops the JVMs it started
+    try:
+        for node in cluster.nodes:
+            (node.home / "logs").mkdir(parents=True)
+            node.meta_dir.mkdir()
+            for d in node.log_dirs:
+                d.mkdir()
+            node.config.write_text(server_properties(cluster, node))
+        metadata_version = format_storage(java, cluster, FORMAT_TIMEOUT_S)
+        for node in cluster.nodes:
+            with open(node.home / "stdout.log", "wb") as out:
+                procs[node.id] = subprocess.Popen(
+                    java_cmd(java, cluster, node, "kafka.Kafka", str(node.config)),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=node.home,
+                    start_new_session=True,
+                )
+        wait_ready(cluster, procs, args.timeout)
+        entry = {
+            "name": cluster.name,
+            "bootstrapServers": cluster.bootstrap,
+            "version": cluster.kafka_version,
+            "releaseVersion": metadata_version,
+            "libsDir": str(cluster.libs),
+            "dataDir": str(cluster.data_dir),
+            "nodes": [
+                {
+                    "id": n.id,
+                    "host": HOST,
+                    "port": n.port,
+                    "controllerPort": n.controller_port,
+                    "rack": n.rack,
+                    "logDirs": [str(d) for d in n.log_dirs],
+                    "metadataDir": str(n.meta_dir),
+                    "pid": procs[n.id].pid,
+                    "serverLog": str(n.home / "logs" / "server.log"),
+                }
+                for n in cluster.nodes
+            ],
+        }
+        with rig_json_locked(cluster.rig_dir) as data:
+            data[cluster.key] = entry
+    except BaseException:
+        print(f"kafka rig '{cluster.name}': up failed; stopping what was started", file=sys.stderr)
+        stop_pids(sorted(set(p.pid for p in procs.values()) | set(rig_pids(cluster.data_dir))), 10)
+        shutil.rmtree(cluster.data_dir, ignore_errors=True)
+        raise
+    print(
+        f"kafka rig '{cluster.name}' up in {time.monotonic() - started:.1f}s: Kafka {cluster.kafka_version}, "
+        f"metadata.version {metadata_version}, bootstrap {cluster.bootstrap} "
+        f"(written to {cluster.rig_dir / 'rig.json'} key '{cluster.key}')"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- down/status
+
+
+def cluster_alive(entry: dict[str, Any]) -> bool:
+    return all(alive(int(n["pid"])) and port_open(int(n["port"])) for n in entry.get("nodes", []))
+
+
+def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> list[str]:
+    """Stop every JVM of the cluster, check its ports are free, remove its state; returns problems."""
+    data_dir = rig_dir / f"kafka-{name}"
+    entry = read_entry(rig_dir, name)
+    ours = rig_pids(data_dir)  # only JVMs carrying this cluster's marker, never a recycled pid
+    killed = stop_pids(sorted(ours), timeout)
+    problems = []
+    if killed and not quiet:
+        print(f"kafka rig '{name}': SIGKILLed {killed} after {timeout:.0f}s", file=sys.stderr)
+    ports = [p for n in (entry or {}).get("nodes", []) for p in (int(n["port"]), int(n["controllerPort"]))]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(port_free(p) for p in ports):
+        time.sleep(0.2)
+    busy = [p for p in ports if not port_free(p)]
+    if busy:
+        problems.append(f"ports still in use after stopping the JVMs: {busy}")
+    left = rig_pids(data_dir)
+    if left:
+        problems.append(f"JVMs still running: {sorted(left)}")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    with rig_json_locked(rig_dir) as data:
+        data.pop(rig_key(name), None)
+    return problems
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    rig_dir = Path(args.rig_dir).resolve()
+    had = read_entry(rig_dir, args.name) is not None or (rig_dir / f"kafka-{args.name}").exists()
+    problems = teardown(rig_dir, args.name, args.stop_timeout)
+    if problems:
+        raise RigError(f"kafka rig '{args.name}': " + "; ".join(problems))
+    print(f"kafka rig '{args.name}' " + ("down" if had else "was not up"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    rig_dir = Path(args.rig_dir).resolve()
+    entry = read_entry(rig_dir, args.name)
+    if entry is None:
+        orphans = rig_pids(rig_dir / f"kafka-{args.name}")
+        print(f"kafka rig '{args.name}': not up" + (f" (orphan JVMs: {sorted(orphans)})" if orphans else ""))
+        return 1
+    nodes = [
+        {**n, "alive": alive(int(n["pid"])), "listening": port_open(int(n["port"]))} for n in entry["nodes"]
+    ]
+    up = all(n["alive"] and n["listening"] for n in nodes)
+    if args.json:
+        print(json.dumps({**entry, "nodes": nodes, "up": up}, indent=2))
+    else:
+        print(
+            f"kafka rig '{args.name}': {'up' if up else 'DEGRADED'}  Kafka {entry['version']}  "
+            f"metadata.version {entry['releaseVersion']}  bootstrap {entry['bootstrapServers']}"
+        )
+        for n in nodes:
+            print(
+                f"  node {n['id']} pid {n['pid']} {'alive' if n['alive'] else 'DEAD'} "
+                f"{n['host']}:{n['port']} ({'listening' if n['listening'] else 'NOT listening'}) "
+                f"rack {n['rack']} dirs {', '.join(n['logDirs'])}"
+            )
+    return 0 if up else 1
+
+
+# ---------------------------------------------------------------------------------------- nodes
+
+
+def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster:
+    """The ``Cluster`` that ``up`` started, rebuilt from its rig.json entry."""
+    data_dir = Path(str(entry["dataDir"]))
+    return Cluster(
+        name=name,
+        nodes=tuple(
+            Node(
+                int(n["id"]),
+                int(n["port"]),
+                int(n["controllerPort"]),
+                str(n["rack"]),
+                data_dir / f"node-{int(n['id'])}",
+                len(n["logDirs"]),
+            )
+            for n in entry["nodes"]
+        ),
+        dirs=len(entry["nodes"][0]["logDirs"]) if entry["nodes"] else 0,
+        release_version=str(entry.get("releaseVersion")) if entry.get("releaseVersion") else None,
+        kafka_version=str(entry["version"]),
+        libs=Path(str(entry["libsDir"])),
+        rig_dir=rig_dir,
+    )
+
+
+def node_of(args: argparse.Namespace) -> tuple[Cluster, Node]:
+    """The cluster (from rig.json) and its node ``--node``; exit 2 when either is unknown."""
+    rig_dir = Path(args.rig_dir).resolve()
+    entry = read_entry(rig_dir, args.name)
+    if entry is None:
+        raise RigError(f"kafka rig '{args.name}' is not up (no '{rig_key(args.name)}' in rig.json)", 2)
+    cluster = cluster_of_entry(rig_dir, args.name, entry)
+    node = next((n for n in cluster.nodes if n.id == args.node), None)
+    if node is None:
+        raise RigError(
+            f"kafka rig '{args.name}' has no node {args.node} (nodes: "
+            f"{', '.join(str(n.id) for n in cluster.nodes)})",
+            2,
+        )
+    return cluster, node
+
+
+def node_pids(cluster: Cluster, node: Node) -> list[int]:
+    """Live JVMs carrying this node's marker (never a recycled pid)."""
+    return sorted(p for p, home in rig_pids(cluster.data_dir).items() if home == str(node.home))
+
+
+def set_node_pid(cluster: Cluster, node: Node, pid: int) -> None:
+    with rig_json_locked(cluster.rig_dir) as data:
+        entry = data.get(cluster.key)
+        if isinstance(entry, dict):
+            for n in entry.get("nodes", []):
+                if int(n["id"]) == node.id:
+                    n["pid"] = pid
+
+
+def cmd_stop_node(args: argparse.Namespace) -> int:
+    """SIGTERM one node's JVM (SIGKILL after --stop-timeout), wait until its ports are closed; its data
+    and its rig.json entry stay (``start-node`` starts it again)."""
+    cluster, node = node_of(args)
+    pids = node_pids(cluster, node)
+    if not pids:
+        raise RigError(f"kafka rig '{cluster.name}': node {node.id} is already stopped", 2)
+    started = time.monotonic()
+    killed = stop_pids(pids, args.stop_timeout)
+    if killed:
+        print(f"kafka rig '{cluster.name}': SIGKILLed node {node.id} ({killed})", file=sys.stderr)
+    deadline = time.monotonic() + 10
+    ports = (node.port, node.controller_port)
+    while time.monotonic() < deadline and not all(port_free(p) for p in ports):
+        time.sleep(0.2)
+    left = node_pids(cluster, node)
+    busy = [p for p in ports if not port_free(p)]
+    if left or busy:
+        raise RigError(
+            f"kafka rig '{cluster.name}': node {node.id} did not stop (JVMs {left}, ports in use {busy})"
+        )
+    print(
+        f"kafka rig '{cluster.name}': node {node.id} stopped in {time.monotonic() - started:.1f}s "
+        f"(pid {', '.join(map(str, pids))}; data kept in {node.home})"
+    )
+    return 0
+
+
+def cmd_start_node(args: argparse.Namespace) -> int:
+    """Start one stopped node again with the JVM command of ``up`` (same config and data), wait until it
+    answers and the cluster sees every broker, record its new pid in rig.json."""
+    cluster, node = node_of(args)
+    pids = node_pids(cluster, node)
+    if pids:
+        raise RigError(
+            f"kafka rig '{cluster.name}': node {node.id} is already running (pid "
+            f"{', '.join(map(str, pids))})",
+            2,
+        )
+    busy = [p for p in (node.port, node.controller_port) if not port_free(p)]
+    if busy:
+        raise RigError(
+            f"kafka rig '{cluster.name}': cannot start node {node.id}: port already in use: "
+            f"{', '.join(f'{HOST}:{p}' for p in busy)}",
+            2,
+        )
+    if not node.config.is_file():
+        raise RigError(f"kafka rig '{cluster.name}': node {node.id} has no config {node.config}", 2)
+    java = find_java()
+    check_libs(cluster.libs, cluster.kafka_version)
+    started = time.monotonic()
+    proc: subprocess.Popen[bytes] | None = None
+    signal.signal(signal.SIGTERM, _terminated)  # a killed `start-node` still stops the JVM it started
+    try:
+        with open(node.home / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(
+                java_cmd(java, cluster, node, "kafka.Kafka", str(node.config)),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=node.home,
+                start_new_session=True,
+            )
+        wait_ready(cluster, {node.id: proc}, args.timeout)
+        set_node_pid(cluster, node, proc.pid)
+    except BaseException:
+        print(f"kafka rig '{cluster.name}': start-node {node.id} failed; stopping it", file=sys.stderr)
+        if proc is not None:  # only the JVM started here: another `up` may own this node dir by now
+            stop_pids([proc.pid], 10)
+        raise
+    print(
+        f"kafka rig '{cluster.name}': node {node.id} started in {time.monotonic() - started:.1f}s "
+        f"(pid {proc.pid}, {HOST}:{node.port})"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka_rig.py", description=__doc__.split("\n\n")[0] if __doc__ else "")
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--name", default="main", help="cluster name: main (default), legacy, or any")
+    common.add_argument(
+        "--rig-dir",
+        default=str(default_rig_dir()),
+        help="rig state dir holding rig.json (default: $KP_RIG_DIR or <repo>/.rig)",
+    )
+    common.add_argument(
+        "--stop-timeout", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL (default 20)"
+    )
+    up = sub.add_parser("up", parents=[common], help="format and start a cluster, wait until ready")
+    up.add_argument("--nodes", type=int, help="combined broker+controller nodes (main 3, legacy 2)")
+    up.add_argument("--dirs", type=int, help="log dirs per node (default 2)")
+    up.add_argument(
+        "--racks", help="comma list of racks, assigned round-robin (e.g. /dc1/r1,/dc1/r2,/dc2/r1)"
+    )
+    up.add_argument("--base-port", type=int, help="first broker port (main 29092, legacy 29392)")
+    up.add_argument(
+        "--controller-base-port",
+        type=int,
+        help="first controller port (main 29192, legacy 29492; else base-port + 100)",
+    )
+    up.add_argument(
+        "--release-version",
+        help="metadata version to format with (legacy: 4.2-IV1; "
+        "default: the storage tool's latest production version)",
+    )
+    up.add_argument(
+        "--kafka-version",
+        default=os.environ.get("KAFKA_VERSION", DEFAULT_KAFKA_VERSION),
+        help=f"Kafka jars version (default $KAFKA_VERSION or {DEFAULT_KAFKA_VERSION})",
+    )
+    up.add_argument("--libs", help="directory of Kafka jars (default: fetch.sh's cache for the version)")
+    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness (180)")
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser("down", parents=[common], help="stop a cluster and remove its state")
+    down.set_defaults(func=cmd_down)
+    st = sub.add_parser("status", parents=[common], help="show a cluster; exit 1 unless it is up")
+    st.add_argument("--json", action="store_true", help="print the rig.json entry with liveness")
+    st.set_defaults(func=cmd_status)
+    stop = sub.add_parser(
+        "stop-node", parents=[common], help="stop one node's JVM (SIGTERM), keep its data and config"
+    )
+    stop.add_argument("--node", type=int, required=True, help="node id (1..N)")
+    stop.set_defaults(func=cmd_stop_node)
+    start = sub.add_parser(
+        "start-node", parents=[common], help="start a stopped node again (same config and data)"
+    )
+    start.add_argument("--node", type=int, required=True, help="node id (1..N)")
+    start.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for it (120)")
+    start.set_defaults(func=cmd_start_node)
+    return p
+
+
+def run_command(p: argparse.ArgumentParser, argv: Sequence[str] | None, label: str) -> int:
+    """Parse and run a rig sub-command: RigError -> its exit code and one line, never a traceback."""
+    args = p.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except RigError as e:
+        print(str(e), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # unexpected: one line, not a traceback
+        print(f"{label}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(parser(), argv, "kafka rig")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
