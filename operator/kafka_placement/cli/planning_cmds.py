@@ -1,0 +1,141 @@
+"""CLI commands of the pure planner: ``plan``, ``evaluate``, ``place`` (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..model.errors import BadInputError
+from ..model.intents import Intents
+from ..model.plan import Plan
+from ..model.snapshot import ClusterSnapshot
+from ..planning.metrics import evaluate
+from ..planning.optimizer import PlanResult
+from ..planning.placement import place
+from ..spark.engines import ENGINES, EngineSettings, plan_with
+from ._io import read_text, write_json
+
+
+def load_snapshot(path: str) -> ClusterSnapshot:
+    return ClusterSnapshot.loads(read_text(path, "snapshot"), source=path)
+
+
+def load_intents(path: str) -> Intents:
+    return Intents.loads(read_text(path, "intents"), source=path)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    snapshot = load_snapshot(args.snapshot)
+    intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
+    if args.engine == "spark-k8s":
+        result = _plan_on_kubernetes(args, snapshot)
+    else:
+        settings = EngineSettings(engine=args.engine, master=args.spark_master, shards=args.shards)
+        result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
+    write_json(args.output, result.plan.to_json())
+    if args.summary:
+        write_json(args.summary, result.summary)
+    s = result.summary
+    print(
+        f"plan {result.plan.plan_id}: {s['partitionsChanged']} partitions, "
+        f"{s['replicaMoves']} replica moves, "
+        f"{s['intraBrokerMoves']} dir moves, {s['bytesToMove']} bytes (lower bound {s['lowerBoundBytes']}), "
+        f"{s['batches']['count']} batches, hard violations after: {s['hardViolationsAfter']} "
+        f"(engine {s['engine']})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> PlanResult:
+    """``--engine spark-k8s``: the Spark job as a SparkApplication (Kubeflow spark-operator)."""
+    from pathlib import Path
+
+    from kubernetes import config
+
+    from ..spark.k8s import SparkK8sSettings, run_on_kubernetes
+
+    missing = [
+        f"--{n}"
+        for n in ("spark-image", "exchange-claim", "exchange-dir")
+        if not getattr(args, n.replace("-", "_"))
+    ]
+    if missing:
+        raise BadInputError(f"--engine spark-k8s needs {', '.join(missing)}", "plan")
+    settings = SparkK8sSettings(
+        namespace=args.spark_namespace,
+        image=args.spark_image,
+        exchange_claim=args.exchange_claim,
+        exchange_dir=Path(args.exchange_dir),
+        exchange_mount=args.exchange_mount,
+    )
+    api = config.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
+    plan, summary = run_on_kubernetes(api, snapshot, read_text(args.intents, "intents"), settings)
+    return PlanResult(plan, summary)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    snapshot = load_snapshot(args.snapshot)
+    plan = Plan.loads(read_text(args.plan, "plan"), source=args.plan)
+    intents = load_intents(args.intents) if args.intents else None
+    write_json(args.output, evaluate(snapshot, plan, intents))
+    return 0
+
+
+def cmd_place(args: argparse.Namespace) -> int:
+    snapshot = load_snapshot(args.snapshot)
+    intents = load_intents(args.intents) if args.intents else Intents()
+    plan = place(
+        snapshot, intents, args.topic, args.partitions, args.replication_factor, args.start_partition
+    )
+    write_json(args.output, plan.to_json())
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add this group's sub-commands to the top-level parser's subparsers."""
+    p = sub.add_parser("plan", help="compute the moves that reach the declared placement")
+    p.add_argument("--snapshot", required=True, help="cluster snapshot JSON (from `snapshot`)")
+    p.add_argument("--intents", required=True, help="YAML stream of {kind, spec} documents")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: in-process; spark: PySpark (default master local[*]); auto: spark for large snapshots",
+    )
+    p.add_argument("--spark-master", default="local[*]", help="Spark master for --engine spark")
+    p.add_argument("--shards", type=int, default=0, help="Spark shards (default 4 per core)")
+    k = p.add_argument_group("--engine spark-k8s (a SparkApplication of the Kubeflow spark-operator)")
+    k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
+    k.add_argument("--spark-namespace", default="default")
+    k.add_argument("--spark-image", help="image with kafka-placement and its Spark job")
+    k.add_argument("--exchange-claim", help="PVC mounted by the Spark pods, shared with this process")
+    k.add_argument("--exchange-dir", help="where that volume is mounted here")
+    k.add_argument("--exchange-mount", default="/exchange", help="where it is mounted in the Spark pods")
+    p.add_argument("-o", "--output", default="-", help="plan JSON (Kafka's reassignment format); - = stdout")
+    p.add_argument("--summary", help="write the plan's metrics, lower bound and batches here")
+    p.add_argument("--max-moves-per-broker", type=int, default=5, help="per-broker limit of each batch")
+    p.add_argument(
+        "--reactive-cordon",
+        action="store_true",
+        help="Kafka < 4.3 cannot cordon dirs: also move empty replicas that appeared on cordoned dirs",
+    )
+    p.set_defaults(func=cmd_plan)
+
+    e = sub.add_parser("evaluate", help="quality metrics of a plan against a snapshot, as JSON")
+    e.add_argument("--snapshot", required=True)
+    e.add_argument("--plan", required=True)
+    e.add_argument("--intents", help="also measure lower bound and violations against these intents")
+    e.add_argument("-o", "--output", default="-")
+    e.set_defaults(func=cmd_evaluate)
+
+    n = sub.add_parser("place", help="assign new partitions honouring cordons, decommissions and policies")
+    n.add_argument("--snapshot", required=True)
+    n.add_argument("--intents", help="intents YAML (optional)")
+    n.add_argument("--topic", required=True)
+    n.add_argument("--partitions", type=int, required=True, help="how many new partitions")
+    n.add_argument("--replication-factor", type=int, help="default: the topic's policy's RF")
+    n.add_argument("--start-partition", type=int, default=0, help="number of the first new partition")
+    n.add_argument("-o", "--output", default="-")
+    n.set_defaults(func=cmd_place)

@@ -1,0 +1,515 @@
+"""The one source of the CustomResourceDefinitions (DESIGN.md sections 3 and 9).
+
+Structural OpenAPI v3 schemas (apiextensions.k8s.io/v1) of the four kinds of group
+``kafkaplacement.io``, built as plain dicts so ``crds/`` and the chart's ``crds/`` are generated from
+here (``kafka-placement crds``) and a unit test fails on drift. The intent kinds' specs accept exactly
+what ``model/intents.py`` accepts (same names, types, enums and minimums); every field has a
+description so ``kubectl explain`` documents the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .crd_parts import (
+    BOOTSTRAP_PATTERN,
+    CATEGORIES,
+    CLUSTER_CONDITION_TYPES,
+    CLUSTER_PHASES,
+    CONDITION_TYPES,
+    ENGINES,
+    GROUP,
+    HEADER,
+    LOG_DIR_PATTERN,
+    MAX_BROKERS,
+    MAX_NAME,
+    MAX_PATH,
+    MODES,
+    PHASES,
+    SASL_MECHANISMS,
+    SPARK_MEMORY_PATTERN,
+    VERSION,
+    Schema,
+    _arr,
+    _bool,
+    _cluster_ref,
+    _col,
+    _conditions,
+    _int,
+    _name,
+    _obj,
+    _operator_fields,
+    _str,
+)
+
+
+def _intent_status() -> Schema:
+    return _obj(
+        "Observed state, written by the operator.",
+        {
+            "phase": _str("Lifecycle phase of this intent.", enum=PHASES),
+            "conditions": _conditions(CONDITION_TYPES),
+            "observedGeneration": _int(
+                "The metadata.generation of the spec the status describes.", 0, int64=True
+            ),
+            "message": _str("Human-readable summary of the current phase.", maxLength=32768),
+            "plan": _obj(
+                "The current plan made for this intent (together with all other intents of the cluster).",
+                {
+                    "id": _str("Plan id; copy it to spec.approvedPlan to approve the plan.", maxLength=128),
+                    "moves": _int("Number of partition moves in the plan.", 0, int64=True),
+                    "replicaMoves": _int(
+                        "Number of replica moves (one partition move may move several).", 0, int64=True
+                    ),
+                    "bytes": _int(
+                        "Bytes the plan moves over the network and between log dirs.", 0, int64=True
+                    ),
+                    "lowerBoundBytes": _int(
+                        "Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True
+                    ),
+                    "batches": _int("Number of batches the moves are submitted in.", 0),
+                },
+            ),
+            "progress": _obj(
+                "Progress of the plan's execution.",
+                {
+                    "partitionsDone": _int("Partitions whose move completed.", 0, int64=True),
+                    "partitionsTotal": _int("Partitions the plan moves.", 0, int64=True),
+                    "bytesMoved": _int("Bytes moved so far.", 0, int64=True),
+                    "bytesRemaining": _int("Bytes still to move.", 0, int64=True),
+                    "eta": _str(
+                        "Estimated completion time (RFC 3339), from the recent transfer rate.",
+                        format="date-time",
+                    ),
+                    "summary": _str(
+                        'Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64
+                    ),
+                },
+            ),
+        },
+    )
+
+
+def _intent_columns() -> list[Schema]:
+    return [
+        _col(
+            "Cluster",
+            "string",
+            ".spec.clusterRef.name",
+            "The KafkaCluster this intent applies to.",
+            priority=1,
+        ),
+        _col("Phase", "string", ".status.phase", "Lifecycle phase."),
+        _col("Plan", "string", ".status.plan.id", "Current plan id."),
+        _col("Progress", "string", ".status.progress.summary", "Partitions moved / partitions to move."),
+        _col("Moves", "integer", ".status.plan.moves", "Partition moves in the plan."),
+        _col("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
+    ]
+
+
+# ---- the kinds' specs -----------------------------------------------------------------------------
+
+
+def _broker_decommission_spec() -> Schema:
+    return _obj(
+        "Desired state: no replica may remain on these brokers.",
+        {
+            "clusterRef": _cluster_ref(),
+            "brokers": _arr(
+                "Ids of the brokers to empty (at least one, no duplicates).",
+                _int("A broker id.", 0),
+                minItems=1,
+                maxItems=MAX_BROKERS,
+                **{"x-kubernetes-list-type": "set"},
+            ),
+            "throttle": _int(
+                "Replication throttle in bytes per second for this decommission's moves; absent = the "
+                "KafkaCluster's throttleBytesPerSecond.",
+                1,
+                int64=True,
+            ),
+            "priority": _int(
+                "Higher priority decommissions' moves are batched first when several intents compete.",
+                default=0,
+            ),
+            **_operator_fields(),
+        },
+        ["clusterRef", "brokers"],
+    )
+
+
+def _log_dir_cordon_spec() -> Schema:
+    return _obj(
+        "Desired state: no new replica on these log dirs of one broker; with drain, none left on them.",
+        {
+            "clusterRef": _cluster_ref(),
+            "broker": _int("Id of the broker whose log dirs are cordoned.", 0),
+            "logDirs": _arr(
+                'Absolute paths of the broker\'s log dirs, or ["*"] for all of them (the whole broker).',
+                _str('An absolute log dir path, or "*".', pattern=LOG_DIR_PATTERN, maxLength=MAX_PATH),
+                minItems=1,
+                maxItems=256,
+                **{
+                    "x-kubernetes-list-type": "set",
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": "!self.exists(d, d == '*') || self.size() == 1",
+                            "message": '"*" means the whole broker and cannot be combined with paths',
+                        }
+                    ],
+                },
+            ),
+            "drain": _bool(
+                "When true, also move every existing replica off the cordoned dirs.", default=False
+            ),
+            **_operator_fields(),
+        },
+        ["clusterRef", "broker", "logDirs"],
+    )
+
+
+def _glob_list(description: str, **extra: Any) -> Schema:
+    return _arr(
+        description,
+        _str(
+            "A glob pattern (fnmatch: *, ?, [seq]) matched against topic names.",
+            minLength=1,
+            maxLength=MAX_NAME,
+        ),
+        maxItems=1000,
+        **extra,
+    )
+
+
+def _placement_policy_spec() -> Schema:
+    return _obj(
+        "Placement rules for the topics it selects.",
+        {
+            "clusterRef": _cluster_ref(),
+            "topics": _obj(
+                "Topic selector: topics matching an include pattern and no exclude pattern. A topic may be "
+                "selected by at most one policy.",
+                {
+                    "include": _glob_list(
+                        "Glob patterns of the topics to include.", minItems=1, default=["*"]
+                    ),
+                    "exclude": _glob_list("Glob patterns of topics to leave out."),
+                },
+            ),
+            "rackAwareness": _obj(
+                "Multi-level rack spread (KIP-879): replicas spread evenly at the top level first, then "
+                "inside each unit, level by level.",
+                {
+                    "separator": _str(
+                        'Separator of the rack hierarchy ("/dc1/r2" with "/" -> [dc1, r2]).',
+                        minLength=1,
+                        maxLength=16,
+                        default="/",
+                    ),
+                    "levels": _int(
+                        "How many leading levels of the rack path count.", 1, maximum=8, default=1
+                    ),
+                },
+            ),
+            "replicationFactor": _int(
+                "Replication factor of the selected topics; absent = keep each partition's.", 1
+            ),
+            "balance": _obj(
+                "Balance goals; each is met when max/mean <= 1 + tolerance.",
+                {
+                    "brokers": _bool("Balance bytes and replicas across brokers.", default=False),
+                    "logDirs": _bool("Balance bytes across the log dirs of each broker.", default=False),
+                    "leaders": _bool("Balance partition leaders across brokers.", default=False),
+                    "tolerance": {
+                        "type": "number",
+                        "description": "Allowed imbalance as a fraction (0.05 = 5%).",
+                        "minimum": 0,
+                        "maximum": 10,
+                        "default": 0.05,
+                    },
+                },
+            ),
+            "preferredBrokers": _arr(
+                "Broker ids filled first (e.g. newly added brokers).",
+                _int("A broker id.", 0),
+                maxItems=MAX_BROKERS,
+            ),
+            "moveBudget": _obj(
+                "Limits on the moves this policy may cause (0 = unlimited).",
+                {
+                    "maxBytes": _int(
+                        "Most bytes this policy may move (0 = unlimited).", 0, int64=True, default=0
+                    ),
+                    "maxMoves": _int(
+                        "Most partition moves this policy may cause (0 = unlimited).", 0, default=0
+                    ),
+                },
+            ),
+            "mode": _str(
+                "Enforce: plan and execute moves. Advise: only report what would move.",
+                enum=MODES,
+                default="Enforce",
+            ),
+            **_operator_fields(),
+        },
+        ["clusterRef"],
+    )
+
+
+def _kafka_cluster_spec() -> Schema:
+    return _obj(
+        "How to connect to a Kafka cluster, and defaults for the intents that refer to it.",
+        {
+            "bootstrapServers": _str(
+                'Bootstrap servers, "host:port,host:port" (Kafka\'s convention).',
+                pattern=BOOTSTRAP_PATTERN,
+                maxLength=4096,
+            ),
+            "tls": _obj(
+                "TLS to the brokers; absent = plaintext.",
+                {
+                    "caSecretRef": _obj(
+                        "Secret holding the CA certificate(s) to verify the brokers; absent = system trust.",
+                        {
+                            "name": _name("Name of the Secret in this namespace."),
+                            "key": _str(
+                                "Key of the CA bundle (PEM) in the Secret.", minLength=1, default="ca.crt"
+                            ),
+                        },
+                        ["name"],
+                    ),
+                    "certSecretRef": _obj(
+                        "Secret holding a client certificate and key (mutual TLS); optional.",
+                        {
+                            "name": _name("Name of the Secret in this namespace."),
+                            "certKey": _str(
+                                "Key of the client certificate (PEM).", minLength=1, default="tls.crt"
+                            ),
+                            "keyKey": _str(
+                                "Key of the client private key (PEM).", minLength=1, default="tls.key"
+                            ),
+                        },
+                        ["name"],
+                    ),
+                },
+            ),
+            "sasl": _obj(
+                "SASL authentication; absent = none.",
+                {
+                    "mechanism": _str("SASL mechanism.", enum=SASL_MECHANISMS),
+                    "secretRef": _obj(
+                        "Secret holding the SASL username and password.",
+                        {
+                            "name": _name("Name of the Secret in this namespace."),
+                            "usernameKey": _str("Key of the username.", minLength=1, default="username"),
+                            "passwordKey": _str("Key of the password.", minLength=1, default="password"),
+                        },
+                        ["name"],
+                    ),
+                },
+                ["mechanism", "secretRef"],
+            ),
+            "throttleBytesPerSecond": _int(
+                "Default replication throttle in bytes per second for moves; absent = unthrottled.",
+                1,
+                int64=True,
+            ),
+            "limits": _obj(
+                "Concurrency limits of the executor.",
+                {
+                    "maxMovesPerBroker": _int(
+                        "Most partition moves in flight involving one broker.", 1, default=2
+                    ),
+                    "maxMovesInFlight": _int("Most partition moves in flight in the cluster.", 1, default=10),
+                },
+            ),
+            "planner": _obj(
+                "Which planner engine runs, and its Spark settings.",
+                {
+                    "engine": _str(
+                        "local: in the operator process; spark: PySpark local[*] in the operator pod; "
+                        "spark-k8s: a Spark job on Kubernetes; auto: chosen by cluster size.",
+                        enum=ENGINES,
+                        default="auto",
+                    ),
+                    "spark": _obj(
+                        "Settings of the spark-k8s engine.",
+                        {
+                            "image": _str("Container image of the Spark driver and executors.", minLength=1),
+                            "serviceAccount": _name("Service account of the Spark driver."),
+                            "namespace": _name("Namespace the Spark job runs in; absent = this namespace."),
+                            "executorInstances": _int(
+                                "Number of Spark executors.", 1, maximum=1000, default=2
+                            ),
+                            "memory": _str(
+                                'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
+                                pattern=SPARK_MEMORY_PATTERN,
+                                default="2g",
+                            ),
+                        },
+                    ),
+                },
+            ),
+        },
+        ["bootstrapServers"],
+    )
+
+
+def _kafka_cluster_status() -> Schema:
+    log_dir = _obj(
+        "One log dir of the broker.",
+        {
+            "path": _str("Absolute path of the log dir."),
+            "usedBytes": _int("Bytes used by partition replicas.", 0, int64=True),
+            "totalBytes": _int("Size of the volume.", 0, int64=True),
+            "usableBytes": _int("Free bytes on the volume.", 0, int64=True),
+            "cordoned": _bool("Whether the dir is cordoned (KIP-1066 or by a LogDirCordon)."),
+            "online": _bool("Whether the dir is online."),
+        },
+    )
+    broker = _obj(
+        "One broker of the cluster.",
+        {
+            "id": _int("Broker id.", 0),
+            "rack": _str("Rack string (may be hierarchical, e.g. /dc1/r2)."),
+            "logDirs": _arr("The broker's log dirs.", log_dir),
+        },
+    )
+    return _obj(
+        "Observed state of the cluster, written by the operator.",
+        {
+            "phase": _str("Connection state.", enum=CLUSTER_PHASES),
+            "brokers": _arr("Brokers, racks and log dirs with usage and cordon state.", broker),
+            "reassignmentsInFlight": _int("Partition reassignments in progress in Kafka.", 0),
+            "conditions": _conditions(CLUSTER_CONDITION_TYPES),
+            "observedGeneration": _int("The metadata.generation the status describes.", 0, int64=True),
+        },
+    )
+
+
+# ---- assembly -----------------------------------------------------------------------------------------
+
+
+def _crd(
+    kind: str,
+    plural: str,
+    short: str,
+    description: str,
+    spec: Schema,
+    status: Schema,
+    columns: list[Schema],
+) -> dict[str, Any]:
+    schema = _obj(
+        description,
+        {
+            "apiVersion": _str("Versioned schema of this object: kafkaplacement.io/v1alpha1."),
+            "kind": _str(f"Kind of this object: {kind}."),
+            # The apiserver forbids anything but `type` here (the object metadata is implicit).
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        ["spec"],
+    )
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{plural}.{GROUP}",
+            "labels": {"app.kubernetes.io/part-of": "kafka-placement-operator"},
+        },
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
+                "categories": list(CATEGORIES),
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def crd_documents() -> list[dict[str, Any]]:
+    """The four CRDs, in a fixed order."""
+    cluster_columns = [
+        _col("Bootstrap", "string", ".spec.bootstrapServers", "Bootstrap servers.", priority=1),
+        _col("Phase", "string", ".status.phase", "Connection state."),
+        _col(
+            "Reassignments", "integer", ".status.reassignmentsInFlight", "Partition reassignments in flight."
+        ),
+        _col("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
+    ]
+    return [
+        _crd(
+            "KafkaCluster",
+            "kafkaclusters",
+            "kpc",
+            "A Kafka cluster the operator manages placement for: connection and defaults.",
+            _kafka_cluster_spec(),
+            _kafka_cluster_status(),
+            cluster_columns,
+        ),
+        _crd(
+            "LogDirCordon",
+            "logdircordons",
+            "ldc",
+            "Cordon log dirs of a broker (no new replicas), optionally draining them.",
+            _log_dir_cordon_spec(),
+            _intent_status(),
+            _intent_columns(),
+        ),
+        _crd(
+            "BrokerDecommission",
+            "brokerdecommissions",
+            "bdc",
+            "Move every replica off the listed brokers.",
+            _broker_decommission_spec(),
+            _intent_status(),
+            _intent_columns(),
+        ),
+        _crd(
+            "PlacementPolicy",
+            "placementpolicies",
+            "kpp",
+            "Placement rules (rack spread, replication factor, balance) for selected topics.",
+            _placement_policy_spec(),
+            _intent_status(),
+            _intent_columns(),
+        ),
+    ]
+
+
+def crd_filename(doc: dict[str, Any]) -> str:
+    """controller-gen's convention: ``<group>_<plural>.yaml``."""
+    names = doc["spec"]["names"]
+    return f"{doc['spec']['group']}_{names['plural']}.yaml"
+
+
+def render_crd(doc: dict[str, Any]) -> str:
+    """Deterministic YAML of one CRD (insertion order kept) with the generated-file header."""
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+    return HEADER + "---\n" + body
+
+
+def rendered_crds() -> dict[str, str]:
+    """File name -> YAML text of every CRD."""
+    return {crd_filename(d): render_crd(d) for d in crd_documents()}
+
+
+__all__ = ["GROUP", "HEADER", "VERSION", "crd_documents", "crd_filename", "render_crd", "rendered_crds"]

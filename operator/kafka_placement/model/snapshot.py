@@ -1,0 +1,283 @@
+"""The cluster snapshot: brokers, racks, log dirs and partition placement (DESIGN.md section 3).
+
+A ``ClusterSnapshot`` is the planner's only view of Kafka. It is produced by the Kafka gateway
+(``kafka-placement snapshot``) or read from JSON, and validated strictly on the way in: every replica
+sits on a known broker and on one of that broker's dirs, replicas are distinct, ``replicas`` and
+``logDirs`` have the same length, the leader is a replica and the ISR a subset of the replicas.
+A replica whose dir is not known (its broker is offline) has the dir ``None`` (JSON ``null``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInputError
+from .jsonio import (
+    as_bool,
+    as_int,
+    as_int_list,
+    as_list,
+    as_object,
+    as_str,
+    check_fields,
+    require,
+)
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    """One JBOD log directory of a broker."""
+
+    path: str
+    total_bytes: int = 0
+    usable_bytes: int = 0
+    cordoned: bool = False
+    online: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A broker with its (possibly hierarchical, ``/dc1/r2``) rack and its log dirs."""
+
+    id: int
+    rack: str | None
+    log_dirs: tuple[LogDir, ...]
+
+    def dir(self, path: str) -> LogDir | None:
+        for d in self.log_dirs:
+            if d.path == path:
+                return d
+        return None
+
+    @property
+    def dir_paths(self) -> tuple[str, ...]:
+        return tuple(d.path for d in self.log_dirs)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """Current placement of one partition; ``replicas[0]`` is the preferred leader."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    log_dirs: tuple[str | None, ...]
+    leader: int | None = None
+    isr: tuple[int, ...] = ()
+    size_bytes: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(set(self.isr)) < len(self.replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """An immutable picture of a cluster; indexes are built once at construction."""
+
+    brokers: tuple[Broker, ...]
+    partitions: tuple[PartitionState, ...]
+    cluster_id: str | None = None
+    _broker_index: dict[int, Broker] = field(default_factory=dict, repr=False, compare=False)
+    _partition_index: dict[tuple[str, int], PartitionState] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        self._broker_index.update({b.id: b for b in self.brokers})
+        self._partition_index.update({p.key: p for p in self.partitions})
+
+    def broker(self, broker_id: int) -> Broker | None:
+        return self._broker_index.get(broker_id)
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return self._partition_index.get((topic, partition))
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(self._broker_index))
+
+    def topics(self) -> tuple[str, ...]:
+        return tuple(sorted({p.topic for p in self.partitions}))
+
+    def __iter__(self) -> Iterator[PartitionState]:
+        return iter(self.partitions)
+
+    # ---- JSON I/O -------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"version": SNAPSHOT_VERSION}
+        if self.cluster_id is not None:
+            doc["clusterId"] = self.cluster_id
+        doc["brokers"] = [
+            {
+                "id": b.id,
+                "rack": b.rack,
+                "logDirs": [
+                    {
+                        "path": d.path,
+                        "totalBytes": d.total_bytes,
+                        "usableBytes": d.usable_bytes,
+                        "cordoned": d.cordoned,
+                        "online": d.online,
+                    }
+                    for d in b.log_dirs
+                ],
+            }
+            for b in self.brokers
+        ]
+        doc["partitions"] = [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "replicas": list(p.replicas),
+                "logDirs": list(p.log_dirs),
+                "leader": p.leader,
+                "isr": list(p.isr),
+                "sizeBytes": p.size_bytes,
+            }
+            for p in self.partitions
+        ]
+        return doc
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False)
+
+    @staticmethod
+    def from_json(doc: object, source: str = "snapshot") -> ClusterSnapshot:
+        return _parse_snapshot(doc, source)
+
+    @staticmethod
+    def loads(text: str, source: str = "snapshot") -> ClusterSnapshot:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BadInputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from e
+        return _parse_snapshot(doc, source)
+
+
+_BROKER_FIELDS = ("id", "rack", "logDirs")
+_DIR_FIELDS = ("path", "totalBytes", "usableBytes", "cordoned", "online")
+_PARTITION_FIELDS = ("topic", "partition", "replicas", "logDirs", "leader", "isr", "sizeBytes")
+
+
+def _parse_dir(raw: object, where: str) -> LogDir:
+    obj = as_object(raw, where)
+    check_fields(obj, where, _DIR_FIELDS)
+    return LogDir(
+        path=as_str(require(obj, "path", where), f"{where}.path"),
+        total_bytes=as_int(obj.get("totalBytes", 0), f"{where}.totalBytes", minimum=0),
+        usable_bytes=as_int(obj.get("usableBytes", 0), f"{where}.usableBytes", minimum=0),
+        cordoned=as_bool(obj.get("cordoned", False), f"{where}.cordoned"),
+        online=as_bool(obj.get("online", True), f"{where}.online"),
+    )
+
+
+def _parse_broker(raw: object, where: str) -> Broker:
+    obj = as_object(raw, where)
+    check_fields(obj, where, _BROKER_FIELDS)
+    rack_raw = obj.get("rack")
+    rack = None if rack_raw is None else as_str(rack_raw, f"{where}.rack")
+    dirs = tuple(
+        _parse_dir(d, f"{where}.logDirs[{i}]") for i, d in enumerate(as_list(obj.get("logDirs", []), where))
+    )
+    paths = [d.path for d in dirs]
+    if len(set(paths)) != len(paths):
+        raise BadInputError(f"duplicate log dir path in {paths}", f"{where}.logDirs")
+    return Broker(id=as_int(require(obj, "id", where), f"{where}.id", minimum=0), rack=rack, log_dirs=dirs)
+
+
+def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> PartitionState:
+    obj = as_object(raw, where)
+    check_fields(obj, where, _PARTITION_FIELDS)
+    topic = as_str(require(obj, "topic", where), f"{where}.topic")
+    number = as_int(require(obj, "partition", where), f"{where}.partition", minimum=0)
+    where = f"{where} ({topic}-{number})"
+    replicas = as_int_list(require(obj, "replicas", where), f"{where}.replicas", minimum=0)
+    if not replicas:
+        raise BadInputError("a partition needs at least one replica", f"{where}.replicas")
+    if len(set(replicas)) != len(replicas):
+        raise BadInputError(f"duplicate replica in {list(replicas)}", f"{where}.replicas")
+    dirs_raw = as_list(obj.get("logDirs", [None] * len(replicas)), f"{where}.logDirs")
+    if len(dirs_raw) != len(replicas):
+        raise BadInputError(
+            f"has {len(dirs_raw)} entries but replicas has {len(replicas)}; they must match one to one",
+            f"{where}.logDirs",
+        )
+    log_dirs: list[str | None] = []
+    for i, (b, d) in enumerate(zip(replicas, dirs_raw, strict=True)):
+        broker = brokers.get(b)
+        if broker is None:
+            raise BadInputError(f"replica on unknown broker {b}", f"{where}.replicas[{i}]")
+        if d is None or d == "any":
+            log_dirs.append(None)
+            continue
+        path = as_str(d, f"{where}.logDirs[{i}]")
+        if broker.dir(path) is None:
+            raise BadInputError(
+                f"broker {b} has no log dir '{path}' (it has {list(broker.dir_paths)})",
+                f"{where}.logDirs[{i}]",
+            )
+        log_dirs.append(path)
+    leader_raw = obj.get("leader")
+    leader = None if leader_raw is None or leader_raw == -1 else as_int(leader_raw, f"{where}.leader")
+    if leader is not None and leader not in replicas:
+        raise BadInputError(f"leader {leader} is not one of the replicas {list(replicas)}", f"{where}.leader")
+    isr = as_int_list(obj.get("isr", list(replicas)), f"{where}.isr")
+    stray = sorted(set(isr) - set(replicas))
+    if stray:
+        raise BadInputError(f"ISR members {stray} are not replicas {list(replicas)}", f"{where}.isr")
+    return PartitionState(
+        topic=topic,
+        partition=number,
+        replicas=replicas,
+        log_dirs=tuple(log_dirs),
+        leader=leader,
+        isr=isr,
+        size_bytes=as_int(obj.get("sizeBytes", 0), f"{where}.sizeBytes", minimum=0),
+    )
+
+
+def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
+    obj = as_object(doc, source)
+    check_fields(obj, source, ("version", "clusterId", "brokers", "partitions"))
+    version = as_int(obj.get("version", SNAPSHOT_VERSION), f"{source}.version")
+    if version != SNAPSHOT_VERSION:
+        raise BadInputError(f"unsupported snapshot version {version} (supported: {SNAPSHOT_VERSION})", source)
+    brokers = tuple(
+        _parse_broker(b, f"{source}.brokers[{i}]")
+        for i, b in enumerate(as_list(require(obj, "brokers", source), f"{source}.brokers"))
+    )
+    index: dict[int, Broker] = {}
+    for i, b in enumerate(brokers):
+        if b.id in index:
+            raise BadInputError(f"duplicate broker id {b.id}", f"{source}.brokers[{i}].id")
+        index[b.id] = b
+    parts = tuple(
+        _parse_partition(p, f"{source}.partitions[{i}]", index)
+        for i, p in enumerate(as_list(require(obj, "partitions", source), f"{source}.partitions"))
+    )
+    seen: set[tuple[str, int]] = set()
+    for i, p in enumerate(parts):
+        if p.key in seen:
+            raise BadInputError(f"duplicate partition {p.name}", f"{source}.partitions[{i}]")
+        seen.add(p.key)
+    cid = obj.get("clusterId")
+    return ClusterSnapshot(
+        brokers=brokers,
+        partitions=parts,
+        cluster_id=None if cid is None else as_str(cid, f"{source}.clusterId"),
+    )

@@ -1,0 +1,93 @@
+"""What goals share while planning: the working assignment, eligibility, rack trees and budgets.
+
+Goals run in priority order (hard first, like Cruise Control's goal list). A later goal may only make
+a move every earlier goal ``accepts``, so balancing never undoes a decommission or a rack repair.
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..model.intents import Intents, PlacementPolicy, RackAwareness
+from ..model.snapshot import ClusterSnapshot
+from .state import Assignment, Eligibility, Key
+from .topology import RackTree
+
+
+class Goal(Protocol):
+    """One placement rule: hard goals must hold after planning, soft goals are met when possible."""
+
+    name: str
+    is_hard: bool
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        """Change ``ctx.assignment`` towards this goal, only by moves earlier goals accept."""
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        """Whether this goal tolerates partition ``key`` getting the broker list ``replicas``."""
+
+
+@dataclass(slots=True)
+class Spent:
+    moves: int = 0
+    bytes: int = 0
+
+
+@dataclass(slots=True)
+class PlanningContext:
+    """Everything goals read and write while one plan is computed."""
+
+    snapshot: ClusterSnapshot
+    intents: Intents
+    eligibility: Eligibility
+    assignment: Assignment
+    trees: dict[str, RackTree]  # rack tree of each policy that has a rack rule
+    soft_tree: RackTree  # the brokers' own racks (one level): tie-break for topics without a rack rule
+    done: list[Goal] = field(default_factory=list)
+    spent: dict[str, Spent] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def of(snapshot: ClusterSnapshot, intents: Intents) -> PlanningContext:
+        elig = Eligibility.of(snapshot, intents)
+        receivers = [b for b in elig.dirs if elig.may_receive(b)]
+        trees = {
+            p.name: RackTree.of(elig.racks, p.rack_awareness, receivers)
+            for p in intents.policies
+            if p.rack_awareness is not None
+        }
+        soft = RackTree.of(elig.racks, RackAwareness(separator="\0", levels=1), receivers)
+        return PlanningContext(snapshot, intents, elig, Assignment.of(snapshot, intents, elig), trees, soft)
+
+    def tree_for(self, key: Key) -> RackTree | None:
+        policy = self.assignment.policy(key)
+        return None if policy is None else self.trees.get(policy.name)
+
+    def accepts(self, key: Key, replicas: Sequence[int]) -> bool:
+        return all(g.accepts(self, key, replicas) for g in self.done)
+
+    def tolerance(self, goal: str) -> float | None:
+        """The tightest tolerance of the policies asking for ``goal`` (brokers, log_dirs, leaders);
+        None when no policy asks for it."""
+        return requested_tolerance(self.intents, goal)
+
+    def within_budget(self, policy: PlacementPolicy, size: int) -> bool:
+        spent = self.spent.get(policy.name, Spent())
+        budget = policy.move_budget
+        if budget.max_moves and spent.moves + 1 > budget.max_moves:
+            return False
+        return not (budget.max_bytes and spent.bytes + size > budget.max_bytes)
+
+    def charge(self, policy: PlacementPolicy, size: int) -> None:
+        spent = self.spent.setdefault(policy.name, Spent())
+        spent.moves += 1
+        spent.bytes += size
+
+
+def requested_tolerance(intents: Intents, goal: str) -> float | None:
+    """The tightest tolerance among policies whose ``balance.<goal>`` is set (None if none is)."""
+    wanted = [p.balance.tolerance for p in intents.policies if getattr(p.balance, goal)]
+    return min(wanted) if wanted else None

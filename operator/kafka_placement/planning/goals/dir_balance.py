@@ -1,0 +1,90 @@
+"""Soft goal: bytes balanced across the log dirs of each broker (intra-broker moves, KIP-113).
+
+Per broker, over its dirs that keep data (not drained, online): met when max/mean <= 1 + tolerance.
+An over-full dir sheds its excess to the least-loaded dir of the same broker that may receive
+(not cordoned) and stays under the threshold — a local copy, no network traffic, and no change to
+the broker's replica list, so every earlier goal accepts it. Only topics whose policy sets
+``balance.logDirs`` move.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from ..context import PlanningContext
+from ..state import Key
+
+
+class DirBalanceGoal:
+    """Bytes per dir within each broker: max/mean <= 1 + tolerance."""
+
+    name = "DirBalance"
+    is_hard = False
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        return True  # leader reorders keep every replica in its dir
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        tol = ctx.tolerance("log_dirs")
+        if tol is None:
+            return
+        for broker in ctx.eligibility.active_brokers:
+            self._balance_broker(ctx, broker, tol)
+
+    def _balance_broker(self, ctx: PlanningContext, broker: int, tol: float) -> None:
+        a, e = ctx.assignment, ctx.eligibility
+        paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
+        if len(paths) < 2:
+            return
+        mean = sum(a.dir_bytes[(broker, p)] for p in paths) / len(paths)
+        threshold = (1 + tol) * mean
+        receivers = [p for p in paths if e.dir_may_receive(broker, p)]
+        for path in sorted(paths, key=lambda p: -a.dir_bytes[(broker, p)]):
+            if a.dir_bytes[(broker, path)] <= threshold:
+                continue
+            movable: list[tuple[int, Key]] = []
+            for key in a.by_broker[broker]:
+                policy = a.policy(key)
+                if policy is None or not policy.balance.log_dirs or not policy.enforced:
+                    continue
+                if a.dirs[key][a.replicas[key].index(broker)] == path:
+                    movable.append((a.size[key], key))
+            movable.sort()
+            while a.dir_bytes[(broker, path)] > threshold and movable:
+                excess = a.dir_bytes[(broker, path)] - threshold
+                split = bisect.bisect_right(movable, (int(excess), ("\U0010ffff", 1 << 62)))
+                order = list(range(split - 1, -1, -1)) + list(range(split, len(movable)))
+                for i in order:
+                    size, key = movable[i]
+                    if self._move(ctx, key, broker, path, size, threshold, receivers):
+                        movable.pop(i)
+                        break
+                else:
+                    break
+
+    def _move(
+        self,
+        ctx: PlanningContext,
+        key: Key,
+        broker: int,
+        src: str,
+        size: int,
+        threshold: float,
+        receivers: list[str],
+    ) -> bool:
+        a = ctx.assignment
+        policy = a.policy(key)
+        if policy is None or not ctx.within_budget(policy, size):
+            return False
+        for dest in sorted(receivers, key=lambda p: a.dir_bytes[(broker, p)]):
+            if dest == src:
+                continue
+            if a.dir_bytes[(broker, dest)] + size > threshold:
+                return False
+            if not a.fits(broker, dest, size):
+                continue
+            a.move(key, a.replicas[key].index(broker), broker, dest)
+            ctx.charge(policy, size)
+            return True
+        return False

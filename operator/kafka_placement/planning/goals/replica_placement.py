@@ -1,0 +1,200 @@
+"""Hard goal: every partition's replicas sit where the intents allow, with the declared RF and spread.
+
+Rules (DESIGN.md section 4): distinct brokers; none on decommissioned brokers; none on drained dirs;
+no new replica on a cordoned dir or broker; the policy's replication factor; multi-level rack spread
+for topics whose policy asks for it; dir capacity. Minimal movement: a partition that breaks no rule
+is left alone; a replica on a drained dir moves to another dir of the same broker when one may take
+it (a local copy, not a network move); a removed preferred leader's slot is taken by a kept replica
+(a free reorder) rather than by the newcomer. Partitions are handled largest first so the big
+replicas get the emptiest brokers. Infeasible partitions are collected and reported together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...model.errors import InfeasibleError
+from ..context import PlanningContext
+from ..state import Key
+
+
+class ReplicaPlacementGoal:
+    """Decommission, drain, cordon, replication factor, rack spread and capacity."""
+
+    name = "ReplicaPlacement"
+    is_hard = True
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        a = ctx.assignment
+        problems: list[InfeasibleError] = []
+        for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
+            try:
+                self._repair(ctx, key)
+            except InfeasibleError as e:
+                problems.append(e)
+        if problems:
+            first = problems[0]
+            more = f" (and {len(problems) - 1} more partitions cannot be placed)" if len(problems) > 1 else ""
+            raise InfeasibleError(first.detail + more, first.rule, first.partition)
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        e = ctx.eligibility
+        if len(set(replicas)) != len(replicas) or len(replicas) != self._rf(ctx, key):
+            return False
+        original = ctx.snapshot.partition(*key)
+        before = set(original.replicas) if original is not None else set()
+        for b in replicas:
+            if b in e.decommissioned or not e.broker_may_keep(b):
+                return False
+            if b not in before and not e.may_receive(b):
+                return False
+        tree = ctx.tree_for(key)
+        return tree is None or tree.violation(replicas) is None
+
+    # ---- one partition ---------------------------------------------------------------------------
+
+    def _rf(self, ctx: PlanningContext, key: Key) -> int:
+        policy = ctx.assignment.policy(key)
+        if policy is not None and policy.replication_factor:
+            return policy.replication_factor
+        return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
+
+    def _keepable(self, ctx: PlanningContext, key: Key, broker: int, path: str | None) -> bool:
+        e, a = ctx.eligibility, ctx.assignment
+        if broker in e.decommissioned:
+            return False
+        if e.may_keep(broker, path, ctx.assignment.size[key]):
+            return True
+        return a.best_dir(e, broker, a.size[key], exclude=[path] if path else []) is not None
+
+    def _repair(self, ctx: PlanningContext, key: Key) -> None:
+        e, a = ctx.eligibility, ctx.assignment
+        reps, dirs, size = a.replicas[key], a.dirs[key], a.size[key]
+        rf = self._rf(ctx, key)
+        keep = [b for b, d in zip(reps, dirs, strict=True) if self._keepable(ctx, key, b, d)]
+        tree = ctx.tree_for(key)
+        all_kept = len(keep) == len(reps)
+        if all_kept and len(reps) == rf and (tree is None or tree.violation(reps) is None):
+            if any(not e.may_keep(b, d, size) for b, d in zip(reps, dirs, strict=True)):
+                self._apply(ctx, key, list(reps))  # intra-broker moves off drained dirs only
+            return
+        policy = a.policy(key)
+        preferred = set(policy.preferred_brokers) if policy is not None else set()
+        rank = self._ranker(ctx, preferred)
+
+        def usable(b: int) -> bool:
+            return e.may_receive(b) and a.best_dir(e, b, size) is not None
+
+        target: list[int] | None
+        if tree is not None:
+            # Among replicas that may stay, keep first those that need no dir move (no copy at all).
+            relocating = {b for b, d in zip(reps, dirs, strict=True) if not e.may_keep(b, d, size)}
+            target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)))
+        elif len(keep) >= rf:
+            target = self._trim(ctx, key, keep, rf)
+        else:
+            target = self._extend(ctx, key, keep, rf, usable, rank)
+        if target is None:
+            raise self._infeasible(ctx, key, rf, keep)
+        self._apply(ctx, key, self._order(reps, target))
+
+    def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
+        a = ctx.assignment
+        return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], b)
+
+    def _trim(self, ctx: PlanningContext, key: Key, keep: list[int], rf: int) -> list[int]:
+        """Lower the RF (or drop extras): keep the leader, drop replicas on the most loaded brokers."""
+        a = ctx.assignment
+        leader, rest = keep[0], keep[1:]
+        rest.sort(key=lambda b: (a.broker_bytes[b], a.broker_replicas[b], b))
+        return [leader, *rest[: rf - 1]]
+
+    def _extend(
+        self,
+        ctx: PlanningContext,
+        key: Key,
+        keep: list[int],
+        rf: int,
+        usable: Callable[[int], bool],
+        rank: Callable[[int], tuple[object, ...]],
+    ) -> list[int] | None:
+        """Add brokers: preferred first, then racks the partition does not use yet, then least loaded."""
+        soft = ctx.soft_tree
+        chosen = list(keep)
+        candidates = [b for b in sorted(ctx.eligibility.dirs) if b not in chosen and usable(b)]
+        while len(chosen) < rf:
+            if not candidates:
+                return None
+            used = {soft.path[b] for b in chosen}
+            best = min(candidates, key=lambda b: (rank(b)[0], soft.path[b] in used, *rank(b)[1:]))
+            candidates.remove(best)
+            chosen.append(best)
+        return chosen
+
+    @staticmethod
+    def _order(current: Sequence[int], target: Sequence[int]) -> list[int]:
+        """Target brokers in the current slots: kept replicas stay put, newcomers take freed slots."""
+        tset = set(target)
+        newcomers = [b for b in target if b not in set(current)]
+        out: list[int] = []
+        for b in current:
+            if b in tset:
+                out.append(b)
+            elif newcomers:
+                out.append(newcomers.pop(0))
+        out.extend(newcomers)
+        if out and out[0] not in set(current):
+            for i, b in enumerate(out):
+                if b in set(current):  # a kept replica leads rather than a replica still catching up
+                    out[0], out[i] = out[i], out[0]
+                    break
+        return out
+
+    def _apply(self, ctx: PlanningContext, key: Key, target: list[int]) -> None:
+        e, a = ctx.eligibility, ctx.assignment
+        size = a.size[key]
+        where = dict(zip(a.replicas[key], a.dirs[key], strict=True))
+        new_dirs: list[str | None] = []
+        for b in target:
+            if b in where:
+                d = where[b]
+                if d is not None and not e.may_keep(b, d, size):
+                    d = a.best_dir(e, b, size, exclude=[d])
+                new_dirs.append(d)
+            else:
+                new_dirs.append(a.best_dir(e, b, size))
+        if any(d is None and b not in where for b, d in zip(target, new_dirs, strict=True)):
+            raise InfeasibleError(
+                f"no log dir with {size} bytes free on brokers {target}", "dir-capacity", f"{key[0]}-{key[1]}"
+            )
+        policy = a.policy(key)
+        if policy is not None:
+            moved = sum(1 for b in target if b not in where)
+            if moved:
+                ctx.charge(policy, size * moved)
+        a.set_placement(key, target, new_dirs)
+
+    def _infeasible(self, ctx: PlanningContext, key: Key, rf: int, keep: list[int]) -> InfeasibleError:
+        e = ctx.eligibility
+        name = f"{key[0]}-{key[1]}"
+        holders = {b for b in e.dirs if e.may_receive(b)} | set(keep)
+        if len(holders) < rf:
+            why = []
+            if e.decommissioned:
+                why.append(f"decommissioning broker(s) {sorted(e.decommissioned)}")
+            if e.cordoned_brokers:
+                why.append(f"cordoned broker(s) {sorted(e.cordoned_brokers)}")
+            reason = f" after {' and '.join(why)}" if why else ""
+            return InfeasibleError(
+                f"replication factor {rf} needs {rf} brokers that may hold a replica, "
+                f"{len(holders)} remain{reason}",
+                "replication-factor",
+                name,
+            )
+        size = ctx.assignment.size[key]
+        return InfeasibleError(
+            f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes; "
+            f"only {len(keep)} current replica(s) may stay and too few brokers have room",
+            "dir-capacity",
+            name,
+        )

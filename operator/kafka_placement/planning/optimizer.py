@@ -1,0 +1,145 @@
+"""The planner's entry point: snapshot + intents -> plan + summary (a pure, deterministic function).
+
+Steps: validate the intents against the snapshot (unknown brokers or dirs are bad input), run the goals
+in priority order on a working assignment (hard placement first, then broker, dir and leader balance,
+each accepting only moves the earlier ones allow), diff the result against the snapshot into Kafka's
+reassignment format, order it into batches and measure it. Advise-mode policies are planned too, but
+their extra moves are only reported (``advisories``), never put in the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.errors import InfeasibleError
+from ..model.intents import Intents, validate_against
+from ..model.plan import ANY_DIR, PartitionTarget, Plan
+from ..model.snapshot import ClusterSnapshot
+from . import metrics
+from .batching import batches
+from .context import Goal, PlanningContext, requested_tolerance
+from .goals import default_goals
+from .state import Eligibility
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """A plan and its summary (moves, bytes, lower bound, balance, violations, batches)."""
+
+    plan: Plan
+    summary: dict[str, Any]
+
+
+Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
+
+
+def optimize(snapshot: ClusterSnapshot, intents: Intents, goals: list[Goal] | None = None) -> Plan:
+    """Run the goals and return only the partitions whose replicas, order or dirs change."""
+    ctx = PlanningContext.of(snapshot, intents)
+    run_goals(ctx, goals if goals is not None else default_goals())
+    return diff(snapshot, ctx)
+
+
+def run_goals(ctx: PlanningContext, goals: list[Goal]) -> None:
+    for goal in goals:
+        goal.optimize(ctx)
+        ctx.done.append(goal)
+
+
+def diff(snapshot: ClusterSnapshot, ctx: PlanningContext) -> Plan:
+    """The working assignment as a plan: only partitions whose replicas, order or dirs changed."""
+    a = ctx.assignment
+    targets: list[PartitionTarget] = []
+    for p in snapshot.partitions:
+        reps, dirs = a.replicas[p.key], a.dirs[p.key]
+        if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
+            continue
+        targets.append(
+            PartitionTarget(
+                p.topic, p.partition, tuple(reps), tuple(d if d is not None else ANY_DIR for d in dirs)
+            )
+        )
+    return Plan.of(targets)
+
+
+def compute_plan(
+    snapshot: ClusterSnapshot,
+    intents: Intents,
+    *,
+    max_moves_per_broker: int = 5,
+    optimizer: Optimizer | None = None,
+) -> PlanResult:
+    """The plan for all active intents of one cluster, with its summary (DESIGN.md sections 3 and 4).
+
+    ``optimizer`` computes the targets (default: in-process ``optimize``; the Spark engine passes its
+    sharded one); validation, advisories and the summary are the same for every engine."""
+    run = optimizer or optimize
+    validate_against(intents, snapshot)
+    enforced = intents.enforced_only()
+    plan = run(snapshot, enforced)
+    summary = summarize(snapshot, enforced, plan, max_moves_per_broker)
+    advised = [p for p in intents.policies if not p.enforced]
+    if advised:
+        try:
+            full = run(snapshot, intents)
+        except InfeasibleError as e:  # advice that cannot be followed must not block the enforced plan
+            summary["advisories"] = {"policies": [p.name for p in advised], "error": e.message}
+            return PlanResult(plan, summary)
+        extra = Plan.of([t for t in full.partitions if plan.by_key().get(t.key) != t])
+        moved = metrics.movement(snapshot, metrics.apply_plan(snapshot, extra))
+        summary["advisories"] = {
+            "policies": [p.name for p in advised],
+            "partitions": moved["partitionsChanged"],
+            "bytesToMove": moved["bytesToMove"],
+            "plan": extra.to_json(),
+        }
+    return PlanResult(plan, summary)
+
+
+def summarize(
+    snapshot: ClusterSnapshot, intents: Intents, plan: Plan, max_moves_per_broker: int
+) -> dict[str, Any]:
+    elig = Eligibility.of(snapshot, intents)
+    summary = metrics.evaluate(snapshot, plan, intents)
+    order = batches(snapshot, plan, elig, max_moves_per_broker)
+    under = sorted(
+        p.name for p in snapshot.partitions if p.under_replicated and plan.by_key().get(p.key) is not None
+    )
+    summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
+    summary["underReplicatedInPlan"] = under
+    summary["goals"] = goal_report(intents, summary)
+    return summary
+
+
+def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each requested balance goal with its value after the plan and whether it is met.
+
+    A balance goal can stay unmet by design: rack spread may force uneven brokers (a data centre with
+    fewer brokers holds as many replicas as the others), a move budget may stop it, or a single
+    partition may be larger than a dir's fair share. The plan is still valid; the summary says so.
+    """
+    after = summary["balanceAfter"]
+    report: list[dict[str, Any]] = [
+        {
+            "goal": "ReplicaPlacement",
+            "hard": True,
+            "met": summary["hardViolationsAfter"] == 0,
+            "value": summary["hardViolationsAfter"],
+            "target": 0,
+        }
+    ]
+    for flag, name, metric in (
+        ("brokers", "BrokerBalance", "brokerBytesMaxMean"),
+        ("log_dirs", "DirBalance", "dirBytesMaxMeanWorstBroker"),
+        ("leaders", "LeaderBalance", "leadersMaxMean"),
+    ):
+        tol = requested_tolerance(intents, flag)
+        if tol is None:
+            continue
+        target = 1 + tol
+        value = after.get(metric)
+        met = value is None or value <= target + 1e-9
+        report.append({"goal": name, "hard": False, "met": met, "value": value, "target": round(target, 4)})
+    return report

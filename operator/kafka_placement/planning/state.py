@@ -1,0 +1,230 @@
+"""The planner's working state: what each broker and dir may hold, and the mutable assignment.
+
+``Eligibility`` turns a snapshot plus intents into per-broker and per-dir rules (decommissioned,
+cordoned, drained, capacity). ``Assignment`` is the placement being planned: replicas and dirs per
+partition with incrementally maintained loads (bytes, replicas, leaders per broker and per dir), so
+goals can evaluate a candidate move in O(1). Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..model.intents import Intents, PlacementPolicy
+from ..model.snapshot import ClusterSnapshot
+
+Key = tuple[str, int]
+DirKey = tuple[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Eligibility:
+    """Where replicas may stay and where new ones may go, derived from the intents."""
+
+    decommissioned: frozenset[int]
+    cordoned: frozenset[DirKey]  # no new replica (intents and dirs Kafka already reports cordoned)
+    drained: frozenset[DirKey]  # no replica at all
+    offline: frozenset[DirKey]
+    dirs: dict[int, tuple[str, ...]]
+    capacity: dict[DirKey, int | None]  # usable bytes at snapshot time; None = unknown (no limit)
+    racks: dict[int, str | None]
+    cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
+    reactive_cordon: bool = False  # empty replicas on cordoned dirs must move (Kafka < 4.3)
+
+    @staticmethod
+    def of(snapshot: ClusterSnapshot, intents: Intents) -> Eligibility:
+        cordoned: set[DirKey] = set()
+        drained: set[DirKey] = set()
+        offline: set[DirKey] = set()
+        capacity: dict[DirKey, int | None] = {}
+        dirs: dict[int, tuple[str, ...]] = {}
+        for b in snapshot.brokers:
+            dirs[b.id] = b.dir_paths
+            for d in b.log_dirs:
+                capacity[(b.id, d.path)] = d.usable_bytes if d.total_bytes > 0 else None
+                if d.cordoned:
+                    cordoned.add((b.id, d.path))
+                if not d.online:
+                    offline.add((b.id, d.path))
+        for c in intents.cordons:
+            paths = dirs.get(c.broker, ()) if c.whole_broker else c.log_dirs
+            for path in paths:
+                cordoned.add((c.broker, path))
+                if c.drain:
+                    drained.add((c.broker, path))
+        fully = frozenset(
+            b
+            for b, paths in dirs.items()
+            if paths and all((b, p) in cordoned or (b, p) in offline for p in paths)
+        )
+        return Eligibility(
+            decommissioned=intents.decommissioned,
+            cordoned=frozenset(cordoned),
+            drained=frozenset(drained),
+            offline=frozenset(offline),
+            dirs=dirs,
+            capacity=capacity,
+            racks={b.id: b.rack for b in snapshot.brokers},
+            cordoned_brokers=fully,
+            reactive_cordon=intents.reactive_cordon,
+        )
+
+    def may_receive(self, broker: int) -> bool:
+        """A new replica may be placed on the broker (on at least one of its dirs)."""
+        return (
+            broker not in self.decommissioned and broker not in self.cordoned_brokers and broker in self.dirs
+        )
+
+    def dir_may_receive(self, broker: int, path: str) -> bool:
+        return (broker, path) not in self.cordoned and (broker, path) not in self.offline
+
+    def may_keep(self, broker: int, path: str | None, size: int | None = None) -> bool:
+        """An existing replica (of ``size`` bytes, when known) may stay where it is."""
+        if broker in self.decommissioned:
+            return False
+        if path is None:
+            return True
+        if self.reactive_cordon and size == 0 and (broker, path) in self.cordoned:
+            return False  # appeared on a cordoned dir the cluster could not protect; still empty: move it
+        return (broker, path) not in self.drained
+
+    def broker_may_keep(self, broker: int) -> bool:
+        """The broker may keep holding replicas (possibly after an intra-broker dir move)."""
+        if broker in self.decommissioned:
+            return False
+        paths = self.dirs.get(broker, ())
+        return any((broker, p) not in self.drained for p in paths)
+
+    @property
+    def active_brokers(self) -> tuple[int, ...]:
+        """Brokers that hold data after the plan: the denominators of balance."""
+        return tuple(sorted(b for b in self.dirs if self.broker_may_keep(b)))
+
+
+@dataclass(slots=True)
+class Assignment:
+    """Mutable placement with incrementally maintained loads; the planner's single source of truth."""
+
+    replicas: dict[Key, list[int]]
+    dirs: dict[Key, list[str | None]]
+    size: dict[Key, int]
+    topic_policy: dict[str, PlacementPolicy | None]
+    broker_bytes: dict[int, int] = field(default_factory=dict)
+    broker_replicas: dict[int, int] = field(default_factory=dict)
+    broker_leaders: dict[int, int] = field(default_factory=dict)
+    dir_bytes: dict[DirKey, int] = field(default_factory=dict)
+    dir_replicas: dict[DirKey, int] = field(default_factory=dict)
+    free: dict[DirKey, int | None] = field(default_factory=dict)
+    by_broker: dict[int, set[Key]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
+        a = Assignment(
+            replicas={p.key: list(p.replicas) for p in snapshot.partitions},
+            dirs={p.key: list(p.log_dirs) for p in snapshot.partitions},
+            size={p.key: p.size_bytes for p in snapshot.partitions},
+            topic_policy={t: intents.policy_for(t) for t in snapshot.topics()},
+        )
+        for b, paths in elig.dirs.items():
+            a.broker_bytes[b] = 0
+            a.broker_replicas[b] = 0
+            a.broker_leaders[b] = 0
+            a.by_broker[b] = set()
+            for p in paths:
+                a.dir_bytes[(b, p)] = 0
+                a.dir_replicas[(b, p)] = 0
+        a.free = dict(elig.capacity)
+        for key, reps in a.replicas.items():
+            size = a.size[key]
+            for b, d in zip(reps, a.dirs[key], strict=True):
+                a.broker_bytes[b] += size
+                a.broker_replicas[b] += 1
+                a.by_broker[b].add(key)
+                if d is not None:
+                    a.dir_bytes[(b, d)] += size
+                    a.dir_replicas[(b, d)] += 1
+            a.broker_leaders[reps[0]] += 1
+        return a
+
+    def policy(self, key: Key) -> PlacementPolicy | None:
+        return self.topic_policy.get(key[0])
+
+    def fits(self, broker: int, path: str, size: int) -> bool:
+        free = self.free.get((broker, path))
+        return free is None or free >= size
+
+    # ---- mutations (each keeps every load index exact) -----------------------------------------------
+
+    def _leave(self, key: Key, broker: int, path: str | None, size: int) -> None:
+        self.broker_bytes[broker] -= size
+        self.broker_replicas[broker] -= 1
+        self.by_broker[broker].discard(key)
+        if path is not None:
+            self.dir_bytes[(broker, path)] -= size
+            self.dir_replicas[(broker, path)] -= 1
+            free = self.free.get((broker, path))
+            if free is not None:
+                self.free[(broker, path)] = free + size
+
+    def _enter(self, key: Key, broker: int, path: str | None, size: int) -> None:
+        self.broker_bytes[broker] += size
+        self.broker_replicas[broker] += 1
+        self.by_broker[broker].add(key)
+        if path is not None:
+            self.dir_bytes[(broker, path)] += size
+            self.dir_replicas[(broker, path)] += 1
+            free = self.free.get((broker, path))
+            if free is not None:
+                self.free[(broker, path)] = free - size
+
+    def add_partition(self, key: Key, replicas: list[int], dirs: list[str | None], size: int = 0) -> None:
+        """Register a partition that does not exist yet (``place``)."""
+        self.replicas[key] = list(replicas)
+        self.dirs[key] = list(dirs)
+        self.size[key] = size
+        for b, d in zip(replicas, dirs, strict=True):
+            self._enter(key, b, d, size)
+        self.broker_leaders[replicas[0]] += 1
+
+    def set_placement(self, key: Key, replicas: list[int], dirs: list[str | None]) -> None:
+        """Replace a partition's replicas (in order) and dirs, updating every load."""
+        size = self.size[key]
+        old_r, old_d = self.replicas[key], self.dirs[key]
+        self.broker_leaders[old_r[0]] -= 1
+        for b, d in zip(old_r, old_d, strict=True):
+            self._leave(key, b, d, size)
+        for b, d in zip(replicas, dirs, strict=True):
+            self._enter(key, b, d, size)
+        self.broker_leaders[replicas[0]] += 1
+        self.replicas[key] = list(replicas)
+        self.dirs[key] = list(dirs)
+
+    def move(self, key: Key, index: int, broker: int, path: str | None) -> None:
+        """Move the replica at ``index`` to ``broker``/``path`` (same slot in the replica order)."""
+        reps = list(self.replicas[key])
+        dirs = list(self.dirs[key])
+        reps[index] = broker
+        dirs[index] = path
+        self.set_placement(key, reps, dirs)
+
+    def make_leader(self, key: Key, index: int) -> None:
+        """Reorder so the replica at ``index`` becomes the preferred leader (moves no data)."""
+        reps = list(self.replicas[key])
+        dirs = list(self.dirs[key])
+        reps[0], reps[index] = reps[index], reps[0]
+        dirs[0], dirs[index] = dirs[index], dirs[0]
+        self.set_placement(key, reps, dirs)
+
+    def best_dir(self, elig: Eligibility, broker: int, size: int, exclude: Iterable[str] = ()) -> str | None:
+        """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes."""
+        skip = set(exclude)
+        best: str | None = None
+        best_load = (0, 0)
+        for path in elig.dirs.get(broker, ()):
+            if path in skip or not elig.dir_may_receive(broker, path) or not self.fits(broker, path, size):
+                continue
+            load = (self.dir_bytes[(broker, path)], self.dir_replicas[(broker, path)])
+            if best is None or load < best_load:
+                best, best_load = path, load
+        return best

@@ -1,0 +1,198 @@
+"""Multi-level rack hierarchy (KIP-879): unit paths, the maximal-spread rule, and spread allocation.
+
+A rack ``/dc1/r2`` with ``levels: 2`` puts its broker in unit ``(dc1,)`` at level 1 and ``(dc1, r2)`` at
+level 2. A partition is **maximally spread** when, at every unit holding replicas (the root first),
+its replicas are spread over the child units as evenly as their capacity allows: no child holds two
+or more replicas more than a sibling that could still take one. ``allocate`` builds such a spread
+level by level (water-filling) and, among the even spreads, keeps as many current replicas as it can,
+so repairing a partition moves the fewest replicas. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..model.intents import RackAwareness
+
+Unit = tuple[str, ...]
+REFRESH = 16  # allocations between re-sorts of the candidate order
+WINDOW = 4  # extra candidates re-ranked live at each allocation
+FLAT = RackAwareness(separator="", levels=1)
+
+
+@dataclass(slots=True)
+class RackTree:
+    """Unit paths of brokers for one rack rule, with the children of each unit among ``members``."""
+
+    rule: RackAwareness
+    path: dict[int, Unit]
+    members: frozenset[int]
+    children: dict[Unit, tuple[Unit, ...]] = field(default_factory=dict)
+    capacity: dict[Unit, int] = field(default_factory=dict)
+    under: dict[Unit, tuple[int, ...]] = field(default_factory=dict)
+    # Candidate order per unit, by rank, refreshed every REFRESH allocations; each allocation re-ranks
+    # only the first few live (WINDOW), so a unit of hundreds of brokers is not sorted per partition.
+    _order: dict[Unit, list[int]] = field(default_factory=dict)
+    _calls: int = 0
+
+    @staticmethod
+    def of(racks: dict[int, str | None], rule: RackAwareness, members: Iterable[int]) -> RackTree:
+        tree = RackTree(rule, {b: rule.path(r) for b, r in racks.items()}, frozenset(members))
+        kids: dict[Unit, set[Unit]] = {}
+        for b in tree.members:
+            p = tree.path[b]
+            for depth in range(len(p) + 1):
+                tree.capacity[p[:depth]] = tree.capacity.get(p[:depth], 0) + 1
+                if depth < len(p):
+                    kids.setdefault(p[:depth], set()).add(p[: depth + 1])
+        tree.children = {u: tuple(sorted(c)) for u, c in kids.items()}
+        under: dict[Unit, list[int]] = {}
+        for b in sorted(tree.path):
+            p = tree.path[b]
+            for depth in range(len(p) + 1):
+                under.setdefault(p[:depth], []).append(b)
+        tree.under = {u: tuple(bs) for u, bs in under.items()}
+        return tree
+
+    @property
+    def levels(self) -> int:
+        return self.rule.levels
+
+    def level_name(self, depth: int) -> str:
+        return f"level {depth}"
+
+    def _caps(self, extra: Collection[int]) -> tuple[dict[Unit, int], dict[Unit, tuple[Unit, ...]]]:
+        """Capacity and children when brokers outside ``members`` (e.g. cordoned holders) also count."""
+        outside = [b for b in extra if b not in self.members and b in self.path]
+        if not outside:
+            return self.capacity, self.children
+        caps = dict(self.capacity)
+        kids = {u: set(c) for u, c in self.children.items()}
+        for b in outside:
+            p = self.path[b]
+            for depth in range(len(p) + 1):
+                caps[p[:depth]] = caps.get(p[:depth], 0) + 1
+                if depth < len(p):
+                    kids.setdefault(p[:depth], set()).add(p[: depth + 1])
+        return caps, {u: tuple(sorted(c)) for u, c in kids.items()}
+
+    def counts(self, brokers: Iterable[int]) -> dict[Unit, int]:
+        out: dict[Unit, int] = {}
+        for b in brokers:
+            p = self.path[b]
+            for depth in range(len(p) + 1):
+                out[p[:depth]] = out.get(p[:depth], 0) + 1
+        return out
+
+    def violation(self, brokers: Sequence[int]) -> str | None:
+        """Why ``brokers`` is not maximally spread (None when it is)."""
+        caps, kids = self._caps(brokers)
+        counts = self.counts(brokers)
+        for unit, n in sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0])):
+            if len(unit) >= self.levels or n < 2:
+                continue
+            children = kids.get(unit, ())
+            most = max(children, key=lambda c: counts.get(c, 0))
+            open_children = [c for c in children if counts.get(c, 0) < caps.get(c, 0)]
+            if not open_children:
+                continue
+            least = min(open_children, key=lambda c: counts.get(c, 0))
+            if counts.get(most, 0) - counts.get(least, 0) >= 2:
+                where = "/".join(unit) or "the cluster"
+                return (
+                    f"{counts.get(most, 0)} replicas in unit {'/'.join(most)} but {counts.get(least, 0)} in "
+                    f"{'/'.join(least)} (level {len(unit) + 1} of {where}), which could take one"
+                )
+        return None
+
+    def spread_units(self, brokers: Iterable[int], depth: int) -> int:
+        """How many distinct units at ``depth`` (1 = top) hold one of ``brokers``."""
+        return len({self.path[b][:depth] for b in brokers})
+
+    def allocate(
+        self,
+        rf: int,
+        keep: Collection[int],
+        usable: Callable[[int], bool],
+        rank: Callable[[int], tuple[object, ...]],
+    ) -> list[int] | None:
+        """A maximally spread set of ``rf`` brokers keeping as many of ``keep`` as possible.
+
+        ``usable(b)`` says whether a broker not in ``keep`` can take a new replica (capacity, dirs);
+        ``rank(b)`` orders candidate brokers (lower first). Returns None when too few brokers exist.
+        """
+        caps, kids = self._caps(keep)
+        if caps.get((), 0) < rf:
+            return None
+        self._calls += 1
+        if self._calls % REFRESH == 0:
+            self._order.clear()
+        current = self.counts(keep)
+        chosen: list[int] = []
+        memo: dict[Unit, tuple[object, ...]] = {}
+        if not self._fill((), rf, caps, kids, current, keep, usable, rank, chosen, memo):
+            return None
+        return chosen
+
+    def _fill(
+        self,
+        unit: Unit,
+        k: int,
+        caps: dict[Unit, int],
+        kids: dict[Unit, tuple[Unit, ...]],
+        current: dict[Unit, int],
+        keep: Collection[int],
+        usable: Callable[[int], bool],
+        rank: Callable[[int], tuple[object, ...]],
+        chosen: list[int],
+        memo: dict[Unit, tuple[object, ...]],
+    ) -> bool:
+        if k == 0:
+            return True
+        if len(unit) >= self.levels:
+            depth = len(unit)
+            pick = sorted((b for b in keep if self.path[b][:depth] == unit), key=rank)[:k]
+            if len(pick) < k:
+                need = k - len(pick)
+                window: list[int] = []
+                for b in self._ordered(unit, rank):
+                    if b not in keep and usable(b):
+                        window.append(b)
+                        if len(window) >= need + WINDOW:
+                            break
+                pick += sorted(window, key=rank)[:need]
+            chosen.extend(pick)
+            return len(pick) == k
+        children = kids.get(unit, ())
+        given = dict.fromkeys(children, 0)
+        for _ in range(k):
+            open_children = [c for c in children if given[c] < caps.get(c, 0)]
+            if not open_children:
+                return False
+            first = min((given[c], given[c] - current.get(c, 0)) for c in open_children)
+            tied = [c for c in open_children if (given[c], given[c] - current.get(c, 0)) == first]
+            best = tied[0] if len(tied) == 1 else min(tied, key=lambda c: (self._unit_rank(c, rank, memo), c))
+            given[best] += 1
+        return all(
+            self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo)
+            for c, n in given.items()
+            if n
+        )
+
+    def _unit_rank(
+        self, unit: Unit, rank: Callable[[int], tuple[object, ...]], memo: dict[Unit, tuple[object, ...]]
+    ) -> tuple[object, ...]:
+        """The best rank of a broker in ``unit``: units with an emptier broker are filled first."""
+        if unit not in memo:
+            ranks = [rank(b) for b in self._ordered(unit, rank)[:WINDOW]]
+            memo[unit] = min(ranks) if ranks else ()
+        return memo[unit]
+
+    def _ordered(self, unit: Unit, rank: Callable[[int], tuple[object, ...]]) -> list[int]:
+        """Members under ``unit`` by rank as of the last refresh."""
+        order = self._order.get(unit)
+        if order is None:
+            order = sorted((b for b in self.under.get(unit, ()) if b in self.members), key=rank)
+            self._order[unit] = order
+        return order

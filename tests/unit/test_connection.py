@@ -1,0 +1,251 @@
+"""ConnectionSettings: properties-file parsing, validation messages and the two client mappings (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_placement.kafka.connection import ConnectionSettings, parse_bootstrap_servers, parse_properties
+from kafka_placement.model.errors import BadInputError
+
+JAAS_PLAIN = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="s3cr=t";'
+)
+JAAS_SCRAM = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="pw";'
+
+
+def write(tmp_path: Path, text: str, name: str = "client.properties") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def pem_files(tmp_path: Path) -> dict[str, Path]:
+    files = {n: tmp_path / f"{n}.pem" for n in ("ca", "cert", "key")}
+    for f in files.values():
+        f.write_text("-----BEGIN CERTIFICATE-----\n")
+    return files
+
+
+def bad_input(fn: object, *args: object, **kwargs: object) -> BadInputError:
+    with pytest.raises(BadInputError) as raised:
+        fn(*args, **kwargs)  # type: ignore[operator]
+    return raised.value
+
+
+# ---- defaults and plain settings ---------------------------------------------------------------------
+
+
+def test_flag_only_gives_plaintext_settings() -> None:
+    s = ConnectionSettings.from_command_config(None, "k1:9092,k2:9093")
+    assert s.security_protocol == "PLAINTEXT" and s.servers == ("k1:9092", "k2:9093")
+    conf = s.confluent_config()
+    assert conf["bootstrap.servers"] == "k1:9092,k2:9093"
+    assert conf["security.protocol"] == "PLAINTEXT"
+    assert not any(k.startswith(("sasl.", "ssl.")) for k in conf)
+    py = s.kafka_python_config()
+    assert py["bootstrap_servers"] == ["k1:9092", "k2:9093"]
+    assert py["security_protocol"] == "PLAINTEXT"
+    assert py["request_timeout_ms"] == 30000 and py["bootstrap_timeout_ms"] == 10000
+    assert not any(k.startswith(("sasl_", "ssl_")) for k in py)
+
+
+def test_no_bootstrap_servers_anywhere_is_bad_input(tmp_path: Path) -> None:
+    assert "--bootstrap-server" in str(bad_input(ConnectionSettings.from_command_config, None, None))
+    path = write(tmp_path, "security.protocol=PLAINTEXT\n")
+    err = bad_input(ConnectionSettings.from_command_config, path, None)
+    assert "no bootstrap servers" in err.message and str(path) in err.message
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("", "not a comma-separated list"),
+        ("k1:9092,", "not a comma-separated list"),
+        ("k1", "'k1' is not host:port"),
+        ("k1:99999", "port 99999"),
+        ("k1:0", "port 0"),
+        ("http://k1:9092", "not host:port"),
+    ],
+)
+def test_bad_bootstrap_servers(value: str, fragment: str) -> None:
+    err = bad_input(ConnectionSettings, value)
+    assert fragment in err.message and err.location == "bootstrap.servers"
+
+
+def test_bootstrap_flag_errors_name_the_flag() -> None:
+    assert bad_input(ConnectionSettings.from_command_config, None, "k1").location == "--bootstrap-server"
+
+
+def test_ipv6_and_whitespace_bootstrap_servers() -> None:
+    assert parse_bootstrap_servers(" [::1]:9092 , k2:9093") == (("::1", 9092), ("k2", 9093))
+    assert ConnectionSettings("[::1]:9092, k2:9093").servers == ("[::1]:9092", "k2:9093")
+
+
+# ---- properties files --------------------------------------------------------------------------------
+
+
+def test_properties_syntax() -> None:
+    text = "# comment\n! bang comment\n\na=1\nb : 2\nc 3\nd=x\\\n  y\ne=with\\=equals\nf=\n"
+    props = parse_properties(text, "f")
+    assert {k: v for k, (v, _line) in props.items()} == {
+        "a": "1", "b": "2", "c": "3", "d": "xy", "e": "with=equals", "f": "",
+    }  # fmt: skip
+    assert props["d"][1] == 7
+
+
+def test_repeated_key_is_bad_input() -> None:
+    err = bad_input(parse_properties, "a=1\nb=2\na=3\n", "f.properties")
+    assert err.location == "f.properties:3" and "also on line 1" in err.message
+
+
+def test_file_takes_bootstrap_servers_unless_the_flag_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, "bootstrap.servers=file:9092\n")
+    assert ConnectionSettings.from_command_config(path).bootstrap_servers == "file:9092"
+    assert ConnectionSettings.from_command_config(path, "flag:9092").bootstrap_servers == "flag:9092"
+
+
+def test_missing_command_config_is_bad_input(tmp_path: Path) -> None:
+    err = bad_input(ConnectionSettings.from_command_config, tmp_path / "nope.properties", "k:9092")
+    assert "not found" in err.message and err.location.endswith("nope.properties")
+
+
+def test_sasl_ssl_with_jaas_and_pem_files(tmp_path: Path) -> None:
+    pem = pem_files(tmp_path)
+    path = write(
+        tmp_path,
+        "security.protocol=sasl_ssl\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        f"sasl.jaas.config={JAAS_SCRAM}\n"
+        f"ssl.ca.location={pem['ca']}\n"
+        "ssl.certificate.location=cert.pem\n"  # relative to the properties file
+        "ssl.key.location=key.pem\n"
+        "ssl.key.password=kp\n"
+        "ssl.endpoint.identification.algorithm=\n"
+        "request.timeout.ms=12000\n"
+        "client.id=ops\n",
+    )
+    s = ConnectionSettings.from_command_config(path, "k:9093")
+    assert (s.security_protocol, s.sasl_mechanism, s.username, s.password) == (
+        "SASL_SSL", "SCRAM-SHA-512", "bob", "pw",
+    )  # fmt: skip
+    assert s.ssl_certfile == str(pem["cert"]) and s.ssl_keyfile == str(pem["key"])
+    assert s.request_timeout_s == 12.0 and not s.ssl_check_hostname
+    assert "pw" not in repr(s)
+    assert s.confluent_config() == {
+        "bootstrap.servers": "k:9093",
+        "client.id": "ops",
+        "security.protocol": "SASL_SSL",
+        "socket.timeout.ms": 12000,
+        "socket.connection.setup.timeout.ms": 10000,
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "bob",
+        "sasl.password": "pw",
+        "ssl.ca.location": str(pem["ca"]),
+        "ssl.certificate.location": str(pem["cert"]),
+        "ssl.key.location": str(pem["key"]),
+        "ssl.key.password": "kp",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    assert s.kafka_python_config() == {
+        "bootstrap_servers": ["k:9093"],
+        "client_id": "ops",
+        "security_protocol": "SASL_SSL",
+        "request_timeout_ms": 12000,
+        "bootstrap_timeout_ms": 10000,
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "bob",
+        "sasl_plain_password": "pw",
+        "ssl_check_hostname": False,
+        "ssl_cafile": str(pem["ca"]),
+        "ssl_certfile": str(pem["cert"]),
+        "ssl_keyfile": str(pem["key"]),
+        "ssl_password": "kp",
+    }
+
+
+def test_sasl_plaintext_plain_with_librdkafka_style_keys(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=PLAIN\nsasl.username=u\nsasl.password=p\n",
+    )
+    s = ConnectionSettings.from_command_config(path, "k:9092")
+    assert (s.sasl_mechanism, s.username, s.password) == ("PLAIN", "u", "p")
+    assert "ssl.endpoint.identification.algorithm" not in s.confluent_config()
+    assert "ssl_check_hostname" not in s.kafka_python_config()
+
+
+def test_jaas_password_with_escapes_and_equals(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={JAAS_PLAIN}\n",
+    )
+    s = ConnectionSettings.from_command_config(path, "k:9092")
+    assert (s.username, s.password) == ("alice", "s3cr=t")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("ssl.truststore.location=/etc/kafka/trust.jks\n", 1, "ssl.ca.location"),
+        ("security.protocol=SSL\nssl.keystore.location=/k.jks\n", 2, "convert them to PEM"),
+        ("bogus.key=1\n", 1, "unsupported property 'bogus.key'"),
+        ("request.timeout.ms=soon\n", 1, "positive number of milliseconds"),
+        ("ssl.endpoint.identification.algorithm=maybe\n", 1, "'https' or empty"),
+        ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=com.Foo required;\n", 3,
+         "login module 'com.Foo' is not supported"),
+        ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+         'username="a";\n', 3, 'no password="..."'),
+        ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+         f"sasl.jaas.config={JAAS_SCRAM}\n", 3, "expected one of SCRAM-SHA-256, SCRAM-SHA-512"),
+        (f"sasl.jaas.config={JAAS_PLAIN}\n", 1, "security.protocol is PLAINTEXT"),
+    ],
+)  # fmt: skip
+def test_bad_command_config_names_file_and_line(tmp_path: Path, text: str, line: int, fragment: str) -> None:
+    path = write(tmp_path, text)
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert err.location == f"{path}:{line}", err.message
+    assert fragment in err.detail, err.message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "where"),
+    [
+        ("security.protocol=TLS\n", "'TLS' is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+         "security.protocol"),
+        ("security.protocol=SASL_SSL\nsasl.username=u\nsasl.password=p\n", "needs sasl.mechanism",
+         "sasl.mechanism"),
+        ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.username=u\nsasl.password=p\n",
+         "'GSSAPI' is not supported", "sasl.mechanism"),
+        ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\n", "needs a password",
+         "sasl.password"),
+        ("sasl.mechanism=PLAIN\n", "security.protocol is PLAINTEXT", "sasl.mechanism"),
+        ("ssl.ca.location=/ca.pem\n", "use SSL or SASL_SSL", "ssl.ca.location"),
+    ],
+)  # fmt: skip
+def test_inconsistent_settings_name_the_property(
+    tmp_path: Path, text: str, fragment: str, where: str
+) -> None:
+    path = write(tmp_path, text)
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert err.location == f"{path}: {where}", err.message
+    assert fragment in err.detail, err.message
+
+
+def test_client_certificate_needs_cert_and_key() -> None:
+    err = bad_input(ConnectionSettings, "k:9092", security_protocol="SSL", ssl_certfile="/c.pem")
+    assert err.location == "ssl.key.location" and "both" in err.detail
+
+
+def test_missing_pem_file_is_bad_input(tmp_path: Path) -> None:
+    path = write(tmp_path, "security.protocol=SSL\nssl.ca.location=missing-ca.pem\n")
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert "ssl.ca.location file 'missing-ca.pem' not found" in err.message
+
+
+def test_timeouts_must_be_positive() -> None:
+    assert bad_input(ConnectionSettings, "k:9092", request_timeout_s=0).location == "request.timeout.ms"
+    err = bad_input(ConnectionSettings, "k:9092", connect_timeout_s=-1.0)
+    assert err.location == "socket.connection.setup.timeout.ms"

@@ -1,0 +1,211 @@
+"""The planner on small hand-built clusters whose right answer is known."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.builders import intents, snapshot
+
+from kafka_placement.model.errors import InfeasibleError
+from kafka_placement.model.intents import RackAwareness
+from kafka_placement.model.plan import ANY_DIR
+from kafka_placement.planning.metrics import apply_plan
+from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.placement import place
+from kafka_placement.planning.topology import RackTree
+
+RACKS6 = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}
+
+
+def test_spread_rule_top_level_first_then_within_units() -> None:
+    tree = RackTree.of(RACKS6, RackAwareness("/", 2), RACKS6)
+    assert tree.violation([1, 3, 5]) is None  # one per dc
+    assert tree.violation([1, 2, 3]) is not None  # dc3 empty while dc1 has two
+    assert "dc1" in (tree.violation([1, 2, 3]) or "")
+    four = {1: "/dc1/r1", 2: "/dc1/r1", 3: "/dc1/r2", 4: "/dc2/r1"}
+    t4 = RackTree.of(four, RackAwareness("/", 2), four)
+    assert t4.violation([1, 3, 4]) is None  # dc1 gets 2 (only 2 dcs), split over r1 and r2
+    assert t4.violation([1, 2, 4]) is not None  # both dc1 replicas in r1 although r2 could take one
+
+
+def test_allocate_keeps_most_current_replicas() -> None:
+    tree = RackTree.of(RACKS6, RackAwareness("/", 2), RACKS6)
+    out = tree.allocate(3, [1, 2, 3], lambda b: True, lambda b: (b,))
+    assert out is not None and tree.violation(out) is None
+    assert len(set(out) & {1, 2, 3}) == 2 and bool({5, 6} & set(out))
+
+
+def test_decommission_moves_exactly_the_replicas_on_the_broker() -> None:
+    snap = snapshot(
+        {1: "a", 2: "b", 3: "c", 4: "d"},
+        [("t", 0, [1, 2], [0, 0], 100), ("t", 1, [2, 3], [1, 0], 50), ("t", 2, [3, 4], [0, 1], 70)],
+    )
+    result = compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [4]}\n"))
+    (target,) = result.plan.partitions
+    assert target.name == "t-2" and target.replicas[0] == 3 and 4 not in target.replicas
+    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 70
+    assert result.summary["hardViolationsAfter"] == 0
+
+
+def test_leader_on_removed_broker_hands_over_to_a_kept_replica() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 10)])
+    plan = compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [1]}\n")).plan
+    assert plan.partitions[0].replicas == (2, 3)  # broker 2 (in sync) leads, 3 catches up
+
+
+def test_drain_prefers_another_dir_of_the_same_broker() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 10), ("t", 1, [2, 3], [1, 1], 5)])
+    result = compute_plan(
+        snap, intents("kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0], drain: true}\n")
+    )
+    (target,) = result.plan.partitions
+    assert target.replicas == (1, 2) and target.log_dirs == ("/data/d1", "/data/d0")
+    assert result.summary["replicaMoves"] == 0 and result.summary["intraBrokerMoves"] == 1
+
+
+def test_drain_of_whole_broker_is_a_network_move_and_cordon_blocks_new_replicas() -> None:
+    snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", 0, [1, 2], [0, 0], 10)])
+    text = (
+        "kind: LogDirCordon\nspec: {broker: 1, logDirs: ['*'], drain: true}\n---\n"
+        "kind: LogDirCordon\nspec: {broker: 3, logDirs: ['*']}\n"
+    )
+    (target,) = compute_plan(snap, intents(text)).plan.partitions
+    assert target.replicas == (2, 4)
+
+
+def test_cordon_without_drain_moves_nothing() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 10)])
+    assert compute_plan(snap, intents("kind: LogDirCordon\nspec: {broker: 1, logDirs: ['*']}\n")).plan.empty
+
+
+def test_infeasible_rf_names_partition_rule_and_numbers() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
+    with pytest.raises(InfeasibleError) as err:
+        compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [3]}\n"))
+    e = err.value
+    assert e.exit_code == 3 and e.partition == "t-0" and e.rule == "replication-factor"
+    assert "replication factor 3 needs 3 brokers" in e.detail and "2 remain" in e.detail and "[3]" in e.detail
+
+
+def test_dir_capacity_is_a_hard_limit() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 500)], capacity=400)
+    with pytest.raises(InfeasibleError) as err:
+        compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [1]}\n"))
+    assert err.value.rule == "dir-capacity"
+
+
+def test_rack_repair_moves_one_replica_into_the_empty_dc() -> None:
+    snap = snapshot(RACKS6, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
+    text = "kind: PlacementPolicy\nspec: {rackAwareness: {separator: /, levels: 2}}\n"
+    result = compute_plan(snap, intents(text))
+    (target,) = result.plan.partitions
+    assert len(set(target.replicas) & {1, 2, 3}) == 2 and ({5, 6} & set(target.replicas))
+    assert result.summary["violationsBefore"]["rackSpread"] == 1
+    assert result.summary["violationsAfter"]["rackSpread"] == 0
+    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 10
+
+
+def test_replication_factor_up_and_down() -> None:
+    snap = snapshot(
+        {1: None, 2: None, 3: None, 4: None},
+        [("up", 0, [1, 2], [0, 0], 10), ("down", 0, [1, 2, 3], [0, 0, 0], 10)],
+    )
+    text = (
+        "kind: PlacementPolicy\nmetadata: {name: up}\n"
+        "spec: {topics: {include: [up]}, replicationFactor: 3}\n---\n"
+        "kind: PlacementPolicy\nmetadata: {name: down}\n"
+        "spec: {topics: {include: [down]}, replicationFactor: 2}\n"
+    )
+    plan = compute_plan(snap, intents(text)).plan.by_key()
+    assert len(plan[("up", 0)].replicas) == 3 and plan[("up", 0)].replicas[:2] == (1, 2)
+    assert len(plan[("down", 0)].replicas) == 2 and plan[("down", 0)].replicas[0] == 1
+
+
+def test_scale_out_balance_fills_the_new_broker_with_the_minimum() -> None:
+    parts = [("t", i, [1 + i % 3, 1 + (i + 1) % 3], [i % 2, i % 2], 100) for i in range(12)]
+    snap = snapshot({1: None, 2: None, 3: None, 4: None}, parts)
+    text = "kind: PlacementPolicy\nspec: {balance: {brokers: true, tolerance: 0.05}}\n"
+    result = compute_plan(snap, intents(text))
+    after = apply_plan(snap, result.plan)
+    loads = {b: sum(p.size_bytes for p in after.partitions if b in p.replicas) for b in (1, 2, 3, 4)}
+    assert loads == {1: 600, 2: 600, 3: 600, 4: 600}
+    # 6 of the 24 replicas must reach broker 4; the continuous bound (excess over 1.05 x mean) is lower
+    assert result.summary["bytesToMove"] == 600 and result.summary["replicaMoves"] == 6
+    assert result.summary["lowerBoundBytes"] == 3 * (800 - 630)
+
+
+def test_leader_balance_reorders_without_moving_data() -> None:
+    parts = [("t", i, [1, 2, 3][i % 3 :] + [1, 2, 3][: i % 3], [0, 0, 0], 10) for i in range(6)]
+    parts += [("u", i, [1, 2, 3], [0, 0, 0], 10) for i in range(6)]
+    snap = snapshot({1: None, 2: None, 3: None}, parts)
+    result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
+    assert result.summary["bytesToMove"] == 0 and result.summary["leaderChanges"] == 4
+    assert result.summary["balanceAfter"]["leadersMaxMean"] == 1.0
+
+
+def test_advise_policy_reports_but_does_not_plan() -> None:
+    snap = snapshot(RACKS6, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
+    text = "kind: PlacementPolicy\nspec: {rackAwareness: {levels: 2}, mode: Advise}\n"
+    result = compute_plan(snap, intents(text))
+    assert result.plan.empty
+    assert result.summary["advisories"]["partitions"] == 1
+
+
+def test_move_budget_limits_balance_moves() -> None:
+    parts = [("t", i, [1 + i % 3, 1 + (i + 1) % 3], [0, 0], 100) for i in range(12)]
+    snap = snapshot({1: None, 2: None, 3: None, 4: None}, parts)
+    text = "kind: PlacementPolicy\nspec: {balance: {brokers: true}, moveBudget: {maxMoves: 2}}\n"
+    result = compute_plan(snap, intents(text))
+    assert result.summary["replicaMoves"] == 2
+    assert next(g for g in result.summary["goals"] if g["goal"] == "BrokerBalance")["met"] is False
+
+
+def test_place_new_partitions_spreads_racks_and_avoids_cordons() -> None:
+    snap = snapshot(RACKS6, [])
+    text = (
+        "kind: LogDirCordon\nspec: {broker: 1, logDirs: ['*']}\n---\n"
+        "kind: PlacementPolicy\nspec: {rackAwareness: {levels: 2}, replicationFactor: 3}\n"
+    )
+    plan = place(snap, intents(text), "new", 12)
+    leaders: dict[int, int] = {}
+    tree = RackTree.of(RACKS6, RackAwareness("/", 2), [2, 3, 4, 5, 6])
+    for t in plan.partitions:
+        assert 1 not in t.replicas and len(set(t.replicas)) == 3
+        assert tree.violation(t.replicas) is None
+        assert ANY_DIR not in t.log_dirs
+        leaders[t.replicas[0]] = leaders.get(t.replicas[0], 0) + 1
+    assert max(leaders.values()) - min(leaders.values()) <= 1 and len(leaders) == 5
+
+
+def test_rack_repair_drops_the_replica_that_would_need_a_dir_move_anyway() -> None:
+    racks = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1"}
+    snap = snapshot(racks, [("t", 0, [1, 2], [0, 0], 10)])
+    text = (
+        "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0], drain: true}\n---\n"
+        "kind: PlacementPolicy\nspec: {rackAwareness: {levels: 1}}\n"
+    )
+    result = compute_plan(snap, intents(text))
+    (target,) = result.plan.partitions
+    assert set(target.replicas) == {2, 3}  # one copy (to dc2) instead of a dir move plus a copy
+    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 10
+
+
+def test_infeasible_advice_is_reported_without_blocking_the_enforced_plan() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 3], [0, 0], 10)])
+    text = (
+        "kind: BrokerDecommission\nspec: {brokers: [3]}\n---\n"
+        "kind: PlacementPolicy\nspec: {replicationFactor: 3, mode: Advise}\n"
+    )
+    result = compute_plan(snap, intents(text))
+    assert result.plan.partitions[0].replicas == (1, 2)
+    assert "replication factor 3" in result.summary["advisories"]["error"]
+
+
+def test_reactive_cordon_moves_only_empty_replicas_off_cordoned_dirs() -> None:
+    snap = snapshot({1: None, 2: None}, [("new", 0, [1, 2], [0, 0], 0), ("old", 0, [1, 2], [0, 0], 50)])
+    text = "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0]}\n"
+    assert compute_plan(snap, intents(text)).plan.empty  # Kafka >= 4.3 protects the dir itself
+    result = compute_plan(snap, intents(text).with_reactive_cordon())
+    (target,) = result.plan.partitions
+    assert target.name == "new-0" and target.replicas == (1, 2)
+    assert target.log_dirs == ("/data/d1", "/data/d0")
+    assert result.summary["bytesToMove"] == 0

@@ -1,0 +1,56 @@
+"""The sharded planner (the Spark engine's pure core) without Spark, and engine selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.builders import intents, snapshot
+
+from kafka_placement.model.errors import BadInputError, InfeasibleError
+from kafka_placement.model.intents import Intents
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.sharding import shard_of, sharded_optimize
+from kafka_placement.spark.engines import EngineSettings, choose
+
+GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
+
+
+@pytest.mark.parametrize("name", ["all", "decommission", "drain", "rack-repair", "scale-out"])
+def test_sharded_plans_meet_every_hard_rule_and_stay_close_to_local(name: str) -> None:
+    snap = ClusterSnapshot.loads((GOLDEN / name / "snapshot.json").read_text())
+    wanted = Intents.loads((GOLDEN / name / "intents.yaml").read_text())
+    local = compute_plan(snap, wanted).summary
+    sharded = compute_plan(snap, wanted, optimizer=lambda s, i: sharded_optimize(s, i, 5)).summary
+    assert sharded["hardViolationsAfter"] == 0
+    assert sharded["bytesToMove"] <= 1.05 * local["bytesToMove"]
+    for mine, theirs in zip(sharded["goals"], local["goals"], strict=True):
+        assert mine["goal"] == theirs["goal"]
+        assert mine["met"] or not theirs["met"], mine
+
+
+def test_shard_numbers_are_stable_and_spread() -> None:
+    assert shard_of("orders", 7, 16) == shard_of("orders", 7, 16)
+    counts = [0] * 8
+    for n in range(800):
+        counts[shard_of("t", n, 8)] += 1
+    assert min(counts) > 60
+
+
+def test_infeasible_shard_is_reported_with_partition_and_rule() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", n, [1, 2, 3], [0, 0, 0], 10) for n in range(6)])
+    with pytest.raises(InfeasibleError) as err:
+        sharded_optimize(snap, intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n"), 3)
+    assert err.value.rule == "replication-factor" and err.value.partition.startswith("t-")
+
+
+def test_auto_picks_spark_for_large_snapshots_and_local_refuses_them() -> None:
+    snap = snapshot({1: None, 2: None}, [("t", n, [1, 2], [0, 0], 1) for n in range(10)])
+    assert choose(snap, EngineSettings("auto", auto_spark_replicas=21)) == "local"
+    assert choose(snap, EngineSettings("auto", auto_spark_replicas=20)) == "spark"
+    with pytest.raises(BadInputError) as err:
+        choose(snap, EngineSettings("local", local_max_replicas=19))
+    assert "use --engine spark" in err.value.message
+    with pytest.raises(BadInputError):
+        choose(snap, EngineSettings("gpu"))
