@@ -1,0 +1,526 @@
+"""The Kafka gateway: the only code that talks to Kafka (DESIGN.md sections 5 and 6).
+
+``KafkaGateway`` is built from one ``ConnectionSettings`` and lazily opens a confluent-kafka
+``AdminClient`` (metadata, configs, incremental config changes, leader election) and a kafka-python
+``KafkaAdminClient`` (AlterPartitionReassignments, ListPartitionReassignments, DescribeLogDirs,
+AlterReplicaLogDirs, DescribeFeatures — librdkafka has none of these). Every call has a timeout and a
+bounded number of retries with exponential backoff on retriable errors. An unreachable cluster raises
+``KafkaUnavailableError`` naming the bootstrap servers within about ``connect_timeout_s``; other
+failures raise ``KafkaOperationError``. Per-item failures (a partition, a replica, a config resource)
+are returned as ``OpError`` values keyed by the item, never raised. Results are plain dataclasses and
+the model's ``ClusterSnapshot``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from ..model.errors import BadInputError, PlacementError
+from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+from .connection import ConnectionSettings
+from .types import (  # noqa: F401  (re-exported: callers import them from the gateway)
+    _LIBRDKAFKA_NAMES,
+    _RETRIABLE_CODES,
+    _UNREACHABLE,
+    CORDON_CONFIG,
+    CORDON_METADATA_LEVEL,
+    REPLICA_NOT_AVAILABLE,
+    ConfigChange,
+    ConfigKind,
+    ConfigOp,
+    ConfigTarget,
+    ConfigValue,
+    CordonUnsupportedError,
+    KafkaOperationError,
+    KafkaUnavailableError,
+    LogDirInfo,
+    OpError,
+    PartitionKey,
+    Reassignment,
+    ReplicaInDir,
+    ReplicaKey,
+    T,
+    _config_batches,
+    _confluent_op_error,
+    _enum_name,
+    _int_or,
+    _log_dir_info,
+    _names,
+    _py_error_text,
+    _py_op_error,
+    _split_list,
+)
+
+log = logging.getLogger(__name__)
+_librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
+_librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
+
+
+class KafkaGateway:
+    """Typed access to one cluster's admin APIs; use as a context manager or call ``close()``."""
+
+    def __init__(self, settings: ConnectionSettings, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
+        self.settings = settings
+        self._attempts = max(1, attempts)
+        self._backoff_s = backoff_s
+        self._confluent: Any = None
+        self._kafka_python: Any = None
+        self._last_client_error: str | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> KafkaGateway:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        py, self._kafka_python = self._kafka_python, None
+        self._confluent = None  # the librdkafka handle is freed when it is garbage collected
+        if py is not None:
+            try:
+                py.close()
+            except Exception as e:  # closing must not hide the caller's outcome
+                log.debug("closing kafka-python admin client failed: %s", e)
+
+    @property
+    def servers(self) -> str:
+        return self.settings.bootstrap_servers
+
+    def _unavailable(self, reason: str) -> KafkaUnavailableError:
+        return KafkaUnavailableError(f"cannot reach Kafka at {self.servers}: {reason}")
+
+    def _on_client_error(self, err: Any) -> None:
+        """librdkafka's error_cb: remember why connections fail (a refused connect says more than
+        "all brokers are down")."""
+        text = str(err.str()) if hasattr(err, "str") else str(err)
+        code = str(err.name()) if hasattr(err, "name") else ""
+        if code in _UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
+            self._last_client_error = text
+
+    def _admin(self) -> Any:
+        """The confluent-kafka AdminClient, created and checked (one DescribeCluster) on first use."""
+        if self._confluent is None:
+            from confluent_kafka.admin import AdminClient
+
+            conf = self.settings.confluent_config()
+            conf["error_cb"] = self._on_client_error
+            conf["logger"] = _librdkafka_log
+            admin = AdminClient(conf)
+            self._confluent = admin
+            try:
+                self._call(
+                    "connect",
+                    lambda: admin.describe_cluster(request_timeout=self.settings.connect_timeout_s).result(),
+                    attempts=1,
+                )
+            except KafkaOperationError as e:
+                self._confluent = None
+                raise self._unavailable(e.message) from None
+            except KafkaUnavailableError:
+                self._confluent = None
+                raise
+        return self._confluent
+
+    def _py(self) -> Any:
+        """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s)."""
+        if self._kafka_python is None:
+            from kafka import KafkaAdminClient
+            from kafka.errors import KafkaError as PyKafkaError
+
+            try:
+                self._kafka_python = KafkaAdminClient(**self.settings.kafka_python_config())
+            except PyKafkaError as e:
+                raise self._unavailable(_py_error_text(e)) from None
+            except OSError as e:  # TLS files, DNS
+                raise self._unavailable(str(e)) from None
+        return self._kafka_python
+
+    # ---- error handling ------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T], attempts: int | None = None) -> T:
+        """Run ``fn`` with bounded retries (exponential backoff) on retriable errors; map failures to
+        ``KafkaUnavailableError`` / ``KafkaOperationError``."""
+        total = attempts or self._attempts
+        delay = self._backoff_s
+        for attempt in range(1, total + 1):
+            try:
+                return fn()
+            except PlacementError:
+                raise
+            except Exception as e:
+                classified = self._classify(what, e)
+                if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
+                    raise
+                failure, retriable = classified
+                if not retriable or attempt == total:
+                    raise failure from None
+                log.info(
+                    "%s failed (%s); retry %d/%d in %.1fs", what, failure.message, attempt, total - 1, delay
+                )
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _classify(self, what: str, e: Exception) -> tuple[PlacementError, bool] | None:
+        from confluent_kafka import KafkaException
+        from kafka.errors import KafkaConnectionError, SaslAuthenticationFailedError
+        from kafka.errors import KafkaError as PyKafkaError
+
+        if isinstance(e, KafkaException):
+            err: Any = e.args[0] if e.args else None
+            code = str(err.name()) if hasattr(err, "name") else "UNKNOWN"
+            text = str(err.str()) if hasattr(err, "str") else str(e)
+            if self._confluent is not None:
+                self._last_client_error = None
+                self._confluent.poll(0)  # serve error_cb: the transport error says why
+            transport = self._last_client_error
+            if code in _UNREACHABLE or (code == "_TIMED_OUT" and transport):
+                return self._unavailable(transport or text), False
+            retriable = bool(err.retriable()) if hasattr(err, "retriable") else False
+            return KafkaOperationError(f"{what} failed: {text}"), retriable or code in _RETRIABLE_CODES
+        if isinstance(e, SaslAuthenticationFailedError):
+            return self._unavailable(_py_error_text(e)), False
+        if isinstance(e, KafkaConnectionError):
+            return self._unavailable(f"{what}: {_py_error_text(e)}"), True
+        if isinstance(e, PyKafkaError):
+            return KafkaOperationError(f"{what} failed: {_py_error_text(e)}"), bool(e.retriable)
+        if isinstance(e, TimeoutError):
+            return KafkaOperationError(f"{what} timed out: {e}"), True
+        if isinstance(e, OSError):
+            return self._unavailable(f"{what}: {e}"), False
+        return None
+
+    # ---- cluster state -------------------------------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Brokers with racks and log dirs (usage, cordon, online), every partition's replicas, dirs,
+        leader, ISR and size (the largest replica). Internal topics are included."""
+        admin = self._admin()
+        timeout = self.settings.request_timeout_s
+        cluster = self._call(
+            "describe cluster", lambda: admin.describe_cluster(request_timeout=timeout).result()
+        )
+        metadata = self._call("list topics", lambda: admin.list_topics(timeout=timeout))
+        live = sorted(int(n.id) for n in cluster.nodes)
+        racks = {int(n.id): n.rack for n in cluster.nodes}
+        dirs = self.describe_log_dirs(live)
+        cordon_config = {
+            b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
+        }
+
+        brokers: dict[int, Broker] = {}
+        where: dict[ReplicaKey, str] = {}
+        sizes: dict[PartitionKey, int] = {}
+        for b in live:
+            log_dirs = []
+            for d in dirs.get(b, ()):
+                cordoned = d.cordoned if d.cordoned is not None else d.path in cordon_config.get(b, set())
+                log_dirs.append(
+                    LogDir(d.path, max(d.total_bytes, 0), max(d.usable_bytes, 0), cordoned, d.online)
+                )
+                for rep in d.replicas:
+                    if rep.is_future:
+                        continue
+                    key = (rep.topic, rep.partition)
+                    where.setdefault((rep.topic, rep.partition, b), d.path)
+                    sizes[key] = max(sizes.get(key, 0), rep.size_bytes)
+            brokers[b] = Broker(b, racks.get(b) or None, tuple(log_dirs))
+
+        partitions = []
+        for topic, tmd in sorted(metadata.topics.items()):
+            if tmd.error is not None:
+                log.warning("skipping topic %s: %s", topic, tmd.error)
+                continue
+            for number, pmd in sorted(tmd.partitions.items()):
+                replicas = tuple(int(r) for r in pmd.replicas)
+                if not replicas:
+                    continue
+                for r in replicas:  # a replica on a broker that is not alive: keep it, dir unknown
+                    brokers.setdefault(r, Broker(r, None, ()))
+                leader = int(pmd.leader) if pmd.leader is not None and int(pmd.leader) in replicas else None
+                partitions.append(
+                    PartitionState(
+                        topic=topic,
+                        partition=int(number),
+                        replicas=replicas,
+                        log_dirs=tuple(where.get((topic, int(number), r)) for r in replicas),
+                        leader=leader,
+                        isr=tuple(int(i) for i in pmd.isrs if int(i) in replicas),
+                        size_bytes=sizes.get((topic, int(number)), 0),
+                    )
+                )
+        return ClusterSnapshot(
+            brokers=tuple(brokers[b] for b in sorted(brokers)),
+            partitions=tuple(partitions),
+            cluster_id=cluster.cluster_id or metadata.cluster_id,
+        )
+
+    def broker_ids(self) -> tuple[int, ...]:
+        admin = self._admin()
+        cluster = self._call(
+            "describe cluster",
+            lambda: admin.describe_cluster(request_timeout=self.settings.request_timeout_s).result(),
+        )
+        return tuple(sorted(int(n.id) for n in cluster.nodes))
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, tuple[LogDirInfo, ...]]:
+        """DescribeLogDirs per broker (all live brokers when None): dirs with usage and their replicas."""
+        ids = sorted(set(brokers)) if brokers is not None else list(self.broker_ids())
+        py = self._py()
+        out: dict[int, tuple[LogDirInfo, ...]] = {}
+        for b in ids:
+
+            def one(b: int = b) -> Any:
+                return py.describe_log_dirs(brokers=[b])
+
+            (resp,) = self._call(f"describe log dirs of broker {b}", one)
+            out[b] = tuple(_log_dir_info(b, d) for d in resp["log_dirs"])
+        return out
+
+    def _cordon_config(self, broker: int) -> set[str]:
+        value = self.describe_configs([ConfigTarget.broker(broker)])[ConfigTarget.broker(broker)].get(
+            CORDON_CONFIG
+        )
+        return set(_split_list(value.value if value else None))
+
+    # ---- reassignments (KIP-455) ---------------------------------------------------------------
+
+    def list_reassignments(
+        self, partitions: Iterable[PartitionKey] | None = None
+    ) -> dict[PartitionKey, Reassignment]:
+        """In-flight reassignments (all, or of the given partitions)."""
+        from kafka import TopicPartition
+
+        py = self._py()
+        tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+        timeout_ms = int(self.settings.request_timeout_s * 1000)
+        raw = self._call(
+            "list reassignments", lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms)
+        )
+        return {
+            (tp.topic, tp.partition): Reassignment(
+                tuple(r["replicas"]), tuple(r["adding_replicas"]), tuple(r["removing_replicas"])
+            )
+            for tp, r in raw.items()
+        }
+
+    def alter_reassignments(
+        self, targets: Mapping[PartitionKey, Sequence[int] | None]
+    ) -> dict[PartitionKey, OpError]:
+        """Start (replica list) or cancel (None) reassignments; returns the partitions Kafka refused."""
+        from kafka import TopicPartition
+
+        if not targets:
+            return {}
+        request: dict[Any, list[int] | None] = {}
+        for (topic, partition), replicas in targets.items():
+            if replicas is not None and (not replicas or len(set(replicas)) != len(replicas)):
+                raise BadInputError(
+                    f"replicas {list(replicas)} must be distinct and non-empty", f"{topic}-{partition}"
+                )
+            request[TopicPartition(topic, partition)] = (
+                None if replicas is None else [int(r) for r in replicas]
+            )
+        py = self._py()
+        timeout_ms = int(self.settings.request_timeout_s * 1000)
+        result = self._call(
+            "alter reassignments", lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms)
+        )
+        errors: dict[PartitionKey, OpError] = {}
+        for tp in request:
+            if tp not in result:
+                errors[(tp.topic, tp.partition)] = OpError(
+                    "UNKNOWN", "the controller did not answer for it", True
+                )
+            elif result[tp] is not None:
+                errors[(tp.topic, tp.partition)] = _py_op_error(result[tp])
+        return errors
+
+    # ---- log dir moves (KIP-113) ---------------------------------------------------------------
+
+    def alter_replica_log_dirs(self, moves: Mapping[ReplicaKey, str]) -> dict[ReplicaKey, OpError]:
+        """Move replicas between the log dirs of their broker; returns the replicas that failed.
+        ``OpError.replica_not_available`` means the broker does not host it yet: retry later."""
+        from kafka import TopicPartitionReplica
+        from kafka.errors import NoError
+
+        if not moves:
+            return {}
+        py = self._py()
+        request = {TopicPartitionReplica(t, p, b): path for (t, p, b), path in moves.items()}
+        result = self._call("alter replica log dirs", lambda: py.alter_replica_log_dirs(request))
+        errors: dict[ReplicaKey, OpError] = {}
+        for tpr in request:
+            key = (tpr.topic, tpr.partition, tpr.broker_id)
+            err = result.get(tpr)
+            if err is None:
+                errors[key] = OpError("UNKNOWN", f"broker {tpr.broker_id} did not answer for it", True)
+            elif err is not NoError:
+                errors[key] = _py_op_error(err)
+        return errors
+
+    # ---- configs -------------------------------------------------------------------------------
+
+    def describe_configs(self, targets: Iterable[ConfigTarget]) -> dict[ConfigTarget, dict[str, ConfigValue]]:
+        """All config entries of brokers and topics (one request per broker, topics together)."""
+        from confluent_kafka.admin import ConfigResource, ConfigSource  # type: ignore[attr-defined]
+
+        admin = self._admin()
+        targets = list(dict.fromkeys(targets))
+        out: dict[ConfigTarget, dict[str, ConfigValue]] = {}
+        for batch in _config_batches(targets):
+            resources = {ConfigResource(t.kind, t.name): t for t in batch}
+
+            def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, Any]:
+                futures = admin.describe_configs(
+                    list(resources), request_timeout=self.settings.request_timeout_s
+                )
+                return {resources[r]: f.result() for r, f in futures.items()}
+
+            for target, entries in self._call(f"describe configs of {_names(batch)}", run).items():
+                out[target] = {
+                    name: ConfigValue(
+                        e.value,
+                        _enum_name(ConfigSource, e.source),
+                        e.is_default,
+                        e.is_read_only,
+                        e.is_sensitive,
+                    )
+                    for name, e in entries.items()
+                }
+        return out
+
+    def incremental_alter_configs(
+        self, changes: Mapping[ConfigTarget, Sequence[ConfigChange]]
+    ) -> dict[ConfigTarget, OpError]:
+        """SET/DELETE/APPEND/SUBTRACT config entries; returns the resources Kafka refused."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+        )
+
+        admin = self._admin()
+        errors: dict[ConfigTarget, OpError] = {}
+        for batch in _config_batches([t for t, cs in changes.items() if cs]):
+            resources = {
+                ConfigResource(
+                    t.kind,
+                    t.name,
+                    incremental_configs=[
+                        ConfigEntry(
+                            c.name,
+                            c.value if c.op != "DELETE" else None,
+                            incremental_operation=getattr(AlterConfigOpType, c.op),
+                        )
+                        for c in changes[t]
+                    ],
+                ): t
+                for t in batch
+            }
+
+            def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, OpError]:
+                futures = admin.incremental_alter_configs(
+                    list(resources), request_timeout=self.settings.request_timeout_s
+                )
+                failed: dict[ConfigTarget, OpError] = {}
+                for r, f in futures.items():
+                    try:
+                        f.result()
+                    except KafkaException as e:
+                        err = e.args[0]
+                        if err.name() in _UNREACHABLE or err.retriable():
+                            raise
+                        failed[resources[r]] = _confluent_op_error(err)
+                return failed
+
+            errors.update(self._call(f"alter configs of {_names(batch)}", run))
+        return errors
+
+    # ---- leaders -------------------------------------------------------------------------------
+
+    def elect_preferred_leaders(
+        self, partitions: Iterable[PartitionKey] | None
+    ) -> dict[PartitionKey, OpError]:
+        """Preferred-leader election (all partitions when None); ELECTION_NOT_NEEDED is not an error."""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        admin = self._admin()
+        tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+        if tps == []:
+            return {}
+        timeout = self.settings.request_timeout_s
+        result = self._call(
+            "elect preferred leaders",
+            lambda: admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
+        )
+        errors: dict[PartitionKey, OpError] = {}
+        for tp, outcome in result.items():
+            if outcome is None:
+                continue
+            err: Any = outcome.args[0] if isinstance(outcome, Exception) and outcome.args else outcome
+            if err.name() != "ELECTION_NOT_NEEDED":
+                errors[(tp.topic, tp.partition)] = _confluent_op_error(err)
+        return errors
+
+    # ---- cordon (KIP-1066) ---------------------------------------------------------------------
+
+    def metadata_version(self) -> int:
+        """The finalized metadata.version feature level (30 = 4.3-IV0)."""
+        py = self._py()
+        features = self._call("describe features", lambda: py.describe_features())
+        finalized = features.get("metadata.version", {}).get("finalized")
+        return int(finalized[1]) if finalized else 0
+
+    def supports_cordon(self) -> bool:
+        return self.metadata_version() >= CORDON_METADATA_LEVEL
+
+    def set_cordon(self, broker: int, dirs: Sequence[str], cordoned: bool) -> None:
+        """Add (APPEND) or remove (SUBTRACT) dirs in the broker's ``cordoned.log.dirs``, leaving other
+        entries alone. Raises ``CordonUnsupportedError`` below metadata.version 4.3-IV0."""
+        if not dirs:
+            return
+        level = self.metadata_version()
+        if level < CORDON_METADATA_LEVEL:
+            raise CordonUnsupportedError(
+                f"cannot {'cordon' if cordoned else 'uncordon'} log dirs on broker {broker} of "
+                f"{self.servers}: {CORDON_CONFIG} needs metadata.version 4.3-IV0 (level "
+                f"{CORDON_METADATA_LEVEL}) or newer, the cluster runs level {level}; cordons are enforced "
+                "by moving new replicas off instead"
+            )
+        target = ConfigTarget.broker(broker)
+        change = ConfigChange(CORDON_CONFIG, "APPEND" if cordoned else "SUBTRACT", ",".join(dirs))
+        errors = self.incremental_alter_configs({target: [change]})
+        if target in errors:
+            raise KafkaOperationError(
+                f"{'cordoning' if cordoned else 'uncordoning'} {', '.join(dirs)} on broker {broker} failed: "
+                f"{errors[target]}"
+            )
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+
+
+__all__ = [
+    "CORDON_CONFIG",
+    "ConfigChange",
+    "ConfigTarget",
+    "ConfigValue",
+    "CordonUnsupportedError",
+    "KafkaGateway",
+    "KafkaOperationError",
+    "KafkaUnavailableError",
+    "LogDirInfo",
+    "OpError",
+    "Reassignment",
+    "ReplicaInDir",
+]
