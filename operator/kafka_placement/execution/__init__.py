@@ -1,0 +1,1 @@
+"""execution layer of kafka_placement (see DESIGN.md section 2)."""
