@@ -1,0 +1,1 @@
+"""spark layer of kafka_placement (see DESIGN.md section 2)."""

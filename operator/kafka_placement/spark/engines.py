@@ -1,0 +1,212 @@
+"""Planning engines behind one interface: ``local`` (in-process), ``spark`` (PySpark), ``auto``.
+
+Every engine computes targets for the same pure planner (``planning.optimizer.compute_plan`` does
+validation, advisories and the summary for all of them). The Spark engine loads the partitions into
+a DataFrame, hashes them into shards, runs the hard placement goal of each shard in parallel with
+``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects the changed partitions and
+finishes on the driver with the global reconciliation and balance pass (``merge_and_balance``).
+``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on Kubernetes
+(``spark.k8s``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.errors import BadInputError, PlacementError
+from ..model.intents import Intents
+from ..model.plan import Plan
+from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..planning.optimizer import Optimizer, PlanResult, compute_plan, optimize
+from ..planning.sharding import ShardResult, plan_shard, shard_of, sharded_optimize
+
+ENGINES = ("local", "spark", "spark-k8s", "auto")
+AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
+LOCAL_MAX_REPLICAS = 6_000_000  # local refuses larger snapshots (memory), suggesting spark
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """How to plan: engine name, Spark master and shards, and the size thresholds."""
+
+    engine: str = "local"
+    master: str = "local[*]"
+    shards: int = 0  # 0 = 4 per core
+    driver_memory: str = "4g"
+    auto_spark_replicas: int = AUTO_SPARK_REPLICAS
+    local_max_replicas: int = LOCAL_MAX_REPLICAS
+
+
+def replica_count(snapshot: ClusterSnapshot) -> int:
+    return sum(len(p.replicas) for p in snapshot.partitions)
+
+
+def choose(snapshot: ClusterSnapshot, settings: EngineSettings) -> str:
+    """The concrete engine for ``settings.engine`` (resolving ``auto``), refusing local when too big."""
+    if settings.engine not in ENGINES:
+        raise BadInputError(
+            f"unknown engine '{settings.engine}'; expected one of {', '.join(ENGINES)}", "--engine"
+        )
+    replicas = replica_count(snapshot)
+    if settings.engine == "auto":
+        return "spark" if replicas >= settings.auto_spark_replicas else "local"
+    if settings.engine == "local" and replicas > settings.local_max_replicas:
+        raise BadInputError(
+            f"the snapshot has {replicas} replicas, more than the local engine plans "
+            f"({settings.local_max_replicas}); use --engine spark (or auto)",
+            "--engine",
+        )
+    return settings.engine
+
+
+def plan_with(snapshot: ClusterSnapshot, intents: Intents, settings: EngineSettings, **kw: Any) -> PlanResult:
+    """Plan with the chosen engine; the summary records which one ran."""
+    engine = choose(snapshot, settings)
+    optimizer: Optimizer
+    if engine == "local":
+        optimizer = optimize
+    elif engine == "spark":
+        optimizer = SparkOptimizer(settings).optimize
+    else:
+        raise PlacementError(
+            "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
+        )
+    result = compute_plan(snapshot, intents, optimizer=optimizer, **kw)
+    result.summary["engine"] = engine
+    return result
+
+
+def java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return (
+        bool(home and os.path.exists(os.path.join(home, "bin", "java"))) or shutil.which("java") is not None
+    )
+
+
+def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kafka-placement") -> Any:
+    """A SparkSession; ``master=None`` takes spark-submit's. A clear error without Java or pyspark.
+
+    A local master binds to loopback only."""
+    if not java_available():
+        raise PlacementError(
+            "the spark engine needs Java 17: set JAVA_HOME or put java on PATH (or --engine local)"
+        )
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - pyspark is a dependency
+        raise PlacementError(f"the spark engine needs pyspark: {e}") from e
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app)
+    if master is not None:
+        builder = builder.master(master).config("spark.driver.memory", driver_memory)
+    if master is not None and master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
+    session = (
+        builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.adaptive.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+PARTITION_SCHEMA = (
+    "shard int, topic string, partition int, replicas array<int>, dirs array<string>, "
+    "leader int, isr array<int>, size long"
+)
+RESULT_SCHEMA = "topic string, partition int, replicas array<int>, dirs array<string>, error string"
+
+
+class SparkOptimizer:
+    """The sharded planner on Spark: hard goal per shard in parallel, balance globally on the driver."""
+
+    def __init__(self, settings: EngineSettings, session: Any = None) -> None:
+        self.settings = settings
+        self._session = session
+
+    def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
+        spark = self._session or spark_session(self.settings.master, self.settings.driver_memory)
+        cores = int(spark.sparkContext.defaultParallelism or 2)
+        shards = self.settings.shards or max(2, 4 * cores)
+
+        def run_shards(
+            brokers: ClusterSnapshot, groups: dict[int, list[PartitionState]], intents: Intents
+        ) -> list[ShardResult]:
+            import pandas as pd
+
+            frame = pd.DataFrame.from_records(
+                (
+                    (
+                        shard,
+                        p.topic,
+                        p.partition,
+                        list(p.replicas),
+                        ["" if d is None else d for d in p.log_dirs],
+                        -1 if p.leader is None else p.leader,
+                        list(p.isr),
+                        p.size_bytes,
+                    )
+                    for shard, parts in groups.items()
+                    for p in parts
+                ),
+                columns=["shard", "topic", "partition", "replicas", "dirs", "leader", "isr", "size"],
+            )
+            df = spark.createDataFrame(frame, schema=PARTITION_SCHEMA)
+            out = df.groupBy("shard").applyInPandas(_shard_udf(brokers, intents), schema=RESULT_SCHEMA)
+            rows: list[Any] = []
+            errors: list[str | None] = []
+            for r in out.toPandas().itertuples(index=False):
+                if isinstance(r.error, str) and r.error:
+                    errors.append(r.error)
+                    continue
+                dirs = tuple(None if d == "" else str(d) for d in r.dirs)
+                rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
+            return [(rows, None), *(([], e) for e in errors)]
+
+        return sharded_optimize(snapshot, intents, shards, run_shards)
+
+
+def _shard_udf(brokers: ClusterSnapshot, intents: Intents) -> Any:
+    """The function each Spark task runs on one shard's rows (pure planner inside)."""
+
+    def run(frame: Any) -> Any:
+        import pandas as pd
+
+        parts = [
+            PartitionState(
+                str(r.topic),
+                int(r.partition),
+                tuple(int(b) for b in r.replicas),
+                tuple(None if d == "" else str(d) for d in r.dirs),
+                None if int(r.leader) < 0 else int(r.leader),
+                tuple(int(b) for b in r.isr),
+                int(r.size),
+            )
+            for r in frame.itertuples(index=False)
+        ]
+        rows, error = plan_shard(brokers, parts, intents)
+        records: Iterator[tuple[Any, ...]]
+        if error:
+            records = iter([("", 0, [], [], error)])
+        else:
+            records = ((t, n, list(rs), ["" if d is None else d for d in ds], None) for t, n, rs, ds in rows)
+        return pd.DataFrame.from_records(
+            list(records), columns=["topic", "partition", "replicas", "dirs", "error"]
+        )
+
+    return run
+
+
+__all__ = ["ENGINES", "EngineSettings", "SparkOptimizer", "choose", "plan_with", "shard_of", "spark_session"]

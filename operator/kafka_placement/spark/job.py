@@ -1,0 +1,57 @@
+"""Spark job entry point: plan a snapshot with the Spark engine, runnable by ``spark-submit``.
+
+    spark-submit --master local[*] operator/kafka_placement/spark/job.py \\
+        --snapshot snapshot.json|snapshot-dir --intents intents.yaml -o plan.json [--summary summary.json]
+
+Under ``spark-submit`` (or a SparkApplication on Kubernetes) the master comes from spark-submit; the
+snapshot and plan are exchanged through files (a mounted volume on Kubernetes). Exit codes are the
+CLI's: 0 ok, 2 bad input, 3 infeasible, 1 other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from kafka_placement.model.errors import PlacementError
+    from kafka_placement.model.intents import Intents
+    from kafka_placement.planning.optimizer import compute_plan
+    from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
+    from kafka_placement.spark.io import read_snapshot
+
+    ap = argparse.ArgumentParser(prog="kafka-placement-spark-job", description=__doc__)
+    ap.add_argument("--snapshot", required=True, type=Path)
+    ap.add_argument("--intents", required=True, type=Path)
+    ap.add_argument("-o", "--output", required=True, type=Path)
+    ap.add_argument("--summary", type=Path)
+    ap.add_argument("--shards", type=int, default=0)
+    ap.add_argument("--max-moves-per-broker", type=int, default=5)
+    args = ap.parse_args(argv)
+    try:
+        snapshot = read_snapshot(args.snapshot)
+        if not args.intents.is_file():
+            raise PlacementError(f"{args.intents}: intents file not found")
+        intents = Intents.loads(args.intents.read_text(), source=str(args.intents))
+        session = spark_session(None)
+        optimizer = SparkOptimizer(EngineSettings(engine="spark", shards=args.shards), session)
+        result = compute_plan(
+            snapshot, intents, optimizer=optimizer.optimize, max_moves_per_broker=args.max_moves_per_broker
+        )
+        result.summary["engine"] = "spark"
+        args.output.write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
+        if args.summary:
+            args.summary.write_text(json.dumps(result.summary, indent=1) + "\n")
+        print(f"plan {result.plan.plan_id}: {len(result.plan.partitions)} partitions -> {args.output}")
+        return 0
+    except PlacementError as e:
+        print(f"kafka-placement spark job: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
