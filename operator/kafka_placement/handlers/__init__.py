@@ -1,0 +1,1 @@
+"""kopf handlers, one thin module per custom resource kind; importing ``register`` registers them all."""

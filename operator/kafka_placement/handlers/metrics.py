@@ -1,0 +1,25 @@
+"""Prometheus metrics of the operator (served by ``kafka-placement operator --metrics-port``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+MOVES_IN_FLIGHT = Gauge("kafka_placement_moves_in_flight", "Partition moves submitted and not done", ["plan"])
+BYTES_REMAINING = Gauge(
+    "kafka_placement_bytes_remaining", "Bytes the running plan still has to copy", ["plan"]
+)
+THROTTLE_RATE = Gauge(
+    "kafka_placement_throttle_bytes_per_second", "Replication throttle set by the executor", ["plan"]
+)
+PLANNING_SECONDS = Histogram("kafka_placement_planning_seconds", "Time to compute a plan")
+RECONCILE_ERRORS = Counter("kafka_placement_reconcile_errors_total", "Failed reconciliations", ["cluster"])
+
+
+def observe_progress(record: Mapping[str, Any], in_flight: int, bytes_remaining: int) -> None:
+    plan = str(record.get("planId", ""))
+    MOVES_IN_FLIGHT.labels(plan=plan).set(float(in_flight))
+    BYTES_REMAINING.labels(plan=plan).set(float(bytes_remaining))
+    THROTTLE_RATE.labels(plan=plan).set(float(record.get("throttleRate") or 0))

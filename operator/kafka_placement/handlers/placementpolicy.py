@@ -1,0 +1,24 @@
+"""PlacementPolicy handler: validate the spec; deleting it mid-flight cancels its moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from .intent_common import cancel_if_participating, validate
+from .reconciler import GROUP, VERSION
+
+KIND = "PlacementPolicy"
+
+
+@kopf.on.resume(GROUP, VERSION, "placementpolicies")
+@kopf.on.create(GROUP, VERSION, "placementpolicies")
+@kopf.on.update(GROUP, VERSION, "placementpolicies", field="spec")
+def accept(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    validate(KIND, body, patch)
+
+
+@kopf.on.delete(GROUP, VERSION, "placementpolicies")
+def delete(body: kopf.Body, logger: Any, **_: Any) -> None:
+    cancel_if_participating(body, logger)

@@ -1,0 +1,395 @@
+"""Per-cluster reconciliation: all active intents of a KafkaCluster, one plan, approval, executor ticks.
+
+Called periodically for each KafkaCluster (DESIGN.md section 1): snapshot Kafka, report the cluster's
+status, gather every intent resource whose ``clusterRef`` names it, and then either drive the
+execution in flight (one stateless executor tick from the record stored in a ConfigMap) or plan all
+intents together, gate the plan on approval, and start executing exactly the approved plan. Every
+intent resource's status is written here; Events are posted on phase changes.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ..execution import executor
+from ..execution import state as est
+from ..kafka.connection import ConnectionSettings
+from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
+from ..model.errors import BadInputError, InfeasibleError, PlacementError
+from ..model.intents import Intent, Intents, LogDirCordon, PlacementPolicy, parse_spec
+from ..model.snapshot import ClusterSnapshot
+from ..spark.engines import EngineSettings, plan_with
+from . import metrics
+from . import status as st
+from .store import RecordStore
+
+GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
+PLURALS = {
+    "LogDirCordon": "logdircordons",
+    "BrokerDecommission": "brokerdecommissions",
+    "PlacementPolicy": "placementpolicies",
+}
+EXECUTOR_TO_PHASE = {
+    est.COMPLETED: st.COMPLETED,
+    est.CANCELLED: st.CANCELLED,
+    est.FAILED: st.FAILED,
+    est.PAUSED: st.PAUSED,
+}
+
+EventFn = Callable[[Mapping[str, Any], str, str, str], None]
+
+
+@dataclass
+class Apis:
+    custom: client.CustomObjectsApi
+    core: client.CoreV1Api
+
+
+def connection_settings(
+    spec: Mapping[str, Any], namespace: str, core: client.CoreV1Api
+) -> ConnectionSettings:
+    """The KafkaCluster's connection (TLS/SASL material read from its Secrets)."""
+    bootstrap = spec.get("bootstrapServers")
+    if not isinstance(bootstrap, str) or not bootstrap:
+        raise BadInputError('bootstrapServers is required ("host:port,host:port")', "spec.bootstrapServers")
+    tls, sasl = spec.get("tls") or {}, spec.get("sasl") or {}
+    kw: dict[str, Any] = {}
+    if tls:
+        ref = tls.get("caSecretRef") or {}
+        kw["ssl_cafile"] = _secret_file(
+            core, namespace, ref.get("name"), ref.get("key", "ca.crt"), "spec.tls.caSecretRef"
+        )
+    if sasl:
+        ref = sasl.get("secretRef") or {}
+        kw["sasl_mechanism"] = sasl.get("mechanism", "SCRAM-SHA-512")
+        kw["username"] = _secret_value(
+            core, namespace, ref.get("name"), ref.get("usernameKey", "username"), "spec.sasl.secretRef"
+        )
+        kw["password"] = _secret_value(
+            core, namespace, ref.get("name"), ref.get("passwordKey", "password"), "spec.sasl.secretRef"
+        )
+    protocol = ("SASL_SSL" if tls else "SASL_PLAINTEXT") if sasl else ("SSL" if tls else "PLAINTEXT")
+    return ConnectionSettings(bootstrap_servers=bootstrap, security_protocol=protocol, **kw)
+
+
+def _secret_value(core: client.CoreV1Api, ns: str, name: str | None, key: str, where: str) -> str:
+    if not name:
+        raise BadInputError("a Secret name is required", f"{where}.name")
+    try:
+        secret = core.read_namespaced_secret(name, ns)
+    except ApiException as e:
+        raise BadInputError(f"cannot read Secret {ns}/{name}: {e.reason}", where) from None
+    raw = (secret.data or {}).get(key)
+    if raw is None:
+        raise BadInputError(f"Secret {ns}/{name} has no key '{key}'", where)
+    return base64.b64decode(raw).decode()
+
+
+def _secret_file(core: client.CoreV1Api, ns: str, name: str | None, key: str, where: str) -> str:
+    fd, path = tempfile.mkstemp(prefix="kafka-placement-", suffix=".pem")
+    with os.fdopen(fd, "w") as f:
+        f.write(_secret_value(core, ns, name, key, where))
+    return path
+
+
+def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
+    used: dict[tuple[int, str], int] = {}
+    for p in snap.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+    return {
+        "brokers": [
+            {
+                "id": b.id,
+                "rack": b.rack,
+                "logDirs": [
+                    {
+                        "path": d.path,
+                        "usedBytes": used.get((b.id, d.path), 0),
+                        "totalBytes": d.total_bytes,
+                        "usableBytes": d.usable_bytes,
+                        "cordoned": d.cordoned,
+                        "online": d.online,
+                    }
+                    for d in b.log_dirs
+                ],
+            }
+            for b in snap.brokers
+        ],
+        "reassignmentsInFlight": in_flight,
+    }
+
+
+class Reconciler:
+    """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
+
+    def __init__(self, apis: Apis, event: EventFn) -> None:
+        self.apis, self.event = apis, event
+
+    # ---- Kubernetes access -----------------------------------------------------------------------
+
+    def cluster(self, namespace: str, name: str | None) -> dict[str, Any] | None:
+        """The KafkaCluster ``name`` (None when it does not exist)."""
+        if not name:
+            return None
+        try:
+            found: dict[str, Any] = self.apis.custom.get_namespaced_custom_object(  # type: ignore[assignment]
+                GROUP, VERSION, namespace, "kafkaclusters", name
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        return found
+
+    def intents_of(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for kind, plural in PLURALS.items():
+            listed: dict[str, Any] = self.apis.custom.list_namespaced_custom_object(  # type: ignore[assignment]
+                GROUP, VERSION, namespace, plural
+            )
+            items = listed["items"]
+            for body in items:
+                if ((body.get("spec") or {}).get("clusterRef") or {}).get("name") == cluster:
+                    body.setdefault("kind", kind)
+                    out.append(body)
+        return sorted(out, key=lambda b: (b["kind"], b["metadata"]["name"]))
+
+    def set_status(self, body: Mapping[str, Any], phase: str, reason: str, message: str, **kw: Any) -> None:
+        old = body.get("status") or {}
+        new = st.intent_status(body, phase, reason, message, **kw)
+        if old.get("phase") != phase or old.get("message") != message:
+            self.event(body, "Warning" if phase == st.FAILED else "Normal", reason or phase, message or phase)
+        if all(
+            old.get(k) == new.get(k) for k in ("phase", "message", "plan", "progress", "observedGeneration")
+        ):
+            return
+        meta = body["metadata"]
+        try:
+            self.apis.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, meta["namespace"], PLURALS[body["kind"]], meta["name"], {"status": new}
+            )
+        except ApiException as e:
+            if e.status != 404:  # deleted meanwhile
+                raise
+
+    # ---- one reconciliation ------------------------------------------------------------------------
+
+    def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
+        """Reconcile; returns the KafkaCluster's status patch."""
+        meta, spec = cluster["metadata"], cluster.get("spec") or {}
+        ns, name = meta["namespace"], meta["name"]
+        bodies = [b for b in self.intents_of(ns, name) if not b["metadata"].get("deletionTimestamp")]
+        try:
+            settings = connection_settings(spec, ns, self.apis.core)
+        except BadInputError as e:
+            return self._unreachable(bodies, "InvalidConnection", e.message, connected=False)
+        store = RecordStore(self.apis.core, ns, name, cluster)
+        record = store.load()
+        try:
+            with KafkaGateway(settings) as gw:
+                return self._with_kafka(gw, spec, bodies, store, record)
+        except KafkaUnavailableError as e:
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)
+
+    def _unreachable(
+        self, bodies: list[dict[str, Any]], reason: str, message: str, connected: bool
+    ) -> dict[str, Any]:
+        for b in bodies:
+            if (b.get("status") or {}).get("phase") not in (st.COMPLETED,):
+                self.set_status(b, st.FAILED, reason, message)
+        return {
+            "phase": "Unreachable",
+            "conditions": st.merge_conditions(
+                None,
+                {"Ready": (connected, reason, message), "Degraded": (True, reason, message)},
+                st.CLUSTER_CONDITION_TYPES,
+            ),
+        }
+
+    def _parse(self, bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Intent]]:
+        valid: list[tuple[dict[str, Any], Intent]] = []
+        for b in bodies:
+            where = f"{b['kind']} {b['metadata']['name']}: spec"
+            try:
+                valid.append((b, parse_spec(b["kind"], b.get("spec") or {}, where, b["metadata"]["name"])))
+            except BadInputError as e:
+                self.set_status(b, st.FAILED, "InvalidSpec", e.message)
+        return valid
+
+    def _with_kafka(
+        self,
+        gw: KafkaGateway,
+        spec: Mapping[str, Any],
+        bodies: list[dict[str, Any]],
+        store: RecordStore,
+        record: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        snap = gw.snapshot()
+        in_flight = len(gw.list_reassignments())
+        cstatus = {
+            "phase": "Connected",
+            **cluster_status(snap, in_flight),
+            "conditions": st.merge_conditions(
+                None,
+                {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")},
+                st.CLUSTER_CONDITION_TYPES,
+            ),
+        }
+        valid = self._parse(bodies)
+        limits_spec = spec.get("limits") or {}
+        limits = executor.Limits(
+            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", 2)),
+            max_moves=int(limits_spec.get("maxMovesInFlight", 10)),
+            throttle=spec.get("throttleBytesPerSecond"),
+        )
+        if record is not None and record["phase"] not in est.TERMINAL:
+            self._drive(gw, valid, store, record, limits)
+            return cstatus
+        self._sync_cordons(gw, snap, [i for _, i in valid])
+        self._plan(gw, spec, snap, valid, store)
+        return cstatus
+
+    def _drive(
+        self,
+        gw: KafkaGateway,
+        valid: list[tuple[dict[str, Any], Intent]],
+        store: RecordStore,
+        record: dict[str, Any],
+        limits: executor.Limits,
+    ) -> None:
+        uids = set(record.get("participants") or [])
+        members = [b for b, _ in valid if b["metadata"]["uid"] in uids]
+        if len(members) < len(uids) and not record["cancelRequested"]:
+            record["cancelRequested"] = True  # a participating resource was deleted: revert (KIP-455)
+            store.save(record)
+        if any((b.get("spec") or {}).get("paused") for b in members) and not record["cancelRequested"]:
+            for b in members:
+                self.set_status(
+                    b,
+                    st.PAUSED,
+                    "PausedBySpec",
+                    "spec.paused is true; no new moves are submitted",
+                    plan=record.get("planStatus"),
+                )
+            return
+        executor.sweep(gw, record, store.save)
+        executor.tick(gw, record, limits, store.save)
+        progress = executor.progress(gw, record)
+        metrics.observe_progress(record, progress.partitions_in_flight, progress.bytes_remaining)
+        prog = progress.status_json()
+        phase = EXECUTOR_TO_PHASE.get(record["phase"], st.EXECUTING)
+        message = record.get("lastError") or f"executor phase {record['phase']}"
+        if phase == st.COMPLETED:
+            message = f"plan {record['planId']} executed"
+        for b in members:
+            self.set_status(b, phase, record["phase"], message, plan=record.get("planStatus"), progress=prog)
+
+    def _sync_cordons(self, gw: KafkaGateway, snap: ClusterSnapshot, intents: list[Intent]) -> None:
+        """Set ``cordoned.log.dirs`` for declared cordons on brokers that support KIP-1066."""
+        cordons = [i for i in intents if isinstance(i, LogDirCordon)]
+        if not cordons or not gw.supports_cordon():
+            return
+        for c in cordons:
+            broker = snap.broker(c.broker)
+            if broker is None:
+                continue
+            paths = broker.dir_paths if c.whole_broker else c.log_dirs
+            missing = [p for p in paths if (d := broker.dir(p)) is not None and not d.cordoned]
+            if missing:
+                gw.set_cordon(c.broker, missing, True)
+
+    def _plan(
+        self,
+        gw: KafkaGateway,
+        spec: Mapping[str, Any],
+        snap: ClusterSnapshot,
+        valid: list[tuple[dict[str, Any], Intent]],
+        store: RecordStore,
+    ) -> None:
+        if not valid:
+            return
+        for b, _ in valid:
+            if (b.get("status") or {}).get("phase") in (None, st.PENDING):
+                self.set_status(b, st.PLANNING, "Planning", "planning with all active intents of the cluster")
+        intents = Intents.from_documents(
+            [
+                {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
+                for b, _ in valid
+            ]
+        )
+        intents = intents.with_reactive_cordon(not gw.supports_cordon())  # Kafka < 4.3: no KIP-1066
+        planner = spec.get("planner") or {}
+        started = time.monotonic()
+        try:
+            engine = planner.get("engine") or os.environ.get("KAFKA_PLACEMENT_PLANNER_ENGINE", "local")
+            result = plan_with(snap, intents, EngineSettings(engine=engine))
+        except InfeasibleError as e:
+            for b, _ in valid:
+                self.set_status(b, st.FAILED, "Infeasible", e.message)
+            return
+        except BadInputError as e:
+            for b, _ in valid:
+                self.set_status(b, st.FAILED, "InvalidInput", e.message)
+            return
+        except PlacementError as e:
+            for b, _ in valid:
+                self.set_status(b, st.FAILED, e.reason, e.message)
+            return
+        finally:
+            metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
+        plan, summary = result.plan, result.summary
+        plan_status = st.plan_status(summary, plan.plan_id)
+        # Advise-mode policies only report: they take no part in the plan, its approval or its execution.
+        advisors = [b for b, i in valid if isinstance(i, PlacementPolicy) and not i.enforced]
+        for b in advisors:
+            self.set_status(
+                b, st.COMPLETED, "Advised", st.advice_message(summary), plan=st.advice_plan_status(summary)
+            )
+        valid = [(b, i) for b, i in valid if b not in advisors]
+        if plan.empty:
+            for b, _ in valid:
+                self.set_status(
+                    b,
+                    st.COMPLETED,
+                    "Converged",
+                    "the placement matches every declared intent",
+                    plan=plan_status,
+                )
+            return
+        manual = [b for b, _ in valid if (b.get("spec") or {}).get("approval") == "Manual"]
+        unapproved = [b for b in manual if (b.get("spec") or {}).get("approvedPlan") != plan.plan_id]
+        if unapproved:
+            names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
+            for b, _ in valid:
+                msg = (
+                    f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
+                    f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
+                )
+                self.set_status(b, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status)
+            return
+        if any((b.get("spec") or {}).get("paused") for b, _ in valid):
+            for b, _ in valid:
+                self.set_status(b, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
+            return
+        record = est.new_record(
+            plan,
+            gw.settings.bootstrap_servers if hasattr(gw, "settings") else "",
+            spec.get("throttleBytesPerSecond"),
+        )
+        record["participants"] = [b["metadata"]["uid"] for b, _ in valid]
+        record["planStatus"] = plan_status
+        store.save(record)
+        for b, _ in valid:
+            self.set_status(b, st.EXECUTING, "Executing", f"executing plan {plan.plan_id}", plan=plan_status)

@@ -1,0 +1,18 @@
+"""Import every handler module so kopf registers them (used by ``kafka-placement operator``)."""
+
+from __future__ import annotations
+
+import kopf
+
+from . import brokerdecommission, kafkacluster, logdircordon, placementpolicy
+
+MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy)
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: object) -> None:
+    settings.persistence.finalizer = "kafkaplacement.io/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kafkaplacement.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="kafkaplacement.io")
+    settings.posting.level = 20  # INFO and above become Events
+    settings.watching.server_timeout = 60

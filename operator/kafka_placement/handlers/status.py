@@ -1,0 +1,163 @@
+"""Status of the custom resources: phases, conditions (Ready, Progressing, Degraded, Blocked), plans.
+
+Phases of an intent resource (LogDirCordon, BrokerDecommission, PlacementPolicy) and what moves them:
+
+    Pending ──plan computed──► Planning ──empty plan──► Completed
+                                  │ moves needed, approval Manual and approvedPlan != plan id
+                                  ▼
+                           AwaitingApproval ──spec.approvedPlan == plan id──► Executing
+    Planning ──approval Automatic──► Executing ──all moves done──► Completed
+    PlacementPolicy with mode Advise, enforced plan empty ──► Completed, the message says what would move
+    Executing ──safety gate (under-replicated partitions)──► Paused ──healthy──► Executing
+    any ──spec.paused: true──► Paused ;  Executing ──resource deleted──► Cancelled (KIP-455 revert)
+    any ──invalid spec / unknown broker / infeasible / cluster unreachable──► Failed (Degraded or Blocked)
+
+A changed spec (new generation) starts over at Pending. Conditions follow Kubernetes conventions: one
+entry per type, ``lastTransitionTime`` changes only when the status flips.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..model.plan import Plan
+
+PENDING = "Pending"
+PLANNING = "Planning"
+AWAITING_APPROVAL = "AwaitingApproval"
+EXECUTING = "Executing"
+COMPLETED = "Completed"
+FAILED = "Failed"
+PAUSED = "Paused"
+CANCELLED = "Cancelled"
+PHASES = (PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED)
+
+READY, PROGRESSING, DEGRADED, BLOCKED = "Ready", "Progressing", "Degraded", "Blocked"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED)
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+CLUSTER_CONDITION_TYPES = (READY, DEGRADED)
+
+
+def reason_word(text: str, fallback: str = "Unknown") -> str:
+    """A CamelCase reason as Kubernetes requires (letters and digits only)."""
+    word = "".join(ch for ch in text if ch.isalnum())
+    return word if word and word[0].isalpha() else fallback
+
+
+def merge_conditions(
+    current: Sequence[Mapping[str, Any]] | None,
+    updates: Mapping[str, tuple[bool, str, str]],
+    types: Sequence[str] = CONDITION_TYPES,
+) -> list[dict[str, Any]]:
+    """Conditions with ``updates`` ({type: (true?, reason, message)}) applied; every type present."""
+    by_type = {c.get("type"): dict(c) for c in current or () if isinstance(c, Mapping)}
+    out = []
+    for ctype in types:
+        old = by_type.get(ctype, {"type": ctype, "status": "Unknown", "reason": "Unknown", "message": ""})
+        if ctype in updates:
+            flag, raw_reason, message = updates[ctype]
+            reason = reason_word(raw_reason, "AsExpected" if not flag else "Unknown")
+            status = "True" if flag else "False"
+            new: dict[str, Any] = {"type": ctype, "status": status, "reason": reason, "message": message}
+            new["lastTransitionTime"] = (
+                old.get("lastTransitionTime")
+                if old.get("status") == status and old.get("lastTransitionTime")
+                else now()
+            )
+            out.append(new)
+        else:
+            old.setdefault("lastTransitionTime", now())
+            out.append(old)
+    return out
+
+
+def phase_conditions(phase: str, reason: str, message: str) -> dict[str, tuple[bool, str, str]]:
+    """The four conditions implied by a phase (reason/message go on the one that explains it)."""
+    return {
+        READY: (
+            phase == COMPLETED,
+            reason if phase == COMPLETED else phase,
+            message if phase == COMPLETED else "",
+        ),
+        PROGRESSING: (
+            phase in (PLANNING, EXECUTING),
+            reason if phase in (PLANNING, EXECUTING) else phase,
+            message if phase in (PLANNING, EXECUTING) else "",
+        ),
+        DEGRADED: (
+            phase == FAILED and reason in ("InvalidSpec", "InvalidInput"),
+            reason if phase == FAILED else "",
+            message if phase == FAILED else "",
+        ),
+        BLOCKED: (
+            phase in (AWAITING_APPROVAL, PAUSED)
+            or (phase == FAILED and reason not in ("InvalidSpec", "InvalidInput")),
+            reason if phase in (AWAITING_APPROVAL, PAUSED, FAILED) else "",
+            message if phase in (AWAITING_APPROVAL, PAUSED, FAILED) else "",
+        ),
+    }
+
+
+def intent_status(
+    body: Mapping[str, Any],
+    phase: str,
+    reason: str,
+    message: str,
+    *,
+    plan: Mapping[str, Any] | None = None,
+    progress: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A full status for an intent resource in ``phase``."""
+    old = body.get("status") or {}
+    status: dict[str, Any] = {
+        "phase": phase,
+        "observedGeneration": (body.get("metadata") or {}).get("generation"),
+        "conditions": merge_conditions(old.get("conditions"), phase_conditions(phase, reason, message)),
+        "message": message,
+    }
+    if plan is not None:
+        status["plan"] = dict(plan)
+    if progress is not None:
+        status["progress"] = dict(progress)
+    return status
+
+
+def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
+    return {
+        "id": plan_id,
+        "moves": summary.get("partitionsChanged", 0),
+        "replicaMoves": summary.get("replicaMoves", 0),
+        "bytes": summary.get("bytesToMove", 0),
+        "lowerBoundBytes": summary.get("lowerBoundBytes", 0),
+        "batches": (summary.get("batches") or {}).get("count", 0),
+    }
+
+
+def advice_plan_status(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``status.plan`` of an Advise-mode policy: the moves it advises (never executed)."""
+    adv = summary.get("advisories") or {}
+    if "plan" not in adv:
+        return None
+    advised = Plan.from_json(adv["plan"], "advisories.plan")
+    return {"id": advised.plan_id, "moves": adv.get("partitions", 0), "bytes": adv.get("bytesToMove", 0)}
+
+
+def advice_message(summary: Mapping[str, Any]) -> str:
+    """What the cluster's Advise-mode policies would move (the planner's ``advisories``); nothing moves."""
+    adv = summary.get("advisories") or {}
+    names = list(adv.get("policies") or [])
+    target = "this policy" if len(names) <= 1 else f"the Advise policies {', '.join(names)}"
+    tail = "(mode Advise: nothing is moved)"
+    if adv.get("error"):
+        return f"advice: {target} cannot be met: {adv['error']} {tail}"
+    return (
+        f"advice: {adv.get('partitions', 0)} partitions, {adv.get('bytesToMove', 0)} bytes would move "
+        f"to meet {target} {tail}"
+    )

@@ -1,0 +1,115 @@
+"""End-to-end fixtures: the operator as a real process against the rig's kube-apiserver and Kafka.
+
+Reuses the rig fixtures of tests/integration/conftest.py (rig.json, Kafka, kubectl, namespaces).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.conftest import *  # noqa: F403  (the rig fixtures, for this directory too)
+from tests.integration.conftest import KafkaRig  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).parent / "kafka-placement"
+
+
+class Operator:
+    """``kafka-placement operator --namespace NS`` as a child process; its log is kept for failures."""
+
+    def __init__(self, namespace: str, kubeconfig: str, log: Path, metrics_port: int = 0) -> None:
+        self.namespace, self.kubeconfig, self.log = namespace, kubeconfig, log
+        self.metrics_port = metrics_port  # 0 = no metrics endpoint; else served on 127.0.0.1
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "KUBECONFIG": self.kubeconfig}
+        out = self.log.open("ab")
+        metrics = ["--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1"]
+        self.proc = subprocess.Popen(
+            [str(CLI), "operator", "--namespace", self.namespace, "--interval", "2", *metrics],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(30)
+        self.proc = None
+
+    def tail(self, lines: int = 40) -> str:
+        return (
+            "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
+        )
+
+
+@pytest.fixture
+def operator(k8s_namespace: str, k8s_rig: dict[str, Any], kubectl: Any, tmp_path: Path) -> Iterator[Operator]:
+    kubectl("apply", "-f", str(ROOT / "crds"))
+    for crd in ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies"):
+        kubectl("wait", "--for", "condition=established", f"crd/{crd}.kafkaplacement.io", "--timeout=60s")
+    op = Operator(k8s_namespace, str(k8s_rig["kubeconfig"]), tmp_path / "operator.log")
+    op.start()
+    yield op
+    op.kill(signal.SIGTERM)
+    # resources left behind would keep their finalizers forever once the operator is gone
+    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies"):
+        kubectl(
+            "-n",
+            k8s_namespace,
+            "patch",
+            kind,
+            "--all",
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":[]}}',
+            check=False,
+        )
+        kubectl("-n", k8s_namespace, "delete", kind, "--all", "--wait=false", check=False)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def get(kubectl: Any, ns: str, kind: str, name: str) -> dict[str, Any]:
+    import json
+
+    out = kubectl("-n", ns, "get", kind, name, "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else {}
+
+
+def wait_phase(
+    kubectl: Any, op: Operator, ns: str, kind: str, name: str, phases: tuple[str, ...], timeout: float = 120
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        body = get(kubectl, ns, kind, name)
+        if (body.get("status") or {}).get("phase") in phases:
+            return body
+        time.sleep(1)
+    pytest.fail(
+        f"{kind}/{name} never reached {phases}; status: {body.get('status')}\noperator log:\n{op.tail()}",
+        pytrace=False,
+    )
+
+
+WaitFor = Callable[..., Any]

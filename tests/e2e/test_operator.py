@@ -1,0 +1,300 @@
+"""End to end: the operator process, the real kube-apiserver and the real Kafka rig, nothing mocked.
+
+Resources are applied with kubectl exactly as a user would; the tests read Kafka directly to check
+the result (placement, cordons, throttles) and the resources' status, conditions and Events.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import ConfigResource, ResourceType
+from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
+
+from kafka_placement.handlers.store import configmap_name, decode
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
+THROTTLE_KEYS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+
+def apply(kubectl: Any, ns: str, manifest: str) -> None:
+    kubectl("-n", ns, "apply", "-f", "-", input=manifest)
+
+
+def cluster_manifest(name: str, bootstrap: str, throttle: int = 50_000_000) -> str:
+    return (
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+        f"spec: {{bootstrapServers: '{bootstrap}', throttleBytesPerSecond: {throttle}}}\n"
+    )
+
+
+def fill(rig: KafkaRig, topic: str, records: int, size: int = 500) -> None:
+    producer = Producer(
+        {"bootstrap.servers": rig.bootstrap_servers, "enable.idempotence": True, "acks": "all"}
+    )
+    for i in range(records):
+        producer.produce(topic, key=str(i).encode(), value=b"x" * size)
+        if i % 5000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def snapshot(rig: KafkaRig) -> Any:
+    with KafkaGateway(ConnectionSettings(bootstrap_servers=rig.bootstrap_servers)) as gw:
+        return gw.snapshot()
+
+
+def execution_record(kubectl: Any, ns: str, cluster: str) -> dict[str, Any]:
+    """The executor's durable record the operator keeps in the cluster's ConfigMap ({} if none)."""
+    out = kubectl("-n", ns, "get", "configmap", configmap_name(cluster), "-o", "json", check=False)
+    return decode(json.loads(out.stdout).get("binaryData", {})) if out.returncode == 0 else {}
+
+
+def throttles_left(kafka_admin: Any, rig: KafkaRig) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for node in rig.nodes:  # librdkafka allows one broker resource per call
+        resource = ConfigResource(ResourceType.BROKER, str(node.id))
+        for key, entry in kafka_admin.describe_configs([resource])[resource].result(30).items():
+            if key in THROTTLE_KEYS and entry.value not in (None, ""):
+                found[f"broker {node.id} {key}"] = entry.value
+    return found
+
+
+def test_decommission_and_drain_planned_together_with_manual_approval(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+    kafka_py_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[1, 3], [3, 2], [2, 1], [3, 1]])
+    fill(kafka_rig, topic, 8000)
+    drained = kafka_rig.node(1).log_dirs[0]
+    apply(kubectl, ns, cluster_manifest("prod", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+            "spec: {clusterRef: {name: prod}, brokers: [3]}\n---\n"
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: drain-1}\n"
+            f"spec: {{clusterRef: {{name: prod}}, broker: 1, logDirs: ['{drained}'], drain: true, "
+            "approval: Manual}\n"
+        ),
+    )
+    waiting = wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("AwaitingApproval",))
+    plan_id = waiting["status"]["plan"]["id"]
+    assert f"spec.approvedPlan: {plan_id}" in waiting["status"]["message"]
+    other = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("AwaitingApproval",))
+    assert other["status"]["plan"]["id"] == plan_id  # one plan for both intents
+    assert kafka_py_admin.list_partition_reassignments() == {}  # nothing moves before approval
+    blocked = {c["type"]: c for c in waiting["status"]["conditions"]}["Blocked"]
+    assert blocked["status"] == "True" and blocked["reason"] == "AwaitingApproval"
+
+    kubectl(
+        "-n",
+        ns,
+        "patch",
+        "logdircordon",
+        "drain-1",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"approvedPlan": plan_id}}),
+    )
+    done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=240)
+    assert {c["type"]: c for c in done["status"]["conditions"]}["Ready"]["status"] == "True"
+    wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("Completed",))
+
+    snap = snapshot(kafka_rig)
+    for p in snap.partitions:
+        assert 3 not in p.replicas, p
+        assert not any(b == 1 and d == drained for b, d in zip(p.replicas, p.log_dirs, strict=True)), p
+    assert snap.broker(1).dir(drained).cordoned  # type: ignore[union-attr]  # KIP-1066 cordon set
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+    events = kubectl(
+        "-n", ns, "get", "events", "--field-selector", "involvedObject.name=retire-3", "-o", "json"
+    )
+    reasons = {e["reason"] for e in json.loads(events.stdout)["items"]}
+    assert {"AwaitingApproval", "Executing", "Completed"} <= reasons
+
+    kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s")  # finalizer uncordons
+    deadline = time.monotonic() + 30
+    while snapshot(kafka_rig).broker(1).dir(drained).cordoned:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the dir stayed cordoned after its LogDirCordon was deleted"
+        time.sleep(1)
+
+
+def test_operator_killed_mid_execution_resumes_without_resubmitting(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[2, 1], [1, 2], [2, 3]])
+    fill(kafka_rig, topic, 12000)  # ~6 MB at 300 kB/s: long enough to kill the operator mid-move
+    apply(kubectl, ns, cluster_manifest("slow", kafka_rig.bootstrap_servers, throttle=300_000))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-2}\n"
+            "spec: {clusterRef: {name: slow}, brokers: [2]}\n"
+        ),
+    )
+    wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Executing",))
+
+    def record() -> dict[str, Any]:
+        return execution_record(kubectl, ns, "slow")
+
+    deadline = time.monotonic() + 60
+    while not record().get("submitted"):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.5)
+    operator.kill(signal.SIGKILL)
+    assert record()["phase"] not in ("Completed", "Cancelled", "Failed"), "finished before the kill"
+    operator.start()
+    wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Completed",), timeout=300)
+    final = record()
+    assert final["phase"] == "Completed"
+    assert final["counters"]["submissions"] and all(n == 1 for n in final["counters"]["submissions"].values())
+    assert all(2 not in p.replicas for p in snapshot(kafka_rig).partitions)
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+
+
+def test_invalid_resources_are_rejected_or_reported_and_nothing_moves(
+    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, kafka_py_admin: Any
+) -> None:
+    ns = k8s_namespace
+    apply(kubectl, ns, cluster_manifest("prod", kafka_rig.bootstrap_servers))
+    bad = kubectl(
+        "-n",
+        ns,
+        "apply",
+        "-f",
+        "-",
+        check=False,
+        input=(
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: rel}\n"
+            "spec: {clusterRef: {name: prod}, broker: 1, logDirs: [data-0]}\n"
+        ),
+    )
+    assert bad.returncode != 0 and "logDirs" in bad.stderr  # the CRD schema rejects a relative path
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: ghost}\n"
+            "spec: {clusterRef: {name: prod}, brokers: [42]}\n"
+        ),
+    )
+    failed = wait_phase(kubectl, operator, ns, "brokerdecommission", "ghost", ("Failed",))
+    assert "unknown broker 42" in failed["status"]["message"]
+    conditions = {c["type"]: c for c in failed["status"]["conditions"]}
+    assert conditions["Degraded"]["status"] == "True" and conditions["Ready"]["status"] == "False"
+    assert kafka_py_admin.list_partition_reassignments() == {}
+
+
+def test_unreachable_cluster_is_reported_on_every_intent(
+    operator: Operator, kubectl: Any, k8s_namespace: str
+) -> None:
+    ns = k8s_namespace
+    apply(kubectl, ns, cluster_manifest("gone", "127.0.0.1:1"))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire}\n"
+            "spec: {clusterRef: {name: gone}, brokers: [1]}\n"
+        ),
+    )
+    failed = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire", ("Failed",), timeout=90)
+    assert "cannot reach Kafka at 127.0.0.1:1" in failed["status"]["message"]
+    cluster = get(kubectl, ns, "kafkacluster", "gone")
+    assert cluster["status"]["phase"] == "Unreachable"
+
+
+def test_deleting_a_decommission_mid_flight_reverts_its_moves(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+    kafka_py_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    assignment = [[2, 1], [1, 2], [2, 1]]
+    topic = new_topic(assignment)
+    fill(kafka_rig, topic, 12000)
+    apply(kubectl, ns, cluster_manifest("slow", kafka_rig.bootstrap_servers, throttle=200_000))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-2}\n"
+            "spec: {clusterRef: {name: slow}, brokers: [2]}\n"
+        ),
+    )
+
+    def record() -> dict[str, Any]:
+        return execution_record(kubectl, ns, "slow")
+
+    deadline = time.monotonic() + 90
+    while not record().get("submitted"):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.5)
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # finalizer: cancel
+    deadline = time.monotonic() + 180
+    while record().get("phase") != "Cancelled":
+        assert time.monotonic() < deadline, (
+            f"{record().get('phase')}: {record().get('lastError')}\n{operator.tail()}"
+        )
+        time.sleep(1)
+    assert kafka_py_admin.list_partition_reassignments() == {}
+    snap = snapshot(kafka_rig)
+    assert [list(snap.partition(topic, n).replicas) for n in range(3)] == assignment  # type: ignore[union-attr]
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+
+
+def test_infeasible_intents_are_blocked_with_the_reason_and_nothing_moves(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_py_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    new_topic([[1, 2], [2, 3]])
+    apply(kubectl, ns, cluster_manifest("prod", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: too-many}\n"
+            "spec: {clusterRef: {name: prod}, brokers: [1, 2]}\n"
+        ),
+    )
+    failed = wait_phase(kubectl, operator, ns, "brokerdecommission", "too-many", ("Failed",))
+    message = failed["status"]["message"]
+    assert "replication factor 2 needs 2 brokers" in message and "1 remain" in message, message
+    blocked = {c["type"]: c for c in failed["status"]["conditions"]}["Blocked"]
+    assert blocked["status"] == "True" and blocked["reason"] == "Infeasible"
+    assert kafka_py_admin.list_partition_reassignments() == {}

@@ -1,0 +1,219 @@
+"""The Helm chart and the CRDs against the real kube-apiserver rig: lint, server-side validation of the
+rendered manifests in both RBAC modes, an install, the examples, and rejection of invalid resources.
+
+Needs `python tests/rig/k8s_rig.py up` (or `make rig-up`); nothing here is mocked. Without a
+controller-manager no pod runs: the Deployment is validated and stored, not started.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.k8s
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kafka-placement-operator"
+CRD_NAMES = [
+    "kafkaclusters.kafkaplacement.io",
+    "logdircordons.kafkaplacement.io",
+    "brokerdecommissions.kafkaplacement.io",
+    "placementpolicies.kafkaplacement.io",
+]
+
+Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
+Helm = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture(scope="session")
+def helm(k8s_rig: dict[str, Any]) -> Helm:
+    """helm(*args, check=True): the rig's helm with its kubeconfig."""
+
+    def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        cmd = [str(k8s_rig["helm"]), "--kubeconfig", str(k8s_rig["kubeconfig"]), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            pytest.fail(f"`helm {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr}{proc.stdout}")
+        return proc
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def crds_installed(kubectl: Kubectl) -> None:
+    """The chart's CRDs applied (server-side, idempotent) and Established."""
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in CRD_NAMES])
+
+
+@pytest.fixture
+def extra_namespaces(kubectl: Kubectl) -> Iterator[list[str]]:
+    """Two more fresh namespaces (for watchNamespaces), deleted afterwards."""
+    names = [f"t-watch-{uuid.uuid4().hex[:6]}" for _ in range(2)]
+    for n in names:
+        kubectl("create", "namespace", n)
+    yield names
+    kubectl("delete", "namespace", *names, "--wait=false", check=False)
+
+
+def _render(helm: Helm, namespace: str, *sets: str) -> str:
+    args = ["template", "kpo", str(CHART), "--namespace", namespace]
+    for s in sets:
+        args += ["--set", s]
+    return helm(*args).stdout
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def test_helm_lint_strict(helm: Helm) -> None:
+    out = helm("lint", "--strict", str(CHART))
+    assert "0 chart(s) failed" in out.stdout
+
+
+def test_default_values_render_cluster_wide_rbac(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str, crds_installed: None
+) -> None:
+    text = _render(helm, k8s_namespace)
+    docs = _docs(text)
+    kinds = sorted(d["kind"] for d in docs)
+    assert "Role" not in kinds and "ClusterRoleBinding" in kinds
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["operator", "--all-namespaces"]
+    aggregated = {d["metadata"]["name"]: d["metadata"]["labels"] for d in docs if d["kind"] == "ClusterRole"}
+    assert aggregated["kafka-placement-view"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert aggregated["kafka-placement-edit"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    out = kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+    assert "deployment.apps/kpo-kafka-placement-operator created (server dry run)" in out.stdout
+
+
+def test_watch_namespaces_render_roles_per_namespace(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str, extra_namespaces: list[str], crds_installed: None
+) -> None:
+    a, b = extra_namespaces
+    text = _render(helm, k8s_namespace, f"watchNamespaces={{{a},{b}}}")
+    docs = _docs(text)
+    roles = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == "Role")
+    bindings = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == "RoleBinding")
+    assert roles == bindings == sorted([a, b])
+    cluster_roles = [d for d in docs if d["kind"] == "ClusterRole"]
+    discovery = next(d for d in cluster_roles if d["metadata"]["name"].endswith("-discovery"))
+    assert [r["resources"] for r in discovery["rules"]] == [["customresourcedefinitions"]]
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["operator", "--namespace", a, "--namespace", b]
+    kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+
+
+def test_spark_rbac_toggle_renders_valid_roles(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str, crds_installed: None
+) -> None:
+    text = _render(
+        helm,
+        k8s_namespace,
+        "planner.spark.rbac.create=true",
+        "planner.spark.driverServiceAccount.create=true",
+    )
+    names = {(d["kind"], d["metadata"]["name"]) for d in _docs(text)}
+    assert ("ServiceAccount", "kafka-placement-spark-driver") in names
+    assert ("Role", "kpo-kafka-placement-operator-spark-driver") in names
+    kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+
+
+def test_default_pod_meets_the_restricted_pod_security_standard(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str
+) -> None:
+    """The apiserver's PodSecurity admission (enforce=restricted) accepts the operator's pod."""
+    kubectl("label", "namespace", k8s_namespace, "pod-security.kubernetes.io/enforce=restricted")
+    deploy = next(d for d in _docs(_render(helm, k8s_namespace)) if d["kind"] == "Deployment")
+    template = deploy["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pss-check", **template["metadata"]}}
+    pod["spec"] = template["spec"]
+    proc = kubectl(
+        "apply", "--dry-run=server", "-n", k8s_namespace, "-f", "-", input=yaml.safe_dump(pod), check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "violate" not in proc.stderr, proc.stderr
+    spec = template["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "tmp", "mountPath": "/tmp"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_install_establishes_crds_and_accepts_the_examples(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str, crds_installed: None
+) -> None:
+    release = f"kpo-{uuid.uuid4().hex[:6]}"
+    # Cluster-scoped names come from the release; the aggregated roles get a per-test prefix too.
+    sets = ["--set", f"rbac.aggregatedRoles.namePrefix={release}"]
+    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets)
+    try:
+        for crd in CRD_NAMES:
+            cond = kubectl(
+                "get", "crd", crd, "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}"
+            )
+            assert cond.stdout == "True", crd
+        deploy = kubectl("get", "deployment", "-n", k8s_namespace, "-o", "name")
+        assert f"deployment.apps/{release}-kafka-placement-operator" in deploy.stdout
+        out = kubectl("apply", "-k", str(ROOT / "examples"), "-n", k8s_namespace)
+        for created in (
+            "kafkacluster.kafkaplacement.io/local",
+            "logdircordon.kafkaplacement.io/broker-1-data-0",
+            "brokerdecommission.kafkaplacement.io/retire-3",
+            "placementpolicy.kafkaplacement.io/rack-spread",
+        ):
+            assert created in out.stdout
+        listed = kubectl("get", "kafkaplacement", "-n", k8s_namespace)
+        for column in ("PHASE", "PLAN", "PROGRESS", "MOVES", "AGE"):
+            assert column in listed.stdout
+        short = kubectl("get", "bdc", "-n", k8s_namespace, "-o", "jsonpath={.items[0].spec.approval}")
+        assert short.stdout == "Automatic"
+        # schema defaults are applied by the apiserver
+        policy = kubectl("get", "kpp", "rack-spread", "-n", k8s_namespace, "-o", "yaml")
+        assert yaml.safe_load(policy.stdout)["spec"]["paused"] is False
+    finally:
+        helm("uninstall", release, "--namespace", k8s_namespace, check=False)
+
+
+INVALID = [
+    ("BrokerDecommission", "{clusterRef: {name: local}, brokers: []}", "spec.brokers"),
+    ("BrokerDecommission", "{clusterRef: {name: local}, brokers: [1], approval: Sometimes}", "spec.approval"),
+    ("BrokerDecommission", "{clusterRef: {name: local}, brokers: [1, 1]}", "spec.brokers[1]"),
+    ("BrokerDecommission", "{clusterRef: {name: local}, brokers: [-1]}", "spec.brokers[0]"),
+    ("BrokerDecommission", "{clusterRef: {name: local}, brokers: [1], throttle: 0}", "spec.throttle"),
+    ("BrokerDecommission", "{brokers: [1]}", "spec.clusterRef"),
+    ("LogDirCordon", "{clusterRef: {name: local}, broker: 1, logDirs: [data/d1]}", "spec.logDirs[0]"),
+    ("LogDirCordon", "{clusterRef: {name: local}, broker: 1, logDirs: ['*', /d1]}", "spec.logDirs"),
+    ("LogDirCordon", "{clusterRef: {name: local}, broker: 1, logDirs: [/d1], typo: 1}", "spec.typo"),
+    ("PlacementPolicy", "{clusterRef: {name: local}, mode: Maybe}", "spec.mode"),
+    (
+        "PlacementPolicy",
+        "{clusterRef: {name: local}, rackAwareness: {levels: 9}}",
+        "spec.rackAwareness.levels",
+    ),
+    ("PlacementPolicy", "{clusterRef: {name: local}, balance: {tolerance: 11}}", "spec.balance.tolerance"),
+    ("PlacementPolicy", "{clusterRef: {name: local}, topics: {include: []}}", "spec.topics.include"),
+    ("KafkaCluster", "{bootstrapServers: 'kafka:9092;other'}", "spec.bootstrapServers"),
+    ("KafkaCluster", "{bootstrapServers: 'k:9092', sasl: {mechanism: GSSAPI}}", "spec.sasl"),
+    ("KafkaCluster", "{bootstrapServers: 'k:9092', limits: {maxMovesInFlight: 0}}", "spec.limits"),
+]
+
+
+@pytest.mark.parametrize(("kind", "spec", "field"), INVALID, ids=[f"{k}-{f}" for k, _, f in INVALID])
+def test_invalid_resources_are_rejected_naming_the_field(
+    kubectl: Kubectl, k8s_namespace: str, crds_installed: None, kind: str, spec: str, field: str
+) -> None:
+    manifest = (
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: {kind}\nmetadata: {{name: bad}}\nspec: {spec}\n"
+    )
+    proc = kubectl("apply", "--dry-run=server", "-n", k8s_namespace, "-f", "-", input=manifest, check=False)
+    assert proc.returncode != 0, f"accepted: {manifest}"
+    assert field in proc.stderr, proc.stderr
