@@ -1,0 +1,157 @@
+"""Engine scale benchmark: local vs Spark (local[*]) planning time and peak memory, 100k to 1M partitions.
+
+    .venv/bin/python tests/bench/run_scale.py [--sizes 100000:100,1000000:1000] [--engines local,spark]
+
+Each (engine, size) runs in a fresh process: it generates the "all" scenario (decommission, dir drain,
+2-level rack spread, broker/dir/leader balance) with SIZE partitions x RF 3 on BROKERS brokers, writes
+it to a Parquet snapshot, then times `plan` (load + plan + summary) in a child process whose whole
+process tree (Python and Spark's JVM) is sampled for peak resident memory. Results are appended to
+docs/benchmarks.md with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "operator"))
+
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/operator")
+from pathlib import Path
+from kafka_placement.model.intents import Intents
+from kafka_placement.spark.engines import EngineSettings, plan_with
+from kafka_placement.spark.io import read_snapshot
+t0 = time.perf_counter()
+snap = read_snapshot(Path({snap!r}))
+intents = Intents.loads(Path({intents!r}).read_text())
+t1 = time.perf_counter()
+result = plan_with(snap, intents, EngineSettings({engine!r}, driver_memory="6g"))
+t2 = time.perf_counter()
+s = result.summary
+print(json.dumps({{"load": t1 - t0, "plan": t2 - t1, "partitionsChanged": s["partitionsChanged"],
+                  "hard": s["hardViolationsAfter"], "ratio": s["bytesOverLowerBound"],
+                  "engine": s["engine"]}}))
+"""
+
+
+def tree_rss_kb(root_pid: int) -> int:
+    """Resident memory of a process and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ppid = int(fields[1])
+            with open(f"/proc/{entry}/status") as f:
+                vm = next((ln for ln in f if ln.startswith("VmRSS:")), "VmRSS: 0 kB")
+        except (OSError, StopIteration, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = int(vm.split()[1])
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def run_one(engine: str, snap: Path, intents: Path, timeout: float) -> dict[str, object]:
+    code = CHILD.format(root=str(ROOT), snap=str(snap), intents=str(intents), engine=engine)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_kb(proc.pid))
+        if time.perf_counter() - start > timeout:
+            proc.kill()
+            proc.wait()
+            return {
+                "engine": engine,
+                "error": f"did not finish within {timeout:.0f} s (peak {peak / 1024:.0f} MB)",
+            }
+        time.sleep(0.25)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        return {
+            "engine": engine,
+            "error": err.strip().splitlines()[-1] if err.strip() else f"exit {proc.returncode}",
+        }
+    result = json.loads(out.strip().splitlines()[-1])
+    result.update(wall=wall, peakMb=peak / 1024)
+    return result
+
+
+def main() -> None:
+    from tests.bench.generator import scenario
+
+    from kafka_placement.spark.io import write_parquet
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="100000:100,300000:300,1000000:1000", help="partitions:brokers,...")
+    ap.add_argument("--engines", default="local,spark")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per (engine, size) run")
+    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    args = ap.parse_args()
+    lines = [
+        "",
+        "## Engine scale (local vs Spark)",
+        "",
+        f"Produced by `python tests/bench/run_scale.py {' '.join(sys.argv[1:])}".rstrip() + "` on "
+        f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
+        "Scenario "
+        "`all` (decommission + dir drain + 2-level rack spread + broker/dir/leader balance), RF 3. Time = "
+        "wall time of load + plan + summary in a fresh process; memory = peak resident set of the whole "
+        "process tree (Python + Spark's JVM).",
+        "",
+        "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
+        "| moved / LB | hard violations after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
+    with open(args.output, "a") as f:  # rows are appended as they come, so a long run leaves its results
+        f.write("\n".join(lines) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.sizes.split(","):
+            n, brokers = (int(x) for x in spec.split(":"))
+            snap, text = scenario("all", brokers=brokers, partitions=n, topics=max(20, n // 500))
+            sdir, ipath = Path(tmp) / f"snap-{n}", Path(tmp) / f"intents-{n}.yaml"
+            write_parquet(snap, sdir)
+            ipath.write_text(text)
+            del snap
+            for engine in args.engines.split(","):
+                r = run_one(engine, sdir, ipath, args.timeout)
+                if "error" in r:
+                    row = f"| {n} | {brokers} | {engine} | failed: {r['error']} |||||||"
+                else:
+                    row = (
+                        f"| {n} | {brokers} | {engine} | {r['load']:.1f} | {r['plan']:.1f} | "
+                        f"{r['wall']:.1f} | {r['peakMb']:.0f} | {r['partitionsChanged']} | {r['ratio']} | "
+                        f"{r['hard']} |"
+                    )
+                print(row, flush=True)
+                with open(args.output, "a") as f:
+                    f.write(row + "\n")
+    print(f"appended to {args.output}")
+
+
+if __name__ == "__main__":
+    main()
