@@ -22,7 +22,10 @@ def test_import_operator_is_the_standard_library_module() -> None:
     for cwd in (ROOT, ROOT / "operator", Path("/")):
         out = subprocess.run(
             [sys.executable, "-c", "import operator; print(operator.__file__); print(operator.attrgetter)"],
-            cwd=cwd, capture_output=True, text=True, check=True,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.splitlines()
         stdlib = sysconfig.get_paths()["stdlib"]
         assert out[0].startswith(stdlib), f"from {cwd}: operator resolved to {out[0]}, not under {stdlib}"
