@@ -1,0 +1,314 @@
+"""The executor against the real Kafka rig through `kafka-placement execute|status|cancel|verify`:
+a decommission-style move plus a log-dir move under live traffic, crash/resume without resubmission,
+cancel (KIP-455 revert with the original replica order), bad input and an unreachable cluster.
+Real brokers only (`make rig-up`); topics are small and unique, every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import ConfigTarget, KafkaGateway
+from kafka_placement.kafka.throttles import (
+    DIR_RATE,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+)
+
+if TYPE_CHECKING:
+    from conftest import KafkaRig, TopicFactory
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(120)]
+
+Wait = Callable[..., Any]
+CLI = Path(sys.executable).parent / "kafka-placement"
+RATES = (LEADER_RATE, FOLLOWER_RATE, DIR_RATE)
+
+
+@pytest.fixture(scope="module")
+def gateway(kafka_rig: KafkaRig) -> Iterator[KafkaGateway]:
+    with KafkaGateway(ConnectionSettings(kafka_rig.bootstrap_servers)) as gw:
+        yield gw
+
+
+def run_cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(CLI), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def produce(rig: KafkaRig, topic: str, partitions: int, per_partition: int, size: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
+    value = os.urandom(size)  # incompressible: the bytes really move
+    for p in range(partitions):
+        for _ in range(per_partition):
+            producer.produce(topic, value=value, partition=p)
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def write_plan(path: Path, entries: list[tuple[str, int, list[int], list[str]]]) -> Path:
+    doc = {
+        "version": 1,
+        "partitions": [{"topic": t, "partition": p, "replicas": r, "log_dirs": d} for t, p, r, d in entries],
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def throttle_configs(gw: KafkaGateway, topic: str) -> dict[str, Any]:
+    """Broker rate configs (dynamic values) and the topic's throttled-replica lists."""
+    brokers = [ConfigTarget.broker(b) for b in gw.broker_ids()]
+    described = gw.describe_configs([*brokers, ConfigTarget.topic(topic)])
+    out: dict[str, Any] = {}
+    for b in brokers:
+        for name in RATES:
+            v = described[b].get(name)
+            out[f"{b.name}:{name}"] = v.value if v is not None and v.is_dynamic else None
+    for name in (LEADER_REPLICAS, FOLLOWER_REPLICAS):
+        v = described[ConfigTarget.topic(topic)].get(name)
+        out[f"{topic}:{name}"] = v.value if v is not None else ""
+    return out
+
+
+def other_dir(rig: KafkaRig, broker: int, current: str | None) -> str:
+    return next(d for d in rig.node(broker).log_dirs if d != current)
+
+
+def test_decommission_and_dir_move_under_traffic(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
+) -> None:
+    topic = new_topic([[1, 3], [3, 2], [2, 3]], config={"min.insync.replicas": "1"})
+    produce(kafka_rig, topic, 3, 100, 10_000)  # ~1 MB per partition
+    before = gateway.snapshot()
+    throttles_before = throttle_configs(gateway, topic)
+    p0 = before.partition(topic, 0)
+    assert p0 is not None
+    moved_dir = other_dir(kafka_rig, 1, p0.log_dirs[0])
+    plan = write_plan(
+        tmp_path / "plan.json",
+        [
+            (topic, 0, [1, 2], [moved_dir, "any"]),
+            (topic, 1, [2, 1], ["any", "any"]),
+            (topic, 2, [2, 1], ["any", "any"]),
+        ],
+    )
+
+    from confluent_kafka import Consumer, Producer
+
+    stop = threading.Event()
+    sent: list[str] = []
+    errors: list[Any] = []
+
+    def producing() -> None:
+        producer = Producer(
+            {"bootstrap.servers": kafka_rig.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+        )
+        i = 0
+        while not stop.is_set():
+            key = f"k{i}"
+            producer.produce(
+                topic,
+                key=key,
+                value=b"v" * 100,
+                on_delivery=lambda err, m: (
+                    errors.append(err) if err else sent.append((m.key() or b"").decode())
+                ),
+            )
+            producer.poll(0)
+            i += 1
+            time.sleep(0.005)
+        assert producer.flush(30) == 0
+
+    thread = threading.Thread(target=producing)
+    thread.start()
+    try:
+        state = tmp_path / "state.json"
+        proc = run_cli(
+            "execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
+            "--throttle", "20000000", "--state", str(state), "--wait", "--poll-seconds", "0.5",
+        )  # fmt: skip
+    finally:
+        stop.set()
+        thread.join(60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "[Completed]" in proc.stdout
+    assert not errors, errors[:3]
+    record = json.loads(state.read_text())
+    assert record["phase"] == "Completed"
+
+    after = gateway.snapshot()
+    for p in range(3):
+        part = after.partition(topic, p)
+        assert part is not None and 3 not in part.replicas
+    p0_after = after.partition(topic, 0)
+    assert p0_after is not None and p0_after.replicas == (1, 2) and p0_after.log_dirs[0] == moved_dir
+    assert throttle_configs(gateway, topic) == throttles_before
+    verify = run_cli(
+        "verify",
+        "--bootstrap-server",
+        kafka_rig.bootstrap_servers,
+        "--plan",
+        str(plan),
+        "--state",
+        str(state),
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_rig.bootstrap_servers,
+            "group.id": f"it-exec-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    keyed: list[str] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(keyed) < len(sent) and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and msg.key() is not None:
+                keyed.append((msg.key() or b"").decode())
+    finally:
+        consumer.close()
+    assert len(sent) > 100
+    assert len(keyed) == len(set(keyed)) == len(sent)
+    assert set(keyed) == set(sent)
+
+
+def test_crash_and_resume_never_resubmits(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
+) -> None:
+    topic = new_topic([[1, 3], [3, 2]])
+    # Kafka's replication quota averages over ~10 one-second windows, so about 10 s worth of the rate
+    # passes unthrottled (plus one 1 MB fetch): 3 MB per partition at 100 KB/s stays in flight >= 10 s.
+    produce(kafka_rig, topic, 2, 300, 10_000)
+    throttles_before = throttle_configs(gateway, topic)
+    plan = write_plan(
+        tmp_path / "plan.json", [(topic, 0, [1, 2], ["any", "any"]), (topic, 1, [2, 1], ["any", "any"])]
+    )
+    state = tmp_path / "state.json"
+    args = (
+        "execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
+        "--throttle", "100000", "--state", str(state), "--wait", "--poll-seconds", "0.5",
+    )  # fmt: skip
+    tps = [(topic, 0), (topic, 1)]
+    first = start_cli(*args)
+    second: subprocess.CompletedProcess[str] | None = None
+    try:
+
+        def both_submitted_and_in_flight() -> bool:
+            if not state.exists():
+                return False
+            submitted = json.loads(state.read_text())["submitted"]
+            confirmed = all(submitted.get(f"{t}-{p}", {}).get("state") == "confirmed" for t, p in tps)
+            return confirmed and len(gateway.list_reassignments(tps)) == 2
+
+        kafka_wait("both submissions confirmed and in flight", both_submitted_and_in_flight, every=0.05)
+        first.send_signal(signal.SIGKILL)  # crash with both moves in flight and throttles set
+        first.wait(10)
+        assert gateway.list_reassignments(tps), "moves should still be in flight after the crash"
+        second = run_cli(*args, timeout=100)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        if second is None or second.returncode != 0:  # leave no move or throttle behind for later tests
+            run_cli("cancel", "--state", str(state), "--wait", "--poll-seconds", "0.3", timeout=60)
+    assert second is not None
+    assert second.returncode == 0, second.stderr + second.stdout
+    assert "resuming execution" in second.stderr
+    record = json.loads(state.read_text())
+    assert record["phase"] == "Completed"
+    assert record["counters"]["submissions"] == {f"{topic}-0": 1, f"{topic}-1": 1}
+    after = gateway.snapshot()
+    assert after.partition(topic, 0).replicas == (1, 2)  # type: ignore[union-attr]
+    assert after.partition(topic, 1).replicas == (2, 1)  # type: ignore[union-attr]
+    assert throttle_configs(gateway, topic) == throttles_before
+
+
+def test_cancel_reverts_in_flight_moves_with_their_order(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
+) -> None:
+    topic = new_topic([[1, 2]])
+    produce(kafka_rig, topic, 1, 300, 10_000)  # 3 MB at 100 KB/s: in flight >= 10 s (see the crash test)
+    throttles_before = throttle_configs(gateway, topic)
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [3, 2], ["any", "any"])])
+    state = tmp_path / "state.json"
+    execute = start_cli(
+        "execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
+        "--throttle", "100000", "--state", str(state), "--wait", "--poll-seconds", "0.5",
+    )  # fmt: skip
+    try:
+        kafka_wait("move in flight", lambda: gateway.list_reassignments([(topic, 0)]), timeout=30)
+        throttled = throttle_configs(gateway, topic)
+        assert throttled != throttles_before  # the executor's throttles are in place
+        cancel = run_cli("cancel", "--state", str(state), "--wait", "--poll-seconds", "0.3", timeout=60)
+        assert cancel.returncode == 0, cancel.stderr + cancel.stdout
+        out, err = execute.communicate(timeout=30)
+    finally:
+        if execute.poll() is None:
+            execute.kill()
+    assert execute.returncode == 0, err + out
+    record = json.loads(state.read_text())
+    assert record["phase"] == "Cancelled"
+    assert record["counters"]["cancels"].get(f"{topic}-0", 0) >= 1  # reverted through KIP-455
+    assert record["counters"]["submissions"] == {f"{topic}-0": 1}
+    assert not gateway.list_reassignments([(topic, 0)])
+    part = gateway.snapshot().partition(topic, 0)
+    assert part is not None and part.replicas == (1, 2)
+    assert throttle_configs(gateway, topic) == throttles_before
+    status = run_cli("status", "--state", str(state))
+    assert status.returncode == 0 and json.loads(status.stdout)["phase"] == "Cancelled"
+
+
+@pytest.mark.parametrize("bad", ["partition", "broker"])
+def test_bad_input_submits_nothing(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path, bad: str
+) -> None:
+    topic = new_topic([[1, 2]])
+    if bad == "partition":  # a good move first: still nothing may be submitted
+        entries = [(topic, 0, [2, 3], ["any", "any"]), (topic, 7, [1, 2], ["any", "any"])]
+    else:
+        entries = [(topic, 0, [1, 99], ["any", "any"])]
+    plan = write_plan(tmp_path / "plan.json", entries)
+    proc = run_cli(
+        "execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
+        "--state", str(tmp_path / "state.json"), "--wait",
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    assert (f"{topic}-7" if bad == "partition" else "broker 99") in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert gateway.list_reassignments() == {}
+
+
+def test_unreachable_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path / "plan.json", [("t", 0, [1, 2], ["any", "any"])])
+    proc = run_cli(
+        "execute", "--bootstrap-server", "127.0.0.1:1", "--plan", str(plan),
+        "--state", str(tmp_path / "state.json"),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "127.0.0.1:1" in lines[0], proc.stderr
+    assert not (tmp_path / "state.json").exists()
