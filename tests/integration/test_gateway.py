@@ -395,6 +395,27 @@ def test_throttles_are_owned_state_restored_exactly(
             "previous values back", lambda: broker_values() == {**pristine, (1, LEADER_RATE): "5000000"}
         )
         kafka_wait("only our entries removed", lambda: topic_values() == (set(), {"0:3"}))
+
+        # write-ahead: the state is handed over before Kafka changes; a crash there alters nothing, and
+        # clearing the recorded (never applied) state is harmless
+        class Crash(Exception):
+            pass
+
+        planned: list[ThrottleState] = []
+
+        def crash(s: ThrottleState) -> None:
+            planned.append(s)
+            raise Crash
+
+        with pytest.raises(Crash):
+            apply_throttles(gateway, [move], 1000, dir_rate=2000, dir_move_brokers=[2], before_alter=crash)
+        assert planned == [state]  # exactly what the applied call recorded
+        assert broker_values() == {**pristine, (1, LEADER_RATE): "5000000"}
+        assert topic_values() == (set(), {"0:3"})
+        clear_throttles(gateway, planned[0])
+        before = {**pristine, (1, LEADER_RATE): "5000000"}
+        kafka_wait("nothing changed by clearing", lambda: broker_values() == before)
+        assert topic_values() == (set(), {"0:3"})
     finally:
         names = (LEADER_RATE, FOLLOWER_RATE, DIR_RATE)
         gateway.incremental_alter_configs(

@@ -247,7 +247,10 @@ def _select(record: Record, view: View, limits: Limits) -> list[PartitionTarget]
     return batch
 
 
-def _throttle(record: Record, gateway: KafkaGateway, batch: list[PartitionTarget], rate: int | None) -> None:
+def _throttle(
+    record: Record, gateway: KafkaGateway, batch: list[PartitionTarget], rate: int | None, save: Save
+) -> None:
+    """Throttle ``batch`` at ``rate``; what will be set is saved in the record before Kafka is touched."""
     if rate is None or not batch:
         return
     moves, dir_brokers = [], set()
@@ -257,9 +260,20 @@ def _throttle(record: Record, gateway: KafkaGateway, batch: list[PartitionTarget
         if set(original["replicas"]) == set(t.replicas):
             dir_brokers |= involved_brokers(record, t)
     current = ThrottleState.from_json(record["throttles"])
+
+    def write_ahead(planned: ThrottleState) -> None:
+        record["throttles"] = planned.to_json()
+        save(record)
+
     try:
         new = apply_throttles(
-            gateway, moves, rate, dir_rate=rate, dir_move_brokers=sorted(dir_brokers), state=current
+            gateway,
+            moves,
+            rate,
+            dir_rate=rate,
+            dir_move_brokers=sorted(dir_brokers),
+            state=current,
+            before_alter=write_ahead,
         )
     except ThrottleError as e:
         record["throttles"] = e.state.to_json()
@@ -445,7 +459,7 @@ def _step(record: Record, gateway: KafkaGateway, view: View, limits: Limits, sav
         _move(record, st.ALL_DONE if len(record["done"]) == len(plan.partitions) else st.VALID)
         save(record)
     elif phase == st.THROTTLING:
-        _throttle(record, gateway, _select(record, view, limits), limits.throttle)
+        _throttle(record, gateway, _select(record, view, limits), limits.throttle, save)
         _move(record, st.THROTTLED)
         save(record)
     elif phase in (st.MOVING, st.PAUSED):
@@ -487,7 +501,7 @@ def _moving(record: Record, gateway: KafkaGateway, view: View, limits: Limits, s
         return
     batch = _select(record, view, limits)
     if batch:
-        _throttle(record, gateway, batch, limits.throttle)
+        _throttle(record, gateway, batch, limits.throttle, save)
         save(record)
         _submit(record, gateway, batch, save)
         if record["phase"] == st.MOVING and any(

@@ -13,7 +13,7 @@ The state is JSON-serializable so an executor can keep it with its resource and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,9 +103,16 @@ def apply_throttles(
     dir_rate: int | None = None,
     dir_move_brokers: Iterable[int] = (),
     state: ThrottleState | None = None,
+    before_alter: Callable[[ThrottleState], None] | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at ``rate`` bytes/s (dir moves at ``dir_rate`` on ``dir_move_brokers``); extends
-    and returns ``state`` (pass the one from a previous call or a restart so previous values stay ours)."""
+    and returns ``state`` (pass the one from a previous call or a restart so previous values stay ours).
+
+    ``before_alter`` gets the extended state before anything is changed in Kafka: the caller records it
+    durably there (write-ahead), so a crash during or after the alter leaves nothing it cannot clear.
+    Clearing a recorded state that was never applied is harmless: previous values are restored as they
+    were read, and subtracting absent entries changes nothing. If ``before_alter`` raises, nothing is
+    altered."""
     if rate <= 0 or (dir_rate is not None and dir_rate <= 0):
         raise ValueError("throttle rates must be positive")
     state = state or ThrottleState()
@@ -154,6 +161,8 @@ def apply_throttles(
         brokers=tuple(brokers),
         topics=tuple((t, c, tuple(sorted(e))) for (t, c), e in sorted(recorded.items()) if e),
     )
+    if before_alter is not None:
+        before_alter(new_state)
     errors = gateway.incremental_alter_configs({**broker_changes, **topic_changes})
     if errors:  # some resources may be throttled already: hand back the state so they can be cleared
         raise ThrottleError(f"setting throttles failed: {_describe(errors)}", new_state)
