@@ -18,6 +18,7 @@ from ..model.intents import RackAwareness
 Unit = tuple[str, ...]
 REFRESH = 16  # allocations between re-sorts of the candidate order
 WINDOW = 4  # extra candidates re-ranked live at each allocation
+VERDICTS = 1 << 16  # remembered spread verdicts (cleared when full: one per rack combination in practice)
 FLAT = RackAwareness(separator="", levels=1)
 
 
@@ -35,6 +36,8 @@ class RackTree:
     # only the first few live (WINDOW), so a unit of hundreds of brokers is not sorted per partition.
     _order: dict[Unit, list[int]] = field(default_factory=dict)
     _calls: int = 0
+    # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
+    _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
 
     @staticmethod
     def of(racks: dict[int, str | None], rule: RackAwareness, members: Iterable[int]) -> RackTree:
@@ -87,6 +90,19 @@ class RackTree:
 
     def violation(self, brokers: Sequence[int]) -> str | None:
         """Why ``brokers`` is not maximally spread (None when it is)."""
+        members, path = self.members, self.path
+        key = tuple(sorted((path[b], b in members) for b in brokers))
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        if len(self._verdicts) >= VERDICTS:
+            self._verdicts.clear()
+        found = self._violation(brokers)
+        self._verdicts[key] = found
+        return found
+
+    def _violation(self, brokers: Sequence[int]) -> str | None:
         caps, kids = self._caps(brokers)
         counts = self.counts(brokers)
         for unit, n in sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0])):
