@@ -5,7 +5,6 @@ reassignments, KIP-1066 cordoned log dirs (4.3 metadata.version) and their rejec
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import uuid
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.rig.probes import free_ports, rig_jvms
 
 if TYPE_CHECKING:
     from conftest import KafkaRig, TopicFactory
@@ -271,32 +271,6 @@ def test_up_that_never_gets_ready_stops_the_jvms_it_started(tmp_path: Path) -> N
     assert "not ready after" in proc.stderr and "stopping what was started" in proc.stderr
     assert not (tmp_path / "kafka-slow").exists() and not (tmp_path / "rig.json").exists()
     assert not rig_jvms(tmp_path)
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (the kernel's ephemeral picks)."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def rig_jvms(rig_dir: Path) -> list[int]:
-    """pids of JVMs carrying the rig marker for a state dir under `rig_dir`."""
-    marker = f"-Dkafka.placement.rig={rig_dir}".encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if any(a.startswith(marker) for a in (proc / "cmdline").read_bytes().split(b"\0")):
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    return pids
 
 
 # ----------------------------------------------------------------------------------------- legacy cluster

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.rig.probes import free_ports, rig_processes
 
 RIG_CLI = Path(__file__).resolve().parents[2] / "tests" / "rig" / "k8s_rig.py"
 
@@ -23,33 +24,6 @@ def run_rig(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     return subprocess.run(
         [sys.executable, str(RIG_CLI), *args], capture_output=True, text=True, timeout=60, env=env
     )
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def rig_processes(rig_dir: Path) -> list[int]:
-    """pids of etcd/kube-apiserver processes with an argument under `rig_dir`."""
-    needle = str(rig_dir).encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                args = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            name = Path(args[0].decode(errors="replace")).name if args else ""
-            if name in ("etcd", "kube-apiserver") and any(needle in a for a in args[1:]):
-                pids.append(int(proc.name))
-    return pids
 
 
 def assert_nothing_left(rig_dir: Path) -> None:

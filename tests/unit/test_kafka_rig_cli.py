@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.rig.probes import free_ports, rig_jvms
 
 RIG_CLI = Path(__file__).resolve().parents[2] / "tests" / "rig" / "kafka_rig.py"
 
@@ -24,31 +25,6 @@ def run_rig(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     return subprocess.run(
         [sys.executable, str(RIG_CLI), *args], capture_output=True, text=True, timeout=60, env=env
     )
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def rig_jvms(rig_dir: Path) -> list[int]:
-    """pids of processes carrying the rig's marker for a cluster under `rig_dir`."""
-    marker = f"-Dkafka.placement.rig={rig_dir}".encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if any(a.startswith(marker) for a in (proc / "cmdline").read_bytes().split(b"\0")):
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    return pids
 
 
 def assert_nothing_left(rig_dir: Path, name: str) -> None:

@@ -1,0 +1,51 @@
+"""Probes the rig's own tests use to check the rig from outside: free loopback ports, leftover processes.
+
+Deliberately independent of kafka_rig.py's and k8s_rig.py's own process detection, so a bug there
+cannot hide an orphan from the tests that look for one.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 right now (the kernel's ephemeral picks)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _cmdlines() -> list[tuple[int, list[bytes]]]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                out.append((int(proc.name), (proc / "cmdline").read_bytes().split(b"\0")))
+            except OSError:
+                continue
+    return out
+
+
+def rig_jvms(rig_dir: Path) -> list[int]:
+    """pids of JVMs carrying the Kafka rig's marker for a cluster under `rig_dir`."""
+    marker = f"-Dkafka.placement.rig={rig_dir}".encode()
+    return [pid for pid, args in _cmdlines() if any(a.startswith(marker) for a in args)]
+
+
+def rig_processes(rig_dir: Path) -> list[int]:
+    """pids of etcd/kube-apiserver processes with an argument under `rig_dir`."""
+    needle = str(rig_dir).encode()
+    return [
+        pid
+        for pid, args in _cmdlines()
+        if args
+        and Path(args[0].decode(errors="replace")).name in ("etcd", "kube-apiserver")
+        and any(needle in a for a in args[1:])
+    ]
