@@ -172,6 +172,7 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
     elig = Eligibility.of(snapshot, intents)
     trees = _trees(snapshot, intents, elig)
     decom = drain = growth = rack = 0
+    musts: dict[tuple[object, ...], int | None] = {}
     active = elig.active_brokers
     final_total = 0
     for p in snapshot.partitions:
@@ -191,9 +192,8 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
         growth += (copies - d_copies - dr_copies) * p.size_bytes
         tree = trees.get(policy.name) if policy is not None else None
         if tree is not None and len(stay) >= 1 and tree.violation(stay[:rf]) is not None:
-            kept = tree.allocate(rf, stay, lambda b: True, lambda b: (b,))
-            if kept is not None:
-                must = rf - len(set(kept) & set(stay))
+            must = rack_must_move(tree, rf, stay, musts)
+            if must is not None:
                 rack += max(0, must - copies) * p.size_bytes
     broker_excess: dict[int, float] = dict.fromkeys(active, 0.0)
     dir_excess: dict[int, float] = dict.fromkeys(active, 0.0)
@@ -250,6 +250,19 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
         "dirExcess": int(sum(dir_excess.values())),
         "leavingBrokers": leaving,
     }
+
+
+def rack_must_move(
+    tree: RackTree, rf: int, stay: Sequence[int], memo: dict[tuple[object, ...], int | None]
+) -> int | None:
+    """How many of ``rf`` replicas a maximal spread keeping the most of ``stay`` must place anew (None:
+    too few brokers). With every broker usable and a fixed rank this depends only on ``rf`` and the
+    (unit path, member?) multiset of ``stay``, so it is computed once per such combination."""
+    key = (id(tree), rf, *sorted((tree.path[b], b in tree.members) for b in stay))
+    if key not in memo:
+        kept = tree.allocate(rf, stay, lambda b: True, lambda b: (b,))
+        memo[key] = None if kept is None else rf - len(set(kept) & set(stay))
+    return memo[key]
 
 
 def balance_loads(snapshot: ClusterSnapshot, brokers: Sequence[int]) -> dict[int, int]:
