@@ -18,6 +18,7 @@ from ..model.intents import RackAwareness
 Unit = tuple[str, ...]
 REFRESH = 16  # allocations between re-sorts of the candidate order
 WINDOW = 4  # extra candidates re-ranked live at each allocation
+SPAN = 8  # a unit of n brokers is re-sorted every max(REFRESH, n // SPAN) allocations
 VERDICTS = 1 << 16  # remembered spread verdicts (cleared when full: one per rack combination in practice)
 FLAT = RackAwareness(separator="", levels=1)
 
@@ -32,9 +33,10 @@ class RackTree:
     children: dict[Unit, tuple[Unit, ...]] = field(default_factory=dict)
     capacity: dict[Unit, int] = field(default_factory=dict)
     under: dict[Unit, tuple[int, ...]] = field(default_factory=dict)
-    # Candidate order per unit, by rank, refreshed every REFRESH allocations; each allocation re-ranks
-    # only the first few live (WINDOW), so a unit of hundreds of brokers is not sorted per partition.
-    _order: dict[Unit, list[int]] = field(default_factory=dict)
+    # Candidate order per unit, by rank, with the allocation epoch it was sorted in; refreshed every
+    # REFRESH allocations (larger units less often: n // SPAN, so sorting costs O(1) per allocation);
+    # each allocation re-ranks only the first few live (WINDOW).
+    _order: dict[Unit, tuple[int, list[int]]] = field(default_factory=dict)
     _calls: int = 0
     # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
     _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
@@ -142,8 +144,6 @@ class RackTree:
         if caps.get((), 0) < rf:
             return None
         self._calls += 1
-        if self._calls % REFRESH == 0:
-            self._order.clear()
         current = self.counts(keep)
         chosen: list[int] = []
         memo: dict[Unit, tuple[object, ...]] = {}
@@ -207,8 +207,11 @@ class RackTree:
 
     def _ordered(self, unit: Unit, rank: Callable[[int], tuple[object, ...]]) -> list[int]:
         """Members under ``unit`` by rank as of the last refresh."""
-        order = self._order.get(unit)
-        if order is None:
-            order = sorted((b for b in self.under.get(unit, ()) if b in self.members), key=rank)
-            self._order[unit] = order
+        under = self.under.get(unit, ())
+        epoch = self._calls // max(REFRESH, len(under) // SPAN)
+        cached = self._order.get(unit)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        order = sorted((b for b in under if b in self.members), key=rank)
+        self._order[unit] = (epoch, order)
         return order
