@@ -23,7 +23,7 @@ from ..model.intents import Intents
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.optimizer import Optimizer, PlanResult, compute_plan, optimize
-from ..planning.sharding import ShardResult, plan_shard, shard_of, sharded_optimize
+from ..planning.sharding import ShardResult, ShardView, plan_shard, shard_of, sharded_optimize
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
@@ -142,7 +142,7 @@ class SparkOptimizer:
         shards = self.settings.shards or max(2, 4 * cores)
 
         def run_shards(
-            brokers: ClusterSnapshot, groups: dict[int, list[PartitionState]], intents: Intents
+            view: ShardView, groups: dict[int, list[PartitionState]], intents: Intents
         ) -> list[ShardResult]:
             import pandas as pd
 
@@ -164,7 +164,7 @@ class SparkOptimizer:
                 columns=["shard", "topic", "partition", "replicas", "dirs", "leader", "isr", "size"],
             )
             df = spark.createDataFrame(frame, schema=PARTITION_SCHEMA)
-            out = df.groupBy("shard").applyInPandas(_shard_udf(brokers, intents), schema=RESULT_SCHEMA)
+            out = df.groupBy("shard").applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
             rows: list[Any] = []
             errors: list[str | None] = []
             for r in out.toPandas().itertuples(index=False):
@@ -178,7 +178,7 @@ class SparkOptimizer:
         return sharded_optimize(snapshot, intents, shards, run_shards)
 
 
-def _shard_udf(brokers: ClusterSnapshot, intents: Intents) -> Any:
+def _shard_udf(view: ShardView, intents: Intents) -> Any:
     """The function each Spark task runs on one shard's rows (pure planner inside)."""
 
     def run(frame: Any) -> Any:
@@ -196,7 +196,7 @@ def _shard_udf(brokers: ClusterSnapshot, intents: Intents) -> Any:
             )
             for r in frame.itertuples(index=False)
         ]
-        rows, error = plan_shard(brokers, parts, intents)
+        rows, error = plan_shard(view, parts, intents, int(frame["shard"].iloc[0]))
         records: Iterator[tuple[Any, ...]]
         if error:
             records = iter([("", 0, [], [], error)])

@@ -7,10 +7,15 @@ is left alone; a replica on a drained dir moves to another dir of the same broke
 it (a local copy, not a network move); a removed preferred leader's slot is taken by a kept replica
 (a free reorder) rather than by the newcomer. Partitions are handled largest first so the big
 replicas get the emptiest brokers. Infeasible partitions are collected and reported together.
+
+Equally loaded brokers are tried in id order; a shard of the sharded planner passes its shard number as
+``salt`` so that shards running in parallel break those ties in different (stable) orders, and do not
+all send their largest partitions to the same empty brokers.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
@@ -23,6 +28,10 @@ class ReplicaPlacementGoal:
 
     name = "ReplicaPlacement"
     is_hard = True
+
+    def __init__(self, salt: int = 0) -> None:
+        self.salt = salt
+        self._ties: dict[int, int] = {}
 
     def optimize(self, ctx: PlanningContext) -> None:
         a = ctx.assignment
@@ -100,7 +109,12 @@ class ReplicaPlacementGoal:
 
     def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
         a = ctx.assignment
-        return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], b)
+        if not self.salt:
+            return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], b)
+        if not self._ties:
+            self._ties = {b: zlib.crc32(f"{self.salt}:{b}".encode()) for b in ctx.eligibility.dirs}
+        ties = self._ties
+        return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], ties[b], b)
 
     def _trim(self, ctx: PlanningContext, key: Key, keep: list[int], rf: int) -> list[int]:
         """Lower the RF (or drop extras): keep the leader, drop replicas on the most loaded brokers."""
