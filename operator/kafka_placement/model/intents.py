@@ -133,6 +133,10 @@ class Intents:
     # The cluster cannot cordon dirs itself (Kafka < 4.3, no KIP-1066): enforce cordons reactively by
     # moving replicas that appeared on a cordoned dir while they are still empty.
     reactive_cordon: bool = False
+    # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
+    _policy_of: dict[str, PlacementPolicy | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def empty(self) -> bool:
@@ -151,10 +155,13 @@ class Intents:
         return Intents(self.decommissions, self.cordons, self.policies, reactive)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
-        for p in self.policies:
-            if p.matches(topic):
-                return p
-        return None
+        """The first policy whose topic selector matches (policies are in priority order)."""
+        try:
+            return self._policy_of[topic]
+        except KeyError:
+            found = next((p for p in self.policies if p.matches(topic)), None)
+            self._policy_of[topic] = found
+            return found
 
     # ---- parsing ---------------------------------------------------------------------------------
 
