@@ -277,7 +277,7 @@ def _register_execution(sub: Any) -> None:
     add_connection_args(p)
     p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka reassignment format)")
     p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
-    p.add_argument("--max-moves-per-broker", type=int, default=2, metavar="N", help="default 2")
+    p.add_argument("--max-moves-per-broker", type=int, default=5, metavar="N", help="default 5")
     p.add_argument("--max-moves", type=int, default=10, metavar="N", help="moves in flight (default 10)")
     _add_state_arg(p)
     p.add_argument("--wait", action="store_true", help="tick until the execution ends (else one tick)")

@@ -45,7 +45,7 @@ TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka
 class Limits:
     """Concurrency and throttle settings of an execution."""
 
-    max_moves_per_broker: int = 2
+    max_moves_per_broker: int = 5  # as the planner's batches (and Cruise Control's default)
     max_moves: int = 10
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
 

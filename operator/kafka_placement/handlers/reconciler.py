@@ -250,7 +250,7 @@ class Reconciler:
         valid = self._parse(bodies)
         limits_spec = spec.get("limits") or {}
         limits = executor.Limits(
-            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", 2)),
+            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", 5)),
             max_moves=int(limits_spec.get("maxMovesInFlight", 10)),
             throttle=spec.get("throttleBytesPerSecond"),
         )

@@ -320,7 +320,7 @@ def _kafka_cluster_spec() -> Schema:
                 "Concurrency limits of the executor.",
                 {
                     "maxMovesPerBroker": _int(
-                        "Most partition moves in flight involving one broker.", 1, default=2
+                        "Most partition moves in flight involving one broker.", 1, default=5
                     ),
                     "maxMovesInFlight": _int("Most partition moves in flight in the cluster.", 1, default=10),
                 },
