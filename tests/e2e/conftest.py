@@ -25,13 +25,21 @@ CLI = Path(sys.executable).parent / "kafka-placement"
 class Operator:
     """``kafka-placement operator --namespace NS`` as a child process; its log is kept for failures."""
 
-    def __init__(self, namespace: str, kubeconfig: str, log: Path, metrics_port: int = 0) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        kubeconfig: str,
+        log: Path,
+        metrics_port: int = 0,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.namespace, self.kubeconfig, self.log = namespace, kubeconfig, log
         self.metrics_port = metrics_port  # 0 = no metrics endpoint; else served on 127.0.0.1
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "KUBECONFIG": self.kubeconfig}
+        env = {**os.environ, **self.env, "KUBECONFIG": self.kubeconfig}
         out = self.log.open("ab")
         metrics = ["--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1"]
         self.proc = subprocess.Popen(
@@ -55,11 +63,19 @@ class Operator:
 
 
 @pytest.fixture
-def operator(k8s_namespace: str, k8s_rig: dict[str, Any], kubectl: Any, tmp_path: Path) -> Iterator[Operator]:
+def operator_env() -> dict[str, str]:
+    """Extra environment of the operator process (a test module overrides this fixture to set it)."""
+    return {}
+
+
+@pytest.fixture
+def operator(
+    k8s_namespace: str, k8s_rig: dict[str, Any], kubectl: Any, tmp_path: Path, operator_env: dict[str, str]
+) -> Iterator[Operator]:
     kubectl("apply", "-f", str(ROOT / "crds"))
     for crd in ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies"):
         kubectl("wait", "--for", "condition=established", f"crd/{crd}.kafkaplacement.io", "--timeout=60s")
-    op = Operator(k8s_namespace, str(k8s_rig["kubeconfig"]), tmp_path / "operator.log")
+    op = Operator(k8s_namespace, str(k8s_rig["kubeconfig"]), tmp_path / "operator.log", env=operator_env)
     op.start()
     yield op
     op.kill(signal.SIGTERM)

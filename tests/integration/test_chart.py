@@ -121,10 +121,26 @@ def test_spark_rbac_toggle_renders_valid_roles(
         k8s_namespace,
         "planner.spark.rbac.create=true",
         "planner.spark.driverServiceAccount.create=true",
+        "planner.spark.exchange.claimName=kp-exchange",
     )
-    names = {(d["kind"], d["metadata"]["name"]) for d in _docs(text)}
+    docs = _docs(text)
+    names = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("ServiceAccount", "kafka-placement-spark-driver") in names
     assert ("Role", "kpo-kafka-placement-operator-spark-driver") in names
+    launcher = next(
+        d
+        for d in docs
+        if (d["kind"], d["metadata"]["name"]) == ("Role", "kpo-kafka-placement-operator-spark-launcher")
+    )
+    rule = next(r for r in launcher["rules"] if "sparkapplications" in r["resources"])
+    assert rule["apiGroups"] == ["sparkoperator.k8s.io"] and "create" in rule["verbs"]
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM"] == "kp-exchange"
+    assert {"name": "exchange", "mountPath": env["KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR"]} in pod["containers"][
+        0
+    ]["volumeMounts"]
+    assert {"name": "exchange", "persistentVolumeClaim": {"claimName": "kp-exchange"}} in pod["volumes"]
     kubectl("apply", "--dry-run=server", "-f", "-", input=text)
 
 

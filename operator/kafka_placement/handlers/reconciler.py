@@ -27,9 +27,9 @@ from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intent, Intents, LogDirCordon, PlacementPolicy, parse_spec
 from ..model.snapshot import ClusterSnapshot
-from ..spark.engines import EngineSettings, plan_with
 from . import metrics
 from . import status as st
+from .planner import plan_cluster
 from .store import RecordStore
 
 GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
@@ -198,7 +198,7 @@ class Reconciler:
         record = store.load()
         try:
             with KafkaGateway(settings) as gw:
-                return self._with_kafka(gw, spec, bodies, store, record)
+                return self._with_kafka(gw, cluster, bodies, store, record)
         except KafkaUnavailableError as e:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)
@@ -231,11 +231,12 @@ class Reconciler:
     def _with_kafka(
         self,
         gw: KafkaGateway,
-        spec: Mapping[str, Any],
+        cluster: Mapping[str, Any],
         bodies: list[dict[str, Any]],
         store: RecordStore,
         record: dict[str, Any] | None,
     ) -> dict[str, Any]:
+        spec = cluster.get("spec") or {}
         snap = gw.snapshot()
         in_flight = len(gw.list_reassignments())
         cstatus = {
@@ -258,7 +259,7 @@ class Reconciler:
             self._drive(gw, valid, store, record, limits)
             return cstatus
         self._sync_cordons(gw, snap, [i for _, i in valid])
-        self._plan(gw, spec, snap, valid, store)
+        self._plan(gw, cluster, snap, valid, store)
         return cstatus
 
     def _drive(
@@ -313,28 +314,26 @@ class Reconciler:
     def _plan(
         self,
         gw: KafkaGateway,
-        spec: Mapping[str, Any],
+        cluster: Mapping[str, Any],
         snap: ClusterSnapshot,
         valid: list[tuple[dict[str, Any], Intent]],
         store: RecordStore,
     ) -> None:
         if not valid:
             return
+        spec = cluster.get("spec") or {}
         for b, _ in valid:
             if (b.get("status") or {}).get("phase") in (None, st.PENDING):
                 self.set_status(b, st.PLANNING, "Planning", "planning with all active intents of the cluster")
-        intents = Intents.from_documents(
-            [
-                {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
-                for b, _ in valid
-            ]
-        )
+        documents = [
+            {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
+            for b, _ in valid
+        ]
+        intents = Intents.from_documents(documents)
         intents = intents.with_reactive_cordon(not gw.supports_cordon())  # Kafka < 4.3: no KIP-1066
-        planner = spec.get("planner") or {}
         started = time.monotonic()
         try:
-            engine = planner.get("engine") or os.environ.get("KAFKA_PLACEMENT_PLANNER_ENGINE", "local")
-            result = plan_with(snap, intents, EngineSettings(engine=engine))
+            result = plan_cluster(self.apis.custom.api_client, cluster, snap, intents, documents)
         except InfeasibleError as e:
             for b, _ in valid:
                 self.set_status(b, st.FAILED, "Infeasible", e.message)

@@ -335,7 +335,8 @@ def _kafka_cluster_spec() -> Schema:
                         default="auto",
                     ),
                     "spark": _obj(
-                        "Settings of the spark-k8s engine.",
+                        "Settings of the spark-k8s engine; absent fields take the operator's Helm values "
+                        "(planner.spark). The exchange volume is the operator Deployment's.",
                         {
                             "image": _str("Container image of the Spark driver and executors.", minLength=1),
                             "serviceAccount": _name("Service account of the Spark driver."),
@@ -347,6 +348,20 @@ def _kafka_cluster_spec() -> Schema:
                                 'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
                                 pattern=SPARK_MEMORY_PATTERN,
                                 default="2g",
+                            ),
+                            "timeoutSeconds": _int(
+                                "How long one planning job may take; after that it is deleted and planning "
+                                "fails.",
+                                60,
+                                maximum=86400,
+                                default=1800,
+                            ),
+                            "replanSeconds": _int(
+                                "How long a job's plan (or failure) is reused while the intents and the "
+                                "placement are unchanged; after that the next reconcile plans again.",
+                                10,
+                                maximum=86400,
+                                default=600,
                             ),
                         },
                     ),

@@ -1,7 +1,8 @@
 """Spark job entry point: plan a snapshot with the Spark engine, runnable by ``spark-submit``.
 
     spark-submit --master local[*] operator/kafka_placement/spark/job.py \\
-        --snapshot snapshot.json|snapshot-dir --intents intents.yaml -o plan.json [--summary summary.json]
+        --snapshot snapshot.json|snapshot-dir --intents intents.yaml -o plan.json [--summary summary.json] \\
+        [--shards N] [--max-moves-per-broker N] [--reactive-cordon]
 
 Under ``spark-submit`` (or a SparkApplication on Kubernetes) the master comes from spark-submit; the
 snapshot and plan are exchanged through files (a mounted volume on Kubernetes). Exit codes are the
@@ -31,12 +32,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--summary", type=Path)
     ap.add_argument("--shards", type=int, default=0)
     ap.add_argument("--max-moves-per-broker", type=int, default=5)
+    ap.add_argument(
+        "--reactive-cordon",
+        action="store_true",
+        help="the cluster cannot cordon dirs (Kafka < 4.3): move new empty replicas off cordoned dirs",
+    )
     args = ap.parse_args(argv)
     try:
         snapshot = read_snapshot(args.snapshot)
         if not args.intents.is_file():
             raise PlacementError(f"{args.intents}: intents file not found")
         intents = Intents.loads(args.intents.read_text(), source=str(args.intents))
+        intents = intents.with_reactive_cordon(args.reactive_cordon)
         session = spark_session(None)
         optimizer = SparkOptimizer(EngineSettings(engine="spark", shards=args.shards), session)
         result = compute_plan(

@@ -1,0 +1,190 @@
+"""End to end: a KafkaCluster whose planner engine is spark-k8s, on the real kube-apiserver and Kafka.
+
+The rig runs no pods and no spark-operator, so the test plays the spark-operator: it installs a minimal
+SparkApplication CRD, waits for the operator to create the application, checks what it asks for, runs
+the real planning job with `spark-submit --master local[2]` on the files the operator wrote to the
+exchange dir (paths mapped from the Spark pods' mount to the local dir), and patches the application's
+status. The operator then executes that plan against Kafka.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
+from tests.e2e.test_operator import apply, fill, snapshot, throttles_left
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.spark]
+ROOT = Path(__file__).resolve().parents[2]
+SPARK_CRD = ROOT / "tests" / "testdata" / "sparkapplication-crd.yaml"
+JOB = ROOT / "operator" / "kafka_placement" / "spark" / "job.py"
+GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+MOUNT = "/exchange"
+
+
+@pytest.fixture
+def exchange(tmp_path: Path) -> Path:
+    path = tmp_path / "exchange"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def operator_env(exchange: Path) -> dict[str, str]:
+    """What the Helm chart sets with planner.spark.exchange.claimName, plus where the volume is here."""
+    return {
+        "KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM": "kp-exchange",
+        "KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR": MOUNT,
+        "KAFKA_PLACEMENT_SPARK_EXCHANGE_LOCAL_DIR": str(exchange),
+        "KAFKA_PLACEMENT_SPARK_POLL_SECONDS": "0.5",
+    }
+
+
+@pytest.fixture
+def spark_apps(kubectl: Any, k8s_api: Any) -> Any:
+    from kubernetes import client
+
+    kubectl("apply", "-f", str(SPARK_CRD))
+    kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}", "--timeout=60s")
+    return client.CustomObjectsApi(k8s_api)
+
+
+def cluster_with_spark_k8s(name: str, bootstrap: str) -> str:
+    return (
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  bootstrapServers: '{bootstrap}'\n  throttleBytesPerSecond: 50000000\n"
+        "  planner:\n    engine: spark-k8s\n"
+        "    spark: {image: 'registry.example/kafka-placement:9.9', serviceAccount: kp-spark,"
+        " executorInstances: 1, memory: 1g, timeoutSeconds: 600}\n"
+    )
+
+
+def wait_application(op: Operator, apps: Any, ns: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        items = apps.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
+        if items:
+            assert len(items) == 1, [i["metadata"]["name"] for i in items]
+            app: dict[str, Any] = items[0]
+            return app
+        time.sleep(0.5)
+    pytest.fail(f"no SparkApplication in {ns}\noperator log:\n{op.tail()}", pytrace=False)
+
+
+def set_state(apps: Any, ns: str, name: str, state: str, message: str = "") -> None:
+    app_state = {"state": state, **({"errorMessage": message} if message else {})}
+    apps.patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, PLURAL, name, {"status": {"applicationState": app_state}}
+    )
+
+
+def run_job(arguments: list[str], exchange: Path) -> subprocess.CompletedProcess[str]:
+    """The job as the spark-operator's driver would run it, with the pods' mount mapped to ``exchange``."""
+    local = [str(exchange) + a[len(MOUNT) :] if a.startswith(MOUNT + "/") else a for a in arguments]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
+    return subprocess.run(
+        [*submit, "--conf", "spark.driver.host=127.0.0.1", str(JOB), *local],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def play_spark_operator(apps: Any, ns: str, app: dict[str, Any], exchange: Path) -> None:
+    name = app["metadata"]["name"]
+    set_state(apps, ns, name, "RUNNING")
+    job = run_job(app["spec"]["arguments"], exchange)
+    assert job.returncode == 0, job.stderr[-2000:]
+    set_state(apps, ns, name, "COMPLETED")
+
+
+def test_spark_k8s_engine_plans_through_a_spark_application_and_the_plan_is_executed(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+    spark_apps: Any,
+    exchange: Path,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[3, 1], [1, 3], [3, 2]])
+    fill(kafka_rig, topic, 2000)
+    apply(kubectl, ns, cluster_with_spark_k8s("big", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+            "spec: {clusterRef: {name: big}, brokers: [3]}\n"
+        ),
+    )
+    app = wait_application(operator, spark_apps, ns)
+    name, spec = app["metadata"]["name"], app["spec"]
+    assert spec["image"] == "registry.example/kafka-placement:9.9"
+    assert spec["driver"]["serviceAccount"] == "kp-spark"
+    assert spec["driver"]["memory"] == spec["executor"]["memory"] == "1g"
+    assert spec["executor"]["instances"] == 1
+    assert spec["volumes"] == [{"name": "exchange", "persistentVolumeClaim": {"claimName": "kp-exchange"}}]
+    assert "--reactive-cordon" not in spec["arguments"]  # the main rig supports KIP-1066
+    assert get(kubectl, ns, "brokerdecommission", "retire-3")["status"]["phase"] == "Planning"
+
+    play_spark_operator(spark_apps, ns, app, exchange)
+    done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=240)
+    assert done["status"]["plan"]["moves"] >= 3
+    assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions)
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+
+    # The placement changed, so the next reconcile verifies it with one more job: an empty plan.
+    check = wait_application(operator, spark_apps, ns)
+    assert check["metadata"]["name"] != name
+    play_spark_operator(spark_apps, ns, check, exchange)
+    deadline = time.monotonic() + 60
+    while spark_apps.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]:
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.5)
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline + 30 and (status.get("plan") or {}).get("moves") != 0:
+        time.sleep(0.5)
+        status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+    assert status["phase"] == "Completed" and status["plan"]["moves"] == 0, status
+    time.sleep(6)  # three more reconciles: unchanged placement, so no new job
+    assert spark_apps.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"] == []
+
+
+def test_failed_spark_application_fails_the_intent_with_its_message_and_nothing_moves(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_py_admin: Any,
+    spark_apps: Any,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[3, 1], [1, 3]])
+    apply(kubectl, ns, cluster_with_spark_k8s("big", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+            "spec: {clusterRef: {name: big}, brokers: [3]}\n"
+        ),
+    )
+    app = wait_application(operator, spark_apps, ns)
+    set_state(spark_apps, ns, app["metadata"]["name"], "FAILED", "driver OOMKilled")
+    failed = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Failed",))
+    message = failed["status"]["message"]
+    assert "driver OOMKilled" in message and "(state FAILED)" in message
+    assert kafka_py_admin.list_partition_reassignments() == {}
+    assert any(3 in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)

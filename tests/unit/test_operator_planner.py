@@ -1,0 +1,106 @@
+"""The operator's engine choice and spark-k8s settings (handlers/planner.py), without a rig."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.builders import snapshot
+
+from kafka_placement.handlers.planner import (
+    engine_of,
+    intents_yaml,
+    placement_key,
+    spark_k8s_settings,
+)
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.intents import Intents
+
+HELM = {
+    "KAFKA_PLACEMENT_PLANNER_ENGINE": "auto",
+    "KAFKA_PLACEMENT_SPARK_IMAGE": "registry.example/kpo:1",
+    "KAFKA_PLACEMENT_SPARK_NAMESPACE": "spark-jobs",
+    "KAFKA_PLACEMENT_SPARK_SERVICE_ACCOUNT": "kpo-spark",
+    "KAFKA_PLACEMENT_SPARK_EXECUTOR_INSTANCES": "3",
+    "KAFKA_PLACEMENT_SPARK_MEMORY": "4g",
+    "KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM": "kp-exchange",
+    "KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR": "/exchange",
+}
+
+
+def test_engine_comes_from_the_spec_then_the_helm_default_then_local() -> None:
+    assert engine_of({"planner": {"engine": "spark"}}, HELM) == "spark"
+    assert engine_of({}, HELM) == "auto"
+    assert engine_of({}, {}) == "local"
+
+
+def test_spark_k8s_settings_take_the_spec_over_the_helm_values() -> None:
+    helm_only = spark_k8s_settings({}, "kafka", reactive_cordon=False, env=HELM)
+    assert (helm_only.image, helm_only.namespace, helm_only.service_account) == (
+        "registry.example/kpo:1",
+        "spark-jobs",
+        "kpo-spark",
+    )
+    assert helm_only.executor_instances == 3
+    assert helm_only.driver_memory == helm_only.executor_memory == "4g"
+    assert (helm_only.exchange_claim, helm_only.exchange_mount, helm_only.exchange_dir) == (
+        "kp-exchange",
+        "/exchange",
+        Path("/exchange"),
+    )
+    assert helm_only.extra_arguments == () and helm_only.timeout_s == 1800
+    spec = {
+        "planner": {
+            "spark": {"image": "mine:2", "namespace": "n2", "executorInstances": 1, "timeoutSeconds": 90}
+        }
+    }
+    mine = spark_k8s_settings(spec, "kafka", reactive_cordon=True, env=HELM)
+    assert (mine.image, mine.namespace, mine.executor_instances, mine.timeout_s) == ("mine:2", "n2", 1, 90)
+    assert mine.extra_arguments == ("--reactive-cordon",)
+    no_namespace = {k: v for k, v in HELM.items() if k != "KAFKA_PLACEMENT_SPARK_NAMESPACE"}
+    assert spark_k8s_settings({}, "kafka", False, env=no_namespace).namespace == "kafka"
+
+
+@pytest.mark.parametrize(
+    ("missing", "says"),
+    [
+        ("KAFKA_PLACEMENT_SPARK_IMAGE", "spec.planner.spark.image"),
+        ("KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM", "planner.spark.exchange.claimName"),
+        ("KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR", "planner.spark.exchange.claimName"),
+    ],
+)
+def test_missing_spark_k8s_settings_are_bad_input_naming_what_to_set(missing: str, says: str) -> None:
+    env = {k: v for k, v in HELM.items() if k != missing}
+    with pytest.raises(BadInputError) as err:
+        spark_k8s_settings({}, "kafka", False, env=env)
+    assert says in err.value.message
+
+
+def test_job_intents_parse_back_and_ignore_approval_fields() -> None:
+    docs = [
+        {
+            "kind": "BrokerDecommission",
+            "metadata": {"name": "retire"},
+            "spec": {"clusterRef": {"name": "c"}, "brokers": [3], "approval": "Manual", "approvedPlan": "p1"},
+        },
+        {
+            "kind": "LogDirCordon",
+            "metadata": {"name": "d0"},
+            "spec": {"clusterRef": {"name": "c"}, "broker": 1, "logDirs": ["/data/d0"], "paused": True},
+        },
+    ]
+    text = intents_yaml(docs)
+    assert "approvedPlan" not in text and "paused" not in text
+    assert Intents.loads(text) == Intents.from_documents(docs)
+    approved = [{**d, "spec": {**d["spec"], "approvedPlan": "p2"}} for d in docs]
+    assert intents_yaml(approved) == text  # approving does not launch another planning job
+
+
+def test_placement_key_changes_with_placement_not_with_sizes() -> None:
+    settings = spark_k8s_settings({}, "kafka", False, env=HELM)
+    a = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 10)])
+    bigger = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 99)])
+    moved = snapshot({1: None, 2: None, 3: None}, [("t", 0, [3, 2], [0, 0], 10)])
+    assert placement_key(a, "x", settings) == placement_key(bigger, "x", settings)
+    assert placement_key(a, "x", settings) != placement_key(moved, "x", settings)
+    assert placement_key(a, "x", settings) != placement_key(a, "y", settings)
