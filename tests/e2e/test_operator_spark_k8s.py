@@ -55,14 +55,24 @@ def spark_apps(kubectl: Any, k8s_api: Any) -> Any:
     return client.CustomObjectsApi(k8s_api)
 
 
-def cluster_with_spark_k8s(name: str, bootstrap: str) -> str:
-    return (
-        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
-        f"spec:\n  bootstrapServers: '{bootstrap}'\n  throttleBytesPerSecond: 50000000\n"
-        "  planner:\n    engine: spark-k8s\n"
-        "    spark: {image: 'registry.example/kafka-placement:9.9', serviceAccount: kp-spark,"
-        " executorInstances: 1, memory: 1g, timeoutSeconds: 600}\n"
-    )
+# A KafkaCluster planning with spark-k8s, and a decommission of broker 3 on it
+RETIRE_3_WITH_SPARK_K8S = """\
+apiVersion: kafkaplacement.io/v1alpha1
+kind: KafkaCluster
+metadata: {{name: big}}
+spec:
+  bootstrapServers: '{bootstrap}'
+  throttleBytesPerSecond: 50000000
+  planner:
+    engine: spark-k8s
+    spark: {{image: 'registry.example/kafka-placement:9.9', serviceAccount: kp-spark, executorInstances: 1,
+             memory: 1g, timeoutSeconds: 600}}
+---
+apiVersion: kafkaplacement.io/v1alpha1
+kind: BrokerDecommission
+metadata: {{name: retire-3}}
+spec: {{clusterRef: {{name: big}}, brokers: [3]}}
+"""
 
 
 def wait_application(op: Operator, apps: Any, ns: str, timeout: float = 120) -> dict[str, Any]:
@@ -119,15 +129,7 @@ def test_spark_k8s_engine_plans_through_a_spark_application_and_the_plan_is_exec
     ns = k8s_namespace
     topic = new_topic([[3, 1], [1, 3], [3, 2]])
     fill(kafka_rig, topic, 2000)
-    apply(kubectl, ns, cluster_with_spark_k8s("big", kafka_rig.bootstrap_servers))
-    apply(
-        kubectl,
-        ns,
-        (
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
-            "spec: {clusterRef: {name: big}, brokers: [3]}\n"
-        ),
-    )
+    apply(kubectl, ns, RETIRE_3_WITH_SPARK_K8S.format(bootstrap=kafka_rig.bootstrap_servers))
     app = wait_application(operator, spark_apps, ns)
     name, spec = app["metadata"]["name"], app["spec"]
     assert spec["image"] == "registry.example/kafka-placement:9.9"
@@ -172,15 +174,7 @@ def test_failed_spark_application_fails_the_intent_with_its_message_and_nothing_
 ) -> None:
     ns = k8s_namespace
     topic = new_topic([[3, 1], [1, 3]])
-    apply(kubectl, ns, cluster_with_spark_k8s("big", kafka_rig.bootstrap_servers))
-    apply(
-        kubectl,
-        ns,
-        (
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
-            "spec: {clusterRef: {name: big}, brokers: [3]}\n"
-        ),
-    )
+    apply(kubectl, ns, RETIRE_3_WITH_SPARK_K8S.format(bootstrap=kafka_rig.bootstrap_servers))
     app = wait_application(operator, spark_apps, ns)
     set_state(spark_apps, ns, app["metadata"]["name"], "FAILED", "driver OOMKilled")
     failed = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Failed",))
