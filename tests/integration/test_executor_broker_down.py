@@ -152,6 +152,7 @@ def test_destination_broker_down_mid_move(
         assert stop.returncode == 0, stop.stderr + stop.stdout
         at_stop = load(state)
         submissions_at_stop = dict(at_stop["counters"]["submissions"])
+        moved_at_stop = at_stop["progress"]["bytes"]["moved"]
         assert len(submissions_at_stop) == 2
         ticks_at_stop = at_stop["counters"]["ticks"]
 
@@ -174,6 +175,7 @@ def test_destination_broker_down_mid_move(
             assert len(record["done"]) < len(moved)
             assert record["counters"]["submissions"] == submissions_at_stop  # nothing new submitted
             assert (record["progress"]["bytes"]["remaining"]) > 0
+            assert record["progress"]["bytes"]["moved"] >= moved_at_stop  # progress never goes backwards
             time.sleep(0.5)
         during = load(state)
         assert during["counters"]["ticks"] >= ticks_at_stop + 5, "the executor stopped ticking"

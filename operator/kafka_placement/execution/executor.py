@@ -510,8 +510,17 @@ def _moving(record: Record, gateway: KafkaGateway, view: View, limits: Limits, s
             _dir_moves(record, view, gateway, save)
 
 
+def _copied(record: Record, view: View) -> dict[str, int]:
+    """Bytes copied so far per in-flight partition, never less than seen before: a broker that is down
+    or slow to answer DescribeLogDirs does not make progress go backwards."""
+    seen = record.get("copied") or {}
+    now = in_flight_bytes(record, view.snapshot, view.dirs)
+    return {key: max(copied, int(seen.get(key, 0))) for key, copied in now.items()}
+
+
 def _sample(record: Record, view: View) -> None:
-    partial = in_flight_bytes(record, view.snapshot, view.dirs)
+    partial = _copied(record, view)
+    record["copied"] = partial
     moved = compute_progress(record, partial).bytes_moved
     samples: list[list[float]] = record.setdefault("samples", [])
     samples.append([time.time(), moved])
@@ -520,8 +529,7 @@ def _sample(record: Record, view: View) -> None:
 
 
 def progress(gateway: KafkaGateway, record: Record) -> Progress:
-    view = read_view(gateway)
-    return compute_progress(record, in_flight_bytes(record, view.snapshot, view.dirs))
+    return compute_progress(record, _copied(record, read_view(gateway)))
 
 
 def run(

@@ -123,6 +123,7 @@ def new_record(plan: Plan, bootstrap_servers: str = "", throttle: int | None = N
         "lastError": None,
         "counters": {"ticks": 0, "submissions": {}, "dirSubmissions": {}, "cancels": {}, "reorders": {}},
         "samples": [],  # [[time, bytesMoved]] for the ETA
+        "copied": {},  # "topic-partition" -> most bytes seen copied of an in-flight partition
         "createdAt": time.time(),
         "updatedAt": time.time(),
     }
