@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,23 +19,20 @@ from ..kafka.gateway import (
     KafkaGateway,
     KafkaOperationError,
     KafkaUnavailableError,
-    LogDirInfo,
-    Reassignment,
 )
 from ..kafka.throttles import Move, ThrottleError, ThrottleState, apply_throttles, clear_throttles
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
-from ..model.snapshot import ClusterSnapshot
 from . import state as st
 from .progress import Progress, compute_progress, in_flight_bytes
 from .state import TRANSITIONS as TRANSITIONS  # the state machine, re-exported
 from .state import next_phase as next_phase
+from .view import View, at_target, involved_brokers, read_view
 
 log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 Save = Callable[[Record], None]
-Dirs = Mapping[int, tuple[LogDirInfo, ...]]
 MAX_SAMPLES = 30
 DIVERGED_TICKS = 3
 TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka errors before giving up
@@ -50,67 +47,8 @@ class Limits:
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """What one tick read from Kafka."""
-
-    snapshot: ClusterSnapshot
-    in_flight: dict[tuple[str, int], Reassignment]
-    dirs: Dirs
-
-    def replica_dirs(self, topic: str, partition: int, broker: int) -> tuple[str | None, str | None]:
-        """(current dir, future dir) of one replica per DescribeLogDirs."""
-        current = future = None
-        for d in self.dirs.get(broker, ()):
-            for r in d.replicas:
-                if (r.topic, r.partition) == (topic, partition):
-                    if r.is_future:
-                        future = d.path
-                    else:
-                        current = d.path
-        return current, future
-
-
-def read_view(gateway: KafkaGateway) -> View:
-    in_flight = gateway.list_reassignments()  # first: a move finishing meanwhile shows in the snapshot
-    snapshot = gateway.snapshot()
-    return View(snapshot, in_flight, gateway.describe_log_dirs())
-
-
 def _move(record: Record, event: str) -> None:
     record["phase"] = next_phase(record["phase"], event)
-
-
-# ---- per-partition facts --------------------------------------------------------------------------
-
-
-def dirs_settled(view: View, t: PartitionTarget) -> bool:
-    for b, d in zip(t.replicas, t.log_dirs, strict=True):
-        if d == ANY_DIR:
-            continue
-        current, future = view.replica_dirs(t.topic, t.partition, b)
-        if current != d or future is not None:
-            return False
-    return True
-
-
-def at_target(view: View, t: PartitionTarget) -> bool:
-    """Not reassigning, replicas equal the target (order included), every named dir matches."""
-    p = view.snapshot.partition(t.topic, t.partition)
-    return (
-        p is not None and t.key not in view.in_flight and p.replicas == t.replicas and dirs_settled(view, t)
-    )
-
-
-def involved_brokers(record: Record, t: PartitionTarget) -> set[int]:
-    """Brokers that gain or lose a replica, or (pure dir moves) move one between their dirs."""
-    original = record["original"].get(st.tp_key(*t.key), {})
-    before = set(original.get("replicas", ()))
-    changed = before ^ set(t.replicas)
-    if changed:
-        return changed
-    old_dirs = dict(zip(original.get("replicas", ()), original.get("logDirs", ()), strict=False))
-    return {b for b, d in zip(t.replicas, t.log_dirs, strict=True) if d != ANY_DIR and old_dirs.get(b) != d}
 
 
 def _active(record: Record) -> list[str]:
