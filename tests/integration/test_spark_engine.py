@@ -16,11 +16,10 @@ import pytest
 from tests.bench.generator import scenario
 
 from kafka_placement.model.intents import Intents
-from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
-from kafka_placement.spark.io import read_snapshot, write_parquet
+from kafka_placement.spark.io import read_plan_parquet, read_snapshot, write_parquet
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +61,7 @@ def test_spark_plan_is_valid_and_within_5_percent_of_local(
     assert again.plan.plan_id == result.plan.plan_id  # deterministic across Spark runs
 
 
-def test_spark_submit_runs_the_job_on_a_parquet_snapshot(tmp_path: Path) -> None:
+def test_spark_submit_runs_the_job_on_a_parquet_snapshot_and_writes_a_parquet_plan(tmp_path: Path) -> None:
     d = GOLDEN / "decommission"
     snap = ClusterSnapshot.loads((d / "snapshot.json").read_text())
     write_parquet(snap, tmp_path / "snap")
@@ -81,7 +80,7 @@ def test_spark_submit_runs_the_job_on_a_parquet_snapshot(tmp_path: Path) -> None
             "--intents",
             str(d / "intents.yaml"),
             "-o",
-            str(tmp_path / "plan.json"),
+            str(tmp_path / "plan.parquet"),
             "--summary",
             str(tmp_path / "summary.json"),
         ],
@@ -91,7 +90,7 @@ def test_spark_submit_runs_the_job_on_a_parquet_snapshot(tmp_path: Path) -> None
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    plan = Plan.loads((tmp_path / "plan.json").read_text())
+    plan = read_plan_parquet(tmp_path / "plan.parquet")  # a large cluster's plan, as Parquet
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["engine"] == "spark" and summary["hardViolationsAfter"] == 0
     assert summary["bytesToMove"] == summary["lowerBoundBytes"] and not plan.empty

@@ -155,3 +155,31 @@ def test_console_script_reports_user_errors_without_traceback(tmp_path: Path) ->
     assert (
         proc.returncode == 2 and "snapshot file not found" in proc.stderr and "Traceback" not in proc.stderr
     )
+
+
+def test_large_cluster_files_parquet_snapshot_in_parquet_plan_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kafka_placement.model.snapshot import ClusterSnapshot
+    from kafka_placement.spark.io import write_parquet
+
+    d = GOLDEN / "decommission"
+    write_parquet(ClusterSnapshot.loads((d / "snapshot.json").read_text()), tmp_path / "snap")
+    out = tmp_path / "plan.parquet"
+    snap, intents = str(tmp_path / "snap"), str(d / "intents.yaml")
+    code, _, err = run(capsys, "plan", "--snapshot", snap, "--intents", intents, "-o", str(out))
+    assert code == 0, err
+    assert out.read_bytes()[:4] == b"PAR1"
+    expected = Plan.loads((d / "plan.json").read_text())
+    code, evaluated, err = run(capsys, "evaluate", "--snapshot", str(d / "snapshot.json"), "--plan", str(out))
+    assert code == 0, err
+    assert json.loads(evaluated)["planId"] == expected.plan_id
+
+    from kafka_placement.spark.io import read_plan_parquet
+
+    assert read_plan_parquet(out) == expected
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    code, _, err = run(
+        capsys, "evaluate", "--snapshot", str(d / "snapshot.json"), "--plan", str(tmp_path / "bad.parquet")
+    )
+    assert code == 2 and "not a readable Parquet plan" in err

@@ -22,7 +22,7 @@ from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError
 from ..model.plan import Plan
-from ._io import read_text, write_json
+from ._io import read_plan, write_json
 
 DEFAULT_STATE = ".kafka-placement-execution.json"
 
@@ -69,7 +69,7 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 def _load_plan(path: str) -> Plan:
-    return Plan.loads(read_text(path, "plan"), path)
+    return read_plan(path)
 
 
 def _record_gateway(args: argparse.Namespace, record: dict[str, Any]) -> KafkaGateway:

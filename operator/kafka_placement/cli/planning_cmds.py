@@ -8,17 +8,16 @@ from typing import Any
 
 from ..model.errors import BadInputError
 from ..model.intents import Intents
-from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import place
 from ..spark.engines import ENGINES, EngineSettings, plan_with
-from ._io import read_text, write_json
+from ._io import read_plan, read_snapshot_arg, read_text, write_json, write_plan
 
 
 def load_snapshot(path: str) -> ClusterSnapshot:
-    return ClusterSnapshot.loads(read_text(path, "snapshot"), source=path)
+    return read_snapshot_arg(path)
 
 
 def load_intents(path: str) -> Intents:
@@ -33,7 +32,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         settings = EngineSettings(engine=args.engine, master=args.spark_master, shards=args.shards)
         result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
-    write_json(args.output, result.plan.to_json())
+    write_plan(args.output, result.plan)
     if args.summary:
         write_json(args.summary, result.summary)
     s = result.summary
@@ -77,7 +76,7 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.snapshot)
-    plan = Plan.loads(read_text(args.plan, "plan"), source=args.plan)
+    plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
     write_json(args.output, evaluate(snapshot, plan, intents))
     return 0
@@ -96,7 +95,9 @@ def cmd_place(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add this group's sub-commands to the top-level parser's subparsers."""
     p = sub.add_parser("plan", help="compute the moves that reach the declared placement")
-    p.add_argument("--snapshot", required=True, help="cluster snapshot JSON (from `snapshot`)")
+    p.add_argument(
+        "--snapshot", required=True, help="cluster snapshot JSON (from `snapshot`) or a Parquet snapshot dir"
+    )
     p.add_argument("--intents", required=True, help="YAML stream of {kind, spec} documents")
     p.add_argument(
         "--engine",
@@ -113,7 +114,12 @@ def register(sub: Any) -> None:
     k.add_argument("--exchange-claim", help="PVC mounted by the Spark pods, shared with this process")
     k.add_argument("--exchange-dir", help="where that volume is mounted here")
     k.add_argument("--exchange-mount", default="/exchange", help="where it is mounted in the Spark pods")
-    p.add_argument("-o", "--output", default="-", help="plan JSON (Kafka's reassignment format); - = stdout")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        help="plan JSON (Kafka's reassignment format); - = stdout; a name ending in .parquet writes Parquet",
+    )
     p.add_argument("--summary", help="write the plan's metrics, lower bound and batches here")
     p.add_argument("--max-moves-per-broker", type=int, default=5, help="per-broker limit of each batch")
     p.add_argument(

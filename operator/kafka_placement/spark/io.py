@@ -1,16 +1,21 @@
-"""Snapshot files for the Spark engine: JSON (the contract) or a Parquet directory for large clusters.
+"""Snapshot and plan files for large clusters: JSON (the contract) or Parquet.
 
-The Parquet form is a directory holding ``brokers.json`` (the snapshot's brokers, small) and
+A Parquet snapshot is a directory holding ``brokers.json`` (the snapshot's brokers, small) and
 ``partitions.parquet`` (one row per partition: topic, partition, replicas, dirs, leader, isr, size),
-which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document.
+which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document. A Parquet plan
+is a file whose name ends in ``.parquet``: one row per plan entry (topic, partition, replicas,
+log_dirs), the same content as the JSON plan and validated the same way when read.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from ..model.errors import BadInputError
+from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
 
@@ -70,4 +75,62 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     return ClusterSnapshot.from_json(doc, source=str(path))
 
 
-__all__ = ["PartitionState", "read_snapshot", "write_parquet"]
+def is_parquet_plan(path: str | Path) -> bool:
+    return str(path).endswith(".parquet")
+
+
+def write_plan_parquet(plan: Plan, path: Path) -> None:
+    """The plan as a Parquet file, written atomically (temp file + rename)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    entries = [t.to_json() for t in plan.partitions]
+    table = pa.table(
+        {
+            "topic": pa.array([e["topic"] for e in entries], pa.string()),
+            "partition": pa.array([e["partition"] for e in entries], pa.int32()),
+            "replicas": pa.array([e["replicas"] for e in entries], pa.list_(pa.int32())),
+            "log_dirs": pa.array([e["log_dirs"] for e in entries], pa.list_(pa.string())),
+        }
+    )
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise BadInputError(f"cannot write the plan: {e}", str(path)) from None
+
+
+def read_plan_parquet(path: Path) -> Plan:
+    """A Parquet plan, validated exactly like a JSON one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise BadInputError("plan file not found", str(path))
+    try:
+        cols = pq.read_table(path).to_pydict()
+    except (OSError, pa.ArrowException) as e:
+        raise BadInputError(f"not a readable Parquet plan: {e}", str(path)) from None
+    missing = [c for c in ("topic", "partition", "replicas", "log_dirs") if c not in cols]
+    if missing:
+        raise BadInputError(f"a Parquet plan needs the columns {', '.join(missing)}", str(path))
+    entries = [
+        {"topic": t, "partition": n, "replicas": r, "log_dirs": d}
+        for t, n, r, d in zip(
+            cols["topic"], cols["partition"], cols["replicas"], cols["log_dirs"], strict=True
+        )
+    ]
+    return Plan.from_json({"version": PLAN_VERSION, "partitions": entries}, source=str(path))
+
+
+__all__ = [
+    "PartitionState",
+    "is_parquet_plan",
+    "read_plan_parquet",
+    "read_snapshot",
+    "write_parquet",
+    "write_plan_parquet",
+]

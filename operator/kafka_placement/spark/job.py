@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kafka_placement.model.intents import Intents
     from kafka_placement.planning.optimizer import compute_plan
     from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
-    from kafka_placement.spark.io import read_snapshot
+    from kafka_placement.spark.io import is_parquet_plan, read_snapshot, write_plan_parquet
 
     ap = argparse.ArgumentParser(prog="kafka-placement-spark-job", description=__doc__)
     ap.add_argument("--snapshot", required=True, type=Path)
@@ -50,7 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             snapshot, intents, optimizer=optimizer.optimize, max_moves_per_broker=args.max_moves_per_broker
         )
         result.summary["engine"] = "spark"
-        args.output.write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
+        if is_parquet_plan(args.output):
+            write_plan_parquet(result.plan, args.output)
+        else:
+            args.output.write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
         if args.summary:
             args.summary.write_text(json.dumps(result.summary, indent=1) + "\n")
         print(f"plan {result.plan.plan_id}: {len(result.plan.partitions)} partitions -> {args.output}")
