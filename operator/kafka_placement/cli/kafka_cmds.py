@@ -21,7 +21,6 @@ from ..execution.state import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError
-from ..model.plan import Plan
 from ._io import read_plan, write_json
 
 DEFAULT_STATE = ".kafka-placement-execution.json"
@@ -66,10 +65,6 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 # ---- execute / status / cancel / verify ------------------------------------------------------------
-
-
-def _load_plan(path: str) -> Plan:
-    return read_plan(path)
 
 
 def _record_gateway(args: argparse.Namespace, record: dict[str, Any]) -> KafkaGateway:
@@ -128,7 +123,7 @@ def _limits(args: argparse.Namespace) -> executor.Limits:
 
 
 def _execute(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.plan)
+    plan = read_plan(args.plan)
     limits = _limits(args)
     settings = _connection(args)
     store = FileStore(args.state)
@@ -241,7 +236,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.plan)
+    plan = read_plan(args.plan)
     record = FileStore(args.state).load()
     if record is not None and record["planId"] != plan.plan_id:
         record = None
@@ -275,7 +270,7 @@ def _register_execution(sub: Any) -> None:
         "A record of the same plan is resumed (in-flight moves adopted, nothing resubmitted).",
     )
     add_connection_args(p)
-    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka reassignment format)")
+    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka format) or .parquet")
     p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
     p.add_argument("--max-moves-per-broker", type=int, default=5, metavar="N", help="default 5")
     p.add_argument("--max-moves", type=int, default=10, metavar="N", help="moves in flight (default 10)")
@@ -303,7 +298,7 @@ def _register_execution(sub: Any) -> None:
 
     p = sub.add_parser("verify", help="exit 0 if the cluster matches the plan (replicas, order, dirs)")
     add_connection_args(p)
-    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON")
+    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON or .parquet")
     _add_state_arg(p)
     p.set_defaults(func=_verify)
 

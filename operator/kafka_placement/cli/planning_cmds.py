@@ -16,16 +16,12 @@ from ..spark.engines import ENGINES, EngineSettings, plan_with
 from ._io import read_plan, read_snapshot_arg, read_text, write_json, write_plan
 
 
-def load_snapshot(path: str) -> ClusterSnapshot:
-    return read_snapshot_arg(path)
-
-
 def load_intents(path: str) -> Intents:
     return Intents.loads(read_text(path, "intents"), source=path)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    snapshot = load_snapshot(args.snapshot)
+    snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)
@@ -75,7 +71,7 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    snapshot = load_snapshot(args.snapshot)
+    snapshot = read_snapshot_arg(args.snapshot)
     plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
     write_json(args.output, evaluate(snapshot, plan, intents))
@@ -83,7 +79,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_place(args: argparse.Namespace) -> int:
-    snapshot = load_snapshot(args.snapshot)
+    snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents) if args.intents else Intents()
     plan = place(
         snapshot, intents, args.topic, args.partitions, args.replication_factor, args.start_partition
