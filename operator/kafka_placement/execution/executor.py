@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..kafka.gateway import (
     KafkaGateway,
@@ -27,11 +26,10 @@ from . import state as st
 from .progress import Progress, compute_progress, in_flight_bytes
 from .state import TRANSITIONS as TRANSITIONS  # the state machine, re-exported
 from .state import next_phase as next_phase
-from .view import View, at_target, involved_brokers, read_view
+from .view import Record, View, at_target, involved_brokers, read_view
 
 log = logging.getLogger(__name__)
 
-Record = dict[str, Any]
 Save = Callable[[Record], None]
 MAX_SAMPLES = 30
 DIVERGED_TICKS = 3
