@@ -18,6 +18,7 @@ from tests.bench.generator import scenario
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.sharding import sharded_optimize
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
 from kafka_placement.spark.io import read_plan_parquet, read_snapshot, write_parquet
 
@@ -59,6 +60,8 @@ def test_spark_plan_is_valid_and_within_5_percent_of_local(
         assert mine["met"] or not theirs["met"], (mine, theirs)
     again = compute_plan(snap, intents, optimizer=optimizer.optimize)
     assert again.plan.plan_id == result.plan.plan_id  # deterministic across Spark runs
+    # Spark's analysis and shards give exactly the plan of the same pipeline run in one process.
+    assert result.plan == sharded_optimize(snap, intents.enforced_only(), 6)
 
 
 def test_spark_submit_runs_the_job_on_a_parquet_snapshot_and_writes_a_parquet_plan(tmp_path: Path) -> None:
@@ -93,6 +96,10 @@ def test_spark_submit_runs_the_job_on_a_parquet_snapshot_and_writes_a_parquet_pl
     plan = read_plan_parquet(tmp_path / "plan.parquet")  # a large cluster's plan, as Parquet
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["engine"] == "spark" and summary["hardViolationsAfter"] == 0
+    on_nine = sum(1 for p in snap.partitions if 9 in p.replicas)  # the decommissioned broker
+    sharding = summary["sharding"]
+    assert sharding["partitionsToRepair"] == sharding["byRule"]["decommissioned"] == on_nine
+    assert 0 < on_nine < sharding["partitions"] == len(snap.partitions)
     assert summary["bytesToMove"] == summary["lowerBoundBytes"] and not plan.empty
 
 

@@ -2,29 +2,32 @@
 
 This is the pure core of the Spark engine (and runs without Spark too, which the parity tests use):
 
-1. partitions are hashed into shards (``shard_of``); every shard gets the same ``ShardView``: every
-   broker, with each dir's free bytes divided among the shards (per-shard capacity budgets, so shards
-   running in parallel can never overfill a dir together), and the whole cluster's loads divided by
-   the number of shards;
-2. each shard runs the hard ``ReplicaPlacementGoal`` on its partitions (``plan_shard``), starting
+1. only partitions the hard goal must change (``needs_repair``: a replica that may not stay, a wrong
+   replication factor, a broken rack spread) go to the shards; every other partition is left exactly
+   as it is by the hard goal, wherever it runs. They are hashed into shards (``shard_of``);
+2. every shard gets the same ``ShardView``: every broker, with each dir's free bytes divided among the
+   shards (per-shard capacity budgets, so shards running in parallel can never overfill a dir
+   together), and the whole cluster's loads divided by the number of shards;
+3. each shard runs the hard ``ReplicaPlacementGoal`` on its partitions (``plan_shard``), starting
    from those scaled cluster loads rather than its own partitions' loads: a shard holds a random
    1/n of the replicas, whose per-broker sums are noisy (a few dozen replicas per broker at 1000
    brokers), while the cluster's scaled loads are what every shard's additions will land on;
-3. ``merge_and_balance`` applies every shard's result to one global assignment, re-runs the hard goal
-   as a reconciliation pass (a no-op unless a shard's view missed something), then runs the balance
-   goals globally, so balance is judged on whole-cluster loads exactly as the local engine does.
+4. ``merge_and_balance`` applies every shard's result to one global assignment, re-runs the hard goal
+   over every partition as a reconciliation pass (a no-op unless a shard, or the engine's selection
+   of partitions, missed something), then runs the balance goals globally, so balance is judged on
+   whole-cluster loads exactly as the local engine does.
 
-Hard constraints are per partition, so the sharded result meets every one of them; the global balance
-pass evens out what the shards' parallel choices of destination brokers left uneven.
+The Spark engine computes steps 1 and 2's inputs (the partitions to repair, the cluster's loads) with
+DataFrames and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in one process.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Protocol
 
 from ..model.errors import InfeasibleError
 from ..model.intents import Intents
@@ -32,8 +35,9 @@ from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .context import PlanningContext
 from .goals import BrokerBalanceGoal, DirBalanceGoal, LeaderBalanceGoal, ReplicaPlacementGoal
+from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
-from .state import Assignment, DirKey
+from .state import DirKey
 
 Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partition, replicas, dirs
 ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
@@ -42,6 +46,29 @@ ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasi
 def shard_of(topic: str, partition: int, shards: int) -> int:
     """A stable shard number (the same in every process, unlike ``hash``)."""
     return zlib.crc32(f"{topic}\0{partition}".encode()) % shards
+
+
+class Loads(Protocol):
+    """Bytes and replicas per broker and per dir (an ``Assignment``, or the Spark engine's aggregate)."""
+
+    @property
+    def broker_bytes(self) -> Mapping[int, int]: ...
+    @property
+    def broker_replicas(self) -> Mapping[int, int]: ...
+    @property
+    def dir_bytes(self) -> Mapping[DirKey, int]: ...
+    @property
+    def dir_replicas(self) -> Mapping[DirKey, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLoads:
+    """Loads computed outside an ``Assignment`` (by the Spark engine's aggregation)."""
+
+    broker_bytes: dict[int, int]
+    broker_replicas: dict[int, int]
+    dir_bytes: dict[DirKey, int]
+    dir_replicas: dict[DirKey, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +82,7 @@ class ShardView:
     dir_replicas: dict[DirKey, int]
 
     @staticmethod
-    def of(snapshot: ClusterSnapshot, loads: Assignment, shards: int) -> ShardView:
+    def of(snapshot: ClusterSnapshot, loads: Loads, shards: int) -> ShardView:
         brokers = tuple(
             replace(b, log_dirs=tuple(replace(d, usable_bytes=d.usable_bytes // shards) for d in b.log_dirs))
             for b in snapshot.brokers
@@ -117,30 +144,14 @@ def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row]) -> Plan:
     return diff(ctx.snapshot, ctx)
 
 
-def sharded_optimize(
-    snapshot: ClusterSnapshot,
-    intents: Intents,
-    shards: int,
-    run_shards: Callable[[ShardView, dict[int, list[PartitionState]], Intents], list[ShardResult]]
-    | None = None,
-) -> Plan:
-    """The whole sharded pipeline; ``run_shards`` maps shards to results (default: one after another)."""
+def sharded_optimize(snapshot: ClusterSnapshot, intents: Intents, shards: int) -> Plan:
+    """The whole sharded pipeline in this process, shard after shard (the Spark engine's reference)."""
+    ctx = PlanningContext.of(snapshot, intents)
     groups: dict[int, list[PartitionState]] = {}
     for p in snapshot.partitions:
-        groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
-    ctx = PlanningContext.of(snapshot, intents)
+        if needs_repair(ctx, p.key):
+            groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
     view = ShardView.of(snapshot, ctx.assignment, shards)
-    if run_shards is None:
-        results = [plan_shard(view, parts, intents, shard) for shard, parts in sorted(groups.items())]
-    else:
-        results = run_shards(view, groups, intents)
+    results = [plan_shard(view, parts, intents, shard) for shard, parts in sorted(groups.items())]
     raise_if_infeasible(err for _, err in results)
     return merge_and_balance(ctx, (row for rows, _ in results for row in rows))
-
-
-def rows_to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
-    """Rows as plain records (for DataFrames); a ``None`` dir becomes ``""``."""
-    return [
-        {"topic": t, "partition": n, "replicas": list(r), "dirs": ["" if d is None else d for d in ds]}
-        for t, n, r, ds in rows
-    ]

@@ -2,9 +2,11 @@
 
 Every engine computes targets for the same pure planner (``planning.optimizer.compute_plan`` does
 validation, advisories and the summary for all of them). The Spark engine loads the partitions into
-a DataFrame, hashes them into shards, runs the hard placement goal of each shard in parallel with
-``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects the changed partitions and
-finishes on the driver with the global reconciliation and balance pass (``merge_and_balance``).
+a DataFrame, aggregates the cluster's loads and selects the partitions that break a hard rule with
+DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
+each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
+the changed partitions and finishes on the driver with the global reconciliation and balance pass
+(``merge_and_balance``). Its summary says how many partitions each rule sent to the shards.
 ``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on Kubernetes
 (``spark.k8s``).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +25,10 @@ from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..planning.context import PlanningContext
 from ..planning.optimizer import Optimizer, PlanResult, compute_plan, optimize
-from ..planning.sharding import ShardResult, ShardView, plan_shard, shard_of, sharded_optimize
+from ..planning.sharding import Row, ShardView, merge_and_balance, plan_shard, raise_if_infeasible, shard_of
+from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
@@ -64,20 +69,26 @@ def choose(snapshot: ClusterSnapshot, settings: EngineSettings) -> str:
     return settings.engine
 
 
-def plan_with(snapshot: ClusterSnapshot, intents: Intents, settings: EngineSettings, **kw: Any) -> PlanResult:
-    """Plan with the chosen engine; the summary records which one ran."""
+def plan_with(
+    snapshot: ClusterSnapshot, intents: Intents, settings: EngineSettings, session: Any = None, **kw: Any
+) -> PlanResult:
+    """Plan with the chosen engine (Spark on ``session`` when given); the summary records which ran."""
     engine = choose(snapshot, settings)
     optimizer: Optimizer
+    spark: SparkOptimizer | None = None
     if engine == "local":
         optimizer = optimize
     elif engine == "spark":
-        optimizer = SparkOptimizer(settings).optimize
+        spark = SparkOptimizer(settings, session)
+        optimizer = spark.optimize
     else:
         raise PlacementError(
             "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
         )
     result = compute_plan(snapshot, intents, optimizer=optimizer, **kw)
     result.summary["engine"] = engine
+    if spark is not None and spark.reports:
+        result.summary["sharding"] = spark.reports[0]  # the enforced plan's (advisories plan again)
     return result
 
 
@@ -122,60 +133,78 @@ def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kaf
     return session
 
 
-PARTITION_SCHEMA = (
-    "shard int, topic string, partition int, replicas array<int>, dirs array<string>, "
-    "leader int, isr array<int>, size long"
-)
 RESULT_SCHEMA = "topic string, partition int, replicas array<int>, dirs array<string>, error string"
 
 
 class SparkOptimizer:
-    """The sharded planner on Spark: hard goal per shard in parallel, balance globally on the driver."""
+    """The sharded planner on Spark: analysis and hard goal per shard in Spark, balance on the driver.
+
+    Spark loads the snapshot into a DataFrame, aggregates the cluster's broker and dir loads (the
+    shards' starting point), selects the partitions that break a hard rule with joins and window
+    functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal on each
+    shard with ``applyInPandas``. The driver merges the changed partitions into one assignment,
+    reconciles and balances globally (``planning.sharding.merge_and_balance``). ``reports`` holds,
+    per call, how many partitions each rule sent to the shards.
+    """
 
     def __init__(self, settings: EngineSettings, session: Any = None) -> None:
         self.settings = settings
         self._session = session
+        self.reports: list[dict[str, Any]] = []
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         spark = self._session or spark_session(self.settings.master, self.settings.driver_memory)
         cores = int(spark.sparkContext.defaultParallelism or 2)
         shards = self.settings.shards or max(2, 4 * cores)
-
-        def run_shards(
-            view: ShardView, groups: dict[int, list[PartitionState]], intents: Intents
-        ) -> list[ShardResult]:
-            import pandas as pd
-
-            frame = pd.DataFrame.from_records(
-                (
-                    (
-                        shard,
-                        p.topic,
-                        p.partition,
-                        list(p.replicas),
-                        ["" if d is None else d for d in p.log_dirs],
-                        -1 if p.leader is None else p.leader,
-                        list(p.isr),
-                        p.size_bytes,
-                    )
-                    for shard, parts in groups.items()
-                    for p in parts
-                ),
-                columns=["shard", "topic", "partition", "replicas", "dirs", "leader", "isr", "size"],
+        started = time.perf_counter()
+        frames = SnapshotFrames.of(spark, snapshot, intents)
+        try:
+            view = ShardView.of(snapshot, frames.loads(), shards)
+            repair = frames.to_repair().withColumn("shard", shard_column(shards)).cache()
+            report = _count_reasons(repair, shards, len(snapshot.partitions))
+            analysed = time.perf_counter()
+            out = (
+                repair.select("shard", *COLUMNS)
+                .groupBy("shard")
+                .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
+                .toPandas()
             )
-            df = spark.createDataFrame(frame, schema=PARTITION_SCHEMA)
-            out = df.groupBy("shard").applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
-            rows: list[Any] = []
-            errors: list[str | None] = []
-            for r in out.toPandas().itertuples(index=False):
-                if isinstance(r.error, str) and r.error:
-                    errors.append(r.error)
-                    continue
-                dirs = tuple(None if d == "" else str(d) for d in r.dirs)
-                rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
-            return [(rows, None), *(([], e) for e in errors)]
+            repair.unpersist()
+        finally:
+            frames.close()
+        sharded = time.perf_counter()
+        rows: list[Row] = []
+        errors: list[str] = []
+        for r in out.itertuples(index=False):
+            if isinstance(r.error, str) and r.error:
+                errors.append(r.error)
+                continue
+            dirs = tuple(None if d is None else str(d) for d in r.dirs)
+            rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
+        raise_if_infeasible(errors)
+        plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows)
+        report["seconds"] = {
+            "analysis": round(analysed - started, 1),
+            "shards": round(sharded - analysed, 1),
+            "mergeAndBalance": round(time.perf_counter() - sharded, 1),
+        }
+        self.reports.append(report)
+        return plan
 
-        return sharded_optimize(snapshot, intents, shards, run_shards)
+
+def _count_reasons(repair: Any, shards: int, partitions: int) -> dict[str, Any]:
+    """How many partitions the analysis sends to the shards, in total and per rule."""
+    from pyspark.sql import functions as F
+
+    counts = repair.agg(
+        F.count("*").alias("total"), *(F.sum(F.col(r).cast("int")).alias(r) for r in REASONS)
+    ).first()
+    return {
+        "shards": shards,
+        "partitions": partitions,
+        "partitionsToRepair": int(counts["total"]),
+        "byRule": {r: int(counts[r] or 0) for r in REASONS},
+    }
 
 
 def _shard_udf(view: ShardView, intents: Intents) -> Any:
@@ -189,8 +218,8 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
                 str(r.topic),
                 int(r.partition),
                 tuple(int(b) for b in r.replicas),
-                tuple(None if d == "" else str(d) for d in r.dirs),
-                None if int(r.leader) < 0 else int(r.leader),
+                tuple(None if d is None else str(d) for d in r.dirs),
+                None if pd.isna(r.leader) else int(r.leader),
                 tuple(int(b) for b in r.isr),
                 int(r.size),
             )
@@ -201,7 +230,7 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
         if error:
             records = iter([("", 0, [], [], error)])
         else:
-            records = ((t, n, list(rs), ["" if d is None else d for d in ds], None) for t, n, rs, ds in rows)
+            records = ((t, n, list(rs), list(ds), None) for t, n, rs, ds in rows)
         return pd.DataFrame.from_records(
             list(records), columns=["topic", "partition", "replicas", "dirs", "error"]
         )

@@ -13,33 +13,39 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import BadInputError
 from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
 
-def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
+def partitions_table(snapshot: ClusterSnapshot) -> Any:
+    """The partitions as an Arrow table: one row each (an unknown dir or leader is null)."""
     import pyarrow as pa
+
+    parts = snapshot.partitions
+    return pa.table(
+        {
+            "topic": pa.array([p.topic for p in parts], pa.string()),
+            "partition": pa.array([p.partition for p in parts], pa.int32()),
+            "replicas": pa.array([p.replicas for p in parts], pa.list_(pa.int32())),
+            "dirs": pa.array([p.log_dirs for p in parts], pa.list_(pa.string())),
+            "leader": pa.array([p.leader for p in parts], pa.int32()),
+            "isr": pa.array([p.isr for p in parts], pa.list_(pa.int32())),
+            "size": pa.array([p.size_bytes for p in parts], pa.int64()),
+        }
+    )
+
+
+def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     import pyarrow.parquet as pq
 
     directory.mkdir(parents=True, exist_ok=True)
     doc = snapshot.to_json()
     doc["partitions"] = []
     (directory / "brokers.json").write_text(json.dumps(doc))
-    parts = snapshot.partitions
-    table = pa.table(
-        {
-            "topic": [p.topic for p in parts],
-            "partition": pa.array([p.partition for p in parts], pa.int32()),
-            "replicas": pa.array([list(p.replicas) for p in parts], pa.list_(pa.int32())),
-            "dirs": pa.array([list(p.log_dirs) for p in parts], pa.list_(pa.string())),
-            "leader": pa.array([p.leader for p in parts], pa.int32()),
-            "isr": pa.array([list(p.isr) for p in parts], pa.list_(pa.int32())),
-            "size": pa.array([p.size_bytes for p in parts], pa.int64()),
-        }
-    )
-    pq.write_table(table, directory / "partitions.parquet")
+    pq.write_table(partitions_table(snapshot), directory / "partitions.parquet")
 
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
@@ -129,6 +135,7 @@ def read_plan_parquet(path: Path) -> Plan:
 __all__ = [
     "PartitionState",
     "is_parquet_plan",
+    "partitions_table",
     "read_plan_parquet",
     "read_snapshot",
     "write_parquet",

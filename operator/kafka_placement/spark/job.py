@@ -21,8 +21,7 @@ from pathlib import Path
 def main(argv: Sequence[str] | None = None) -> int:
     from kafka_placement.model.errors import PlacementError
     from kafka_placement.model.intents import Intents
-    from kafka_placement.planning.optimizer import compute_plan
-    from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
+    from kafka_placement.spark.engines import EngineSettings, plan_with, spark_session
     from kafka_placement.spark.io import is_parquet_plan, read_snapshot, write_plan_parquet
 
     ap = argparse.ArgumentParser(prog="kafka-placement-spark-job", description=__doc__)
@@ -44,12 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise PlacementError(f"{args.intents}: intents file not found")
         intents = Intents.loads(args.intents.read_text(), source=str(args.intents))
         intents = intents.with_reactive_cordon(args.reactive_cordon)
-        session = spark_session(None)
-        optimizer = SparkOptimizer(EngineSettings(engine="spark", shards=args.shards), session)
-        result = compute_plan(
-            snapshot, intents, optimizer=optimizer.optimize, max_moves_per_broker=args.max_moves_per_broker
+        settings = EngineSettings(engine="spark", shards=args.shards)
+        result = plan_with(
+            snapshot, intents, settings, spark_session(None), max_moves_per_broker=args.max_moves_per_broker
         )
-        result.summary["engine"] = "spark"
         if is_parquet_plan(args.output):
             write_plan_parquet(result.plan, args.output)
         else:

@@ -48,7 +48,7 @@ class ReplicaPlacementGoal:
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         e = ctx.eligibility
-        if len(set(replicas)) != len(replicas) or len(replicas) != self._rf(ctx, key):
+        if len(set(replicas)) != len(replicas) or len(replicas) != replication_factor(ctx, key):
             return False
         original = ctx.snapshot.partition(*key)
         before = set(original.replicas) if original is not None else set()
@@ -62,12 +62,6 @@ class ReplicaPlacementGoal:
 
     # ---- one partition ---------------------------------------------------------------------------
 
-    def _rf(self, ctx: PlanningContext, key: Key) -> int:
-        policy = ctx.assignment.policy(key)
-        if policy is not None and policy.replication_factor:
-            return policy.replication_factor
-        return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
-
     def _keepable(self, ctx: PlanningContext, key: Key, broker: int, path: str | None) -> bool:
         e, a = ctx.eligibility, ctx.assignment
         if broker in e.decommissioned:
@@ -77,15 +71,16 @@ class ReplicaPlacementGoal:
         return a.best_dir(e, broker, a.size[key], exclude=[path] if path else []) is not None
 
     def _repair(self, ctx: PlanningContext, key: Key) -> None:
+        if not needs_repair(ctx, key):
+            return
         e, a = ctx.eligibility, ctx.assignment
         reps, dirs, size = a.replicas[key], a.dirs[key], a.size[key]
-        rf = self._rf(ctx, key)
+        rf = replication_factor(ctx, key)
         keep = [b for b, d in zip(reps, dirs, strict=True) if self._keepable(ctx, key, b, d)]
         tree = ctx.tree_for(key)
         all_kept = len(keep) == len(reps)
         if all_kept and len(reps) == rf and (tree is None or tree.violation(reps) is None):
-            if any(not e.may_keep(b, d, size) for b, d in zip(reps, dirs, strict=True)):
-                self._apply(ctx, key, list(reps))  # intra-broker moves off drained dirs only
+            self._apply(ctx, key, list(reps))  # intra-broker moves off drained dirs only
             return
         policy = a.policy(key)
         preferred = set(policy.preferred_brokers) if policy is not None else set()
@@ -212,3 +207,27 @@ class ReplicaPlacementGoal:
             "dir-capacity",
             name,
         )
+
+
+def replication_factor(ctx: PlanningContext, key: Key) -> int:
+    """The partition's target RF: its policy's, else the number of replicas it has in the snapshot."""
+    policy = ctx.assignment.policy(key)
+    if policy is not None and policy.replication_factor:
+        return policy.replication_factor
+    return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
+
+
+def needs_repair(ctx: PlanningContext, key: Key) -> bool:
+    """Whether the hard goal changes partition ``key`` at all: a replica may not stay where it is
+    (decommissioned broker, drained dir, an empty replica on a cordoned dir in reactive mode), the
+    replica count differs from the target RF, or the rack spread is broken. These depend only on the
+    partition and the intents, never on other partitions, so the sharded planner sends only these
+    partitions to its shards (the Spark engine finds the same set with DataFrame joins)."""
+    e, a = ctx.eligibility, ctx.assignment
+    reps, size = a.replicas[key], a.size[key]
+    if any(not e.may_keep(b, d, size) for b, d in zip(reps, a.dirs[key], strict=True)):
+        return True
+    if len(reps) != replication_factor(ctx, key):
+        return True
+    tree = ctx.tree_for(key)
+    return tree is not None and tree.violation(reps) is not None
