@@ -1,14 +1,18 @@
-"""The snapshot as Spark DataFrames: broker/dir loads by aggregation, partitions to repair by joins.
+"""The snapshot as Spark DataFrames: broker/dir loads by aggregation, partitions to repair by rule.
 
-What the sharded planner needs before its shards run, computed by Spark instead of by the driver:
+What the sharded planner needs before its shards run, computed by Spark instead of by the driver.
+The partitions arrive as an Arrow table, hash-partitioned by (topic, partition), so every aggregation
+per partition below runs inside its Spark partition without a shuffle.
 
 - ``loads()``: bytes and replicas per broker and per dir, a ``groupBy`` over the replicas exploded
   from the partitions (every broker and dir of the snapshot is present, at 0 when empty);
-- ``to_repair()``: the partitions the hard goal must change, with the reason. Replicas are joined
-  (broadcast) with the decommissioned brokers and the dirs replicas may not stay on (drained, and in
-  reactive-cordon mode the cordoned ones while the replica is empty); partitions with the policy's
-  replication factor through a join with each topic's rule; rack spread with the brokers' unit paths
-  and window functions per (partition, unit) -- the same maximal-spread rule as
+- ``to_repair()``: the partitions the hard goal must change, with the reason. A partition's replicas
+  and "broker NUL dir" pairs are tested against the decommissioned brokers and the dirs replicas may
+  not stay on (drained, and in reactive-cordon mode the cordoned ones while the replica is empty):
+  small sets inlined in the query (a broadcast semi-join without exploding the row). The replication
+  factor comes from a broadcast join with each topic's rule. Rack spread joins the exploded replicas
+  with the brokers' unit paths, counts replicas per (partition, unit, child unit) and compares the
+  children with window functions per (partition, unit) -- the same maximal-spread rule as
   ``planning.topology.RackTree.violation``, written as set operations:
 
     for every unit U (below the tree's last level) holding ``n >= 2`` of a partition's replicas, with
