@@ -116,7 +116,7 @@ def main() -> None:
     args = ap.parse_args()
     lines = [
         "",
-        "## Engine scale (local vs Spark)",
+        f"## Engine scale (local vs Spark), scenario `{args.scenario}`",
         "",
         f"Produced by `python tests/bench/run_scale.py {' '.join(sys.argv[1:])}".rstrip() + "` on "
         f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
