@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from tests.bench.generator import scenario
 
+from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
@@ -129,3 +130,22 @@ def test_spark_engine_without_java_says_so(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1 and "needs Java 17" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_an_infeasible_shard_in_spark_names_the_partition_and_rule(spark: Any) -> None:
+    # RF 3 on three brokers, one decommissioned: no shard can place its partitions.
+    doc = {
+        "version": 1,
+        "brokers": [{"id": b, "rack": None, "logDirs": [{"path": "/d"}]} for b in (1, 2, 3)],
+        "partitions": [
+            {"topic": "t", "partition": n, "replicas": [1, 2, 3], "logDirs": ["/d"] * 3, "sizeBytes": 10}
+            for n in range(12)
+        ],
+    }
+    snap = ClusterSnapshot.from_json(doc)
+    optimizer = SparkOptimizer(EngineSettings("spark", shards=4), spark)
+    wanted = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
+    with pytest.raises(InfeasibleError) as err:
+        compute_plan(snap, wanted, optimizer=optimizer.optimize)
+    assert err.value.rule == "replication-factor" and err.value.partition.startswith("t-")
+    assert "other shards found" in err.value.detail  # 12 partitions over 4 shards: every shard fails

@@ -158,9 +158,9 @@ class SparkOptimizer:
         shards = self.settings.shards or max(2, 4 * cores)
         started = time.perf_counter()
         frames = SnapshotFrames.of(spark, snapshot, intents)
+        repair = frames.to_repair().withColumn("shard", shard_column(shards)).cache()
         try:
             view = ShardView.of(snapshot, frames.loads(), shards)
-            repair = frames.to_repair().withColumn("shard", shard_column(shards)).cache()
             report = _count_reasons(repair, shards, len(snapshot.partitions))
             analysed = time.perf_counter()
             out = (
@@ -169,8 +169,8 @@ class SparkOptimizer:
                 .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
                 .toPandas()
             )
+        finally:  # nothing stays cached in a long-lived session (the operator's), even on failure
             repair.unpersist()
-        finally:
             frames.close()
         sharded = time.perf_counter()
         rows: list[Row] = []
