@@ -47,7 +47,7 @@ class SnapshotFrames:
     """One snapshot's partitions in Spark, and the intents' rules as small broadcast tables."""
 
     spark: Any
-    snapshot: ClusterSnapshot  # brokers (and, for ``of``, the partitions the DataFrame came from)
+    snapshot: ClusterSnapshot  # the brokers, and the partitions the DataFrame holds
     intents: Intents
     partitions: Any  # DataFrame of COLUMNS (an unknown dir or leader is null)
     _replicas: Any = field(default=None)
@@ -119,20 +119,15 @@ class SnapshotFrames:
             "decommissioned": _overlaps(F.col("replicas"), sorted(elig.decommissioned)),
             "drained": _overlaps(pairs, [f"{b}\0{d}" for b, d in sorted(elig.drained)]),
             "cordonedEmpty": (F.col("size") == 0) & _overlaps(pairs, [f"{b}\0{d}" for b, d in gone]),
+            "replicationFactor": F.coalesce(F.size("replicas") != F.col("rf"), F.lit(False)),  # null rf: none
+            "rackSpread": F.coalesce(F.col("rackSpread"), F.lit(False)),
         }
         out = (
             self.partitions.join(F.broadcast(rules), "topic", "left")
             .join(self._rack_violations(rules, trees), key, "left")
-            .select("*", *(col.alias(name) for name, col in reasons.items()))
-            .withColumn(
-                "replicationFactor",
-                F.coalesce(F.col("rf").isNotNull() & (F.size("replicas") != F.col("rf")), F.lit(False)),
-            )
-            .withColumn("rackSpread", F.coalesce(F.col("rackSpread"), F.lit(False)))
+            .select(*COLUMNS, *(reasons[r].alias(r) for r in REASONS))
         )
-        flags = [F.coalesce(F.col(c), F.lit(False)).alias(c) for c in REASONS]
-        selected = out.select(*COLUMNS, *flags)
-        return selected.where(" OR ".join(REASONS))
+        return out.where(" OR ".join(REASONS))
 
     def _table(self, schema: str, rows: list[tuple[Any, ...]]) -> Any:
         return self.spark.createDataFrame(rows, schema=schema)
