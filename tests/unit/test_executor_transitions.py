@@ -1,51 +1,72 @@
-"""The executor's state machine table and its pure progress computations (no Kafka)."""
+"""The execution record (v2) without Kafka: the transition table, progress arithmetic, encoding, the v1
+reader, the file store's compare-and-swap, malformed state files, execution order and batch limits."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafka_placement.execution import state as st
-from kafka_placement.execution.executor import TRANSITIONS, next_phase
-from kafka_placement.execution.progress import compute_progress, observed_rate, partition_bytes
-from kafka_placement.execution.state import FileStore, IllegalTransition
+from kafka_placement.execution import executor
+from kafka_placement.execution.executor import TRANSITIONS, Limits, next_phase
+from kafka_placement.execution.progress import compute_progress, observed_rate
+from kafka_placement.execution.record import (
+    PHASES,
+    Event,
+    Execution,
+    ExecutionPlan,
+    IllegalTransition,
+    LimitsDoc,
+    Original,
+    Phase,
+    PState,
+    Rule,
+    Submission,
+)
+from kafka_placement.execution.store import FileStore, RecordConflict
+from kafka_placement.execution.view import View
+from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.snapshot import PartitionState
+
+P, E = Phase, Event
 
 
 def test_happy_path_through_every_phase() -> None:
-    phase = st.PENDING
-    for event in (st.START, st.VALID, st.THROTTLED, st.UNHEALTHY, st.HEALTHY, st.ALL_DONE, st.FINISHED):
+    phase = P.PENDING
+    for event in (E.START, E.VALID, E.THROTTLED, E.UNHEALTHY, E.HEALTHY, E.ALL_DONE, E.FINISHED):
         phase = next_phase(phase, event)
-    assert phase == st.COMPLETED
+    assert phase == P.COMPLETED
 
 
 def test_cancel_path_and_plan_already_applied() -> None:
-    assert next_phase(st.MOVING, st.CANCEL) == st.CANCELLING
-    assert next_phase(st.PAUSED, st.CANCEL) == st.CANCELLING
-    assert next_phase(st.CANCELLING, st.REVERTED) == st.CANCELLED
-    assert next_phase(st.VALIDATING, st.ALL_DONE) == st.FINISHING
-    assert next_phase(st.VALIDATING, st.INVALID) == st.FAILED
-    assert next_phase(st.FAILED, st.RETRY) == st.PENDING
+    assert next_phase(P.MOVING, E.CANCEL) == P.CANCELLING
+    assert next_phase(P.PAUSED, E.CANCEL) == P.CANCELLING
+    assert next_phase(P.CANCELLING, E.REVERTED) == P.CANCELLED
+    assert next_phase(P.VALIDATING, E.ALL_DONE) == P.FINISHING
+    assert next_phase(P.VALIDATING, E.INVALID) == P.FAILED
+    assert next_phase(P.FAILED, E.RETRY) == P.PENDING
 
 
 def test_terminal_phases_accept_nothing_but_failed_retry_or_cancel() -> None:
     for (phase, event), _ in TRANSITIONS.items():
-        if phase in (st.COMPLETED, st.CANCELLED):
+        if phase in (P.COMPLETED, P.CANCELLED):
             pytest.fail(f"terminal {phase} has a transition on {event}")
-    assert {e for (p, e) in TRANSITIONS if p == st.FAILED} == {st.RETRY, st.CANCEL}
+    assert {e for (p, e) in TRANSITIONS if p == P.FAILED} == {E.RETRY, E.CANCEL}
 
 
 @pytest.mark.parametrize(
     ("phase", "event"),
     [
-        (st.COMPLETED, st.START),
-        (st.CANCELLED, st.CANCEL),
-        (st.PENDING, st.ALL_DONE),
-        (st.MOVING, st.FINISHED),
-        (st.FINISHING, st.CANCEL),  # every move is done: finishing beats reverting
-        (st.CANCELLING, st.ALL_DONE),  # nothing new once cancel is requested
-        (st.MOVING, "bogus"),
+        (P.COMPLETED, E.START),
+        (P.CANCELLED, E.CANCEL),
+        (P.PENDING, E.ALL_DONE),
+        (P.MOVING, E.FINISHED),
+        (P.FINISHING, E.CANCEL),  # every move is done: finishing beats reverting
+        (P.CANCELLING, E.ALL_DONE),  # nothing new once cancel is requested
+        (P.MOVING, "bogus"),
     ],
 )
 def test_illegal_transitions_raise(phase: str, event: str) -> None:
@@ -54,86 +75,240 @@ def test_illegal_transitions_raise(phase: str, event: str) -> None:
 
 
 def test_table_only_names_known_phases() -> None:
-    for (phase, _), target in TRANSITIONS.items():
-        assert phase in st.PHASES and target in st.PHASES
-    reachable = {st.PENDING} | set(TRANSITIONS.values())
-    assert reachable == set(st.PHASES)
+    reachable = {P.PENDING} | set(TRANSITIONS.values())
+    assert reachable == set(PHASES)
 
 
-def test_partition_keys_round_trip_topics_with_dashes() -> None:
-    assert st.parse_tp(st.tp_key("a-b-c", 12)) == ("a-b-c", 12)
+# ---- a record over a small plan -----------------------------------------------------------------------
+
+PLAN = Plan.of(
+    [
+        PartitionTarget("t", 0, (1, 2), ("any", "any")),  # adds broker 2: one copy
+        PartitionTarget("t", 1, (2, 1), ("/d1", "any")),  # reorder + dir move on broker 2: one copy
+        PartitionTarget("t", 2, (3, 1), ("any", "any")),  # adds 3 and 1: two copies
+    ]
+)
+BASELINE = [
+    Original((1, 3), ("/d0", "/d0"), 100),
+    Original((1, 2), ("/d0", "/d0"), 50),
+    Original((2, 4), ("/d0", "/d0"), 10),
+]
+LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 
 
-def _record() -> dict[str, Any]:
-    plan = Plan.of(
-        [
-            PartitionTarget("t", 0, (1, 2), ("any", "any")),  # adds broker 2: one copy
-            PartitionTarget("t", 1, (2, 1), ("/d1", "any")),  # reorder + dir move on broker 2: one copy
-            PartitionTarget("t", 2, (3, 1), ("any", "any")),  # adds 3 and 1: two copies
-        ]
-    )
-    record = st.new_record(plan)
-    record["original"] = {
-        "t-0": {"replicas": [1, 3], "logDirs": ["/d0", "/d0"], "sizeBytes": 100},
-        "t-1": {"replicas": [1, 2], "logDirs": ["/d0", "/d0"], "sizeBytes": 50},
-        "t-2": {"replicas": [2, 4], "logDirs": ["/d0", "/d0"], "sizeBytes": 10},
-    }
-    return record
+def _execution(tmp_path: Path, rules: list[Rule] | None = None) -> Execution:
+    store = FileStore(tmp_path / "state.json")
+    ex = Execution.create(store, PLAN, limits=LIMITS, cluster_id="c1", rules=rules or [])
+    ex.set_baseline(BASELINE, {(2, "/d0"): 0.9})
+    ex.save()
+    return ex
 
 
-def test_bytes_per_partition_count_every_copy() -> None:
-    record = _record()
-    sizes = [partition_bytes(record, t) for t in record["plan"]["partitions"]]
-    assert sizes == [100, 50, 20]
+def test_bytes_per_partition_count_every_copy(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    assert ex.plan.move_bytes == [100, 50, 20]
+    assert ex.plan.adding == [(2,), (), (3, 1)]
+    assert ex.plan.dir_moving == [(), (2,), ()]
+    assert ex.plan.dir_only(1) and not ex.plan.dir_only(0)
 
 
-def test_progress_counts_done_in_flight_and_pending() -> None:
-    record = _record()
-    record["done"] = ["t-2"]
-    record["submitted"] = {
-        "t-0": {"replicas": [1, 2], "submittedAt": 0, "state": "confirmed"},
-        "t-2": {"replicas": [3, 1], "submittedAt": 0, "state": "confirmed"},
-    }
-    p = compute_progress(record, {"t-0": 40, "t-1": 999})  # t-1 is not ours yet: ignored
-    assert (p.partitions_total, p.partitions_done, p.partitions_in_flight, p.partitions_pending) == (
-        3,
-        1,
-        1,
-        1,
-    )
+def test_progress_counts_done_in_flight_and_pending(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.submit(0, Submission.CONFIRMED, 0)
+    ex.submit(2, Submission.CONFIRMED, 0)
+    ex.finish(2)
+    ex.doc.copied = {0: 40}
+    p = compute_progress(ex)
+    assert (p.partitions_total, p.partitions_done, p.partitions_in_flight, p.partitions_pending) == (3, 1, 1, 1)
     assert (p.bytes_total, p.bytes_moved, p.bytes_remaining) == (170, 60, 110)
     assert p.eta_s is None  # no rate observed yet
-    record["samples"] = [[100.0, 0], [110.0, 60]]
-    p = compute_progress(record, {"t-0": 40})
+    ex.doc.samples = [(100.0, 0), (110.0, 60)]
+    p = compute_progress(ex)
     assert p.rate_bytes_per_s == pytest.approx(6.0)
     assert p.eta_s == pytest.approx(110 / 6.0)
     assert "1/3" in p.line()
 
 
-def test_partial_bytes_are_capped_and_finished_is_eta_zero() -> None:
-    record = _record()
-    record["submitted"] = {"t-0": {"replicas": [1, 2], "submittedAt": 0, "state": "confirmed"}}
-    assert compute_progress(record, {"t-0": 10**9}).bytes_moved == 100
-    record["done"] = ["t-0", "t-1", "t-2"]
-    assert compute_progress(record, {}).eta_s == 0.0
+def test_partial_bytes_are_capped_and_finished_is_eta_zero(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.submit(0, Submission.CONFIRMED, 0)
+    ex.doc.copied = {0: 10**9}
+    assert compute_progress(ex).bytes_moved == 100
+    for i in range(3):
+        ex.finish(i)
+    assert compute_progress(ex).eta_s == 0.0
+    assert ex.all_done
 
 
 def test_observed_rate_needs_two_samples_and_time() -> None:
     assert observed_rate([]) is None
-    assert observed_rate([[1.0, 5]]) is None
-    assert observed_rate([[1.0, 5], [1.0, 9]]) is None
-    assert observed_rate([[1.0, 0], [3.0, 10]]) == 5.0
+    assert observed_rate([(1.0, 5)]) is None
+    assert observed_rate([(1.0, 5), (1.0, 9)]) is None
+    assert observed_rate([(1.0, 0), (3.0, 10)]) == 5.0
 
 
-def test_file_store_round_trip_and_cancel_marker(tmp_path: Any) -> None:
+def test_record_round_trips_through_the_store(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.submit(0, Submission.INTENT, 5.0)
+    ex.count_submission(0)
+    ex.finish(2)
+    ex.doc.phase = P.MOVING
+    ex.save()
+    again = Execution.load(FileStore(tmp_path / "state.json"))
+    assert again is not None
+    assert again.doc.plan_id == PLAN.plan_id and again.doc.cluster_id == "c1"
+    assert again.phase == P.MOVING
+    assert again.doc.in_flight[0].state == Submission.INTENT
+    assert [again.state(i) for i in range(3)] == [PState.IN_FLIGHT, PState.PENDING, PState.DONE]
+    assert again.doc.done_bytes == 20 and again.doc.counters.submissions == 1
+    assert again.plan.baseline == tuple(BASELINE)
+    # the plan and baseline are blobs: the document stays small and does not embed the plan
+    text = (tmp_path / "state.json").read_text()
+    assert '"replicas"' not in text and len(text) < 4000
+
+
+def test_a_second_writer_gets_a_conflict_not_a_lost_update(tmp_path: Path) -> None:
+    _execution(tmp_path)
+    a = Execution.load(FileStore(tmp_path / "state.json"))
+    b = Execution.load(FileStore(tmp_path / "state.json"))
+    assert a is not None and b is not None
+    a.doc.cancel_requested = True
+    a.save()
+    b.doc.last_error = "b was here"
+    with pytest.raises(RecordConflict):
+        b.save()
+    stored = Execution.load(FileStore(tmp_path / "state.json"))
+    assert stored is not None and stored.doc.cancel_requested and stored.doc.last_error is None
+
+
+def test_a_resubmission_is_counted(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.count_submission(0)
+    assert ex.doc.counters.resubmitted == 0
+    ex.count_submission(0)
+    assert ex.doc.counters.resubmitted == 1
+
+
+def test_file_store_cancel_marker(tmp_path: Path) -> None:
     store = FileStore(tmp_path / "state.json")
     assert store.load() is None
-    record = _record()
-    store.save(record)
-    loaded = store.load()
-    assert loaded is not None and loaded["planId"] == record["planId"]
     assert not store.cancel_requested()
     store.request_cancel()
     assert store.cancel_requested()
     store.clear_cancel()
     assert not store.cancel_requested()
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.pop("phase"),
+        lambda d: d.update(phase="Dancing"),
+        lambda d: d.update(version=3),
+        lambda d: d.update(kind="ConfigMap"),
+        lambda d: d.update(partitions="many"),
+        lambda d: d.update(inFlight={"7": {"state": "intent", "at": 1}}),
+        lambda d: d.update(inFlight={"0": {"state": "flying", "at": 1}}),
+        lambda d: d.update(states="%%%not-base64"),
+        lambda d: d.update(planId="../../etc"),
+        lambda d: d.update(counters={"ticks": -1}),
+        lambda d: d.update(blobs={"plan": "plan-000000000000"}),
+        lambda d: d.update(unknown=1),
+    ],
+)
+def test_malformed_records_are_refused_naming_the_file(tmp_path: Path, mutate: Any) -> None:
+    _execution(tmp_path)
+    path = tmp_path / "state.json"
+    doc = json.loads(path.read_text())
+    mutate(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError, match="state.json") as e:
+        ex = Execution.load(FileStore(path))
+        assert ex is not None
+        _ = ex.plan  # a missing blob shows when the plan is needed
+    assert len(e.value.message) < 1000
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", "null", "[" * 5000, '{"version": 1}', "x" * 100])
+def test_garbage_state_files_are_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    with pytest.raises(BadInputError, match="state.json"):
+        Execution.load(FileStore(path))
+
+
+def test_a_v1_record_resumes(tmp_path: Path) -> None:
+    v1 = {
+        "version": 1,
+        "planId": PLAN.plan_id,
+        "plan": PLAN.to_json(),
+        "bootstrapServers": "127.0.0.1:1",
+        "throttleRate": 1000,
+        "phase": "Moving",
+        "original": {
+            f"t-{i}": {"replicas": list(o.replicas), "logDirs": list(o.log_dirs), "sizeBytes": o.size}
+            for i, o in enumerate(BASELINE)
+        },
+        "submitted": {
+            "t-0": {"replicas": [1, 2], "submittedAt": 3.0, "state": "confirmed", "dirOnly": False},
+            "t-2": {"replicas": [3, 1], "submittedAt": 3.0, "state": "confirmed", "dirOnly": False},
+        },
+        "done": ["t-2"],
+        "dirMovesDone": [],
+        "dirMoves": {},
+        "throttles": {"brokers": [{"broker": 1, "config": "x", "previous": None}], "topics": []},
+        "cancelRequested": False,
+        "lastError": None,
+        "counters": {"ticks": 4, "submissions": {"t-0": 1, "t-2": 1}},
+        "samples": [],
+        "copied": {},
+        "createdAt": 1.0,
+        "updatedAt": 2.0,
+    }
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(v1))
+    ex = Execution.load(FileStore(path))
+    assert ex is not None
+    assert ex.phase == P.MOVING and ex.doc.plan_id == PLAN.plan_id
+    assert ex.active() == [0] and ex.state(2) == PState.DONE and ex.doc.done_bytes == 20
+    assert ex.doc.counters.submissions == 2 and ex.doc.counters.resubmitted == 0
+    assert ex.doc.throttles.brokers[0].broker == 1
+    ex.save()  # written back as version 2
+    assert json.loads(path.read_text())["version"] == 2
+
+
+def test_priority_then_freeing_then_small_first() -> None:
+    rules = [Rule(name="BrokerDecommission/x", brokers=[4], priority=5, throttle=123)]
+    plan = ExecutionPlan(PLAN, BASELINE, rules, {(1, "/d0"): 0.5, (2, "/d0"): 0.9})
+    # t-2 takes a replica off broker 4 (priority 5); t-1 moves a replica off the 90% full dir of broker 2
+    assert plan.order == [2, 1, 0]
+    assert plan.priority == [0, 0, 5] and plan.rate == [None, None, 123]
+
+
+def _view(partitions: dict[tuple[str, int], PartitionState]) -> View:
+    return View("c1", frozenset({1, 2, 3, 4}), partitions, {}, {})
+
+
+def _healthy(t: PartitionTarget, o: Original) -> PartitionState:
+    return PartitionState(t.topic, t.partition, o.replicas, o.log_dirs, o.replicas[0], o.replicas, o.size)
+
+
+def test_selection_respects_counts_bytes_and_health(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    states = {t.key: _healthy(t, o) for t, o in zip(PLAN.partitions, BASELINE, strict=True)}
+    cands = list(ex.pending(10))
+    # t-2 and t-1 free the 90% full dir of broker 2 (smallest first), then t-0
+    assert cands == [2, 1, 0]
+    assert executor._select(ex, _view(states), Limits(), cands) == [2, 1, 0]  # all fit by default
+    # one move per broker: t-2 involves brokers 1-4, the others involve broker 2 too
+    assert executor._select(ex, _view(states), Limits(max_moves_per_broker=1), cands) == [2]
+    assert executor._select(ex, _view(states), Limits(max_moves=2), cands) == [2, 1]
+    # bytes: a broker with something in flight takes no more than the cap (t-0's 100 bytes onto broker 2
+    # after t-1's 50); an idle broker always takes one move, however large
+    assert executor._select(ex, _view(states), Limits(max_bytes_per_broker=60), cands) == [2, 1]
+    assert executor._select(ex, _view(states), Limits(max_bytes_per_broker=1), cands) == [2, 1]
+    # an under-replicated partition is never moved
+    bad = dict(states)
+    t0 = PLAN.partitions[0]
+    bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 1, (1,), 100)
+    assert 0 not in executor._select(ex, _view(bad), Limits(), cands)

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..execution import executor
-from ..execution import state as st
-from ..execution.state import FileStore
+from ..execution.progress import Progress
+from ..execution.record import TERMINAL, Event, Execution, Owner, Phase
+from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
-from ..model.errors import BadInputError
+from ..model.errors import BadInputError, PlacementError
 from ._io import read_plan, write_json
-
-DEFAULT_STATE = ".kafka-placement-execution.json"
 
 
 def add_connection_args(parser: argparse.ArgumentParser) -> None:
@@ -66,34 +67,42 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 # ---- execute / status / cancel / verify ------------------------------------------------------------
 
-
-def _record_gateway(args: argparse.Namespace, record: dict[str, Any]) -> KafkaGateway:
-    """A gateway from the flags, or from the servers recorded by ``execute``."""
-    if args.bootstrap_server is None and args.command_config is None:
-        if not record.get("bootstrapServers"):
-            raise BadInputError("no --bootstrap-server given and none recorded in the execution state")
-        return KafkaGateway(ConnectionSettings(str(record["bootstrapServers"])))
-    return _gateway(args)
+STATE_DIR_ENV = "KAFKA_PLACEMENT_STATE_DIR"
+CANCEL_WAIT_S = 600.0  # cancel --wait: at most this long for a running `execute` to revert
 
 
-def _print_tick(record: dict[str, Any]) -> None:
-    progress = record.get("progress") or {}
-    parts, bytes_ = progress.get("partitions", {}), progress.get("bytes", {})
-    eta = progress.get("etaSeconds")
-    line = (
-        f"[{record['phase']}] plan {record['planId']}: partitions done {parts.get('done', 0)}/"
-        f"{parts.get('total', 0)}, in flight {parts.get('inFlight', 0)}, pending {parts.get('pending', 0)}; "
-        f"bytes moved {bytes_.get('moved', 0)}/{bytes_.get('total', 0)}; "
-        f"eta {'-' if eta is None else f'{eta:.0f}s'}"
-    )
-    if record.get("lastError"):
-        line += f"; {record['lastError']}"
+def state_dir() -> Path:
+    """Where execution records live by default: $KAFKA_PLACEMENT_STATE_DIR, else the XDG state dir."""
+    if os.environ.get(STATE_DIR_ENV):
+        return Path(os.environ[STATE_DIR_ENV])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kafka-placement"
+
+
+def _state_path(args: argparse.Namespace, gateway: KafkaGateway | None) -> Path:
+    """``--state``, else ``<state dir>/execution-<clusterId>.json`` (one record per cluster)."""
+    if args.state:
+        return Path(args.state)
+    if gateway is None:
+        raise BadInputError("give --state FILE, or --bootstrap-server to find the cluster's default state")
+    cluster_id, _ = gateway.describe_cluster()
+    if not cluster_id:
+        raise BadInputError("the cluster reports no cluster id: give --state FILE")
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in cluster_id)[:100]
+    return state_dir() / f"execution-{safe}.json"
+
+
+def _print_tick(ex: Execution) -> None:
+    p = Progress.from_json(ex.doc.progress or {})
+    line = f"[{ex.phase}] plan {ex.doc.plan_id}: {p.line()}"
+    if ex.doc.last_error:
+        line += f"; {ex.doc.last_error[:500]}"
     print(line, flush=True)
 
 
-def _owner_alive(record: dict[str, Any]) -> bool:
-    pid = (record.get("owner") or {}).get("pid")
-    if not isinstance(pid, int) or pid == os.getpid():
+def _owner_alive(ex: Execution) -> bool:
+    pid = ex.doc.owner.pid if ex.doc.owner is not None else None
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)
@@ -101,147 +110,221 @@ def _owner_alive(record: dict[str, Any]) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return _is_execute(pid)
 
 
-def _outcome(record: dict[str, Any], command: str) -> int:
-    if record["phase"] == st.FAILED:
-        print(
-            f"kafka-placement {command}: error: {record.get('lastError') or 'execution failed'}",
-            file=sys.stderr,
-        )
+def _is_execute(pid: int) -> bool:
+    """The pid runs `kafka-placement execute` (not a recycled pid of something else)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc: trust the pid
+    return b"execute" in cmdline
+
+
+def _outcome(ex: Execution, command: str) -> int:
+    if ex.phase == Phase.FAILED:
+        print(f"kafka-placement {command}: error: {ex.doc.last_error or 'execution failed'}", file=sys.stderr)
         return 1
     return 0
 
 
 def _limits(args: argparse.Namespace) -> executor.Limits:
-    if args.max_moves_per_broker < 1 or args.max_moves < 1:
-        raise BadInputError("--max-moves-per-broker and --max-moves must be at least 1")
-    if args.throttle is not None and args.throttle < 1:
+    if not 1 <= args.max_moves_per_broker <= 100_000 or not 1 <= args.max_moves <= 1_000_000:
+        raise BadInputError("--max-moves-per-broker must be 1..100000 and --max-moves 1..1000000")
+    if args.throttle is not None and not 1 <= args.throttle <= 2**63 - 1:
         raise BadInputError("--throttle must be a positive number of bytes/s")
-    return executor.Limits(args.max_moves_per_broker, args.max_moves, args.throttle)
+    if args.max_bytes_per_broker is not None and not 1 <= args.max_bytes_per_broker <= 2**63 - 1:
+        raise BadInputError("--max-bytes-per-broker must be a positive number of bytes")
+    return executor.Limits(
+        args.max_moves_per_broker, args.max_moves, args.max_bytes_per_broker, args.throttle
+    )
+
+
+def _poll(args: argparse.Namespace) -> float:
+    value = float(args.poll_seconds)
+    if not math.isfinite(value) or not 0.05 <= value <= 3600:
+        raise BadInputError("--poll-seconds must be between 0.05 and 3600")
+    return value
+
+
+def _load(store: FileStore) -> Execution | None:
+    return Execution.load(store)
 
 
 def _execute(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     limits = _limits(args)
+    poll = _poll(args)
     settings = _connection(args)
-    store = FileStore(args.state)
-    record = store.load()
-    if record is not None and record["planId"] != plan.plan_id and record["phase"] not in st.TERMINAL:
-        raise BadInputError(
-            f"another execution (plan {record['planId']}) is in progress; cancel it or use another --state",
-            args.state,
-        )
-    if record is not None and record["planId"] == plan.plan_id and record["phase"] != st.CANCELLED:
-        if record["phase"] == st.FAILED:
-            record["phase"] = st.next_phase(record["phase"], st.RETRY)
-            record["lastError"] = None
-        print(f"resuming execution of plan {plan.plan_id} (phase {record['phase']})", file=sys.stderr)
-    else:
-        if record is not None and record["phase"] in st.TERMINAL:
-            with KafkaGateway(settings) as old:  # the old execution's leftovers (a crash after its end)
-                executor.sweep(old, record, store.save)
-        store.clear_cancel()
-        record = st.new_record(plan, settings.bootstrap_servers, limits.throttle)
-    record["owner"] = {"pid": os.getpid(), "startedAt": time.time()}
-    record["throttleRate"] = limits.throttle
     with KafkaGateway(settings) as gateway:
-        gateway.broker_ids()  # unreachable: exit 1 (one line) before anything is written
-        store.save(record)
-        record = executor.run(
+        cluster_id, _ = (
+            gateway.describe_cluster()
+        )  # unreachable: exit 1 (one line) before anything is written
+        store = FileStore(_state_path(args, gateway))
+        ex = _load(store)
+        if ex is not None and ex.doc.cluster_id and cluster_id and ex.doc.cluster_id != cluster_id:
+            raise BadInputError(
+                f"the execution state belongs to cluster {ex.doc.cluster_id}, not to {cluster_id} at "
+                f"{settings.bootstrap_servers}; use that cluster's state (or another --state)",
+                store.where,
+            )
+        if ex is not None and ex.doc.plan_id != plan.plan_id and ex.phase not in TERMINAL:
+            raise BadInputError(
+                f"another execution (plan {ex.doc.plan_id}) is in progress; cancel it or use another --state",
+                store.where,
+            )
+        resume = ex is not None and ex.doc.plan_id == plan.plan_id and ex.phase != Phase.CANCELLED
+        if ex is not None and resume and ex.phase == Phase.COMPLETED:
+            problems = executor.mismatches(gateway, plan, ex)
+            if problems:  # a Completed record is only believed after checking the live cluster
+                print(
+                    f"the record says plan {plan.plan_id} completed, but the cluster does not match it "
+                    f"({len(problems)} mismatch(es), e.g. {problems[0][:200]}): executing it again",
+                    file=sys.stderr,
+                )
+                resume = False
+        if ex is not None and resume:
+            if ex.phase == Phase.FAILED:
+                ex.move(Event.RETRY)
+                ex.error(None)
+            print(f"resuming execution of plan {plan.plan_id} (phase {ex.phase})", file=sys.stderr)
+        else:
+            if ex is not None:
+                executor.sweep(gateway, ex)  # the old execution's leftovers (a crash after its end)
+            store.clear_cancel()
+            ex = Execution.create(
+                store,
+                plan,
+                limits=limits.to_doc(),
+                bootstrap_servers=settings.bootstrap_servers,
+                cluster_id=cluster_id,
+            )
+        ex.doc.owner = Owner(pid=os.getpid(), started_at=time.time())
+        ex.doc.limits = limits.to_doc()
+        ex.save()
+        print(f"execution state: {store.where}", file=sys.stderr)
+        ex = executor.run(
             gateway,
-            record,
+            ex,
             limits,
             wait=args.wait,
-            poll_s=args.poll_seconds,
-            save=store.save,
+            poll_s=poll,
             cancel_requested=store.cancel_requested,
             on_tick=_print_tick,
         )
-    if record["phase"] in st.TERMINAL:
+    if ex.phase in TERMINAL:
         store.clear_cancel()
-    return _outcome(record, "execute")
+    return _outcome(ex, "execute")
 
 
-def _load_record(args: argparse.Namespace) -> tuple[FileStore, dict[str, Any]]:
-    store = FileStore(args.state)
-    record = store.load()
-    if record is None:
-        raise BadInputError("no execution state found (run `kafka-placement execute` first)", args.state)
-    return store, record
+def _record_gateway(args: argparse.Namespace, ex: Execution) -> KafkaGateway:
+    """A gateway from the flags, or from the servers recorded by ``execute``."""
+    if args.bootstrap_server is None and args.command_config is None:
+        if not ex.doc.bootstrap_servers:
+            raise BadInputError("no --bootstrap-server given and none recorded in the execution state")
+        return KafkaGateway(ConnectionSettings(ex.doc.bootstrap_servers))
+    return _gateway(args)
+
+
+def _load_record(args: argparse.Namespace) -> tuple[FileStore, Execution]:
+    gateway = _gateway(args) if not args.state and (args.bootstrap_server or args.command_config) else None
+    try:
+        store = FileStore(_state_path(args, gateway))
+    finally:
+        if gateway is not None:
+            gateway.close()
+    ex = _load(store)
+    if ex is None:
+        raise BadInputError("no execution state found (run `kafka-placement execute` first)", store.where)
+    return store, ex
 
 
 def _status(args: argparse.Namespace) -> int:
-    _, record = _load_record(args)
+    store, ex = _load_record(args)
     summary: dict[str, Any] = {
-        "planId": record["planId"],
-        "phase": record["phase"],
-        "cancelRequested": record["cancelRequested"],
-        "lastError": record.get("lastError"),
-        "partitions": len(record["plan"]["partitions"]),
-        "done": len(record["done"]),
-        "submitted": len(record["submitted"]),
-        "throttlesSet": bool(record["throttles"]["brokers"] or record["throttles"]["topics"]),
-        "progress": record.get("progress"),
+        "state": store.where,
+        "planId": ex.doc.plan_id,
+        "clusterId": ex.doc.cluster_id,
+        "phase": str(ex.phase),
+        "cancelRequested": ex.doc.cancel_requested,
+        "lastError": ex.doc.last_error,
+        "partitions": ex.doc.partitions,
+        "done": ex.doc.done_count,
+        "inFlight": len(ex.doc.in_flight),
+        "submissions": ex.doc.counters.submissions,
+        "resubmitted": ex.doc.counters.resubmitted,
+        "throttlesSet": bool(ex.doc.throttles.brokers or ex.doc.throttles.topics),
+        "progress": ex.doc.progress,
     }
     try:
-        with _record_gateway(args, record) as gateway:
-            summary["liveProgress"] = executor.progress(gateway, record).to_json()
+        with _record_gateway(args, ex) as gateway:
+            if ex.phase == Phase.COMPLETED:  # believed only after checking the live cluster
+                problems = executor.mismatches(gateway, ex.plan.plan, ex)
+                summary["liveMismatches"] = len(problems)
+                summary["liveMismatchExamples"] = [p[:200] for p in problems[:5]]
+            else:
+                summary["liveProgress"] = executor.live_progress(gateway, ex).to_json()
     except (KafkaUnavailableError, BadInputError) as e:
         summary["liveProgress"] = None
-        summary["liveError"] = e.message
+        summary["liveError"] = e.message[:500]
     print(json.dumps(summary, indent=1))
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    store, record = _load_record(args)
-    if record["phase"] in st.TERMINAL:
-        print(
-            f"nothing to cancel: execution of plan {record['planId']} is {record['phase']}", file=sys.stderr
-        )
+    poll = _poll(args)
+    store, ex = _load_record(args)
+    if ex.phase in TERMINAL:
+        print(f"nothing to cancel: execution of plan {ex.doc.plan_id} is {ex.phase}", file=sys.stderr)
         return 0
     store.request_cancel()
-    print(f"cancel requested for the execution of plan {record['planId']}", file=sys.stderr)
+    print(f"cancel requested for the execution of plan {ex.doc.plan_id}", file=sys.stderr)
     if not args.wait:
         return 0
-    if _owner_alive(record):  # the running `execute` reverts; wait for it
-        while True:
-            time.sleep(args.poll_seconds)
-            fresh = store.load()
-            if fresh is None or fresh["phase"] in st.TERMINAL or not _owner_alive(fresh):
+    if _owner_alive(ex):  # the running `execute` reverts; wait for it, bounded
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(poll)
+            fresh = _load(store)
+            if fresh is None or fresh.phase in TERMINAL or not _owner_alive(fresh):
                 break
-        fresh = store.load()
-        if fresh is not None and fresh["phase"] in st.TERMINAL:
+        else:
+            raise PlacementError(
+                f"the running execute (pid {ex.doc.owner.pid if ex.doc.owner else '?'}) did not finish the "
+                f"cancel within {CANCEL_WAIT_S:.0f}s; it goes on reverting (see `kafka-placement status`)"
+            )
+        fresh = _load(store)
+        if fresh is not None and fresh.phase in TERMINAL:
             _print_tick(fresh)
             store.clear_cancel()
-            return 0 if fresh["phase"] == st.CANCELLED else _outcome(fresh, "cancel")
-        record = fresh or record
-    record["cancelRequested"] = True
-    record["owner"] = {"pid": os.getpid(), "startedAt": time.time()}
-    with _record_gateway(args, record) as gateway:
-        store.save(record)
-        record = executor.run(
+            return 0 if fresh.phase == Phase.CANCELLED else _outcome(fresh, "cancel")
+        ex = fresh or ex
+    ex.doc.cancel_requested = True
+    ex.doc.owner = Owner(pid=os.getpid(), started_at=time.time())
+    with _record_gateway(args, ex) as gateway:
+        ex.save()
+        ex = executor.run(
             gateway,
-            record,
+            ex,
             executor.Limits(),
             wait=True,
-            poll_s=args.poll_seconds,
-            save=store.save,
+            poll_s=poll,
             on_tick=_print_tick,
+            retry_s=args.retry_seconds,
         )
     store.clear_cancel()
-    return _outcome(record, "cancel")
+    return _outcome(ex, "cancel")
 
 
 def _verify(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
-    record = FileStore(args.state).load()
-    if record is not None and record["planId"] != plan.plan_id:
-        record = None
     with _gateway(args) as gateway:
-        problems = executor.mismatches(gateway, plan, record)
+        path = _state_path(args, gateway)
+        ex = _load(FileStore(path)) if path.exists() else None
+        if ex is not None and ex.doc.plan_id != plan.plan_id:
+            ex = None
+        problems = executor.mismatches(gateway, plan, ex)
     for line in problems:
         print(line)
     if problems:
@@ -256,13 +339,14 @@ def _verify(args: argparse.Namespace) -> int:
 def _add_state_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state",
-        default=DEFAULT_STATE,
         metavar="FILE",
-        help=f"execution record file (default {DEFAULT_STATE})",
+        help=f"execution record file (default: execution-<clusterId>.json in ${STATE_DIR_ENV}, else "
+        "$XDG_STATE_HOME/kafka-placement or ~/.local/state/kafka-placement)",
     )
 
 
 def _register_execution(sub: Any) -> None:
+    d = executor.Limits()
     p = sub.add_parser(
         "execute",
         help="apply a plan to Kafka: throttled, limited, resumable reassignments and log-dir moves",
@@ -272,11 +356,31 @@ def _register_execution(sub: Any) -> None:
     add_connection_args(p)
     p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka format) or .parquet")
     p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
-    p.add_argument("--max-moves-per-broker", type=int, default=5, metavar="N", help="default 5")
-    p.add_argument("--max-moves", type=int, default=10, metavar="N", help="moves in flight (default 10)")
+    p.add_argument(
+        "--max-moves-per-broker",
+        type=int,
+        default=d.max_moves_per_broker,
+        metavar="N",
+        help=f"moves in flight per broker (default {d.max_moves_per_broker})",
+    )
+    p.add_argument(
+        "--max-moves",
+        type=int,
+        default=d.max_moves,
+        metavar="N",
+        help=f"moves in flight in the cluster (default {d.max_moves})",
+    )
+    p.add_argument(
+        "--max-bytes-per-broker",
+        type=int,
+        metavar="BYTES",
+        help=f"bytes in flight per broker, inbound and outbound (default: the throttle, or "
+        f"{executor.ASSUMED_UNTHROTTLED_RATE} B/s when unthrottled, times {d.batch_seconds} s); a broker "
+        "with nothing in flight always takes one move",
+    )
     _add_state_arg(p)
     p.add_argument("--wait", action="store_true", help="tick until the execution ends (else one tick)")
-    p.add_argument("--poll-seconds", type=float, default=2.0, metavar="S", help="seconds between ticks")
+    p.add_argument("--poll-seconds", type=float, default=1.0, metavar="S", help="seconds between ticks")
     p.set_defaults(func=_execute)
 
     p = sub.add_parser("status", help="the execution record's summary and live progress (JSON)")
@@ -287,13 +391,20 @@ def _register_execution(sub: Any) -> None:
     p = sub.add_parser(
         "cancel",
         help="cancel an execution: in-flight moves reverted (KIP-455), throttles removed",
-        description="Request a cancel; the running `execute` reverts. With --wait, wait for it (or drive "
-        "the cancel here when no `execute` is running).",
+        description="Request a cancel; the running `execute` reverts. With --wait, wait for it (at most "
+        f"{CANCEL_WAIT_S:.0f}s) or drive the cancel here when no `execute` is running.",
     )
     add_connection_args(p)
     _add_state_arg(p)
     p.add_argument("--wait", action="store_true", help="wait until the execution is Cancelled")
     p.add_argument("--poll-seconds", type=float, default=1.0, metavar="S", help="seconds between checks")
+    p.add_argument(
+        "--retry-seconds",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="how long to keep retrying an unreachable cluster while reverting (default 60)",
+    )
     p.set_defaults(func=_cancel)
 
     p = sub.add_parser("verify", help="exit 0 if the cluster matches the plan (replicas, order, dirs)")

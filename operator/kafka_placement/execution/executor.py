@@ -1,10 +1,17 @@
-"""The plan executor: stateless ticks over a durable execution record (DESIGN.md section 5).
+"""The plan executor: stateless ticks over a durable execution record (docs/architecture.md).
 
-``tick(gateway, record, limits, save)`` reads Kafka (placement, in-flight reassignments, log dirs),
-decides from the record alone, acts, and returns the updated record; ``run`` loops ticks until the
-phase is terminal. Every Kafka action is recorded as an intent (``save``) before it is made and as
-confirmed after, so a crash in between is reconciled against ListPartitionReassignments and the current
-replicas on restart instead of resubmitting. Phases change only through ``state.next_phase``.
+``tick(gateway, ex, limits)`` reads what it needs from Kafka (the partitions in flight and the next ones
+in line, execution/view.py), decides from the record, acts, and saves; ``run`` loops ticks until the phase
+is terminal. Every Kafka action is recorded as an intent (``ex.save``) before it is made and confirmed
+after, so a crash in between is reconciled against ListPartitionReassignments and the current replicas on
+restart instead of resubmitting. A save that loses a race to another writer raises ``RecordConflict``
+before anything is sent. Phases change only through ``record.next_phase``.
+
+Concurrency: moves in flight per broker and per cluster (counts), and bytes in flight per broker, inbound
+and outbound (``Limits.bytes_per_broker``: the throttle, or an assumed rate when unthrottled, times a
+target batch duration), so thousands of small partitions move together and large ones a few at a time;
+a broker with nothing in flight always takes one move, however large. Partitions go in execution order
+(higher priority first, then moves off nearly full dirs, then smallest first).
 """
 
 from __future__ import annotations
@@ -14,486 +21,578 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..kafka.gateway import (
-    KafkaGateway,
-    KafkaOperationError,
-    KafkaUnavailableError,
-)
+from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
 from ..kafka.throttles import Move, ThrottleError, ThrottleState, apply_throttles, clear_throttles
 from ..model.errors import BadInputError
-from ..model.plan import ANY_DIR, PartitionTarget, Plan
-from . import state as st
+from ..model.plan import ANY_DIR, Plan
 from .progress import Progress, compute_progress, in_flight_bytes
-from .state import TRANSITIONS as TRANSITIONS  # the state machine, re-exported
-from .state import next_phase as next_phase
-from .view import Record, View, at_target, involved_brokers, read_view
+from .record import (
+    MAX_SAMPLES,
+    TERMINAL,
+    TRANSITIONS,
+    Event,
+    Execution,
+    LimitsDoc,
+    Original,
+    Phase,
+    PState,
+    Submission,
+    next_phase,
+)
+from .view import View, at_target, read_view
+
+__all__ = [
+    "TRANSITIONS",
+    "Limits",
+    "live_progress",
+    "mismatches",
+    "next_phase",
+    "progress",
+    "run",
+    "sweep",
+    "tick",
+]
 
 log = logging.getLogger(__name__)
 
-Save = Callable[[Record], None]
-MAX_SAMPLES = 30
 DIVERGED_TICKS = 3
 TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka errors before giving up
+ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
+LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
+MIN_LOOKAHEAD = 256
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Concurrency and throttle settings of an execution."""
+    """Concurrency and throttle settings of an execution (defaults: docs/architecture.md, README)."""
 
-    max_moves_per_broker: int = 5  # as the planner's batches (and Cruise Control's default)
-    max_moves: int = 10
+    max_moves_per_broker: int = 250
+    max_moves: int = 1250  # cluster-wide, Cruise Control's default for partition movements
+    max_bytes_per_broker: int | None = None  # None: throttle (or the assumed rate) x batch_seconds
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
+    batch_seconds: int = 120  # the target time to copy one broker's bytes in flight
+
+    @property
+    def bytes_per_broker(self) -> int:
+        if self.max_bytes_per_broker is not None:
+            return self.max_bytes_per_broker
+        return (self.throttle or ASSUMED_UNTHROTTLED_RATE) * self.batch_seconds
+
+    def to_doc(self) -> LimitsDoc:
+        return LimitsDoc(
+            max_moves_per_broker=self.max_moves_per_broker,
+            max_moves=self.max_moves,
+            max_bytes_per_broker=self.max_bytes_per_broker,
+            throttle=self.throttle,
+        )
 
 
-def _move(record: Record, event: str) -> None:
-    record["phase"] = next_phase(record["phase"], event)
+# ---- validation and completion (the only full reads) ---------------------------------------------
 
 
-def _active(record: Record) -> list[str]:
-    done = set(record["done"])
-    return [k for k, s in record["submitted"].items() if k not in done and s["state"] != "cancelled"]
+def _all_keys(ex: Execution) -> list[tuple[str, int]]:
+    return [t.key for t in ex.plan.targets]
 
 
-# ---- phases -----------------------------------------------------------------------------------------
-
-
-def _validate(record: Record, view: View) -> None:
-    """Every partition, broker and dir of the plan exists; partitions already at target are done."""
-    snap = view.snapshot
-    plan = st.record_plan(record)
+def _validate(ex: Execution, gateway: KafkaGateway) -> None:
+    """Every partition, broker and dir of the plan exists (a full snapshot, once); the baseline is
+    stored; partitions already at target are done."""
+    snap = gateway.snapshot()
+    _bind_cluster(ex, snap.cluster_id)
+    plan = ex.plan.plan
     plan.check_against(snap, "plan", live_only=True)
+    baseline = []
     for t in plan.partitions:
         p = snap.partition(t.topic, t.partition)
         assert p is not None  # checked above
-        key = st.tp_key(*t.key)
-        record["original"].setdefault(
-            key, {"replicas": list(p.replicas), "logDirs": list(p.log_dirs), "sizeBytes": p.size_bytes}
+        baseline.append(Original(p.replicas, p.log_dirs, p.size_bytes))
+    usage = {
+        (b.id, d.path): 1.0 - d.usable_bytes / d.total_bytes
+        for b in snap.brokers
+        for d in b.log_dirs
+        if d.total_bytes > 0
+    }
+    ex.set_baseline(baseline, usage)
+    view = read_view(gateway, _all_keys(ex))
+    for i, t in enumerate(ex.plan.targets):
+        if at_target(view, t):
+            ex.finish(i)
+
+
+def _bind_cluster(ex: Execution, cluster_id: str | None) -> None:
+    if cluster_id is None:
+        return
+    if ex.doc.cluster_id is None:
+        ex.doc.cluster_id = cluster_id
+    elif ex.doc.cluster_id != cluster_id:
+        raise BadInputError(
+            f"the execution record belongs to cluster {ex.doc.cluster_id}, but the cluster reached is "
+            f"{cluster_id}: refusing to act on another cluster (use the state of this cluster)",
+            ex.store.where,
         )
-        if at_target(view, t) and key not in record["done"]:
-            record["done"].append(key)
 
 
-def _reconcile(record: Record, view: View, save: Save) -> None:
+def _confirm_complete(ex: Execution, gateway: KafkaGateway) -> bool:
+    """Check every plan partition against the live cluster; partitions not at target go back to
+    pending (changed outside since they were done). True when all are at target."""
+    view = read_view(gateway, _all_keys(ex))
+    _bind_cluster(ex, view.cluster_id)
+    reopened = [i for i, t in enumerate(ex.plan.targets) if not at_target(view, t)]
+    for i in reopened:
+        ex.reopen(i)
+    if reopened:
+        names = ", ".join(ex.plan.targets[i].name for i in reopened[:10])
+        ex.error(
+            f"{len(reopened)} partition(s) left their target since they were moved ({names}): moving again"
+        )
+    return not reopened
+
+
+# ---- a moving tick ---------------------------------------------------------------------------------
+
+
+def _reconcile(ex: Execution, view: View) -> bool:
     """Intents not confirmed (a crash between recording and acting): adopt them if Kafka has them."""
-    plan = st.record_plan(record).by_key()
     changed = False
-    for key, sub in list(record["submitted"].items()):
-        if sub["state"] != "intent":
+    for i, sub in list(ex.doc.in_flight.items()):
+        if sub.state != Submission.INTENT:
             continue
-        t = plan[st.parse_tp(key)]
+        t = ex.plan.targets[i]
         moving = view.in_flight.get(t.key)
-        p = view.snapshot.partition(t.topic, t.partition)
+        p = view.partitions.get(t.key)
         if (moving is not None and set(t.replicas) <= set(moving.replicas)) or (
             p is not None and p.replicas == t.replicas
         ):
-            sub["state"] = "confirmed"
+            sub.state = Submission.CONFIRMED
         else:
-            del record["submitted"][key]  # never reached Kafka: select it again (the counter shows it)
+            ex.forget(i)  # never reached Kafka: selected again (the submission counter shows it)
         changed = True
-    if changed:
-        save(record)
+    return changed
 
 
-def _mark_done(record: Record, view: View) -> None:
-    for t in st.record_plan(record).partitions:
-        key = st.tp_key(*t.key)
-        if key not in record["done"] and at_target(view, t):
-            record["done"].append(key)
-
-
-def _diverged(record: Record, view: View) -> list[str]:
+def _diverged(ex: Execution, view: View) -> list[str]:
     """Our confirmed moves that Kafka no longer runs but that did not reach their target."""
-    plan = st.record_plan(record).by_key()
     out = []
-    for key in _active(record):
-        sub = record["submitted"][key]
-        t = plan[st.parse_tp(key)]
-        p = view.snapshot.partition(t.topic, t.partition)
-        running = t.key in view.in_flight
+    for i in ex.active():
+        t = ex.plan.targets[i]
+        p = view.partitions.get(t.key)
         if (
-            sub["state"] == "confirmed"
-            and not running
-            and not sub.get("dirOnly")
+            ex.doc.in_flight[i].state == Submission.CONFIRMED
+            and t.key not in view.in_flight
+            and not ex.plan.dir_only(i)
             and (p is None or p.replicas != t.replicas)
         ):
-            out.append(key)
+            out.append(t.name)
     return out
 
 
-def _unhealthy(record: Record, view: View) -> list[str]:
-    ours = {st.parse_tp(k) for k in _active(record)}
-    return [p.name for p in view.snapshot if p.under_replicated and p.key not in ours]
+def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
+    """Why moving must pause: brokers of our moves that are not live, partitions (of the topics read)
+    under-replicated for reasons other than our moves."""
+    ours = {ex.plan.targets[i].key for i in ex.active()}
+    out = []
+    brokers = {b for i in (*ex.active(), *candidates) for b in ex.plan.targets[i].replicas}
+    out += [f"broker {b} is not live" for b in sorted(brokers - view.live)]
+    out += [p.name for k, p in view.partitions.items() if p.under_replicated and k not in ours]
+    return out
 
 
-def _dir_moves(record: Record, view: View, gateway: KafkaGateway, save: Save) -> None:
-    """Named target dirs of our active partitions: AlterReplicaLogDirs where a replica sits elsewhere."""
-    plan = st.record_plan(record).by_key()
+def _dir_moves(ex: Execution, view: View, gateway: KafkaGateway) -> None:
+    """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs."""
     moves: dict[tuple[str, int, int], str] = {}
-    for key in _active(record):
-        t = plan[st.parse_tp(key)]
-        original = set(record["original"][key]["replicas"])
+    for i in ex.active():
+        t = ex.plan.targets[i]
         for b, d in zip(t.replicas, t.log_dirs, strict=True):
-            if d == ANY_DIR or (b not in original and t.key in view.in_flight):
-                continue  # a new replica moves once the replica set is final
-            current, future = view.replica_dirs(t.topic, t.partition, b)
-            if current is None or current == d or future == d:
-                continue
-            moves[(t.topic, t.partition, b)] = d
+            r = view.replica(t.topic, t.partition, b)
+            if d != ANY_DIR and r.current is not None and r.current != d and r.future != d:
+                moves[(t.topic, t.partition, b)] = d
     if not moves:
         return
-    for (topic, partition, b), d in moves.items():
-        rk = st.replica_key(topic, partition, b)
-        record["dirMoves"][rk] = {"path": d, "submittedAt": time.time()}
-        st.bump(record, "dirSubmissions", rk)
-    save(record)
+    ex.doc.counters.dir_submissions += len(moves)
+    ex.save()
     errors = gateway.alter_replica_log_dirs(moves)
-    for (topic, partition, b), err in errors.items():
-        if not err.replica_not_available:  # not there yet: retried next tick
-            record["lastError"] = f"moving {topic}-{partition} on broker {b} to its dir failed: {err}"
-    save(record)
+    failed = [f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in errors.items() if not e.replica_not_available]
+    if failed:
+        ex.error("moving replicas between dirs failed (retried next tick): " + "; ".join(failed[:5]))
 
 
-def _select(record: Record, view: View, limits: Limits) -> list[PartitionTarget]:
-    """The next batch: pending partitions, smallest first, within the per-broker and cluster limits."""
-    plan = st.record_plan(record)
-    plan_by_key = plan.by_key()
-    active = _active(record)
-    load: dict[int, int] = {}
-    for key in active:
-        for b in involved_brokers(record, plan_by_key[st.parse_tp(key)]):
-            load[b] = load.get(b, 0) + 1
-    room = limits.max_moves - len(active)
-    done, submitted = set(record["done"]), set(record["submitted"])
-    pending = [t for t in plan.partitions if st.tp_key(*t.key) not in done | submitted]
-    pending.sort(key=lambda t: (record["original"][st.tp_key(*t.key)]["sizeBytes"], t.key))
-    batch: list[PartitionTarget] = []
-    for t in pending:
+def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) -> list[int]:
+    """The next batch from ``candidates`` (execution order) within the count and byte limits."""
+    plan = ex.plan
+    count: dict[int, int] = {}
+    inbound: dict[int, int] = {}
+    outbound: dict[int, int] = {}
+
+    def senders(i: int) -> tuple[int, ...]:
+        original = plan.original(i).replicas
+        return original[:1] if plan.adding[i] else ()
+
+    def charge(i: int) -> None:
+        size = plan.baseline_size(i)
+        for b in plan.involved(i):
+            count[b] = count.get(b, 0) + 1
+        for b in plan.adding[i] + plan.dir_moving[i]:
+            inbound[b] = inbound.get(b, 0) + size
+        for b in senders(i):
+            outbound[b] = outbound.get(b, 0) + size * len(plan.adding[i])
+
+    for i in ex.active():
+        charge(i)
+    room = limits.max_moves - len(ex.doc.in_flight)
+    cap = limits.bytes_per_broker
+    batch: list[int] = []
+    for i in candidates:
         if room <= 0:
             break
-        p = view.snapshot.partition(t.topic, t.partition)
+        t = plan.targets[i]
+        p = view.partitions.get(t.key)
         if p is None or p.under_replicated or t.key in view.in_flight:
             continue  # never move an under-replicated partition; someone else's move: wait for it
-        brokers = involved_brokers(record, t)
-        if any(load.get(b, 0) >= limits.max_moves_per_broker for b in brokers):
+        if any(count.get(b, 0) >= limits.max_moves_per_broker for b in plan.involved(i)):
             continue
-        for b in brokers:
-            load[b] = load.get(b, 0) + 1
-        batch.append(t)
+        size = plan.baseline_size(i)
+        if any(inbound.get(b, 0) and inbound[b] + size > cap for b in plan.adding[i] + plan.dir_moving[i]):
+            continue
+        out = size * len(plan.adding[i])
+        if any(outbound.get(b, 0) and outbound[b] + out > cap for b in senders(i)):
+            continue
+        charge(i)
+        batch.append(i)
         room -= 1
     return batch
 
 
-def _throttle(
-    record: Record, gateway: KafkaGateway, batch: list[PartitionTarget], rate: int | None, save: Save
-) -> None:
-    """Throttle ``batch`` at ``rate``; what will be set is saved in the record before Kafka is touched."""
-    if rate is None or not batch:
+def _moves(ex: Execution, indices: list[int], limits: Limits) -> list[Move]:
+    plan = ex.plan
+    return [
+        Move(
+            plan.targets[i].topic,
+            plan.targets[i].partition,
+            plan.original(i).replicas,
+            plan.targets[i].replicas,
+            plan.rate[i] or limits.throttle,
+        )
+        for i in indices
+    ]
+
+
+def _throttle(ex: Execution, gateway: KafkaGateway, batch: list[int], limits: Limits) -> None:
+    """Throttle ``batch`` (and re-assert the rates of moves in flight on the same brokers); what will be
+    set is saved in the record before Kafka is touched."""
+    plan = ex.plan
+    rated = [m for m in _moves(ex, ex.active() + batch, limits) if m.rate is not None]
+    if not batch or not rated:
         return
-    moves, dir_brokers = [], set()
-    for t in batch:
-        original = record["original"][st.tp_key(*t.key)]
-        moves.append(Move(t.topic, t.partition, tuple(original["replicas"]), t.replicas))
-        if set(original["replicas"]) == set(t.replicas):
-            dir_brokers |= involved_brokers(record, t)
-    current = ThrottleState.from_json(record["throttles"])
+    dir_brokers = {
+        b for i in batch if plan.dir_only(i) and (plan.rate[i] or limits.throttle) for b in plan.dir_moving[i]
+    }
+    current = ThrottleState.from_json(ex.doc.throttles.model_dump())
 
     def write_ahead(planned: ThrottleState) -> None:
-        record["throttles"] = planned.to_json()
-        save(record)
+        ex.doc.throttles = type(ex.doc.throttles).model_validate(planned.to_json())
+        ex.save()
 
+    dir_rate = min((m.rate for m in rated if m.rate is not None), default=None)
     try:
         new = apply_throttles(
             gateway,
-            moves,
-            rate,
-            dir_rate=rate,
+            rated,
+            limits.throttle,
+            dir_rate=dir_rate,
             dir_move_brokers=sorted(dir_brokers),
             state=current,
             before_alter=write_ahead,
         )
     except ThrottleError as e:
-        record["throttles"] = e.state.to_json()
+        ex.doc.throttles = type(ex.doc.throttles).model_validate(e.state.to_json())
         raise
-    record["throttles"] = new.to_json()
+    ex.doc.throttles = type(ex.doc.throttles).model_validate(new.to_json())
 
 
-def _submit(record: Record, gateway: KafkaGateway, batch: list[PartitionTarget], save: Save) -> None:
-    """Two-phase: record the intents, submit, record the outcome."""
+def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
+    """Two-phase: record the intents, pre-assign named dirs of new replicas, submit, record the outcome."""
+    plan = ex.plan
     now = time.time()
     targets: dict[tuple[str, int], list[int]] = {}
-    for t in batch:
-        key = st.tp_key(*t.key)
-        dir_only = tuple(record["original"][key]["replicas"]) == t.replicas
-        record["submitted"][key] = {
-            "replicas": list(t.replicas),
-            "submittedAt": now,
-            "state": "confirmed" if dir_only else "intent",
-            "dirOnly": dir_only,
-        }
-        if not dir_only:
-            targets[t.key] = list(t.replicas)
-            st.bump(record, "submissions", key)
-    save(record)
+    new_dirs: dict[tuple[str, int, int], str] = {}
+    for i in batch:
+        t = plan.targets[i]
+        if plan.dir_only(i):
+            ex.submit(i, Submission.CONFIRMED, now)
+            continue
+        ex.submit(i, Submission.INTENT, now)
+        ex.count_submission(i)
+        targets[t.key] = list(t.replicas)
+        for b, d in zip(t.replicas, t.log_dirs, strict=True):
+            if d != ANY_DIR and b in plan.adding[i]:
+                new_dirs[(t.topic, t.partition, b)] = d
+    ex.save()
+    if new_dirs:  # the broker creates the new replica in that dir (KIP-113), instead of moving it later
+        ex.doc.counters.dir_submissions += len(new_dirs)
+        gateway.alter_replica_log_dirs(new_dirs)
     errors = gateway.alter_reassignments(targets)
     failed = []
-    for tp in targets:
-        key = st.tp_key(*tp)
-        err = errors.get(tp)
+    for key in targets:
+        i = plan.index[key]
+        err = errors.get(key)
         if err is None:
-            record["submitted"][key]["state"] = "confirmed"
+            ex.doc.in_flight[i].state = Submission.CONFIRMED
         else:
-            del record["submitted"][key]
+            ex.forget(i)
             if not err.retriable:
-                failed.append(f"{key}: {err}")
+                failed.append(f"{key[0]}-{key[1]}: {err}")
             else:
-                record["lastError"] = f"Kafka refused {key} for now: {err}"
+                ex.error(f"Kafka refused {key[0]}-{key[1]} for now: {err}")
     if failed:
-        record["lastError"] = "Kafka refused moves: " + "; ".join(failed)
-        _move(record, st.ERROR)
-    save(record)
+        ex.error("Kafka refused moves: " + "; ".join(failed[:10]))
+        ex.move(Event.ERROR)
+    ex.save()
 
 
-def _clear_throttles(record: Record, gateway: KafkaGateway, save: Save) -> None:
-    state = ThrottleState.from_json(record["throttles"])
+def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
+    state = ThrottleState.from_json(ex.doc.throttles.model_dump())
     if not state.empty:
         clear_throttles(gateway, state)
-        record["throttles"] = ThrottleState().to_json()
-        save(record)
+        ex.doc.throttles = type(ex.doc.throttles)()
+        ex.save()
 
 
-def _finish(record: Record, gateway: KafkaGateway, view: View, save: Save) -> None:
-    _clear_throttles(record, gateway, save)
-    plan = st.record_plan(record)
-    elect = []
-    for t in plan.partitions:
-        p = view.snapshot.partition(t.topic, t.partition)
-        if p is not None and p.leader != t.replicas[0]:
-            elect.append(t.key)
+def _finish(ex: Execution, gateway: KafkaGateway) -> None:
+    _clear_throttles(ex, gateway)
+    described = gateway.describe_partitions({t.topic for t in ex.plan.targets})
+    elect = [
+        t.key
+        for t in ex.plan.targets
+        if (p := described.get(t.key)) is not None and p.leader != t.replicas[0]
+    ]
     if elect:
         errors = gateway.elect_preferred_leaders(elect)
         if errors:
-            record["lastError"] = "preferred-leader election failed for " + ", ".join(
-                f"{t}-{p}: {e}" for (t, p), e in errors.items()
+            ex.error(
+                "preferred-leader election failed for "
+                + ", ".join(f"{t}-{p}: {e}" for (t, p), e in list(errors.items())[:10])
             )
-    _move(record, st.FINISHED)
-    save(record)
+    ex.move(Event.FINISHED)
+    ex.save()
 
 
-def _cancel(record: Record, gateway: KafkaGateway, view: View, save: Save) -> None:
+def _cancel(ex: Execution, gateway: KafkaGateway, view: View) -> None:
     """KIP-455 revert of our in-flight moves, then the original replica order, then throttles off."""
-    plan = st.record_plan(record).by_key()
-    ours = [k for k in record["submitted"] if k not in record["done"]]
-    running = [k for k in ours if st.parse_tp(k) in view.in_flight]
+    plan = ex.plan
+    ours = ex.active()
+    running = [i for i in ours if plan.targets[i].key in view.in_flight]
     if running:
-        for k in running:
-            st.bump(record, "cancels", k)
-        save(record)
-        errors = gateway.alter_reassignments({st.parse_tp(k): None for k in running})
+        ex.doc.counters.cancels += len(running)
+        ex.save()
+        errors = gateway.alter_reassignments({plan.targets[i].key: None for i in running})
         bad = {k: e for k, e in errors.items() if e.code != "NO_REASSIGNMENT_IN_PROGRESS"}
         if bad:
-            record["lastError"] = "cancel refused for " + ", ".join(
-                f"{t}-{p}: {e}" for (t, p), e in bad.items()
+            ex.error(
+                "cancel refused for " + ", ".join(f"{t}-{p}: {e}" for (t, p), e in list(bad.items())[:10])
             )
-        save(record)
+        ex.save()
         return
     reorder: dict[tuple[str, int], list[int]] = {}
-    settling: list[str] = []
+    settling = False
     undo_dirs: dict[tuple[str, int, int], str] = {}
-    for k in ours:
-        tp = st.parse_tp(k)
-        original = record["original"][k]
-        p = view.snapshot.partition(*tp)
+    for i in ours:
+        t, original = plan.targets[i], plan.original(i)
+        p = view.partitions.get(t.key)
         if p is None:
+            ex.finish(i, PState.CANCELLED)
             continue
-        if at_target(view, plan[tp]):
-            record["done"].append(k)  # it finished before the cancel reached it
+        if at_target(view, t):
+            ex.finish(i)  # it finished before the cancel reached it
             continue
-        if set(p.replicas) == set(plan[tp].replicas) != set(original["replicas"]):
-            record["submitted"][k]["state"] = "cancelled"  # the move completed before the cancel: kept
+        if set(p.replicas) == set(t.replicas) != set(original.replicas):
+            ex.finish(i, PState.CANCELLED)  # the move completed before the cancel: kept
             continue
-        if set(p.replicas) != set(original["replicas"]):
-            settling.append(k)  # metadata still shows the reverted move's replicas: look again next tick
+        if set(p.replicas) != set(original.replicas):
+            settling = True  # metadata still shows the reverted move's replicas: look again next tick
             continue
-        if list(p.replicas) != original["replicas"]:
-            reorder[tp] = list(original["replicas"])
-        for b, d in zip(original["replicas"], original["logDirs"], strict=True):
-            current, future = view.replica_dirs(tp[0], tp[1], b)
-            if future is not None and current is not None and d == current:
-                undo_dirs[(tp[0], tp[1], b)] = current  # drops the future replica
-        record["submitted"][k]["state"] = "cancelled"
+        if p.replicas != original.replicas:
+            reorder[t.key] = list(original.replicas)
+        for b, d in zip(original.replicas, original.log_dirs, strict=True):
+            r = view.replica(t.topic, t.partition, b)
+            if r.future is not None and r.current is not None and d == r.current:
+                undo_dirs[(t.topic, t.partition, b)] = r.current  # drops the future replica
+        ex.finish(i, PState.CANCELLED)
     if settling:
-        save(record)
+        ex.save()
         return
     if reorder:
-        for tp in reorder:
-            st.bump(record, "reorders", st.tp_key(*tp))
-        save(record)
+        ex.doc.counters.reorders += len(reorder)
+        ex.save()
         errors = gateway.alter_reassignments(reorder)
         if errors:
-            record["lastError"] = "restoring the replica order failed for " + ", ".join(
-                f"{t}-{p}: {e}" for (t, p), e in errors.items()
+            ex.error(
+                "restoring the replica order failed for "
+                + ", ".join(f"{t}-{p}: {e}" for (t, p), e in list(errors.items())[:10])
             )
-            for tp in errors:
-                record["submitted"][st.tp_key(*tp)]["state"] = "confirmed"  # retry next tick
-            save(record)
+            for key in errors:
+                ex.submit(plan.index[key], Submission.CONFIRMED, time.time())  # retried next tick
+            ex.save()
             return
     if undo_dirs:
         gateway.alter_replica_log_dirs(undo_dirs)
-    _clear_throttles(record, gateway, save)
-    _move(record, st.REVERTED)
-    save(record)
+    _clear_throttles(ex, gateway)
+    ex.move(Event.REVERTED)
+    ex.save()
 
 
 # ---- tick / run ------------------------------------------------------------------------------------
 
 
-def sweep(gateway: KafkaGateway, record: Record, save: Save) -> None:
+def sweep(gateway: KafkaGateway, ex: Execution) -> None:
     """A terminal execution still holding throttles (a crash after the last move): clear them."""
-    if record["phase"] in st.TERMINAL and not ThrottleState.from_json(record["throttles"]).empty:
-        _clear_throttles(record, gateway, save)
+    if ex.phase in TERMINAL and not ThrottleState.from_json(ex.doc.throttles.model_dump()).empty:
+        _clear_throttles(ex, gateway)
 
 
-def tick(gateway: KafkaGateway, record: Record, limits: Limits, save: Save = lambda r: None) -> Record:
-    """One observe-decide-act step; returns the (mutated) record. Kafka being unreachable raises."""
-    record["counters"]["ticks"] = record["counters"].get("ticks", 0) + 1
-    phase = record["phase"]
-    if phase in st.TERMINAL:
-        sweep(gateway, record, save)
-        return record
-    view = read_view(gateway)
-    if phase == st.PENDING:
-        _move(record, st.START if not record["cancelRequested"] else st.CANCEL)
-        save(record)
-    _reconcile(record, view, save)
-    if record["cancelRequested"] and record["phase"] not in (st.CANCELLING, st.FINISHING):
-        _move(record, st.CANCEL)  # in Finishing every move is done already: finishing is quicker
-        save(record)
-    for _ in range(5):  # phases that need no waiting run in the same tick, on the same view
-        phase = record["phase"]
-        _step(record, gateway, view, limits, save)
-        if record["phase"] == phase or record["phase"] not in _CHAINED:
-            break
-    _sample(record, view)
-    save(record)
-    return record
+def _candidates(ex: Execution, limits: Limits) -> list[int]:
+    room = max(limits.max_moves - len(ex.doc.in_flight), 0)
+    if ex.phase != Phase.MOVING and ex.phase != Phase.PAUSED and ex.phase != Phase.THROTTLING:
+        return []
+    return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
 
 
-_CHAINED = frozenset({st.VALIDATING, st.THROTTLING, st.MOVING, st.FINISHING, st.CANCELLING})
-
-
-def _step(record: Record, gateway: KafkaGateway, view: View, limits: Limits, save: Save) -> None:
-    phase = record["phase"]
-    if phase == st.VALIDATING:
+def tick(gateway: KafkaGateway, ex: Execution, limits: Limits) -> View | None:
+    """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
+    unreachable raises; so does a save that lost a race (``RecordConflict``), before acting."""
+    ex.doc.counters.ticks += 1
+    if ex.phase in TERMINAL:
+        sweep(gateway, ex)
+        return None
+    if ex.phase == Phase.PENDING:
+        ex.move(Event.START if not ex.doc.cancel_requested else Event.CANCEL)
+        ex.save()
+    if ex.phase == Phase.VALIDATING:
         try:
-            _validate(record, view)
+            _validate(ex, gateway)
         except BadInputError as e:
-            record["lastError"] = e.message
-            _move(record, st.INVALID)
-            save(record)
+            ex.error(e.message)
+            ex.move(Event.INVALID)
+            ex.save()
             raise
-        plan = st.record_plan(record)
-        _move(record, st.ALL_DONE if len(record["done"]) == len(plan.partitions) else st.VALID)
-        save(record)
-    elif phase == st.THROTTLING:
-        _throttle(record, gateway, _select(record, view, limits), limits.throttle, save)
-        _move(record, st.THROTTLED)
-        save(record)
-    elif phase in (st.MOVING, st.PAUSED):
-        _moving(record, gateway, view, limits, save)
-    elif phase == st.FINISHING:
-        _finish(record, gateway, view, save)
-    elif phase == st.CANCELLING:
-        _cancel(record, gateway, view, save)
+        ex.move(Event.ALL_DONE if ex.all_done else Event.VALID)
+        ex.save()
+    candidates = _candidates(ex, limits)
+    keys = [ex.plan.targets[i].key for i in (*ex.active(), *candidates)]
+    adding = {b for i in (*ex.active(), *candidates) for b in ex.plan.adding[i]}
+    view = read_view(gateway, keys, adding)
+    _bind_cluster(ex, view.cluster_id)
+    if _reconcile(ex, view):
+        ex.save()
+    if ex.doc.cancel_requested and ex.phase not in (Phase.CANCELLING, Phase.FINISHING):
+        ex.move(Event.CANCEL)  # in Finishing every move is done already: finishing is quicker
+        ex.save()
+    if ex.phase == Phase.THROTTLING:
+        _throttle(ex, gateway, _select(ex, view, limits, candidates), limits)
+        ex.move(Event.THROTTLED)
+        ex.save()
+    if ex.phase in (Phase.MOVING, Phase.PAUSED):
+        _moving(ex, gateway, view, limits, candidates)
+    if ex.phase == Phase.FINISHING:
+        _finish(ex, gateway)
+    elif ex.phase == Phase.CANCELLING:
+        _cancel(ex, gateway, view)
+    _sample(ex, view)
+    ex.save()
+    return view
 
 
-def _moving(record: Record, gateway: KafkaGateway, view: View, limits: Limits, save: Save) -> None:
-    _mark_done(record, view)
-    diverged = _diverged(record, view)
-    streak = record["counters"]["divergedTicks"] = (
-        record["counters"].get("divergedTicks", 0) + 1 if diverged else 0
-    )
-    if streak >= DIVERGED_TICKS:  # seen on consecutive ticks: not a metadata propagation lag
-        record["lastError"] = (
-            "reassignment of " + ", ".join(diverged) + " was cancelled or changed outside this execution"
+def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, candidates: list[int]) -> None:
+    for i in ex.active():
+        if at_target(view, ex.plan.targets[i]):
+            ex.finish(i)
+    diverged = _diverged(ex, view)
+    counters = ex.doc.counters
+    counters.diverged_ticks = counters.diverged_ticks + 1 if diverged else 0
+    if counters.diverged_ticks >= DIVERGED_TICKS:  # on consecutive ticks: not a metadata propagation lag
+        ex.error(
+            "reassignment of " + ", ".join(diverged[:10]) + " was cancelled or changed outside this execution"
         )
-        _move(record, st.ERROR)
+        ex.move(Event.ERROR)
         return
-    if len(record["done"]) == len(st.record_plan(record).partitions):
-        if record["phase"] == st.PAUSED:
-            _move(record, st.HEALTHY)
-        _move(record, st.ALL_DONE)
+    if ex.all_done and _confirm_complete(ex, gateway):
+        if ex.phase == Phase.PAUSED:
+            ex.move(Event.HEALTHY)
+        ex.move(Event.ALL_DONE)
         return
-    bad = _unhealthy(record, view)
+    bad = _unhealthy(ex, view, candidates)
     if bad:
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
-        record["lastError"] = f"paused: under-replicated partitions not moved by us: {shown}"
-        if record["phase"] == st.MOVING:
-            _move(record, st.UNHEALTHY)
-    elif record["phase"] == st.PAUSED:
-        record["lastError"] = None
-        _move(record, st.HEALTHY)
-    _dir_moves(record, view, gateway, save)
-    if record["phase"] != st.MOVING:
+        ex.error(f"paused: under-replicated partitions not moved by us: {shown}")
+        if ex.phase == Phase.MOVING:
+            ex.move(Event.UNHEALTHY)
+    elif ex.phase == Phase.PAUSED:
+        ex.error(None)
+        ex.move(Event.HEALTHY)
+    _dir_moves(ex, view, gateway)
+    if ex.phase != Phase.MOVING:
         return
-    batch = _select(record, view, limits)
+    batch = _select(ex, view, limits, candidates)
     if batch:
-        _throttle(record, gateway, batch, limits.throttle, save)
-        save(record)
-        _submit(record, gateway, batch, save)
-        if record["phase"] == st.MOVING and any(
-            record["submitted"][st.tp_key(*t.key)].get("dirOnly") for t in batch
-        ):
-            _dir_moves(record, view, gateway, save)
+        _throttle(ex, gateway, batch, limits)
+        _submit(ex, gateway, batch)
 
 
-def _copied(record: Record, view: View) -> dict[str, int]:
-    """Bytes copied so far per in-flight partition, never less than seen before: a broker that is down
-    or slow to answer DescribeLogDirs does not make progress go backwards."""
-    seen = record.get("copied") or {}
-    now = in_flight_bytes(record, view.snapshot, view.dirs)
-    return {key: max(copied, int(seen.get(key, 0))) for key, copied in now.items()}
+def _sample(ex: Execution, view: View) -> None:
+    """Bytes copied per in-flight partition (never less than seen before: a broker that is down or slow
+    to answer does not make progress go backwards), a rate sample, and the progress summary."""
+    if ex.plan.baseline is None:
+        return
+    seen = ex.doc.copied
+    ex.doc.copied = {i: max(c, seen.get(i, 0)) for i, c in in_flight_bytes(ex, view).items()}
+    p = compute_progress(ex)
+    ex.doc.samples.append((time.time(), float(p.bytes_moved)))
+    del ex.doc.samples[:-MAX_SAMPLES]
+    ex.doc.progress = p.to_json()
 
 
-def _sample(record: Record, view: View) -> None:
-    partial = _copied(record, view)
-    record["copied"] = partial
-    moved = compute_progress(record, partial).bytes_moved
-    samples: list[list[float]] = record.setdefault("samples", [])
-    samples.append([time.time(), moved])
-    del samples[:-MAX_SAMPLES]
-    record["progress"] = compute_progress(record, partial).to_json()
+def progress(ex: Execution) -> Progress:
+    """The record's progress as of its last tick."""
+    return compute_progress(ex)
 
 
-def progress(gateway: KafkaGateway, record: Record) -> Progress:
-    return compute_progress(record, _copied(record, read_view(gateway)))
+def live_progress(gateway: KafkaGateway, ex: Execution) -> Progress:
+    """Progress with the bytes copied of in-flight partitions read now (the record is not saved)."""
+    if ex.plan.baseline is None or not ex.doc.in_flight:
+        return compute_progress(ex)
+    active = ex.active()
+    view = read_view(
+        gateway, [ex.plan.targets[i].key for i in active], {b for i in active for b in ex.plan.adding[i]}
+    )
+    seen = ex.doc.copied
+    ex.doc.copied = {i: max(c, seen.get(i, 0)) for i, c in in_flight_bytes(ex, view).items()}
+    return compute_progress(ex)
 
 
 def run(
     gateway: KafkaGateway,
-    record: Record,
+    ex: Execution,
     limits: Limits,
     *,
     wait: bool,
     poll_s: float = 2.0,
-    save: Save = lambda r: None,
     cancel_requested: Callable[[], bool] = lambda: False,
-    on_tick: Callable[[Record], None] = lambda r: None,
+    on_tick: Callable[[Execution], None] = lambda ex: None,
     retry_s: float = TICK_RETRY_S,
-) -> Record:
+) -> Execution:
     """Tick until the phase is terminal (``wait``) or once; ``cancel_requested`` polls for a cancel.
 
     With ``wait``, a tick that fails on a Kafka error (a broker down or restarting, the cluster briefly
     unreachable) is recorded in ``lastError`` and retried on the next poll, as the operator's next
     reconcile would: ticks are stateless and intents are reconciled; the gateway's clients are reopened.
     Failures for longer than ``retry_s`` in a row raise the last one."""
-    sweep(gateway, record, save)
+    sweep(gateway, ex)
     failing_since: float | None = None
     while True:
-        if not record["cancelRequested"] and record["phase"] not in st.TERMINAL and cancel_requested():
-            record["cancelRequested"] = True
-            save(record)
+        if not ex.doc.cancel_requested and ex.phase not in TERMINAL and cancel_requested():
+            ex.doc.cancel_requested = True
+            ex.save()
         try:
-            tick(gateway, record, limits, save)
+            tick(gateway, ex, limits)
             failing_since = None
         except (KafkaOperationError, KafkaUnavailableError) as e:
             now = time.monotonic()
@@ -501,22 +600,22 @@ def run(
             if not wait or now - failing_since > retry_s:
                 raise
             log.warning("tick failed, retrying in %.1fs: %s", poll_s, e.message)
-            record["lastError"] = f"tick failed, retrying: {e.message}"
-            save(record)
+            ex.error(f"tick failed, retrying: {e.message}")
+            ex.save()
             gateway.close()  # the next tick reconnects with fresh metadata (a restarted broker)
-        on_tick(record)
-        if not wait or record["phase"] in st.TERMINAL:
-            return record
+        on_tick(ex)
+        if not wait or ex.phase in TERMINAL:
+            return ex
         time.sleep(poll_s)
 
 
-def mismatches(gateway: KafkaGateway, plan: Plan, record: Record | None = None) -> list[str]:
+def mismatches(gateway: KafkaGateway, plan: Plan, ex: Execution | None = None) -> list[str]:
     """Why the cluster does not match ``plan`` (empty = it does): replicas, order, dirs, moves still in
     flight, throttles still recorded as ours."""
-    view = read_view(gateway)
+    view = read_view(gateway, [t.key for t in plan.partitions])
     out: list[str] = []
     for t in plan.partitions:
-        p = view.snapshot.partition(t.topic, t.partition)
+        p = view.partitions.get(t.key)
         if p is None:
             out.append(f"{t.name}: does not exist")
             continue
@@ -528,6 +627,6 @@ def mismatches(gateway: KafkaGateway, plan: Plan, record: Record | None = None) 
             current, future = view.replica_dirs(t.topic, t.partition, b)
             if d != ANY_DIR and (current != d or future is not None):
                 out.append(f"{t.name}: replica on broker {b} in {current}, plan {d}")
-    if record is not None and not ThrottleState.from_json(record["throttles"]).empty:
-        out.append(f"throttles set by execution {record['planId']} are still in place")
+    if ex is not None and not ThrottleState.from_json(ex.doc.throttles.model_dump()).empty:
+        out.append(f"throttles set by execution {ex.doc.plan_id} are still in place")
     return out

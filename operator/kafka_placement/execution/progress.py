@@ -1,23 +1,21 @@
-"""Progress of an execution from its record and what Kafka shows (pure functions, no I/O).
+"""Progress of an execution from its record and what a tick read (pure functions, no I/O).
 
-Bytes to move per plan partition = its size times the replicas it copies (new replicas on other
-brokers plus existing replicas moving between dirs). Done partitions count in full; an in-flight
-partition counts what DescribeLogDirs shows copied so far: the new replica's size on each adding broker,
-the future replica's size for dir moves (capped at the partition size). The ETA divides the bytes
-remaining by the rate observed over the record's samples.
+Bytes to move per plan partition = its size times the replicas it copies (new replicas on other brokers
+plus existing replicas moving between dirs), indexed once in ``ExecutionPlan.move_bytes``. Done
+partitions count in full (the record keeps their sum, ``doneBytes``); an in-flight partition counts what
+DescribeLogDirs shows copied so far: the new replica's size on each adding broker, the future replica's
+size for dir moves (capped at the partition size). The ETA divides the bytes remaining by the rate
+observed over the record's samples. Cost follows the partitions in flight.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..kafka.gateway import LogDirInfo
-from ..model.plan import ANY_DIR
-from ..model.snapshot import ClusterSnapshot
-from . import state as st
+from .record import Execution, PState
+from .view import View
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +64,20 @@ class Progress:
             "etaSeconds": self.eta_s,
         }
 
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> Progress:
+        parts, bytes_ = doc.get("partitions") or {}, doc.get("bytes") or {}
+        return Progress(
+            int(parts.get("total", 0)),
+            int(parts.get("done", 0)),
+            int(parts.get("inFlight", 0)),
+            int(parts.get("pending", 0)),
+            int(bytes_.get("total", 0)),
+            int(bytes_.get("moved", 0)),
+            doc.get("rateBytesPerSecond"),
+            doc.get("etaSeconds"),
+        )
+
     def line(self) -> str:
         eta = "-" if self.eta_s is None else f"{self.eta_s:.0f}s"
         return (
@@ -75,100 +87,50 @@ class Progress:
         )
 
 
-def copies(record: Mapping[str, Any], target: Mapping[str, Any]) -> tuple[list[int], list[int]]:
-    """(brokers gaining a replica, brokers moving an existing replica to another dir) of a plan entry."""
-    key = st.tp_key(str(target["topic"]), int(target["partition"]))
-    original = record["original"].get(key, {})
-    before = list(original.get("replicas", []))
-    old_dirs = dict(zip(before, original.get("logDirs", []), strict=False))
-    adding = [b for b in target["replicas"] if b not in before]
-    dir_moves = [
-        b
-        for b, d in zip(target["replicas"], target["log_dirs"], strict=True)
-        if b in before and d != ANY_DIR and old_dirs.get(b) != d
-    ]
-    return adding, dir_moves
-
-
-def partition_bytes(record: Mapping[str, Any], target: Mapping[str, Any]) -> int:
-    key = st.tp_key(str(target["topic"]), int(target["partition"]))
-    size = int(record["original"].get(key, {}).get("sizeBytes", 0))
-    adding, dir_moves = copies(record, target)
-    return size * (len(adding) + len(dir_moves))
-
-
-def in_flight_bytes(
-    record: Mapping[str, Any], snapshot: ClusterSnapshot, dirs: Mapping[int, tuple[LogDirInfo, ...]]
-) -> dict[str, int]:
-    """Bytes copied so far of each active (submitted, not done) partition, from DescribeLogDirs."""
-    done = set(record["done"])
-    out: dict[str, int] = {}
-    for target in record["plan"]["partitions"]:
-        key = st.tp_key(str(target["topic"]), int(target["partition"]))
-        sub = record["submitted"].get(key)
-        if key in done or sub is None or sub.get("state") == "cancelled":
-            continue
-        size = int(record["original"].get(key, {}).get("sizeBytes", 0))
-        adding, dir_moves = copies(record, target)
+def in_flight_bytes(ex: Execution, view: View) -> dict[int, int]:
+    """Bytes copied so far of each active partition (by plan index), from DescribeLogDirs."""
+    plan = ex.plan
+    out: dict[int, int] = {}
+    for i in ex.active():
+        t = plan.targets[i]
+        size = plan.baseline_size(i)
         total = 0
-        tp = (str(target["topic"]), int(target["partition"]))
-        for b in adding:
-            total += min(_replica_size(dirs, b, tp, future=None), size)
-        for b in dir_moves:
-            total += min(_replica_size(dirs, b, tp, future=True), size)
-        out[key] = total
+        for b in plan.adding[i]:
+            total += min(view.replica(t.topic, t.partition, b).current_size, size)
+        for b in plan.dir_moving[i]:
+            total += min(view.replica(t.topic, t.partition, b).future_size, size)
+        out[i] = total
     return out
 
 
-def _replica_size(
-    dirs: Mapping[int, tuple[LogDirInfo, ...]], broker: int, tp: tuple[str, int], *, future: bool | None
-) -> int:
-    sizes = [
-        r.size_bytes
-        for d in dirs.get(broker, ())
-        for r in d.replicas
-        if (r.topic, r.partition) == tp and (future is None or r.is_future == future)
-    ]
-    return max(sizes, default=0)
-
-
-def compute_progress(record: Mapping[str, Any], partial: Mapping[str, int]) -> Progress:
-    """Counts and bytes from the record plus ``partial`` (bytes copied of in-flight partitions)."""
-    done = set(record["done"])
-    active = {k for k, s in record["submitted"].items() if k not in done and s.get("state") != "cancelled"}
-    total = moved = 0
-    n = 0
-    for target in record["plan"]["partitions"]:
-        n += 1
-        key = st.tp_key(str(target["topic"]), int(target["partition"]))
-        size = partition_bytes(record, target)
-        total += size
-        if key in done:
-            moved += size
-        elif key in active:
-            moved += min(int(partial.get(key, 0)), size)
-    rate = observed_rate(record.get("samples", []))
+def compute_progress(ex: Execution) -> Progress:
+    """Counts and bytes from the record (``doneBytes`` plus the ``copied`` bytes of active partitions)."""
+    plan = ex.plan
+    total = plan.total_bytes if plan.baseline is not None else 0
+    moved = ex.doc.done_bytes + sum(min(ex.doc.copied.get(i, 0), plan.move_bytes[i]) for i in ex.active())
+    rate = observed_rate(ex.doc.samples)
     remaining = max(total - moved, 0)
     eta: float | None = None
-    if remaining == 0:
+    if remaining == 0 and plan.baseline is not None:
         eta = 0.0
     elif rate is not None and rate > 0:
         eta = remaining / rate
-    keys = {st.tp_key(str(t["topic"]), int(t["partition"])) for t in record["plan"]["partitions"]}
-    in_flight = len(active & keys)
+    n = ex.doc.partitions
+    in_flight = len(ex.doc.in_flight)
+    cancelled = ex.states.count(PState.CANCELLED)
     return Progress(
         partitions_total=n,
-        partitions_done=len(done),
+        partitions_done=ex.doc.done_count,
         partitions_in_flight=in_flight,
-        partitions_pending=max(n - len(done) - in_flight, 0),
+        partitions_pending=max(n - ex.doc.done_count - in_flight - cancelled, 0),
         bytes_total=total,
-        bytes_moved=moved,
+        bytes_moved=min(moved, total) if total else moved,
         rate_bytes_per_s=rate,
         eta_s=eta,
     )
 
 
-def observed_rate(samples: list[list[float]]) -> float | None:
+def observed_rate(samples: list[tuple[float, float]]) -> float | None:
     """Bytes/s between the first and last sample (None with fewer than two or no time between)."""
     if len(samples) < 2:
         return None

@@ -1,76 +1,101 @@
-"""What one executor tick reads from Kafka, and the per-partition facts it derives from that read.
+"""What one executor tick reads from Kafka: only the partitions it needs, indexed once.
 
-``read_view`` reads in-flight reassignments first, then placement and log dirs, so a move that finishes
-in between shows as done rather than as vanished. The facts (``at_target``, ``dirs_settled``,
-``involved_brokers``) are pure functions of a view, a plan entry and the execution record.
+``read_view(gateway, keys)`` asks for the cluster's identity and live brokers (one small request), the
+in-flight reassignments *of those partitions* (ListPartitionReassignments with a filter; first, so a move
+that finishes in between shows as done rather than as vanished), the metadata of their topics, and
+DescribeLogDirs restricted to those partitions on the brokers that hold or will hold them. A tick asks
+for the partitions in flight plus the next ones in line, so its cost follows the work in flight, not the
+cluster's size; a full read (every plan partition) happens only when an execution is validated and when
+its completion is checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from ..kafka.gateway import KafkaGateway, LogDirInfo, Reassignment
 from ..model.plan import ANY_DIR, PartitionTarget
-from ..model.snapshot import ClusterSnapshot
-from . import state as st
+from ..model.snapshot import PartitionState
 
-Record = dict[str, Any]
-Dirs = Mapping[int, tuple[LogDirInfo, ...]]
+Key = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class View:
-    """What one tick read from Kafka."""
+class ReplicaDirs:
+    """Where one replica lives per DescribeLogDirs: current dir and size, future dir and size."""
 
-    snapshot: ClusterSnapshot
-    in_flight: dict[tuple[str, int], Reassignment]
-    dirs: Dirs
+    current: str | None = None
+    current_size: int = 0
+    future: str | None = None
+    future_size: int = 0
+
+
+@dataclass(frozen=True)
+class View:
+    """What one tick read from Kafka (only the partitions it asked for)."""
+
+    cluster_id: str | None
+    live: frozenset[int]
+    partitions: Mapping[Key, PartitionState]
+    in_flight: Mapping[Key, Reassignment]
+    dirs: Mapping[int, tuple[LogDirInfo, ...]]
+    _replicas: dict[tuple[str, int, int], ReplicaDirs] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        index: dict[tuple[str, int, int], ReplicaDirs] = self._replicas
+        for broker, dirs in self.dirs.items():
+            for d in dirs:
+                for r in d.replicas:
+                    key = (r.topic, r.partition, broker)
+                    old = index.get(key, ReplicaDirs())
+                    if r.is_future:
+                        index[key] = ReplicaDirs(old.current, old.current_size, d.path, r.size_bytes)
+                    else:
+                        index[key] = ReplicaDirs(d.path, r.size_bytes, old.future, old.future_size)
+
+    def replica(self, topic: str, partition: int, broker: int) -> ReplicaDirs:
+        return self._replicas.get((topic, partition, broker), ReplicaDirs())
 
     def replica_dirs(self, topic: str, partition: int, broker: int) -> tuple[str | None, str | None]:
         """(current dir, future dir) of one replica per DescribeLogDirs."""
-        current = future = None
-        for d in self.dirs.get(broker, ()):
-            for r in d.replicas:
-                if (r.topic, r.partition) == (topic, partition):
-                    if r.is_future:
-                        future = d.path
-                    else:
-                        current = d.path
-        return current, future
+        r = self.replica(topic, partition, broker)
+        return r.current, r.future
 
 
-def read_view(gateway: KafkaGateway) -> View:
-    in_flight = gateway.list_reassignments()  # first: a move finishing meanwhile shows in the snapshot
-    snapshot = gateway.snapshot()
-    return View(snapshot, in_flight, gateway.describe_log_dirs())
+def read_view(gateway: KafkaGateway, keys: Iterable[Key], brokers: Iterable[int] = ()) -> View:
+    """Read what a tick needs about ``keys``; DescribeLogDirs goes to the live brokers among those that
+    hold a replica of them (per metadata) plus ``brokers`` (those a move will add)."""
+    wanted = sorted(set(keys))
+    cluster_id, live = gateway.describe_cluster()
+    in_flight = gateway.list_reassignments(wanted) if wanted else {}
+    described = gateway.describe_partitions({t for t, _ in wanted})
+    ask = set(brokers)
+    for k in wanted:
+        p = described.get(k)
+        if p is not None:
+            ask.update(p.replicas)
+        r = in_flight.get(k)
+        if r is not None:
+            ask.update(r.replicas)
+    ask &= set(live)
+    dirs = gateway.describe_log_dirs(sorted(ask), wanted) if wanted and ask else {}
+    return View(cluster_id, frozenset(live), described, in_flight, dirs)
 
 
 def dirs_settled(view: View, t: PartitionTarget) -> bool:
     for b, d in zip(t.replicas, t.log_dirs, strict=True):
         if d == ANY_DIR:
             continue
-        current, future = view.replica_dirs(t.topic, t.partition, b)
-        if current != d or future is not None:
+        r = view.replica(t.topic, t.partition, b)
+        if r.current != d or r.future is not None:
             return False
     return True
 
 
 def at_target(view: View, t: PartitionTarget) -> bool:
     """Not reassigning, replicas equal the target (order included), every named dir matches."""
-    p = view.snapshot.partition(t.topic, t.partition)
+    p = view.partitions.get(t.key)
     return (
         p is not None and t.key not in view.in_flight and p.replicas == t.replicas and dirs_settled(view, t)
     )
-
-
-def involved_brokers(record: Record, t: PartitionTarget) -> set[int]:
-    """Brokers that gain or lose a replica, or (pure dir moves) move one between their dirs."""
-    original = record["original"].get(st.tp_key(*t.key), {})
-    before = set(original.get("replicas", ()))
-    changed = before ^ set(t.replicas)
-    if changed:
-        return changed
-    old_dirs = dict(zip(original.get("replicas", ()), original.get("logDirs", ()), strict=False))
-    return {b for b, d in zip(t.replicas, t.log_dirs, strict=True) if d != ANY_DIR and old_dirs.get(b) != d}

@@ -7,11 +7,13 @@ from typing import Any
 
 import kopf
 
+from ..execution.record import TERMINAL, Execution
+from ..execution.store import RecordConflict
 from ..model.errors import BadInputError
 from ..model.intents import Intent, parse_spec
 from . import status as st
 from .runtime import runtime
-from .store import RecordStore
+from .store import ConfigMapStore
 
 
 def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
@@ -41,13 +43,16 @@ def cancel_if_participating(body: Mapping[str, Any], logger: Any) -> None:
     owner = rt.reconciler.cluster(meta["namespace"], cluster)
     if owner is None:
         return
-    store = RecordStore(rt.reconciler.apis.core, meta["namespace"], cluster, owner)
-    record = store.load()
-    if (
-        record
-        and meta["uid"] in (record.get("participants") or [])
-        and record["phase"] not in ("Completed", "Cancelled", "Failed")
-    ):
-        record["cancelRequested"] = True
-        store.save(record)
-        logger.info(f"cancel requested for plan {record['planId']} (resource deleted)")
+    store = ConfigMapStore(rt.reconciler.apis.core, meta["namespace"], cluster, owner)
+    for _ in range(5):  # another writer (a tick) may save in between: reload and ask again
+        record = Execution.load(store)
+        if record is None or meta["uid"] not in record.doc.participants or record.phase in TERMINAL:
+            return
+        record.doc.cancel_requested = True
+        try:
+            record.save()
+        except RecordConflict:
+            continue
+        logger.info(f"cancel requested for plan {record.doc.plan_id} (resource deleted)")
+        return
+    raise kopf.TemporaryError("the execution record kept changing; cancel is retried", delay=2)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from prometheus_client import Counter, Gauge, Histogram
 
 MOVES_IN_FLIGHT = Gauge("kafka_placement_moves_in_flight", "Partition moves submitted and not done", ["plan"])
@@ -18,8 +15,7 @@ PLANNING_SECONDS = Histogram("kafka_placement_planning_seconds", "Time to comput
 RECONCILE_ERRORS = Counter("kafka_placement_reconcile_errors_total", "Failed reconciliations", ["cluster"])
 
 
-def observe_progress(record: Mapping[str, Any], in_flight: int, bytes_remaining: int) -> None:
-    plan = str(record.get("planId", ""))
+def observe_progress(plan: str, throttle: int | None, in_flight: int, bytes_remaining: int) -> None:
     MOVES_IN_FLIGHT.labels(plan=plan).set(float(in_flight))
     BYTES_REMAINING.labels(plan=plan).set(float(bytes_remaining))
-    THROTTLE_RATE.labels(plan=plan).set(float(record.get("throttleRate") or 0))
+    THROTTLE_RATE.labels(plan=plan).set(float(throttle or 0))

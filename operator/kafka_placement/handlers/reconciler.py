@@ -13,24 +13,33 @@ import base64
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import kopf
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ..execution import executor
-from ..execution import state as est
+from ..execution.record import TERMINAL, Execution, Phase, Rule
+from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
-from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
+from ..kafka.gateway import KafkaGateway, KafkaUnavailableError, LogDirInfo
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
-from ..model.intents import Intent, Intents, LogDirCordon, PlacementPolicy, parse_spec
+from ..model.intents import (
+    BrokerDecommission,
+    Intent,
+    Intents,
+    LogDirCordon,
+    PlacementPolicy,
+    parse_spec,
+)
 from ..model.snapshot import ClusterSnapshot
 from . import metrics
 from . import status as st
 from .planner import plan_cluster
-from .store import RecordStore
+from .store import ConfigMapStore
 
 GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
 PLURALS = {
@@ -39,10 +48,10 @@ PLURALS = {
     "PlacementPolicy": "placementpolicies",
 }
 EXECUTOR_TO_PHASE = {
-    est.COMPLETED: st.COMPLETED,
-    est.CANCELLED: st.CANCELLED,
-    est.FAILED: st.FAILED,
-    est.PAUSED: st.PAUSED,
+    Phase.COMPLETED: st.COMPLETED,
+    Phase.CANCELLED: st.CANCELLED,
+    Phase.FAILED: st.FAILED,
+    Phase.PAUSED: st.PAUSED,
 }
 
 EventFn = Callable[[Mapping[str, Any], str, str, str], None]
@@ -130,6 +139,48 @@ def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
     }
 
 
+def light_cluster_status(
+    racks: Mapping[int, str | None], dirs: Mapping[int, tuple[LogDirInfo, ...]], in_flight: int
+) -> dict[str, Any]:
+    """The KafkaCluster status from DescribeLogDirs without replicas (cost follows brokers x dirs): used
+    bytes are the disk's (total - usable), as Kafka reports them."""
+    return {
+        "brokers": [
+            {
+                "id": b,
+                "rack": racks.get(b),
+                "logDirs": [
+                    {
+                        "path": d.path,
+                        "usedBytes": max(d.total_bytes - d.usable_bytes, 0),
+                        "totalBytes": max(d.total_bytes, 0),
+                        "usableBytes": max(d.usable_bytes, 0),
+                        "cordoned": bool(d.cordoned),
+                        "online": d.online,
+                    }
+                    for d in dirs.get(b, ())
+                ],
+            }
+            for b in sorted(dirs)
+        ],
+        "reassignmentsInFlight": in_flight,
+    }
+
+
+def execution_rules(intents: Sequence[Intent]) -> list[Rule]:
+    """Per-decommission priority and throttle for the executor (moves off those brokers)."""
+    return [
+        Rule(
+            name=f"BrokerDecommission/{i.name}"[:300],
+            brokers=list(i.brokers),
+            priority=i.priority,
+            throttle=i.throttle_bytes_per_sec,
+        )
+        for i in intents
+        if isinstance(i, BrokerDecommission) and (i.priority or i.throttle_bytes_per_sec)
+    ]
+
+
 class Reconciler:
     """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
 
@@ -194,14 +245,21 @@ class Reconciler:
             settings = connection_settings(spec, ns, self.apis.core)
         except BadInputError as e:
             return self._unreachable(bodies, "InvalidConnection", e.message, connected=False)
-        store = RecordStore(self.apis.core, ns, name, cluster)
-        record = store.load()
+        store = ConfigMapStore(self.apis.core, ns, name, cluster)
+        try:
+            record = Execution.load(store)
+        except BadInputError as e:  # a corrupt record: never act on it, say where it is
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            return self._unreachable(bodies, "CorruptExecutionRecord", e.message, connected=True)
         try:
             with KafkaGateway(settings) as gw:
                 return self._with_kafka(gw, cluster, bodies, store, record)
         except KafkaUnavailableError as e:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)
+        except RecordConflict as e:  # another writer was first: nothing was sent; the next reconcile retries
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            raise kopf.TemporaryError(e.message, delay=1) from None
 
     def _unreachable(
         self, bodies: list[dict[str, Any]], reason: str, message: str, connected: bool
@@ -233,69 +291,77 @@ class Reconciler:
         gw: KafkaGateway,
         cluster: Mapping[str, Any],
         bodies: list[dict[str, Any]],
-        store: RecordStore,
-        record: dict[str, Any] | None,
+        store: ConfigMapStore,
+        record: Execution | None,
     ) -> dict[str, Any]:
         spec = cluster.get("spec") or {}
+        valid = self._parse(bodies)
+        ready = st.merge_conditions(
+            None,
+            {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")},
+            st.CLUSTER_CONDITION_TYPES,
+        )
+        if record is not None and record.phase not in TERMINAL:
+            # one read of what the execution needs; the cluster status from brokers and dirs only
+            self._drive(gw, valid, record, self._limits(spec))
+            _, live = gw.describe_cluster()
+            dirs = gw.describe_log_dirs(live, partitions=())
+            racks = {b["id"]: b.get("rack") for b in ((cluster.get("status") or {}).get("brokers") or [])}
+            status = light_cluster_status(racks, dirs, len(record.doc.in_flight))
+            return {"phase": "Connected", **status, "conditions": ready}
         snap = gw.snapshot()
         in_flight = len(gw.list_reassignments())
-        cstatus = {
-            "phase": "Connected",
-            **cluster_status(snap, in_flight),
-            "conditions": st.merge_conditions(
-                None,
-                {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")},
-                st.CLUSTER_CONDITION_TYPES,
-            ),
-        }
-        valid = self._parse(bodies)
-        limits_spec = spec.get("limits") or {}
-        limits = executor.Limits(
-            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", 5)),
-            max_moves=int(limits_spec.get("maxMovesInFlight", 10)),
-            throttle=spec.get("throttleBytesPerSecond"),
-        )
-        if record is not None and record["phase"] not in est.TERMINAL:
-            self._drive(gw, valid, store, record, limits)
-            return cstatus
         self._sync_cordons(gw, snap, [i for _, i in valid])
-        self._plan(gw, cluster, snap, valid, store)
-        return cstatus
+        self._plan(gw, cluster, snap, valid, store, record)
+        return {"phase": "Connected", **cluster_status(snap, in_flight), "conditions": ready}
+
+    @staticmethod
+    def _limits(spec: Mapping[str, Any]) -> executor.Limits:
+        limits_spec = spec.get("limits") or {}
+        default = executor.Limits()
+        return executor.Limits(
+            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", default.max_moves_per_broker)),
+            max_moves=int(limits_spec.get("maxMovesInFlight", default.max_moves)),
+            max_bytes_per_broker=limits_spec.get("maxBytesPerBroker"),
+            throttle=spec.get("throttleBytesPerSecond"),
+            batch_seconds=int(limits_spec.get("batchSeconds", default.batch_seconds)),
+        )
 
     def _drive(
         self,
         gw: KafkaGateway,
         valid: list[tuple[dict[str, Any], Intent]],
-        store: RecordStore,
-        record: dict[str, Any],
+        record: Execution,
         limits: executor.Limits,
     ) -> None:
-        uids = set(record.get("participants") or [])
+        uids = set(record.doc.participants)
         members = [b for b, _ in valid if b["metadata"]["uid"] in uids]
-        if len(members) < len(uids) and not record["cancelRequested"]:
-            record["cancelRequested"] = True  # a participating resource was deleted: revert (KIP-455)
-            store.save(record)
-        if any((b.get("spec") or {}).get("paused") for b in members) and not record["cancelRequested"]:
+        if len(members) < len(uids) and not record.doc.cancel_requested:
+            record.doc.cancel_requested = True  # a participating resource was deleted: revert (KIP-455)
+            record.save()
+        if any((b.get("spec") or {}).get("paused") for b in members) and not record.doc.cancel_requested:
             for b in members:
                 self.set_status(
                     b,
                     st.PAUSED,
                     "PausedBySpec",
                     "spec.paused is true; no new moves are submitted",
-                    plan=record.get("planStatus"),
+                    plan=record.doc.plan_status,
                 )
             return
-        executor.sweep(gw, record, store.save)
-        executor.tick(gw, record, limits, store.save)
-        progress = executor.progress(gw, record)
-        metrics.observe_progress(record, progress.partitions_in_flight, progress.bytes_remaining)
+        executor.sweep(gw, record)
+        executor.tick(gw, record, limits)
+        progress = executor.progress(record)
+        metrics.observe_progress(
+            record.doc.plan_id, limits.throttle, progress.partitions_in_flight, progress.bytes_remaining
+        )
         prog = progress.status_json()
-        phase = EXECUTOR_TO_PHASE.get(record["phase"], st.EXECUTING)
-        message = record.get("lastError") or f"executor phase {record['phase']}"
+        phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
+        message = record.doc.last_error or f"executor phase {record.phase}"
         if phase == st.COMPLETED:
-            message = f"plan {record['planId']} executed"
+            message = f"plan {record.doc.plan_id} executed and checked against the live cluster"
         for b in members:
-            self.set_status(b, phase, record["phase"], message, plan=record.get("planStatus"), progress=prog)
+            self.set_status(b, phase, str(record.phase), message, plan=record.doc.plan_status, progress=prog)
 
     def _sync_cordons(self, gw: KafkaGateway, snap: ClusterSnapshot, intents: list[Intent]) -> None:
         """Set ``cordoned.log.dirs`` for declared cordons on brokers that support KIP-1066."""
@@ -317,7 +383,8 @@ class Reconciler:
         cluster: Mapping[str, Any],
         snap: ClusterSnapshot,
         valid: list[tuple[dict[str, Any], Intent]],
-        store: RecordStore,
+        store: ConfigMapStore,
+        last: Execution | None,
     ) -> None:
         if not valid:
             return
@@ -358,13 +425,19 @@ class Reconciler:
             )
         valid = [(b, i) for b, i in valid if b not in advisors]
         if plan.empty:
+            # the last execution's plan and progress stay shown until a new plan replaces them
+            shown = (
+                last.doc.plan_status if last is not None and last.phase == Phase.COMPLETED else plan_status
+            )
+            executed = f"plan {last.doc.plan_id} executed; " if shown is not plan_status and last else ""
             for b, _ in valid:
                 self.set_status(
                     b,
                     st.COMPLETED,
                     "Converged",
-                    "the placement matches every declared intent",
-                    plan=plan_status,
+                    f"converged: {executed}the placement matches every declared intent",
+                    plan=shown,
+                    progress=(b.get("status") or {}).get("progress") if executed else None,
                 )
             return
         manual = [b for b, _ in valid if (b.get("spec") or {}).get("approval") == "Manual"]
@@ -382,13 +455,18 @@ class Reconciler:
             for b, _ in valid:
                 self.set_status(b, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
             return
-        record = est.new_record(
+        if last is not None:
+            store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
+        record = Execution.create(
+            store,
             plan,
-            gw.settings.bootstrap_servers if hasattr(gw, "settings") else "",
-            spec.get("throttleBytesPerSecond"),
+            limits=self._limits(spec).to_doc(),
+            bootstrap_servers=gw.settings.bootstrap_servers,
+            cluster_id=snap.cluster_id,
+            rules=execution_rules([i for _, i in valid]),
+            participants=[b["metadata"]["uid"] for b, _ in valid],
+            plan_status=plan_status,
         )
-        record["participants"] = [b["metadata"]["uid"] for b, _ in valid]
-        record["planStatus"] = plan_status
-        store.save(record)
+        record.save()
         for b, _ in valid:
             self.set_status(b, st.EXECUTING, "Executing", f"executing plan {plan.plan_id}", plan=plan_status)

@@ -263,23 +263,75 @@ class KafkaGateway:
             cluster_id=cluster.cluster_id or metadata.cluster_id,
         )
 
-    def broker_ids(self) -> tuple[int, ...]:
+    def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
+        """(cluster id, live broker ids): one small request, whatever the cluster's size."""
         admin = self._admin()
         cluster = self._call(
             "describe cluster",
             lambda: admin.describe_cluster(request_timeout=self.settings.request_timeout_s).result(),
         )
-        return tuple(sorted(int(n.id) for n in cluster.nodes))
+        return cluster.cluster_id or None, tuple(sorted(int(n.id) for n in cluster.nodes))
 
-    def describe_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, tuple[LogDirInfo, ...]]:
-        """DescribeLogDirs per broker (all live brokers when None): dirs with usage and their replicas."""
+    def broker_ids(self) -> tuple[int, ...]:
+        return self.describe_cluster()[1]
+
+    def describe_partitions(self, topics: Iterable[str]) -> dict[PartitionKey, PartitionState]:
+        """Replicas, leader and ISR of every partition of ``topics`` (no dirs or sizes: see
+        ``describe_log_dirs``); a topic that does not exist is left out. Cost follows the topics asked."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        admin = self._admin()
+        timeout = self.settings.request_timeout_s
+
+        def run() -> dict[str, Any]:
+            futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
+            out: dict[str, Any] = {}
+            for name, f in futures.items():
+                try:
+                    out[name] = f.result()
+                except KafkaException as e:
+                    err = e.args[0]
+                    if err.name() not in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION"):
+                        raise
+            return out
+
+        described = self._call(f"describe topics ({len(names)})", run)
+        states: dict[PartitionKey, PartitionState] = {}
+        for name, desc in described.items():
+            for p in desc.partitions:
+                replicas = tuple(int(r.id) for r in p.replicas)
+                leader = int(p.leader.id) if p.leader is not None and int(p.leader.id) in replicas else None
+                states[(name, int(p.id))] = PartitionState(
+                    topic=name,
+                    partition=int(p.id),
+                    replicas=replicas,
+                    log_dirs=(None,) * len(replicas),
+                    leader=leader,
+                    isr=tuple(int(r.id) for r in p.isr if int(r.id) in replicas),
+                    size_bytes=0,
+                )
+        return states
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int] | None = None, partitions: Iterable[PartitionKey] | None = None
+    ) -> dict[int, tuple[LogDirInfo, ...]]:
+        """DescribeLogDirs per broker (all live brokers when None): dirs with usage and their replicas;
+        with ``partitions``, only those replicas are described (the request's topic-partition filter)."""
         ids = sorted(set(brokers)) if brokers is not None else list(self.broker_ids())
+        wanted: dict[str, list[int]] | None = None
+        if partitions is not None:
+            wanted = {}
+            for topic, number in partitions:
+                wanted.setdefault(topic, []).append(number)
         py = self._py()
         out: dict[int, tuple[LogDirInfo, ...]] = {}
         for b in ids:
 
             def one(b: int = b) -> Any:
-                return py.describe_log_dirs(brokers=[b])
+                return py.describe_log_dirs(topic_partitions=wanted, brokers=[b])
 
             (resp,) = self._call(f"describe log dirs of broker {b}", one)
             out[b] = tuple(_log_dir_info(b, d) for d in resp["log_dirs"])

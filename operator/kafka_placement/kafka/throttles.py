@@ -42,12 +42,14 @@ class ThrottleError(KafkaOperationError):
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """One partition's move: current and target replica lists (same lists = a log-dir move only)."""
+    """One partition's move: current and target replica lists (same lists = a log-dir move only) and its
+    own throttle rate (None: the rate given to ``apply_throttles``)."""
 
     topic: str
     partition: int
     current: tuple[int, ...]
     target: tuple[int, ...]
+    rate: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +100,15 @@ def throttled_replicas(moves: Iterable[Move]) -> dict[str, dict[str, list[str]]]
 def apply_throttles(
     gateway: KafkaGateway,
     moves: Sequence[Move],
-    rate: int,
+    rate: int | None,
     *,
     dir_rate: int | None = None,
     dir_move_brokers: Iterable[int] = (),
     state: ThrottleState | None = None,
     before_alter: Callable[[ThrottleState], None] | None = None,
 ) -> ThrottleState:
-    """Throttle ``moves`` at ``rate`` bytes/s (dir moves at ``dir_rate`` on ``dir_move_brokers``); extends
+    """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
+    moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
     and returns ``state`` (pass the one from a previous call or a restart so previous values stay ours).
 
     ``before_alter`` gets the extended state before anything is changed in Kafka: the caller records it
@@ -113,15 +116,22 @@ def apply_throttles(
     Clearing a recorded state that was never applied is harmless: previous values are restored as they
     were read, and subtracting absent entries changes nothing. If ``before_alter`` raises, nothing is
     altered."""
-    if rate <= 0 or (dir_rate is not None and dir_rate <= 0):
+    rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
+    if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
     state = state or ThrottleState()
+    moves = [m for m in moves if (m.rate or rate) is not None]
     wanted: dict[int, dict[str, str]] = {}
+    lowest: dict[int, int] = {}
     replicas = throttled_replicas(moves)
     for m in moves:
+        move_rate = m.rate or rate
+        assert move_rate is not None  # filtered above
         if any(b not in m.current for b in m.target):
             for b in (*m.current, *m.target):
-                wanted.setdefault(b, {}).update({LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)})
+                lowest[b] = min(lowest.get(b, move_rate), move_rate)
+    for b, r in lowest.items():
+        wanted.setdefault(b, {}).update({LEADER_RATE: str(r), FOLLOWER_RATE: str(r)})
     if dir_rate is not None:
         for b in dir_move_brokers:
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
