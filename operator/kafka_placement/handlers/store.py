@@ -1,100 +1,249 @@
-"""Durable operator state: the execution record of a cluster in a ConfigMap owned by its KafkaCluster.
+"""The operator's execution store: one cluster's record in ConfigMaps owned by its KafkaCluster.
 
-The record (plan, submissions, throttles it set; see execution/state.py) is gzip-compressed JSON,
-base64-encoded into ``binaryData`` and split into chunks below the ConfigMap size limit, so a restarted
-operator resumes exactly where it stopped. The ConfigMap is owned by the KafkaCluster (garbage-collected
-with it).
+``ConfigMapStore`` implements the bytes-level ``Store`` contract of ``execution/store.py``:
+
+- the progress document is ``binaryData["record.json.gz"]`` of ``kafka-placement-<cluster>-execution``;
+  ``save`` is a compare-and-swap on the ``resourceVersion`` that ``load`` read (a create if there was
+  nothing): a 409 means another writer got there first, ``RecordConflict``, nothing written;
+- a blob is gzipped and split over ``kafka-placement-<cluster>-blob-<name>-<i>`` (``binaryData["chunk"]``),
+  each annotated with the chunk count and the sha256 of the blob and of the chunk. Chunk 0 is created
+  last and deleted first, so it exists only when the blob is complete: a put or prune cut short leaves a
+  blob that reads as absent. A chunk missing behind chunk 0, or bytes not matching their sha256, are
+  damage from outside: ``get_blob`` raises ``BadInputError`` naming the ConfigMap (returning None would
+  let ``put_blob``, which trusts chunk 0, skip the repair and hide the damage).
+
+Every object is labelled (managed-by, cluster; chunks also blob and chunk index) and has a controller
+ownerReference to the KafkaCluster, so it is garbage-collected with it. Limits leaned on:
+
+==============================  =========  ===========================================================
+limit                           value      how it is respected
+==============================  =========  ===========================================================
+ConfigMap data (apiserver)      1 MiB      <= 900 KiB of gzip per object (CHUNK): ~10% under the cap
+etcd value (max-request-bytes)  1.5 MiB    900 KiB of data + well under 1 KiB of metadata
+request body (apiserver)        3 MiB      900 KiB is 1.2 MB as base64 in JSON
+object name (DNS subdomain)     253 chars  cluster names <= 163 chars, blob names <= 63
+label value                     63 chars   a longer cluster name is labelled by its sha256
+==============================  =========  ===========================================================
 """
 
 from __future__ import annotations
 
 import base64
 import gzip
-import json
-from collections.abc import Mapping
-from typing import Any
+import hashlib
+import re
+import zlib
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-CHUNK = 512 * 1024
+from ..execution.store import BLOB_NAME, MAX_DOCUMENT_BYTES, RecordConflict, check_blob_name
+from ..model.errors import BadInputError, PlacementError
+
+CHUNK = 900 * 1024  # bytes of gzip per ConfigMap: below the 1 MiB limit with room for metadata
+DOC_KEY = "record.json.gz"
+MANAGED_BY = ("app.kubernetes.io/managed-by", "kafka-placement-operator")
+CLUSTER = "kafkaplacement.io/cluster"
+BLOB = "kafkaplacement.io/blob"
+INDEX = "kafkaplacement.io/chunk"
+CHUNKS = "kafkaplacement.io/chunks"
+SHA = "kafkaplacement.io/sha256"
+CHUNK_SHA = "kafkaplacement.io/chunk-sha256"
+MAX_CLUSTER = 253 - len("kafka-placement--blob-") - 63 - len("-9999")  # = 163
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def configmap_name(cluster: str) -> str:
     return f"kafka-placement-{cluster}-execution"
 
 
-def encode(record: Mapping[str, Any]) -> dict[str, str]:
-    raw = base64.b64encode(gzip.compress(json.dumps(record).encode())).decode()
-    return {
-        f"record.{i:04d}": raw[i * CHUNK : (i + 1) * CHUNK] for i in range((len(raw) + CHUNK - 1) // CHUNK)
-    }
+def _gunzip(gz: bytes, limit: int = 1 << 40) -> bytes:
+    d = zlib.decompressobj(wbits=31)  # one gzip member, as gzip.compress writes it
+    out = d.decompress(gz, limit + 1)
+    if not d.eof or len(out) > limit:
+        raise EOFError(f"over {limit} bytes uncompressed" if len(out) > limit else "truncated gzip stream")
+    return out
 
 
-def decode(data: Mapping[str, str]) -> dict[str, Any]:
-    raw = "".join(data[k] for k in sorted(data) if k.startswith("record."))
-    record: dict[str, Any] = json.loads(gzip.decompress(base64.b64decode(raw)))
-    return record
-
-
-class RecordStore:
-    """Load/save/delete one cluster's execution record."""
+class ConfigMapStore:
+    """One cluster's execution record in ConfigMaps of ``namespace`` (see the module docstring)."""
 
     def __init__(self, api: client.CoreV1Api, namespace: str, cluster: str, owner: Mapping[str, Any]) -> None:
-        self.api, self.namespace, self.name = api, namespace, configmap_name(cluster)
-        meta = owner.get("metadata") or {}
-        self.owner = {
-            "apiVersion": owner.get("apiVersion", "kafkaplacement.io/v1alpha1"),
-            "kind": owner.get("kind", "KafkaCluster"),
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "controller": True,
-        }
+        if len(cluster) > MAX_CLUSTER or not DNS_SUBDOMAIN.match(cluster):
+            raise PlacementError(
+                f"KafkaCluster name {cluster[:80]!r} cannot name the operator's ConfigMaps: it must be a DNS "
+                f"subdomain of at most {MAX_CLUSTER} characters"
+            )
+        self.api, self.namespace, self.cluster = api, namespace, cluster
+        self.name = configmap_name(cluster)
+        self.label = cluster if len(cluster) <= 63 else hashlib.sha256(cluster.encode()).hexdigest()[:63]
+        meta, version = owner.get("metadata") or {}, owner.get("apiVersion", "kafkaplacement.io/v1alpha1")
+        ref = {"api_version": version, "kind": owner.get("kind", "KafkaCluster"), "controller": True}
+        ref |= {"name": meta.get("name", cluster), "uid": meta.get("uid")}
+        self.owner_refs = [client.V1OwnerReference(**ref)] if ref["uid"] else None
+        self._rv: str | None = None  # resourceVersion of the progress document last read or written
 
-    def load(self) -> dict[str, Any] | None:
+    @property
+    def where(self) -> str:
+        return self._where(self.name)
+
+    def _where(self, name: str) -> str:
+        return f"ConfigMap {self.namespace}/{name}"
+
+    def _body(self, name: str, gz: bytes, blob: Mapping[str, str] = {}, **meta: Any) -> client.V1ConfigMap:
+        labels = {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER: self.label, **blob}
+        return client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(
+                name=name, namespace=self.namespace, labels=labels, owner_references=self.owner_refs, **meta
+            ),
+            binary_data={"chunk" if blob else DOC_KEY: base64.b64encode(gz).decode("ascii")},
+        )
+
+    def _read(self, name: str, call: Literal["read", "delete"] = "read") -> Any:
+        """read (or delete) ConfigMap ``name``; None if it does not exist"""
         try:
-            cm = self.api.read_namespaced_config_map(self.name, self.namespace)
+            return getattr(self.api, f"{call}_namespaced_config_map")(name, self.namespace)
         except ApiException as e:
             if e.status == 404:
                 return None
             raise
-        data = {k: v if isinstance(v, str) else v.decode() for k, v in (cm.binary_data or {}).items()}
-        return decode(data) if data else None
 
-    def save(self, record: Mapping[str, Any]) -> None:
-        # binaryData values are base64 text: the chunks of the base64-encoded gzip go in as they are
-        chunks: dict[str, bytes | str] = dict(encode(record))
-        body = client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(
-                name=self.name,
-                namespace=self.namespace,
-                labels={"app.kubernetes.io/managed-by": "kafka-placement-operator"},
-                owner_references=[client.V1OwnerReference(**_snake(self.owner))]
-                if self.owner["uid"]
-                else None,
-            ),
-            binary_data=chunks,
-        )
+    # ---- the progress document ---------------------------------------------------------------------
+
+    def load(self) -> bytes | None:
+        cm = self._read(self.name)
+        self._rv = cm.metadata.resource_version if cm is not None else None
+        data = (cm.binary_data or {}) if cm is not None else {}
+        # before the blob store, the record was chunked over record.0000, record.0001, ...
+        keys = [DOC_KEY] if DOC_KEY in data else sorted(k for k in data if k.startswith("record."))
+        if not keys:
+            return None
         try:
-            self.api.replace_namespaced_config_map(self.name, self.namespace, body)
+            return _gunzip(b"".join(base64.b64decode(data[k]) for k in keys), MAX_DOCUMENT_BYTES)
+        except (ValueError, EOFError, zlib.error) as e:
+            raise BadInputError(f"cannot read the execution record: {e}", self.where) from None
+
+    def save(self, doc: bytes) -> None:
+        gz = gzip.compress(doc, compresslevel=6, mtime=0)
+        if len(gz) > CHUNK:
+            raise PlacementError(
+                f"{self.where}: the execution record is {len(gz)} bytes gzipped, over the {CHUNK}-byte "
+                "limit of one ConfigMap; nothing was written"
+            )
+        body = self._body(self.name, gz, resource_version=self._rv)
+        out: Any
+        try:
+            if self._rv is None:
+                out = self.api.create_namespaced_config_map(self.namespace, body)
+            else:
+                out = self.api.replace_namespaced_config_map(self.name, self.namespace, body)
         except ApiException as e:
-            if e.status != 404:
-                raise
-            self.api.create_namespaced_config_map(self.namespace, body)
+            if e.status == 409 or (e.status == 404 and self._rv is not None):
+                raise RecordConflict(
+                    f"{self.where} was changed by another writer since it was read; nothing was written"
+                ) from None
+            raise
+        self._rv = out.metadata.resource_version
 
     def delete(self) -> None:
+        """Remove the progress document and every blob of this cluster."""
+        self._read(self.name, "delete")
+        self._delete_blobs(f"{CLUSTER}={self.label},{BLOB}")
+
+    # ---- blobs -------------------------------------------------------------------------------------
+
+    def _blob_cm(self, name: str, i: int) -> str:
+        cm = f"kafka-placement-{self.cluster}-blob-{name}-{i}"
+        if len(cm) > 253 or not DNS_SUBDOMAIN.match(cm):
+            raise ValueError(f"blob name {name!r} does not make a valid ConfigMap name ({cm[:80]}...)")
+        return cm
+
+    def put_blob(self, name: str, data: bytes) -> None:
+        sha = hashlib.sha256(data).hexdigest()
+        head = self._read(self._blob_cm(check_blob_name(name), 0))
+        if head is not None:
+            if (head.metadata.annotations or {}).get(SHA) == sha:
+                return
+            raise PlacementError(f"{self._where(head.metadata.name)}: blob {name} exists with other content")
+        gz = gzip.compress(data, compresslevel=6, mtime=0)
+        parts = [gz[i : i + CHUNK] for i in range(0, len(gz), CHUNK)]
+        for i in [*range(1, len(parts)), 0]:  # chunk 0 last: it marks the blob complete
+            ann = {CHUNKS: str(len(parts)), SHA: sha, CHUNK_SHA: hashlib.sha256(parts[i]).hexdigest()}
+            cm = self._blob_cm(name, i)
+            body = self._body(cm, parts[i], {BLOB: name, INDEX: str(i)}, annotations=ann)
+            try:
+                self.api.create_namespaced_config_map(self.namespace, body)
+            except ApiException as e:
+                if e.status != 409:
+                    raise
+                old = self._read(cm)
+                if old is not None and old.metadata.annotations == ann:
+                    continue  # the same chunk, from an earlier or concurrent put of this blob
+                if i == 0:
+                    raise PlacementError(
+                        f"{self._where(cm)}: blob {name} exists with other content"
+                    ) from None
+                self.api.replace_namespaced_config_map(cm, self.namespace, body)  # debris of a cut put
+
+    def get_blob(self, name: str) -> bytes | None:
+        head = self._read(self._blob_cm(check_blob_name(name), 0))
+        if head is None:
+            return None
+        ann = head.metadata.annotations or {}
+        where = self._where(head.metadata.name)
         try:
-            self.api.delete_namespaced_config_map(self.name, self.namespace)
-        except ApiException as e:
-            if e.status != 404:
-                raise
+            n = int(ann[CHUNKS])
+        except (KeyError, ValueError):
+            raise BadInputError(f"blob {name}: no valid {CHUNKS} annotation", where) from None
+        parts = [self._chunk(head, name, ann)]
+        for i in range(1, n):
+            cm = self._read(self._blob_cm(name, i))
+            if cm is None:
+                where_i = self._where(self._blob_cm(name, i))
+                raise BadInputError(f"blob {name} is truncated: chunk {i} of {n} is missing", where_i)
+            parts.append(self._chunk(cm, name, ann))
+        try:
+            data = _gunzip(b"".join(parts))
+        except (EOFError, zlib.error) as e:
+            raise BadInputError(f"blob {name} is corrupt: {e}", where) from None
+        if hashlib.sha256(data).hexdigest() != ann.get(SHA):
+            raise BadInputError(f"blob {name} does not match its sha256", where)
+        return data
 
+    def _chunk(self, cm: Any, name: str, head: Mapping[str, str]) -> bytes:
+        where = self._where(cm.metadata.name)
+        ann, labels = cm.metadata.annotations or {}, cm.metadata.labels or {}
+        if labels.get(CLUSTER) != self.label or labels.get(BLOB) != name:
+            raise BadInputError(f"not a chunk of blob {name} of cluster {self.cluster}", where)
+        if ann.get(SHA) != head.get(SHA) or ann.get(CHUNKS) != head.get(CHUNKS):
+            raise BadInputError(f"a chunk of another version of blob {name}", where)
+        try:
+            raw = base64.b64decode((cm.binary_data or {})["chunk"], validate=True)
+        except (KeyError, ValueError):
+            raise BadInputError(f"blob {name}: no valid 'chunk' data", where) from None
+        if hashlib.sha256(raw).hexdigest() != ann.get(CHUNK_SHA):
+            raise BadInputError(f"blob {name}: the chunk does not match its sha256", where)
+        return raw
 
-def _snake(owner: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "api_version": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["name"],
-        "uid": owner["uid"],
-        "controller": owner["controller"],
-    }
+    def prune_blobs(self, keep: set[str]) -> None:
+        kept = sorted(k for k in keep if BLOB_NAME.match(k))  # no other name can exist
+        selector = f"{CLUSTER}={self.label},{BLOB}"
+        self._delete_blobs(f"{selector},{BLOB} notin ({','.join(kept)})" if kept else selector)
+
+    def _delete_blobs(self, selector: str) -> None:
+        for sel in (f"{selector},{INDEX}=0", selector):  # chunk 0 first: a cut prune leaves "absent"
+            for name in list(self._names(sel)):
+                self._read(name, "delete")
+
+    def _names(self, selector: str) -> Iterator[str]:
+        token = None
+        while True:  # pages of a few chunks: each is up to 1.2 MB of JSON
+            page: Any = self.api.list_namespaced_config_map(
+                self.namespace, label_selector=selector, limit=8, _continue=token
+            )
+            yield from (str(cm.metadata.name) for cm in page.items)
+            token = page.metadata._continue
+            if not token:
+                return
