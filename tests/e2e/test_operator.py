@@ -6,6 +6,8 @@ the result (placement, cordons, throttles) and the resources' status, conditions
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import signal
 import time
@@ -16,7 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 
-from kafka_placement.handlers.store import configmap_name, decode
+from kafka_placement.handlers.store import DOC_KEY, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 
@@ -56,9 +58,13 @@ def snapshot(rig: KafkaRig) -> Any:
 
 
 def execution_record(kubectl: Any, ns: str, cluster: str) -> dict[str, Any]:
-    """The executor's durable record the operator keeps in the cluster's ConfigMap ({} if none)."""
+    """The progress document of the executor's record in the cluster's ConfigMap ({} if none)."""
     out = kubectl("-n", ns, "get", "configmap", configmap_name(cluster), "-o", "json", check=False)
-    return decode(json.loads(out.stdout).get("binaryData", {})) if out.returncode == 0 else {}
+    if out.returncode != 0:
+        return {}
+    data = json.loads(out.stdout).get("binaryData", {}).get(DOC_KEY)
+    doc: dict[str, Any] = json.loads(gzip.decompress(base64.b64decode(data))) if data else {}
+    return doc
 
 
 def throttles_left(kafka_admin: Any, rig: KafkaRig) -> dict[str, str]:
@@ -164,7 +170,7 @@ def test_operator_killed_mid_execution_resumes_without_resubmitting(
         return execution_record(kubectl, ns, "slow")
 
     deadline = time.monotonic() + 60
-    while not record().get("submitted"):
+    while not record().get("inFlight"):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.5)
     operator.kill(signal.SIGKILL)
@@ -173,7 +179,7 @@ def test_operator_killed_mid_execution_resumes_without_resubmitting(
     wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Completed",), timeout=300)
     final = record()
     assert final["phase"] == "Completed"
-    assert final["counters"]["submissions"] and all(n == 1 for n in final["counters"]["submissions"].values())
+    assert final["counters"]["submissions"] >= 1 and final["counters"]["resubmitted"] == 0
     assert all(2 not in p.replicas for p in snapshot(kafka_rig).partitions)
     assert throttles_left(kafka_admin, kafka_rig) == {}
 
@@ -257,7 +263,7 @@ def test_deleting_a_decommission_mid_flight_reverts_its_moves(
         return execution_record(kubectl, ns, "slow")
 
     deadline = time.monotonic() + 90
-    while not record().get("submitted"):
+    while not record().get("inFlight"):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.5)
     kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # finalizer: cancel

@@ -55,7 +55,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DIVERGED_TICKS = 3
+DIVERGED_TICKS = 3  # a move seen neither running nor at target this many ticks in a row...
+DIVERGED_S = 30.0  # ...and for this long is taken as cancelled or changed outside (not a metadata lag)
 TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka errors before giving up
 ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
 LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
@@ -165,7 +166,7 @@ def _reconcile(ex: Execution, view: View) -> bool:
         ):
             sub.state = Submission.CONFIRMED
         else:
-            ex.forget(i)  # never reached Kafka: selected again (the submission counter shows it)
+            ex.forget(i, unsent=True)  # never reached Kafka: selected again
         changed = True
     return changed
 
@@ -182,7 +183,7 @@ def _diverged(ex: Execution, view: View) -> list[str]:
             and not ex.plan.dir_only(i)
             and (p is None or p.replicas != t.replicas)
         ):
-            out.append(t.name)
+            out.append(f"{t.name} (replicas {list(p.replicas) if p else None}, target {list(t.replicas)})")
     return out
 
 
@@ -508,7 +509,10 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
     diverged = _diverged(ex, view)
     counters = ex.doc.counters
     counters.diverged_ticks = counters.diverged_ticks + 1 if diverged else 0
-    if counters.diverged_ticks >= DIVERGED_TICKS:  # on consecutive ticks: not a metadata propagation lag
+    now = time.time()
+    counters.diverged_since = (counters.diverged_since or now) if diverged else None
+    # a broker's metadata can lag the controller by seconds under load: only a lasting divergence counts
+    if counters.diverged_ticks >= DIVERGED_TICKS and now - (counters.diverged_since or now) >= DIVERGED_S:
         ex.error(
             "reassignment of " + ", ".join(diverged[:10]) + " was cancelled or changed outside this execution"
         )

@@ -170,7 +170,9 @@ class Counters(_Model):
     cancels: int = Field(0, ge=0)
     reorders: int = Field(0, ge=0)
     diverged_ticks: int = Field(0, ge=0)
+    unsent: int = Field(0, ge=0)  # intents recorded before a crash that never reached Kafka
     conflicts: int = Field(0, ge=0)  # saves refused because another writer was first
+    diverged_since: float | None = None  # when moves were first seen neither running nor at target
 
 
 class Rule(_Model):
@@ -509,11 +511,16 @@ class Execution:
             self.doc.counters.resubmitted += 1
         self.submits[i] = min(self.submits[i] + 1, 255)
 
-    def forget(self, i: int) -> None:
-        """A submission that never reached Kafka: pending again."""
+    def forget(self, i: int, *, unsent: bool = False) -> None:
+        """A submission that did not take effect: pending again. ``unsent``: a recorded intent of which
+        Kafka shows no trace (a crash before the request): it is not counted as submitted."""
         self.states[i] = PState.PENDING
         self.doc.in_flight.pop(i, None)
         self.doc.copied.pop(i, None)
+        if unsent and self.submits[i] > 0:
+            self.submits[i] -= 1
+            self.doc.counters.submissions -= 1
+            self.doc.counters.unsent += 1
 
     def finish(self, i: int, state: PState = PState.DONE) -> None:
         if self.states[i] == PState.DONE:

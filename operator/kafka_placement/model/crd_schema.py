@@ -317,12 +317,27 @@ def _kafka_cluster_spec() -> Schema:
                 int64=True,
             ),
             "limits": _obj(
-                "Concurrency limits of the executor.",
+                "Concurrency limits of the executor: counts and bytes in flight. Thousands of small "
+                "partitions move together; large ones a few at a time (a broker with nothing in flight "
+                "always takes one move).",
                 {
                     "maxMovesPerBroker": _int(
-                        "Most partition moves in flight involving one broker.", 1, default=5
+                        "Most partition moves in flight involving one broker.", 1, default=250
                     ),
-                    "maxMovesInFlight": _int("Most partition moves in flight in the cluster.", 1, default=10),
+                    "maxMovesInFlight": _int(
+                        "Most partition moves in flight in the cluster.", 1, default=1250
+                    ),
+                    "maxBytesPerBroker": _int(
+                        "Most bytes in flight into (and out of) one broker; absent = the throttle (or "
+                        "100 MiB/s when unthrottled) times batchSeconds.",
+                        1,
+                        int64=True,
+                    ),
+                    "batchSeconds": _int(
+                        "Target seconds to copy one broker's bytes in flight (derives maxBytesPerBroker).",
+                        1,
+                        default=120,
+                    ),
                 },
             ),
             "planner": _obj(
