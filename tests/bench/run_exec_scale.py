@@ -72,12 +72,16 @@ def create_topic(bootstrap: str, name: str, n: int) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(n)]
-    topic = NewTopic(name, num_partitions=n, replica_assignment=assignment, config={"segment.bytes": "1048576"})
+    topic = NewTopic(
+        name, num_partitions=n, replica_assignment=assignment, config={"segment.bytes": "1048576"}
+    )
     admin.create_topics([topic], request_timeout=120)[name].result(timeout=300)
     deadline = time.monotonic() + 300
     while True:  # every partition has a leader and a full ISR
         md = admin.list_topics(topic=name, timeout=30).topics[name]
-        if len(md.partitions) == n and all(len(p.isrs) == 2 and p.leader >= 0 for p in md.partitions.values()):
+        if len(md.partitions) == n and all(
+            len(p.isrs) == 2 and p.leader >= 0 for p in md.partitions.values()
+        ):
             break
         if time.monotonic() > deadline:
             sys.exit(f"topic {name} did not become healthy")
@@ -97,7 +101,9 @@ def delete_topic(bootstrap: str, name: str) -> None:
 
 
 def plan_for(bootstrap: str, topic: str, work: Path) -> Path:
-    snap, intents, full, plan = (work / f"{topic}.{n}" for n in ("snap.json", "yaml", "full.json", "plan.json"))
+    snap, intents, full, plan = (
+        work / f"{topic}.{n}" for n in ("snap.json", "yaml", "full.json", "plan.json")
+    )
     for cmd in (
         ["snapshot", "--bootstrap-server", bootstrap, "-o", str(snap)],
         ["plan", "--snapshot", str(snap), "--intents", str(intents), "-o", str(full)],
@@ -152,7 +158,9 @@ def part_rig(n: int) -> dict[str, Any]:
             create_topic(bootstrap, topic, n)
             try:
                 plan = plan_for(bootstrap, topic, work)
-                seconds = run_ours(bootstrap, plan, work) if who == "ours" else run_kafka(bootstrap, plan, libs)
+                seconds = (
+                    run_ours(bootstrap, plan, work) if who == "ours" else run_kafka(bootstrap, plan, libs)
+                )
             finally:
                 delete_topic(bootstrap, topic)
             row[f"{who}_s"] = seconds
@@ -205,14 +213,14 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
     if rig_row:
         lines += [
             "(a) Decommission of broker 3 holding many small partitions (3-node rig, RF 2, a few records "
-            "each): `kafka-placement execute --wait` with its defaults (safety gate on, 250 moves per broker, "
-            "1,250 in the cluster, bytes per broker capped) vs Kafka's own `ReassignPartitionsCommand "
+            "each): `kafka-placement execute --wait` with its defaults (safety gate on, 250 moves per "
+            "broker, 1,250 in the cluster, bytes per broker capped) vs Kafka's own `ReassignPartitionsCommand "
             "--execute` of the same plan, timed until `--verify` reports no reassignment in progress.",
             "",
             "| partitions | moves | ours s | Kafka s | ours s/move | Kafka s/move | ratio |",
             "|---|---|---|---|---|---|---|",
-            f"| {rig_row['partitions']} | {rig_row['moves']} | {rig_row['ours_s']:.1f} | {rig_row['kafka_s']:.1f} "
-            f"| {rig_row['ours_s'] / rig_row['moves']:.4f} | {rig_row['kafka_s'] / rig_row['moves']:.4f} "
+            f"| {rig_row['partitions']} | {rig_row['moves']} | {rig_row['ours_s']:.1f} "
+            f"| {rig_row['kafka_s']:.1f} | {rig_row['ours_s'] / rig_row['moves']:.4f} | {rig_row['kafka_s'] / rig_row['moves']:.4f} "
             f"| {rig_row['ratio']:.2f} |",
             "",
         ]
@@ -224,8 +232,8 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
             "tick, once per execution. Save bytes = the progress document written per save (the plan is "
             "never rewritten).",
             "",
-            "| plan partitions | moves | start CPU s | tick CPU s (median) | tick CPU s (max) | bytes per save "
-            "| saves per tick | blobs bytes (once) |",
+            "| plan partitions | moves | start CPU s | tick CPU s (median) | tick CPU s (max) "
+            "| bytes per save | saves per tick | blobs bytes (once) |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for r in tick_rows:

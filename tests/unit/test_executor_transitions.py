@@ -119,7 +119,8 @@ def test_progress_counts_done_in_flight_and_pending(tmp_path: Path) -> None:
     ex.finish(2)
     ex.doc.copied = {0: 40}
     p = compute_progress(ex)
-    assert (p.partitions_total, p.partitions_done, p.partitions_in_flight, p.partitions_pending) == (3, 1, 1, 1)
+    counts = (p.partitions_total, p.partitions_done, p.partitions_in_flight, p.partitions_pending)
+    assert counts == (3, 1, 1, 1)
     assert (p.bytes_total, p.bytes_moved, p.bytes_remaining) == (170, 60, 110)
     assert p.eta_s is None  # no rate observed yet
     ex.doc.samples = [(100.0, 0), (110.0, 60)]
@@ -222,7 +223,7 @@ def test_malformed_records_are_refused_naming_the_file(tmp_path: Path, mutate: A
     doc = json.loads(path.read_text())
     mutate(doc)
     path.write_text(json.dumps(doc))
-    with pytest.raises(BadInputError, match="state.json") as e:
+    with pytest.raises(BadInputError, match=r"state\.json") as e:
         ex = Execution.load(FileStore(path))
         assert ex is not None
         _ = ex.plan  # a missing blob shows when the plan is needed
@@ -233,7 +234,7 @@ def test_malformed_records_are_refused_naming_the_file(tmp_path: Path, mutate: A
 def test_garbage_state_files_are_refused(tmp_path: Path, text: str) -> None:
     path = tmp_path / "state.json"
     path.write_text(text)
-    with pytest.raises(BadInputError, match="state.json"):
+    with pytest.raises(BadInputError, match=r"state\.json"):
         Execution.load(FileStore(path))
 
 
