@@ -214,14 +214,14 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
         lines += [
             "(a) Decommission of broker 3 holding many small partitions (3-node rig, RF 2, a few records "
             "each): `kafka-placement execute --wait` with its defaults (safety gate on, 250 moves per "
-            "broker, 1,250 in the cluster, bytes per broker capped) vs Kafka's own `ReassignPartitionsCommand "
-            "--execute` of the same plan, timed until `--verify` reports no reassignment in progress.",
+            "broker, 1,250 in the cluster, bytes per broker capped) vs Kafka's own "
+            "`ReassignPartitionsCommand --execute` of the same plan, timed until `--verify` reports no reassignment in progress.",
             "",
             "| partitions | moves | ours s | Kafka s | ours s/move | Kafka s/move | ratio |",
             "|---|---|---|---|---|---|---|",
             f"| {rig_row['partitions']} | {rig_row['moves']} | {rig_row['ours_s']:.1f} "
-            f"| {rig_row['kafka_s']:.1f} | {rig_row['ours_s'] / rig_row['moves']:.4f} | {rig_row['kafka_s'] / rig_row['moves']:.4f} "
-            f"| {rig_row['ratio']:.2f} |",
+            f"| {rig_row['kafka_s']:.1f} | {rig_row['ours_s'] / rig_row['moves']:.4f} "
+            f"| {rig_row['kafka_s'] / rig_row['moves']:.4f} | {rig_row['ratio']:.2f} |",
             "",
         ]
     if tick_rows:
