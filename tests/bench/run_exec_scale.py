@@ -215,7 +215,8 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
             "(a) Decommission of broker 3 holding many small partitions (3-node rig, RF 2, a few records "
             "each): `kafka-placement execute --wait` with its defaults (safety gate on, 250 moves per "
             "broker, 1,250 in the cluster, bytes per broker capped) vs Kafka's own "
-            "`ReassignPartitionsCommand --execute` of the same plan, timed until `--verify` reports no reassignment in progress.",
+            "`ReassignPartitionsCommand --execute` of the same plan, timed until `--verify` reports no "
+            "reassignment in progress.",
             "",
             "| partitions | moves | ours s | Kafka s | ours s/move | Kafka s/move | ratio |",
             "|---|---|---|---|---|---|---|",
