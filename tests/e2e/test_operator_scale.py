@@ -1,0 +1,114 @@
+"""End to end at scale: the operator decommissions a broker holding thousands of small partitions with its
+default limits, under an idempotent producer, with the decommission's own throttle and priority; the
+record stays small in its ConfigMap, nothing is submitted twice, no throttle is left, and the status
+keeps showing the executed plan once the cluster has converged. Real apiserver and Kafka only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import ConfigResource, ResourceType
+from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
+from tests.e2e.test_operator import apply, execution_record, snapshot, throttles_left
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(600)]
+
+PARTITIONS = 1500
+RETIRED = 1
+DECOMMISSION_THROTTLE = 7_340_032  # the intent's own rate, below the cluster's default
+
+
+def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttle(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[i % 3 + 1, (i + 1) % 3 + 1] for i in range(PARTITIONS)])
+    stop = threading.Event()
+    acked: list[int] = []
+    unflushed: list[int] = []
+
+    def producing() -> None:
+        producer = Producer(
+            {"bootstrap.servers": kafka_rig.bootstrap_servers, "enable.idempotence": True, "linger.ms": 20}
+        )
+        i = 0
+        while not stop.is_set() and i < 20_000:
+            producer.produce(
+                topic,
+                value=b"x" * 100,
+                partition=(i * 7) % PARTITIONS,
+                on_delivery=lambda e, m: acked.append(1),
+            )
+            producer.poll(0)
+            i += 1
+            time.sleep(0.01)
+        unflushed.append(producer.flush(120))
+
+    thread = threading.Thread(target=producing)
+    thread.start()
+    rates_seen: set[str] = set()
+    try:
+        apply(
+            kubectl,
+            ns,
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: big}\nspec: "
+            f"{{bootstrapServers: '{kafka_rig.bootstrap_servers}', throttleBytesPerSecond: 52428800}}\n",
+        )
+        apply(
+            kubectl,
+            ns,
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire}\n"
+            f"spec: {{clusterRef: {{name: big}}, brokers: [{RETIRED}], throttle: {DECOMMISSION_THROTTLE}, "
+            "priority: 5}\n",
+        )
+        deadline = time.monotonic() + 420
+        while True:  # watch the throttle the executor sets on a receiving broker while it works
+            body = get(kubectl, ns, "brokerdecommission", "retire")
+            phase = (body.get("status") or {}).get("phase")
+            if phase in ("Completed", "Failed"):
+                break
+            for node in kafka_rig.nodes:
+                resource = ConfigResource(ResourceType.BROKER, str(node.id))
+                entry = (
+                    kafka_admin.describe_configs([resource])[resource]
+                    .result(30)
+                    .get("follower.replication.throttled.rate")
+                )
+                if entry is not None and entry.value:
+                    rates_seen.add(entry.value)
+            assert time.monotonic() < deadline, f"{body.get('status')}\n{operator.tail()}"
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(150)
+    done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire", ("Completed",), timeout=30)
+    assert unflushed == [0] and acked
+    assert rates_seen == {str(DECOMMISSION_THROTTLE)}, rates_seen  # the intent's rate, not the cluster's
+    record = execution_record(kubectl, ns, "big")
+    moved = sum(1 for i in range(PARTITIONS) if RETIRED in (i % 3 + 1, (i + 1) % 3 + 1))
+    assert record["phase"] == "Completed" and record["doneCount"] >= moved
+    assert record["counters"]["resubmitted"] == 0
+    assert record["counters"]["submissions"] == record["partitions"]
+    assert record["rules"][0]["priority"] == 5
+    cm = kubectl("-n", ns, "get", "configmap", "-l", "kafkaplacement.io/cluster=big", "-o", "name")
+    assert len(cm.stdout.split()) >= 2  # the progress document plus the plan and baseline blobs
+    assert all(RETIRED not in p.replicas for p in snapshot(kafka_rig).partitions)
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+    plan_id = done["status"]["plan"]["id"]
+    # the next reconcile finds nothing to move: still the executed plan's id and progress, "converged"
+    deadline = time.monotonic() + 60
+    while "converged" not in (get(kubectl, ns, "brokerdecommission", "retire")["status"]["message"]):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(1)
+    status = get(kubectl, ns, "brokerdecommission", "retire")["status"]
+    assert status["plan"]["id"] == plan_id and status["progress"]["partitionsDone"] == record["partitions"]
