@@ -5,10 +5,10 @@ time and the bytes it saves vs plan size, 1,000 moves in flight, against a recor
     .venv/bin/python tests/bench/run_exec_scale.py [--part rig,tick] [--partitions 10000]
                                                    [--plans 10000,100000,1000000] [--ticks 20]
 
-(a) needs the main Kafka rig (.rig/rig.json) and Kafka's jars (tests/rig/kafka/fetch.sh). It creates a
-topic of N partitions (RF 2 over brokers 1-3, a few records each), plans a BrokerDecommission of broker 3
-with `kafka-placement plan` restricted to that topic, and times `execute --wait` (defaults: safety gate and
-limits on) until it exits; then a second, identical topic and the same moves through
+(a) needs the main Kafka rig (.rig/rig.json) and Kafka's jars (tests/rig/kafka/fetch.sh). It creates N
+partitions in topics of 2,000 (RF 2 over brokers 1-3, a few records each), plans a BrokerDecommission of
+broker 3 with `kafka-placement plan` restricted to those topics, and times `execute --wait` (defaults:
+safety gate and limits on) until it exits; then second, identical topics and the same moves through
 `ReassignPartitionsCommand --execute`, timed until `--verify` no longer reports a reassignment in progress.
 Both are reported as seconds per move. Topics are deleted afterwards.
 
@@ -66,43 +66,54 @@ def kafka_libs() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def create_topic(bootstrap: str, name: str, n: int) -> None:
+PER_TOPIC = 2000  # the KRaft controller refuses one request that creates much more than 10k records
+
+
+def topic_names(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}-{k}" for k in range((n + PER_TOPIC - 1) // PER_TOPIC)]
+
+
+def create_topics(bootstrap: str, prefix: str, n: int) -> list[str]:
+    """``n`` partitions over topics of PER_TOPIC, RF 2 over brokers 1-3, a few records each."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(n)]
-    topic = NewTopic(
-        name, num_partitions=n, replica_assignment=assignment, config={"segment.bytes": "1048576"}
-    )
-    admin.create_topics([topic], request_timeout=120)[name].result(timeout=300)
-    deadline = time.monotonic() + 300
-    while True:  # every partition has a leader and a full ISR
-        md = admin.list_topics(topic=name, timeout=30).topics[name]
-        if len(md.partitions) == n and all(
-            len(p.isrs) == 2 and p.leader >= 0 for p in md.partitions.values()
-        ):
-            break
-        if time.monotonic() > deadline:
-            sys.exit(f"topic {name} did not become healthy")
-        time.sleep(1)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for p in range(n):
-        for _ in range(3):
-            producer.produce(name, value=os.urandom(200), partition=p)
-        producer.poll(0)
-    producer.flush(120)
+    names = topic_names(prefix, n)
+    for k, name in enumerate(names):
+        count = min(PER_TOPIC, n - k * PER_TOPIC)
+        assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(k * PER_TOPIC, k * PER_TOPIC + count)]
+        topic = NewTopic(name, num_partitions=count, replica_assignment=assignment)
+        admin.create_topics([topic], request_timeout=120)[name].result(timeout=300)
+        deadline = time.monotonic() + 300
+        while True:  # every partition has a leader and a full ISR
+            md = admin.list_topics(topic=name, timeout=30).topics[name]
+            if len(md.partitions) == count and all(
+                len(p.isrs) == 2 and p.leader >= 0 for p in md.partitions.values()
+            ):
+                break
+            if time.monotonic() > deadline:
+                sys.exit(f"topic {name} did not become healthy")
+            time.sleep(1)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+        for p in range(count):
+            for _ in range(3):
+                producer.produce(name, value=os.urandom(200), partition=p)
+            producer.poll(0)
+        producer.flush(120)
+    return names
 
 
-def delete_topic(bootstrap: str, name: str) -> None:
+def delete_topics(bootstrap: str, names: list[str]) -> None:
     from confluent_kafka.admin import AdminClient
 
-    AdminClient({"bootstrap.servers": bootstrap}).delete_topics([name])[name].result(timeout=120)
+    for f in AdminClient({"bootstrap.servers": bootstrap}).delete_topics(names).values():
+        f.result(timeout=120)
 
 
-def plan_for(bootstrap: str, topic: str, work: Path) -> Path:
+def plan_for(bootstrap: str, topics: list[str], work: Path) -> Path:
     snap, intents, full, plan = (
-        work / f"{topic}.{n}" for n in ("snap.json", "yaml", "full.json", "plan.json")
+        work / f"{topics[0]}.{n}" for n in ("snap.json", "yaml", "full.json", "plan.json")
     )
     for cmd in (
         ["snapshot", "--bootstrap-server", bootstrap, "-o", str(snap)],
@@ -112,7 +123,7 @@ def plan_for(bootstrap: str, topic: str, work: Path) -> Path:
         out = subprocess.run([str(CLI), *cmd], capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(out.stderr)
-    entries = [e for e in json.loads(full.read_text())["partitions"] if e["topic"] == topic]
+    entries = [e for e in json.loads(full.read_text())["partitions"] if e["topic"] in topics]
     plan.write_text(json.dumps({"version": 1, "partitions": entries}))
     return plan
 
@@ -154,15 +165,14 @@ def part_rig(n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for who in ("ours", "kafka"):
-            topic = f"bench-scale-{who}-{uuid.uuid4().hex[:6]}"
-            create_topic(bootstrap, topic, n)
+            topics = create_topics(bootstrap, f"bench-scale-{who}-{uuid.uuid4().hex[:6]}", n)
             try:
-                plan = plan_for(bootstrap, topic, work)
+                plan = plan_for(bootstrap, topics, work)
                 seconds = (
                     run_ours(bootstrap, plan, work) if who == "ours" else run_kafka(bootstrap, plan, libs)
                 )
             finally:
-                delete_topic(bootstrap, topic)
+                delete_topics(bootstrap, topics)
             row[f"{who}_s"] = seconds
             print(f"{who}: {moves} moves in {seconds:.1f}s", file=sys.stderr, flush=True)
     row["ratio"] = row["ours_s"] / row["kafka_s"]
