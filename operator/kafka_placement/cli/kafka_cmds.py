@@ -21,7 +21,7 @@ from ..execution.state import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError
-from ._io import read_plan, write_json
+from ._io import check_outputs, read_plan, write_json
 
 DEFAULT_STATE = ".kafka-placement-execution.json"
 
@@ -51,6 +51,7 @@ def _gateway(args: argparse.Namespace) -> KafkaGateway:
 
 
 def _snapshot(args: argparse.Namespace) -> int:
+    check_outputs([("-o", args.output)])  # a bad -o fails before connecting
     with _gateway(args) as gateway:
         snapshot = gateway.snapshot()
     write_json(args.output, snapshot.to_json())
