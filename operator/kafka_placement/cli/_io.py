@@ -49,6 +49,7 @@ _PATH_ERRNOS = {
 
 def read_text(path: str, what: str) -> str:
     """The text of an input file (``-`` = stdin), UTF-8; every failure names the file (exit 2)."""
+    _named(path, what)
     if path != STDOUT:
         return read_input_text(path, what)
     try:
@@ -57,8 +58,14 @@ def read_text(path: str, what: str) -> str:
         raise BadInputError(f"{what} is not UTF-8 text (byte {e.start})", "<stdin>") from None
 
 
+def _named(path: str, what: str) -> None:
+    if not path:
+        raise BadInputError(f"an empty name is not a {what} file", f"--{what}")
+
+
 def read_snapshot_arg(path: str) -> ClusterSnapshot:
     """A snapshot from a JSON file (``-`` = stdin) or a Parquet snapshot directory."""
+    _named(path, "snapshot")
     if path != STDOUT and Path(path).is_dir():
         from ..spark.io import read_snapshot
 
@@ -70,6 +77,7 @@ def read_plan(path: str) -> Plan:
     """A plan from a JSON file (``-`` = stdin) or a ``.parquet`` file."""
     from ..spark.io import is_parquet_plan, read_plan_parquet
 
+    _named(path, "plan")
     if is_parquet_plan(path):
         return read_plan_parquet(Path(path))
     return Plan.loads(read_text(path, "plan"), source=path)

@@ -38,8 +38,9 @@ def load_intents(path: str) -> Intents:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    with_summary = args.summary is not None  # --summary "" is an error, not "no summary"
     check_outputs(
-        [("-o", args.output), ("--summary", args.summary)] if args.summary else [("-o", args.output)]
+        [("-o", args.output), ("--summary", args.summary)] if with_summary else [("-o", args.output)]
     )
     snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
@@ -49,7 +50,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         settings = EngineSettings(engine=args.engine, master=args.spark_master, shards=args.shards)
         result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
     outputs = [plan_output("-o", args.output, result.plan)]
-    if args.summary:
+    if with_summary:
         outputs.append(json_output("--summary", args.summary, result.summary))
     write_outputs(outputs)
     s = result.summary

@@ -342,6 +342,11 @@ def parse_bootstrap_servers(value: str, location: str = "bootstrap.servers") -> 
         m = _HOST_PORT.match(item)
         if m is None:
             raise BadInputError(f"{brief(item)} is not host:port (e.g. kafka-0.example:9092)", location)
+        host = m.group("ip6") or m.group("host")
+        if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
+            raise BadInputError(
+                f"host of {brief(item)} is longer than DNS allows (253 characters, 63 per label)", location
+            )
         port = int(m.group("port"))
         if not 1 <= port <= 65535:
             raise BadInputError(f"port {port} of {brief(item)} is out of range 1-65535", location)
