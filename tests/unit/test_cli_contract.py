@@ -243,3 +243,15 @@ def test_a_parquet_plan_round_trips_and_a_broken_one_is_bad_input(tmp_path: Path
     out.write_bytes(b"garbage")
     run = run_cli(["evaluate", "--snapshot", str(D / "snapshot.json"), "--plan", str(out)])
     assert run.code == 2 and str(out) in run.err, run.err
+
+
+def test_resource_documents_keep_resource_style_locations() -> None:
+    from kafka_placement.model.errors import BadInputError
+    from kafka_placement.model.intents import Intents, validate_against
+    from kafka_placement.model.snapshot import ClusterSnapshot
+
+    snap = ClusterSnapshot.loads((D / "snapshot.json").read_text())
+    docs = [{"kind": "BrokerDecommission", "metadata": {"name": "retire-42"}, "spec": {"brokers": [42]}}]
+    with pytest.raises(BadInputError) as err:
+        validate_against(Intents.from_documents(docs), snap)
+    assert err.value.location == "BrokerDecommission retire-42: spec.brokers[0]", err.value.message

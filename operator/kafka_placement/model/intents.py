@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .documents import load_yaml_stream
@@ -184,16 +184,20 @@ class Intents:
 
     @staticmethod
     def from_documents(docs: Iterable[object], source: str = "intents") -> Intents:
-        return Intents._of_numbered(enumerate(docs, start=1), source)
+        """Intents from resource documents (the operator): later messages name the resource
+        (``BrokerDecommission retire-5: spec.brokers[0]``), not a document number."""
+        return Intents._of_numbered(enumerate(docs, start=1), source, in_file=False)
 
     @staticmethod
-    def _of_numbered(docs: Iterable[tuple[int, object]], source: str) -> Intents:
+    def _of_numbered(docs: Iterable[tuple[int, object]], source: str, in_file: bool = True) -> Intents:
         decommissions: list[BrokerDecommission] = []
         cordons: list[LogDirCordon] = []
         policies: list[PlacementPolicy] = []
         for n, doc in docs:
             where = f"{source}: document {n}"
             parsed = parse_document(doc, where, default_name=f"doc{n}")
+            if not in_file:
+                parsed = replace(parsed, origin="")
             if isinstance(parsed, BrokerDecommission):
                 decommissions.append(parsed)
             elif isinstance(parsed, LogDirCordon):
