@@ -26,6 +26,8 @@ BIN = Path(sys.executable).parent
 CLI = str(BIN / "kafka-placement")
 WORK = ROOT / ".rig" / "demo"
 NS = "kafka-placement-demo"
+# the conventional path examples/log-dir-cordon.yaml names (users edit it; the demo rewrites it)
+EXAMPLE_LOG_DIR = "/var/lib/kafka/data-0"
 
 
 def sh(*argv: str, show: bool = True, check: bool = False, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -54,7 +56,13 @@ def table(snapshot: Path) -> None:
     print(f"{len(snap['partitions'])} partitions in {len({p['topic'] for p in snap['partitions']})} topics\n")
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # run the `finally` that stops the operator, then demo.sh's teardown
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     rig = json.loads((ROOT / ".rig" / "rig.json").read_text())
     kafka, k8s = rig["kafka"], rig["k8s"]
     bootstrap = kafka["bootstrapServers"]
@@ -115,9 +123,11 @@ def main() -> None:
     )
     try:
         drained = kafka["nodes"][0]["logDirs"][0]
+        if EXAMPLE_LOG_DIR not in (ROOT / "examples" / "log-dir-cordon.yaml").read_text():
+            raise SystemExit(f"examples/log-dir-cordon.yaml does not name {EXAMPLE_LOG_DIR}; update the demo")
         for name in ("kafka-cluster", "broker-decommission", "log-dir-cordon", "placement-policy"):
             text = (ROOT / "examples" / f"{name}.yaml").read_text()
-            text = text.replace("/work/main/.rig/kafka-main/node-1/data-0", drained)  # this checkout's path
+            text = text.replace(EXAMPLE_LOG_DIR, drained)  # the example's placeholder -> this rig's dir
             text = text.replace("127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094", bootstrap)
             sh(*kubectl, "-n", NS, "apply", "-f", "-", input=text, check=True)
         print("\n== 4. watching (kubectl get kafkaplacement): plan, approval, progress\n")
@@ -149,7 +159,11 @@ def main() -> None:
         print(f"PlacementPolicy rack-spread (mode Advise): {policy['status'].get('message', '')}")
     finally:
         os.killpg(operator.pid, signal.SIGTERM)
-        operator.wait(30)
+        try:
+            operator.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(operator.pid, signal.SIGKILL)
+            operator.wait(10)
     print(
         "\nDone. `KEEP_RIG=1 make demo` keeps Kafka and the kube-apiserver running "
         "(KUBECONFIG=.rig/kubeconfig)."

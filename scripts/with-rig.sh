@@ -4,6 +4,19 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory rig-down >/dev/null 2>&1 || true
-trap 'make --no-print-directory rig-down' EXIT INT TERM
+# after the rig is down, tests/rig/leftovers.py fails the run if any process of this rig is still alive
+teardown() {
+  local status=$?
+  trap - EXIT INT TERM
+  make --no-print-directory rig-down
+  if ! .venv/bin/python tests/rig/leftovers.py; then
+    echo "with-rig: processes of the rig are still running (listed above)" >&2
+    [[ $status == 0 ]] && status=1
+  fi
+  exit "$status"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 make --no-print-directory rig-up || { echo "with-rig: rig-up failed; see the messages above" >&2; exit 1; }
 "$@"

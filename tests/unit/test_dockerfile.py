@@ -1,5 +1,5 @@
 """The image recipe: the Dockerfile lints clean (hadolint, or the built-in fallback checks), follows the
-image conventions (DESIGN.md section 9), and its builder step (`pip wheel` of the project) works.
+image conventions (docs/architecture.md, section 2), and its builder step (`pip wheel` of the project) works.
 
 No Docker daemon is needed: what CI can check without building the image is checked here.
 """

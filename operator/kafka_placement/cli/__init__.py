@@ -1,8 +1,9 @@
 """The ``kafka-placement`` command line: one dispatcher, one module per command group.
 
-Exit codes (DESIGN.md section 3): 0 ok, 2 bad input (with a precise message), 3 infeasible (with the
-reason), 1 any other failure. User errors never print a traceback; ``--debug`` shows one for
-unexpected failures.
+Exit codes (docs/architecture.md, "The CLI"): 0 ok, 2 bad input (with a precise message), 3 infeasible
+(with the reason), 1 any other failure. User errors never print a traceback; ``--debug`` shows one for
+unexpected failures. Every message is bounded (``MESSAGE_LIMIT``): values echoed from the input are
+already cut where they are quoted, and the dispatcher cuts what is left as a last resort.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..model.errors import PlacementError
+from ..model.jsonio import clip
 from . import crd_cmds, kafka_cmds, operator_cmds, planning_cmds
+from ._args import BoundedParser
+
+MESSAGE_LIMIT = 3000
 
 _GROUPS = (planning_cmds, kafka_cmds, crd_cmds, operator_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = BoundedParser(
         prog="kafka-placement",
         description="Plan and execute Kafka replica placement: decommissions, cordoned log dirs, "
         "multi-level rack policies.",
@@ -42,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except PlacementError as e:
-        print(f"kafka-placement {args.command}: error: {e.message}", file=sys.stderr)
+        print(f"kafka-placement {args.command}: error: {clip(e.message, MESSAGE_LIMIT)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print(f"kafka-placement {args.command}: interrupted", file=sys.stderr)
@@ -51,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(
-            f"kafka-placement {args.command}: unexpected failure: {type(e).__name__}: {e} "
+            f"kafka-placement {args.command}: unexpected failure: {type(e).__name__}: {clip(str(e))} "
             "(rerun with --debug for a traceback)",
             file=sys.stderr,
         )

@@ -1,18 +1,18 @@
 """``kafka-placement crds``: write the generated CustomResourceDefinitions (one YAML file per CRD).
 
 The schemas come from ``model/crd_schema.py``, the one source; ``crds/`` and the chart's ``crds/``
-hold this command's output byte for byte (a unit test fails on drift).
+hold this command's output byte for byte (a unit test fails on drift). The files are written through
+the CLI's atomic writer: all of them or none (a directory this command created is removed again).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..model.crd_schema import rendered_crds
-from ..model.errors import PlacementError
+from ._io import Output, prepare_dir, write_outputs
 
 
 def register(sub: Any) -> None:
@@ -32,13 +32,13 @@ def _crds(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write("".join(files.values()))
         return 0
-    out = Path(args.output)
+    out, created = prepare_dir("-o", args.output)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            (out / name).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise PlacementError(f"cannot write CRDs: {e}") from None
+        write_outputs([Output("-o", str(out / name), text=text) for name, text in files.items()])
+    except BaseException:
+        if created:
+            out.rmdir()
+        raise
     for name in files:
         print(out / name)
     return 0

@@ -24,7 +24,7 @@ from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError, PlacementError
-from ._io import read_plan, write_json
+from ._io import check_outputs, read_plan, write_json
 
 
 def add_connection_args(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +52,7 @@ def _gateway(args: argparse.Namespace) -> KafkaGateway:
 
 
 def _snapshot(args: argparse.Namespace) -> int:
+    check_outputs([("-o", args.output)])  # a bad -o fails before connecting
     with _gateway(args) as gateway:
         snapshot = gateway.snapshot()
     write_json(args.output, snapshot.to_json())

@@ -1,4 +1,8 @@
-"""CLI commands of the pure planner: ``plan``, ``evaluate``, ``place`` (DESIGN.md section 3)."""
+"""CLI commands of the pure planner: ``plan``, ``evaluate``, ``place`` (docs/architecture.md, "The CLI").
+
+Each command checks its outputs can be written before it reads or computes anything, and writes them
+all through ``_io.write_outputs`` (all or none). Integer flags are range-checked while parsing.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,26 @@ import sys
 from typing import Any
 
 from ..model.errors import BadInputError
-from ..model.intents import Intents
+from ..model.intents import MAX_REPLICATION_FACTOR, Intents
+from ..model.jsonio import INT32_MAX
 from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
-from ..planning.placement import place
+from ..planning.placement import MAX_NEW_PARTITIONS, place
 from ..spark.engines import ENGINES, EngineSettings, plan_with
-from ._io import read_plan, read_snapshot_arg, read_text, write_json, write_plan
+from ._args import int_in
+from ._io import (
+    check_outputs,
+    json_output,
+    plan_output,
+    read_plan,
+    read_snapshot_arg,
+    read_text,
+    write_json,
+    write_outputs,
+)
+
+MAX_SHARDS = 100_000
 
 
 def load_intents(path: str) -> Intents:
@@ -21,6 +38,10 @@ def load_intents(path: str) -> Intents:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    with_summary = args.summary is not None  # --summary "" is an error, not "no summary"
+    check_outputs(
+        [("-o", args.output), ("--summary", args.summary)] if with_summary else [("-o", args.output)]
+    )
     snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.engine == "spark-k8s":
@@ -28,9 +49,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         settings = EngineSettings(engine=args.engine, master=args.spark_master, shards=args.shards)
         result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
-    write_plan(args.output, result.plan)
-    if args.summary:
-        write_json(args.summary, result.summary)
+    outputs = [plan_output("-o", args.output, result.plan)]
+    if with_summary:
+        outputs.append(json_output("--summary", args.summary, result.summary))
+    write_outputs(outputs)
     s = result.summary
     print(
         f"plan {result.plan.plan_id}: {s['partitionsChanged']} partitions, "
@@ -71,6 +93,7 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    check_outputs([("-o", args.output)])
     snapshot = read_snapshot_arg(args.snapshot)
     plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
@@ -79,6 +102,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_place(args: argparse.Namespace) -> int:
+    check_outputs([("-o", args.output)])
     snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents) if args.intents else Intents()
     plan = place(
@@ -102,7 +126,9 @@ def register(sub: Any) -> None:
         help="local: in-process; spark: PySpark (default master local[*]); auto: spark for large snapshots",
     )
     p.add_argument("--spark-master", default="local[*]", help="Spark master for --engine spark")
-    p.add_argument("--shards", type=int, default=0, help="Spark shards (default 4 per core)")
+    p.add_argument(
+        "--shards", type=int_in(0, MAX_SHARDS), default=0, help="Spark shards (default 0: 4 per core)"
+    )
     k = p.add_argument_group("--engine spark-k8s (a SparkApplication of the Kubeflow spark-operator)")
     k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     k.add_argument("--spark-namespace", default="default")
@@ -117,7 +143,12 @@ def register(sub: Any) -> None:
         help="plan JSON (Kafka's reassignment format); - = stdout; a name ending in .parquet writes Parquet",
     )
     p.add_argument("--summary", help="write the plan's metrics, lower bound and batches here")
-    p.add_argument("--max-moves-per-broker", type=int, default=5, help="per-broker limit of each batch")
+    p.add_argument(
+        "--max-moves-per-broker",
+        type=int_in(1, INT32_MAX),
+        default=5,
+        help="per-broker limit of each batch (at least 1)",
+    )
     p.add_argument(
         "--reactive-cordon",
         action="store_true",
@@ -136,8 +167,22 @@ def register(sub: Any) -> None:
     n.add_argument("--snapshot", required=True)
     n.add_argument("--intents", help="intents YAML (optional)")
     n.add_argument("--topic", required=True)
-    n.add_argument("--partitions", type=int, required=True, help="how many new partitions")
-    n.add_argument("--replication-factor", type=int, help="default: the topic's policy's RF")
-    n.add_argument("--start-partition", type=int, default=0, help="number of the first new partition")
+    n.add_argument(
+        "--partitions",
+        type=int_in(1, MAX_NEW_PARTITIONS),
+        required=True,
+        help=f"how many new partitions (1 to {MAX_NEW_PARTITIONS})",
+    )
+    n.add_argument(
+        "--replication-factor",
+        type=int_in(1, MAX_REPLICATION_FACTOR),
+        help="default: the topic's policy's RF",
+    )
+    n.add_argument(
+        "--start-partition",
+        type=int_in(0, INT32_MAX),
+        default=0,
+        help="number of the first new partition",
+    )
     n.add_argument("-o", "--output", default="-")
     n.set_defaults(func=cmd_place)

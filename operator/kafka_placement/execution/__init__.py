@@ -1,1 +1,1 @@
-"""execution layer of kafka_placement (see DESIGN.md section 2)."""
+"""execution layer of kafka_placement (docs/architecture.md): the executor, its record and stores."""

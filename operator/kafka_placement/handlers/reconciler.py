@@ -1,10 +1,11 @@
 """Per-cluster reconciliation: all active intents of a KafkaCluster, one plan, approval, executor ticks.
 
-Called periodically for each KafkaCluster (DESIGN.md section 1): snapshot Kafka, report the cluster's
-status, gather every intent resource whose ``clusterRef`` names it, and then either drive the
-execution in flight (one stateless executor tick from the record stored in a ConfigMap) or plan all
-intents together, gate the plan on approval, and start executing exactly the approved plan. Every
-intent resource's status is written here; Events are posted on phase changes.
+Called periodically for each KafkaCluster (docs/architecture.md, "Data flow"): gather every intent
+resource whose ``clusterRef`` names it, then either drive the execution in flight (one stateless executor
+tick from the record in the cluster's ConfigMaps, reading only what the tick needs, and the cluster's
+status from its brokers' dirs) or snapshot Kafka, plan all intents together, gate the plan on approval,
+and start executing exactly the approved plan. Every intent resource's status is written here; Events
+are posted on phase changes; a save that loses a race to another writer is retried on the next reconcile.
 """
 
 from __future__ import annotations

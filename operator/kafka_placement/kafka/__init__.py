@@ -1,1 +1,1 @@
-"""kafka layer of kafka_placement (see DESIGN.md section 2)."""
+"""kafka layer of kafka_placement (see docs/architecture.md, section 2)."""

@@ -1,4 +1,6 @@
-"""How to reach a Kafka cluster: one ``ConnectionSettings`` mapped to both Kafka clients (DESIGN.md 6).
+"""How to reach a Kafka cluster: one ``ConnectionSettings`` mapped to both Kafka clients.
+
+See docs/architecture.md ("Kafka clients").
 
 Settings come from ``--bootstrap-server`` plus an optional Kafka-style ``--command-config`` properties
 file (``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config`` or
@@ -6,6 +8,8 @@ file (``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``, ``sasl.j
 ``ssl.key.location``), or from a ``KafkaCluster`` resource. They are validated once, with precise
 ``BadInputError``s, and mapped to librdkafka keys (``confluent_config``) and to kafka-python
 ``KafkaAdminClient`` keyword arguments (``kafka_python_config``). Pure: no I/O except reading the file.
+Timeouts (``request.timeout.ms``, ``socket.connection.setup.timeout.ms``) are whole milliseconds from
+1 to ``MAX_TIMEOUT_MS`` (5 minutes), so no connection attempt waits forever.
 """
 
 from __future__ import annotations
@@ -15,12 +19,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..model.documents import read_input_text
 from ..model.errors import BadInputError
+from ..model.jsonio import brief
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
+# every timeout is bounded, so no command (verify, snapshot...) can wait on one connection forever
+MAX_TIMEOUT_MS = 300_000
+_MILLIS = re.compile(r"[0-9]{1,9}")
 
 _HOST_PORT = re.compile(r"^(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})$")
 _JAAS_MODULES = {
@@ -110,12 +119,7 @@ class ConnectionSettings:
                 raise BadInputError("no bootstrap servers given", "--bootstrap-server")
             return ConnectionSettings(bootstrap_servers=bootstrap_servers)
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInputError("command config file not found", source) from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise BadInputError(f"cannot read command config: {e}", source) from None
+        text = read_input_text(path, "command config")
         props = parse_properties(text, source)
         settings = settings_from_properties(props, source, bootstrap_servers)
         return settings.resolve_files(Path(path).parent, source)
@@ -135,7 +139,7 @@ class ConnectionSettings:
             if not p.is_absolute() and not p.exists():
                 p = base / p
             if not p.is_file():
-                raise BadInputError(f"{key} file '{value}' not found", source)
+                raise BadInputError(f"{key} file {brief(value)} not found", source)
             changes[fld] = str(p)
         return replace(self, **changes) if changes else self
 
@@ -217,12 +221,12 @@ def parse_properties(text: str, source: str) -> dict[str, tuple[str, int]]:
         )
         if m is None:
             raise BadInputError(
-                f"cannot parse '{line.strip()}' (expected key=value)", f"{source}:{start + 1}"
+                f"cannot parse {brief(line.strip())} (expected key=value)", f"{source}:{start + 1}"
             )
         key, value = _unescape(m.group(1)), _unescape(m.group(2).strip())
         if key in props:
             raise BadInputError(
-                f"'{key}' is set twice (also on line {props[key][1]})", f"{source}:{start + 1}"
+                f"{brief(key)} is set twice (also on line {props[key][1]})", f"{source}:{start + 1}"
             )
         props[key] = (value, start + 1)
     return props
@@ -245,20 +249,22 @@ def settings_from_properties(
     for key, (value, line) in props.items():
         where = f"{source}:{line}"
         if key.startswith(("ssl.truststore.", "ssl.keystore.")):
-            raise BadInputError(f"'{key}': {_KEYSTORE_HINT}", where)
+            raise BadInputError(f"{brief(key)}: {_KEYSTORE_HINT}", where)
         if key in _STRING_KEYS:
             if not value:
                 continue  # an empty value leaves the setting unset, as in Kafka's clients
             fields[_STRING_KEYS[key]] = value if key != "security.protocol" else value.upper()
         elif key in _TIMEOUT_KEYS:
-            if not value.isdigit() or int(value) <= 0:
+            if not _MILLIS.fullmatch(value) or not 1 <= int(value) <= MAX_TIMEOUT_MS:
                 raise BadInputError(
-                    f"'{key}' must be a positive number of milliseconds, not '{value}'", where
+                    f"'{key}' must be a positive number of milliseconds <= {MAX_TIMEOUT_MS}, "
+                    f"not {brief(value)}",
+                    where,
                 )
             fields[_TIMEOUT_KEYS[key]] = int(value) / 1000.0
         elif key == "ssl.endpoint.identification.algorithm":
             if value.lower() not in ("", "https", "none"):
-                raise BadInputError(f"'{key}' must be 'https' or empty, not '{value}'", where)
+                raise BadInputError(f"'{key}' must be 'https' or empty, not {brief(value)}", where)
             fields["ssl_check_hostname"] = value.lower() == "https"
         elif key == "sasl.jaas.config":
             module, username, password = parse_jaas(value, where)
@@ -267,7 +273,9 @@ def settings_from_properties(
             fields.setdefault("password", password)
         else:
             supported = sorted([*_STRING_KEYS, *_TIMEOUT_KEYS, *_OTHER_KEYS])
-            raise BadInputError(f"unsupported property '{key}' (supported: {', '.join(supported)})", where)
+            raise BadInputError(
+                f"unsupported property {brief(key)} (supported: {', '.join(supported)})", where
+            )
     if bootstrap_servers:
         fields["bootstrap_servers"] = bootstrap_servers
     if not fields.get("bootstrap_servers"):
@@ -304,7 +312,7 @@ def parse_jaas(value: str, where: str) -> tuple[str, str, str]:
     module = parts[0] if parts else ""
     if module not in _JAAS_MODULES:
         raise BadInputError(
-            f"sasl.jaas.config login module '{module}' is not supported "
+            f"sasl.jaas.config login module {brief(module)} is not supported "
             f"(supported: {', '.join(sorted(_JAAS_MODULES))})",
             where,
         )
@@ -328,15 +336,20 @@ def parse_bootstrap_servers(value: str, location: str = "bootstrap.servers") -> 
     """``"h:p,h:p"`` -> ((host, port), ...); IPv6 hosts in brackets (``[::1]:9092``)."""
     items = [s.strip() for s in value.split(",")]
     if not value.strip() or not all(items):
-        raise BadInputError(f"'{value}' is not a comma-separated list of host:port", location)
+        raise BadInputError(f"{brief(value)} is not a comma-separated list of host:port", location)
     out: list[tuple[str, int]] = []
     for item in items:
         m = _HOST_PORT.match(item)
         if m is None:
-            raise BadInputError(f"'{item}' is not host:port (e.g. kafka-0.example:9092)", location)
+            raise BadInputError(f"{brief(item)} is not host:port (e.g. kafka-0.example:9092)", location)
+        host = m.group("ip6") or m.group("host")
+        if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
+            raise BadInputError(
+                f"host of {brief(item)} is longer than DNS allows (253 characters, 63 per label)", location
+            )
         port = int(m.group("port"))
         if not 1 <= port <= 65535:
-            raise BadInputError(f"port {port} of '{item}' is out of range 1-65535", location)
+            raise BadInputError(f"port {port} of {brief(item)} is out of range 1-65535", location)
         out.append((m.group("ip6") or m.group("host"), port))
     return tuple(out)
 
@@ -345,7 +358,7 @@ def _validate(s: ConnectionSettings) -> None:
     parse_bootstrap_servers(s.bootstrap_servers)
     if s.security_protocol not in SECURITY_PROTOCOLS:
         raise BadInputError(
-            f"'{s.security_protocol}' is not one of {', '.join(SECURITY_PROTOCOLS)}", "security.protocol"
+            f"{brief(s.security_protocol)} is not one of {', '.join(SECURITY_PROTOCOLS)}", "security.protocol"
         )
     if s.uses_sasl:
         if s.sasl_mechanism is None:
@@ -356,7 +369,7 @@ def _validate(s: ConnectionSettings) -> None:
             )
         if s.sasl_mechanism not in SASL_MECHANISMS:
             raise BadInputError(
-                f"'{s.sasl_mechanism}' is not supported (supported: {', '.join(SASL_MECHANISMS)})",
+                f"{brief(s.sasl_mechanism)} is not supported (supported: {', '.join(SASL_MECHANISMS)})",
                 "sasl.mechanism",
             )
         for fld, key in (("username", "username"), ("password", "password")):
@@ -397,5 +410,7 @@ def _validate(s: ConnectionSettings) -> None:
         ("connect_timeout_s", "socket.connection.setup.timeout.ms"),
     ):
         value = getattr(s, fld)
-        if not isinstance(value, int | float) or value <= 0:
-            raise BadInputError(f"must be a positive duration, not {value!r}", key)
+        if not isinstance(value, int | float) or not 0 < value <= MAX_TIMEOUT_MS / 1000:
+            raise BadInputError(
+                f"must be a positive duration of at most {MAX_TIMEOUT_MS // 1000} s, not {brief(value)}", key
+            )

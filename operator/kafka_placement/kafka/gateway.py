@@ -1,4 +1,4 @@
-"""The Kafka gateway: the only code that talks to Kafka (DESIGN.md sections 5 and 6).
+"""The Kafka gateway: the only code that talks to Kafka (docs/architecture.md).
 
 ``KafkaGateway`` is built from one ``ConnectionSettings`` and lazily opens a confluent-kafka
 ``AdminClient`` (metadata, configs, incremental config changes, leader election) and a kafka-python

@@ -1,4 +1,4 @@
-"""Replication throttles as owned state (DESIGN.md section 5), applied through the ``KafkaGateway``.
+"""Replication throttles as owned state (docs/architecture.md §5), applied through the ``KafkaGateway``.
 
 For a set of moves, ``apply_throttles`` sets ``leader/follower.replication.throttled.rate`` on every broker
 involved (and ``replica.alter.log.dirs.io.max.bytes.per.second`` on brokers with log-dir moves), appends

@@ -1,4 +1,4 @@
-"""The one source of the CustomResourceDefinitions (DESIGN.md sections 3 and 9).
+"""The one source of the CustomResourceDefinitions (docs/architecture.md).
 
 Structural OpenAPI v3 schemas (apiextensions.k8s.io/v1) of the four kinds of group
 ``kafkaplacement.io``, built as plain dicts so ``crds/`` and the chart's ``crds/`` are generated from

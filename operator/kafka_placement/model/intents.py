@@ -1,30 +1,37 @@
-"""Declared intents: the specs of the custom resources, parsed strictly (DESIGN.md section 3).
+"""Declared intents: the specs of the custom resources, parsed strictly (docs/architecture.md).
 
 An intents file is a multi-document YAML stream of ``{kind, spec}`` (optionally with ``metadata.name``
 and ``apiVersion``, so a custom resource manifest is itself a valid intent document). ``kind`` and
 ``spec`` are exactly the custom resources'; ``clusterRef``, ``approval``, ``approvedPlan`` and
 ``paused`` are accepted and ignored here (they belong to the operator). Every error names the document
-and field. Cross-checks against a snapshot (unknown brokers or dirs) live in ``validate_against``.
+and field. Cross-checks against a snapshot (unknown brokers or dirs) live in ``validate_against``;
+each intent remembers where its spec came from (``origin``: file, document and kind), so those
+messages name the file and document too (``intents.yaml: document 2 (LogDirCordon c1).spec.broker``).
+YAML duplicate keys are refused; numbers are checked for range (broker ids int32, RF <= 32767,
+tolerance finite).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
+from .documents import load_yaml_stream
 from .errors import BadInputError
 from .jsonio import (
+    INT32_MAX,
     as_bool,
     as_int,
-    as_int_list,
+    as_int32,
+    as_int32_list,
     as_number,
     as_object,
     as_str,
     as_str_list,
+    brief,
+    brief_list,
     check_fields,
     require,
 )
@@ -33,6 +40,8 @@ from .snapshot import ClusterSnapshot
 WHOLE_BROKER = "*"
 OPERATOR_FIELDS = ("clusterRef", "approval", "approvedPlan", "paused")
 KINDS = ("BrokerDecommission", "LogDirCordon", "PlacementPolicy")
+MAX_REPLICATION_FACTOR = 32767  # Kafka's replication factor is an int16
+MAX_NAME_LENGTH = 253  # a Kubernetes object name
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,7 @@ class BrokerDecommission:
     brokers: tuple[int, ...]
     throttle_bytes_per_sec: int | None = None
     priority: int = 0
+    origin: str = field(default="", compare=False)  # where the spec was read, for messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,7 @@ class LogDirCordon:
     broker: int
     log_dirs: tuple[str, ...]
     drain: bool = False
+    origin: str = field(default="", compare=False)
 
     @property
     def whole_broker(self) -> bool:
@@ -112,6 +123,7 @@ class PlacementPolicy:
     preferred_brokers: tuple[int, ...] = ()
     move_budget: MoveBudget = field(default_factory=MoveBudget)
     mode: str = "Enforce"
+    origin: str = field(default="", compare=False)
 
     def matches(self, topic: str) -> bool:
         return any(fnmatch.fnmatchcase(topic, p) for p in self.include) and not any(
@@ -167,23 +179,25 @@ class Intents:
 
     @staticmethod
     def loads(text: str, source: str = "intents") -> Intents:
-        try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(e, "problem", None) or str(e)
-            raise BadInputError(f"not valid YAML: {problem}{at}", source) from e
-        return Intents.from_documents(docs, source)
+        """A YAML stream; documents are numbered by their position in the stream (1-based)."""
+        return Intents._of_numbered(load_yaml_stream(text, source), source)
 
     @staticmethod
     def from_documents(docs: Iterable[object], source: str = "intents") -> Intents:
+        """Intents from resource documents (the operator): later messages name the resource
+        (``BrokerDecommission retire-5: spec.brokers[0]``), not a document number."""
+        return Intents._of_numbered(enumerate(docs, start=1), source, in_file=False)
+
+    @staticmethod
+    def _of_numbered(docs: Iterable[tuple[int, object]], source: str, in_file: bool = True) -> Intents:
         decommissions: list[BrokerDecommission] = []
         cordons: list[LogDirCordon] = []
         policies: list[PlacementPolicy] = []
-        for i, doc in enumerate(docs):
-            where = f"{source}: document {i + 1}"
-            parsed = parse_document(doc, where, default_name=f"doc{i + 1}")
+        for n, doc in docs:
+            where = f"{source}: document {n}"
+            parsed = parse_document(doc, where, default_name=f"doc{n}")
+            if not in_file:
+                parsed = replace(parsed, origin="")
             if isinstance(parsed, BrokerDecommission):
                 decommissions.append(parsed)
             elif isinstance(parsed, LogDirCordon):
@@ -201,16 +215,25 @@ def parse_document(doc: object, where: str, default_name: str = "") -> Intent:
     obj = as_object(doc, where)
     check_fields(obj, where, ("kind", "spec", "apiVersion", "metadata", "status"))
     kind = as_str(require(obj, "kind", where), f"{where}.kind")
+    if kind not in KINDS:
+        raise BadInputError(
+            f"unknown kind {brief(kind)}; expected one of {', '.join(KINDS)}", f"{where}.kind"
+        )
     meta = obj.get("metadata") or {}
     name = default_name
     if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
         name = meta["name"]
+        if len(name) > MAX_NAME_LENGTH:
+            raise BadInputError(
+                f"longer than {MAX_NAME_LENGTH} characters: {brief(name)}", f"{where}.metadata.name"
+            )
     where = f"{where} ({kind} {name})" if name else f"{where} ({kind})"
     return parse_spec(kind, require(obj, "spec", where), f"{where}.spec", name)
 
 
 def parse_spec(kind: str, raw: object, where: str, name: str) -> Intent:
-    """A custom resource's spec of the given kind (used by the CLI and by the handlers)."""
+    """A custom resource's spec of the given kind (used by the CLI and by the handlers); ``where`` is
+    the spec's location, kept as the intent's ``origin`` for later messages."""
     spec = as_object(raw, where)
     if kind == "BrokerDecommission":
         return _decommission(spec, where, name)
@@ -218,22 +241,25 @@ def parse_spec(kind: str, raw: object, where: str, name: str) -> Intent:
         return _cordon(spec, where, name)
     if kind == "PlacementPolicy":
         return _policy(spec, where, name)
-    raise BadInputError(f"unknown kind '{kind}'; expected one of {', '.join(KINDS)}", where)
+    raise BadInputError(f"unknown kind {brief(kind)}; expected one of {', '.join(KINDS)}", where)
 
 
 def _decommission(spec: Mapping[str, Any], where: str, name: str) -> BrokerDecommission:
     check_fields(spec, where, ("brokers", "throttle", "priority", *OPERATOR_FIELDS))
-    brokers = as_int_list(require(spec, "brokers", where), f"{where}.brokers", minimum=0)
+    brokers = as_int32_list(require(spec, "brokers", where), f"{where}.brokers")
     if not brokers:
         raise BadInputError("must list at least one broker", f"{where}.brokers")
     if len(set(brokers)) != len(brokers):
-        raise BadInputError(f"duplicate broker in {list(brokers)}", f"{where}.brokers")
+        raise BadInputError(f"duplicate broker in {brief_list(brokers)}", f"{where}.brokers")
     throttle = spec.get("throttle")
     return BrokerDecommission(
         name=name,
         brokers=brokers,
         throttle_bytes_per_sec=None if throttle is None else as_int(throttle, f"{where}.throttle", minimum=1),
-        priority=as_int(spec.get("priority", 0), f"{where}.priority"),
+        priority=as_int(
+            spec.get("priority", 0), f"{where}.priority", minimum=-INT32_MAX - 1, maximum=INT32_MAX
+        ),
+        origin=where,
     )
 
 
@@ -250,14 +276,15 @@ def _cordon(spec: Mapping[str, Any], where: str, name: str) -> LogDirCordon:
         )
     for i, d in enumerate(dirs):
         if d != WHOLE_BROKER and not d.startswith("/"):
-            raise BadInputError(f"'{d}' is not an absolute path", f"{where}.logDirs[{i}]")
+            raise BadInputError(f"{brief(d)} is not an absolute path", f"{where}.logDirs[{i}]")
     if len(set(dirs)) != len(dirs):
-        raise BadInputError(f"duplicate log dir in {list(dirs)}", f"{where}.logDirs")
+        raise BadInputError(f"duplicate log dir in {brief_list(dirs)}", f"{where}.logDirs")
     return LogDirCordon(
         name=name,
-        broker=as_int(require(spec, "broker", where), f"{where}.broker", minimum=0),
+        broker=as_int32(require(spec, "broker", where), f"{where}.broker"),
         log_dirs=dirs,
         drain=as_bool(spec.get("drain", False), f"{where}.drain"),
+        origin=where,
     )
 
 
@@ -296,7 +323,11 @@ def _policy(spec: Mapping[str, Any], where: str, name: str) -> PlacementPolicy:
             raise BadInputError(f"at most 8 levels are supported, got {levels}", f"{rw}.levels")
         rack = RackAwareness(sep, levels)
     rf_raw = spec.get("replicationFactor")
-    rf = None if rf_raw is None else as_int(rf_raw, f"{where}.replicationFactor", minimum=1)
+    rf = (
+        None
+        if rf_raw is None
+        else as_int(rf_raw, f"{where}.replicationFactor", minimum=1, maximum=MAX_REPLICATION_FACTOR)
+    )
     balance = Balance()
     if spec.get("balance") is not None:
         bw = f"{where}.balance"
@@ -304,14 +335,14 @@ def _policy(spec: Mapping[str, Any], where: str, name: str) -> PlacementPolicy:
         check_fields(bo, bw, ("brokers", "logDirs", "leaders", "tolerance"))
         tol = as_number(bo.get("tolerance", 0.05), f"{bw}.tolerance", minimum=0.0)
         if tol > 10:
-            raise BadInputError(f"tolerance is a fraction (0.05 = 5%), got {tol}", f"{bw}.tolerance")
+            raise BadInputError(f"tolerance is a fraction (0.05 = 5%), got {brief(tol)}", f"{bw}.tolerance")
         balance = Balance(
             brokers=as_bool(bo.get("brokers", False), f"{bw}.brokers"),
             log_dirs=as_bool(bo.get("logDirs", False), f"{bw}.logDirs"),
             leaders=as_bool(bo.get("leaders", False), f"{bw}.leaders"),
             tolerance=tol,
         )
-    preferred = as_int_list(spec.get("preferredBrokers", []), f"{where}.preferredBrokers", minimum=0)
+    preferred = as_int32_list(spec.get("preferredBrokers", []), f"{where}.preferredBrokers")
     budget = MoveBudget()
     if spec.get("moveBudget") is not None:
         mw = f"{where}.moveBudget"
@@ -319,11 +350,11 @@ def _policy(spec: Mapping[str, Any], where: str, name: str) -> PlacementPolicy:
         check_fields(mb, mw, ("maxBytes", "maxMoves"))
         budget = MoveBudget(
             max_bytes=as_int(mb.get("maxBytes", 0), f"{mw}.maxBytes", minimum=0),
-            max_moves=as_int(mb.get("maxMoves", 0), f"{mw}.maxMoves", minimum=0),
+            max_moves=as_int(mb.get("maxMoves", 0), f"{mw}.maxMoves", minimum=0, maximum=INT32_MAX),
         )
     mode = as_str(spec.get("mode", "Enforce"), f"{where}.mode")
     if mode not in ("Enforce", "Advise"):
-        raise BadInputError(f"expected Enforce or Advise, got '{mode}'", f"{where}.mode")
+        raise BadInputError(f"expected Enforce or Advise, got {brief(mode)}", f"{where}.mode")
     return PlacementPolicy(
         name=name,
         include=include,
@@ -334,48 +365,59 @@ def _policy(spec: Mapping[str, Any], where: str, name: str) -> PlacementPolicy:
         preferred_brokers=preferred,
         move_budget=budget,
         mode=mode,
+        origin=where,
     )
 
 
+def _spec_at(intent: Intent, kind: str) -> str:
+    """The location of an intent's spec: its file and document (or resource), for messages."""
+    return intent.origin or f"{kind} {intent.name}: spec"
+
+
 def validate_against(intents: Intents, snapshot: ClusterSnapshot) -> None:
-    """Reject intents naming brokers or dirs the cluster does not have, and overlapping policies."""
-    known = snapshot.broker_ids
+    """Reject intents naming brokers or dirs the cluster does not have, and overlapping policies.
+
+    Messages name the intent's file and document (``intents.yaml: document 2 (LogDirCordon c1).spec``)
+    or, for a resource, its kind and name."""
+    known = brief_list(snapshot.broker_ids)
     for d in intents.decommissions:
         for i, b in enumerate(d.brokers):
             if snapshot.broker(b) is None:
                 raise BadInputError(
-                    f"unknown broker {b}; the cluster has brokers {list(known)}",
-                    f"BrokerDecommission {d.name}: spec.brokers[{i}]",
+                    f"unknown broker {b}; the cluster has brokers {known}",
+                    f"{_spec_at(d, 'BrokerDecommission')}.brokers[{i}]",
                 )
     for c in intents.cordons:
         broker = snapshot.broker(c.broker)
         if broker is None:
             raise BadInputError(
-                f"unknown broker {c.broker}; the cluster has brokers {list(known)}",
-                f"LogDirCordon {c.name}: spec.broker",
+                f"unknown broker {c.broker}; the cluster has brokers {known}",
+                f"{_spec_at(c, 'LogDirCordon')}.broker",
             )
         if not c.whole_broker:
             for i, path in enumerate(c.log_dirs):
                 if broker.dir(path) is None:
                     raise BadInputError(
-                        f"broker {c.broker} has no log dir '{path}' (it has {list(broker.dir_paths)})",
-                        f"LogDirCordon {c.name}: spec.logDirs[{i}]",
+                        f"broker {c.broker} has no log dir {brief(path)} "
+                        f"(it has {brief_list(broker.dir_paths)})",
+                        f"{_spec_at(c, 'LogDirCordon')}.logDirs[{i}]",
                     )
     for p in intents.policies:
         for i, b in enumerate(p.preferred_brokers):
             if snapshot.broker(b) is None:
                 raise BadInputError(
-                    f"unknown broker {b}; the cluster has brokers {list(known)}",
-                    f"PlacementPolicy {p.name}: spec.preferredBrokers[{i}]",
+                    f"unknown broker {b}; the cluster has brokers {known}",
+                    f"{_spec_at(p, 'PlacementPolicy')}.preferredBrokers[{i}]",
                 )
     if len(intents.policies) > 1:
         for topic in snapshot.topics():
-            matching = [p.name for p in intents.policies if p.matches(topic)]
+            matching = [p for p in intents.policies if p.matches(topic)]
             if len(matching) > 1:
+                names = ", ".join(p.name for p in matching[:5]) + (", ..." if len(matching) > 5 else "")
                 raise BadInputError(
-                    f"topic '{topic}' is selected by more than one policy ({', '.join(matching)}); "
+                    f"topic '{topic}' is selected by more than one policy ({names}); "
                     "narrow their topics.include/exclude so each topic has one policy",
-                    f"PlacementPolicy {matching[1]}: spec.topics",
+                    f"{_spec_at(matching[1], 'PlacementPolicy')}.topics",
                 )
 
 

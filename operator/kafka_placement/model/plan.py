@@ -4,17 +4,33 @@
 listing only partitions whose replicas, order or dirs change. ``log_dirs`` entries are absolute
 paths or ``"any"`` (Kafka's convention for "let the broker choose"). A plan's id is a short content
 hash of its canonical form, so the same moves always have the same id (used for declarative approval).
+A plan read from a file remembers the file (``source``) and each entry's position in it, so messages
+about an entry name the file and the index the user sees there, not the index after sorting.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from .documents import load_json
 from .errors import BadInputError
-from .jsonio import as_int, as_int_list, as_list, as_object, as_str, check_fields, require
+from .jsonio import (
+    as_int,
+    as_int32,
+    as_int32_list,
+    as_list,
+    as_object,
+    as_str,
+    as_topic,
+    brief,
+    brief_list,
+    check_fields,
+    require,
+)
 from .snapshot import ClusterSnapshot
 
 PLAN_VERSION = 1
@@ -52,6 +68,9 @@ class Plan:
     """An ordered set of partition targets, sorted by (topic, partition) for a canonical form."""
 
     partitions: tuple[PartitionTarget, ...]
+    source: str = field(default="plan", compare=False)
+    # each entry's index in the file it was read from (absent: the index in ``partitions``)
+    positions: Mapping[tuple[str, int], int] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(targets: list[PartitionTarget] | tuple[PartitionTarget, ...]) -> Plan:
@@ -83,35 +102,41 @@ class Plan:
         if version != PLAN_VERSION:
             raise BadInputError(f"unsupported plan version {version} (supported: {PLAN_VERSION})", source)
         targets: list[PartitionTarget] = []
-        seen: set[tuple[str, int]] = set()
+        seen: dict[tuple[str, int], int] = {}
         for i, raw in enumerate(as_list(require(obj, "partitions", source), f"{source}.partitions")):
             where = f"{source}.partitions[{i}]"
             p = as_object(raw, where)
             check_fields(p, where, ("topic", "partition", "replicas", "log_dirs"))
-            topic = as_str(require(p, "topic", where), f"{where}.topic")
-            number = as_int(require(p, "partition", where), f"{where}.partition", minimum=0)
-            replicas = as_int_list(require(p, "replicas", where), f"{where}.replicas", minimum=0)
+            topic = as_topic(require(p, "topic", where), f"{where}.topic")
+            number = as_int32(require(p, "partition", where), f"{where}.partition")
+            replicas = as_int32_list(require(p, "replicas", where), f"{where}.replicas")
             if not replicas:
                 raise BadInputError("a partition needs at least one replica", f"{where}.replicas")
             if len(set(replicas)) != len(replicas):
-                raise BadInputError(f"duplicate replica in {list(replicas)}", f"{where}.replicas")
+                raise BadInputError(f"duplicate replica in {brief_list(replicas)}", f"{where}.replicas")
             dirs_raw = as_list(p.get("log_dirs", [ANY_DIR] * len(replicas)), f"{where}.log_dirs")
             if len(dirs_raw) != len(replicas):
                 raise BadInputError(
                     f"has {len(dirs_raw)} entries but replicas has {len(replicas)}", f"{where}.log_dirs"
                 )
-            dirs = tuple(as_str(d, f"{where}.log_dirs[{j}]") for j, d in enumerate(dirs_raw))
+            dirs = tuple(_log_dir(d, f"{where}.log_dirs[{j}]") for j, d in enumerate(dirs_raw))
             if (topic, number) in seen:
-                raise BadInputError(f"partition {topic}-{number} listed twice", where)
-            seen.add((topic, number))
+                raise BadInputError(
+                    f"partition {topic}-{number} listed twice (also at index {seen[(topic, number)]})", where
+                )
+            seen[(topic, number)] = i
             targets.append(PartitionTarget(topic, number, replicas, dirs))
-        return Plan.of(targets)
+        return Plan(tuple(sorted(targets, key=lambda t: t.key)), source, seen)
 
-    def check_against(self, snapshot: ClusterSnapshot, source: str = "plan", live_only: bool = False) -> None:
+    def check_against(
+        self, snapshot: ClusterSnapshot, source: str | None = None, live_only: bool = False
+    ) -> None:
         """Every partition, broker and dir the plan names exists in ``snapshot`` (``live_only``: every
-        broker also reports log dirs, i.e. is up), else a BadInputError naming the element."""
+        broker also reports log dirs, i.e. is up), else a BadInputError naming the element by its
+        position in the plan's file (``source`` defaults to that file)."""
+        name = self.source if source is None else source
         for i, t in enumerate(self.partitions):
-            where = f"{source}.partitions[{i}] ({t.name})"
+            where = f"{name}.partitions[{self.positions.get(t.key, i)}] ({t.name})"
             if snapshot.partition(t.topic, t.partition) is None:
                 raise BadInputError(f"partition {t.name} does not exist in the cluster", where)
             for j, (b, d) in enumerate(zip(t.replicas, t.log_dirs, strict=True)):
@@ -119,19 +144,23 @@ class Plan:
                 if broker is None or (live_only and not broker.log_dirs):
                     state = "not a live broker" if broker is not None else "an unknown broker"
                     raise BadInputError(
-                        f"broker {b} is {state}; the cluster has brokers {list(snapshot.broker_ids)}",
+                        f"broker {b} is {state}; the cluster has brokers {brief_list(snapshot.broker_ids)}",
                         f"{where}.replicas[{j}]",
                     )
                 if d != ANY_DIR and broker.dir(d) is None:
                     raise BadInputError(
-                        f"broker {b} has no log dir '{d}' (it has {list(broker.dir_paths)})",
+                        f"broker {b} has no log dir {brief(d)} (it has {brief_list(broker.dir_paths)})",
                         f"{where}.log_dirs[{j}]",
                     )
 
     @staticmethod
     def loads(text: str, source: str = "plan") -> Plan:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise BadInputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from e
-        return Plan.from_json(doc, source)
+        return Plan.from_json(load_json(text, source), source)
+
+
+def _log_dir(value: object, where: str) -> str:
+    """A target dir: an absolute path or ``any`` (Kafka's "the broker chooses")."""
+    d = as_str(value, where)
+    if d != ANY_DIR and not d.startswith("/"):
+        raise BadInputError(f'expected an absolute path or "{ANY_DIR}", got {brief(d)}', where)
+    return d

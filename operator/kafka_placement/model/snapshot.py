@@ -1,10 +1,12 @@
-"""The cluster snapshot: brokers, racks, log dirs and partition placement (DESIGN.md section 3).
+"""The cluster snapshot: brokers, racks, log dirs and partition placement (docs/architecture.md).
 
 A ``ClusterSnapshot`` is the planner's only view of Kafka. It is produced by the Kafka gateway
 (``kafka-placement snapshot``) or read from JSON, and validated strictly on the way in: every replica
 sits on a known broker and on one of that broker's dirs, replicas are distinct, ``replicas`` and
 ``logDirs`` have the same length, the leader is a replica and the ISR a subset of the replicas.
 A replica whose dir is not known (its broker is offline) has the dir ``None`` (JSON ``null``).
+Broker ids and partition numbers are Kafka's non-negative int32s, byte counts signed 64-bit, topic
+names legal Kafka names.
 """
 
 from __future__ import annotations
@@ -14,14 +16,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .documents import load_json
 from .errors import BadInputError
 from .jsonio import (
     as_bool,
     as_int,
-    as_int_list,
+    as_int32,
+    as_int32_list,
     as_list,
     as_object,
     as_str,
+    as_topic,
+    brief,
+    brief_list,
     check_fields,
     require,
 )
@@ -162,11 +169,7 @@ class ClusterSnapshot:
 
     @staticmethod
     def loads(text: str, source: str = "snapshot") -> ClusterSnapshot:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise BadInputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from e
-        return _parse_snapshot(doc, source)
+        return _parse_snapshot(load_json(text, source), source)
 
 
 _BROKER_FIELDS = ("id", "rack", "logDirs")
@@ -196,21 +199,21 @@ def _parse_broker(raw: object, where: str) -> Broker:
     )
     paths = [d.path for d in dirs]
     if len(set(paths)) != len(paths):
-        raise BadInputError(f"duplicate log dir path in {paths}", f"{where}.logDirs")
-    return Broker(id=as_int(require(obj, "id", where), f"{where}.id", minimum=0), rack=rack, log_dirs=dirs)
+        raise BadInputError(f"duplicate log dir path in {brief_list(paths)}", f"{where}.logDirs")
+    return Broker(id=as_int32(require(obj, "id", where), f"{where}.id"), rack=rack, log_dirs=dirs)
 
 
 def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> PartitionState:
     obj = as_object(raw, where)
     check_fields(obj, where, _PARTITION_FIELDS)
-    topic = as_str(require(obj, "topic", where), f"{where}.topic")
-    number = as_int(require(obj, "partition", where), f"{where}.partition", minimum=0)
+    topic = as_topic(require(obj, "topic", where), f"{where}.topic")
+    number = as_int32(require(obj, "partition", where), f"{where}.partition")
     where = f"{where} ({topic}-{number})"
-    replicas = as_int_list(require(obj, "replicas", where), f"{where}.replicas", minimum=0)
+    replicas = as_int32_list(require(obj, "replicas", where), f"{where}.replicas")
     if not replicas:
         raise BadInputError("a partition needs at least one replica", f"{where}.replicas")
     if len(set(replicas)) != len(replicas):
-        raise BadInputError(f"duplicate replica in {list(replicas)}", f"{where}.replicas")
+        raise BadInputError(f"duplicate replica in {brief_list(replicas)}", f"{where}.replicas")
     dirs_raw = as_list(obj.get("logDirs", [None] * len(replicas)), f"{where}.logDirs")
     if len(dirs_raw) != len(replicas):
         raise BadInputError(
@@ -228,18 +231,23 @@ def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> 
         path = as_str(d, f"{where}.logDirs[{i}]")
         if broker.dir(path) is None:
             raise BadInputError(
-                f"broker {b} has no log dir '{path}' (it has {list(broker.dir_paths)})",
+                f"broker {b} has no log dir {brief(path)} (it has {brief_list(broker.dir_paths)})",
                 f"{where}.logDirs[{i}]",
             )
         log_dirs.append(path)
     leader_raw = obj.get("leader")
-    leader = None if leader_raw is None or leader_raw == -1 else as_int(leader_raw, f"{where}.leader")
+    no_leader = leader_raw is None or (type(leader_raw) is int and leader_raw == -1)
+    leader = None if no_leader else as_int32(leader_raw, f"{where}.leader")
     if leader is not None and leader not in replicas:
-        raise BadInputError(f"leader {leader} is not one of the replicas {list(replicas)}", f"{where}.leader")
-    isr = as_int_list(obj.get("isr", list(replicas)), f"{where}.isr")
+        raise BadInputError(
+            f"leader {leader} is not one of the replicas {brief_list(replicas)}", f"{where}.leader"
+        )
+    isr = as_int32_list(obj.get("isr", list(replicas)), f"{where}.isr")
     stray = sorted(set(isr) - set(replicas))
     if stray:
-        raise BadInputError(f"ISR members {stray} are not replicas {list(replicas)}", f"{where}.isr")
+        raise BadInputError(
+            f"ISR members {brief_list(stray)} are not replicas {brief_list(replicas)}", f"{where}.isr"
+        )
     return PartitionState(
         topic=topic,
         partition=number,

@@ -1,1 +1,1 @@
-"""planning layer of kafka_placement (see DESIGN.md section 2)."""
+"""planning layer of kafka_placement (see docs/architecture.md, section 2)."""

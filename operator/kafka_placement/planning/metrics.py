@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..model.intents import Intents
+from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .state import Eligibility
 from .topology import RackTree
 
 
-def apply_plan(snapshot: ClusterSnapshot, plan: Plan, source: str = "plan") -> ClusterSnapshot:
+def apply_plan(snapshot: ClusterSnapshot, plan: Plan, source: str | None = None) -> ClusterSnapshot:
     """The snapshot after every move of ``plan`` completed and preferred leaders were elected."""
     plan.check_against(snapshot, source)
     targets = plan.by_key()
@@ -275,7 +275,12 @@ def balance_loads(snapshot: ClusterSnapshot, brokers: Sequence[int]) -> dict[int
 
 
 def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = None) -> dict[str, Any]:
-    """Every metric of ``plan`` on ``snapshot`` (intent-dependent ones are null without intents)."""
+    """Every metric of ``plan`` on ``snapshot`` (intent-dependent ones are null without intents).
+
+    The intents are checked against the snapshot as ``plan`` checks them (unknown brokers or dirs,
+    overlapping policies: BadInputError naming the intents file and document)."""
+    if intents is not None:
+        validate_against(intents, snapshot)
     after = apply_plan(snapshot, plan)
     known = intents if intents is not None else Intents()
     elig = Eligibility.of(snapshot, known)

@@ -71,7 +71,7 @@ def compute_plan(
     max_moves_per_broker: int = 5,
     optimizer: Optimizer | None = None,
 ) -> PlanResult:
-    """The plan for all active intents of one cluster, with its summary (DESIGN.md sections 3 and 4).
+    """The plan for all active intents of one cluster, with its summary (docs/architecture.md).
 
     ``optimizer`` computes the targets (default: in-process ``optimize``; the Spark engine passes its
     sharded one); validation, advisories and the summary are the same for every engine."""

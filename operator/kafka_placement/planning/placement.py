@@ -5,25 +5,40 @@ one (otherwise over distinct racks when possible), preferred brokers first, then
 the fewest replicas, on their emptiest allowed dir. The leader is the chosen broker leading the
 fewest partitions, so leaders and followers spread like Kafka's own round-robin placement. The
 operator uses this to re-place newly created partitions while they are still empty. Pure: no I/O.
+Arguments are checked as Kafka would: a legal topic name, partition numbers within int32, a
+replication factor within int16, and at most ``MAX_NEW_PARTITIONS`` partitions per call.
 """
 
 from __future__ import annotations
 
 from ..model.errors import BadInputError, InfeasibleError
-from ..model.intents import Intents, validate_against
+from ..model.intents import MAX_REPLICATION_FACTOR, Intents, validate_against
+from ..model.jsonio import INT32_MAX, as_topic, brief_list
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
 from .context import PlanningContext
+
+MAX_NEW_PARTITIONS = 1_000_000
 
 
 def place(
     snapshot: ClusterSnapshot, intents: Intents, topic: str, count: int, rf: int | None = None, start: int = 0
 ) -> Plan:
     """Assignments for partitions ``start .. start+count-1`` of ``topic`` (in Kafka's plan format)."""
-    if count < 1:
-        raise BadInputError(f"must be >= 1, got {count}", "--partitions")
-    if start < 0:
-        raise BadInputError(f"must be >= 0, got {start}", "--start-partition")
+    as_topic(topic, "--topic")
+    if not 1 <= count <= MAX_NEW_PARTITIONS:
+        raise BadInputError(f"must be between 1 and {MAX_NEW_PARTITIONS}, got {count}", "--partitions")
+    if not 0 <= start <= INT32_MAX:
+        raise BadInputError(f"must be between 0 and {INT32_MAX}, got {start}", "--start-partition")
+    if start + count - 1 > INT32_MAX:
+        raise BadInputError(
+            f"partitions {start}..{start + count - 1} go beyond Kafka's largest partition number {INT32_MAX}",
+            "--partitions",
+        )
+    if rf is not None and not 1 <= rf <= MAX_REPLICATION_FACTOR:
+        raise BadInputError(
+            f"must be between 1 and {MAX_REPLICATION_FACTOR}, got {rf}", "--replication-factor"
+        )
     validate_against(intents, snapshot)
     ctx = PlanningContext.of(snapshot, intents)
     a, e = ctx.assignment, ctx.eligibility
@@ -61,8 +76,8 @@ def place(
         if chosen is None:
             raise InfeasibleError(
                 f"replication factor {factor} needs {factor} brokers that may take a new replica, "
-                f"{len(receivers)} can (decommissioned: {sorted(e.decommissioned)}, "
-                f"cordoned: {sorted(e.cordoned_brokers)})",
+                f"{len(receivers)} can (decommissioned: {brief_list(sorted(e.decommissioned))}, "
+                f"cordoned: {brief_list(sorted(e.cordoned_brokers))})",
                 "replication-factor",
                 f"{topic}-{n}",
             )

@@ -1,1 +1,1 @@
-"""spark layer of kafka_placement (see DESIGN.md section 2)."""
+"""spark layer of kafka_placement (see docs/architecture.md, section 2)."""

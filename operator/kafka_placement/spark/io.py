@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..model.documents import load_json, read_input_text
 from ..model.errors import BadInputError
+from ..model.jsonio import clip
 from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
@@ -49,44 +51,66 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
 
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
-    """A snapshot from a JSON file or a Parquet directory, validated like any snapshot."""
+    """A snapshot from a JSON file or a Parquet directory, validated like any snapshot; a broken
+    ``brokers.json`` or ``partitions.parquet`` is a BadInputError naming that file."""
     if not path.exists():
         raise BadInputError("snapshot file not found", str(path))
-    if path.is_file():
-        return ClusterSnapshot.loads(path.read_text(encoding="utf-8"), source=str(path))
+    if not path.is_dir():
+        return ClusterSnapshot.loads(read_input_text(path, "snapshot"), source=str(path))
     brokers, table_path = path / "brokers.json", path / "partitions.parquet"
     if not brokers.is_file() or not table_path.is_file():
         raise BadInputError(
             "a Parquet snapshot is a directory with brokers.json and partitions.parquet", str(path)
         )
+    doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
+    ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
+    cols = _read_columns(table_path, _SNAPSHOT_COLUMNS, "Parquet snapshot")
+    doc = {
+        **doc,
+        "partitions": [
+            {
+                "topic": t,
+                "partition": n,
+                "replicas": r,
+                "logDirs": d,
+                "leader": lead,
+                "isr": i,
+                "sizeBytes": s,
+            }
+            for t, n, r, d, lead, i, s in zip(*(cols[c] for c in _SNAPSHOT_COLUMNS), strict=True)
+        ],
+    }
+    return ClusterSnapshot.from_json(doc, source=str(table_path))
+
+
+_SNAPSHOT_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
+_PLAN_COLUMNS = ("topic", "partition", "replicas", "log_dirs")
+
+
+def _read_columns(path: Path, names: tuple[str, ...], what: str) -> dict[str, list[Any]]:
+    """The named columns of a Parquet file as Python lists; anything unreadable is bad input."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    doc = json.loads(brokers.read_text())
-    base = ClusterSnapshot.from_json(doc, source=str(brokers))
-    cols = pq.read_table(table_path).to_pydict()
-    doc["partitions"] = [
-        {"topic": t, "partition": n, "replicas": r, "logDirs": d, "leader": lead, "isr": i, "sizeBytes": s}
-        for t, n, r, d, lead, i, s in zip(
-            cols["topic"],
-            cols["partition"],
-            cols["replicas"],
-            cols["dirs"],
-            cols["leader"],
-            cols["isr"],
-            cols["size"],
-            strict=True,
-        )
-    ]
-    del base
-    return ClusterSnapshot.from_json(doc, source=str(path))
+    try:
+        table = pq.read_table(path)
+        missing = [c for c in names if c not in table.column_names]
+        if missing:
+            raise BadInputError(f"a {what} needs the columns {', '.join(missing)}", str(path))
+        return {c: table.column(c).to_pylist() for c in names}
+    except (OSError, pa.ArrowException, ValueError, TypeError) as e:
+        raise BadInputError(f"not a readable {what}: {clip(str(e))}", str(path)) from None
+    except MemoryError:
+        raise BadInputError(f"{what} too large to read", str(path)) from None
 
 
 def is_parquet_plan(path: str | Path) -> bool:
     return str(path).endswith(".parquet")
 
 
-def write_plan_parquet(plan: Plan, path: Path) -> None:
-    """The plan as a Parquet file, written atomically (temp file + rename)."""
+def write_plan_table(plan: Plan, path: Path) -> None:
+    """The plan as a Parquet file at ``path``, written in place (the CLI's atomic writer gives a temp
+    file; ``write_plan_parquet`` adds its own temp file + rename)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -99,35 +123,32 @@ def write_plan_parquet(plan: Plan, path: Path) -> None:
             "log_dirs": pa.array([e["log_dirs"] for e in entries], pa.list_(pa.string())),
         }
     )
+    pq.write_table(table, path)
+
+
+def write_plan_parquet(plan: Plan, path: Path) -> None:
+    """The plan as a Parquet file, written atomically (temp file + rename; the temp file never stays)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
     os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        write_plan_table(plan, Path(tmp))
         os.replace(tmp, path)
     except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
         raise BadInputError(f"cannot write the plan: {e}", str(path)) from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def read_plan_parquet(path: Path) -> Plan:
     """A Parquet plan, validated exactly like a JSON one."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
+    if not path.exists():
         raise BadInputError("plan file not found", str(path))
-    try:
-        cols = pq.read_table(path).to_pydict()
-    except (OSError, pa.ArrowException) as e:
-        raise BadInputError(f"not a readable Parquet plan: {e}", str(path)) from None
-    missing = [c for c in ("topic", "partition", "replicas", "log_dirs") if c not in cols]
-    if missing:
-        raise BadInputError(f"a Parquet plan needs the columns {', '.join(missing)}", str(path))
+    if not path.is_file():
+        raise BadInputError("plan is not a regular file", str(path))
+    cols = _read_columns(path, _PLAN_COLUMNS, "Parquet plan")
     entries = [
         {"topic": t, "partition": n, "replicas": r, "log_dirs": d}
-        for t, n, r, d in zip(
-            cols["topic"], cols["partition"], cols["replicas"], cols["log_dirs"], strict=True
-        )
+        for t, n, r, d in zip(*(cols[c] for c in _PLAN_COLUMNS), strict=True)
     ]
     return Plan.from_json({"version": PLAN_VERSION, "partitions": entries}, source=str(path))
 
@@ -140,4 +161,5 @@ __all__ = [
     "read_snapshot",
     "write_parquet",
     "write_plan_parquet",
+    "write_plan_table",
 ]

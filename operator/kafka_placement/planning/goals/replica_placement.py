@@ -1,6 +1,6 @@
 """Hard goal: every partition's replicas sit where the intents allow, with the declared RF and spread.
 
-Rules (DESIGN.md section 4): distinct brokers; none on decommissioned brokers; none on drained dirs;
+Rules (docs/architecture.md §4): distinct brokers; none on decommissioned brokers; none on drained dirs;
 no new replica on a cordoned dir or broker; the policy's replication factor; multi-level rack spread
 for topics whose policy asks for it; dir capacity. Minimal movement: a partition that breaks no rule
 is left alone; a replica on a drained dir moves to another dir of the same broker when one may take

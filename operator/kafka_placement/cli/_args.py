@@ -1,0 +1,41 @@
+"""Argument parsing of the CLI: a parser whose errors stay short, and range-checked integer flags.
+
+argparse echoes a rejected value in full (``invalid int value: '999...'``, ``unrecognized arguments``),
+so ``BoundedParser`` cuts every usage error to ``ERROR_LIMIT`` characters; it is the class of every
+sub-command's parser too. ``int_in(lo, hi)`` is a ``type=`` that refuses values outside Kafka's ranges at
+parse time (exit 2 with the flag's name), before any file is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import NoReturn
+
+from ..model.jsonio import brief, clip
+
+ERROR_LIMIT = 500
+
+
+class BoundedParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with bounded error messages (exit 2 as usual)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(clip(message, ERROR_LIMIT))
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type`` accepting decimal integers from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        digits = stripped[1:] if stripped[:1] in "+-" else stripped
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 20:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {brief(text)}")
+        value = int(stripped)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {brief(value)}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
