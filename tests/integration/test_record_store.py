@@ -306,3 +306,51 @@ def test_prune_delete_and_owner(core: client.CoreV1Api, ns: str, owner: dict[str
         ConfigMapStore(core, ns, "x" * 164, owner)
     with pytest.raises(ValueError, match="invalid blob name"):
         store.put_blob("Not/A/Name", b"")
+
+
+def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
+    core: client.CoreV1Api, ns: str, owner: dict[str, Any]
+) -> None:
+    """The whole record, not only the store: Execution.create stores the plan as a blob, the baseline as
+    another, and the progress document stays small; a second writer's update is refused, not lost."""
+    from kafka_placement.execution.record import Execution, LimitsDoc, Original, Submission
+    from kafka_placement.model.plan import PartitionTarget, Plan
+
+    r = random.Random(7).getrandbits
+    plan = Plan.of(
+        [
+            PartitionTarget(f"t-{i // 1000}", i % 1000, (b, b % 300 + 1, (b + 40) % 300 + 1), ("any",) * 3)
+            for i in range(360_000)
+            for b in (r(8) + 1,)
+        ]
+    )
+    store = ConfigMapStore(core, ns, "exec-1m", owner)
+    limits = LimitsDoc(max_moves_per_broker=250, max_moves=1250, max_bytes_per_broker=None, throttle=None)
+    ex = Execution.create(store, plan, limits=limits, cluster_id="c1")
+    ex.save()
+    # each move adds its third replica (the baseline had broker 1000+ there): 1000 bytes to copy per move
+    baseline = [
+        Original((*t.replicas[:2], 1000 + i % 7), (None,) * 3, 1000) for i, t in enumerate(plan.partitions)
+    ]
+    ex.set_baseline(baseline, {})
+    for i in range(1000):
+        ex.submit(i, Submission.CONFIRMED, 1.0)
+        ex.count_submission(i)
+    ex.save()
+    doc_cm = core.read_namespaced_config_map(configmap_name("exec-1m"), ns)
+    doc_bytes = len(base64.b64decode(doc_cm.binary_data["record.json.gz"]))
+    assert doc_bytes < 64 * 1024, doc_bytes  # 1,000 in flight of ~360k: the plan is not in the document
+
+    first = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
+    second = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
+    assert first is not None and second is not None
+    assert first.plan.plan.plan_id == plan.plan_id and len(first.active()) == 1000
+    for i in range(500):
+        first.finish(i)
+    first.save()
+    second.doc.cancel_requested = True
+    with pytest.raises(RecordConflict):
+        second.save()
+    again = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
+    assert again is not None and again.doc.done_count == 500 and not again.doc.cancel_requested
+    assert again.doc.counters.submissions == 1000 and again.doc.done_bytes == 500 * 1000
