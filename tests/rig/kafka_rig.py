@@ -9,7 +9,7 @@
     kafka_rig.py down   --name main
 
 The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node runs
-`java -cp libs/* kafka.Kafka server.properties` with a small heap; storage is formatted with the storage
+`java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); storage is formatted with the storage
 tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
 `.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
 `kafkaLegacy` (legacy) or `kafka-<name>` (others), preserving every other key (e.g. `k8s`).
@@ -46,8 +46,9 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 HOST = "127.0.0.1"
 FORMAT_TIMEOUT_S = 120.0
 MARKER = "kafka.placement.rig"  # -Dkafka.placement.rig=<node dir>: identifies the JVMs this rig started
+HEAP = os.environ.get("KP_KAFKA_HEAP", "768m")  # thousands of partitions per broker need more than 320m
 JVM_OPTS = (
-    "-Xmx320m",
+    f"-Xmx{HEAP}",
     "-Xms128m",
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
