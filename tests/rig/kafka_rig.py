@@ -9,8 +9,8 @@
     kafka_rig.py down   --name main
 
 The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node runs
-`java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); storage is formatted with the storage
-tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
+`java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); storage is formatted
+with the storage tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
 `.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
 `kafkaLegacy` (legacy) or `kafka-<name>` (others), preserving every other key (e.g. `k8s`).
 
