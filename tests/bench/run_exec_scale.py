@@ -107,7 +107,8 @@ def create_topics(bootstrap: str, prefix: str, n: int) -> list[str]:
 def delete_topics(bootstrap: str, names: list[str]) -> None:
     from confluent_kafka.admin import AdminClient
 
-    for f in AdminClient({"bootstrap.servers": bootstrap}).delete_topics(names).values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until every result is in
+    for f in admin.delete_topics(names).values():
         f.result(timeout=120)
 
 
