@@ -386,3 +386,27 @@ def test_a_version_1_record_resumes(
     doc = json.loads(state.read_text())
     assert doc["version"] == 2 and doc["phase"] == "Completed" and doc["counters"]["submissions"] == 1
     assert gateway.snapshot().partition(topic, 0).replicas == (3, 2)  # type: ignore[union-attr]
+
+
+def test_the_default_state_is_one_record_per_cluster(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = new_topic([[1, 2]])
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2, 1], ["any", "any"])])
+    env = {**os.environ, "KAFKA_PLACEMENT_STATE_DIR": str(tmp_path / "states")}
+    proc = subprocess.run(
+        [str(CLI), "execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
+         "--wait", "--poll-seconds", "0.3"],
+        capture_output=True, text=True, timeout=90, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    cluster_id, _ = gateway.describe_cluster()
+    state = tmp_path / "states" / f"execution-{cluster_id}.json"
+    assert f"execution state: {state}" in proc.stderr  # the path is said
+    assert json.loads(state.read_text())["clusterId"] == cluster_id
+    assert not list(tmp_path.glob(".kafka-placement*"))  # nothing in the working directory
+    status = subprocess.run(
+        [str(CLI), "status", "--bootstrap-server", kafka_rig.bootstrap_servers],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert status.returncode == 0 and json.loads(status.stdout)["state"] == str(state)

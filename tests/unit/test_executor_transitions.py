@@ -109,7 +109,11 @@ def test_bytes_per_partition_count_every_copy(tmp_path: Path) -> None:
     assert ex.plan.move_bytes == [100, 50, 20]
     assert ex.plan.adding == [(2,), (), (3, 1)]
     assert ex.plan.dir_moving == [(), (2,), ()]
-    assert ex.plan.dir_only(1) and not ex.plan.dir_only(0)
+    assert not ex.plan.dir_only(0)
+    assert not ex.plan.dir_only(1)  # t-1 reorders [1, 2] -> [2, 1]: a reassignment, not only a dir move
+    reorder = ExecutionPlan(Plan.of([PartitionTarget("t", 0, (2, 1), ("any", "any"))]), [BASELINE[1]])
+    same = ExecutionPlan(Plan.of([PartitionTarget("t", 0, (1, 2), ("/d1", "any"))]), [BASELINE[1]])
+    assert not reorder.dir_only(0) and same.dir_only(0)
 
 
 def test_progress_counts_done_in_flight_and_pending(tmp_path: Path) -> None:

@@ -284,9 +284,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, batch: list[int], limits: Li
     rated = [m for m in _moves(ex, ex.active() + batch, limits) if m.rate is not None]
     if not batch or not rated:
         return
-    dir_brokers = {
-        b for i in batch if plan.dir_only(i) and (plan.rate[i] or limits.throttle) for b in plan.dir_moving[i]
-    }
+    dir_brokers = {b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i]}
     current = ThrottleState.from_json(ex.doc.throttles.model_dump())
 
     def write_ahead(planned: ThrottleState) -> None:

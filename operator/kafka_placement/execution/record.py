@@ -309,7 +309,8 @@ class ExecutionPlan:
         return self.baseline[i]
 
     def dir_only(self, i: int) -> bool:
-        return not self.adding[i] and not self.removing[i]
+        """Replicas and their order stay (a reorder is a reassignment: it changes the preferred leader)."""
+        return self.original(i).replicas == self.targets[i].replicas
 
     def involved(self, i: int) -> tuple[int, ...]:
         """Brokers that gain or lose a replica, or (pure dir moves) move one between their dirs."""
