@@ -340,24 +340,27 @@ def test_a_completed_record_is_checked_against_the_live_cluster(
 
 
 def test_a_record_of_another_cluster_is_refused(
-    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
 ) -> None:
     topic = new_topic([[1, 2]])
     plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2, 3], ["any", "any"])])
     state = tmp_path / "state.json"
     args = ("execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
-            "--state", str(state))  # fmt: skip
-    first = run_cli(*args, "--max-moves", "1")  # one tick: validated and submitted, not waited for
+            "--state", str(state), "--wait", "--poll-seconds", "0.3")  # fmt: skip
+    first = run_cli(*args)
     assert first.returncode == 0, first.stderr
+    # back off target, so an execute that accepted the record would move it again
+    assert gateway.alter_reassignments({(topic, 0): [1, 2]}) == {}
+    kafka_wait("moved back", lambda: gateway.snapshot().partition(topic, 0).replicas == (1, 2))  # type: ignore[union-attr]
+    kafka_wait("no reassignment", lambda: not gateway.list_reassignments([(topic, 0)]))
     doc = json.loads(state.read_text())
     doc["clusterId"] = "AnotherClusterId12345"
-    doc["phase"] = "Completed"
     state.write_text(json.dumps(doc))
-    reassignments_before = gateway.list_reassignments()
-    refused = run_cli(*args, "--wait")
+    refused = run_cli(*args)
     assert refused.returncode == 2, refused.stderr
     assert "AnotherClusterId12345" in refused.stderr and "Traceback" not in refused.stderr
-    assert gateway.list_reassignments() == reassignments_before  # nothing new submitted
+    assert not gateway.list_reassignments([(topic, 0)])  # nothing submitted
+    assert gateway.snapshot().partition(topic, 0).replicas == (1, 2)  # type: ignore[union-attr]
 
 
 def test_a_version_1_record_resumes(
