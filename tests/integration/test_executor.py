@@ -315,9 +315,11 @@ def test_unreachable_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "state.json").exists()
 
 
-def test_a_completed_record_is_checked_against_the_live_cluster(
+def completed_then_moved_back(
     gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
-) -> None:
+) -> tuple[str, Path, Path, tuple[str, ...]]:
+    """A plan executed to Completed, then its partition moved back behind the record's back (so an
+    execute that believed or accepted the record would be wrong). Returns topic, plan, state, execute args."""
     topic = new_topic([[1, 2]])
     plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2, 3], ["any", "any"])])
     state = tmp_path / "state.json"
@@ -325,9 +327,16 @@ def test_a_completed_record_is_checked_against_the_live_cluster(
             "--state", str(state), "--wait", "--poll-seconds", "0.3")  # fmt: skip
     first = run_cli(*args)
     assert first.returncode == 0, first.stderr
-    # someone moves the partition back: the record still says Completed for this plan
     assert gateway.alter_reassignments({(topic, 0): [1, 2]}) == {}
     kafka_wait("moved back", lambda: gateway.snapshot().partition(topic, 0).replicas == (1, 2))  # type: ignore[union-attr]
+    kafka_wait("no reassignment", lambda: not gateway.list_reassignments([(topic, 0)]))
+    return topic, plan, state, args
+
+
+def test_a_completed_record_is_checked_against_the_live_cluster(
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
+) -> None:
+    topic, plan, state, args = completed_then_moved_back(gateway, kafka_rig, new_topic, kafka_wait, tmp_path)
     stale = run_cli("verify", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
                     "--state", str(state))  # fmt: skip
     assert stale.returncode == 1
@@ -342,17 +351,7 @@ def test_a_completed_record_is_checked_against_the_live_cluster(
 def test_a_record_of_another_cluster_is_refused(
     gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait, tmp_path: Path
 ) -> None:
-    topic = new_topic([[1, 2]])
-    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2, 3], ["any", "any"])])
-    state = tmp_path / "state.json"
-    args = ("execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
-            "--state", str(state), "--wait", "--poll-seconds", "0.3")  # fmt: skip
-    first = run_cli(*args)
-    assert first.returncode == 0, first.stderr
-    # back off target, so an execute that accepted the record would move it again
-    assert gateway.alter_reassignments({(topic, 0): [1, 2]}) == {}
-    kafka_wait("moved back", lambda: gateway.snapshot().partition(topic, 0).replicas == (1, 2))  # type: ignore[union-attr]
-    kafka_wait("no reassignment", lambda: not gateway.list_reassignments([(topic, 0)]))
+    topic, _, state, args = completed_then_moved_back(gateway, kafka_rig, new_topic, kafka_wait, tmp_path)
     doc = json.loads(state.read_text())
     doc["clusterId"] = "AnotherClusterId12345"
     state.write_text(json.dumps(doc))
