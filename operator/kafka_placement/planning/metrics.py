@@ -135,7 +135,8 @@ def _trees(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> di
 
 
 def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents) -> dict[str, int]:
-    """Hard-rule violations in ``after``; ``cordoned`` counts replicas newly placed on cordoned dirs."""
+    """Hard-rule violations in ``after``; ``cordoned`` counts replicas newly placed on cordoned dirs;
+    ``capacity`` counts dirs whose bytes arriving minus bytes leaving exceed their usable bytes."""
     elig = Eligibility.of(before, intents)
     trees = _trees(before, intents, elig)
     out = dict.fromkeys(
@@ -155,6 +156,10 @@ def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents
                 out["cordoned"] += 1
             if d is not None and had.get(b, "") != d:
                 used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+        now = dict(zip(p.replicas, p.log_dirs, strict=True))
+        for b, d in had.items():  # bytes leaving a dir free its room (the planner's ``Assignment.free``)
+            if d is not None and now.get(b, "") != d:
+                used[(b, d)] = used.get((b, d), 0) - p.size_bytes
         if policy is not None and policy.replication_factor and len(p.replicas) != policy.replication_factor:
             out["replicationFactor"] += 1
         tree = trees.get(policy.name) if policy is not None else None
