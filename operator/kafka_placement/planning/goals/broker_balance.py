@@ -175,15 +175,15 @@ class BrokerBalanceGoal:
     ) -> bool:
         """When no single move can leave ``broker``: exchange one of its replicas with a smaller replica
         of a broker under the threshold (both partitions keep every earlier goal's rules; the other
-        broker stays under the threshold). The net bytes shed are as close to the excess as found,
-        never above it; the pair costs the fewest bytes among equally good ones."""
+        broker stays under the threshold). An exchange that clears the excess is preferred, the one
+        costing the fewest bytes; otherwise the one shedding the most, and the loop tries again."""
         a, e = ctx.assignment, ctx.eligibility
         if not by_bytes:
             return False
         excess = load[broker] - threshold
         mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)
-        best: tuple[float, int, Key, int, Key] | None = None  # (-shed, cost), key, dest, key, ...
-        best_rank: tuple[float, int] | None = None
+        best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
+        best_rank: tuple[int, int] | None = None
         checks = 0
         for dest in sorted(receivers, key=lambda b: (load[b], b))[:SWAP_DESTS]:
             room = threshold - load[dest]
@@ -198,21 +198,23 @@ class BrokerBalanceGoal:
                 if dest in a.replicas[key]:
                     continue
                 # their replica of size v: shed = w - v in (0, excess], dest gains w - v <= room
-                low = w - min(excess, room)
-                j = bisect.bisect_left(theirs, (int(low) if low == int(low) else int(low) + 1, ("", -1)))
+                # their replica of size v < w: the other broker gains w - v, at most its room; the
+                # smallest such v sheds the most for the fewest bytes
+                j = bisect.bisect_left(theirs, (math.ceil(w - room), ("", -1)))
                 for v, other in theirs[j:]:
                     if v >= w:
                         break
                     checks += 1
                     if checks > SWAP_CHECKS:
                         break
-                    rank = (-(w - v), w + v)
+                    # clearing the excess first, then the fewest bytes; else the most bytes shed
+                    rank = (0, w + v) if w - v >= excess else (1, v - w)
                     if best_rank is not None and rank >= best_rank:
-                        break  # larger v only sheds less
+                        break  # a larger v is no better
                     if self._swap_ok(ctx, key, broker, dest, other):
                         best, best_rank = (rank[0], rank[1], key, dest, other), rank
                         break
-            if checks > SWAP_CHECKS or (best_rank is not None and -best_rank[0] >= excess):
+            if checks > SWAP_CHECKS:
                 break
         if best is None:
             return False
