@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import random
 import sys
@@ -238,6 +239,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0, help="solver seconds per instance")
     ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--json", default="", help="also write the rows to this JSON file")
     args = ap.parse_args()
     wanted = {s.strip() for s in args.scenarios.split(",") if s.strip()}
     rows = []
@@ -253,6 +255,8 @@ def main() -> None:
             f"({row['planSeconds']:.1f} s / {row['solverSeconds']:.1f} s)",
             flush=True,
         )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
     command = "python tests/bench/run_optimum.py " + " ".join(sys.argv[1:])
     section = [
         SECTION,
