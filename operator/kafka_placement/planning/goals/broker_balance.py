@@ -11,6 +11,7 @@ every earlier goal accepts (rack spread, cordons, decommissions). Only topics wh
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Collection, Iterator, Sequence
 
@@ -68,13 +69,11 @@ class BrokerBalanceGoal:
             # Near the end, compare finishing now with the one or two replicas whose bytes clear the
             # excess by the least (a bounded subset sum) against one more greedy step then finishing:
             # the greedy alone ends with one replica overshooting by up to its size.
-            if excess <= 2 * _largest(movable):
+            peek = self._greedy_pick(ctx, broker, excess, count_mean, by_bytes, movable, hot_first, failed)
+            if peek is not None and excess <= 2 * peek[1]:
                 hot = self._hot_dirs(ctx, broker, excess, movable)
                 finish = _finishing(movable, excess, failed, hot)
-                peek = self._greedy_pick(
-                    ctx, broker, excess, count_mean, by_bytes, movable, hot_first, failed
-                )
-                if finish is not None and peek is not None:
+                if finish is not None:
                     after = _finishing(movable, excess - peek[1], failed | {peek[2]}, hot)
                     if after is None or finish[0] <= peek[1] + after[0]:
                         self._move_set(ctx, broker, finish[1], threshold, receivers, load, movable, failed)
@@ -293,10 +292,6 @@ def _balanced_topic(ctx: PlanningContext, key: Key) -> bool:
     return policy is not None and policy.balance.brokers and policy.enforced
 
 
-def _largest(movable: dict[str | None, list[tuple[int, Key]]]) -> int:
-    return max((items[-1][0] for items in movable.values() if items), default=0)
-
-
 def _finishing(
     movable: dict[str | None, list[tuple[int, Key]]],
     excess: float,
@@ -304,17 +299,19 @@ def _finishing(
     dirs: Collection[str | None],
 ) -> tuple[int, list[tuple[str | None, int, Key]]] | None:
     """The one or two movable replicas of ``dirs`` whose bytes clear ``excess`` by the least (sum,
-    items), or None. Two pointers over the candidates sorted by weight: O(n)."""
-    items = sorted((w, d, k) for d, rows in movable.items() if d in dirs for w, k in rows if k not in failed)
-    if not items:
-        return None
+    items), or None: the smallest single one above it, or two pointers over those below it."""
     need = math.ceil(excess)
+    below: list[list[tuple[int, str | None, Key]]] = []
     best: tuple[int, list[tuple[str | None, int, Key]]] | None = None
-    i = bisect.bisect_left(items, (need, "", ("", -1)))
-    if i < len(items):
-        w, d, k = items[i]
-        best = (w, [(d, w, k)])
-    lo, hi = 0, min(i, len(items)) - 1
+    for d in dirs:
+        rows = movable.get(d, [])
+        cut = bisect.bisect_left(rows, need, key=lambda r: r[0])
+        below.append([(w, d, k) for w, k in rows[:cut] if k not in failed])
+        single = next(((w, k) for w, k in rows[cut:] if k not in failed), None)
+        if single is not None and (best is None or single[0] < best[0]):
+            best = (single[0], [(d, single[0], single[1])])
+    items = list(heapq.merge(*below, key=lambda t: t[0]))
+    lo, hi = 0, len(items) - 1
     while lo < hi:
         total = items[lo][0] + items[hi][0]
         if total >= need:
