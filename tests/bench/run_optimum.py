@@ -72,8 +72,8 @@ _MINIMUM: dict[tuple[int, int], float] = {}
 def tight(snap: ClusterSnapshot, leaving: int, slack: float, seed: int, intents: str) -> ClusterSnapshot:
     """Decommission ``leaving`` where the other dirs' usable bytes are random weights (0.5-1.5) x a room
     that is (1 + slack) x the smallest room with which the solver still finds a plan (bisection, 8
-    steps; a step the solver cannot decide in 10 s counts as infeasible, which can only raise the
-    minimum)."""
+    steps; a step the solver cannot decide in 3 deterministic seconds counts as infeasible, which can
+    only raise the minimum)."""
     rng = random.Random(seed)
     n_dirs = sum(len(b.log_dirs) for b in snap.brokers if b.id != leaving)
     weights = [rng.uniform(0.5, 1.5) for _ in range(n_dirs)]
@@ -81,11 +81,11 @@ def tight(snap: ClusterSnapshot, leaving: int, slack: float, seed: int, intents:
         need = sum(p.size_bytes for p in snap.partitions if leaving in p.replicas)
         lo, hi = need / sum(weights), 2 * need / sum(weights)
         parsed = Intents.loads(intents)
-        while solve(with_room(snap, leaving, hi, weights), parsed, dirs=True, time_limit=10).bytes is None:
+        while solve(with_room(snap, leaving, hi, weights), parsed, dirs=True, time_limit=3).bytes is None:
             lo, hi = hi, hi * 2
         for _ in range(8):
             mid = (lo + hi) / 2
-            found = solve(with_room(snap, leaving, mid, weights), parsed, dirs=True, time_limit=10)
+            found = solve(with_room(snap, leaving, mid, weights), parsed, dirs=True, time_limit=3)
             lo, hi = (lo, mid) if found.bytes is not None else (mid, hi)
         _MINIMUM[(seed, leaving)] = hi
     return with_room(snap, leaving, _MINIMUM[(seed, leaving)] * (1 + slack), weights)
@@ -219,6 +219,84 @@ def tables(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def merge(rows: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of this checkout with ``before`` (another checkout's rows, same instances) beside them; the
+    optimum is the best solution either solver run found, its bound the higher proven bound."""
+    old = {(r["scenario"], r["seed"]): r for r in before}
+    out = []
+    for r in rows:
+        b = old.get((r["scenario"], r["seed"]))
+        if b is None:
+            continue
+        found = [x for x in (r["optimum"], b["optimum"]) if x is not None]
+        bounds = [x for x in (r["bound"], b["bound"]) if x is not None]
+        opt, bound = (min(found) if found else None), (max(bounds) if bounds else None)
+        m = dict(r, optimum=opt, bound=bound, before=b)
+        m["status"] = "optimal" if opt is not None and bound is not None and bound >= opt else r["status"]
+        for side, src in (("", r), ("before", b)):
+            plan = src.get("plan")
+            m[f"{side}PlanOverOpt"] = plan / opt if plan is not None and opt else None
+            m[f"{side}PlanOverBound"] = plan / bound if plan is not None and bound else None
+            m[f"{side}LbOverOpt"] = src.get("lb") / opt if src.get("lb") is not None and opt else None
+        out.append(m)
+    return out
+
+
+def compare_tables(rows: list[dict[str, Any]]) -> list[str]:
+    """Before/after per scenario (max over seeds) and per instance."""
+    lines = [
+        "Per scenario, worst instance (max over seeds; LB / optimum: min - max). `plan / bound` divides",
+        "by the solver's proven lower end, so it can only overstate the gap where the optimum is not",
+        "proven.",
+        "",
+        "| scenario | instances | plan / optimum before | after | plan / bound after | LB / optimum before "
+        "| after | exit 3 where the solver has a plan: before / after | balance missed (solver met it): "
+        "before / after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def worst(rs: list[dict[str, Any]], k: str) -> str:
+        vals = [r[k] for r in rs if r.get(k) is not None]
+        return f(max(vals)) if vals else "-"
+
+    def span(rs: list[dict[str, Any]], k: str) -> str:
+        vals = [r[k] for r in rs if r.get(k) is not None]
+        return f"{f(min(vals))} - {f(max(vals))}" if vals else "-"
+
+    for name in dict.fromkeys(r["scenario"] for r in rows):
+        rs = [r for r in rows if r["scenario"] == name]
+        ex3 = [sum(1 for r in rs if s(r).get("plan") is None and r["optimum"] is not None) for s in _SIDES]
+        miss = [
+            sum(1 for r in rs if s(r).get("planBalance") is False and r["solverBalance"] is True)
+            for s in _SIDES
+        ]
+        lines.append(
+            f"| {name} | {len(rs)} | {worst(rs, 'beforePlanOverOpt')} | {worst(rs, 'PlanOverOpt')} | "
+            f"{worst(rs, 'PlanOverBound')} | {span(rs, 'beforeLbOverOpt')} | {span(rs, 'LbOverOpt')} | "
+            f"{ex3[0]} / {ex3[1]} | {miss[0]} / {miss[1]} |"
+        )
+    lines += [
+        "",
+        "| scenario | seed | partitions | brokers | optimum GB | solver | plan / optimum before | after "
+        "| LB / optimum before | after | plan broker max/mean before | after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        b = r["before"]
+        opt = f(r["optimum"] / 1e9, ".3f") if r["optimum"] is not None else "-"
+        pb = f(r.get("beforePlanOverOpt")) if b.get("plan") is not None else "exit 3"
+        pa = f(r.get("PlanOverOpt")) if r.get("plan") is not None else "exit 3"
+        lines.append(
+            f"| {r['scenario']} | {r['seed']} | {r['partitions']} | {r['brokers']} | {opt} | {r['status']} | "
+            f"{pb} | {pa} | {f(r.get('beforeLbOverOpt'))} | {f(r.get('LbOverOpt'))} | "
+            f"{f(b.get('planBrokerMaxMean'), '.3f')} | {f(r.get('planBrokerMaxMean'), '.3f')} |"
+        )
+    return lines
+
+
+_SIDES = (lambda r: r["before"], lambda r: r)
+
+
 def write_section(path: Path, section: list[str]) -> None:
     """Replace this benchmark's section of ``path`` (or append it), keeping every other section."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
@@ -240,10 +318,12 @@ def main() -> None:
     ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default="", help="also write the rows to this JSON file")
+    ap.add_argument("--before", default="", help="rows (--json) of another checkout: before/after tables")
+    ap.add_argument("--rows", default="", help="rows (--json) of this checkout: tables only, no solving")
     args = ap.parse_args()
     wanted = {s.strip() for s in args.scenarios.split(",") if s.strip()}
-    rows = []
-    for inst in instances([int(s) for s in args.seeds.split(",")]):
+    rows = json.loads(Path(args.rows).read_text()) if args.rows else []
+    for inst in [] if args.rows else instances([int(s) for s in args.seeds.split(",")]):
         if wanted and inst.scenario not in wanted:
             continue
         row = run(inst, args.time_limit)
@@ -269,7 +349,11 @@ def main() -> None:
         "dirs' usable bytes are random weights (0.5-1.5) x a room 1-5% above the smallest room with which",
         "the solver finds a plan (bisection).",
         "",
-        *tables(rows),
+        *(
+            compare_tables(merge(rows, json.loads(Path(args.before).read_text())))
+            if args.before
+            else tables(rows)
+        ),
     ]
     print("\n".join(section))
     if not args.print:
