@@ -110,7 +110,7 @@ def _shift_for(ctx: PlanningContext, key: Key, changing: Callable[[Key], bool]) 
             free = a.free.get((b, path))
             if free is None or free >= size or not e.dir_may_receive(b, path):
                 continue
-            for other in a.by_broker[b]:
+            for other in sorted(a.by_broker[b]):
                 s = a.size[other]
                 if other == key or s < size - free or (best is not None and s >= best[0]):
                     continue
