@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	@bash scripts/check-tools.sh python
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)

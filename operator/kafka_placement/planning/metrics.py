@@ -16,8 +16,11 @@ a balance goal unmet, e.g. because of its move budget, may move less):
 
 Decommission and RF-growth copies never leave a broker that keeps data. Every other copy leaves one,
 and broker ``b`` must lose at least ``max(brokerExcess_b, dirExcess_b, drained_b)`` bytes (one byte may
-serve all three), so ``lowerBoundBytes = decommission + rfGrowth + max(drain + rackRepair,
-sum_b max(brokerExcess_b, dirExcess_b, drained_b))``. Pure: no I/O.
+serve all three), so ``lowerBoundBytes = decommission + rfGrowth + max(drain + rackRepair + uncovered,
+sum_b max(brokerExcess_b, dirExcess_b, drained_b))``, where ``uncovered`` is what drain and rack-repair
+copies cannot take from each broker (at most its drained replicas and its replicas of partitions
+breaking the spread). When broker balance is provably unreachable (``reach.py``) its terms are left
+out: no plan meets it, and the bound must not exceed the optimum of the rules alone. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from .reach import balance_unreachable
 from .state import Eligibility
 from .topology import RackTree
 
@@ -135,7 +139,8 @@ def _trees(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> di
 
 
 def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents) -> dict[str, int]:
-    """Hard-rule violations in ``after``; ``cordoned`` counts replicas newly placed on cordoned dirs."""
+    """Hard-rule violations in ``after``; ``cordoned`` counts replicas newly placed on cordoned dirs;
+    ``capacity`` counts dirs whose bytes arriving minus bytes leaving exceed their usable bytes."""
     elig = Eligibility.of(before, intents)
     trees = _trees(before, intents, elig)
     out = dict.fromkeys(
@@ -155,6 +160,10 @@ def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents
                 out["cordoned"] += 1
             if d is not None and had.get(b, "") != d:
                 used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+        now = dict(zip(p.replicas, p.log_dirs, strict=True))
+        for b, d in had.items():  # bytes leaving a dir free its room (the planner's ``Assignment.free``)
+            if d is not None and now.get(b, "") != d:
+                used[(b, d)] = used.get((b, d), 0) - p.size_bytes
         if policy is not None and policy.replication_factor and len(p.replicas) != policy.replication_factor:
             out["replicationFactor"] += 1
         tree = trees.get(policy.name) if policy is not None else None
@@ -173,6 +182,7 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
     trees = _trees(snapshot, intents, elig)
     decom = drain = growth = rack = 0
     musts: dict[tuple[object, ...], int | None] = {}
+    rack_on: dict[int, int] = {}  # bytes on each broker of partitions breaking their rack spread
     active = elig.active_brokers
     final_total = 0
     for p in snapshot.partitions:
@@ -195,6 +205,8 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
             must = rack_must_move(tree, rf, stay, musts)
             if must is not None:
                 rack += max(0, must - copies) * p.size_bytes
+                for b in stay:
+                    rack_on[b] = rack_on.get(b, 0) + p.size_bytes
     broker_excess: dict[int, float] = dict.fromkeys(active, 0.0)
     dir_excess: dict[int, float] = dict.fromkeys(active, 0.0)
     policies = [q for q in intents.policies if q.balance.brokers]
@@ -207,7 +219,8 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
                 if b in loads:
                     loads[b] -= p.size_bytes
     bthreshold = 0.0
-    if policies and active:
+    unreachable = balance_unreachable(snapshot, intents, active, trees) if policies else None
+    if policies and active and unreachable is None:
         tol = min(q.balance.tolerance for q in policies)
         bthreshold = (1 + tol) * final_total / len(active)
         broker_excess = {b: max(0.0, loads[b] - bthreshold) for b in active}
@@ -238,8 +251,13 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
                 drained_on[x] += p.size_bytes
     # Bytes leaving each broker that keeps data: at least its broker excess, its dirs' excess and its
     # drained dirs (the same bytes may serve all three); rack repairs may also be those bytes.
-    leaving = int(sum(max(broker_excess[b], dir_excess[b], drained_on[b]) for b in active))
-    total = decom + growth + max(drain + rack, leaving)
+    leave = {b: max(broker_excess[b], dir_excess[b], drained_on[b]) for b in active}
+    leaving = int(sum(leave.values()))
+    # Drain and rack-repair copies can serve a broker's leaving bytes only up to what they can take
+    # from it (its drained replicas, its replicas of partitions breaking the spread); the rest of its
+    # excess leaves by moves of their own.
+    uncovered = int(sum(max(0.0, leave[b] - drained_on[b] - rack_on.get(b, 0)) for b in active))
+    total = decom + growth + max(drain + rack + uncovered, leaving)
     return {
         "total": total,
         "decommission": decom,
@@ -249,6 +267,8 @@ def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
         "brokerExcess": int(sum(broker_excess.values())),
         "dirExcess": int(sum(dir_excess.values())),
         "leavingBrokers": leaving,
+        "uncoveredByRepairs": uncovered,
+        "balanceUnreachable": 0 if unreachable is None else 1,
     }
 
 
@@ -289,6 +309,12 @@ def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = No
     out: dict[str, Any] = {"planId": plan.plan_id, **moved}
     if intents is not None:
         lb = lower_bound(snapshot, intents)
+        out["brokerBalanceUnreachable"] = balance_unreachable(
+            snapshot,
+            intents,
+            elig.active_brokers,
+            _trees(snapshot, intents, Eligibility.of(snapshot, intents)),
+        )
         out["lowerBoundBytes"] = lb["total"]
         out["lowerBound"] = lb
         out["bytesOverLowerBound"] = round(moved["bytesToMove"] / lb["total"], 4) if lb["total"] else None

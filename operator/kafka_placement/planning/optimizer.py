@@ -118,7 +118,9 @@ def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any
 
     A balance goal can stay unmet by design: rack spread may force uneven brokers (a data centre with
     fewer brokers holds as many replicas as the others), a move budget may stop it, or a single
-    partition may be larger than a dir's fair share. The plan is still valid; the summary says so.
+    partition may be larger than a dir's fair share. The plan is still valid; the summary says so,
+    and when broker balance is provably out of reach (``reach.py``) its entry says why
+    (``unreachable``), distinct from a goal the planner merely failed to meet.
     """
     after = summary["balanceAfter"]
     report: list[dict[str, Any]] = [
@@ -141,5 +143,15 @@ def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any
         target = 1 + tol
         value = after.get(metric)
         met = value is None or value <= target + 1e-9
-        report.append({"goal": name, "hard": False, "met": met, "value": value, "target": round(target, 4)})
+        entry: dict[str, Any] = {
+            "goal": name,
+            "hard": False,
+            "met": met,
+            "value": value,
+            "target": round(target, 4),
+        }
+        why = summary.get("brokerBalanceUnreachable") if name == "BrokerBalance" else None
+        if not met and why:
+            entry["unreachable"] = why  # no plan can meet it: not the planner's shortfall
+        report.append(entry)
     return report

@@ -10,7 +10,7 @@ so repairing a partition moves the fewest replicas. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model.intents import RackAwareness
@@ -38,6 +38,8 @@ class RackTree:
     # each allocation re-ranks only the first few live (WINDOW).
     _order: dict[Unit, tuple[int, list[int]]] = field(default_factory=dict)
     _calls: int = 0
+    _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
+    _load: Mapping[int, int] | None = None
     # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
     _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
 
@@ -134,11 +136,16 @@ class RackTree:
         keep: Collection[int],
         usable: Callable[[int], bool],
         rank: Callable[[int], tuple[object, ...]],
+        load: Mapping[int, int] | None = None,
     ) -> list[int] | None:
         """A maximally spread set of ``rf`` brokers keeping as many of ``keep`` as possible.
 
         ``usable(b)`` says whether a broker not in ``keep`` can take a new replica (capacity, dirs);
-        ``rank(b)`` orders candidate brokers (lower first). Returns None when too few brokers exist.
+        ``rank(b)`` orders candidate brokers (lower first). Among units the spread serves equally, a
+        slot that keeps a replica goes to the unit whose next kept replica ranks best (so a replica
+        that must relocate anyway is the one dropped), and a slot for a new replica to the unit with
+        the best member, or, with ``load`` (bytes per broker, when broker balance is asked), to the
+        unit whose members hold the fewest bytes on average. Returns None when too few brokers exist.
         """
         caps, kids = self._caps(keep)
         if caps.get((), 0) < rf:
@@ -147,6 +154,7 @@ class RackTree:
         current = self.counts(keep)
         chosen: list[int] = []
         memo: dict[Unit, tuple[object, ...]] = {}
+        self._load = load
         if not self._fill((), rf, caps, kids, current, keep, usable, rank, chosen, memo):
             return None
         return chosen
@@ -188,13 +196,47 @@ class RackTree:
                 return False
             first = min((given[c], given[c] - current.get(c, 0)) for c in open_children)
             tied = [c for c in open_children if (given[c], given[c] - current.get(c, 0)) == first]
-            best = tied[0] if len(tied) == 1 else min(tied, key=lambda c: (self._unit_rank(c, rank, memo), c))
+            if len(tied) == 1:
+                best = tied[0]
+            else:
+                best = min(tied, key=lambda c: (self._tie_rank(c, given[c], current, keep, rank, memo), c))
             given[best] += 1
         return all(
             self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo)
             for c, n in given.items()
             if n
         )
+
+    def _tie_rank(
+        self,
+        unit: Unit,
+        given: int,
+        current: dict[Unit, int],
+        keep: Collection[int],
+        rank: Callable[[int], tuple[object, ...]],
+        memo: dict[Unit, tuple[object, ...]],
+    ) -> tuple[object, ...]:
+        """Order of units the spread serves equally (``allocate``): for a kept slot, the rank of the
+        unit's next kept replica; for a new slot, the unit's mean load (with ``load``) or best member."""
+        if given < current.get(unit, 0):
+            depth = len(unit)
+            held = sorted(rank(b) for b in keep if self.path[b][:depth] == unit)
+            return (0, held[given])
+        if self._load is not None:
+            return (1, self._mean_load(unit, self._load), self._unit_rank(unit, rank, memo))
+        return (1, self._unit_rank(unit, rank, memo))
+
+    def _mean_load(self, unit: Unit, load: Mapping[int, int]) -> float:
+        """Mean bytes of the unit's members, as of the last refresh (the epochs of ``_ordered``)."""
+        under = self.under.get(unit, ())
+        epoch = self._calls // max(1, len(under) // SPAN)
+        cached = self._means.get(unit)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        members = [b for b in under if b in self.members]
+        mean = sum(load.get(b, 0) for b in members) / len(members) if members else float("inf")
+        self._means[unit] = (epoch, mean)
+        return mean
 
     def _unit_rank(
         self, unit: Unit, rank: Callable[[int], tuple[object, ...]], memo: dict[Unit, tuple[object, ...]]

@@ -11,11 +11,15 @@ every earlier goal accepts (rack spread, cordons, decommissions). Only topics wh
 from __future__ import annotations
 
 import bisect
-import itertools
-from collections.abc import Iterator, Sequence
+import heapq
+import math
+from collections.abc import Collection, Iterator, Sequence
 
 from ..context import PlanningContext
 from ..state import Key
+
+SWAP_CHECKS = 4000  # rule checks per blocked broker when looking for an exchange
+SWAP_DESTS = 16  # least-loaded brokers considered as the other side of an exchange
 
 
 class BrokerBalanceGoal:
@@ -58,27 +62,195 @@ class BrokerBalanceGoal:
         for items in movable.values():
             items.sort()
         count_mean = sum(a.broker_replicas[b] for b in receivers) / max(1, len(receivers))
+        failed: set[Key] = set()
         while load[broker] > threshold and any(movable.values()):
             excess = load[broker] - threshold
+            hot_first = sorted(movable, key=lambda d: -a.dir_bytes.get((broker, d), 0) if d else 0)
+            # Near the end, compare finishing now with the one or two replicas whose bytes clear the
+            # excess by the least (a bounded subset sum) against one more greedy step then finishing:
+            # the greedy alone ends with one replica overshooting by up to its size.
+            peek = self._greedy_pick(ctx, broker, excess, count_mean, by_bytes, movable, hot_first, failed)
+            if peek is not None and excess <= 2 * peek[1]:
+                hot = self._hot_dirs(ctx, broker, excess, movable)
+                finish = _finishing(movable, excess, failed, hot)
+                if finish is not None:
+                    after = _finishing(movable, excess - peek[1], failed | {peek[2]}, hot)
+                    if after is None or finish[0] <= peek[1] + after[0]:
+                        self._move_set(ctx, broker, finish[1], threshold, receivers, load, movable, failed)
+                        continue
             # Aim at replicas of size excess / (replicas this broker has too many): the same bytes move,
             # and replica (hence leader) counts even out too. Never overshoot unless nothing else fits.
-            surplus = a.broker_replicas[broker] - count_mean
-            target = excess / surplus if by_bytes and surplus > 1 else excess
-            hot_first = sorted(movable, key=lambda d: -a.dir_bytes.get((broker, d), 0) if d else 0)
-            goal, cap = int(target), int(excess)
-            tries = itertools.chain(
-                ((d, i) for d in hot_first for i in _closest_first(movable[d], goal, cap, False)),
-                ((d, i) for d in hot_first for i in _closest_first(movable[d], goal, cap, True)),
-            )
             moved = False
-            for d, i in tries:
-                weight, key = movable[d][i]
+            while (
+                pick := self._greedy_pick(
+                    ctx, broker, excess, count_mean, by_bytes, movable, hot_first, failed
+                )
+            ) is not None:
+                d, weight, key = pick
                 if self._move_one(ctx, key, broker, weight, threshold, receivers, load):
-                    movable[d].pop(i)
+                    movable[d].remove((weight, key))
                     moved = True
                     break
-            if not moved:
+                failed.add(key)
+            if moved:
+                continue
+            # Nothing fits in the excess any more: the smallest finishing set, whatever it overshoots.
+            finish = _finishing(movable, excess, failed, self._hot_dirs(ctx, broker, excess, movable))
+            if finish is not None and self._move_set(
+                ctx, broker, finish[1], threshold, receivers, load, movable, failed
+            ):
+                continue
+            if not self._swap(ctx, broker, threshold, receivers, load, movable, failed, by_bytes):
                 return
+
+    @staticmethod
+    def _hot_dirs(
+        ctx: PlanningContext, broker: int, excess: float, movable: dict[str | None, list[tuple[int, Key]]]
+    ) -> list[str | None]:
+        """Dirs a finishing set may come from: with dir balance asked, those above the mean the
+        broker's dirs will have once it sheds its excess (shedding from the others would unbalance its
+        dirs, which the dir goal then pays for with local copies); all of them otherwise."""
+        if ctx.tolerance("log_dirs") is None or len(movable) < 2:
+            return list(movable)
+        a = ctx.assignment
+        paths = [d for d in ctx.eligibility.dirs[broker] if (broker, d) not in ctx.eligibility.drained]
+        mean = (a.broker_bytes[broker] - excess) / max(1, len(paths))
+        return [d for d in movable if d is None or a.dir_bytes.get((broker, d), 0) > mean]
+
+    @staticmethod
+    def _greedy_pick(
+        ctx: PlanningContext,
+        broker: int,
+        excess: float,
+        count_mean: float,
+        by_bytes: bool,
+        movable: dict[str | None, list[tuple[int, Key]]],
+        hot_first: list[str | None],
+        failed: set[Key],
+    ) -> tuple[str | None, int, Key] | None:
+        """The next replica the greedy would try: within the excess, closest to the size that also
+        evens out replica counts, from the fullest dir first (None when none is within the excess)."""
+        surplus = ctx.assignment.broker_replicas[broker] - count_mean
+        target = excess / surplus if by_bytes and surplus > 1 else excess
+        goal, cap = int(target), int(excess)
+        for d in hot_first:
+            for i in _closest_first(movable[d], goal, cap, False):
+                weight, key = movable[d][i]
+                if key not in failed:
+                    return d, weight, key
+        return None
+
+    def _move_set(
+        self,
+        ctx: PlanningContext,
+        broker: int,
+        items: list[tuple[str | None, int, Key]],
+        threshold: float,
+        receivers: list[int],
+        load: dict[int, int],
+        movable: dict[str | None, list[tuple[int, Key]]],
+        failed: set[Key],
+    ) -> bool:
+        """Move each of ``items`` off ``broker``; False when one could not move (it is marked failed)."""
+        for d, weight, key in items:
+            if load[broker] <= threshold:
+                break
+            if not self._move_one(ctx, key, broker, weight, threshold, receivers, load):
+                failed.add(key)
+                return False
+            movable[d].remove((weight, key))
+        return True
+
+    def _swap(
+        self,
+        ctx: PlanningContext,
+        broker: int,
+        threshold: float,
+        receivers: list[int],
+        load: dict[int, int],
+        movable: dict[str | None, list[tuple[int, Key]]],
+        failed: set[Key],
+        by_bytes: bool,
+    ) -> bool:
+        """When no single move can leave ``broker``: exchange one of its replicas with a smaller replica
+        of a broker under the threshold (both partitions keep every earlier goal's rules; the other
+        broker stays under the threshold). An exchange that clears the excess is preferred, the one
+        costing the fewest bytes; otherwise the one shedding the most, and the loop tries again."""
+        a, e = ctx.assignment, ctx.eligibility
+        if not by_bytes:
+            return False
+        excess = load[broker] - threshold
+        mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)
+        best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
+        best_rank: tuple[int, int] | None = None
+        checks = 0
+        for dest in sorted(receivers, key=lambda b: (load[b], b))[:SWAP_DESTS]:
+            room = threshold - load[dest]
+            if dest == broker or room <= 0:
+                continue
+            theirs = sorted(
+                (a.size[k], k)
+                for k in a.by_broker[dest]
+                if broker not in a.replicas[k] and _balanced_topic(ctx, k)
+            )
+            for w, _, key in mine:
+                if dest in a.replicas[key]:
+                    continue
+                # their replica of size v: shed = w - v in (0, excess], dest gains w - v <= room
+                # their replica of size v < w: the other broker gains w - v, at most its room; the
+                # smallest such v sheds the most for the fewest bytes
+                j = bisect.bisect_left(theirs, (math.ceil(w - room), ("", -1)))
+                for v, other in theirs[j:]:
+                    if v >= w:
+                        break
+                    checks += 1
+                    if checks > SWAP_CHECKS:
+                        break
+                    # clearing the excess first, then the fewest bytes; else the most bytes shed
+                    rank = (0, w + v) if w - v >= excess else (1, v - w)
+                    if best_rank is not None and rank >= best_rank:
+                        break  # a larger v is no better
+                    if self._swap_ok(ctx, key, broker, dest, other):
+                        best, best_rank = (rank[0], rank[1], key, dest, other), rank
+                        break
+            if checks > SWAP_CHECKS:
+                break
+        if best is None:
+            return False
+        _, _, key, dest, other = best
+        pkey, pother = a.policy(key), a.policy(other)
+        if pkey is None or pother is None:
+            return False
+        i, j = a.replicas[key].index(broker), a.replicas[other].index(dest)
+        di, dj = a.best_dir(e, dest, a.size[key]), a.best_dir(e, broker, a.size[other])
+        if di is None or dj is None:
+            return False
+        a.move(key, i, dest, di)
+        a.move(other, j, broker, dj)
+        ctx.charge(pkey, a.size[key])
+        ctx.charge(pother, a.size[other])
+        for items in movable.values():
+            for n, item in enumerate(items):
+                if item[1] == key:
+                    items.pop(n)
+                    break
+        return True
+
+    def _swap_ok(self, ctx: PlanningContext, key: Key, broker: int, dest: int, other: Key) -> bool:
+        a, e = ctx.assignment, ctx.eligibility
+        if not (e.may_receive(dest) and e.may_receive(broker)):
+            return False
+        for k, frm, to in ((key, broker, dest), (other, dest, broker)):
+            policy = a.policy(k)
+            if policy is None or not ctx.within_budget(policy, a.size[k]):
+                return False
+            cand = list(a.replicas[k])
+            cand[cand.index(frm)] = to
+            if not ctx.accepts(k, cand):
+                return False
+        return (
+            a.best_dir(e, dest, a.size[key]) is not None and a.best_dir(e, broker, a.size[other]) is not None
+        )
 
     def _move_one(
         self,
@@ -113,6 +285,43 @@ class BrokerBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
+
+
+def _balanced_topic(ctx: PlanningContext, key: Key) -> bool:
+    policy = ctx.assignment.policy(key)
+    return policy is not None and policy.balance.brokers and policy.enforced
+
+
+def _finishing(
+    movable: dict[str | None, list[tuple[int, Key]]],
+    excess: float,
+    failed: set[Key],
+    dirs: Collection[str | None],
+) -> tuple[int, list[tuple[str | None, int, Key]]] | None:
+    """The one or two movable replicas of ``dirs`` whose bytes clear ``excess`` by the least (sum,
+    items), or None: the smallest single one above it, or two pointers over those below it."""
+    need = math.ceil(excess)
+    below: list[list[tuple[int, str | None, Key]]] = []
+    best: tuple[int, list[tuple[str | None, int, Key]]] | None = None
+    for d in dirs:
+        rows = movable.get(d, [])
+        cut = bisect.bisect_left(rows, need, key=lambda r: r[0])
+        below.append([(w, d, k) for w, k in rows[:cut] if k not in failed])
+        single = next(((w, k) for w, k in rows[cut:] if k not in failed), None)
+        if single is not None and (best is None or single[0] < best[0]):
+            best = (single[0], [(d, single[0], single[1])])
+    items = list(heapq.merge(*below, key=lambda t: t[0]))
+    lo, hi = 0, len(items) - 1
+    while lo < hi:
+        total = items[lo][0] + items[hi][0]
+        if total >= need:
+            if best is None or total < best[0]:
+                (w1, d1, k1), (w2, d2, k2) = items[hi], items[lo]
+                best = (total, [(d1, w1, k1), (d2, w2, k2)])
+            hi -= 1
+        else:
+            lo += 1
+    return best
 
 
 def _closest_first(items: list[tuple[int, Key]], target: int, limit: int, over: bool) -> Iterator[int]:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from ..context import PlanningContext
 from ..state import Key
 
+ROUNDS = 3  # pull-then-push rounds while a broker still leads too many partitions
+
 
 class LeaderBalanceGoal:
     """Preferred leaders per broker: max/mean <= 1 + tolerance (integer rounding allowed)."""
@@ -33,7 +35,9 @@ class LeaderBalanceGoal:
         mean = sum(a.broker_leaders[b] for b in active) / len(active)
         limit = max(math.ceil(mean), math.floor((1 + tol) * mean))
         self._push(ctx, active, limit)
-        if max(a.broker_leaders[b] for b in active) > limit:
+        for _ in range(ROUNDS):
+            if max(a.broker_leaders[b] for b in active) <= limit:
+                break
             # Brokers at the limit cannot take more; let the least-leading brokers first take leadership
             # from brokers above the mean, which frees room for the over-loaded ones, then push again.
             self._pull(ctx, active, mean)

@@ -20,7 +20,11 @@ from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
 from ..context import PlanningContext
+from ..room import eject_for
 from ..state import Key
+
+EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
+EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
 
 
 class ReplicaPlacementGoal:
@@ -32,15 +36,23 @@ class ReplicaPlacementGoal:
     def __init__(self, salt: int = 0) -> None:
         self.salt = salt
         self._ties: dict[int, int] = {}
+        self._threshold: float | None = None
 
     def optimize(self, ctx: PlanningContext) -> None:
         a = ctx.assignment
+        self._threshold = balance_threshold(ctx)
         problems: list[InfeasibleError] = []
+        full: list[Key] = []
         for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
             try:
                 self._repair(ctx, key)
             except InfeasibleError as e:
-                problems.append(e)
+                if e.rule == "dir-capacity":
+                    full.append(key)
+                else:
+                    problems.append(e)
+        if full:
+            problems += self._pack(ctx, full)
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more partitions cannot be placed)" if len(problems) > 1 else ""
@@ -76,7 +88,11 @@ class ReplicaPlacementGoal:
         e, a = ctx.eligibility, ctx.assignment
         reps, dirs, size = a.replicas[key], a.dirs[key], a.size[key]
         rf = replication_factor(ctx, key)
-        keep = [b for b, d in zip(reps, dirs, strict=True) if self._keepable(ctx, key, b, d)]
+        keep = [
+            b
+            for b, d in zip(reps, dirs, strict=True)
+            if self._keepable(ctx, key, b, d) and not self._sheds(ctx, key, b, d)
+        ]
         tree = ctx.tree_for(key)
         all_kept = len(keep) == len(reps)
         if all_kept and len(reps) == rf and (tree is None or tree.violation(reps) is None):
@@ -93,7 +109,8 @@ class ReplicaPlacementGoal:
         if tree is not None:
             # Among replicas that may stay, keep first those that need no dir move (no copy at all).
             relocating = {b for b, d in zip(reps, dirs, strict=True) if not e.may_keep(b, d, size)}
-            target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)))
+            load = a.broker_bytes if self._threshold is not None else None
+            target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)), load)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
         else:
@@ -101,6 +118,57 @@ class ReplicaPlacementGoal:
         if target is None:
             raise self._infeasible(ctx, key, rf, keep)
         self._apply(ctx, key, self._order(reps, target))
+
+    def _sheds(self, ctx: PlanningContext, key: Key, broker: int, path: str | None) -> bool:
+        """A replica that must leave its dir anyway (drained) leaves its broker instead when that broker
+        is above the broker-balance threshold: the same bytes move, and they also shed its excess,
+        which the balance goal would otherwise pay for with another move."""
+        threshold, a = self._threshold, ctx.assignment
+        if threshold is None or path is None or ctx.eligibility.may_keep(broker, path, a.size[key]):
+            return False
+        policy = ctx.assignment.policy(key)
+        if policy is None or not policy.balance.brokers or not policy.enforced:
+            return False
+        return ctx.assignment.broker_bytes[broker] > threshold
+
+    def _pack(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
+        """Place the partitions no dir had room for by ejecting newcomers (``room.eject_for``), a
+        bounded search: each partition is ejected at most EJECT_LIMIT times, EJECT_ROUNDS x their
+        number of attempts in all. What is still unplaced is infeasible."""
+        a = ctx.assignment
+        queue = sorted(full, key=lambda k: (-a.size[k], k))
+        tabu: dict[Key, int] = {}
+        errors: dict[Key, InfeasibleError] = {}
+        changed = {k for k in a.replicas if _changed(ctx, k)}
+        for _ in range(EJECT_ROUNDS * len(full) + len(full)):
+            if not queue:
+                break
+            key = queue.pop(0)
+            try:
+                self._repair(ctx, key)
+                errors.pop(key, None)
+                continue
+            except InfeasibleError as e:
+                errors[key] = e
+                if e.rule != "dir-capacity":
+                    continue
+            ejected = eject_for(ctx, key, tabu, EJECT_LIMIT, lambda k: needs_repair(ctx, k) or k in changed)
+            if not ejected:
+                continue
+            try:
+                self._repair(ctx, key)
+                errors.pop(key, None)
+            except InfeasibleError as e:
+                errors[key] = e
+                queue.append(key)
+            queue = sorted(set(queue) | set(ejected), key=lambda k: (-a.size[k], k))
+        for key in queue:  # the search ran out of attempts
+            try:
+                self._repair(ctx, key)
+                errors.pop(key, None)
+            except InfeasibleError as e:
+                errors[key] = e
+        return [errors[k] for k in sorted(errors, key=lambda k: (-a.size[k], k))]
 
     def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
         a = ctx.assignment
@@ -231,3 +299,20 @@ def needs_repair(ctx: PlanningContext, key: Key) -> bool:
         return True
     tree = ctx.tree_for(key)
     return tree is not None and tree.violation(reps) is not None
+
+
+def balance_threshold(ctx: PlanningContext) -> float | None:
+    """(1 + tolerance) x the mean bytes of the brokers that keep data, when broker balance is asked
+    (the balance goal's threshold; loads counted as they stand, which after the hard goal are final)."""
+    tol = ctx.tolerance("brokers")
+    active = ctx.eligibility.active_brokers
+    if tol is None or not active:
+        return None
+    total = sum(ctx.assignment.broker_bytes.values())
+    return (1 + tol) * total / len(active) if total else None
+
+
+def _changed(ctx: PlanningContext, key: Key) -> bool:
+    p = ctx.snapshot.partition(*key)
+    a = ctx.assignment
+    return p is not None and (tuple(a.replicas[key]) != p.replicas or tuple(a.dirs[key]) != p.log_dirs)

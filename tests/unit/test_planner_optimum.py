@@ -1,0 +1,142 @@
+"""The planner where a greedy loses to the optimum: overshoot, blocked single moves, tight room.
+
+Each hand-made cluster has a known optimum (checked by the exact solver of tests/bench/optimum.py in
+``test_plans_match_the_exact_optimum_on_tiny_instances``); the planner before issue 16 missed each
+of the three (moved more, left balance unmet, or refused with exit 3).
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.builders import intents, snapshot
+
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.optimizer import compute_plan
+
+BALANCE = (
+    "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n  balance: {brokers: true, tolerance: 0.05}\n"
+)
+
+DECOMMISSION_4 = "kind: BrokerDecommission\nspec: {brokers: [4]}\n"
+Parts = list[tuple[int, list[int], int]]  # partition of topic t, replicas, bytes
+OVERSHOOT: Parts = [(0, [1], 50), (1, [1], 30), (2, [3], 20), (3, [1], 20), (4, [4], 70), (5, [3], 40)]
+OVERSHOOT += [(6, [3], 50), (7, [1], 20), (8, [1], 20), (9, [4], 20), (10, [4], 10), (11, [2], 70)]
+TWO_DCS: dict[int, str | None] = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2"}
+BLOCKED: Parts = [(0, [1, 3], 40), (1, [1, 4], 40), (2, [1, 3], 40), (3, [2, 4], 30)]
+BLOCKED += [(4, [2, 4], 20), (5, [2, 3], 20), (6, [2, 4], 10)]
+TIGHT: Parts = [(0, [4, 3], 30), (1, [4, 3], 10), (2, [4, 1], 10), (3, [4, 2], 30), (4, [4, 1], 40)]
+TIGHT += [(5, [4, 2], 30)]
+
+
+def one_dir(
+    racks: dict[int, str | None], parts: list[tuple[int, list[int], int]], room: dict[int, int]
+) -> ClusterSnapshot:
+    """Brokers with one dir each (usable bytes ``room``, unlimited when absent) and partitions of topic t."""
+    snap = snapshot(racks, [("t", n, reps, [0] * len(reps), size) for n, reps, size in parts], dirs=1)
+    doc = snap.to_json()
+    for b in doc["brokers"]:
+        if b["id"] in room:
+            b["logDirs"][0].update(totalBytes=1000, usableBytes=room[b["id"]])
+    return ClusterSnapshot.from_json(doc)
+
+
+def test_shedding_clears_the_excess_without_overshooting() -> None:
+    # Broker 1 holds 50+30+20+20+20 = 140 of 420 bytes on 4 brokers: threshold 1.05 x 105 = 110.25,
+    # excess 29.75. One replica of 30 clears it; the greedy shed two replicas of 20 (40 bytes).
+    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), intents(BALANCE)).summary
+    assert all(g["met"] for g in s["goals"])
+    assert s["bytesToMove"] == 30
+
+
+def test_blocked_single_moves_are_exchanged() -> None:
+    # Two DCs of two brokers, RF 2 (one replica per DC). Broker 1 holds 40+40+40 = 120, broker 2 80;
+    # threshold 105. A 40 cannot go to broker 2 (120 > 105) nor to dc2 (spread); exchanging a 40 of
+    # broker 1 with a 20 of broker 2 balances both (100 and 100) for 60 bytes.
+    text = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
+    s = compute_plan(one_dir(TWO_DCS, BLOCKED, {}), intents(text)).summary
+    assert s["hardViolationsAfter"] == 0
+    assert all(g["met"] for g in s["goals"]), s["goals"]
+    assert s["bytesToMove"] == 60
+
+
+def test_tight_room_is_packed_instead_of_refused() -> None:
+    # Broker 4 leaves with 150 bytes; brokers 1-3 have 40, 80 and 80 bytes of room. Largest first on
+    # the emptiest broker leaves a 30 with nowhere to go; moving a newly placed replica elsewhere
+    # (it is copied anyway) makes room: every byte is placed, nothing extra moves.
+    snap = one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0})
+    s = compute_plan(snap, intents(DECOMMISSION_4)).summary
+    assert s["hardViolationsAfter"] == 0
+    assert s["bytesToMove"] == 150
+
+
+def test_unreachable_balance_is_reported_as_such() -> None:
+    # Three DCs, RF 3 (one replica per DC), dc1 has one broker: it holds every partition, a third of
+    # the bytes, where the threshold is 1.05 x 1/5: no plan can meet it, and the summary says why.
+    racks: dict[int, str | None] = {1: "/dc1/r1", 2: "/dc2/r1", 3: "/dc2/r2", 4: "/dc3/r1", 5: "/dc3/r2"}
+    parts = [(n, [1, 2 + n % 2, 4 + n % 2], 10) for n in range(6)]
+    text = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 1}\n  balance:")
+    s = compute_plan(one_dir(racks, parts, {}), intents(text)).summary
+    (goal,) = [g for g in s["goals"] if g["goal"] == "BrokerBalance"]
+    assert not goal["met"] and "unit dc1" in goal["unreachable"]
+    assert s["lowerBound"]["brokerExcess"] == 0  # no plan meets it: it bounds nothing
+
+
+def test_reachable_balance_is_not_reported_unreachable() -> None:
+    parts = [(n, [1], 10) for n in range(8)]
+    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), parts, {}), intents(BALANCE)).summary
+    assert all(g["met"] and "unreachable" not in g for g in s["goals"])
+
+
+def hand_made() -> list[tuple[ClusterSnapshot, str]]:
+    """The three clusters above, as (snapshot, intents)."""
+    rack = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
+    return [
+        (one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), BALANCE),
+        (one_dir(TWO_DCS, BLOCKED, {}), rack),
+        (one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0}), DECOMMISSION_4),
+    ]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_plans_match_the_exact_optimum_on_tiny_instances(seed: int) -> None:
+    """plan / optimum <= 1.005 where the solver proves its optimum (it does on all of these), the
+    lower bound never above it, balance met whenever the solver meets it. The benchmark instances
+    (tests/bench/run_optimum.py, docs/benchmarks.md) are larger; balance on a cluster this small
+    is coarse (a dozen replicas per broker) and the greedy can lose a few percent there."""
+    pytest.importorskip("ortools")  # the bench extra, installed by make venv
+    from tests.bench.generator import cluster
+    from tests.bench.optimum import solve
+
+    from kafka_placement.model.intents import Intents
+
+    rack = "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
+    rack += "  rackAwareness: {separator: /, levels: 2}\n"
+    mixed = (
+        "kind: BrokerDecommission\nspec: {brokers: [1]}\n---\n"
+        "kind: LogDirCordon\nspec: {broker: 2, logDirs: [/data/d0], drain: true}\n---\n"
+        + BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
+    )
+    cases = [
+        (
+            cluster(brokers=6, partitions=24, topics=4, seed=seed),
+            "kind: BrokerDecommission\nspec: {brokers: [6]}\n",
+        ),
+        (cluster(brokers=6, partitions=24, topics=4, seed=seed, dcs=2, racks_per_dc=3), rack),
+        (
+            cluster(brokers=7, partitions=24, topics=4, seed=seed, dcs=2, racks_per_dc=3, empty_brokers=1),
+            mixed,
+        ),
+    ]
+    if seed == 1:
+        cases += hand_made()
+    for snap, text in cases:
+        wanted = Intents.loads(text)
+        s = compute_plan(snap, wanted).summary
+        opt = solve(
+            snap, wanted, time_limit=5, dirs=any(d.total_bytes for b in snap.brokers for d in b.log_dirs)
+        )
+        assert opt.exact and opt.bytes is not None, text
+        assert s["bytesToMove"] <= 1.005 * opt.bytes, (text, s["bytesToMove"], opt.bytes)
+        assert s["lowerBoundBytes"] <= opt.bytes
+        if opt.balance_reachable:
+            assert all(g["met"] for g in s["goals"] if g["goal"] == "BrokerBalance"), (text, s["goals"])
