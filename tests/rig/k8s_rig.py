@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.rig.kafka_rig import (
     HOST,
+    PORT_OFFSET,
     RigError,
     alive,
     default_rig_dir,
@@ -59,9 +60,9 @@ from tests.rig.kafka_rig import (
 
 DEFAULT_K8S_VERSION = "v1.36.3"
 KEY = "k8s"
-ETCD_PORT = 23790
-ETCD_PEER_PORT = 23800
-APISERVER_PORT = 26443
+ETCD_PORT = 23790 + PORT_OFFSET
+ETCD_PEER_PORT = 23800 + PORT_OFFSET
+APISERVER_PORT = 26443 + PORT_OFFSET
 BINARIES = ("kube-apiserver", "kubectl", "etcd", "helm")
 DAEMONS = ("etcd", "kube-apiserver")  # started in this order, stopped in reverse
 SERVICE_CIDR = "10.96.0.0/16"

@@ -46,6 +46,16 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 HOST = "127.0.0.1"
 FORMAT_TIMEOUT_S = 120.0
 MARKER = "kafka.placement.rig"  # -Dkafka.placement.rig=<node dir>: identifies the JVMs this rig started
+# Every default port is shifted by KP_RIG_PORT_OFFSET (default 0): two checkouts on one machine can each
+# run their own rig (e.g. KP_RIG_PORT_OFFSET=1000 in the second one).
+PORT_OFFSET = int(os.environ.get("KP_RIG_PORT_OFFSET", "0"))
+
+
+def shifted(port: int) -> int:
+    """A profile's default port moved by PORT_OFFSET (0, "pick free ports", stays 0)."""
+    return port + PORT_OFFSET if port else 0
+
+
 HEAP = os.environ.get("KP_KAFKA_HEAP", "768m")  # thousands of partitions per broker need more than 320m
 JVM_OPTS = (
     f"-Xmx{HEAP}",
@@ -487,11 +497,11 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
     nodes = args.nodes if args.nodes is not None else profile.nodes
     dirs = args.dirs if args.dirs is not None else profile.dirs
     racks = tuple(r.strip() for r in args.racks.split(",")) if args.racks else profile.racks
-    base = args.base_port if args.base_port is not None else profile.base_port
+    base = args.base_port if args.base_port is not None else shifted(profile.base_port)
     cbase = (
         args.controller_base_port
         if args.controller_base_port is not None
-        else (profile.controller_base_port if args.base_port is None else base + 100)
+        else (shifted(profile.controller_base_port) if args.base_port is None else base + 100)
     )
     release = args.release_version if args.release_version is not None else profile.release_version
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}", args.name):
