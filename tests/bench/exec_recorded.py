@@ -129,6 +129,10 @@ class RecordedKafka:
         self.requests += 1
         return {t: {} for t in targets}
 
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        self.requests += 1
+        return {t: 1 for t in topics}  # Kafka's default
+
     def incremental_alter_configs(self, changes: Mapping[ConfigTarget, Any]) -> dict[ConfigTarget, OpError]:
         self.requests += 1
         return {}

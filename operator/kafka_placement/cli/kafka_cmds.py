@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +94,28 @@ def _state_path(args: argparse.Namespace, gateway: KafkaGateway | None) -> Path:
     return state_dir() / f"execution-{safe}.json"
 
 
-def _print_tick(ex: Execution) -> None:
-    p = Progress.from_json(ex.doc.progress or {})
-    line = f"[{ex.phase}] plan {ex.doc.plan_id}: {p.line()}"
-    if ex.doc.last_error:
-        line += f"; {ex.doc.last_error[:500]}"
-    print(line, flush=True)
+def _tick_printer() -> Callable[[Execution], None]:
+    """Prints a line per tick, and a warning on stderr when owned configs were re-applied since."""
+    seen = 0
+
+    def show(ex: Execution) -> None:
+        nonlocal seen
+        p = Progress.from_json(ex.doc.progress or {})
+        line = f"[{ex.phase}] plan {ex.doc.plan_id}: {p.line()}"
+        if ex.doc.last_error:
+            line += f"; {ex.doc.last_error[:500]}"
+        print(line, flush=True)
+        d = ex.doc.defence
+        if d.reapplied > seen:
+            print(
+                "kafka-placement: warning: re-applied configs this execution owns, changed by another "
+                f"party ({d.reapplied} times so far): {'; '.join(d.last)[:1000]}",
+                file=sys.stderr,
+                flush=True,
+            )
+        seen = d.reapplied
+
+    return show
 
 
 def _owner_alive(ex: Execution) -> bool:
@@ -137,8 +154,16 @@ def _limits(args: argparse.Namespace) -> executor.Limits:
         raise BadInputError("--throttle must be a positive number of bytes/s")
     if args.max_bytes_per_broker is not None and not 1 <= args.max_bytes_per_broker <= 2**63 - 1:
         raise BadInputError("--max-bytes-per-broker must be a positive number of bytes")
+    if not 1 <= args.max_reapplies <= 1000 or not 1 <= args.reapply_window_seconds <= 86400:
+        raise BadInputError("--max-reapplies must be 1..1000 and --reapply-window-seconds 1..86400")
     return executor.Limits(
-        args.max_moves_per_broker, args.max_moves, args.max_bytes_per_broker, args.throttle
+        args.max_moves_per_broker,
+        args.max_moves,
+        args.max_bytes_per_broker,
+        args.throttle,
+        on_config_change="Pause" if args.on_config_change == "pause" else "Reapply",
+        max_reapplies=args.max_reapplies,
+        reapply_window_s=args.reapply_window_seconds,
     )
 
 
@@ -212,7 +237,7 @@ def _execute(args: argparse.Namespace) -> int:
             wait=args.wait,
             poll_s=poll,
             cancel_requested=store.cancel_requested,
-            on_tick=_print_tick,
+            on_tick=_tick_printer(),
         )
     if ex.phase in TERMINAL:
         store.clear_cancel()
@@ -256,6 +281,7 @@ def _status(args: argparse.Namespace) -> int:
         "submissions": ex.doc.counters.submissions,
         "resubmitted": ex.doc.counters.resubmitted,
         "throttlesSet": bool(ex.doc.throttles.brokers or ex.doc.throttles.topics),
+        "ownedConfigsReapplied": ex.doc.defence.reapplied,
         "progress": ex.doc.progress,
     }
     try:
@@ -297,7 +323,7 @@ def _cancel(args: argparse.Namespace) -> int:
             )
         fresh = _load(store)
         if fresh is not None and fresh.phase in TERMINAL:
-            _print_tick(fresh)
+            _tick_printer()(fresh)
             store.clear_cancel()
             return 0 if fresh.phase == Phase.CANCELLED else _outcome(fresh, "cancel")
         ex = fresh or ex
@@ -311,7 +337,7 @@ def _cancel(args: argparse.Namespace) -> int:
             executor.Limits(),
             wait=True,
             poll_s=poll,
-            on_tick=_print_tick,
+            on_tick=_tick_printer(),
             retry_s=args.retry_seconds,
         )
     store.clear_cancel()
@@ -378,6 +404,28 @@ def _register_execution(sub: Any) -> None:
         help=f"bytes in flight per broker, inbound and outbound (default: the throttle, or "
         f"{executor.ASSUMED_UNTHROTTLED_RATE} B/s when unthrottled, times {d.batch_seconds} s); a broker "
         "with nothing in flight always takes one move",
+    )
+    p.add_argument(
+        "--on-config-change",
+        choices=("reapply", "pause"),
+        default="reapply",
+        help="throttles or cordons this execution set, changed or removed by another party while moving: "
+        "re-apply them (default) or submit nothing new while the change lasts",
+    )
+    p.add_argument(
+        "--max-reapplies",
+        type=int,
+        default=d.max_reapplies,
+        metavar="N",
+        help=f"re-apply at most N times within --reapply-window-seconds, then hold new moves until the "
+        f"window has passed (default {d.max_reapplies})",
+    )
+    p.add_argument(
+        "--reapply-window-seconds",
+        type=int,
+        default=d.reapply_window_s,
+        metavar="S",
+        help=f"(default {d.reapply_window_s})",
     )
     _add_state_arg(p)
     p.add_argument("--wait", action="store_true", help="tick until the execution ends (else one tick)")

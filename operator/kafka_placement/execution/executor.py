@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
 from ..kafka.throttles import Move, ThrottleError, ThrottleState, apply_throttles, clear_throttles
@@ -39,6 +40,7 @@ from .record import (
     Submission,
     next_phase,
 )
+from .safety import check_plan_min_isr, defend, unsafe
 from .view import View, at_target, read_view
 
 __all__ = [
@@ -72,6 +74,9 @@ class Limits:
     max_bytes_per_broker: int | None = None  # None: throttle (or the assumed rate) x batch_seconds
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
     batch_seconds: int = 120  # the target time to copy one broker's bytes in flight
+    on_config_change: Literal["Reapply", "Pause"] = "Reapply"  # owned configs changed by another party
+    max_reapplies: int = 5  # ...re-applied at most this often within reapply_window_s, then held
+    reapply_window_s: int = 600
 
     @property
     def bytes_per_broker(self) -> int:
@@ -85,6 +90,9 @@ class Limits:
             max_moves=self.max_moves,
             max_bytes_per_broker=self.max_bytes_per_broker,
             throttle=self.throttle,
+            on_config_change=self.on_config_change,
+            max_reapplies=self.max_reapplies,
+            reapply_window_s=self.reapply_window_s,
         )
 
 
@@ -102,6 +110,7 @@ def _validate(ex: Execution, gateway: KafkaGateway) -> None:
     _bind_cluster(ex, snap.cluster_id)
     plan = ex.plan.plan
     plan.check_against(snap, "plan", live_only=True)
+    check_plan_min_isr(ex, gateway)
     baseline = []
     for t in plan.partitions:
         p = snap.partition(t.topic, t.partition)
@@ -189,13 +198,9 @@ def _diverged(ex: Execution, view: View) -> list[str]:
 
 def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
     """Why moving must pause: brokers of our moves that are not live, partitions (of the topics read)
-    under-replicated for reasons other than our moves."""
-    ours = {ex.plan.targets[i].key for i in ex.active()}
-    out = []
+    under-replicated for reasons other than our moves, targets below min ISR (execution/safety.py)."""
     brokers = {b for i in (*ex.active(), *candidates) for b in ex.plan.targets[i].replicas}
-    out += [f"broker {b} is not live" for b in sorted(brokers - view.live)]
-    out += [p.name for k, p in view.partitions.items() if p.under_replicated and k not in ours]
-    return out
+    return [f"broker {b} is not live" for b in sorted(brokers - view.live)] + unsafe(ex, view, candidates)
 
 
 def _dir_moves(ex: Execution, view: View, gateway: KafkaGateway) -> None:
@@ -478,7 +483,7 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits) -> View | None:
     candidates = _candidates(ex, limits)
     keys = [ex.plan.targets[i].key for i in (*ex.active(), *candidates)]
     adding = {b for i in (*ex.active(), *candidates) for b in ex.plan.adding[i]}
-    view = read_view(gateway, keys, adding)
+    view = read_view(gateway, keys, adding, min_isr=True)
     _bind_cluster(ex, view.cluster_id)
     if _reconcile(ex, view):
         ex.save()
@@ -521,10 +526,11 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
             ex.move(Event.HEALTHY)
         ex.move(Event.ALL_DONE)
         return
+    hold = defend(ex, gateway, limits.to_doc(), view.live)
     bad = _unhealthy(ex, view, candidates)
-    if bad:
+    if bad or hold:
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
-        ex.error(f"paused: under-replicated partitions not moved by us: {shown}")
+        ex.error(hold or f"paused: {shown}")
         if ex.phase == Phase.MOVING:
             ex.move(Event.UNHEALTHY)
     elif ex.phase == Phase.PAUSED:

@@ -149,6 +149,7 @@ class BrokerThrottle(_Model):
     broker: int = Field(ge=0, le=2**31 - 1)
     config: str = Field(max_length=200)
     previous: str | None = None
+    value: str | None = None  # what we set (absent in records written before it was kept)
 
 
 class TopicThrottle(_Model):
@@ -175,6 +176,17 @@ class Counters(_Model):
     diverged_since: float | None = None  # when moves were first seen neither running nor at target
 
 
+class Defence(_Model):
+    """Owned configs (throttles, cordons) changed by another party: how often they were found changed
+    and re-applied, the re-applications of the current window, a hold (no new moves) and what changed."""
+
+    drifts: int = Field(0, ge=0)  # ticks that found an owned config changed
+    reapplied: int = Field(0, ge=0)  # re-applications
+    times: list[float] = Field([], max_length=1000)  # re-applications within the window
+    held_until: float | None = None
+    last: list[str] = Field([], max_length=10)  # the latest changes found, one line each
+
+
 class Rule(_Model):
     """Per-intent execution settings: moves that take replicas off ``brokers`` get this priority (higher
     first) and throttle (bytes/s; None = the execution's)."""
@@ -192,6 +204,9 @@ class LimitsDoc(_Model):
     max_moves: int = Field(ge=1)
     max_bytes_per_broker: int | None = Field(ge=1)
     throttle: int | None = Field(ge=1)
+    on_config_change: Literal["Reapply", "Pause"] = "Reapply"
+    max_reapplies: int = Field(5, ge=1, le=1000)
+    reapply_window_s: int = Field(600, ge=1, le=86400)
 
 
 class Owner(_Model):
@@ -229,6 +244,8 @@ class RecordDoc(_Model):
     limits: LimitsDoc
     rules: list[Rule] = []
     counters: Counters = Counters()
+    defence: Defence = Defence()
+    owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     participants: list[str] = []
     plan_status: dict[str, Any] | None = Field(None)
     progress: dict[str, Any] | None = None

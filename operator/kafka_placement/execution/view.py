@@ -40,6 +40,7 @@ class View:
     partitions: Mapping[Key, PartitionState]
     in_flight: Mapping[Key, Reassignment]
     dirs: Mapping[int, tuple[LogDirInfo, ...]]
+    min_isr: Mapping[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (if read)
     _replicas: dict[tuple[str, int, int], ReplicaDirs] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -63,9 +64,12 @@ class View:
         return r.current, r.future
 
 
-def read_view(gateway: KafkaGateway, keys: Iterable[Key], brokers: Iterable[int] = ()) -> View:
+def read_view(
+    gateway: KafkaGateway, keys: Iterable[Key], brokers: Iterable[int] = (), *, min_isr: bool = False
+) -> View:
     """Read what a tick needs about ``keys``; DescribeLogDirs goes to the live brokers among those that
-    hold a replica of them (per metadata) plus ``brokers`` (those a move will add)."""
+    hold a replica of them (per metadata) plus ``brokers`` (those a move will add); with ``min_isr`` also
+    their topics' effective min.insync.replicas."""
     wanted = sorted(set(keys))
     cluster_id, live = gateway.describe_cluster()
     in_flight = gateway.list_reassignments(wanted) if wanted else {}
@@ -80,7 +84,9 @@ def read_view(gateway: KafkaGateway, keys: Iterable[Key], brokers: Iterable[int]
             ask.update(r.replicas)
     ask &= set(live)
     dirs = gateway.describe_log_dirs(sorted(ask), wanted) if wanted and ask else {}
-    return View(cluster_id, frozenset(live), described, in_flight, dirs)
+    topics = {t for t, _ in described}
+    mins = gateway.min_insync_replicas(topics) if min_isr and topics else {}
+    return View(cluster_id, frozenset(live), described, in_flight, dirs, mins)
 
 
 def dirs_settled(view: View, t: PartitionTarget) -> bool:

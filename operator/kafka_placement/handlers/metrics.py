@@ -12,6 +12,10 @@ THROTTLE_RATE = Gauge(
     "kafka_placement_throttle_bytes_per_second", "Replication throttle set by the executor", ["plan"]
 )
 PLANNING_SECONDS = Histogram("kafka_placement_planning_seconds", "Time to compute a plan")
+OWNED_CONFIG_REAPPLIED = Counter(
+    "kafka_placement_owned_config_reapplied_total",
+    "Re-applications of throttles or cordons the executor owns, after another party changed them",
+)
 RECONCILE_ERRORS = Counter("kafka_placement_reconcile_errors_total", "Failed reconciliations", ["cluster"])
 
 

@@ -168,6 +168,18 @@ def light_cluster_status(
     }
 
 
+def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int, list[str]]:
+    """broker -> the dirs declared cordoned (KIP-1066), which an execution keeps cordoned while it moves."""
+    out: dict[int, list[str]] = {}
+    for c in intents:
+        broker = snap.broker(c.broker) if isinstance(c, LogDirCordon) else None
+        if isinstance(c, LogDirCordon) and broker is not None:
+            paths = broker.dir_paths if c.whole_broker else c.log_dirs
+            out.setdefault(c.broker, [])
+            out[c.broker] += [p for p in paths if p not in out[c.broker] and broker.dir(p) is not None]
+    return {b: dirs for b, dirs in out.items() if dirs}
+
+
 def execution_rules(intents: Sequence[Intent]) -> list[Rule]:
     """Per-decommission priority and throttle for the executor (moves off those brokers)."""
     return [
@@ -326,6 +338,9 @@ class Reconciler:
             max_bytes_per_broker=limits_spec.get("maxBytesPerBroker"),
             throttle=spec.get("throttleBytesPerSecond"),
             batch_seconds=int(limits_spec.get("batchSeconds", default.batch_seconds)),
+            on_config_change="Pause" if limits_spec.get("onConfigChange") == "Pause" else "Reapply",
+            max_reapplies=int(limits_spec.get("maxReapplies", default.max_reapplies)),
+            reapply_window_s=int(limits_spec.get("reapplyWindowSeconds", default.reapply_window_s)),
         )
 
     def _drive(
@@ -351,7 +366,18 @@ class Reconciler:
                 )
             return
         executor.sweep(gw, record)
+        reapplied = record.doc.defence.reapplied
         executor.tick(gw, record, limits)
+        if record.doc.defence.reapplied > reapplied:
+            metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - reapplied)
+            for b in members:
+                self.event(
+                    b,
+                    "Warning",
+                    "OwnedConfigChanged",
+                    "re-applied configs this execution owns, changed by another party "
+                    f"({record.doc.defence.reapplied} times so far): " + "; ".join(record.doc.defence.last),
+                )
         progress = executor.progress(record)
         metrics.observe_progress(
             record.doc.plan_id, limits.throttle, progress.partitions_in_flight, progress.bytes_remaining
@@ -366,17 +392,14 @@ class Reconciler:
 
     def _sync_cordons(self, gw: KafkaGateway, snap: ClusterSnapshot, intents: list[Intent]) -> None:
         """Set ``cordoned.log.dirs`` for declared cordons on brokers that support KIP-1066."""
-        cordons = [i for i in intents if isinstance(i, LogDirCordon)]
-        if not cordons or not gw.supports_cordon():
+        wanted = owned_cordons(snap, intents)
+        if not wanted or not gw.supports_cordon():
             return
-        for c in cordons:
-            broker = snap.broker(c.broker)
-            if broker is None:
-                continue
-            paths = broker.dir_paths if c.whole_broker else c.log_dirs
-            missing = [p for p in paths if (d := broker.dir(p)) is not None and not d.cordoned]
+        for b, paths in wanted.items():
+            broker = snap.broker(b)
+            missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]
             if missing:
-                gw.set_cordon(c.broker, missing, True)
+                gw.set_cordon(b, missing, True)
 
     def _plan(
         self,
@@ -468,6 +491,7 @@ class Reconciler:
             participants=[b["metadata"]["uid"] for b, _ in valid],
             plan_status=plan_status,
         )
+        record.doc.owned_cordons = owned_cordons(snap, [i for _, i in valid]) if gw.supports_cordon() else {}
         record.save()
         for b, _ in valid:
             self.set_status(b, st.EXECUTING, "Executing", f"executing plan {plan.plan_id}", plan=plan_status)

@@ -450,6 +450,16 @@ class KafkaGateway:
                 }
         return out
 
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """Each topic's effective ``min.insync.replicas`` (its own, the broker's or Kafka's default)."""
+        described = self.describe_configs(ConfigTarget.topic(t) for t in sorted(set(topics)))
+        out: dict[str, int] = {}
+        for target, entries in described.items():
+            value = entries.get("min.insync.replicas")
+            if value is not None and value.value is not None and value.value.isdigit():
+                out[target.name] = int(value.value)
+        return out
+
     def incremental_alter_configs(
         self, changes: Mapping[ConfigTarget, Sequence[ConfigChange]]
     ) -> dict[ConfigTarget, OpError]:

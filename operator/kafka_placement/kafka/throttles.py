@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .gateway import (
+    CORDON_CONFIG,
     ConfigChange,
     ConfigTarget,
     KafkaGateway,
@@ -54,10 +55,11 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class ThrottleState:
-    """What ``apply_throttles`` set: per broker config the previous dynamic value (None = unset), per
-    topic config the ``partition:broker`` entries it appended."""
+    """What ``apply_throttles`` set: per broker config the previous dynamic value (None = unset) and the
+    value set (None in records written before it was kept), per topic config the ``partition:broker``
+    entries it appended."""
 
-    brokers: tuple[tuple[int, str, str | None], ...] = ()
+    brokers: tuple[tuple[int, str, str | None, str | None], ...] = ()
     topics: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     @property
@@ -66,7 +68,7 @@ class ThrottleState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "brokers": [{"broker": b, "config": c, "previous": p} for b, c, p in self.brokers],
+            "brokers": [{"broker": b, "config": c, "previous": p, "value": v} for b, c, p, v in self.brokers],
             "topics": [{"topic": t, "config": c, "entries": list(e)} for t, c, e in self.topics],
         }
 
@@ -74,7 +76,8 @@ class ThrottleState:
     def from_json(doc: Mapping[str, Any]) -> ThrottleState:
         return ThrottleState(
             brokers=tuple(
-                (int(d["broker"]), str(d["config"]), d.get("previous")) for d in doc.get("brokers", [])
+                (int(d["broker"]), str(d["config"]), d.get("previous"), d.get("value"))
+                for d in doc.get("brokers", [])
             ),
             topics=tuple(
                 (str(d["topic"]), str(d["config"]), tuple(str(e) for e in d["entries"]))
@@ -136,18 +139,19 @@ def apply_throttles(
         for b in dir_move_brokers:
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
 
-    known = {(b, c) for b, c, _ in state.brokers}
+    brokers = {(b, c): (p, v) for b, c, p, v in state.brokers}
     targets = [ConfigTarget.broker(b) for b in sorted(wanted)]
     targets += [ConfigTarget.topic(t) for t in sorted(replicas)]
     described = gateway.describe_configs(targets) if targets else {}
 
-    brokers = list(state.brokers)
     for b, configs in sorted(wanted.items()):
         current = described[ConfigTarget.broker(b)]
-        for name in configs:
-            if (b, name) not in known:
+        for name, value in configs.items():
+            if (b, name) in brokers:
+                brokers[(b, name)] = (brokers[(b, name)][0], value)
+            else:
                 was = current.get(name)
-                brokers.append((b, name, was.value if was is not None and was.is_dynamic else None))
+                brokers[(b, name)] = (was.value if was is not None and was.is_dynamic else None, value)
 
     recorded = {(t, c): set(e) for t, c, e in state.topics}
     topic_changes: dict[ConfigTarget, list[ConfigChange]] = {}
@@ -168,7 +172,7 @@ def apply_throttles(
         for b, configs in wanted.items()
     }
     new_state = ThrottleState(
-        brokers=tuple(brokers),
+        brokers=tuple((b, c, p, v) for (b, c), (p, v) in brokers.items()),
         topics=tuple((t, c, tuple(sorted(e))) for (t, c), e in sorted(recorded.items()) if e),
     )
     if before_alter is not None:
@@ -183,7 +187,7 @@ def clear_throttles(gateway: KafkaGateway, state: ThrottleState) -> None:
     """Undo ``state``: restore previous broker values, remove only our throttled-replica entries
     (a topic deleted meanwhile is fine)."""
     changes: dict[ConfigTarget, list[ConfigChange]] = {}
-    for b, name, previous in state.brokers:
+    for b, name, previous, _ in state.brokers:
         op = ConfigChange(name, "SET", previous) if previous is not None else ConfigChange(name, "DELETE")
         changes.setdefault(ConfigTarget.broker(b), []).append(op)
     for topic, name, entries in state.topics:
@@ -197,6 +201,74 @@ def clear_throttles(gateway: KafkaGateway, state: ThrottleState) -> None:
     }
     if errors:
         raise ThrottleError(f"removing throttles failed: {_describe(errors)}", state)
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """A config this tool set that Kafka no longer has as set: ``found`` is the live value (None when
+    deleted; for topics, the live entries)."""
+
+    kind: str  # "broker" | "topic"
+    name: str
+    config: str
+    expected: str
+    found: str | None
+
+    def __str__(self) -> str:
+        found = "deleted" if not self.found else f"now {self.found[:80]!r}"
+        return f"{self.kind} {self.name} {self.config} {found} (ours: {self.expected[:80]!r})"
+
+
+def owned_drift(
+    gateway: KafkaGateway,
+    state: ThrottleState,
+    topics: Iterable[str],
+    cordons: Mapping[int, Sequence[str]],
+    live_brokers: Iterable[int],
+) -> tuple[list[Drift], dict[ConfigTarget, list[ConfigChange]]]:
+    """Compare what ``state`` says we set (broker rates; the throttled-replica entries of ``topics``, the
+    topics with moves in flight) and the ``cordons`` we own (broker -> cordoned dirs) with Kafka, in one
+    DescribeConfigs. Returns what changed and the changes that put it back (SET a rate, APPEND missing
+    entries or cordoned dirs). Only ``live_brokers`` are asked (a broker answers for its own configs; one
+    that is down would only time out). Records without the values set (older records) are not checked."""
+    wanted_topics, up = set(topics), set(live_brokers)
+    brokers = [(b, c, v) for b, c, _, v in state.brokers if v is not None and b in up]
+    cordons = {b: dirs for b, dirs in cordons.items() if b in up}
+    entries = [(t, c, e) for t, c, e in state.topics if t in wanted_topics and e]
+    targets = {ConfigTarget.broker(b) for b, _, _ in brokers} | {ConfigTarget.topic(t) for t, _, _ in entries}
+    targets |= {ConfigTarget.broker(b) for b, dirs in cordons.items() if dirs}
+    if not targets:
+        return [], {}
+    described = gateway.describe_configs(sorted(targets, key=str))
+    drifts: list[Drift] = []
+    changes: dict[ConfigTarget, list[ConfigChange]] = {}
+    for b, name, value in brokers:
+        target = ConfigTarget.broker(b)
+        live = described.get(target, {}).get(name)
+        if live is None or live.value != value:
+            drifts.append(Drift("broker", str(b), name, value, live.value if live is not None else None))
+            changes.setdefault(target, []).append(ConfigChange(name, "SET", value))
+    for topic, name, ours in entries:
+        target = ConfigTarget.topic(topic)
+        if target not in described:
+            continue  # the topic was deleted: nothing to defend
+        live = described[target].get(name)
+        present = set(_entries(live.value if live is not None else None))
+        missing = [e for e in ours if e not in present]
+        if missing and "*" not in present:
+            drifts.append(Drift("topic", topic, name, ",".join(ours), live.value if live else None))
+            changes.setdefault(target, []).append(ConfigChange(name, "APPEND", ",".join(missing)))
+    for b, dirs in sorted(cordons.items()):
+        target = ConfigTarget.broker(b)
+        live = described.get(target, {}).get(CORDON_CONFIG)
+        present = set(_entries(live.value if live is not None else None))
+        missing = [d for d in dirs if d not in present]
+        if missing:
+            drifts.append(
+                Drift("broker", str(b), CORDON_CONFIG, ",".join(dirs), live.value if live else None)
+            )
+            changes.setdefault(target, []).append(ConfigChange(CORDON_CONFIG, "APPEND", ",".join(missing)))
+    return drifts, changes
 
 
 def _entries(value: str | None) -> list[str]:

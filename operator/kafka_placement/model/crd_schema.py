@@ -338,6 +338,23 @@ def _kafka_cluster_spec() -> Schema:
                         1,
                         default=120,
                     ),
+                    "onConfigChange": _str(
+                        "Throttles or cordons the executor set, changed or removed by another party while "
+                        "moving: Reapply them (a Warning Event, counted in a metric) or Pause (no new moves "
+                        "while the change lasts).",
+                        enum=["Reapply", "Pause"],
+                        default="Reapply",
+                    ),
+                    "maxReapplies": _int(
+                        "Re-applications allowed within reapplyWindowSeconds; then no new moves and no "
+                        "re-application until the window has passed (never fights forever).",
+                        1,
+                        default=5,
+                        maximum=1000,
+                    ),
+                    "reapplyWindowSeconds": _int(
+                        "The window of maxReapplies, in seconds.", 1, default=600, maximum=86400
+                    ),
                 },
             ),
             "planner": _obj(
