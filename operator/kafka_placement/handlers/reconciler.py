@@ -11,6 +11,7 @@ are posted on phase changes; a save that loses a race to another writer is retri
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import tempfile
 import time
@@ -24,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ..execution import executor
 from ..execution.record import TERMINAL, Execution, Phase, Rule
+from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError, LogDirInfo
@@ -367,7 +369,8 @@ class Reconciler:
             return
         executor.sweep(gw, record)
         reapplied = record.doc.defence.reapplied
-        executor.tick(gw, record, limits)
+        with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status below
+            executor.tick(gw, record, limits)
         if record.doc.defence.reapplied > reapplied:
             metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - reapplied)
             for b in members:
@@ -478,6 +481,16 @@ class Reconciler:
         if any((b.get("spec") or {}).get("paused") for b, _ in valid):
             for b, _ in valid:
                 self.set_status(b, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
+            return
+        unsafe = below_min_isr(plan.partitions, gw.min_insync_replicas({t.topic for t in plan.partitions}))
+        if unsafe:  # the executor would refuse it too; say so before any record is made
+            msg = (
+                f"plan {plan.plan_id} would leave {len(unsafe)} partitions with fewer replicas than their "
+                f"topic's min.insync.replicas (unwritable with acks=all); nothing moves: "
+                + ", ".join(unsafe[:10])
+            )
+            for b, _ in valid:
+                self.set_status(b, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status)
             return
         if last is not None:
             store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
