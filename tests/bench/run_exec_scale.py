@@ -226,7 +226,7 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
     if rig_row:
         lines += [
             "(a) Decommission of broker 3 holding many small partitions (3-node rig, RF 2, a few records "
-            "each): `kafka-placement execute --wait` with its defaults (safety gate on, 250 moves per "
+            "each): `kafka-placement execute --wait` with its defaults (safety gate on, 1,000 moves per "
             "broker, 1,250 in the cluster, bytes per broker capped) vs Kafka's own "
             "`ReassignPartitionsCommand --execute` of the same plan, timed until `--verify` reports no "
             "reassignment in progress. The plan's log dirs are left to the brokers (`any`) for both: with "

@@ -69,7 +69,7 @@ MIN_LOOKAHEAD = 256
 class Limits:
     """Concurrency and throttle settings of an execution (defaults: docs/architecture.md, README)."""
 
-    max_moves_per_broker: int = 250
+    max_moves_per_broker: int = 1000  # bytes in flight cap large partitions; counts only many tiny ones
     max_moves: int = 1250  # cluster-wide, Cruise Control's default for partition movements
     max_bytes_per_broker: int | None = None  # None: throttle (or the assumed rate) x batch_seconds
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled

@@ -322,7 +322,7 @@ def _kafka_cluster_spec() -> Schema:
                 "always takes one move).",
                 {
                     "maxMovesPerBroker": _int(
-                        "Most partition moves in flight involving one broker.", 1, default=250
+                        "Most partition moves in flight involving one broker.", 1, default=1000
                     ),
                     "maxMovesInFlight": _int(
                         "Most partition moves in flight in the cluster.", 1, default=1250
