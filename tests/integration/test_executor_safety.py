@@ -94,16 +94,31 @@ def our_throttles_in_kafka(gw: KafkaGateway, topic: str, brokers: list[int]) -> 
 
 
 def remove_throttles(gw: KafkaGateway, topic: str, brokers: list[int]) -> None:
-    """What a third party (a Topic Operator, a script) does: delete the rates and the replica lists."""
+    """What a third party (a Topic Operator, a script) does: delete the leader-side rates and the topic's
+    leader replica list. The follower side stays, so the move keeps running throttled (fully unthrottled,
+    it could finish before the next tick looks)."""
     changes: dict[ConfigTarget, list[ConfigChange]] = {
-        ConfigTarget.broker(b): [ConfigChange(LEADER_RATE, "DELETE"), ConfigChange(FOLLOWER_RATE, "DELETE")]
-        for b in brokers
+        ConfigTarget.broker(b): [ConfigChange(LEADER_RATE, "DELETE")] for b in brokers
     }
-    changes[ConfigTarget.topic(topic)] = [
-        ConfigChange(LEADER_REPLICAS, "DELETE"),
-        ConfigChange(FOLLOWER_REPLICAS, "DELETE"),
-    ]
+    changes[ConfigTarget.topic(topic)] = [ConfigChange(LEADER_REPLICAS, "DELETE")]
     assert not gw.incremental_alter_configs(changes)
+
+
+def lower_rates(gw: KafkaGateway, brokers: list[int]) -> None:
+    """Another party changes our follower rate (the move goes on, slower)."""
+    changes = {ConfigTarget.broker(b): [ConfigChange(FOLLOWER_RATE, "SET", "50000")] for b in brokers}
+    assert not gw.incremental_alter_configs(changes)
+
+
+def tick_until(gw: KafkaGateway, ex: Execution, limits: executor.Limits, done: Callable[[], bool]) -> int:
+    """Tick (at most 8 times, 0.3 s apart) until ``done``; returns the ticks it took. A changed config
+    counts once seen on two checks in a row (KRaft propagates configs asynchronously)."""
+    for n in range(1, 9):
+        executor.tick(gw, ex, limits)
+        if done():
+            return n
+        time.sleep(0.3)
+    pytest.fail(f"not reached after 8 ticks: phase {ex.phase}, {ex.doc.defence}, {ex.doc.last_error}")
 
 
 # ---- min.insync.replicas ----------------------------------------------------------------------------
@@ -192,19 +207,19 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     ours = our_throttles_in_kafka(gateway, topic, brokers)
     assert ours[f"3:{FOLLOWER_RATE}"] == "200000" and "0:3" in ours[FOLLOWER_REPLICAS], ours
 
-    for n in (1, 2):  # removed by someone else: put back on the next tick, counted
+    for n in (1, 2):  # removed by someone else: put back, counted (once seen on two ticks)
         remove_throttles(gateway, topic, brokers)
-        executor.tick(gateway, ex, limits)
-        assert ex.doc.defence.reapplied == n, ex.doc.defence
+        tick_until(gateway, ex, limits, lambda n=n: ex.doc.defence.reapplied == n)
         assert ex.phase == Phase.MOVING
-        assert our_throttles_in_kafka(gateway, topic, brokers) == ours
+        kafka_wait(
+            "the throttles put back", lambda: our_throttles_in_kafka(gateway, topic, brokers) == ours, 30
+        )
         assert any("deleted" in line for line in ex.doc.defence.last), ex.doc.defence.last
 
     # a third time within the window (now lowering the rates): hold, do not fight
-    lowered = {ConfigTarget.broker(b): [ConfigChange(FOLLOWER_RATE, "SET", "50000")] for b in brokers}
-    assert not gateway.incremental_alter_configs(lowered)
-    executor.tick(gateway, ex, limits)
-    assert ex.doc.defence.reapplied == 2 and ex.doc.defence.held_until is not None
+    lower_rates(gateway, brokers)
+    tick_until(gateway, ex, limits, lambda: ex.doc.defence.held_until is not None)
+    assert ex.doc.defence.reapplied == 2
     assert ex.phase == Phase.PAUSED
     assert "not fighting further" in (ex.doc.last_error or ""), ex.doc.last_error
     assert any("now '50000'" in line for line in ex.doc.defence.last), ex.doc.defence.last
@@ -214,9 +229,13 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
 
     # the window passes: re-applied again, the move completes, and no throttle is left behind
     time.sleep(max(0.0, ex.doc.defence.held_until - time.time()) + 0.5)
-    executor.tick(gateway, ex, limits)
-    assert ex.doc.defence.reapplied == 3 and ex.doc.defence.held_until is None
-    assert our_throttles_in_kafka(gateway, topic, brokers)[f"3:{FOLLOWER_RATE}"] == "200000"
+    tick_until(gateway, ex, limits, lambda: ex.doc.defence.reapplied == 3)
+    assert ex.doc.defence.held_until is None
+
+    def restored() -> bool:
+        return our_throttles_in_kafka(gateway, topic, brokers)[f"3:{FOLLOWER_RATE}"] == "200000"
+
+    kafka_wait("the lowered rate put back", restored, timeout=30)
     executor.run(gateway, ex, limits, wait=True, poll_s=0.5, retry_s=60)
     assert ex.phase == Phase.COMPLETED, ex.doc.last_error
     assert ex.doc.counters.submissions == 1 and ex.doc.counters.resubmitted == 0
@@ -235,11 +254,11 @@ def test_policy_pause_holds_while_the_change_lasts(
     ex.save()
     executor.tick(gateway, ex, limits)
     assert ex.phase == Phase.MOVING and len(ex.doc.in_flight) == 1
-    remove_throttles(gateway, topic, [1, 2, 3])
-    executor.tick(gateway, ex, limits)
-    assert ex.phase == Phase.PAUSED and "policy Pause" in (ex.doc.last_error or ""), ex.doc.last_error
+    lower_rates(gateway, [1, 2, 3])
+    tick_until(gateway, ex, limits, lambda: ex.phase == Phase.PAUSED)
+    assert "policy Pause" in (ex.doc.last_error or ""), ex.doc.last_error
     assert ex.doc.defence.reapplied == 0 and ex.doc.counters.submissions == 1
-    assert our_throttles_in_kafka(gateway, topic, [3])[f"3:{FOLLOWER_RATE}"] is None
+    assert our_throttles_in_kafka(gateway, topic, [3])[f"3:{FOLLOWER_RATE}"] == "50000"  # not re-applied
     executor.tick(gateway, ex, limits)  # still changed: still paused, nothing new submitted
     assert ex.phase == Phase.PAUSED and ex.doc.counters.submissions == 1
     ex.doc.cancel_requested = True  # end it cleanly: revert, and every throttle recorded is removed
@@ -249,7 +268,7 @@ def test_policy_pause_holds_while_the_change_lasts(
 
 
 def test_removed_cordon_is_reapplied(
-    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path, kafka_wait: Wait
 ) -> None:
     """A cordon the execution owns (the operator records its LogDirCordons' dirs) removed mid-run."""
     if not gateway.supports_cordon():
@@ -262,16 +281,21 @@ def test_removed_cordon_is_reapplied(
     ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits.to_doc())
     ex.doc.owned_cordons = {2: [cordoned]}
     ex.save()
+
+    def is_cordoned() -> bool:
+        target = ConfigTarget.broker(2)
+        live = gateway.describe_configs([target])[target]["cordoned.log.dirs"]
+        return cordoned in (live.value or "").split(",")
+
     gateway.set_cordon(2, [cordoned], True)
     try:
+        kafka_wait("the cordon set", is_cordoned, timeout=30)
         executor.tick(gateway, ex, limits)
         assert ex.phase == Phase.MOVING
         gateway.set_cordon(2, [cordoned], False)  # someone uncordons it
-        executor.tick(gateway, ex, limits)
-        assert ex.doc.defence.reapplied == 1, ex.doc.defence
+        tick_until(gateway, ex, limits, lambda: ex.doc.defence.reapplied == 1)
         assert any("cordoned.log.dirs" in line for line in ex.doc.defence.last)
-        live = gateway.describe_configs([ConfigTarget.broker(2)])[ConfigTarget.broker(2)]["cordoned.log.dirs"]
-        assert cordoned in (live.value or "").split(","), live
+        kafka_wait("the cordon put back", is_cordoned, timeout=30)
         ex.doc.cancel_requested = True
         executor.run(gateway, ex, limits, wait=True, poll_s=0.5, retry_s=60)
         assert ex.phase == Phase.CANCELLED

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
-from ..kafka.throttles import Move, ThrottleError, ThrottleState, apply_throttles, clear_throttles
+from ..kafka.throttles import (
+    Move,
+    ThrottleError,
+    ThrottleState,
+    apply_throttles,
+    clear_throttles,
+    still_set,
+)
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from .progress import Progress, compute_progress, in_flight_bytes
@@ -63,6 +70,7 @@ TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka
 ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
 LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
 MIN_LOOKAHEAD = 256
+CLEAR_CHECK_S = 15.0  # how long removed throttles may still be shown by a broker before the tick retries
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,11 +362,23 @@ def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
 
 
 def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
+    """Remove our throttles and see them gone (brokers answer from asynchronously updated metadata: a
+    throttle read back as "previous" by the next execution would be restored by it forever). Until they
+    are seen gone the record keeps them, and the next tick clears again (clearing is idempotent)."""
     state = ThrottleState.from_json(ex.doc.throttles.model_dump())
-    if not state.empty:
-        clear_throttles(gateway, state)
-        ex.doc.throttles = type(ex.doc.throttles)()
-        ex.save()
+    if state.empty:
+        return
+    clear_throttles(gateway, state)
+    deadline = time.monotonic() + CLEAR_CHECK_S
+    while left := still_set(gateway, state):
+        if time.monotonic() > deadline:
+            raise KafkaOperationError(
+                f"throttles removed but still shown by Kafka after {CLEAR_CHECK_S:.0f}s (retried next tick): "
+                + ", ".join(left[:10])
+            )
+        time.sleep(0.2)
+    ex.doc.throttles = type(ex.doc.throttles)()
+    ex.save()
 
 
 def _finish(ex: Execution, gateway: KafkaGateway) -> None:

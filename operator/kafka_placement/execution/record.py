@@ -185,6 +185,7 @@ class Defence(_Model):
     times: list[float] = Field([], max_length=1000)  # re-applications within the window
     held_until: float | None = None
     last: list[str] = Field([], max_length=10)  # the latest changes found, one line each
+    suspect: list[str] = Field([], max_length=100_000)  # changes seen once: acted on if seen again
 
 
 class Rule(_Model):

@@ -27,8 +27,8 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-from ..kafka.gateway import KafkaGateway
-from ..kafka.throttles import ThrottleState, owned_drift
+from ..kafka.gateway import ConfigTarget, KafkaGateway
+from ..kafka.throttles import Drift, ThrottleState, owned_drift
 from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
 from .record import Execution, LimitsDoc
@@ -56,14 +56,22 @@ def defend(ex: Execution, gateway: KafkaGateway, limits: LimitsDoc, live: Iterab
     may be submitted now (None: go on). Counts go to the record's ``defence``."""
     d = ex.doc.defence
     state = ThrottleState.from_json(ex.doc.throttles.model_dump())
-    cordons = {b: dirs for b, dirs in ex.doc.owned_cordons.items() if dirs}
+    up = set(live)  # a broker answers for its own configs: one that is down would only time out
+    cordons = {b: dirs for b, dirs in ex.doc.owned_cordons.items() if dirs and b in up}
     if state.empty and not cordons:
         return None
+    plan = ex.plan
+    moving = {b for i in ex.active() for b in (*plan.original(i).replicas, *plan.targets[i].replicas)}
     now = time.time()
     window = limits.reapply_window_s
     d.times = [t for t in d.times if now - t < window]
-    topics = {ex.plan.targets[i].topic for i in ex.active()}
-    drifts, changes = owned_drift(gateway, state, topics, cordons, live)
+    topics = {plan.targets[i].topic for i in ex.active()}
+    seen, changes = owned_drift(gateway, state, topics, cordons, moving & up)
+    # a config set moments ago may not have reached the broker that answers yet (KRaft propagates
+    # asynchronously): only a change seen on two checks in a row counts
+    drifts = [x for x in seen if x.key in set(d.suspect)]
+    d.suspect = [x.key for x in seen]
+    changes = {t: ops for t, ops in changes.items() if any(_touches(t, x) for x in drifts)}
     if d.held_until is not None and now >= d.held_until:
         d.held_until = None
     if not drifts:
@@ -89,6 +97,10 @@ def defend(ex: Execution, gateway: KafkaGateway, limits: LimitsDoc, live: Iterab
         )
         ex.error(f"re-applying owned configs failed (retried next tick): {failed[:1000]}")
     return None
+
+
+def _touches(target: ConfigTarget, drift: Drift) -> bool:
+    return target.kind == drift.kind and target.name == drift.name
 
 
 def _hold_message(ex: Execution, now: float) -> str:

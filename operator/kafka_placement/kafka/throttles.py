@@ -203,6 +203,34 @@ def clear_throttles(gateway: KafkaGateway, state: ThrottleState) -> None:
         raise ThrottleError(f"removing throttles failed: {_describe(errors)}", state)
 
 
+def still_set(gateway: KafkaGateway, state: ThrottleState) -> list[str]:
+    """What of ``state`` Kafka still shows after ``clear_throttles`` (configs propagate asynchronously in
+    KRaft: a broker may answer with the old value for a moment): broker values still ours (and not the
+    previous value put back), our throttled-replica entries still listed. Deleted topics are skipped."""
+    brokers = [(b, c, p, v) for b, c, p, v in state.brokers if v is not None and v != p]
+    targets = sorted(
+        {ConfigTarget.broker(b) for b, _, _, _ in brokers}
+        | {ConfigTarget.topic(t) for t, _, _ in state.topics},
+        key=str,
+    )
+    if not targets:
+        return []
+    try:
+        described = gateway.describe_configs(targets)
+    except KafkaOperationError:  # a topic deleted meanwhile: check the brokers alone
+        described = gateway.describe_configs([t for t in targets if t.kind == "broker"])
+    out = []
+    for b, name, _, value in brokers:
+        live = described.get(ConfigTarget.broker(b), {}).get(name)
+        if live is not None and live.value == value:
+            out.append(f"broker {b} {name}")
+    for topic, name, entries in state.topics:
+        live = described.get(ConfigTarget.topic(topic), {}).get(name)
+        if live is not None and set(entries) & set(_entries(live.value)):
+            out.append(f"topic {topic} {name}")
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Drift:
     """A config this tool set that Kafka no longer has as set: ``found`` is the live value (None when
@@ -214,6 +242,10 @@ class Drift:
     expected: str
     found: str | None
 
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.name} {self.config}"
+
     def __str__(self) -> str:
         found = "deleted" if not self.found else f"now {self.found[:80]!r}"
         return f"{self.kind} {self.name} {self.config} {found} (ours: {self.expected[:80]!r})"
@@ -224,25 +256,25 @@ def owned_drift(
     state: ThrottleState,
     topics: Iterable[str],
     cordons: Mapping[int, Sequence[str]],
-    live_brokers: Iterable[int],
+    brokers: Iterable[int],
 ) -> tuple[list[Drift], dict[ConfigTarget, list[ConfigChange]]]:
     """Compare what ``state`` says we set (broker rates; the throttled-replica entries of ``topics``, the
     topics with moves in flight) and the ``cordons`` we own (broker -> cordoned dirs) with Kafka, in one
     DescribeConfigs. Returns what changed and the changes that put it back (SET a rate, APPEND missing
-    entries or cordoned dirs). Only ``live_brokers`` are asked (a broker answers for its own configs; one
-    that is down would only time out). Records without the values set (older records) are not checked."""
-    wanted_topics, up = set(topics), set(live_brokers)
-    brokers = [(b, c, v) for b, c, _, v in state.brokers if v is not None and b in up]
-    cordons = {b: dirs for b, dirs in cordons.items() if b in up}
+    entries or cordoned dirs). Rates are checked on ``brokers`` only (the caller's live brokers with moves
+    in flight: a broker answers for its own configs, and one that takes new moves gets its rate set again
+    with them). Records without the values set (older records) are not checked."""
+    wanted_topics, asked = set(topics), set(brokers)
+    rates = [(b, c, v) for b, c, _, v in state.brokers if v is not None and b in asked]
     entries = [(t, c, e) for t, c, e in state.topics if t in wanted_topics and e]
-    targets = {ConfigTarget.broker(b) for b, _, _ in brokers} | {ConfigTarget.topic(t) for t, _, _ in entries}
+    targets = {ConfigTarget.broker(b) for b, _, _ in rates} | {ConfigTarget.topic(t) for t, _, _ in entries}
     targets |= {ConfigTarget.broker(b) for b, dirs in cordons.items() if dirs}
     if not targets:
         return [], {}
     described = gateway.describe_configs(sorted(targets, key=str))
     drifts: list[Drift] = []
     changes: dict[ConfigTarget, list[ConfigChange]] = {}
-    for b, name, value in brokers:
+    for b, name, value in rates:
         target = ConfigTarget.broker(b)
         live = described.get(target, {}).get(name)
         if live is None or live.value != value:
