@@ -15,6 +15,7 @@ so a standby takes over at once.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import signal
@@ -79,7 +80,6 @@ def cmd_operator(args: argparse.Namespace) -> int:
 
 
 def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
-    import kopf
     from kubernetes import client
 
     from ..handlers import leader, metrics
@@ -119,7 +119,7 @@ def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dic
     try:  # before driving: no save prepared by an earlier leader can win any more
         claimed = claim_records(client.CoreV1Api(), args.namespace or None, identity)
         log.info("leader %s claimed %d execution record(s): %s", identity, len(claimed), ", ".join(claimed))
-        kopf.run(**run, stop_flag=elector.lost)
+        asyncio.run(_drive(elector, run))
     finally:
         lost = elector.lost.is_set()
         elector.stop(release=not lost)
@@ -129,6 +129,18 @@ def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dic
             "and exits so that a restart rejoins as a standby"
         )
     return 0
+
+
+async def _drive(elector: Any, run: dict[str, Any]) -> None:
+    """kopf in this thread's new event loop, stopped (gracefully) when the elector loses the Lease. The
+    stop flag is an asyncio.Event set from the elector thread: a threading.Event would park a thread of
+    the loop's default executor in ``wait()`` forever and block the loop's shutdown."""
+    import kopf
+
+    loop = asyncio.get_running_loop()
+    lost = asyncio.Event()
+    elector.on_lost(lambda: loop.call_soon_threadsafe(lost.set))
+    await kopf.operator(**run, stop_flag=lost)
 
 
 def _env_float(name: str, default: float) -> float:

@@ -75,10 +75,10 @@ class LeaseTimings:
     retry_period: float = 2.0
 
     def problems(self) -> list[str]:
-        out = []
+        out: list[str] = []
         values = (self.lease_duration, self.renew_deadline, self.renew_period, self.retry_period)
         if not all(math.isfinite(v) and 0 < v <= 3600 for v in values):
-            out.append("every lease timing must be a number of seconds in (0, 3600]")
+            return ["every lease timing must be a number of seconds in (0, 3600]"]
         if self.lease_duration != int(self.lease_duration) or self.lease_duration < 1:
             out.append("the lease duration is a whole number of seconds (the Lease stores an integer)")
         if not self.renew_deadline < self.lease_duration:
@@ -154,7 +154,7 @@ def lease_body(
         "leaseDurationSeconds": int(duration) if holder is not None else 1,
         "renewTime": micro_time(now),
         "acquireTime": micro_time(now) if taking else view.acquire_time,
-        "leaseTransitions": view.transitions + (1 if taking and view.holder else 0),
+        "leaseTransitions": view.transitions + (1 if taking and view.version is not None else 0),
     }
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if view.version is not None:
@@ -216,6 +216,7 @@ class LeaseElector:
         self.holder: str | None = None  # the holder last seen (for logs and the standby's messages)
         self._seen: Observation | None = None
         self._thread: threading.Thread | None = None
+        self._on_lost: list[Callable[[], None]] = []
 
     @property
     def identity(self) -> str:
@@ -224,6 +225,14 @@ class LeaseElector:
     @property
     def where(self) -> str:
         return f"Lease {self.namespace}/{self.name}"
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from the elector thread) when leadership is lost; at once if it already was."""
+        with self._lock:
+            self._on_lost.append(callback)
+            already = self.lost.is_set()
+        if already:
+            callback()
 
     # ---- what the handlers ask ---------------------------------------------------------------------
 
@@ -301,9 +310,13 @@ class LeaseElector:
     def _lose(self, why: str) -> None:
         with self._lock:
             self._valid_until = -math.inf
-        if self.acquired.is_set() and not self.lost.is_set():
-            log.warning("%s: %s lost leadership (%s); it stops driving", self.where, self._identity, why)
+            if not self.acquired.is_set() or self.lost.is_set():
+                return
             self.lost.set()
+            callbacks = list(self._on_lost)
+        log.warning("%s: %s lost leadership (%s); it stops driving", self.where, self._identity, why)
+        for callback in callbacks:
+            callback()
 
     def _run(self) -> None:
         ok = False
@@ -341,11 +354,11 @@ class LeaseElector:
             self._valid_until = -math.inf
         if self._thread is not None:
             self._thread.join(self.timings.retry_period * 2 + 1)
-        if not (release and self.acquired.is_set() and not self.lost.is_set()):
+        if not (self.acquired.is_set() and (release or self.lost.is_set())):
             return
         try:
-            view = self._read()
-            if view.holder == self._identity:
+            view = self._read()  # after a loss: only to name the new holder
+            if release and not self.lost.is_set() and view.holder == self._identity:
                 self._write(view, None)
                 log.info("%s released by %s", self.where, self._identity)
         except Exception as e:  # the standby then takes over after the lease duration instead
