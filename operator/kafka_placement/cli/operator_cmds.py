@@ -26,12 +26,16 @@ from typing import Any
 from ..model.errors import BadInputError, PlacementError
 
 log = logging.getLogger("kafka_placement.operator")
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 def _lease_namespace(args: argparse.Namespace) -> str:
     ns = args.lease_namespace or os.environ.get("POD_NAMESPACE") or ""
     if not ns and len(args.namespace) == 1:
         ns = args.namespace[0]
+    if not ns and os.path.isfile(SERVICE_ACCOUNT_NAMESPACE):  # in a pod without the downward API env
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+            ns = f.read().strip()
     if not ns:
         raise BadInputError(
             "leader election needs the namespace of its Lease: give --lease-namespace NS (or set "
@@ -179,7 +183,7 @@ def register(sub: Any) -> None:
     g.add_argument(
         "--lease-namespace",
         default=os.environ.get("KAFKA_PLACEMENT_LEASE_NAMESPACE", ""),
-        help="namespace of the Lease (default $POD_NAMESPACE, else the one --namespace)",
+        help="namespace of the Lease (default $POD_NAMESPACE, else the one --namespace, else the pod's)",
     )
     g.add_argument(
         "--identity",
