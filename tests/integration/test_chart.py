@@ -84,7 +84,10 @@ def test_default_values_render_cluster_wide_rbac(
     text = _render(helm, k8s_namespace)
     docs = _docs(text)
     kinds = sorted(d["kind"] for d in docs)
-    assert "Role" not in kinds and "ClusterRoleBinding" in kinds
+    assert "ClusterRoleBinding" in kinds
+    # the only namespaced Role is leader election's, in the release namespace
+    roles = [(d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs if d["kind"] == "Role"]
+    assert roles == [("kpo-kafka-placement-operator-leader-election", k8s_namespace)]
     deploy = next(d for d in docs if d["kind"] == "Deployment")
     container = deploy["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["operator", "--all-namespaces"]
@@ -101,9 +104,19 @@ def test_watch_namespaces_render_roles_per_namespace(
     a, b = extra_namespaces
     text = _render(helm, k8s_namespace, f"watchNamespaces={{{a},{b}}}")
     docs = _docs(text)
-    roles = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == "Role")
-    bindings = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == "RoleBinding")
+    election = "kpo-kafka-placement-operator-leader-election"
+    roles = sorted(
+        d["metadata"]["namespace"] for d in docs if d["kind"] == "Role" and d["metadata"]["name"] != election
+    )
+    bindings = sorted(
+        d["metadata"]["namespace"]
+        for d in docs
+        if d["kind"] == "RoleBinding" and d["metadata"]["name"] != election
+    )
     assert roles == bindings == sorted([a, b])
+    assert [d["metadata"]["namespace"] for d in docs if d["metadata"]["name"] == election] == [
+        k8s_namespace
+    ] * 2
     cluster_roles = [d for d in docs if d["kind"] == "ClusterRole"]
     discovery = next(d for d in cluster_roles if d["metadata"]["name"].endswith("-discovery"))
     assert [r["resources"] for r in discovery["rules"]] == [["customresourcedefinitions"]]
@@ -233,3 +246,61 @@ def test_invalid_resources_are_rejected_naming_the_field(
     proc = kubectl("apply", "--dry-run=server", "-n", k8s_namespace, "-f", "-", input=manifest, check=False)
     assert proc.returncode != 0, f"accepted: {manifest}"
     assert field in proc.stderr, proc.stderr
+
+
+def test_two_replicas_elect_a_leader_with_a_lease_role_and_downward_api_identity(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str, crds_installed: None
+) -> None:
+    """Defaults: replicaCount 2, leader election on, its timings passed as env, POD_NAME/POD_NAMESPACE from
+    the downward API, and the service account may get/create/update Leases in the release namespace only
+    (asked of the apiserver's RBAC authorizer)."""
+    release = f"kpo-{uuid.uuid4().hex[:6]}"
+    sets = [
+        "--set",
+        f"rbac.aggregatedRoles.namePrefix={release}",
+        "--set",
+        "leaderElection.leaseDurationSeconds=20",
+    ]
+    docs = _docs(helm("template", release, str(CHART), "--namespace", k8s_namespace, *sets).stdout)
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    assert deploy["spec"]["replicas"] == 2 and deploy["spec"]["strategy"]["type"] == "RollingUpdate"
+    env = {e["name"]: e for e in deploy["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["KAFKA_PLACEMENT_LEASE_NAME"]["value"] == f"{release}-kafka-placement-operator"
+    assert env["KAFKA_PLACEMENT_LEASE_DURATION"]["value"] == "20"
+    assert env["KAFKA_PLACEMENT_RENEW_DEADLINE"]["value"] == "10"
+    assert env["KAFKA_PLACEMENT_LEADER_ELECTION"]["value"] == "true"
+    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets)
+    try:
+        sa = f"system:serviceaccount:{k8s_namespace}:{release}-kafka-placement-operator"
+
+        def can(verb: str, ns: str) -> str:
+            out = kubectl(
+                "auth", "can-i", verb, "leases.coordination.k8s.io", "-n", ns, "--as", sa, check=False
+            )
+            return out.stdout.strip()
+
+        assert [can(v, k8s_namespace) for v in ("get", "create", "update")] == ["yes", "yes", "yes"]
+        assert can("delete", k8s_namespace) == "no"
+        assert can("update", "kube-system") == "no"  # only the release namespace
+    finally:
+        helm("uninstall", release, "--namespace", k8s_namespace, check=False)
+
+
+def test_two_replicas_without_leader_election_are_refused(helm: Helm, k8s_namespace: str) -> None:
+    proc = helm(
+        "template",
+        "kpo",
+        str(CHART),
+        "--namespace",
+        k8s_namespace,
+        "--set",
+        "leaderElection.enabled=false",
+        check=False,
+    )
+    assert proc.returncode != 0 and "replicaCount > 1 needs leaderElection.enabled=true" in proc.stderr
+    one = _docs(_render(helm, k8s_namespace, "leaderElection.enabled=false", "replicaCount=1"))
+    deploy = next(d for d in one if d["kind"] == "Deployment")
+    assert deploy["spec"]["strategy"]["type"] == "Recreate"
+    assert not [d for d in one if d["metadata"]["name"].endswith("-leader-election")]

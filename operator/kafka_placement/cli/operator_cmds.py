@@ -1,18 +1,48 @@
 """``kafka-placement operator``: run the kopf operator (handlers in ``kafka_placement.handlers``).
 
-Runs standalone (no kopf peering objects needed; run one replica). Watches the given namespaces or the
-whole cluster, serves Prometheus metrics, and reconciles each KafkaCluster every ``--interval`` seconds.
-Kubernetes credentials: in-cluster service account, else ``KUBECONFIG``/~/.kube/config.
+Watches the given namespaces or the whole cluster, serves Prometheus metrics, and reconciles each
+KafkaCluster every ``--interval`` seconds. Kubernetes credentials: in-cluster service account, else
+``KUBECONFIG``/~/.kube/config.
+
+Leader election (default on; handlers/leader.py): the process first competes for a
+``coordination.k8s.io/v1`` Lease and waits as a standby until it holds it; then it claims the execution
+records (bumps their resourceVersion, so no earlier leader's save can win) and runs kopf. kopf runs
+standalone (no kopf peering), in the leader only. If the Lease is lost, kopf is stopped and the command
+exits 1, so the Deployment restarts the container as a standby; on SIGTERM the leader releases the Lease,
+so a standby takes over at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
+import signal
+import threading
+from types import FrameType
 from typing import Any
 
-from ..model.errors import BadInputError
+from ..model.errors import BadInputError, PlacementError
+
+log = logging.getLogger("kafka_placement.operator")
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _lease_namespace(args: argparse.Namespace) -> str:
+    ns = args.lease_namespace or os.environ.get("POD_NAMESPACE") or ""
+    if not ns and len(args.namespace) == 1:
+        ns = args.namespace[0]
+    if not ns and os.path.isfile(SERVICE_ACCOUNT_NAMESPACE):  # in a pod without the downward API env
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+            ns = f.read().strip()
+    if not ns:
+        raise BadInputError(
+            "leader election needs the namespace of its Lease: give --lease-namespace NS (or set "
+            "POD_NAMESPACE), or run with --no-leader-election",
+            "operator --lease-namespace",
+        )
+    return str(ns)
 
 
 def cmd_operator(args: argparse.Namespace) -> int:
@@ -20,24 +50,108 @@ def cmd_operator(args: argparse.Namespace) -> int:
         raise BadInputError("give --namespace NS (repeatable) or --all-namespaces", "operator")
     if args.namespace and args.all_namespaces:
         raise BadInputError("--namespace and --all-namespaces exclude each other", "operator")
+    from ..handlers.leader import LeaseTimings
+
+    timings = LeaseTimings(args.lease_duration, args.renew_deadline, args.renew_period, args.retry_period)
+    if args.leader_election:
+        problems = timings.problems()
+        if problems:
+            raise BadInputError("; ".join(problems), "operator --lease-duration/--renew-*/--retry-period")
+        lease_ns = _lease_namespace(args)
     os.environ["KP_RECONCILE_INTERVAL"] = str(args.interval)
     import kopf
     from prometheus_client import start_http_server
 
-    from ..handlers import register  # registers every handler with kopf
+    from ..handlers import leader, metrics, register  # registers every handler with kopf
 
     del register
     kopf.configure(verbose=args.verbose)
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python logs every connection at INFO
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.metrics_address)
-    kopf.run(
-        standalone=True,
-        clusterwide=bool(args.all_namespaces),
-        namespaces=args.namespace or (),
-        liveness_endpoint=args.liveness or None,
+    run: dict[str, Any] = {
+        "standalone": True,
+        "clusterwide": bool(args.all_namespaces),
+        "namespaces": args.namespace or (),
+        "liveness_endpoint": args.liveness or None,
+    }
+    if not args.leader_election:
+        leader.install(leader.Unelected())
+        metrics.watch_leadership(lambda: True)
+        kopf.run(**run)
+        return 0
+    return _run_elected(args, timings, lease_ns, run)
+
+
+def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
+    from kubernetes import client
+
+    from ..handlers import leader, metrics
+    from ..handlers.runtime import load_kube_config
+    from ..handlers.store import claim_records
+
+    load_kube_config()
+    identity = args.identity or leader.default_identity()
+    elector = leader.LeaseElector(
+        client.CoordinationV1Api(client.ApiClient()),  # its own connection pool: used by the elector thread
+        lease_ns,
+        args.lease_name,
+        identity,
+        timings,
+        on_fenced=metrics.FENCED_WRITES.inc,
     )
+    leader.install(elector)
+    metrics.watch_leadership(elector.is_leader)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    elector.start()
+    log.info("standby: waiting for %s (identity %s)", elector.where, identity)
+    while not elector.acquired.wait(0.5):
+        if stopping.is_set():
+            elector.stop(release=False)
+            log.info("stopped as a standby")
+            return 0
+    for s, handler in previous.items():
+        signal.signal(s, handler)
+    if stopping.is_set():
+        elector.stop(release=True)
+        return 0
+    try:  # before driving: no save prepared by an earlier leader can win any more
+        claimed = claim_records(client.CoreV1Api(), args.namespace or None, identity)
+        log.info("leader %s claimed %d execution record(s): %s", identity, len(claimed), ", ".join(claimed))
+        asyncio.run(_drive(elector, run))
+    finally:
+        lost = elector.lost.is_set()
+        elector.stop(release=not lost)
+    if lost:
+        raise PlacementError(
+            f"{identity} lost {elector.where} (now held by {elector.holder or 'nobody'}); it stopped driving "
+            "and exits so that a restart rejoins as a standby"
+        )
     return 0
+
+
+async def _drive(elector: Any, run: dict[str, Any]) -> None:
+    """kopf in this thread's new event loop, stopped (gracefully) when the elector loses the Lease. The
+    stop flag is an asyncio.Event set from the elector thread: a threading.Event would park a thread of
+    the loop's default executor in ``wait()`` forever and block the loop's shutdown."""
+    import kopf
+
+    loop = asyncio.get_running_loop()
+    lost = asyncio.Event()
+    elector.on_lost(lambda: loop.call_soon_threadsafe(lost.set))
+    await kopf.operator(**run, stop_flag=lost)
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def register(sub: Any) -> None:
@@ -54,4 +168,38 @@ def register(sub: Any) -> None:
     p.add_argument("--metrics-address", default="0.0.0.0", help="metrics bind address")
     p.add_argument("--liveness", default="", help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     p.add_argument("--verbose", action="store_true", help="log every handler step")
+    g = p.add_argument_group("leader election (a coordination.k8s.io/v1 Lease; only the holder drives)")
+    g.add_argument(
+        "--leader-election",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("KAFKA_PLACEMENT_LEADER_ELECTION", "true").lower() not in ("0", "false", "no"),
+        help="compete for the Lease and drive only while holding it (default: on)",
+    )
+    g.add_argument(
+        "--lease-name",
+        default=os.environ.get("KAFKA_PLACEMENT_LEASE_NAME", "kafka-placement-operator"),
+        help="name of the Lease (default kafka-placement-operator)",
+    )
+    g.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("KAFKA_PLACEMENT_LEASE_NAMESPACE", ""),
+        help="namespace of the Lease (default $POD_NAMESPACE, else the one --namespace, else the pod's)",
+    )
+    g.add_argument(
+        "--identity",
+        default="",
+        help="holder identity (default $POD_NAME or the host name, plus a random suffix)",
+    )
+    for flag, env, default, text in (
+        ("--lease-duration", "LEASE_DURATION", 15.0, "seconds a standby waits on an unrenewed Lease"),
+        ("--renew-deadline", "RENEW_DEADLINE", 10.0, "seconds the leader acts after its last renewal began"),
+        ("--renew-period", "RENEW_PERIOD", 5.0, "seconds between renewals"),
+        ("--retry-period", "RETRY_PERIOD", 2.0, "seconds between attempts of a standby or a failed renewal"),
+    ):
+        g.add_argument(
+            flag,
+            type=float,
+            default=_env_float(f"KAFKA_PLACEMENT_{env}", default),
+            help=f"{text} ({default:g})",
+        )
     p.set_defaults(func=cmd_operator)

@@ -11,13 +11,21 @@ from ..execution.record import TERMINAL, Execution
 from ..execution.store import RecordConflict
 from ..model.errors import BadInputError
 from ..model.intents import Intent, parse_spec
+from . import leader
 from . import status as st
 from .runtime import runtime
-from .store import ConfigMapStore
+
+
+def require_leader() -> None:
+    """Only the leader handles events; a process that lost the Lease leaves them to the new leader."""
+    lead = leader.current()
+    if not lead.is_leader():
+        raise kopf.TemporaryError(f"{lead.identity} is not the leader; the leader handles this", delay=5)
 
 
 def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
     """Parse the spec; an invalid one fails permanently with a Degraded condition naming the field."""
+    require_leader()
     name = body["metadata"]["name"]
     try:
         intent = parse_spec(kind, body.get("spec") or {}, f"{kind} {name}: spec", name)
@@ -35,6 +43,7 @@ def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
 
 def cancel_if_participating(body: Mapping[str, Any], logger: Any) -> None:
     """Deleting a resource whose plan is executing requests a cancel (KIP-455 revert, throttles cleared)."""
+    require_leader()
     meta = body["metadata"]
     cluster = ((body.get("spec") or {}).get("clusterRef") or {}).get("name")
     if not cluster:
@@ -43,7 +52,7 @@ def cancel_if_participating(body: Mapping[str, Any], logger: Any) -> None:
     owner = rt.reconciler.cluster(meta["namespace"], cluster)
     if owner is None:
         return
-    store = ConfigMapStore(rt.reconciler.apis.core, meta["namespace"], cluster, owner)
+    store = rt.reconciler.store(meta["namespace"], cluster, owner)
     for _ in range(5):  # another writer (a tick) may save in between: reload and ask again
         record = Execution.load(store)
         if record is None or meta["uid"] not in record.doc.participants or record.phase in TERMINAL:
@@ -51,6 +60,8 @@ def cancel_if_participating(body: Mapping[str, Any], logger: Any) -> None:
         record.doc.cancel_requested = True
         try:
             record.save()
+        except leader.NotLeader as e:
+            raise kopf.TemporaryError(e.message, delay=5) from None
         except RecordConflict:
             continue
         logger.info(f"cancel requested for plan {record.doc.plan_id} (resource deleted)")

@@ -9,9 +9,9 @@ from typing import Any
 
 import kopf
 
-from ..kafka.gateway import KafkaGateway
 from ..model.errors import PlacementError
 from ..model.intents import LogDirCordon
+from .fencing import FencedGateway
 from .intent_common import cancel_if_participating, validate
 from .reconciler import GROUP, VERSION, connection_settings
 from .runtime import runtime
@@ -52,8 +52,9 @@ def uncordon(body: kopf.Body, logger: Any) -> None:
         and not b["metadata"].get("deletionTimestamp")
     ]
     try:
-        with KafkaGateway(
-            connection_settings(owner.get("spec") or {}, meta["namespace"], rec.apis.core)
+        with FencedGateway(
+            connection_settings(owner.get("spec") or {}, meta["namespace"], rec.apis.core),
+            rec.leadership.fence,
         ) as gw:
             if not gw.supports_cordon():
                 return

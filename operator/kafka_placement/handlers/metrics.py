@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import Counter, Gauge, Histogram
 
 MOVES_IN_FLIGHT = Gauge("kafka_placement_moves_in_flight", "Partition moves submitted and not done", ["plan"])
@@ -23,3 +25,15 @@ def observe_progress(plan: str, throttle: int | None, in_flight: int, bytes_rema
     MOVES_IN_FLIGHT.labels(plan=plan).set(float(in_flight))
     BYTES_REMAINING.labels(plan=plan).set(float(bytes_remaining))
     THROTTLE_RATE.labels(plan=plan).set(float(throttle or 0))
+
+
+LEADER = Gauge("kafka_placement_leader", "1 while this process holds the leader Lease and may write, else 0")
+FENCED_WRITES = Counter(
+    "kafka_placement_fenced_writes_total",
+    "Writes (record saves, Kafka changes, statuses) refused because this process was not the leader",
+)
+
+
+def watch_leadership(is_leader: Callable[[], bool]) -> None:
+    """The leader gauge is computed at scrape time, from the same clock the fence uses."""
+    LEADER.set_function(lambda: 1.0 if is_leader() else 0.0)

@@ -6,6 +6,8 @@ tick from the record in the cluster's ConfigMaps, reading only what the tick nee
 status from its brokers' dirs) or snapshot Kafka, plan all intents together, gate the plan on approval,
 and start executing exactly the approved plan. Every intent resource's status is written here; Events
 are posted on phase changes; a save that loses a race to another writer is retried on the next reconcile.
+Every write (record saves, Kafka changes, intent statuses) passes the leader fence (handlers/leader.py):
+a process that lost the leader Lease raises ``NotLeader`` before writing anything.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from ..model.intents import (
 from ..model.snapshot import ClusterSnapshot
 from . import metrics
 from . import status as st
+from .fencing import FencedGateway
+from .leader import Leadership, NotLeader, Unelected
 from .planner import plan_cluster
 from .store import ConfigMapStore
 
@@ -199,8 +203,16 @@ def execution_rules(intents: Sequence[Intent]) -> list[Rule]:
 class Reconciler:
     """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
 
-    def __init__(self, apis: Apis, event: EventFn) -> None:
+    def __init__(self, apis: Apis, event: EventFn, leadership: Leadership | None = None) -> None:
         self.apis, self.event = apis, event
+        self.leadership: Leadership = leadership or Unelected()
+
+    def store(self, namespace: str, cluster: str, owner: Mapping[str, Any]) -> ConfigMapStore:
+        """The cluster's execution record, written only through the leader fence."""
+        lead = self.leadership
+        return ConfigMapStore(
+            self.apis.core, namespace, cluster, owner, fence=lead.fence, writer=lead.identity
+        )
 
     # ---- Kubernetes access -----------------------------------------------------------------------
 
@@ -234,6 +246,7 @@ class Reconciler:
     def set_status(self, body: Mapping[str, Any], phase: str, reason: str, message: str, **kw: Any) -> None:
         old = body.get("status") or {}
         new = st.intent_status(body, phase, reason, message, **kw)
+        self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
         if old.get("phase") != phase or old.get("message") != message:
             self.event(body, "Warning" if phase == st.FAILED else "Normal", reason or phase, message or phase)
         if all(
@@ -260,15 +273,17 @@ class Reconciler:
             settings = connection_settings(spec, ns, self.apis.core)
         except BadInputError as e:
             return self._unreachable(bodies, "InvalidConnection", e.message, connected=False)
-        store = ConfigMapStore(self.apis.core, ns, name, cluster)
+        store = self.store(ns, name, cluster)
         try:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             return self._unreachable(bodies, "CorruptExecutionRecord", e.message, connected=True)
         try:
-            with KafkaGateway(settings) as gw:
+            with FencedGateway(settings, self.leadership.fence) as gw:
                 return self._with_kafka(gw, cluster, bodies, store, record)
+        except NotLeader:
+            raise  # the timer handler stops quietly: the leader that took over decides
         except KafkaUnavailableError as e:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)

@@ -12,6 +12,11 @@
   damage from outside: ``get_blob`` raises ``BadInputError`` naming the ConfigMap (returning None would
   let ``put_blob``, which trusts chunk 0, skip the repair and hide the damage).
 
+Fencing (handlers/leader.py): ``save`` calls the ``fence`` it was given first (``NotLeader`` when this
+process no longer holds the leader Lease) and names its ``writer`` in an annotation; a new leader calls
+``claim_records`` before it drives, which bumps every progress document's ``resourceVersion``, so a
+stale leader's save that passed its fence just before a pause still fails with ``RecordConflict``.
+
 Every object is labelled (managed-by, cluster; chunks also blob and chunk index) and has a controller
 ownerReference to the KafkaCluster, so it is garbage-collected with it. Limits leaned on:
 
@@ -33,7 +38,8 @@ import gzip
 import hashlib
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from kubernetes import client
@@ -51,6 +57,8 @@ INDEX = "kafkaplacement.io/chunk"
 CHUNKS = "kafkaplacement.io/chunks"
 SHA = "kafkaplacement.io/sha256"
 CHUNK_SHA = "kafkaplacement.io/chunk-sha256"
+WRITER = "kafkaplacement.io/writer"  # the operator process that last saved the progress document
+LEADER = "kafkaplacement.io/leader"  # the leader that last claimed it (claim_records)
 MAX_CLUSTER = 253 - len("kafka-placement--blob-") - 63 - len("-9999")  # = 163
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -70,7 +78,16 @@ def _gunzip(gz: bytes, limit: int = 1 << 40) -> bytes:
 class ConfigMapStore:
     """One cluster's execution record in ConfigMaps of ``namespace`` (see the module docstring)."""
 
-    def __init__(self, api: client.CoreV1Api, namespace: str, cluster: str, owner: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        api: client.CoreV1Api,
+        namespace: str,
+        cluster: str,
+        owner: Mapping[str, Any],
+        *,
+        fence: Callable[[], None] = lambda: None,
+        writer: str | None = None,
+    ) -> None:
         if len(cluster) > MAX_CLUSTER or not DNS_SUBDOMAIN.match(cluster):
             raise PlacementError(
                 f"KafkaCluster name {cluster[:80]!r} cannot name the operator's ConfigMaps: it must be a DNS "
@@ -84,6 +101,7 @@ class ConfigMapStore:
         ref |= {"name": meta.get("name", cluster), "uid": meta.get("uid")}
         self.owner_refs = [client.V1OwnerReference(**ref)] if ref["uid"] else None
         self._rv: str | None = None  # resourceVersion of the progress document last read or written
+        self.fence, self.writer = fence, writer
 
     @property
     def where(self) -> str:
@@ -132,7 +150,9 @@ class ConfigMapStore:
                 f"{self.where}: the execution record is {len(gz)} bytes gzipped, over the {CHUNK}-byte "
                 "limit of one ConfigMap; nothing was written"
             )
-        body = self._body(self.name, gz, resource_version=self._rv)
+        ann = {WRITER: self.writer[:253]} if self.writer else None
+        body = self._body(self.name, gz, resource_version=self._rv, annotations=ann)
+        self.fence()  # last thing before the write: a process that lost the leader Lease stops here
         out: Any
         try:
             if self._rv is None:
@@ -149,6 +169,7 @@ class ConfigMapStore:
 
     def delete(self) -> None:
         """Remove the progress document and every blob of this cluster."""
+        self.fence()
         self._read(self.name, "delete")
         self._delete_blobs(f"{CLUSTER}={self.label},{BLOB}")
 
@@ -161,6 +182,7 @@ class ConfigMapStore:
         return cm
 
     def put_blob(self, name: str, data: bytes) -> None:
+        self.fence()
         sha = hashlib.sha256(data).hexdigest()
         head = self._read(self._blob_cm(check_blob_name(name), 0))
         if head is not None:
@@ -228,6 +250,7 @@ class ConfigMapStore:
         return raw
 
     def prune_blobs(self, keep: set[str]) -> None:
+        self.fence()
         kept = sorted(k for k in keep if BLOB_NAME.match(k))  # no other name can exist
         selector = f"{CLUSTER}={self.label},{BLOB}"
         self._delete_blobs(f"{selector},{BLOB} notin ({','.join(kept)})" if kept else selector)
@@ -247,3 +270,29 @@ class ConfigMapStore:
             token = page.metadata._continue
             if not token:
                 return
+
+
+def claim_records(api: client.CoreV1Api, namespaces: Iterable[str] | None, leader: str) -> list[str]:
+    """Bump the ``resourceVersion`` of every execution progress document in ``namespaces`` (None = all):
+    a new leader does this before it drives, so any save prepared by an earlier leader fails with a
+    conflict. Returns the ConfigMaps claimed (``namespace/name``)."""
+    selector = f"{MANAGED_BY[0]}={MANAGED_BY[1]},{CLUSTER},!{BLOB}"
+    pages: list[Any] = (
+        [api.list_config_map_for_all_namespaces(label_selector=selector)]
+        if namespaces is None
+        else [api.list_namespaced_config_map(ns, label_selector=selector) for ns in namespaces]
+    )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    claimed = []
+    for page in pages:
+        for cm in page.items:
+            meta = cm.metadata
+            patch = {"metadata": {"annotations": {LEADER: f"{leader[:200]} {stamp}"}}}
+            try:
+                api.patch_namespaced_config_map(meta.name, meta.namespace, patch)
+            except ApiException as e:
+                if e.status != 404:  # deleted meanwhile: nothing to fence
+                    raise
+                continue
+            claimed.append(f"{meta.namespace}/{meta.name}")
+    return claimed

@@ -1,0 +1,314 @@
+"""Two operator processes, one kube-apiserver, the Kafka rig: exactly one drives (issue 12, part 3).
+
+Both processes run ``kafka-placement operator`` with the default leader-election timings (Lease 15 s,
+renew deadline 10 s, renew every 5 s, retry every 2 s). Every version of the execution record is
+watched from the apiserver (its ``kafkaplacement.io/writer`` annotation names the process that saved
+it), so "who wrote what, when" is read from the record itself, not from logs. Duplicate submissions are
+counted from the record: ``submissions`` per partition (the packed ``submits``) and ``resubmitted``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import signal
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.conftest import ROOT, KafkaRig, Operator, free_port, wait_phase
+from tests.e2e.test_operator import apply, snapshot, throttles_left
+
+from kafka_placement.execution.executor import mismatches
+from kafka_placement.execution.record import unpack
+from kafka_placement.handlers.store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.model.plan import Plan
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow]
+LEASE = "kafka-placement-operator"
+LEASE_DURATION, RETRY = 15.0, 2.0
+CLUSTER = "prod"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of the execution record as the apiserver stored it."""
+
+    rv: int
+    at: float  # time.monotonic() when the watch delivered it
+    writer: str | None
+    doc: dict[str, Any]
+
+
+class RecordWatch:
+    """Every version of the cluster's execution record, from a watch on its ConfigMap (a thread)."""
+
+    def __init__(self, k8s_api: Any, ns: str) -> None:
+        from kubernetes import client
+
+        self.core, self.ns, self.name = client.CoreV1Api(k8s_api), ns, configmap_name(CLUSTER)
+        self.versions: list[Version] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        rv = self.core.list_namespaced_config_map(self.ns).metadata.resource_version
+        while not self._stop.is_set():
+            w = watch.Watch()
+            for ev in w.stream(
+                self.core.list_namespaced_config_map,
+                self.ns,
+                field_selector=f"metadata.name={self.name}",
+                resource_version=rv,
+                timeout_seconds=5,
+            ):
+                cm = ev["object"]
+                rv = cm.metadata.resource_version
+                data = (cm.binary_data or {}).get(DOC_KEY)
+                if ev["type"] in ("ADDED", "MODIFIED") and data:
+                    doc = json.loads(gzip.decompress(base64.b64decode(data)))
+                    writer = (cm.metadata.annotations or {}).get(WRITER)
+                    self.versions.append(Version(int(rv), time.monotonic(), writer, doc))
+                if self._stop.is_set():
+                    w.stop()
+
+    def latest(self) -> dict[str, Any]:
+        return self.versions[-1].doc if self.versions else {}
+
+    def writers(self) -> list[str | None]:
+        return [v.writer for v in self.versions]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def holder(k8s_api: Any, ns: str) -> str | None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        lease = client.CoordinationV1Api(k8s_api).read_namespaced_lease(LEASE, ns)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return str(lease.spec.holder_identity) if lease.spec.holder_identity else None
+
+
+def leader_gauge(op: Operator) -> float:
+    """The process's ``kafka_placement_leader`` gauge (waits up to 30 s for its metrics endpoint)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, f"no metrics endpoint\n{op.tail()}"
+            time.sleep(0.5)
+    for line in text.splitlines():
+        if line.startswith("kafka_placement_leader "):
+            return float(line.split()[1])
+    raise AssertionError("no kafka_placement_leader gauge")
+
+
+def until(what: str, check: Any, timeout: float, op: Operator | None = None, step: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {timeout}s\n{op.tail() if op else ''}", pytrace=False)
+        time.sleep(step)
+
+
+@pytest.fixture
+def pair(
+    k8s_namespace: str, k8s_rig: dict[str, Any], k8s_api: Any, kubectl: Any, tmp_path: Path
+) -> Iterator[tuple[Operator, Operator]]:
+    """op-a started first (it takes the new Lease at once), then op-b (a standby)."""
+    kubectl("apply", "-f", str(ROOT / "crds"))
+    for crd in ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies"):
+        kubectl("wait", "--for", "condition=established", f"crd/{crd}.kafkaplacement.io", "--timeout=60s")
+    a, b = (
+        Operator(
+            k8s_namespace,
+            str(k8s_rig["kubeconfig"]),
+            tmp_path / f"op-{x}.log",
+            metrics_port=free_port(),
+            env={"POD_NAME": f"op-{x}"},
+        )
+        for x in "ab"
+    )
+    a.start()
+    until("op-a takes the Lease", lambda: (holder(k8s_api, k8s_namespace) or "").startswith("op-a_"), 60, a)
+    b.start()
+    yield a, b
+    for op in (a, b):
+        if op.proc is not None and op.proc.poll() is None:
+            os.killpg(op.proc.pid, signal.SIGCONT)  # a stopped process only handles SIGTERM once resumed
+        op.kill(signal.SIGTERM)
+    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies"):
+        patch = '{"metadata":{"finalizers":[]}}'
+        kubectl("-n", k8s_namespace, "patch", kind, "--all", "--type=merge", "-p", patch, check=False)
+        kubectl("-n", k8s_namespace, "delete", kind, "--all", "--wait=false", check=False)
+
+
+def start_decommission(kubectl: Any, ns: str, rig: KafkaRig, new_topic: Any, max_moves: int) -> str:
+    """300 empty partitions, 200 of them on broker 3; at most ``max_moves`` in flight, so the execution
+    spans many ticks. Returns the topic."""
+    topic: str = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(300)])
+    apply(
+        kubectl,
+        ns,
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {CLUSTER}}}\n"
+        f"spec: {{bootstrapServers: '{rig.bootstrap_servers}', throttleBytesPerSecond: 10000000, "
+        f"limits: {{maxMovesInFlight: {max_moves}}}}}\n",
+    )
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        f"spec: {{clusterRef: {{name: {CLUSTER}}}, brokers: [3]}}\n",
+    )
+    return topic
+
+
+def check_completed_once(
+    k8s_api: Any, ns: str, record: dict[str, Any], rig: KafkaRig, kafka_admin: Any, topic: str
+) -> None:
+    """Completed, every move submitted exactly once, and the live cluster matches the plan."""
+    from kubernetes import client
+
+    assert record["phase"] == "Completed", record.get("lastError")
+    counters, n = record["counters"], record["partitions"]
+    submits = unpack(record["submits"], n, "submits")
+    assert counters["resubmitted"] == 0 and counters["submissions"] == n, counters
+    assert set(submits) == {1}, f"requests per partition: {sorted(set(submits))}"
+    store = ConfigMapStore(client.CoreV1Api(k8s_api), ns, CLUSTER, {})
+    plan = Plan.loads(store.get_blob(record["blobs"]["plan"]).decode(), "plan blob")  # type: ignore[union-attr]
+    assert sum(1 for t in plan.partitions if t.topic == topic) == 200
+    with KafkaGateway(ConnectionSettings(bootstrap_servers=rig.bootstrap_servers)) as gw:
+        assert mismatches(gw, plan) == []
+        assert gw.list_reassignments() == {}
+    assert all(3 not in p.replicas for p in snapshot(rig).partitions)
+    assert throttles_left(kafka_admin, rig) == {}
+
+
+def test_one_of_two_drives_and_the_other_completes_after_sigkill_without_a_duplicate(
+    pair: tuple[Operator, Operator],
+    k8s_api: Any,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    a, b = pair
+    ns = k8s_namespace
+    assert leader_gauge(a) == 1.0 and leader_gauge(b) == 0.0
+    first = holder(k8s_api, ns)
+    watch = RecordWatch(k8s_api, ns)
+    try:
+        topic = start_decommission(kubectl, ns, kafka_rig, new_topic, max_moves=20)
+        until(
+            "moves in flight", lambda: watch.latest().get("counters", {}).get("submissions", 0) >= 20, 90, a
+        )
+        time.sleep(3)  # a few more ticks with both processes up
+        assert set(watch.writers()) == {first}, "only the leader writes the record"
+        assert holder(k8s_api, ns) == first and leader_gauge(b) == 0.0
+        assert "acquired by" not in b.log.read_text() and "claimed" not in b.log.read_text()
+        before = watch.latest()
+        assert before["phase"] not in ("Completed", "Cancelled", "Failed") and before["inFlight"]
+
+        killed = time.monotonic()
+        a.kill(signal.SIGKILL)
+        taken = until(
+            "op-b takes the Lease",
+            lambda: (holder(k8s_api, ns) or "").startswith("op-b_") and time.monotonic(),
+            60,
+            b,
+        )
+        new = holder(k8s_api, ns)
+        drove = until(
+            "op-b writes the record",
+            lambda: next((v.at for v in watch.versions if v.writer == new), None),
+            60,
+            b,
+        )
+        failover, first_write = taken - killed, drove - killed
+        print(f"\nfailover after SIGKILL: Lease taken {failover:.1f}s, first record write {first_write:.1f}s")
+        # the standby waits a whole lease duration on the unrenewed Lease (it never saw it released)
+        assert LEASE_DURATION - 5 <= failover <= LEASE_DURATION + RETRY + 5, failover
+        assert first_write <= failover + 15, first_write
+        assert leader_gauge(b) == 1.0
+
+        wait_phase(kubectl, b, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=300)
+        until("the record says Completed", lambda: watch.latest().get("phase") == "Completed", 30, b)
+        writers = watch.writers()
+        switch = writers.index(new)
+        assert set(writers[:switch]) == {first} and set(writers[switch:]) == {new}, "one writer at a time"
+        check_completed_once(k8s_api, ns, watch.latest(), kafka_rig, kafka_admin, topic)
+    finally:
+        watch.stop()
+
+
+def test_a_paused_leader_that_wakes_after_losing_the_lease_cannot_write_and_steps_down(
+    pair: tuple[Operator, Operator],
+    k8s_api: Any,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    a, b = pair
+    ns = k8s_namespace
+    first = holder(k8s_api, ns)
+    watch = RecordWatch(k8s_api, ns)
+    assert a.proc is not None
+    try:
+        topic = start_decommission(kubectl, ns, kafka_rig, new_topic, max_moves=10)
+        until(
+            "moves in flight", lambda: watch.latest().get("counters", {}).get("submissions", 0) >= 10, 90, a
+        )
+        os.killpg(a.proc.pid, signal.SIGSTOP)
+        until("op-b takes the Lease", lambda: (holder(k8s_api, ns) or "").startswith("op-b_"), 60, b)
+        new = holder(k8s_api, ns)
+        until("op-b writes the record", lambda: new in watch.writers(), 60, b)
+        time.sleep(5)  # op-b drives a few ticks while op-a is stopped
+        assert watch.latest().get("phase") not in ("Completed", "Cancelled", "Failed"), "done before the wake"
+        woke = len(watch.versions)
+        os.killpg(a.proc.pid, signal.SIGCONT)
+        code = a.proc.wait(60)  # it finds the Lease taken, stops kopf and exits
+        log = a.log.read_text()
+        assert code == 1, log[-3000:]
+        assert "lost leadership" in log and "exits so that a restart rejoins as a standby" in log
+        assert "Lease" in log and new is not None and new in log  # it names the new holder
+        time.sleep(3)
+        assert holder(k8s_api, ns) == new
+        after = watch.writers()[woke:]
+        assert first not in after, "the woken process wrote the record"
+        switch = watch.writers().index(new)
+        assert first not in watch.writers()[switch:], "the old leader wrote after the takeover"
+
+        wait_phase(kubectl, b, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=300)
+        until("the record says Completed", lambda: watch.latest().get("phase") == "Completed", 30, b)
+        assert set(watch.writers()[switch:]) == {new}
+        check_completed_once(k8s_api, ns, watch.latest(), kafka_rig, kafka_admin, topic)
+    finally:
+        watch.stop()

@@ -1,0 +1,125 @@
+"""The leader Lease and its fence against the real kube-apiserver (and Kafka for the gateway fence).
+
+Electors run in this process with short timings (lease 3 s, renew deadline 2 s). A paused leader is an
+elector that acquired once and then never renews (its thread is not running), exactly what SIGSTOP does
+to a process; the process-level tests with real operators are in tests/e2e/test_operator_leader.py.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from kafka_placement.execution.store import RecordConflict
+from kafka_placement.handlers.fencing import FencedGateway
+from kafka_placement.handlers.leader import LeaseElector, LeaseTimings, NotLeader
+from kafka_placement.handlers.store import LEADER, WRITER, ConfigMapStore, claim_records, configmap_name
+from kafka_placement.kafka.connection import ConnectionSettings
+
+pytestmark = [pytest.mark.k8s]
+FAST = LeaseTimings(lease_duration=3, renew_deadline=2, renew_period=1, retry_period=0.5)
+
+
+def wait(what: str, check: Any, timeout: float = 15) -> float:
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, f"{what} within {timeout}s"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def elector(k8s_api: Any, ns: str, identity: str) -> LeaseElector:
+    from kubernetes import client
+
+    return LeaseElector(client.CoordinationV1Api(k8s_api), ns, "kpo-test", identity, FAST)
+
+
+def lease_spec(k8s_api: Any, ns: str) -> dict[str, Any]:
+    from kubernetes import client
+
+    spec = client.CoordinationV1Api(k8s_api).read_namespaced_lease("kpo-test", ns).spec
+    return {
+        "holder": spec.holder_identity,
+        "duration": spec.lease_duration_seconds,
+        "transitions": spec.lease_transitions,
+    }
+
+
+def test_one_leader_at_a_time_release_hands_over_at_once(k8s_api: Any, k8s_namespace: str) -> None:
+    a, b = elector(k8s_api, k8s_namespace, "a_1"), elector(k8s_api, k8s_namespace, "b_2")
+    a.start()
+    wait("a acquires the new Lease", a.is_leader)
+    b.start()
+    try:
+        time.sleep(FAST.lease_duration + 1)  # a keeps renewing: b never gets it
+        assert a.is_leader() and not b.is_leader() and not b.acquired.is_set()
+        assert lease_spec(k8s_api, k8s_namespace) == {"holder": "a_1", "duration": 3, "transitions": 0}
+        a.stop(release=True)
+        assert not a.is_leader()  # the fence closes before the release is written
+        took = wait("b acquires the released Lease", b.is_leader, timeout=5)
+        assert took < FAST.retry_period + 1, f"takeover after a release took {took:.1f}s"
+        assert lease_spec(k8s_api, k8s_namespace) == {"holder": "b_2", "duration": 3, "transitions": 1}
+        assert not a.lost.is_set()  # a released; it did not lose
+    finally:
+        a.stop(release=False)
+        b.stop(release=False)
+
+
+def test_a_paused_leader_is_fenced_by_its_clock_and_by_the_record_version(
+    k8s_api: Any, k8s_namespace: str, kafka_rig: Any, kafka_py_admin: Any
+) -> None:
+    from kubernetes import client
+
+    core, ns = client.CoreV1Api(k8s_api), k8s_namespace
+    stale = elector(k8s_api, ns, "stale_1")
+    assert stale.try_acquire_or_renew() and stale.is_leader()  # acquired once, then paused: no thread
+    store = ConfigMapStore(core, ns, "c1", {}, fence=stale.fence, writer="stale_1")
+    store.load()
+    store.save(b'{"by": "stale, while leading"}')
+    cm = core.read_namespaced_config_map(configmap_name("c1"), ns)
+    assert cm.metadata.annotations[WRITER] == "stale_1"
+    # two saves prepared by the leader before its pause: one checks the fence after waking, the other
+    # passed the fence just before the pause (its fence is a no-op here)
+    late = ConfigMapStore(core, ns, "c1", {}, fence=stale.fence, writer="stale_1")
+    passed = ConfigMapStore(core, ns, "c1", {}, writer="stale_1")
+    late.load(), passed.load()
+
+    new = elector(k8s_api, ns, "new_2")
+    new.start()
+    try:
+        took = wait("the new leader acquires the unrenewed Lease", new.is_leader, timeout=10)
+        assert FAST.lease_duration - 0.5 <= took <= FAST.lease_duration + 2, took
+        assert not stale.is_leader()  # its renew deadline (2 s) ran out before the lease duration (3 s)
+        assert claim_records(core, [ns], "new_2") == [f"{ns}/{configmap_name('c1')}"]
+        claimed = core.read_namespaced_config_map(configmap_name("c1"), ns)
+        assert claimed.metadata.annotations[LEADER].startswith("new_2 ")
+        mine = ConfigMapStore(core, ns, "c1", {}, fence=new.fence, writer="new_2")
+        mine.load()
+        mine.save(b'{"by": "new leader"}')
+        after = core.read_namespaced_config_map(configmap_name("c1"), ns).metadata.resource_version
+
+        with pytest.raises(NotLeader, match="stale_1 does not hold Lease"):
+            late.save(b'{"by": "stale, after waking"}')
+        with pytest.raises(RecordConflict, match="changed by another writer"):
+            passed.save(b'{"by": "stale, fence passed before the pause"}')
+        final = core.read_namespaced_config_map(configmap_name("c1"), ns)
+        assert final.metadata.resource_version == after  # neither stale save wrote anything
+        assert final.metadata.annotations[WRITER] == "new_2"
+        assert mine.load() == b'{"by": "new leader"}'
+
+        # and a Kafka submission of the stale leader never reaches Kafka
+        with (
+            FencedGateway(
+                ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers), stale.fence
+            ) as gw,
+            pytest.raises(NotLeader),
+        ):
+            gw.alter_reassignments({("any-topic", 0): [1, 2]})
+        assert kafka_py_admin.list_partition_reassignments() == {}
+        # on waking, its own renewal finds the Lease taken and it steps down
+        assert not stale.try_acquire_or_renew()
+        assert stale.lost.is_set() and stale.holder == "new_2"
+    finally:
+        new.stop(release=False)
