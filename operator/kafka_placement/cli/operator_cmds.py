@@ -30,18 +30,15 @@ SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/names
 
 
 def _lease_namespace(args: argparse.Namespace) -> str:
+    """--lease-namespace, else $POD_NAMESPACE, else the pod's own namespace, else the first watched
+    namespace, else "default" (as kubectl does), so `operator --all-namespaces` works outside a pod too."""
     ns = args.lease_namespace or os.environ.get("POD_NAMESPACE") or ""
-    if not ns and len(args.namespace) == 1:
-        ns = args.namespace[0]
     if not ns and os.path.isfile(SERVICE_ACCOUNT_NAMESPACE):  # in a pod without the downward API env
         with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
             ns = f.read().strip()
     if not ns:
-        raise BadInputError(
-            "leader election needs the namespace of its Lease: give --lease-namespace NS (or set "
-            "POD_NAMESPACE), or run with --no-leader-election",
-            "operator --lease-namespace",
-        )
+        ns = args.namespace[0] if args.namespace else "default"
+        log.info("leader election: Lease in namespace %s (--lease-namespace to choose)", ns)
     return str(ns)
 
 
