@@ -33,6 +33,7 @@ READ_ONLY = (
     "describe_log_dirs",
     "list_reassignments",
     "describe_configs",
+    "min_insync_replicas",
     "metadata_version",
     "supports_cordon",
 )
