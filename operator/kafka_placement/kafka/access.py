@@ -41,24 +41,22 @@ class Acl:
 CLUSTER_ALTER = Acl(
     "ALTER",
     CLUSTER,
-    "AlterPartitionReassignments (submit, cancel), AlterReplicaLogDirs (dir moves), ElectLeaders; "
-    "implies DESCRIBE: DescribeLogDirs, ListPartitionReassignments",
+    "to submit and cancel reassignments, move replicas between log dirs and elect leaders; implies "
+    "DESCRIBE, for log dirs and reassignment progress",
 )
 CLUSTER_ALTER_CONFIGS = Acl(
     "ALTER_CONFIGS",
     CLUSTER,
-    "IncrementalAlterConfigs of brokers (throttle rates, cordoned.log.dirs); implies DESCRIBE_CONFIGS",
+    "to set and remove broker throttle rates and cordoned.log.dirs; implies DESCRIBE_CONFIGS",
 )
 TOPIC_DESCRIBE = Acl(
-    "DESCRIBE", TOPIC, "Metadata of the topics (replicas, leader, ISR); without it a topic is invisible"
+    "DESCRIBE", TOPIC, "to see the topics: Kafka hides a topic from a principal that may not describe it"
 )
 TOPIC_ALTER_CONFIGS = Acl(
-    "ALTER_CONFIGS",
-    TOPIC,
-    "IncrementalAlterConfigs of topics (*.replication.throttled.replicas); implies DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS", TOPIC, "to set and remove the topics' throttled-replica lists; implies DESCRIBE_CONFIGS"
 )
 REQUIRED_ACLS = (CLUSTER_ALTER, CLUSTER_ALTER_CONFIGS, TOPIC_DESCRIBE, TOPIC_ALTER_CONFIGS)
-# what each needed ACL is checked as (KIP-430 authorized operations include the implied ones)
+# the operations checked (KIP-430 authorized operations include implied ones) -> the grant that allows them
 CLUSTER_CHECKS = (
     ("DESCRIBE", CLUSTER_ALTER),
     ("ALTER", CLUSTER_ALTER),
@@ -81,10 +79,9 @@ def who(settings: ConnectionSettings) -> str:
     return "the anonymous principal"
 
 
-def denied_item(operation: str, name: str, acl: Acl) -> str:
-    """``operation`` on a resource was denied; ``acl`` is the grant that allows it."""
-    grant = "" if operation == acl.operation else f"; grant {acl.operation}, which implies it"
-    return f"{operation} on {acl.resource_type} {name} ({acl.why}{grant})"
+def denied_item(name: str, acl: Acl) -> str:
+    """The grant ``acl`` on resource ``name`` is missing: what to grant and why."""
+    return f"{acl.on(name)} ({acl.why})"
 
 
 def denied_message(settings: ConnectionSettings, denied: Iterable[str], what: str) -> str:

@@ -208,7 +208,11 @@ class KafkaGateway:
     def _not_authorized(
         self, what: str, code: str, acl: tuple[str, str, Acl] | None
     ) -> KafkaAuthorizationError:
-        item = denied_item(*acl) if acl is not None else f"{code} (an operation not in README 'Security')"
+        item = (
+            denied_item(acl[1], acl[2])
+            if acl is not None
+            else f"{code} (an operation not in README 'Security')"
+        )
         return KafkaAuthorizationError(denied_message(self.settings, [item], what))
 
     def _classify(
@@ -254,11 +258,14 @@ class KafkaGateway:
 
     # ---- access --------------------------------------------------------------------------------
 
-    def check_authorized(self, topics: Iterable[str] = (), *, configs: bool = True) -> None:
-        """Check, before anything is changed, that the principal holds every ACL an execution needs:
-        DESCRIBE and ALTER on the cluster, DESCRIBE on ``topics``, and with ``configs`` (throttles,
-        cordons) DESCRIBE_CONFIGS/ALTER_CONFIGS on the cluster and the topics. Uses the authorized
-        operations Kafka reports (KIP-430); raises ``KafkaAuthorizationError`` naming every denial."""
+    def check_authorized(
+        self, topics: Iterable[str] = (), *, configs: bool = True, moves: bool = True, when: str = ""
+    ) -> None:
+        """Check, before anything is changed, that the principal holds every ACL the work needs: DESCRIBE
+        on the cluster and on every topic (``_topic_wildcard_denied``), DESCRIBE on ``topics``; with
+        ``moves`` ALTER on the cluster; with ``configs`` (throttles, cordons) DESCRIBE_CONFIGS and
+        ALTER_CONFIGS on the cluster and on ``topics``. Uses the authorized operations Kafka reports
+        (KIP-430); raises ``KafkaAuthorizationError`` naming every denial."""
         from confluent_kafka import KafkaException, TopicCollection
 
         admin = self._admin()
@@ -270,11 +277,15 @@ class KafkaGateway:
             ).result(),
         )
         allowed = {_enum_text(op) for op in cluster.authorized_operations or ()}
+        wanted = {"DESCRIBE"} | ({"ALTER"} if moves else set()) | (_CONFIG_OPS if configs else set())
         denied = [
-            denied_item(op, access.CLUSTER_NAME, acl)
+            denied_item(access.CLUSTER_NAME, acl)
             for op, acl in access.CLUSTER_CHECKS
-            if op not in allowed and (configs or "CONFIGS" not in op)
+            if op in wanted and op not in allowed
         ]
+        wildcard = self._topic_wildcard_denied()
+        if wildcard:
+            denied.append(wildcard)
         names = sorted(set(topics))
         if names:
 
@@ -287,22 +298,47 @@ class KafkaGateway:
                     try:
                         out[name] = {_enum_text(op) for op in f.result().authorized_operations or ()}
                     except KafkaException as e:
-                        if not str(e.args[0].name()).endswith("_AUTHORIZATION_FAILED"):
-                            raise
-                        out[name] = None  # may not even DESCRIBE it
+                        code = str(e.args[0].name())
+                        if code.endswith("_AUTHORIZATION_FAILED"):
+                            out[name] = None  # may not even DESCRIBE it
+                        elif code not in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION"):
+                            raise  # a topic that does not exist needs no ACL (the executor reports it)
                 return out
 
             per_topic = self._call(f"describe topics ({len(names)}, authorized operations)", run)
             for op, acl in access.TOPIC_CHECKS:
-                if not configs and "CONFIGS" in op:
-                    continue
-                missing = [t for t in names if not (per_topic.get(t) or set()) >= {op}]
-                if missing:
-                    denied.append(denied_item(op, _shown(missing), acl))
+                if op in wanted:
+                    missing = [t for t in per_topic if op not in (per_topic[t] or set())]
+                    if missing:
+                        denied.append(denied_item(_shown(missing), acl))
         if denied:
             raise KafkaAuthorizationError(
-                denied_message(self.settings, denied, "checked before executing: nothing was submitted")
+                denied_message(self.settings, denied, when or "checked before acting")
             )
+
+    def _topic_wildcard_denied(self) -> str | None:
+        """Kafka hides topics the principal may not DESCRIBE (from metadata and DescribeLogDirs alike), so
+        a snapshot cannot tell them from no topics. Ask for a topic that does not exist: a principal allowed
+        to describe any topic hears UNKNOWN_TOPIC_OR_PARTITION, one that is not hears
+        TOPIC_AUTHORIZATION_FAILED (Kafka does not reveal what exists to it)."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        admin = self._admin()
+
+        def run() -> str:
+            futures = admin.describe_topics(
+                TopicCollection([ACL_PROBE_TOPIC]), request_timeout=self.settings.request_timeout_s
+            )
+            try:
+                futures[ACL_PROBE_TOPIC].result()
+            except KafkaException as e:
+                return str(e.args[0].name())
+            return "EXISTS"
+
+        code = self._call("describe topics (DESCRIBE on every topic)", run)
+        if code.endswith("_AUTHORIZATION_FAILED"):
+            return denied_item("* (every topic)", access.TOPIC_DESCRIBE)
+        return None
 
     # ---- cluster state -------------------------------------------------------------------------
 
@@ -311,6 +347,8 @@ class KafkaGateway:
         leader, ISR and size (the largest replica). Internal topics are included."""
         admin = self._admin()
         timeout = self.settings.request_timeout_s
+        # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL
+        self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
         cluster = self._call(
             "describe cluster", lambda: admin.describe_cluster(request_timeout=timeout).result()
         )
@@ -340,10 +378,6 @@ class KafkaGateway:
                     sizes[key] = max(sizes.get(key, 0), rep.size_bytes)
             brokers[b] = Broker(b, racks.get(b) or None, tuple(log_dirs))
 
-        hidden = sorted({t for t, _, _ in where} - set(metadata.topics))
-        if hidden:  # in the log dirs but not in the metadata: a topic we may not DESCRIBE raises here
-            self.describe_partitions(hidden)
-            log.warning("topics %s appeared while the snapshot was taken; left out", _shown(hidden))
         partitions = []
         for topic, tmd in sorted(metadata.topics.items()):
             if tmd.error is not None:
@@ -624,7 +658,7 @@ class KafkaGateway:
                 raise KafkaAuthorizationError(
                     denied_message(
                         self.settings,
-                        [denied_item(*_config_acl("ALTER_CONFIGS", [t])) for t in denied],
+                        [denied_item(*_config_acl("ALTER_CONFIGS", [t])[1:]) for t in denied],
                         f"alter configs of {_names(denied)}",
                     )
                 )
@@ -696,6 +730,8 @@ class KafkaGateway:
 
 # ---- helpers ---------------------------------------------------------------------------------------
 
+ACL_PROBE_TOPIC = "kafka-placement-acl-probe-7c1e"  # never created: see _topic_wildcard_denied
+_CONFIG_OPS = {"DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
 _CLUSTER_DESCRIBE = ("DESCRIBE", access.CLUSTER_NAME, access.CLUSTER_ALTER)
 _CLUSTER_ALTER = ("ALTER", access.CLUSTER_NAME, access.CLUSTER_ALTER)
 
