@@ -1,4 +1,4 @@
-"""PEM files from Secrets (handlers/secret_files.py): one private file per content, reused, stale ones pruned."""
+"""PEM files from Secrets (handlers/secret_files.py): one private file per content, reused, pruned."""
 
 from __future__ import annotations
 
