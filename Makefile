@@ -37,15 +37,18 @@ rig-build: venv
 rig-up: rig-build
 	$(PY) tests/rig/kafka_rig.py up --name main
 	$(PY) tests/rig/kafka_rig.py up --name legacy
+	$(PY) tests/rig/kafka_rig.py up --name secure
 	$(PY) tests/rig/k8s_rig.py up
 
 rig-down:
 	-@[ -x $(PY) ] && $(PY) tests/rig/k8s_rig.py down
+	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name secure
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name legacy
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name main
 
 rig-status: venv
 	$(PY) tests/rig/kafka_rig.py status --name main
+	$(PY) tests/rig/kafka_rig.py status --name secure
 	$(PY) tests/rig/k8s_rig.py status
 
 lint: venv

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run a command with the real rig up (Kafka main + legacy clusters, kube-apiserver), always tearing the
+# Run a command with the real rig up (Kafka main + legacy + secure clusters, kube-apiserver), always tearing the
 # rig down afterwards, also on failure or interrupt. Exit status is the command's.
 set -uo pipefail
 cd "$(dirname "$0")/.."

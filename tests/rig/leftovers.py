@@ -27,12 +27,16 @@ if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
 from tests.rig.probes import rig_jvms, rig_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# the rig's fixed ports (kafka_rig.py profiles main/legacy, k8s_rig.py): brokers, controllers, etcd, apiserver
+# the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py): brokers, controllers,
+# mutual-TLS listeners, etcd, apiserver
 RIG_PORTS = (
     *range(29092, 29095),
     *range(29192, 29195),
     *range(29392, 29394),
     *range(29492, 29494),
+    *range(29592, 29594),
+    *range(29692, 29694),
+    *range(29792, 29794),
     23790,
     23800,
     26443,

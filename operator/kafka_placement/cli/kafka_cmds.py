@@ -200,6 +200,12 @@ def _execute(args: argparse.Namespace) -> int:
                 f"another execution (plan {ex.doc.plan_id}) is in progress; cancel it or use another --state",
                 store.where,
             )
+        # every ACL the execution needs, before anything is written to Kafka: a denial is exit 1 naming it
+        gateway.check_authorized(
+            {t.topic for t in plan.partitions},
+            configs=limits.throttle is not None or ex is not None,
+            when="checked before executing: nothing was submitted",
+        )
         resume = ex is not None and ex.doc.plan_id == plan.plan_id and ex.phase != Phase.CANCELLED
         if ex is not None and resume and ex.phase == Phase.COMPLETED:
             problems = executor.mismatches(gateway, plan, ex)
@@ -330,6 +336,9 @@ def _cancel(args: argparse.Namespace) -> int:
     ex.doc.cancel_requested = True
     ex.doc.owner = Owner(pid=os.getpid(), started_at=time.time())
     with _record_gateway(args, ex) as gateway:
+        gateway.check_authorized(  # before reverting anything
+            {t.topic for t in ex.plan.plan.partitions}, when="checked before cancelling: nothing was reverted"
+        )
         ex.save()
         ex = executor.run(
             gateway,

@@ -34,6 +34,7 @@ READ_ONLY = (
     "list_reassignments",
     "describe_configs",
     "min_insync_replicas",
+    "check_authorized",
     "metadata_version",
     "supports_cordon",
 )

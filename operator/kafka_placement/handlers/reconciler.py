@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +28,13 @@ from ..execution.record import TERMINAL, Execution, Phase, Rule
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
-from ..kafka.gateway import KafkaGateway, KafkaUnavailableError, LogDirInfo
+from ..kafka.gateway import (
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaGateway,
+    KafkaUnavailableError,
+    LogDirInfo,
+)
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import (
     BrokerDecommission,
@@ -46,6 +50,7 @@ from . import status as st
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
 from .planner import plan_cluster
+from .secret_files import pem_file
 from .store import ConfigMapStore
 
 GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
@@ -77,13 +82,23 @@ def connection_settings(
     bootstrap = spec.get("bootstrapServers")
     if not isinstance(bootstrap, str) or not bootstrap:
         raise BadInputError('bootstrapServers is required ("host:port,host:port")', "spec.bootstrapServers")
-    tls, sasl = spec.get("tls") or {}, spec.get("sasl") or {}
+    tls, sasl = spec.get("tls"), spec.get("sasl") or {}
     kw: dict[str, Any] = {}
-    if tls:
-        ref = tls.get("caSecretRef") or {}
-        kw["ssl_cafile"] = _secret_file(
-            core, namespace, ref.get("name"), ref.get("key", "ca.crt"), "spec.tls.caSecretRef"
-        )
+    if isinstance(tls, Mapping):
+        ca = tls.get("caSecretRef")
+        if ca:  # absent: the system trust store
+            kw["ssl_cafile"] = _secret_file(
+                core, namespace, ca.get("name"), ca.get("key", "ca.crt"), "spec.tls.caSecretRef"
+            )
+        cert = tls.get("certSecretRef")
+        if cert:  # mutual TLS: the client certificate and its key
+            where = "spec.tls.certSecretRef"
+            kw["ssl_certfile"] = _secret_file(
+                core, namespace, cert.get("name"), cert.get("certKey", "tls.crt"), where
+            )
+            kw["ssl_keyfile"] = _secret_file(
+                core, namespace, cert.get("name"), cert.get("keyKey", "tls.key"), where
+            )
     if sasl:
         ref = sasl.get("secretRef") or {}
         kw["sasl_mechanism"] = sasl.get("mechanism", "SCRAM-SHA-512")
@@ -93,7 +108,8 @@ def connection_settings(
         kw["password"] = _secret_value(
             core, namespace, ref.get("name"), ref.get("passwordKey", "password"), "spec.sasl.secretRef"
         )
-    protocol = ("SASL_SSL" if tls else "SASL_PLAINTEXT") if sasl else ("SSL" if tls else "PLAINTEXT")
+    secure = tls is not None
+    protocol = ("SASL_SSL" if secure else "SASL_PLAINTEXT") if sasl else ("SSL" if secure else "PLAINTEXT")
     return ConnectionSettings(bootstrap_servers=bootstrap, security_protocol=protocol, **kw)
 
 
@@ -111,10 +127,8 @@ def _secret_value(core: client.CoreV1Api, ns: str, name: str | None, key: str, w
 
 
 def _secret_file(core: client.CoreV1Api, ns: str, name: str | None, key: str, where: str) -> str:
-    fd, path = tempfile.mkstemp(prefix="kafka-placement-", suffix=".pem")
-    with os.fdopen(fd, "w") as f:
-        f.write(_secret_value(core, ns, name, key, where))
-    return path
+    """A Secret's PEM value as a file: one 0600 file per content, reused by every reconcile."""
+    return pem_file(_secret_value(core, ns, name, key, where))
 
 
 def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
@@ -281,9 +295,21 @@ class Reconciler:
             return self._unreachable(bodies, "CorruptExecutionRecord", e.message, connected=True)
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
+                # every ACL an execution needs, checked before anything is changed (README, "Security")
+                active = record is not None and record.phase not in TERMINAL
+                gw.check_authorized(
+                    {t.topic for t in record.plan.plan.partitions} if record is not None and active else (),
+                    when="checked before acting: nothing was changed",
+                )
                 return self._with_kafka(gw, cluster, bodies, store, record)
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
+        except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            return self._unreachable(bodies, "KafkaNotAuthorized", e.message, True, "NotAuthorized")
+        except KafkaAuthenticationError as e:
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            return self._unreachable(bodies, "KafkaAuthenticationFailed", e.message, connected=False)
         except KafkaUnavailableError as e:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)
@@ -292,13 +318,18 @@ class Reconciler:
             raise kopf.TemporaryError(e.message, delay=1) from None
 
     def _unreachable(
-        self, bodies: list[dict[str, Any]], reason: str, message: str, connected: bool
+        self,
+        bodies: list[dict[str, Any]],
+        reason: str,
+        message: str,
+        connected: bool,
+        phase: str = "Unreachable",
     ) -> dict[str, Any]:
         for b in bodies:
             if (b.get("status") or {}).get("phase") not in (st.COMPLETED,):
                 self.set_status(b, st.FAILED, reason, message)
         return {
-            "phase": "Unreachable",
+            "phase": phase,
             "conditions": st.merge_conditions(
                 None,
                 {"Ready": (connected, reason, message), "Degraded": (True, reason, message)},

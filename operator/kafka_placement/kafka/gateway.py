@@ -5,14 +5,19 @@
 ``KafkaAdminClient`` (AlterPartitionReassignments, ListPartitionReassignments, DescribeLogDirs,
 AlterReplicaLogDirs, DescribeFeatures — librdkafka has none of these). Every call has a timeout and a
 bounded number of retries with exponential backoff on retriable errors. An unreachable cluster raises
-``KafkaUnavailableError`` naming the bootstrap servers within about ``connect_timeout_s``; other
-failures raise ``KafkaOperationError``. Per-item failures (a partition, a replica, a config resource)
+``KafkaUnavailableError`` naming the bootstrap servers within about ``connect_timeout_s``; a cluster that
+refuses who we are raises its subclass ``KafkaAuthenticationError`` as soon as a client reports it (wrong
+SASL password, untrusted broker certificate, rejected or expired client certificate: kafka/access.py); a
+missing ACL raises ``KafkaAuthorizationError`` naming the denied operation and resource (and
+``check_authorized`` checks every ACL an execution needs before anything is submitted); other failures
+raise ``KafkaOperationError``. Per-item failures (a partition, a replica, a config resource)
 are returned as ``OpError`` values keyed by the item, never raised. Results are plain dataclasses and
 the model's ``ClusterSnapshot``.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +26,8 @@ from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+from . import access
+from .access import Acl, denied_item, denied_message
 from .connection import ConnectionSettings
 from .types import (  # noqa: F401  (re-exported: callers import them from the gateway)
     _LIBRDKAFKA_NAMES,
@@ -35,6 +42,8 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
     ConfigTarget,
     ConfigValue,
     CordonUnsupportedError,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
     KafkaOperationError,
     KafkaUnavailableError,
     LogDirInfo,
@@ -95,7 +104,12 @@ class KafkaGateway:
         return self.settings.bootstrap_servers
 
     def _unavailable(self, reason: str) -> KafkaUnavailableError:
-        return KafkaUnavailableError(f"cannot reach Kafka at {self.servers}: {reason}")
+        refused = access.authentication_failure(reason, self.settings)
+        return refused or KafkaUnavailableError(f"cannot reach Kafka at {self.servers}: {reason}")
+
+    def _refused(self) -> KafkaAuthenticationError | None:
+        """The authentication failure a client reported so far (None: none yet)."""
+        return access.authentication_failure(self._last_client_error or "", self.settings)
 
     def _on_client_error(self, err: Any) -> None:
         """librdkafka's error_cb: remember why connections fail (a refused connect says more than
@@ -110,17 +124,14 @@ class KafkaGateway:
         if self._confluent is None:
             from confluent_kafka.admin import AdminClient
 
+            access.check_client_certificate(self.settings)
             conf = self.settings.confluent_config()
             conf["error_cb"] = self._on_client_error
             conf["logger"] = _librdkafka_log
             admin = AdminClient(conf)
             self._confluent = admin
             try:
-                self._call(
-                    "connect",
-                    lambda: admin.describe_cluster(request_timeout=self.settings.connect_timeout_s).result(),
-                    attempts=1,
-                )
+                self._call("connect", lambda: self._connected(admin), attempts=1)
             except KafkaOperationError as e:
                 self._confluent = None
                 raise self._unavailable(e.message) from None
@@ -129,9 +140,28 @@ class KafkaGateway:
                 raise
         return self._confluent
 
+    def _connected(self, admin: Any) -> Any:
+        """One DescribeCluster, polling the client's errors meanwhile: a refused authentication fails at
+        once with its reason instead of after the whole connect timeout."""
+        future = admin.describe_cluster(request_timeout=self.settings.connect_timeout_s)
+        deadline = time.monotonic() + self.settings.connect_timeout_s + 2
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except concurrent.futures.TimeoutError:
+                admin.poll(0)  # serves error_cb
+                refused = self._refused()
+                if refused is not None:
+                    raise refused from None
+                if time.monotonic() > deadline:
+                    raise self._unavailable(self._last_client_error or "no broker answered") from None
+
     def _py(self) -> Any:
-        """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s)."""
+        """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
+        confluent client connects first: its errors say why a connection fails (kafka-python's only time
+        out)."""
         if self._kafka_python is None:
+            self._admin()
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError as PyKafkaError
 
@@ -145,7 +175,13 @@ class KafkaGateway:
 
     # ---- error handling ------------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], T], attempts: int | None = None) -> T:
+    def _call(
+        self,
+        what: str,
+        fn: Callable[[], T],
+        attempts: int | None = None,
+        acl: tuple[str, str, Acl] | None = None,
+    ) -> T:
         """Run ``fn`` with bounded retries (exponential backoff) on retriable errors; map failures to
         ``KafkaUnavailableError`` / ``KafkaOperationError``."""
         total = attempts or self._attempts
@@ -156,7 +192,7 @@ class KafkaGateway:
             except PlacementError:
                 raise
             except Exception as e:
-                classified = self._classify(what, e)
+                classified = self._classify(what, e, acl)
                 if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
                     raise
                 failure, retriable = classified
@@ -169,15 +205,29 @@ class KafkaGateway:
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _classify(self, what: str, e: Exception) -> tuple[PlacementError, bool] | None:
+    def _not_authorized(
+        self, what: str, code: str, acl: tuple[str, str, Acl] | None
+    ) -> KafkaAuthorizationError:
+        item = (
+            denied_item(acl[1], acl[2])
+            if acl is not None
+            else f"{code} (an operation not in README 'Security')"
+        )
+        return KafkaAuthorizationError(denied_message(self.settings, [item], what))
+
+    def _classify(
+        self, what: str, e: Exception, acl: tuple[str, str, Acl] | None = None
+    ) -> tuple[PlacementError, bool] | None:
         from confluent_kafka import KafkaException
-        from kafka.errors import KafkaConnectionError, SaslAuthenticationFailedError
+        from kafka.errors import AuthorizationError, KafkaConnectionError, SaslAuthenticationFailedError
         from kafka.errors import KafkaError as PyKafkaError
 
         if isinstance(e, KafkaException):
             err: Any = e.args[0] if e.args else None
             code = str(err.name()) if hasattr(err, "name") else "UNKNOWN"
             text = str(err.str()) if hasattr(err, "str") else str(e)
+            if code.endswith("_AUTHORIZATION_FAILED"):
+                return self._not_authorized(what, code, acl), False
             if self._confluent is not None:
                 self._last_client_error = None
                 self._confluent.poll(0)  # serve error_cb: the transport error says why
@@ -186,6 +236,8 @@ class KafkaGateway:
                 return self._unavailable(transport or text), False
             retriable = bool(err.retriable()) if hasattr(err, "retriable") else False
             return KafkaOperationError(f"{what} failed: {text}"), retriable or code in _RETRIABLE_CODES
+        if isinstance(e, AuthorizationError):
+            return self._not_authorized(what, type(e).__name__, acl), False
         if isinstance(e, SaslAuthenticationFailedError):
             return self._unavailable(_py_error_text(e)), False
         if isinstance(e, KafkaConnectionError):
@@ -198,6 +250,98 @@ class KafkaGateway:
             return self._unavailable(f"{what}: {e}"), False
         return None
 
+    def _raise_denied(self, what: str, errors: Mapping[Any, OpError], acl: tuple[str, str, Acl]) -> None:
+        """Per-item authorization failures of a batch request are the principal's, not the items'."""
+        codes = sorted({e.code for e in errors.values() if e.code.endswith("_AUTHORIZATION_FAILED")})
+        if codes:
+            raise self._not_authorized(what, codes[0], acl)
+
+    # ---- access --------------------------------------------------------------------------------
+
+    def check_authorized(
+        self, topics: Iterable[str] = (), *, configs: bool = True, moves: bool = True, when: str = ""
+    ) -> None:
+        """Check, before anything is changed, that the principal holds every ACL the work needs: DESCRIBE
+        on the cluster and on every topic (``_topic_wildcard_denied``), DESCRIBE on ``topics``; with
+        ``moves`` ALTER on the cluster and DESCRIBE_CONFIGS on ``topics`` (their min.insync.replicas); with
+        ``configs`` (throttles, cordons) DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster and on
+        ``topics``. Uses the authorized operations Kafka reports (KIP-430); raises
+        ``KafkaAuthorizationError`` naming every denial."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        admin = self._admin()
+        timeout = self.settings.request_timeout_s
+        cluster = self._call(
+            "describe cluster (authorized operations)",
+            lambda: admin.describe_cluster(
+                include_authorized_operations=True, request_timeout=timeout
+            ).result(),
+        )
+        allowed = {_enum_text(op) for op in cluster.authorized_operations or ()}
+        wanted = {"DESCRIBE"} | ({"ALTER"} if moves else set()) | (_CONFIG_OPS if configs else set())
+        denied = [
+            denied_item(access.CLUSTER_NAME, acl)
+            for op, acl in access.CLUSTER_CHECKS
+            if op in wanted and op not in allowed
+        ]
+        wildcard = self._topic_wildcard_denied()
+        if wildcard:
+            denied.append(wildcard)
+        names = sorted(set(topics))
+        if names:
+
+            def run() -> dict[str, set[str] | None]:
+                futures = admin.describe_topics(
+                    TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
+                )
+                out: dict[str, set[str] | None] = {}
+                for name, f in futures.items():
+                    try:
+                        out[name] = {_enum_text(op) for op in f.result().authorized_operations or ()}
+                    except KafkaException as e:
+                        code = str(e.args[0].name())
+                        if code.endswith("_AUTHORIZATION_FAILED"):
+                            out[name] = None  # may not even DESCRIBE it
+                        elif code not in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION"):
+                            raise  # a topic that does not exist needs no ACL (the executor reports it)
+                return out
+
+            per_topic = self._call(f"describe topics ({len(names)}, authorized operations)", run)
+            topic_wanted = wanted | ({"DESCRIBE_CONFIGS"} if moves else set())  # min.insync.replicas
+            for op, acl in access.TOPIC_CHECKS:
+                if op in topic_wanted:
+                    missing = [t for t in per_topic if op not in (per_topic[t] or set())]
+                    if missing:
+                        denied.append(denied_item(_shown(missing), acl))
+        if denied:
+            raise KafkaAuthorizationError(
+                denied_message(self.settings, denied, when or "checked before acting")
+            )
+
+    def _topic_wildcard_denied(self) -> str | None:
+        """Kafka hides topics the principal may not DESCRIBE (from metadata and DescribeLogDirs alike), so
+        a snapshot cannot tell them from no topics. Ask for a topic that does not exist: a principal allowed
+        to describe any topic hears UNKNOWN_TOPIC_OR_PARTITION, one that is not hears
+        TOPIC_AUTHORIZATION_FAILED (Kafka does not reveal what exists to it)."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        admin = self._admin()
+
+        def run() -> str:
+            futures = admin.describe_topics(
+                TopicCollection([ACL_PROBE_TOPIC]), request_timeout=self.settings.request_timeout_s
+            )
+            try:
+                futures[ACL_PROBE_TOPIC].result()
+            except KafkaException as e:
+                return str(e.args[0].name())
+            return "EXISTS"
+
+        code = self._call("describe topics (DESCRIBE on every topic)", run)
+        if code.endswith("_AUTHORIZATION_FAILED"):
+            return denied_item("* (every topic)", access.TOPIC_DESCRIBE)
+        return None
+
     # ---- cluster state -------------------------------------------------------------------------
 
     def snapshot(self) -> ClusterSnapshot:
@@ -205,6 +349,8 @@ class KafkaGateway:
         leader, ISR and size (the largest replica). Internal topics are included."""
         admin = self._admin()
         timeout = self.settings.request_timeout_s
+        # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL
+        self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
         cluster = self._call(
             "describe cluster", lambda: admin.describe_cluster(request_timeout=timeout).result()
         )
@@ -298,7 +444,9 @@ class KafkaGateway:
                         raise
             return out
 
-        described = self._call(f"describe topics ({len(names)})", run)
+        described = self._call(
+            f"describe topics ({len(names)})", run, acl=("DESCRIBE", _shown(names), access.TOPIC_DESCRIBE)
+        )
         states: dict[PartitionKey, PartitionState] = {}
         for name, desc in described.items():
             for p in desc.partitions:
@@ -333,7 +481,7 @@ class KafkaGateway:
             def one(b: int = b) -> Any:
                 return py.describe_log_dirs(topic_partitions=wanted, brokers=[b])
 
-            (resp,) = self._call(f"describe log dirs of broker {b}", one)
+            (resp,) = self._call(f"describe log dirs of broker {b}", one, acl=_CLUSTER_DESCRIBE)
             out[b] = tuple(_log_dir_info(b, d) for d in resp["log_dirs"])
         return out
 
@@ -355,7 +503,9 @@ class KafkaGateway:
         tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
         timeout_ms = int(self.settings.request_timeout_s * 1000)
         raw = self._call(
-            "list reassignments", lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms)
+            "list reassignments",
+            lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms),
+            acl=_CLUSTER_DESCRIBE,
         )
         return {
             (tp.topic, tp.partition): Reassignment(
@@ -384,7 +534,9 @@ class KafkaGateway:
         py = self._py()
         timeout_ms = int(self.settings.request_timeout_s * 1000)
         result = self._call(
-            "alter reassignments", lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms)
+            "alter reassignments",
+            lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms),
+            acl=_CLUSTER_ALTER,
         )
         errors: dict[PartitionKey, OpError] = {}
         for tp in request:
@@ -394,6 +546,7 @@ class KafkaGateway:
                 )
             elif result[tp] is not None:
                 errors[(tp.topic, tp.partition)] = _py_op_error(result[tp])
+        self._raise_denied("alter reassignments", errors, _CLUSTER_ALTER)
         return errors
 
     # ---- log dir moves (KIP-113) ---------------------------------------------------------------
@@ -408,7 +561,9 @@ class KafkaGateway:
             return {}
         py = self._py()
         request = {TopicPartitionReplica(t, p, b): path for (t, p, b), path in moves.items()}
-        result = self._call("alter replica log dirs", lambda: py.alter_replica_log_dirs(request))
+        result = self._call(
+            "alter replica log dirs", lambda: py.alter_replica_log_dirs(request), acl=_CLUSTER_ALTER
+        )
         errors: dict[ReplicaKey, OpError] = {}
         for tpr in request:
             key = (tpr.topic, tpr.partition, tpr.broker_id)
@@ -417,6 +572,7 @@ class KafkaGateway:
                 errors[key] = OpError("UNKNOWN", f"broker {tpr.broker_id} did not answer for it", True)
             elif err is not NoError:
                 errors[key] = _py_op_error(err)
+        self._raise_denied("alter replica log dirs", errors, _CLUSTER_ALTER)
         return errors
 
     # ---- configs -------------------------------------------------------------------------------
@@ -437,7 +593,8 @@ class KafkaGateway:
                 )
                 return {resources[r]: f.result() for r, f in futures.items()}
 
-            for target, entries in self._call(f"describe configs of {_names(batch)}", run).items():
+            acl = _config_acl("DESCRIBE_CONFIGS", batch)
+            for target, entries in self._call(f"describe configs of {_names(batch)}", run, acl=acl).items():
                 out[target] = {
                     name: ConfigValue(
                         e.value,
@@ -505,7 +662,19 @@ class KafkaGateway:
                         failed[resources[r]] = _confluent_op_error(err)
                 return failed
 
-            errors.update(self._call(f"alter configs of {_names(batch)}", run))
+            failed = self._call(
+                f"alter configs of {_names(batch)}", run, acl=_config_acl("ALTER_CONFIGS", batch)
+            )
+            denied = [t for t, err in failed.items() if err.code.endswith("_AUTHORIZATION_FAILED")]
+            if denied:
+                raise KafkaAuthorizationError(
+                    denied_message(
+                        self.settings,
+                        [denied_item(*_config_acl("ALTER_CONFIGS", [t])[1:]) for t in denied],
+                        f"alter configs of {_names(denied)}",
+                    )
+                )
+            errors.update(failed)
         return errors
 
     # ---- leaders -------------------------------------------------------------------------------
@@ -524,6 +693,7 @@ class KafkaGateway:
         result = self._call(
             "elect preferred leaders",
             lambda: admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
+            acl=_CLUSTER_ALTER,
         )
         errors: dict[PartitionKey, OpError] = {}
         for tp, outcome in result.items():
@@ -532,6 +702,7 @@ class KafkaGateway:
             err: Any = outcome.args[0] if isinstance(outcome, Exception) and outcome.args else outcome
             if err.name() != "ELECTION_NOT_NEEDED":
                 errors[(tp.topic, tp.partition)] = _confluent_op_error(err)
+        self._raise_denied("elect preferred leaders", errors, _CLUSTER_ALTER)
         return errors
 
     # ---- cordon (KIP-1066) ---------------------------------------------------------------------
@@ -571,6 +742,26 @@ class KafkaGateway:
 
 # ---- helpers ---------------------------------------------------------------------------------------
 
+ACL_PROBE_TOPIC = "kafka-placement-acl-probe-7c1e"  # never created: see _topic_wildcard_denied
+_CONFIG_OPS = {"DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+_CLUSTER_DESCRIBE = ("DESCRIBE", access.CLUSTER_NAME, access.CLUSTER_ALTER)
+_CLUSTER_ALTER = ("ALTER", access.CLUSTER_NAME, access.CLUSTER_ALTER)
+
+
+def _enum_text(value: Any) -> str:
+    return str(getattr(value, "name", value))
+
+
+def _shown(names: Sequence[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _config_acl(operation: str, batch: Sequence[ConfigTarget]) -> tuple[str, str, Acl]:
+    """The ACL a config request on ``batch`` (one broker, or topics) needs."""
+    if batch and batch[0].kind == "broker":
+        return operation, access.CLUSTER_NAME, access.CLUSTER_ALTER_CONFIGS
+    return operation, _shown([t.name for t in batch]), access.TOPIC_ALTER_CONFIGS
+
 
 __all__ = [
     "CORDON_CONFIG",
@@ -578,6 +769,8 @@ __all__ = [
     "ConfigTarget",
     "ConfigValue",
     "CordonUnsupportedError",
+    "KafkaAuthenticationError",
+    "KafkaAuthorizationError",
     "KafkaGateway",
     "KafkaOperationError",
     "KafkaUnavailableError",

@@ -54,6 +54,20 @@ class KafkaUnavailableError(PlacementError):
     reason = "KafkaUnavailable"
 
 
+class KafkaAuthenticationError(KafkaUnavailableError):
+    """The cluster refused who we are: wrong SASL credentials, an untrusted broker certificate, a client
+    certificate that is expired or rejected. Retrying does not help."""
+
+    reason = "KafkaAuthenticationFailed"
+
+
+class KafkaAuthorizationError(PlacementError):
+    """The principal lacks an ACL a request needs (CLUSTER_/TOPIC_AUTHORIZATION_FAILED, or the authorized
+    operations checked before executing); the message names each denied operation and resource."""
+
+    reason = "KafkaNotAuthorized"
+
+
 class KafkaOperationError(PlacementError):
     """A request reached Kafka but failed as a whole (after the bounded retries)."""
 

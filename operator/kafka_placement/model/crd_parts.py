@@ -24,7 +24,7 @@ PHASES = [
 ]
 CONDITION_TYPES = ["Ready", "Progressing", "Degraded", "Blocked"]
 CLUSTER_CONDITION_TYPES = ["Ready", "Degraded"]
-CLUSTER_PHASES = ["Pending", "Connected", "Unreachable"]
+CLUSTER_PHASES = ["Pending", "Connected", "Unreachable", "NotAuthorized"]
 APPROVALS = ["Automatic", "Manual"]
 MODES = ["Enforce", "Advise"]
 SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
