@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from .context import PlanningContext
 from .state import DirKey, Key
 
-MAX_NODES = 3000  # search nodes in all (each places one replica)
+MAX_NODES = 30_000  # search nodes of one search (each places one replica)
+FRESH_SLOTS = 500  # the whole repair is packed afresh when it places at most this many replicas
 COVER_NODES = 64  # nodes of the subset search for one dir's replicas to move out
 FIT_OPTIONS = 6  # dirs tried where the replica fits as it is
 EVICT_OPTIONS = 4  # dirs tried that need replicas moved out first
@@ -59,6 +60,9 @@ class Repacker:
         self.rules = rules
         self.order = order
         self.evicted: dict[Key, int] = {}
+        self.movable = {k for k in ctx.assignment.replicas if self._movable(k)}
+        self.version: dict[DirKey, int] = {}
+        self.covers: dict[tuple[DirKey, int, int], tuple[int, list[Key]] | None] = {}
         a, e = ctx.assignment, ctx.eligibility
         self.free: dict[DirKey, int | None] = dict(a.free)
         self.where: dict[Key, dict[int, str | None]] = {}
@@ -74,6 +78,7 @@ class Repacker:
         for key in sorted(set(keys)):
             self._open(key)
         self.nodes = 0
+        self.limit = MAX_NODES
         self.best: int | None = None
         self.solution: dict[Key, dict[int, str | None]] | None = None
 
@@ -94,8 +99,8 @@ class Repacker:
         size = self.ctx.assignment.size[key]
         here = self._placement(key)
         for b, d in list(here.items()):
-            if not e.may_keep(b, d, size) or not e.broker_may_keep(b):
-                self._leave(key, b)
+            if not e.may_keep(b, d, size) or not e.broker_may_keep(b) or self.origin[key].get(b) != d:
+                self._leave(key, b)  # may not stay, or placed by this plan: placed again here
         while len(here) > self.rf(key):
             self._leave(key, max(here))
         for _ in range(self.rf(key) - len(here) - self.missing[key]):
@@ -112,6 +117,7 @@ class Repacker:
     def _leave(self, key: Key, broker: int) -> str | None:
         d = self._placement(key).pop(broker)
         if d is not None:
+            self.version[(broker, d)] = self.version.get((broker, d), 0) + 1
             self.residents[(broker, d)].discard(key)
             free = self.free.get((broker, d))
             if free is not None:
@@ -121,6 +127,7 @@ class Repacker:
     def _enter(self, key: Key, broker: int, path: str | None) -> None:
         self._placement(key)[broker] = path
         if path is not None:
+            self.version[(broker, path)] = self.version.get((broker, path), 0) + 1
             self.residents[(broker, path)].add(key)
             free = self.free.get((broker, path))
             if free is not None:
@@ -128,17 +135,22 @@ class Repacker:
 
     # ---- search -------------------------------------------------------------------------------------
 
-    def run(self) -> bool:
-        """Search, and apply the best packing found to the assignment; whether one was found."""
-        if not self.pending:
-            return False
-        self._search(0)
-        if self.solution is None:
-            return False
-        return self._apply(self.solution)
+    def search(self, nodes: int) -> int | None:
+        """Limited discrepancy search (paths that leave the heuristic's first choice at most k times,
+        k = 0, 1, 2, ...) within ``nodes`` nodes; the extra bytes of the best packing found."""
+        self.limit = nodes
+        for k in range(len(self.pending) + 1):
+            if not self.pending or self.nodes >= self.limit:
+                break
+            self._search(0, k)
+        return self.best
 
-    def _search(self, extra: int) -> None:
-        if self.nodes >= MAX_NODES:
+    def apply(self) -> bool:
+        """Apply the best packing found to the assignment; whether it was (and kept every rule)."""
+        return self.solution is not None and self._apply(self.solution)
+
+    def _search(self, extra: int, slack: int) -> None:
+        if self.nodes >= self.limit:
             return
         if not self.pending:
             if self.best is None or extra < self.best:
@@ -148,7 +160,9 @@ class Repacker:
         self.nodes += 1
         _, key = self.pending[0]
         self._unqueue(key)
-        for opt in self._options(key):
+        for i, opt in enumerate(self._options(key, slack)):
+            if i > slack:
+                break
             if self.best is not None and extra + opt.extra >= self.best:
                 continue
             moved = [(k, b, self._leave(k, b)) for k, b in opt.evict]
@@ -156,13 +170,13 @@ class Repacker:
                 self._queue(k)
                 self.evicted[k] = self.evicted.get(k, 0) + 1
             self._enter(key, opt.broker, opt.path)
-            self._search(extra + opt.extra)
+            self._search(extra + opt.extra, slack - i)
             self._leave(key, opt.broker)
             for k, b, d in reversed(moved):
                 self.evicted[k] -= 1
                 self._unqueue(k)
                 self._enter(k, b, d)
-            if self.nodes >= MAX_NODES:
+            if self.nodes >= self.limit:
                 break
         self._queue(key)
 
@@ -172,14 +186,17 @@ class Repacker:
             return True
         return broker in self.origin.get(key, {}) and e.broker_may_keep(broker)
 
-    def _options(self, key: Key) -> list[_Option]:
+    def _options(self, key: Key, slack: int) -> list[_Option]:
+        """Where the replica may go, in the order tried: dirs where it fits (best fit first), then
+        dirs that need replicas moved out (cheapest first); the latter only when ``slack`` reaches
+        them."""
         ctx, e = self.ctx, self.ctx.eligibility
         size = ctx.assignment.size[key]
         here = self.where[key]
         tree = ctx.tree_for(key)
         last = self.missing[key] == 0
         fits: list[_Option] = []
-        evictions: list[_Option] = []
+        full: list[tuple[DirKey, int]] = []
         for b in sorted(e.dirs):
             if b in here or not self._may_hold(key, b):
                 continue
@@ -195,13 +212,19 @@ class Repacker:
                     left = -1 if free is None else free - size
                     fits.append(_Option(0, (left, b), b, path))
                     continue
-                cover = self._cover((b, path), size - free)
-                if cover is not None:
-                    cost, keys = cover
-                    evictions.append(_Option(cost, (cost, len(keys), b), b, path, [(k, b) for k in keys]))
+                full.append(((b, path), size - free))
         fits.sort(key=lambda o: o.rank)
+        fits = fits[:FIT_OPTIONS]
+        if slack < len(fits):
+            return fits
+        evictions: list[_Option] = []
+        for (b, path), need in full:
+            cover = self._cover((b, path), need)
+            if cover is not None:
+                cost, keys = cover
+                evictions.append(_Option(cost, (cost, len(keys), b), b, path, [(k, b) for k in keys]))
         evictions.sort(key=lambda o: o.rank)
-        return fits[:FIT_OPTIONS] + evictions[:EVICT_OPTIONS]
+        return fits + evictions[:EVICT_OPTIONS]
 
     def _cost(self, key: Key, broker: int) -> int:
         """Bytes a replica moved out of its dir costs: nothing for one this plan placed there."""
@@ -217,7 +240,7 @@ class Repacker:
         """Only partitions the hard goal changes anyway (``changing``) may have replicas moved out: a
         partition that breaks no rule is left alone (and the sharded planner never sees it); nor one
         under a move budget."""
-        if key not in self.where and not self.changing(key):
+        if not self.changing(key):
             return False
         policy = self.ctx.assignment.policy(key)
         return policy is None or not (policy.move_budget.max_moves or policy.move_budget.max_bytes)
@@ -225,12 +248,20 @@ class Repacker:
     def _cover(self, dirkey: DirKey, need: int) -> tuple[int, list[Key]] | None:
         """The cheapest replicas of the dir whose bytes add up to ``need`` (few nodes of a subset
         search: free ones and large ones first); None when the dir cannot free that much."""
+        memo = (dirkey, self.version.get(dirkey, 0), need)
+        if memo not in self.covers:
+            if len(self.covers) > 100_000:
+                self.covers.clear()
+            self.covers[memo] = self._find_cover(dirkey, need)
+        return self.covers[memo]
+
+    def _find_cover(self, dirkey: DirKey, need: int) -> tuple[int, list[Key]] | None:
         a = self.ctx.assignment
         b = dirkey[0]
         cands = sorted(
             (self._cost(k, b), -a.size[k], k)
             for k in self.residents[dirkey]
-            if self._movable(k) and self.missing.get(k, 0) == 0 and self.evicted.get(k, 0) < EVICTIONS
+            if k in self.movable and self.evicted.get(k, 0) < EVICTIONS
         )
         sizes = [-s for _, s, _ in cands]
         if sum(sizes) < need:
@@ -309,5 +340,11 @@ def repack(
     needed (bounded search, see the module docstring); whether every one was placed. ``rules`` is
     the hard goal's verdict on a partition's brokers, ``order`` its replica order (kept replicas
     stay in their slots); only partitions ``changing`` names (those the hard goal changes anyway)
-    have replicas moved out of the way."""
-    return Repacker(ctx, keys, target_rf, rules, order, changing).run()
+    have replicas moved out of the way. The whole repair is packed afresh when it is small (every
+    replica it places is placed again: the greedy's choices may be what blocks), else only ``keys``."""
+    rest = (target_rf, rules, order, changing)
+    fresh = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest)
+    if len(fresh.pending) <= FRESH_SLOTS and fresh.search(MAX_NODES) is not None and fresh.apply():
+        return True
+    local = Repacker(ctx, keys, *rest)
+    return local.search(MAX_NODES) is not None and local.apply()
