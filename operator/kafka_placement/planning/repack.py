@@ -5,12 +5,14 @@ exact packing then exists only if other replicas leave a dir first (the dir's ro
 size, and they need room elsewhere). ``repack`` searches for that: the replicas still to place are
 taken largest first; each goes to a dir where it fits (best fit first) or to a dir freed by moving
 some of its replicas out (the cheapest set that frees enough: a replica this plan placed there costs
-nothing extra, it is copied anyway; a replica the snapshot holds there costs its bytes, an extra
-copy), and the moved-out replicas join the queue. Depth first, branch and bound on the extra bytes,
-at most ``MAX_NODES`` nodes; the cheapest complete packing found wins. Every hard rule is kept: a
-replica goes only to a broker that may hold it and not already holding its partition, on a dir that
-may receive it with room, and every partition the search touches ends maximally spread with its
-replication factor (checked again before anything is applied). Pure: no I/O, no clock.
+nothing extra, it is copied anyway; a snapshot replica of a partition the plan changes anyway costs
+its bytes, an extra copy; partitions that break no rule are never moved), and the moved-out replicas
+join the queue. Branch and bound on the extra bytes, explored as a limited discrepancy search (paths
+that leave the heuristic's first choice at most k times, k = 0, 1, ...) of at most ``MAX_NODES``
+nodes; the cheapest complete packing found wins. Every hard rule is kept: a replica goes only to a
+broker that may hold it and not already holding its partition, on a dir that may receive it with
+room, and every partition the search touches ends maximally spread with its replication factor
+(checked again, with every dir's room, before anything is applied). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class _Option:
 
 
 class Repacker:
-    """One search over the assignment in ``ctx``; ``run`` applies the best packing it finds."""
+    """One search over the assignment in ``ctx`` (a copy of its dirs' room and of the touched
+    partitions' placements); ``apply`` writes the best packing found back."""
 
     def __init__(
         self,
