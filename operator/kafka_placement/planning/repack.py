@@ -25,6 +25,7 @@ from .context import PlanningContext
 from .state import DirKey, Key
 
 MAX_NODES = 30_000  # search nodes of one search (each places one replica)
+MAX_WORK = 2_000_000  # dirs examined and subset-search steps of one search (large clusters)
 FRESH_SLOTS = 500  # the whole repair is packed afresh when it places at most this many replicas
 COVER_NODES = 64  # nodes of the subset search for one dir's replicas to move out
 FIT_OPTIONS = 6  # dirs tried where the replica fits as it is
@@ -82,6 +83,7 @@ class Repacker:
             self._open(key)
         self.nodes = 0
         self.limit = MAX_NODES
+        self.work = 0
         self.best: int | None = None
         self.solution: dict[Key, dict[int, str | None]] | None = None
 
@@ -143,7 +145,7 @@ class Repacker:
         k = 0, 1, 2, ...) within ``nodes`` nodes; the extra bytes of the best packing found."""
         self.limit = nodes
         for k in range(len(self.pending) + 1):
-            if not self.pending or self.nodes >= self.limit:
+            if not self.pending or self._spent():
                 break
             self._search(0, k)
         return self.best
@@ -152,8 +154,11 @@ class Repacker:
         """Apply the best packing found to the assignment; whether it was (and kept every rule)."""
         return self.solution is not None and self._apply(self.solution)
 
+    def _spent(self) -> bool:
+        return self.nodes >= self.limit or self.work >= MAX_WORK
+
     def _search(self, extra: int, slack: int) -> None:
-        if self.nodes >= self.limit:
+        if self._spent():
             return
         if not self.pending:
             if self.best is None or extra < self.best:
@@ -179,7 +184,7 @@ class Repacker:
                 self.evicted[k] -= 1
                 self._unqueue(k)
                 self._enter(k, b, d)
-            if self.nodes >= self.limit:
+            if self._spent():
                 break
         self._queue(key)
 
@@ -200,6 +205,7 @@ class Repacker:
         last = self.missing[key] == 0
         fits: list[_Option] = []
         full: list[tuple[DirKey, int]] = []
+        self.work += len(e.dirs)
         for b in sorted(e.dirs):
             if b in here or not self._may_hold(key, b):
                 continue
@@ -297,6 +303,7 @@ class Repacker:
             i = min(single, key=lambda j: (cands[j][0], sizes[j]))
             best = (cands[i][0], [i])
         walk(0, 0, 0)
+        self.work += nodes + len(cands)
         if best is None:
             return None
         return best[0], [cands[i][2] for i in best[1]]
