@@ -99,7 +99,8 @@ class Repacker:
         return self.where[key]
 
     def _open(self, key: Key) -> None:
-        """Take the replicas of ``key`` that may not stay off their dirs; queue what the RF lacks."""
+        """Take out the replicas of ``key`` that may not stay where they are or that this plan placed
+        (they are placed again by the search); queue one entry per replica the RF then lacks."""
         e = self.ctx.eligibility
         size = self.ctx.assignment.size[key]
         here = self._placement(key)
