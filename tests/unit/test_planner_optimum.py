@@ -26,6 +26,7 @@ BLOCKED: Parts = [(0, [1, 3], 40), (1, [1, 4], 40), (2, [1, 3], 40), (3, [2, 4],
 BLOCKED += [(4, [2, 4], 20), (5, [2, 3], 20), (6, [2, 4], 10)]
 TIGHT: Parts = [(0, [4, 3], 30), (1, [4, 3], 10), (2, [4, 1], 10), (3, [4, 2], 30), (4, [4, 1], 40)]
 TIGHT += [(5, [4, 2], 30)]
+CROWDED: Parts = [(0, [4, 1], 50), (1, [4, 2], 20)]
 
 
 def one_dir(
@@ -69,6 +70,19 @@ def test_tight_room_is_packed_instead_of_refused() -> None:
     assert s["bytesToMove"] == 150
 
 
+def test_tight_room_moves_a_kept_replica_out_of_the_way() -> None:
+    # Broker 4 leaves. Partition 0 (50 bytes, also on broker 1) fits on no other broker: brokers 2
+    # and 3 have 30 and 40 bytes of room. Partition 1 (20 bytes) is repaired anyway; moving its kept
+    # replica off broker 2 as well (to brokers 1 and 3) leaves 50 bytes there: 50 + 20 + 20 moved,
+    # the only plan. Placing only the replicas that must move (even with ejection) cannot fit it.
+    snap = one_dir(dict.fromkeys(range(1, 5)), CROWDED, {1: 20, 2: 30, 3: 40, 4: 0})
+    result = compute_plan(snap, intents(DECOMMISSION_4))
+    s = result.summary
+    assert s["hardViolationsAfter"] == 0
+    assert s["bytesToMove"] == 90
+    assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
+
+
 def test_unreachable_balance_is_reported_as_such() -> None:
     # Three DCs, RF 3 (one replica per DC), dc1 has one broker: it holds every partition, a third of
     # the bytes, where the threshold is 1.05 x 1/5: no plan can meet it, and the summary says why.
@@ -88,12 +102,13 @@ def test_reachable_balance_is_not_reported_unreachable() -> None:
 
 
 def hand_made() -> list[tuple[ClusterSnapshot, str]]:
-    """The three clusters above, as (snapshot, intents)."""
+    """The four clusters above, as (snapshot, intents)."""
     rack = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
     return [
         (one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), BALANCE),
         (one_dir(TWO_DCS, BLOCKED, {}), rack),
         (one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0}), DECOMMISSION_4),
+        (one_dir(dict.fromkeys(range(1, 5)), CROWDED, {1: 20, 2: 30, 3: 40, 4: 0}), DECOMMISSION_4),
     ]
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
 from ..context import PlanningContext
+from ..repack import repack
 from ..room import eject_for
 from ..state import Key
 
@@ -52,7 +53,7 @@ class ReplicaPlacementGoal:
                 else:
                     problems.append(e)
         if full:
-            problems += self._pack(ctx, full)
+            problems += self._place_full(ctx, full)
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more partitions cannot be placed)" if len(problems) > 1 else ""
@@ -130,6 +131,21 @@ class ReplicaPlacementGoal:
         if policy is None or not policy.balance.brokers or not policy.enforced:
             return False
         return ctx.assignment.broker_bytes[broker] > threshold
+
+    def _place_full(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
+        """Partitions no dir had room for: a bounded repacking search first (``repack``: it may move
+        replicas of partitions this goal changes anyway out of the way), else the ejection search."""
+        changed = {k for k in ctx.assignment.replicas if _changed(ctx, k) or needs_repair(ctx, k)}
+        if repack(
+            ctx,
+            full,
+            lambda k: replication_factor(ctx, k),
+            lambda k, r: self.accepts(ctx, k, r),
+            self._order,
+            changed.__contains__,
+        ):
+            return []
+        return self._pack(ctx, full)
 
     def _pack(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
         """Place the partitions no dir had room for by ejecting newcomers (``room.eject_for``), a

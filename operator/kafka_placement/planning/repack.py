@@ -1,0 +1,361 @@
+"""Repacking on full dirs: a bounded branch and bound for replicas no dir has room for.
+
+With little spare room a replica can be larger than the free bytes of every dir that may take it; an
+exact packing then exists only if other replicas leave a dir first (the dir's room grows by their
+size, and they need room elsewhere). ``repack`` searches for that: the replicas still to place are
+taken largest first; each goes to a dir where it fits (best fit first) or to a dir freed by moving
+some of its replicas out (the cheapest set that frees enough: a replica this plan placed there costs
+nothing extra, it is copied anyway; a snapshot replica of a partition the plan changes anyway costs
+its bytes, an extra copy; partitions that break no rule are never moved), and the moved-out replicas
+join the queue. Branch and bound on the extra bytes, explored as a limited discrepancy search (paths
+that leave the heuristic's first choice at most k times, k = 0, 1, ...) of at most ``MAX_NODES``
+nodes; the cheapest complete packing found wins. Every hard rule is kept: a replica goes only to a
+broker that may hold it and not already holding its partition, on a dir that may receive it with
+room, and every partition the search touches ends maximally spread with its replication factor
+(checked again, with every dir's room, before anything is applied). Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .context import PlanningContext
+from .state import DirKey, Key
+
+MAX_NODES = 30_000  # search nodes of one search (each places one replica)
+MAX_WORK = 2_000_000  # dirs examined and subset-search steps of one search (large clusters)
+FRESH_SLOTS = 500  # the whole repair is packed afresh when it places at most this many replicas
+COVER_NODES = 64  # nodes of the subset search for one dir's replicas to move out
+FIT_OPTIONS = 6  # dirs tried where the replica fits as it is
+EVICT_OPTIONS = 4  # dirs tried that need replicas moved out first
+EVICTIONS = 2  # times one partition's replica may be moved out again on one search path
+
+Rules = Callable[[Key, Sequence[int]], bool]  # the hard goal's verdict on a partition's brokers
+Order = Callable[[Sequence[int], Sequence[int]], list[int]]  # (current, target) -> replica order
+
+
+@dataclass(slots=True)
+class _Option:
+    extra: int  # bytes copied beyond the replica itself
+    rank: tuple[int, ...]
+    broker: int
+    path: str
+    evict: list[tuple[Key, int]] = field(default_factory=list)  # (partition, broker) leaving the dir
+
+
+class Repacker:
+    """One search over the assignment in ``ctx`` (a copy of its dirs' room and of the touched
+    partitions' placements); ``apply`` writes the best packing found back."""
+
+    def __init__(
+        self,
+        ctx: PlanningContext,
+        keys: list[Key],
+        target_rf: Callable[[Key], int],
+        rules: Rules,
+        order: Order,
+        changing: Callable[[Key], bool],
+    ) -> None:
+        self.ctx = ctx
+        self.changing = changing
+        self.rf = target_rf
+        self.rules = rules
+        self.order = order
+        self.evicted: dict[Key, int] = {}
+        self.movable = {k for k in ctx.assignment.replicas if self._movable(k)}
+        self.version: dict[DirKey, int] = {}
+        self.covers: dict[tuple[DirKey, int, int], tuple[int, list[Key]] | None] = {}
+        a, e = ctx.assignment, ctx.eligibility
+        self.free: dict[DirKey, int | None] = dict(a.free)
+        self.where: dict[Key, dict[int, str | None]] = {}
+        self.residents: dict[DirKey, set[Key]] = {(b, p): set() for b, paths in e.dirs.items() for p in paths}
+        for b, keys_on in a.by_broker.items():
+            for k in keys_on:
+                d = a.dirs[k][a.replicas[k].index(b)]
+                if d is not None and (b, d) in self.residents:
+                    self.residents[(b, d)].add(k)
+        self.origin: dict[Key, dict[int, str | None]] = {}
+        self.pending: list[tuple[int, Key]] = []  # (-size, key), one entry per replica to place
+        self.missing: dict[Key, int] = {}
+        for key in sorted(set(keys)):
+            self._open(key)
+        self.nodes = 0
+        self.limit = MAX_NODES
+        self.work = 0
+        self.best: int | None = None
+        self.solution: dict[Key, dict[int, str | None]] | None = None
+
+    # ---- state --------------------------------------------------------------------------------------
+
+    def _placement(self, key: Key) -> dict[int, str | None]:
+        if key not in self.where:
+            a = self.ctx.assignment
+            self.where[key] = dict(zip(a.replicas[key], a.dirs[key], strict=True))
+            p = self.ctx.snapshot.partition(*key)
+            self.origin[key] = dict(zip(p.replicas, p.log_dirs, strict=True)) if p is not None else {}
+            self.missing.setdefault(key, 0)
+        return self.where[key]
+
+    def _open(self, key: Key) -> None:
+        """Take out the replicas of ``key`` that may not stay where they are or that this plan placed
+        (they are placed again by the search); queue one entry per replica the RF then lacks."""
+        e = self.ctx.eligibility
+        size = self.ctx.assignment.size[key]
+        here = self._placement(key)
+        for b, d in list(here.items()):
+            if not e.may_keep(b, d, size) or not e.broker_may_keep(b) or self.origin[key].get(b) != d:
+                self._leave(key, b)  # may not stay, or placed by this plan: placed again here
+        while len(here) > self.rf(key):
+            self._leave(key, max(here))
+        for _ in range(self.rf(key) - len(here) - self.missing[key]):
+            self._queue(key)
+
+    def _queue(self, key: Key) -> None:
+        self.missing[key] += 1
+        bisect.insort(self.pending, (-self.ctx.assignment.size[key], key))
+
+    def _unqueue(self, key: Key) -> None:
+        self.missing[key] -= 1
+        self.pending.remove((-self.ctx.assignment.size[key], key))
+
+    def _leave(self, key: Key, broker: int) -> str | None:
+        d = self._placement(key).pop(broker)
+        if d is not None:
+            self.version[(broker, d)] = self.version.get((broker, d), 0) + 1
+            self.residents[(broker, d)].discard(key)
+            free = self.free.get((broker, d))
+            if free is not None:
+                self.free[(broker, d)] = free + self.ctx.assignment.size[key]
+        return d
+
+    def _enter(self, key: Key, broker: int, path: str | None) -> None:
+        self._placement(key)[broker] = path
+        if path is not None:
+            self.version[(broker, path)] = self.version.get((broker, path), 0) + 1
+            self.residents[(broker, path)].add(key)
+            free = self.free.get((broker, path))
+            if free is not None:
+                self.free[(broker, path)] = free - self.ctx.assignment.size[key]
+
+    # ---- search -------------------------------------------------------------------------------------
+
+    def search(self, nodes: int) -> int | None:
+        """Limited discrepancy search (paths that leave the heuristic's first choice at most k times,
+        k = 0, 1, 2, ...) within ``nodes`` nodes; the extra bytes of the best packing found."""
+        self.limit = nodes
+        for k in range(len(self.pending) + 1):
+            if not self.pending or self._spent():
+                break
+            self._search(0, k)
+        return self.best
+
+    def apply(self) -> bool:
+        """Apply the best packing found to the assignment; whether it was (and kept every rule)."""
+        return self.solution is not None and self._apply(self.solution)
+
+    def _spent(self) -> bool:
+        return self.nodes >= self.limit or self.work >= MAX_WORK
+
+    def _search(self, extra: int, slack: int) -> None:
+        if self._spent():
+            return
+        if not self.pending:
+            if self.best is None or extra < self.best:
+                self.best = extra
+                self.solution = {k: dict(v) for k, v in self.where.items()}
+            return
+        self.nodes += 1
+        _, key = self.pending[0]
+        self._unqueue(key)
+        for i, opt in enumerate(self._options(key, slack)):
+            if i > slack:
+                break
+            if self.best is not None and extra + opt.extra >= self.best:
+                continue
+            moved = [(k, b, self._leave(k, b)) for k, b in opt.evict]
+            for k, _, _ in moved:
+                self._queue(k)
+                self.evicted[k] = self.evicted.get(k, 0) + 1
+            self._enter(key, opt.broker, opt.path)
+            self._search(extra + opt.extra, slack - i)
+            self._leave(key, opt.broker)
+            for k, b, d in reversed(moved):
+                self.evicted[k] -= 1
+                self._unqueue(k)
+                self._enter(k, b, d)
+            if self._spent():
+                break
+        self._queue(key)
+
+    def _may_hold(self, key: Key, broker: int) -> bool:
+        e = self.ctx.eligibility
+        if e.may_receive(broker):
+            return True
+        return broker in self.origin.get(key, {}) and e.broker_may_keep(broker)
+
+    def _options(self, key: Key, slack: int) -> list[_Option]:
+        """Where the replica may go, in the order tried: dirs where it fits (best fit first), then
+        dirs that need replicas moved out (cheapest first); the latter only when ``slack`` reaches
+        them."""
+        ctx, e = self.ctx, self.ctx.eligibility
+        size = ctx.assignment.size[key]
+        here = self.where[key]
+        tree = ctx.tree_for(key)
+        last = self.missing[key] == 0
+        fits: list[_Option] = []
+        full: list[tuple[DirKey, int]] = []
+        self.work += len(e.dirs)
+        for b in sorted(e.dirs):
+            if b in here or not self._may_hold(key, b):
+                continue
+            if tree is not None and last and tree.violation([*here, b]) is not None:
+                continue
+            for path in e.dirs[b]:
+                if not e.dir_may_receive(b, path) or (b, path) in e.drained:
+                    continue
+                if self.origin[key].get(b) == path and b not in here:
+                    continue  # back where it was moved out from: not a packing, a cycle
+                free = self.free.get((b, path))
+                if free is None or free >= size:
+                    left = -1 if free is None else free - size
+                    fits.append(_Option(0, (left, b), b, path))
+                    continue
+                full.append(((b, path), size - free))
+        fits.sort(key=lambda o: o.rank)
+        fits = fits[:FIT_OPTIONS]
+        if slack < len(fits):
+            return fits
+        evictions: list[_Option] = []
+        for (b, path), need in full:
+            cover = self._cover((b, path), need)
+            if cover is not None:
+                cost, keys = cover
+                evictions.append(_Option(cost, (cost, len(keys), b), b, path, [(k, b) for k in keys]))
+        evictions.sort(key=lambda o: o.rank)
+        return fits + evictions[:EVICT_OPTIONS]
+
+    def _cost(self, key: Key, broker: int) -> int:
+        """Bytes a replica moved out of its dir costs: nothing for one this plan placed there."""
+        a = self.ctx.assignment
+        here = self.where[key] if key in self.where else dict(zip(a.replicas[key], a.dirs[key], strict=True))
+        origin = self.origin.get(key)
+        if origin is None:
+            p = self.ctx.snapshot.partition(*key)
+            origin = dict(zip(p.replicas, p.log_dirs, strict=True)) if p is not None else {}
+        return a.size[key] if origin.get(broker) == here.get(broker) else 0
+
+    def _movable(self, key: Key) -> bool:
+        """Only partitions the hard goal changes anyway (``changing``) may have replicas moved out: a
+        partition that breaks no rule is left alone (and the sharded planner never sees it); nor one
+        under a move budget."""
+        if not self.changing(key):
+            return False
+        policy = self.ctx.assignment.policy(key)
+        return policy is None or not (policy.move_budget.max_moves or policy.move_budget.max_bytes)
+
+    def _cover(self, dirkey: DirKey, need: int) -> tuple[int, list[Key]] | None:
+        """The cheapest replicas of the dir whose bytes add up to ``need`` (few nodes of a subset
+        search: free ones and large ones first); None when the dir cannot free that much."""
+        memo = (dirkey, self.version.get(dirkey, 0), need)
+        if memo not in self.covers:
+            if len(self.covers) > 100_000:
+                self.covers.clear()
+            self.covers[memo] = self._find_cover(dirkey, need)
+        return self.covers[memo]
+
+    def _find_cover(self, dirkey: DirKey, need: int) -> tuple[int, list[Key]] | None:
+        a = self.ctx.assignment
+        b = dirkey[0]
+        cands = sorted(
+            (self._cost(k, b), -a.size[k], k)
+            for k in self.residents[dirkey]
+            if k in self.movable and self.evicted.get(k, 0) < EVICTIONS
+        )
+        sizes = [-s for _, s, _ in cands]
+        if sum(sizes) < need:
+            return None
+        suffix = [0] * (len(cands) + 1)
+        for i in range(len(cands) - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + sizes[i]
+        best: tuple[int, list[int]] | None = None
+        nodes = 0
+        chosen: list[int] = []
+
+        def walk(i: int, cost: int, got: int) -> None:
+            nonlocal best, nodes
+            nodes += 1
+            if got >= need:
+                if best is None or cost < best[0]:
+                    best = (cost, list(chosen))
+                return
+            if i == len(cands) or got + suffix[i] < need or nodes > COVER_NODES:
+                return
+            if best is not None and cost >= best[0]:
+                return
+            chosen.append(i)
+            walk(i + 1, cost + cands[i][0], got + sizes[i])
+            chosen.pop()
+            walk(i + 1, cost, got)
+
+        single = [i for i in range(len(cands)) if sizes[i] >= need]
+        if single:
+            i = min(single, key=lambda j: (cands[j][0], sizes[j]))
+            best = (cands[i][0], [i])
+        walk(0, 0, 0)
+        self.work += nodes + len(cands)
+        if best is None:
+            return None
+        return best[0], [cands[i][2] for i in best[1]]
+
+    # ---- result -------------------------------------------------------------------------------------
+
+    def _apply(self, solution: dict[Key, dict[int, str | None]]) -> bool:
+        """Set every touched partition's placement (kept replicas in their slots); revert all and
+        return False if any ends breaking a rule or a dir ends over its room."""
+        ctx, a = self.ctx, self.ctx.assignment
+        before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in solution}
+        charges: list[tuple[Key, int]] = []
+        for key, placed in sorted(solution.items()):
+            order = self.order(a.replicas[key], sorted(placed))
+            copies = sum(1 for b in order if b not in a.replicas[key] and b not in self.origin[key])
+            charges.append((key, copies))
+            a.set_placement(key, order, [placed[b] for b in order])
+        e = ctx.eligibility
+        ok = all(v is None or v >= 0 for v in a.free.values()) and all(
+            self.rules(k, a.replicas[k])
+            and all(e.may_keep(b, d, a.size[k]) for b, d in zip(a.replicas[k], a.dirs[k], strict=True))
+            for k in solution
+        )
+        if not ok:
+            for key, (reps, dirs) in before.items():
+                a.set_placement(key, reps, dirs)
+            return False
+        for key, copies in charges:
+            policy = a.policy(key)
+            if policy is not None and copies:
+                ctx.charge(policy, copies * a.size[key])
+        return True
+
+
+def repack(
+    ctx: PlanningContext,
+    keys: list[Key],
+    target_rf: Callable[[Key], int],
+    rules: Rules,
+    order: Order,
+    changing: Callable[[Key], bool],
+) -> bool:
+    """Place the replicas of ``keys`` that have no room, moving other replicas out of the way when
+    needed (bounded search, see the module docstring); whether every one was placed. ``rules`` is
+    the hard goal's verdict on a partition's brokers, ``order`` its replica order (kept replicas
+    stay in their slots); only partitions ``changing`` names (those the hard goal changes anyway)
+    have replicas moved out of the way. The whole repair is packed afresh when it is small (every
+    replica it places is placed again: the greedy's choices may be what blocks), else only ``keys``."""
+    rest = (target_rf, rules, order, changing)
+    fresh = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest)
+    if len(fresh.pending) <= FRESH_SLOTS and fresh.search(MAX_NODES) is not None and fresh.apply():
+        return True
+    local = Repacker(ctx, keys, *rest)
+    return local.search(MAX_NODES) is not None and local.apply()
