@@ -8,7 +8,6 @@ no throttle behind). Ticks are driven one by one through the executor API, so ea
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.test_executor import produce
 
 from kafka_placement.execution import executor
 from kafka_placement.execution.record import Execution, Phase
@@ -44,18 +44,6 @@ CLI = Path(sys.executable).parent / "kafka-placement"
 def gateway(kafka_rig: KafkaRig) -> Iterator[KafkaGateway]:
     with KafkaGateway(ConnectionSettings(kafka_rig.bootstrap_servers)) as gw:
         yield gw
-
-
-def produce(rig: KafkaRig, topic: str, partitions: int, per_partition: int, size: int) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
-    value = os.urandom(size)
-    for p in range(partitions):
-        for _ in range(per_partition):
-            producer.produce(topic, value=value, partition=p)
-            producer.poll(0)
-    assert producer.flush(60) == 0
 
 
 def plan_of(entries: list[tuple[str, int, list[int]]]) -> Plan:

@@ -69,7 +69,8 @@ def defend(ex: Execution, gateway: KafkaGateway, limits: LimitsDoc, live: Iterab
     seen, changes = owned_drift(gateway, state, topics, cordons, moving & up)
     # a config set moments ago may not have reached the broker that answers yet (KRaft propagates
     # asynchronously): only a change seen on two checks in a row counts
-    drifts = [x for x in seen if x.key in set(d.suspect)]
+    suspect = set(d.suspect)
+    drifts = [x for x in seen if x.key in suspect]
     d.suspect = [x.key for x in seen]
     changes = {t: ops for t, ops in changes.items() if any(_touches(t, x) for x in drifts)}
     if d.held_until is not None and now >= d.held_until:
