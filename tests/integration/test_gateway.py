@@ -377,7 +377,9 @@ def test_throttles_are_owned_state_restored_exactly(
         move = Move(topic, 0, current=(1, 2), target=(3, 2))
         state = apply_throttles(gateway, [move], 1000, dir_rate=2000, dir_move_brokers=[2])
         assert ThrottleState.from_json(state.to_json()) == state
-        assert (1, LEADER_RATE, "5000000") in state.brokers and (3, FOLLOWER_RATE, None) in state.brokers
+        # (broker, config, previous value, value set): the previous value comes back on clear
+        assert (1, LEADER_RATE, "5000000", "1000") in state.brokers
+        assert (3, FOLLOWER_RATE, None, "1000") in state.brokers
         assert state.topics == ((topic, LEADER_REPLICAS, ("0:1", "0:2")),)  # 0:3 was not ours
 
         expected: dict[tuple[int, str], str | None] = {
