@@ -31,6 +31,7 @@ from kafka_placement.execution.record import unpack
 from kafka_placement.handlers.store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.plan import Plan
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow]
@@ -192,14 +193,13 @@ def check_completed_once(
     k8s_api: Any, ns: str, record: dict[str, Any], rig: KafkaRig, kafka_admin: Any, topic: str
 ) -> None:
     """Completed, every move submitted exactly once, and the live cluster matches the plan."""
-    from kubernetes import client
 
     assert record["phase"] == "Completed", record.get("lastError")
     counters, n = record["counters"], record["partitions"]
     submits = unpack(record["submits"], n, "submits")
     assert counters["resubmitted"] == 0 and counters["submissions"] == n, counters
     assert set(submits) == {1}, f"requests per partition: {sorted(set(submits))}"
-    store = ConfigMapStore(client.CoreV1Api(k8s_api), ns, CLUSTER, {})
+    store = ConfigMapStore(KubeGateway(k8s_api), ns, CLUSTER, {})
     plan = Plan.loads(store.get_blob(record["blobs"]["plan"]).decode(), "plan blob")  # type: ignore[union-attr]
     assert sum(1 for t in plan.partitions if t.topic == topic) == 200
     with KafkaGateway(ConnectionSettings(bootstrap_servers=rig.bootstrap_servers)) as gw:

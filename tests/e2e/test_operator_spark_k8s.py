@@ -9,6 +9,9 @@ status. The operator then executes that plan against Kafka.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +22,9 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply, fill, snapshot, throttles_left
+
+from kafka_placement.handlers.store import DOC_KEY, configmap_name
+from kafka_placement.kube.gateway import KubeGateway
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,6 +169,44 @@ def test_spark_k8s_engine_plans_through_a_spark_application_and_the_plan_is_exec
     assert status["plan"]["id"] == done["status"]["plan"]["id"], status
     time.sleep(6)  # three more reconciles: unchanged placement, so no new job
     assert spark_apps.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"] == []
+
+
+def test_a_running_application_is_polled_across_reconciles_and_survives_an_operator_restart(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    k8s_api: Any,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    spark_apps: Any,
+    exchange: Path,
+) -> None:
+    """No reconcile waits for Spark: the run id is in the planning record, each reconcile reads the
+    application's state once; a restarted operator picks the same run up instead of submitting another."""
+    ns = k8s_namespace
+    new_topic([[3, 1], [1, 3]])
+    apply(kubectl, ns, RETIRE_3_WITH_SPARK_K8S.format(bootstrap=kafka_rig.bootstrap_servers))
+    app = wait_application(operator, spark_apps, ns)
+    name, run_id = app["metadata"]["name"], app["metadata"]["labels"]["kafkaplacement.io/run-id"]
+    record = KubeGateway(k8s_api).read_config_map(ns, configmap_name("big", "planning"))
+    assert record is not None, operator.tail()
+    run = json.loads(gzip.decompress(base64.b64decode(record["binaryData"][DOC_KEY])))
+    assert (run["run_id"], run["state"], run["version"]) == (run_id, "Submitted", 1)
+
+    set_state(spark_apps, ns, name, "RUNNING")  # a blocked reconcile would never show this state
+    deadline = time.monotonic() + 60
+    while "RUNNING" not in str(get(kubectl, ns, "brokerdecommission", "retire-3")["status"].get("message")):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.5)
+
+    operator.kill()
+    operator.start()
+    time.sleep(8)  # several reconciles of the new process
+    items = spark_apps.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
+    assert [i["metadata"]["name"] for i in items] == [name], operator.tail()
+    play_spark_operator(spark_apps, ns, app, exchange)
+    done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=240)
+    assert done["status"]["plan"]["moves"] >= 2
 
 
 def test_failed_spark_application_fails_the_intent_with_its_message_and_nothing_moves(

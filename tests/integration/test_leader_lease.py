@@ -17,6 +17,7 @@ from kafka_placement.handlers.fencing import FencedGateway
 from kafka_placement.handlers.leader import LeaseElector, LeaseTimings, NotLeader
 from kafka_placement.handlers.store import LEADER, WRITER, ConfigMapStore, claim_records, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kube.gateway import KubeGateway
 
 pytestmark = [pytest.mark.k8s]
 FAST = LeaseTimings(lease_duration=3, renew_deadline=2, renew_period=1, retry_period=0.5)
@@ -31,9 +32,8 @@ def wait(what: str, check: Any, timeout: float = 15) -> float:
 
 
 def elector(k8s_api: Any, ns: str, identity: str) -> LeaseElector:
-    from kubernetes import client
 
-    return LeaseElector(client.CoordinationV1Api(k8s_api), ns, "kpo-test", identity, FAST)
+    return LeaseElector(KubeGateway(k8s_api), ns, "kpo-test", identity, FAST)
 
 
 def lease_spec(k8s_api: Any, ns: str) -> dict[str, Any]:
@@ -75,15 +75,15 @@ def test_a_paused_leader_is_fenced_by_its_clock_and_by_the_record_version(
     core, ns = client.CoreV1Api(k8s_api), k8s_namespace
     stale = elector(k8s_api, ns, "stale_1")
     assert stale.try_acquire_or_renew() and stale.is_leader()  # acquired once, then paused: no thread
-    store = ConfigMapStore(core, ns, "c1", {}, fence=stale.fence, writer="stale_1")
+    store = ConfigMapStore(KubeGateway(core.api_client), ns, "c1", {}, fence=stale.fence, writer="stale_1")
     store.load()
     store.save(b'{"by": "stale, while leading"}')
     cm = core.read_namespaced_config_map(configmap_name("c1"), ns)
     assert cm.metadata.annotations[WRITER] == "stale_1"
     # two saves prepared by the leader before its pause: one checks the fence after waking, the other
     # passed the fence just before the pause (its fence is a no-op here)
-    late = ConfigMapStore(core, ns, "c1", {}, fence=stale.fence, writer="stale_1")
-    passed = ConfigMapStore(core, ns, "c1", {}, writer="stale_1")
+    late = ConfigMapStore(KubeGateway(core.api_client), ns, "c1", {}, fence=stale.fence, writer="stale_1")
+    passed = ConfigMapStore(KubeGateway(core.api_client), ns, "c1", {}, writer="stale_1")
     late.load(), passed.load()
 
     new = elector(k8s_api, ns, "new_2")
@@ -92,10 +92,10 @@ def test_a_paused_leader_is_fenced_by_its_clock_and_by_the_record_version(
         took = wait("the new leader acquires the unrenewed Lease", new.is_leader, timeout=10)
         assert FAST.lease_duration - 0.5 <= took <= FAST.lease_duration + 2, took
         assert not stale.is_leader()  # its renew deadline (2 s) ran out before the lease duration (3 s)
-        assert claim_records(core, [ns], "new_2") == [f"{ns}/{configmap_name('c1')}"]
+        assert claim_records(KubeGateway(core.api_client), [ns], "new_2") == [f"{ns}/{configmap_name('c1')}"]
         claimed = core.read_namespaced_config_map(configmap_name("c1"), ns)
         assert claimed.metadata.annotations[LEADER].startswith("new_2 ")
-        mine = ConfigMapStore(core, ns, "c1", {}, fence=new.fence, writer="new_2")
+        mine = ConfigMapStore(KubeGateway(core.api_client), ns, "c1", {}, fence=new.fence, writer="new_2")
         mine.load()
         mine.save(b'{"by": "new leader"}')
         after = core.read_namespaced_config_map(configmap_name("c1"), ns).metadata.resource_version

@@ -25,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_placement.execution.store import RecordConflict
 from kafka_placement.handlers.store import CHUNK, ConfigMapStore, configmap_name
+from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.errors import BadInputError, PlacementError
 
 pytestmark = pytest.mark.k8s
@@ -114,7 +115,7 @@ class StoredPlan:
 @pytest.fixture(scope="module")
 def stored_plan(core: client.CoreV1Api, ns: str, owner: dict[str, Any]) -> StoredPlan:
     data = plan_of_1m_partitions()
-    store = ConfigMapStore(core, ns, "big", owner)
+    store = ConfigMapStore(KubeGateway(core.api_client), ns, "big", owner)
     name = f"plan-{hashlib.sha256(data).hexdigest()[:16]}"
     start = time.monotonic()
     store.put_blob(name, data)
@@ -145,7 +146,9 @@ def test_a_1m_partition_plan_spans_configmaps_and_reads_back(
 
     start = time.monotonic()
     assert store.get_blob(name) == data
-    assert ConfigMapStore(core, ns, "big", owner).get_blob(name) == data  # a restarted operator
+    assert (
+        ConfigMapStore(KubeGateway(core.api_client), ns, "big", owner).get_blob(name) == data
+    )  # a restarted operator
     print(f"get {time.monotonic() - start:.1f}s (twice)")
 
     before = {cm.metadata.name: cm.metadata.resource_version for cm in cms}
@@ -157,7 +160,9 @@ def test_a_1m_partition_plan_spans_configmaps_and_reads_back(
 def test_progress_saves_stay_small_beside_a_big_blob(
     stored_plan: StoredPlan, core: client.CoreV1Api, ns: str, owner: dict[str, Any]
 ) -> None:
-    store = ConfigMapStore(core, ns, "big", owner)  # the cluster whose plan blob is the 1M-partition one
+    store = ConfigMapStore(
+        KubeGateway(core.api_client), ns, "big", owner
+    )  # the cluster whose plan blob is the 1M-partition one
     assert store.load() is None
     assert store.where == f"ConfigMap {ns}/kafka-placement-big-execution"
     sizes = []
@@ -180,10 +185,13 @@ def test_progress_saves_stay_small_beside_a_big_blob(
 
 
 def test_two_writers_compare_and_swap(core: client.CoreV1Api, ns: str, owner: dict[str, Any]) -> None:
-    a, b = ConfigMapStore(core, ns, "cas", owner), ConfigMapStore(core, ns, "cas", owner)
+    a, b = (
+        ConfigMapStore(KubeGateway(core.api_client), ns, "cas", owner),
+        ConfigMapStore(KubeGateway(core.api_client), ns, "cas", owner),
+    )
 
     def stored() -> bytes | None:
-        return ConfigMapStore(core, ns, "cas", owner).load()
+        return ConfigMapStore(KubeGateway(core.api_client), ns, "cas", owner).load()
 
     # concurrent creates: both saw nothing, exactly one create wins
     assert a.load() is None and b.load() is None
@@ -233,7 +241,7 @@ def test_two_writers_compare_and_swap(core: client.CoreV1Api, ns: str, owner: di
 def test_damaged_and_half_written_blobs(core: client.CoreV1Api, ns: str, owner: dict[str, Any]) -> None:
     rng = random.Random(5)
     one, two = rng.randbytes(2 * MiB), rng.randbytes(2 * MiB)  # incompressible: 3 chunks each
-    store = ConfigMapStore(core, ns, "dmg", owner)
+    store = ConfigMapStore(KubeGateway(core.api_client), ns, "dmg", owner)
 
     # a put cut short (chunk 0 is written last) reads as absent; the next put completes it
     store.put_blob("cut", one)
@@ -276,7 +284,10 @@ def test_damaged_and_half_written_blobs(core: client.CoreV1Api, ns: str, owner: 
 
 
 def test_prune_delete_and_owner(core: client.CoreV1Api, ns: str, owner: dict[str, Any]) -> None:
-    store, other = ConfigMapStore(core, ns, "prn", owner), ConfigMapStore(core, ns, "prn-other", owner)
+    store, other = (
+        ConfigMapStore(KubeGateway(core.api_client), ns, "prn", owner),
+        ConfigMapStore(KubeGateway(core.api_client), ns, "prn-other", owner),
+    )
     big = random.Random(9).randbytes(MiB)  # 2 chunks
     for name, data in (("plan-a", b"a" * 100), ("plan-b", big), ("baseline-c", b"c")):
         store.put_blob(name, data)
@@ -303,7 +314,7 @@ def test_prune_delete_and_owner(core: client.CoreV1Api, ns: str, owner: dict[str
     store.delete()  # nothing left: still fine
 
     with pytest.raises(PlacementError, match="DNS subdomain of at most 163"):
-        ConfigMapStore(core, ns, "x" * 164, owner)
+        ConfigMapStore(KubeGateway(core.api_client), ns, "x" * 164, owner)
     with pytest.raises(ValueError, match="invalid blob name"):
         store.put_blob("Not/A/Name", b"")
 
@@ -324,7 +335,7 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
             for b in (r(8) + 1,)
         ]
     )
-    store = ConfigMapStore(core, ns, "exec-1m", owner)
+    store = ConfigMapStore(KubeGateway(core.api_client), ns, "exec-1m", owner)
     limits = LimitsDoc(max_moves_per_broker=250, max_moves=1250, max_bytes_per_broker=None, throttle=None)
     ex = Execution.create(store, plan, limits=limits, cluster_id="c1")
     ex.save()
@@ -341,8 +352,8 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
     doc_bytes = len(base64.b64decode(doc_cm.binary_data["record.json.gz"]))
     assert doc_bytes < 64 * 1024, doc_bytes  # 1,000 in flight of ~360k: the plan is not in the document
 
-    first = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
-    second = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
+    first = Execution.load(ConfigMapStore(KubeGateway(core.api_client), ns, "exec-1m", owner))
+    second = Execution.load(ConfigMapStore(KubeGateway(core.api_client), ns, "exec-1m", owner))
     assert first is not None and second is not None
     assert first.plan.plan.plan_id == plan.plan_id and len(first.active()) == 1000
     for i in range(500):
@@ -351,6 +362,6 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
     second.doc.cancel_requested = True
     with pytest.raises(RecordConflict):
         second.save()
-    again = Execution.load(ConfigMapStore(core, ns, "exec-1m", owner))
+    again = Execution.load(ConfigMapStore(KubeGateway(core.api_client), ns, "exec-1m", owner))
     assert again is not None and again.doc.done_count == 500 and not again.doc.cancel_requested
     assert again.doc.counters.submissions == 1000 and again.doc.done_bytes == 500 * 1000

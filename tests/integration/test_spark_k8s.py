@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kafka_placement.kube.gateway import KubeError, KubeGateway
 from kafka_placement.model.errors import PlacementError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
@@ -131,7 +132,7 @@ def test_completed_application_returns_the_plan(
     run_id = "it-complete-1"
     name = application_name(run_id)
     future: Future[tuple[Plan, dict[str, Any]]] = background.submit(
-        run_k8s, k8s_api, snap, intents_text, settings, run_id
+        run_k8s, KubeGateway(k8s_api), snap, intents_text, settings, run_id
     )
 
     app = poll(f"SparkApplication {name}", lambda: future.done() or get_app(custom, k8s_namespace, name))
@@ -201,7 +202,9 @@ def test_failed_application_raises_with_its_error_message(
 ) -> None:  # fmt: skip
     snap, intents_text = scenario()
     settings = settings_for(k8s_namespace, tmp_path)
-    future = background.submit(run_k8s, k8s_api, snap, intents_text, settings)  # a generated run id
+    future = background.submit(
+        run_k8s, KubeGateway(k8s_api), snap, intents_text, settings
+    )  # a generated run id
 
     def listed() -> Any:
         if future.done():
@@ -237,7 +240,7 @@ def test_timeout_deletes_the_application(
     run_id = "it-timeout-1"
     started = time.monotonic()
     with pytest.raises(PlacementError) as err:
-        run_k8s(k8s_api, snap, intents_text, settings, run_id)
+        run_k8s(KubeGateway(k8s_api), snap, intents_text, settings, run_id)
     assert 2.5 <= time.monotonic() - started < 30
     assert "did not finish within 3 s" in err.value.message
     assert application_name(run_id) in err.value.message
@@ -253,14 +256,15 @@ def test_existing_application_name_is_a_clear_error(
     body = spark_application("it-dup-1", settings)
     custom.create_namespaced_custom_object(GROUP, VERSION, k8s_namespace, PLURAL, body)
     with pytest.raises(PlacementError, match="already exists"):
-        run_k8s(k8s_api, snap, intents_text, settings, "it-dup-1")
+        run_k8s(KubeGateway(k8s_api), snap, intents_text, settings, "it-dup-1")
 
 
 # ---------------------------------------------------------------------------------------------- pure
 
 
 def test_api_error_mapping() -> None:
-    from kubernetes.client.exceptions import ApiException
+    def ApiException(status: int, reason: str = "") -> KubeError:
+        return KubeError(f"Kubernetes API: cannot do it: {status} {reason}", status)
 
     missing = api_error(ApiException(status=404, reason="Not Found"), "create", "ns1", "kafka-placement-x")
     assert missing.message == (

@@ -81,16 +81,14 @@ def cmd_operator(args: argparse.Namespace) -> int:
 
 
 def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
-    from kubernetes import client
-
     from ..handlers import leader, metrics
-    from ..handlers.runtime import load_kube_config
     from ..handlers.store import claim_records
+    from ..kube.gateway import KubeGateway
 
-    load_kube_config()
+    kube = KubeGateway.from_config()
     identity = args.identity or leader.default_identity()
     elector = leader.LeaseElector(
-        client.CoordinationV1Api(client.ApiClient()),  # its own connection pool: used by the elector thread
+        kube.with_own_pool(),  # its own connection pool: used by the elector thread
         lease_ns,
         args.lease_name,
         identity,
@@ -118,7 +116,7 @@ def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dic
         elector.stop(release=True)
         return 0
     try:  # before driving: no save prepared by an earlier leader can win any more
-        claimed = claim_records(client.CoreV1Api(), args.namespace or None, identity)
+        claimed = claim_records(kube, args.namespace or None, identity)
         log.info("leader %s claimed %d execution record(s): %s", identity, len(claimed), ", ".join(claimed))
         asyncio.run(_drive(elector, run))
     finally:

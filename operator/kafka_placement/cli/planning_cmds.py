@@ -69,8 +69,7 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
     """``--engine spark-k8s``: the Spark job as a SparkApplication (Kubeflow spark-operator)."""
     from pathlib import Path
 
-    from kubernetes import config
-
+    from ..kube.gateway import KubeGateway
     from ..spark.k8s import SparkK8sSettings, run_on_kubernetes
 
     missing = [
@@ -87,8 +86,8 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
         exchange_dir=Path(args.exchange_dir),
         exchange_mount=args.exchange_mount,
     )
-    api = config.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
-    plan, summary = run_on_kubernetes(api, snapshot, read_text(args.intents, "intents"), settings)
+    kube = KubeGateway.from_config(args.kubeconfig)
+    plan, summary = run_on_kubernetes(kube, snapshot, read_text(args.intents, "intents"), settings)
     return PlanResult(plan, summary)
 
 

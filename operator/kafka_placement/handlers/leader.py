@@ -24,7 +24,6 @@ conflict afterwards.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -37,10 +36,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from ..execution.store import RecordConflict
+from ..kube.gateway import KubeConflict, KubeError, KubeGateway
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +195,7 @@ class LeaseElector:
 
     def __init__(
         self,
-        api: client.CoordinationV1Api,
+        kube: KubeGateway,
         namespace: str,
         name: str,
         identity: str,
@@ -206,7 +203,7 @@ class LeaseElector:
         clock: Callable[[], float] = boottime,
         on_fenced: Callable[[], None] = lambda: None,
     ) -> None:
-        self.api, self.namespace, self.name = api, namespace, name
+        self.kube, self.namespace, self.name = kube, namespace, name
         self._identity, self.timings, self._clock, self._on_fenced = identity, timings, clock, on_fenced
         self._valid_until = -math.inf
         self._lock = threading.Lock()
@@ -250,27 +247,18 @@ class LeaseElector:
     # ---- the Lease ---------------------------------------------------------------------------------
 
     def _read(self) -> LeaseView:
-        try:
-            resp: Any = self.api.read_namespaced_lease(
-                self.name, self.namespace, _preload_content=False, _request_timeout=self.timings.retry_period
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return LeaseView(version=None)
-            raise
-        view = LeaseView.parse(json.loads(resp.data))
+        body = self.kube.read_lease(self.namespace, self.name, self.timings.retry_period)
+        if body is None:
+            return LeaseView(version=None)
+        view = LeaseView.parse(body)
         self.holder = view.holder
         return view
 
     def _write(self, view: LeaseView, holder: str | None) -> None:
-        body: Any = lease_body(
+        body = lease_body(
             self.name, self.namespace, view, holder, self.timings.lease_duration, datetime.now(UTC)
         )
-        timeout = self.timings.retry_period
-        if view.version is None:
-            self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
-        else:
-            self.api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=timeout)
+        self.kube.write_lease(self.namespace, body, self.timings.retry_period, create=view.version is None)
         self.holder = holder
 
     def try_acquire_or_renew(self) -> bool:
@@ -286,14 +274,11 @@ class LeaseElector:
                 log.debug("standby: %s is held by %s", self.where, view.holder)
                 return False
             self._write(view, self._identity)
-        except ApiException as e:
-            log.log(
-                logging.DEBUG if e.status == 409 else logging.WARNING,
-                "%s: %s %s",
-                self.where,
-                "lost the race for" if e.status == 409 else "cannot update",
-                e.reason,
-            )
+        except KubeConflict:
+            log.debug("%s: lost the race for it", self.where)
+            return False
+        except KubeError as e:
+            log.warning("%s: cannot update it: %s", self.where, e.message)
             return False
         except Exception as e:  # network errors, timeouts: retried; the validity runs out meanwhile
             log.warning("%s: cannot reach the apiserver: %s", self.where, str(e)[:300])

@@ -53,7 +53,7 @@ def uncordon(body: kopf.Body, logger: Any) -> None:
     ]
     try:
         with FencedGateway(
-            connection_settings(owner.get("spec") or {}, meta["namespace"], rec.apis.core),
+            connection_settings(owner.get("spec") or {}, meta["namespace"], rec.kube),
             rec.leadership.fence,
         ) as gw:
             if not gw.supports_cordon():

@@ -10,10 +10,15 @@ PersistentVolumeClaim ``KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM``, mounted at
 (``KAFKA_PLACEMENT_SPARK_EXCHANGE_LOCAL_DIR`` overrides where this process finds it, for an operator
 that runs outside a pod). Missing settings are bad input naming what to set.
 
-A Spark job is not launched on every reconcile: its result (plan, or the error that stopped it) is
-reused while the intents and the placement (brokers, dirs, each partition's replicas and dirs) are
-unchanged, for at most ``spec.planner.spark.replanSeconds``; so a converged cluster is verified by one
-job after each change, and a failed job is not relaunched in a loop.
+No reconcile waits for Spark: a reconcile submits the SparkApplication (its run id, the placement it
+plans and when, in the ``SparkRun`` record: ConfigMap ``kafka-placement-<cluster>-planning``), the
+following ones read its state (the intents stay Planning, the message says what the application is
+doing) until it completed, failed or ran out of ``timeoutSeconds``. A Spark job is not launched on every
+reconcile: its result (plan, or the error that stopped it) is reused while the intents and the
+placement (brokers, dirs, each partition's replicas and dirs) are unchanged, for at most
+``spec.planner.spark.replanSeconds``; so a converged cluster is verified by one job after each change,
+and a failed job is not relaunched in a loop. A run planning an older placement is deleted when the
+placement changes. The record survives a restart or a new leader, which picks the run up.
 """
 
 from __future__ import annotations
@@ -21,18 +26,23 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..model.errors import BadInputError, PlacementError
+from ..execution.store import Store
+from ..kube.gateway import KubeGateway
+from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intents
 from ..model.snapshot import ClusterSnapshot
-from ..planning.optimizer import PlanResult
+from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
-from ..spark.k8s import SparkK8sSettings, run_on_kubernetes
+from ..spark.k8s import SparkK8sSettings
+from .decide import Planned
 
 ENV = "KAFKA_PLACEMENT_"
 
@@ -112,36 +122,141 @@ def placement_key(snapshot: ClusterSnapshot, intents_text: str, settings: SparkK
     return h.hexdigest()
 
 
-# (namespace, cluster) -> (placement key, when, the plan or the error of the last spark-k8s run)
-_last: dict[tuple[str, str], tuple[str, float, PlanResult | PlacementError]] = {}
+class SparkRun(BaseModel):
+    """The cluster's spark-k8s planning run, persisted in ConfigMap ``kafka-placement-<cluster>-planning``
+    (typed, versioned; a compare-and-swap store like the execution record, so two leaders cannot both
+    submit). Times are wall-clock seconds: they are compared across processes and restarts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    run_id: str = Field(max_length=40)
+    key: str = Field(max_length=64)  # placement_key of what it plans
+    submitted_at: float
+    state: Literal["Submitted", "Completed", "Failed"] = "Submitted"
+    finished_at: float | None = None
+    error: str | None = Field(None, max_length=2000)
+
+    @staticmethod
+    def load(store: Store) -> SparkRun | None:
+        data = store.load()
+        if data is None:
+            return None
+        try:
+            return SparkRun.model_validate_json(data)
+        except ValidationError as e:
+            raise BadInputError(f"not a planning run record: {str(e)[:300]}", store.where) from None
+
+    def save(self, store: Store) -> None:
+        store.save(self.model_dump_json().encode())
+
+
+def _intents_of(documents: Sequence[Mapping[str, Any]], reactive_cordon: bool) -> Intents:
+    return Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
 
 
 def plan_cluster(
-    api_client: Any,
+    kube: KubeGateway,
+    runs: Store,
     cluster: Mapping[str, Any],
     snapshot: ClusterSnapshot,
-    intents: Intents,
     documents: Sequence[Mapping[str, Any]],
-) -> PlanResult:
-    """Plan with the cluster's engine; spark-k8s blocks until its application ends (or times out)."""
+    reactive_cordon: bool,
+    now: Callable[[], float] = time.time,
+) -> Planned:
+    """Plan the intent ``documents`` with the cluster's engine.
+
+    ``local``, ``spark`` and ``auto`` plan here and now. ``spark-k8s`` takes one step per call, never
+    waiting: submit a run when none plans this placement, else read its application's state; a completed
+    run's plan (or a failed run's error) is reused while the placement and intents are unchanged, for at
+    most ``replanSeconds``. The run is kept in ``runs`` (see ``SparkRun``)."""
     spec, meta = cluster.get("spec") or {}, cluster["metadata"]
     engine = engine_of(spec)
-    if engine != "spark-k8s":
-        return plan_with(snapshot, intents, EngineSettings(engine=engine))
-    settings = spark_k8s_settings(spec, meta["namespace"], intents.reactive_cordon)
-    text = intents_yaml(documents)
-    key, where = placement_key(snapshot, text, settings), (meta["namespace"], meta["name"])
-    replan = float(((spec.get("planner") or {}).get("spark") or {}).get("replanSeconds") or 600)
-    last = _last.get(where)
-    if last is not None and last[0] == key and time.monotonic() - last[1] < replan:
-        if isinstance(last[2], PlacementError):
-            raise last[2]
-        return last[2]
     try:
-        plan, summary = run_on_kubernetes(api_client, snapshot, text, settings)
+        if engine != "spark-k8s":
+            intents = _intents_of(documents, reactive_cordon)
+            result = plan_with(snapshot, intents, EngineSettings(engine=engine))
+            return Planned(plan=result.plan, summary=result.summary)
+        _intents_of(documents, reactive_cordon)  # the specs are checked here as for the other engines
+        settings = spark_k8s_settings(spec, meta["namespace"], reactive_cordon)
+        replan = float(((spec.get("planner") or {}).get("spark") or {}).get("replanSeconds") or 600)
+        return _spark_k8s_step(kube, runs, snapshot, intents_yaml(documents), settings, replan, now())
+    except InfeasibleError as e:
+        return Planned(error_reason="Infeasible", error=e.message)
+    except BadInputError as e:
+        return Planned(error_reason="InvalidInput", error=e.message)
     except PlacementError as e:
-        _last[where] = (key, time.monotonic(), e)
+        return Planned(error_reason=e.reason, error=e.message)
+
+
+def _spark_k8s_step(
+    kube: KubeGateway,
+    runs: Store,
+    snapshot: ClusterSnapshot,
+    text: str,
+    settings: SparkK8sSettings,
+    replan: float,
+    now: float,
+) -> Planned:
+    key = placement_key(snapshot, text, settings)
+    run = SparkRun.load(runs)
+    if run is not None and run.key == key:
+        name = k8s.application_name(run.run_id)
+        if run.state != "Submitted" and now - (run.finished_at or 0.0) < replan:
+            if run.state == "Failed":
+                return Planned(error_reason="Failed", error=run.error)
+            try:
+                plan, summary = k8s.read_outputs(settings.exchange_dir / run.run_id, name)
+                summary |= {"engine": "spark-k8s", "sparkApplication": f"{settings.namespace}/{name}"}
+                return Planned(plan=plan, summary=summary)
+            except PlacementError:
+                pass  # the exchange dir was cleaned: plan again
+        elif run.state == "Submitted":
+            return _poll(kube, runs, run, settings, now)
+    if run is not None and run.state == "Submitted":  # planning an older placement: stop it
+        k8s.delete_application(kube, settings, run.run_id)
+        k8s.remove_inputs(settings.exchange_dir / run.run_id)
+    fresh = SparkRun(run_id=k8s.new_run_id(), key=key, submitted_at=now)
+    fresh.save(runs)  # first: of two writers only one gets here (compare-and-swap), so one submission
+    try:
+        name = k8s.submit(kube, snapshot, text, settings, fresh.run_id)
+    except PlacementError as e:
+        _finish(runs, fresh, now, e.message)
         raise
-    result = PlanResult(plan, summary)
-    _last[where] = (key, time.monotonic(), result)
-    return result
+    return Planned(running=f"Spark application {settings.namespace}/{name} submitted; planning")
+
+
+def _poll(kube: KubeGateway, runs: Store, run: SparkRun, settings: SparkK8sSettings, now: float) -> Planned:
+    name = k8s.application_name(run.run_id)
+    state = k8s.application_state(kube, settings, run.run_id)
+    result = k8s.outcome(state, name)
+    if result == "completed":
+        try:
+            plan, summary = k8s.collect(kube, settings, run.run_id)
+        except PlacementError as e:
+            _finish(runs, run, now, e.message, settings)
+            raise
+        _finish(runs, run, now, None, settings)
+        return Planned(plan=plan, summary=summary)
+    if isinstance(result, PlacementError):
+        _finish(runs, run, now, result.message, settings)
+        raise result
+    if now - run.submitted_at >= settings.timeout_s:
+        k8s.delete_application(kube, settings, run.run_id)
+        error = k8s.timed_out(name, settings, (state or ("", ""))[0])
+        _finish(runs, run, now, error.message, settings)
+        raise error
+    shown = (state or ("", ""))[0] or "submitted, not yet started by the spark-operator"
+    since = datetime.fromtimestamp(run.submitted_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # no running clock in the message: an unchanged message writes no status and posts no Event
+    return Planned(running=f"Spark application {settings.namespace}/{name}: {shown} (submitted {since})")
+
+
+def _finish(
+    runs: Store, run: SparkRun, now: float, error: str | None, settings: SparkK8sSettings | None = None
+) -> None:
+    """Record the run's end (its inputs go, its outputs stay for reuse)."""
+    if settings is not None and not settings.keep_inputs:
+        k8s.remove_inputs(settings.exchange_dir / run.run_id)
+    run.state, run.finished_at, run.error = ("Failed" if error else "Completed"), now, error and error[:2000]
+    run.save(runs)

@@ -1,30 +1,31 @@
-"""Per-cluster reconciliation: all active intents of a KafkaCluster, one plan, approval, executor ticks.
+"""Per-cluster reconciliation, the I/O shell: read what ``decide`` asks for, perform what it decides.
 
-Called periodically for each KafkaCluster (docs/architecture.md, "Data flow"): gather every intent
-resource whose ``clusterRef`` names it, then either drive the execution in flight (one stateless executor
-tick from the record in the cluster's ConfigMaps, reading only what the tick needs, and the cluster's
-status from its brokers' dirs) or snapshot Kafka, plan all intents together, gate the plan on approval,
-and start executing exactly the approved plan. Every intent resource's status is written here; Events
-are posted on phase changes; a save that loses a race to another writer is retried on the next reconcile.
-Every write (record saves, Kafka changes, intent statuses) passes the leader fence (handlers/leader.py):
-a process that lost the leader Lease raises ``NotLeader`` before writing anything.
+Called periodically for each KafkaCluster (docs/architecture.md, "Reconcile"). The decisions — which
+gate holds the intents, what their statuses say, whether to plan, tick or start an execution — are made
+by the pure ``decide.decide``; this module only reads (the intent resources, the execution record, Kafka)
+and writes (statuses, Events, the record, Kafka) through the two gateways: ``kube.gateway.KubeGateway``
+for Kubernetes and the fenced ``kafka.gateway.KafkaGateway`` for Kafka. One reconcile is a loop: view ->
+decide -> perform its actions, each action adding one fact to the view, until a decision has none.
+
+Every write passes the leader fence (handlers/leader.py): a process that lost the leader Lease raises
+``NotLeader`` before writing anything. A record save that loses a race to another writer is retried on
+the next reconcile (kopf TemporaryError).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import kopf
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from ..execution import executor
-from ..execution.record import TERMINAL, Execution, Phase, Rule
+from ..execution.record import TERMINAL, Execution
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
@@ -33,20 +34,27 @@ from ..kafka.gateway import (
     KafkaAuthorizationError,
     KafkaGateway,
     KafkaUnavailableError,
-    LogDirInfo,
 )
-from ..model.errors import BadInputError, InfeasibleError, PlacementError
-from ..model.intents import (
-    BrokerDecommission,
-    Intent,
-    Intents,
-    LogDirCordon,
-    PlacementPolicy,
-    parse_spec,
-)
+from ..kube.gateway import KubeError, KubeGateway
+from ..model.errors import BadInputError
+from ..model.intents import Intent, LogDirCordon
 from ..model.snapshot import ClusterSnapshot
 from . import metrics
 from . import status as st
+from .decide import (
+    CheckMinIsr,
+    Decision,
+    Failure,
+    PlanIntents,
+    RecordView,
+    RequestCancel,
+    StartExecution,
+    StatusPatch,
+    SyncCordons,
+    Tick,
+    View,
+    decide,
+)
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
 from .planner import plan_cluster
@@ -59,133 +67,62 @@ PLURALS = {
     "BrokerDecommission": "brokerdecommissions",
     "PlacementPolicy": "placementpolicies",
 }
-EXECUTOR_TO_PHASE = {
-    Phase.COMPLETED: st.COMPLETED,
-    Phase.CANCELLED: st.CANCELLED,
-    Phase.FAILED: st.FAILED,
-    Phase.PAUSED: st.PAUSED,
-}
-
-EventFn = Callable[[Mapping[str, Any], str, str, str], None]
+MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
 
 
-@dataclass
-class Apis:
-    custom: client.CustomObjectsApi
-    core: client.CoreV1Api
+def secret_value(kube: KubeGateway, ns: str, name: str | None, key: str, where: str) -> str:
+    """One value of a Secret, decoded; bad input naming the field when it cannot be read."""
+    if not name:
+        raise BadInputError("a Secret name is required", f"{where}.name")
+    try:
+        data = kube.secret_data(ns, name)
+    except KubeError as e:
+        raise BadInputError(
+            f"cannot read Secret {ns}/{name}: {e.status} (see the operator's RBAC)", where
+        ) from None
+    if data is None:
+        raise BadInputError(f"Secret {ns}/{name} not found", where)
+    raw = data.get(key)
+    if raw is None:
+        raise BadInputError(f"Secret {ns}/{name} has no key '{key}'", where)
+    try:
+        return base64.b64decode(raw, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise BadInputError(f"Secret {ns}/{name} key '{key}' is not valid base64 UTF-8 text", where) from None
 
 
-def connection_settings(
-    spec: Mapping[str, Any], namespace: str, core: client.CoreV1Api
-) -> ConnectionSettings:
-    """The KafkaCluster's connection (TLS/SASL material read from its Secrets)."""
+def connection_settings(spec: Mapping[str, Any], namespace: str, kube: KubeGateway) -> ConnectionSettings:
+    """The KafkaCluster's connection (TLS/SASL material read from its Secrets; PEM as reused 0600 files)."""
     bootstrap = spec.get("bootstrapServers")
     if not isinstance(bootstrap, str) or not bootstrap:
         raise BadInputError('bootstrapServers is required ("host:port,host:port")', "spec.bootstrapServers")
     tls, sasl = spec.get("tls"), spec.get("sasl") or {}
     kw: dict[str, Any] = {}
+
+    def pem(ref: Mapping[str, Any], key: str, where: str) -> str:
+        return pem_file(secret_value(kube, namespace, ref.get("name"), key, where))
+
     if isinstance(tls, Mapping):
         ca = tls.get("caSecretRef")
         if ca:  # absent: the system trust store
-            kw["ssl_cafile"] = _secret_file(
-                core, namespace, ca.get("name"), ca.get("key", "ca.crt"), "spec.tls.caSecretRef"
-            )
+            kw["ssl_cafile"] = pem(ca, ca.get("key", "ca.crt"), "spec.tls.caSecretRef")
         cert = tls.get("certSecretRef")
         if cert:  # mutual TLS: the client certificate and its key
-            where = "spec.tls.certSecretRef"
-            kw["ssl_certfile"] = _secret_file(
-                core, namespace, cert.get("name"), cert.get("certKey", "tls.crt"), where
-            )
-            kw["ssl_keyfile"] = _secret_file(
-                core, namespace, cert.get("name"), cert.get("keyKey", "tls.key"), where
-            )
+            kw["ssl_certfile"] = pem(cert, cert.get("certKey", "tls.crt"), "spec.tls.certSecretRef")
+            kw["ssl_keyfile"] = pem(cert, cert.get("keyKey", "tls.key"), "spec.tls.certSecretRef")
     if sasl:
         ref = sasl.get("secretRef") or {}
+        where = "spec.sasl.secretRef"
         kw["sasl_mechanism"] = sasl.get("mechanism", "SCRAM-SHA-512")
-        kw["username"] = _secret_value(
-            core, namespace, ref.get("name"), ref.get("usernameKey", "username"), "spec.sasl.secretRef"
+        kw["username"] = secret_value(
+            kube, namespace, ref.get("name"), ref.get("usernameKey", "username"), where
         )
-        kw["password"] = _secret_value(
-            core, namespace, ref.get("name"), ref.get("passwordKey", "password"), "spec.sasl.secretRef"
+        kw["password"] = secret_value(
+            kube, namespace, ref.get("name"), ref.get("passwordKey", "password"), where
         )
     secure = tls is not None
     protocol = ("SASL_SSL" if secure else "SASL_PLAINTEXT") if sasl else ("SSL" if secure else "PLAINTEXT")
     return ConnectionSettings(bootstrap_servers=bootstrap, security_protocol=protocol, **kw)
-
-
-def _secret_value(core: client.CoreV1Api, ns: str, name: str | None, key: str, where: str) -> str:
-    if not name:
-        raise BadInputError("a Secret name is required", f"{where}.name")
-    try:
-        secret = core.read_namespaced_secret(name, ns)
-    except ApiException as e:
-        raise BadInputError(f"cannot read Secret {ns}/{name}: {e.reason}", where) from None
-    raw = (secret.data or {}).get(key)
-    if raw is None:
-        raise BadInputError(f"Secret {ns}/{name} has no key '{key}'", where)
-    return base64.b64decode(raw).decode()
-
-
-def _secret_file(core: client.CoreV1Api, ns: str, name: str | None, key: str, where: str) -> str:
-    """A Secret's PEM value as a file: one 0600 file per content, reused by every reconcile."""
-    return pem_file(_secret_value(core, ns, name, key, where))
-
-
-def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
-    used: dict[tuple[int, str], int] = {}
-    for p in snap.partitions:
-        for b, d in zip(p.replicas, p.log_dirs, strict=True):
-            if d is not None:
-                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
-    return {
-        "brokers": [
-            {
-                "id": b.id,
-                "rack": b.rack,
-                "logDirs": [
-                    {
-                        "path": d.path,
-                        "usedBytes": used.get((b.id, d.path), 0),
-                        "totalBytes": d.total_bytes,
-                        "usableBytes": d.usable_bytes,
-                        "cordoned": d.cordoned,
-                        "online": d.online,
-                    }
-                    for d in b.log_dirs
-                ],
-            }
-            for b in snap.brokers
-        ],
-        "reassignmentsInFlight": in_flight,
-    }
-
-
-def light_cluster_status(
-    racks: Mapping[int, str | None], dirs: Mapping[int, tuple[LogDirInfo, ...]], in_flight: int
-) -> dict[str, Any]:
-    """The KafkaCluster status from DescribeLogDirs without replicas (cost follows brokers x dirs): used
-    bytes are the disk's (total - usable), as Kafka reports them."""
-    return {
-        "brokers": [
-            {
-                "id": b,
-                "rack": racks.get(b),
-                "logDirs": [
-                    {
-                        "path": d.path,
-                        "usedBytes": max(d.total_bytes - d.usable_bytes, 0),
-                        "totalBytes": max(d.total_bytes, 0),
-                        "usableBytes": max(d.usable_bytes, 0),
-                        "cordoned": bool(d.cordoned),
-                        "online": d.online,
-                    }
-                    for d in dirs.get(b, ())
-                ],
-            }
-            for b in sorted(dirs)
-        ],
-        "reassignmentsInFlight": in_flight,
-    }
 
 
 def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int, list[str]]:
@@ -200,81 +137,99 @@ def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int,
     return {b: dirs for b, dirs in out.items() if dirs}
 
 
-def execution_rules(intents: Sequence[Intent]) -> list[Rule]:
-    """Per-decommission priority and throttle for the executor (moves off those brokers)."""
-    return [
-        Rule(
-            name=f"BrokerDecommission/{i.name}"[:300],
-            brokers=list(i.brokers),
-            priority=i.priority,
-            throttle=i.throttle_bytes_per_sec,
-        )
-        for i in intents
-        if isinstance(i, BrokerDecommission) and (i.priority or i.throttle_bytes_per_sec)
-    ]
+def limits_of(spec: Mapping[str, Any]) -> executor.Limits:
+    """The executor's limits from the KafkaCluster's ``spec.limits`` and ``throttleBytesPerSecond``."""
+    limits_spec = spec.get("limits") or {}
+    default = executor.Limits()
+    return executor.Limits(
+        max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", default.max_moves_per_broker)),
+        max_moves=int(limits_spec.get("maxMovesInFlight", default.max_moves)),
+        max_bytes_per_broker=limits_spec.get("maxBytesPerBroker"),
+        throttle=spec.get("throttleBytesPerSecond"),
+        batch_seconds=int(limits_spec.get("batchSeconds", default.batch_seconds)),
+        on_config_change="Pause" if limits_spec.get("onConfigChange") == "Pause" else "Reapply",
+        max_reapplies=int(limits_spec.get("maxReapplies", default.max_reapplies)),
+        reapply_window_s=int(limits_spec.get("reapplyWindowSeconds", default.reapply_window_s)),
+    )
+
+
+def record_view(record: Execution | None, reapplied_before: int | None = None) -> RecordView | None:
+    """What ``decide`` needs of the record (with the progress of its last tick)."""
+    if record is None:
+        return None
+    doc = record.doc
+    return RecordView(
+        phase=record.phase,
+        plan_id=doc.plan_id,
+        participants=frozenset(doc.participants),
+        cancel_requested=doc.cancel_requested,
+        plan_status=doc.plan_status,
+        last_error=doc.last_error,
+        progress=executor.progress(record).status_json() if reapplied_before is not None else None,
+        reapplied=doc.defence.reapplied,
+        reapplied_before=doc.defence.reapplied if reapplied_before is None else reapplied_before,
+        reapplied_what=tuple(doc.defence.last),
+    )
 
 
 class Reconciler:
     """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
 
-    def __init__(self, apis: Apis, event: EventFn, leadership: Leadership | None = None) -> None:
-        self.apis, self.event = apis, event
+    def __init__(self, kube: KubeGateway, leadership: Leadership | None = None) -> None:
+        self.kube = kube
         self.leadership: Leadership = leadership or Unelected()
 
-    def store(self, namespace: str, cluster: str, owner: Mapping[str, Any]) -> ConfigMapStore:
-        """The cluster's execution record, written only through the leader fence."""
+    def store(
+        self, namespace: str, cluster: str, owner: Mapping[str, Any], document: str = "execution"
+    ) -> ConfigMapStore:
+        """The cluster's execution record (or its planning run), written only through the leader fence."""
         lead = self.leadership
         return ConfigMapStore(
-            self.apis.core, namespace, cluster, owner, fence=lead.fence, writer=lead.identity
-        )
+            self.kube, namespace, cluster, owner, fence=lead.fence, writer=lead.identity,
+            document="planning" if document == "planning" else "execution",
+        )  # fmt: skip
 
-    # ---- Kubernetes access -----------------------------------------------------------------------
+    # ---- Kubernetes reads and writes -------------------------------------------------------------
 
     def cluster(self, namespace: str, name: str | None) -> dict[str, Any] | None:
         """The KafkaCluster ``name`` (None when it does not exist)."""
-        if not name:
-            return None
-        try:
-            found: dict[str, Any] = self.apis.custom.get_namespaced_custom_object(  # type: ignore[assignment]
-                GROUP, VERSION, namespace, "kafkaclusters", name
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        return found
+        return self.kube.get_custom(GROUP, VERSION, namespace, "kafkaclusters", name) if name else None
 
     def intents_of(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for kind, plural in PLURALS.items():
-            listed: dict[str, Any] = self.apis.custom.list_namespaced_custom_object(  # type: ignore[assignment]
-                GROUP, VERSION, namespace, plural
-            )
-            items = listed["items"]
-            for body in items:
+            for body in self.kube.list_custom(GROUP, VERSION, namespace, plural):
                 if ((body.get("spec") or {}).get("clusterRef") or {}).get("name") == cluster:
                     body.setdefault("kind", kind)
                     out.append(body)
         return sorted(out, key=lambda b: (b["kind"], b["metadata"]["name"]))
 
-    def set_status(self, body: Mapping[str, Any], phase: str, reason: str, message: str, **kw: Any) -> None:
+    def set_status(self, p: StatusPatch) -> None:
+        """Write one intent status (an Event when phase or message changed; nothing when unchanged)."""
+        body = p.body
         old = body.get("status") or {}
-        new = st.intent_status(body, phase, reason, message, **kw)
+        new = st.intent_status(body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress)
         self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
-        if old.get("phase") != phase or old.get("message") != message:
-            self.event(body, "Warning" if phase == st.FAILED else "Normal", reason or phase, message or phase)
+        if old.get("phase") != p.phase or old.get("message") != p.message:
+            etype = "Warning" if p.phase == st.FAILED else "Normal"
+            self.kube.event(body, etype, p.reason or p.phase, p.message or p.phase)
         if all(
             old.get(k) == new.get(k) for k in ("phase", "message", "plan", "progress", "observedGeneration")
         ):
             return
         meta = body["metadata"]
-        try:
-            self.apis.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, meta["namespace"], PLURALS[body["kind"]], meta["name"], {"status": new}
-            )
-        except ApiException as e:
-            if e.status != 404:  # deleted meanwhile
-                raise
+        self.kube.patch_custom_status(
+            GROUP, VERSION, meta["namespace"], PLURALS[body["kind"]], meta["name"], new
+        )
+
+    def _publish(self, d: Decision | Sequence[StatusPatch]) -> None:
+        statuses = d if not isinstance(d, Decision) else d.statuses
+        for p in statuses:
+            self.set_status(p)
+        if isinstance(d, Decision):
+            for n in d.events:
+                self.leadership.fence()
+                self.kube.event(n.body, n.type, n.reason, n.message)
 
     # ---- one reconciliation ------------------------------------------------------------------------
 
@@ -283,16 +238,22 @@ class Reconciler:
         meta, spec = cluster["metadata"], cluster.get("spec") or {}
         ns, name = meta["namespace"], meta["name"]
         bodies = [b for b in self.intents_of(ns, name) if not b["metadata"].get("deletionTimestamp")]
+
+        def failed(reason: str, message: str, connected: bool, phase: str = "Unreachable") -> dict[str, Any]:
+            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            d = decide(View(bodies, failure=Failure(reason, message, connected, phase)))
+            self._publish(d)
+            return dict(d.cluster or {})
+
         try:
-            settings = connection_settings(spec, ns, self.apis.core)
+            settings = connection_settings(spec, ns, self.kube)
         except BadInputError as e:
-            return self._unreachable(bodies, "InvalidConnection", e.message, connected=False)
+            return failed("InvalidConnection", e.message, connected=False)
         store = self.store(ns, name, cluster)
         try:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
-            return self._unreachable(bodies, "CorruptExecutionRecord", e.message, connected=True)
+            return failed("CorruptExecutionRecord", e.message, connected=True)
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
@@ -301,256 +262,147 @@ class Reconciler:
                     {t.topic for t in record.plan.plan.partitions} if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
-                return self._with_kafka(gw, cluster, bodies, store, record)
+                return _Pass(self, gw, cluster, bodies, store, record).run()
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
         except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
-            return self._unreachable(bodies, "KafkaNotAuthorized", e.message, True, "NotAuthorized")
+            return failed("KafkaNotAuthorized", e.message, True, "NotAuthorized")
         except KafkaAuthenticationError as e:
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
-            return self._unreachable(bodies, "KafkaAuthenticationFailed", e.message, connected=False)
+            return failed("KafkaAuthenticationFailed", e.message, connected=False)
         except KafkaUnavailableError as e:
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
-            return self._unreachable(bodies, "ClusterUnreachable", e.message, connected=False)
+            return failed("ClusterUnreachable", e.message, connected=False)
         except RecordConflict as e:  # another writer was first: nothing was sent; the next reconcile retries
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             raise kopf.TemporaryError(e.message, delay=1) from None
 
-    def _unreachable(
-        self,
-        bodies: list[dict[str, Any]],
-        reason: str,
-        message: str,
-        connected: bool,
-        phase: str = "Unreachable",
-    ) -> dict[str, Any]:
-        for b in bodies:
-            if (b.get("status") or {}).get("phase") not in (st.COMPLETED,):
-                self.set_status(b, st.FAILED, reason, message)
-        return {
-            "phase": phase,
-            "conditions": st.merge_conditions(
-                None,
-                {"Ready": (connected, reason, message), "Degraded": (True, reason, message)},
-                st.CLUSTER_CONDITION_TYPES,
-            ),
-        }
 
-    def _parse(self, bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Intent]]:
-        valid: list[tuple[dict[str, Any], Intent]] = []
-        for b in bodies:
-            where = f"{b['kind']} {b['metadata']['name']}: spec"
-            try:
-                valid.append((b, parse_spec(b["kind"], b.get("spec") or {}, where, b["metadata"]["name"])))
-            except BadInputError as e:
-                self.set_status(b, st.FAILED, "InvalidSpec", e.message)
-        return valid
+class _Pass:
+    """One reconcile of one cluster with Kafka reachable: the view grows by what each action reads."""
 
-    def _with_kafka(
+    def __init__(
         self,
+        rec: Reconciler,
         gw: KafkaGateway,
         cluster: Mapping[str, Any],
         bodies: list[dict[str, Any]],
         store: ConfigMapStore,
         record: Execution | None,
-    ) -> dict[str, Any]:
-        spec = cluster.get("spec") or {}
-        valid = self._parse(bodies)
-        ready = st.merge_conditions(
-            None,
-            {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")},
-            st.CLUSTER_CONDITION_TYPES,
-        )
-        if record is not None and record.phase not in TERMINAL:
-            # one read of what the execution needs; the cluster status from brokers and dirs only
-            self._drive(gw, valid, record, self._limits(spec))
-            _, live = gw.describe_cluster()
-            dirs = gw.describe_log_dirs(live, partitions=())
-            racks = {b["id"]: b.get("rack") for b in ((cluster.get("status") or {}).get("brokers") or [])}
-            status = light_cluster_status(racks, dirs, len(record.doc.in_flight))
-            return {"phase": "Connected", **status, "conditions": ready}
-        snap = gw.snapshot()
-        in_flight = len(gw.list_reassignments())
-        self._sync_cordons(gw, snap, [i for _, i in valid])
-        self._plan(gw, cluster, snap, valid, store, record)
-        return {"phase": "Connected", **cluster_status(snap, in_flight), "conditions": ready}
-
-    @staticmethod
-    def _limits(spec: Mapping[str, Any]) -> executor.Limits:
-        limits_spec = spec.get("limits") or {}
-        default = executor.Limits()
-        return executor.Limits(
-            max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", default.max_moves_per_broker)),
-            max_moves=int(limits_spec.get("maxMovesInFlight", default.max_moves)),
-            max_bytes_per_broker=limits_spec.get("maxBytesPerBroker"),
-            throttle=spec.get("throttleBytesPerSecond"),
-            batch_seconds=int(limits_spec.get("batchSeconds", default.batch_seconds)),
-            on_config_change="Pause" if limits_spec.get("onConfigChange") == "Pause" else "Reapply",
-            max_reapplies=int(limits_spec.get("maxReapplies", default.max_reapplies)),
-            reapply_window_s=int(limits_spec.get("reapplyWindowSeconds", default.reapply_window_s)),
-        )
-
-    def _drive(
-        self,
-        gw: KafkaGateway,
-        valid: list[tuple[dict[str, Any], Intent]],
-        record: Execution,
-        limits: executor.Limits,
     ) -> None:
-        uids = set(record.doc.participants)
-        members = [b for b, _ in valid if b["metadata"]["uid"] in uids]
-        if len(members) < len(uids) and not record.doc.cancel_requested:
-            record.doc.cancel_requested = True  # a participating resource was deleted: revert (KIP-455)
-            record.save()
-        if any((b.get("spec") or {}).get("paused") for b in members) and not record.doc.cancel_requested:
-            for b in members:
-                self.set_status(
-                    b,
-                    st.PAUSED,
-                    "PausedBySpec",
-                    "spec.paused is true; no new moves are submitted",
-                    plan=record.doc.plan_status,
-                )
-            return
-        executor.sweep(gw, record)
-        reapplied = record.doc.defence.reapplied
-        with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status below
-            executor.tick(gw, record, limits)
-        if record.doc.defence.reapplied > reapplied:
-            metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - reapplied)
-            for b in members:
-                self.event(
-                    b,
-                    "Warning",
-                    "OwnedConfigChanged",
-                    "re-applied configs this execution owns, changed by another party "
-                    f"({record.doc.defence.reapplied} times so far): " + "; ".join(record.doc.defence.last),
-                )
+        self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
+        self.spec: Mapping[str, Any] = cluster.get("spec") or {}
+        self.view = View(bodies, record=record_view(record))
+        self.snap: ClusterSnapshot | None = None
+        self.in_flight = 0
+        self.started = False
+
+    def snapshot(self) -> ClusterSnapshot:
+        if self.snap is None:
+            self.snap = self.gw.snapshot()
+            self.in_flight = len(self.gw.list_reassignments())
+        return self.snap
+
+    def run(self) -> dict[str, Any]:
+        decision = decide(self.view)
+        for _ in range(MAX_STEPS):
+            self.rec._publish(decision)
+            for action in decision.actions:
+                self._perform(action)
+            if decision.done or self.started:  # a new execution's first tick is the next reconcile's
+                return {**(decision.cluster or {}), **self._cluster_status()}
+            decision = decide(self.view)
+        raise AssertionError(f"reconcile did not settle in {MAX_STEPS} steps: {decision.actions}")
+
+    def _cluster_status(self) -> dict[str, Any]:
+        if self.snap is not None:
+            return st.cluster_status(self.snap, self.in_flight)
+        # an execution in flight: the brokers' dirs only (cost follows brokers x dirs, not partitions)
+        _, live = self.gw.describe_cluster()
+        dirs = self.gw.describe_log_dirs(live, partitions=())
+        racks = {b["id"]: b.get("rack") for b in ((self.cluster.get("status") or {}).get("brokers") or [])}
+        in_flight = len(self.record.doc.in_flight) if self.record is not None else 0
+        return st.light_cluster_status(racks, dirs, in_flight)
+
+    def _perform(self, action: object) -> None:
+        if isinstance(action, RequestCancel):
+            assert self.record is not None
+            self.record.doc.cancel_requested = True  # a participating resource was deleted: revert (KIP-455)
+            self.record.save()
+        elif isinstance(action, Tick):
+            self._tick()
+        elif isinstance(action, SyncCordons):
+            self._sync_cordons(action.intents)
+        elif isinstance(action, PlanIntents):
+            self._plan(action.resources)
+        elif isinstance(action, CheckMinIsr):
+            plan = action.plan
+            unsafe = below_min_isr(
+                plan.partitions, self.gw.min_insync_replicas({t.topic for t in plan.partitions})
+            )
+            self.view = replace(self.view, below_min_isr=unsafe)
+        elif isinstance(action, StartExecution):
+            self._start(action)
+        else:  # pragma: no cover  (decide returns only the actions above)
+            raise TypeError(f"unknown action {action!r}")
+
+    def _tick(self) -> None:
+        record = self.record
+        assert record is not None
+        limits = limits_of(self.spec)
+        executor.sweep(self.gw, record)
+        before = record.doc.defence.reapplied
+        with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
+            executor.tick(self.gw, record, limits)
+        if record.doc.defence.reapplied > before:
+            metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - before)
         progress = executor.progress(record)
         metrics.observe_progress(
             record.doc.plan_id, limits.throttle, progress.partitions_in_flight, progress.bytes_remaining
         )
-        prog = progress.status_json()
-        phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
-        message = record.doc.last_error or f"executor phase {record.phase}"
-        if phase == st.COMPLETED:
-            message = f"plan {record.doc.plan_id} executed and checked against the live cluster"
-        for b in members:
-            self.set_status(b, phase, str(record.phase), message, plan=record.doc.plan_status, progress=prog)
+        self.view = replace(self.view, ticked=True, record=record_view(record, before))
 
-    def _sync_cordons(self, gw: KafkaGateway, snap: ClusterSnapshot, intents: list[Intent]) -> None:
+    def _sync_cordons(self, intents: Sequence[Intent]) -> None:
         """Set ``cordoned.log.dirs`` for declared cordons on brokers that support KIP-1066."""
+        snap = self.snapshot()
         wanted = owned_cordons(snap, intents)
-        if not wanted or not gw.supports_cordon():
+        if not wanted or not self.gw.supports_cordon():
             return
         for b, paths in wanted.items():
             broker = snap.broker(b)
             missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]
             if missing:
-                gw.set_cordon(b, missing, True)
+                self.gw.set_cordon(b, missing, True)
 
-    def _plan(
-        self,
-        gw: KafkaGateway,
-        cluster: Mapping[str, Any],
-        snap: ClusterSnapshot,
-        valid: list[tuple[dict[str, Any], Intent]],
-        store: ConfigMapStore,
-        last: Execution | None,
-    ) -> None:
-        if not valid:
-            return
-        spec = cluster.get("spec") or {}
-        for b, _ in valid:
-            if (b.get("status") or {}).get("phase") in (None, st.PENDING):
-                self.set_status(b, st.PLANNING, "Planning", "planning with all active intents of the cluster")
+    def _plan(self, resources: Sequence[Mapping[str, Any]]) -> None:
         documents = [
             {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
-            for b, _ in valid
+            for b in resources
         ]
-        intents = Intents.from_documents(documents)
-        intents = intents.with_reactive_cordon(not gw.supports_cordon())  # Kafka < 4.3: no KIP-1066
+        meta = self.cluster["metadata"]
+        runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
-            result = plan_cluster(self.apis.custom.api_client, cluster, snap, intents, documents)
-        except InfeasibleError as e:
-            for b, _ in valid:
-                self.set_status(b, st.FAILED, "Infeasible", e.message)
-            return
-        except BadInputError as e:
-            for b, _ in valid:
-                self.set_status(b, st.FAILED, "InvalidInput", e.message)
-            return
-        except PlacementError as e:
-            for b, _ in valid:
-                self.set_status(b, st.FAILED, e.reason, e.message)
-            return
+            planned = plan_cluster(
+                self.rec.kube, runs, self.cluster, self.snapshot(), documents, not self.gw.supports_cordon()
+            )
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
-        plan, summary = result.plan, result.summary
-        plan_status = st.plan_status(summary, plan.plan_id)
-        # Advise-mode policies only report: they take no part in the plan, its approval or its execution.
-        advisors = [b for b, i in valid if isinstance(i, PlacementPolicy) and not i.enforced]
-        for b in advisors:
-            self.set_status(
-                b, st.COMPLETED, "Advised", st.advice_message(summary), plan=st.advice_plan_status(summary)
-            )
-        valid = [(b, i) for b, i in valid if b not in advisors]
-        if plan.empty:
-            # the last execution's plan and progress stay shown until a new plan replaces them
-            shown = (
-                last.doc.plan_status if last is not None and last.phase == Phase.COMPLETED else plan_status
-            )
-            executed = f"plan {last.doc.plan_id} executed; " if shown is not plan_status and last else ""
-            for b, _ in valid:
-                self.set_status(
-                    b,
-                    st.COMPLETED,
-                    "Converged",
-                    f"converged: {executed}the placement matches every declared intent",
-                    plan=shown,
-                    progress=(b.get("status") or {}).get("progress") if executed else None,
-                )
-            return
-        manual = [b for b, _ in valid if (b.get("spec") or {}).get("approval") == "Manual"]
-        unapproved = [b for b in manual if (b.get("spec") or {}).get("approvedPlan") != plan.plan_id]
-        if unapproved:
-            names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
-            for b, _ in valid:
-                msg = (
-                    f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
-                    f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
-                )
-                self.set_status(b, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status)
-            return
-        if any((b.get("spec") or {}).get("paused") for b, _ in valid):
-            for b, _ in valid:
-                self.set_status(b, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
-            return
-        unsafe = below_min_isr(plan.partitions, gw.min_insync_replicas({t.topic for t in plan.partitions}))
-        if unsafe:  # the executor would refuse it too; say so before any record is made
-            msg = (
-                f"plan {plan.plan_id} would leave {len(unsafe)} partitions with fewer replicas than their "
-                f"topic's min.insync.replicas (unwritable with acks=all); nothing moves: "
-                + ", ".join(unsafe[:10])
-            )
-            for b, _ in valid:
-                self.set_status(b, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status)
-            return
-        if last is not None:
-            store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
+        self.view = replace(self.view, planned=planned)
+
+    def _start(self, a: StartExecution) -> None:
+        snap = self.snapshot()
+        if a.replaces_record:
+            self.store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
         record = Execution.create(
-            store,
-            plan,
-            limits=self._limits(spec).to_doc(),
-            bootstrap_servers=gw.settings.bootstrap_servers,
+            self.store,
+            a.plan,
+            limits=limits_of(self.spec).to_doc(),
+            bootstrap_servers=self.gw.settings.bootstrap_servers,
             cluster_id=snap.cluster_id,
-            rules=execution_rules([i for _, i in valid]),
-            participants=[b["metadata"]["uid"] for b, _ in valid],
-            plan_status=plan_status,
+            rules=list(a.rules),
+            participants=list(a.participants),
+            plan_status=a.plan_status,
         )
-        record.doc.owned_cordons = owned_cordons(snap, [i for _, i in valid]) if gw.supports_cordon() else {}
+        record.doc.owned_cordons = owned_cordons(snap, a.intents) if self.gw.supports_cordon() else {}
         record.save()
-        for b, _ in valid:
-            self.set_status(b, st.EXECUTING, "Executing", f"executing plan {plan.plan_id}", plan=plan_status)
+        self.started = True
+        self.rec._publish(a.then)

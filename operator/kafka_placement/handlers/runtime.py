@@ -1,16 +1,17 @@
-"""Process-wide operator state: Kubernetes API clients and settings, created at kopf startup."""
+"""Process-wide operator state: the Kubernetes gateway and the reconciler, created on first use."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import kopf
-from kubernetes import client, config
 
+from ..kube.gateway import KubeGateway
 from . import leader
-from .reconciler import Apis, Reconciler
+from .reconciler import Reconciler
 
 
 @dataclass
@@ -22,26 +23,17 @@ class Runtime:
 _RUNTIME: Runtime | None = None
 
 
-def _event(body: Any, etype: str, reason: str, message: str) -> None:
-    kopf.event(body, type=etype, reason=reason[:128], message=message[:1024])
-
-
-def load_kube_config() -> None:
-    """In-cluster service account, else KUBECONFIG / ~/.kube/config (the clients' default config)."""
-    try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
+def _event(body: Mapping[str, Any], etype: str, reason: str, message: str) -> None:
+    kopf.event(body, type=etype, reason=reason, message=message)  # type: ignore[arg-type]
 
 
 def runtime() -> Runtime:
     """The runtime (created on first use: in-cluster config, else KUBECONFIG)."""
     global _RUNTIME
     if _RUNTIME is None:
-        load_kube_config()
-        apis = Apis(client.CustomObjectsApi(), client.CoreV1Api())
+        kube = KubeGateway.from_config(event_sink=_event)
         _RUNTIME = Runtime(
-            Reconciler(apis, _event, leader.current()), float(os.environ.get("KP_RECONCILE_INTERVAL", "5"))
+            Reconciler(kube, leader.current()), float(os.environ.get("KP_RECONCILE_INTERVAL", "5"))
         )
     return _RUNTIME
 

@@ -22,7 +22,9 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..kafka.types import LogDirInfo
 from ..model.plan import Plan
+from ..model.snapshot import ClusterSnapshot
 
 PENDING = "Pending"
 PLANNING = "Planning"
@@ -161,3 +163,61 @@ def advice_message(summary: Mapping[str, Any]) -> str:
         f"advice: {adv.get('partitions', 0)} partitions, {adv.get('bytesToMove', 0)} bytes would move "
         f"to meet {target} {tail}"
     )
+
+
+def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
+    """The KafkaCluster status from a full snapshot: every broker's dirs with the bytes of its replicas."""
+    used: dict[tuple[int, str], int] = {}
+    for p in snap.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+    return {
+        "brokers": [
+            {
+                "id": b.id,
+                "rack": b.rack,
+                "logDirs": [
+                    {
+                        "path": d.path,
+                        "usedBytes": used.get((b.id, d.path), 0),
+                        "totalBytes": d.total_bytes,
+                        "usableBytes": d.usable_bytes,
+                        "cordoned": d.cordoned,
+                        "online": d.online,
+                    }
+                    for d in b.log_dirs
+                ],
+            }
+            for b in snap.brokers
+        ],
+        "reassignmentsInFlight": in_flight,
+    }
+
+
+def light_cluster_status(
+    racks: Mapping[int, str | None], dirs: Mapping[int, tuple[LogDirInfo, ...]], in_flight: int
+) -> dict[str, Any]:
+    """The KafkaCluster status from DescribeLogDirs without replicas (cost follows brokers x dirs): used
+    bytes are the disk's (total - usable), as Kafka reports them."""
+    return {
+        "brokers": [
+            {
+                "id": b,
+                "rack": racks.get(b),
+                "logDirs": [
+                    {
+                        "path": d.path,
+                        "usedBytes": max(d.total_bytes - d.usable_bytes, 0),
+                        "totalBytes": max(d.total_bytes, 0),
+                        "usableBytes": max(d.usable_bytes, 0),
+                        "cordoned": bool(d.cordoned),
+                        "online": d.online,
+                    }
+                    for d in dirs.get(b, ())
+                ],
+            }
+            for b in sorted(dirs)
+        ],
+        "reassignmentsInFlight": in_flight,
+    }

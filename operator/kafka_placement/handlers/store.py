@@ -38,14 +38,12 @@ import gzip
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from ..execution.store import BLOB_NAME, MAX_DOCUMENT_BYTES, RecordConflict, check_blob_name
+from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.errors import BadInputError, PlacementError
 
 CHUNK = 900 * 1024  # bytes of gzip per ConfigMap: below the 1 MiB limit with room for metadata
@@ -63,8 +61,8 @@ MAX_CLUSTER = 253 - len("kafka-placement--blob-") - 63 - len("-9999")  # = 163
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def configmap_name(cluster: str) -> str:
-    return f"kafka-placement-{cluster}-execution"
+def configmap_name(cluster: str, document: str = "execution") -> str:
+    return f"kafka-placement-{cluster}-{document}"
 
 
 def _gunzip(gz: bytes, limit: int = 1 << 40) -> bytes:
@@ -80,26 +78,27 @@ class ConfigMapStore:
 
     def __init__(
         self,
-        api: client.CoreV1Api,
+        kube: KubeGateway,
         namespace: str,
         cluster: str,
         owner: Mapping[str, Any],
         *,
         fence: Callable[[], None] = lambda: None,
         writer: str | None = None,
+        document: Literal["execution", "planning"] = "execution",
     ) -> None:
         if len(cluster) > MAX_CLUSTER or not DNS_SUBDOMAIN.match(cluster):
             raise PlacementError(
                 f"KafkaCluster name {cluster[:80]!r} cannot name the operator's ConfigMaps: it must be a DNS "
                 f"subdomain of at most {MAX_CLUSTER} characters"
             )
-        self.api, self.namespace, self.cluster = api, namespace, cluster
-        self.name = configmap_name(cluster)
+        self.kube, self.namespace, self.cluster = kube, namespace, cluster
+        self.name = configmap_name(cluster, document)
         self.label = cluster if len(cluster) <= 63 else hashlib.sha256(cluster.encode()).hexdigest()[:63]
         meta, version = owner.get("metadata") or {}, owner.get("apiVersion", "kafkaplacement.io/v1alpha1")
-        ref = {"api_version": version, "kind": owner.get("kind", "KafkaCluster"), "controller": True}
+        ref = {"apiVersion": version, "kind": owner.get("kind", "KafkaCluster"), "controller": True}
         ref |= {"name": meta.get("name", cluster), "uid": meta.get("uid")}
-        self.owner_refs = [client.V1OwnerReference(**ref)] if ref["uid"] else None
+        self.owner_refs = [ref] if ref["uid"] else None
         self._rv: str | None = None  # resourceVersion of the progress document last read or written
         self.fence, self.writer = fence, writer
 
@@ -110,30 +109,28 @@ class ConfigMapStore:
     def _where(self, name: str) -> str:
         return f"ConfigMap {self.namespace}/{name}"
 
-    def _body(self, name: str, gz: bytes, blob: Mapping[str, str] = {}, **meta: Any) -> client.V1ConfigMap:
+    def _body(self, name: str, gz: bytes, blob: Mapping[str, str] = {}, **meta: Any) -> dict[str, Any]:
         labels = {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER: self.label, **blob}
-        return client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(
-                name=name, namespace=self.namespace, labels=labels, owner_references=self.owner_refs, **meta
-            ),
-            binary_data={"chunk" if blob else DOC_KEY: base64.b64encode(gz).decode("ascii")},
-        )
+        metadata = {"name": name, "namespace": self.namespace, "labels": labels, **meta}
+        if self.owner_refs:
+            metadata["ownerReferences"] = self.owner_refs
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {k: v for k, v in metadata.items() if v is not None},
+            "binaryData": {"chunk" if blob else DOC_KEY: base64.b64encode(gz).decode("ascii")},
+        }
 
-    def _read(self, name: str, call: Literal["read", "delete"] = "read") -> Any:
-        """read (or delete) ConfigMap ``name``; None if it does not exist"""
-        try:
-            return getattr(self.api, f"{call}_namespaced_config_map")(name, self.namespace)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
+    def _read(self, name: str) -> dict[str, Any] | None:
+        """ConfigMap ``name``; None if it does not exist"""
+        return self.kube.read_config_map(self.namespace, name)
 
     # ---- the progress document ---------------------------------------------------------------------
 
     def load(self) -> bytes | None:
         cm = self._read(self.name)
-        self._rv = cm.metadata.resource_version if cm is not None else None
-        data = (cm.binary_data or {}) if cm is not None else {}
+        self._rv = cm["metadata"]["resourceVersion"] if cm is not None else None
+        data = (cm.get("binaryData") or {}) if cm is not None else {}
         # before the blob store, the record was chunked over record.0000, record.0001, ...
         keys = [DOC_KEY] if DOC_KEY in data else sorted(k for k in data if k.startswith("record."))
         if not keys:
@@ -151,26 +148,26 @@ class ConfigMapStore:
                 "limit of one ConfigMap; nothing was written"
             )
         ann = {WRITER: self.writer[:253]} if self.writer else None
-        body = self._body(self.name, gz, resource_version=self._rv, annotations=ann)
+        body = self._body(self.name, gz, resourceVersion=self._rv, annotations=ann)
         self.fence()  # last thing before the write: a process that lost the leader Lease stops here
-        out: Any
+        out: dict[str, Any] | None
         try:
             if self._rv is None:
-                out = self.api.create_namespaced_config_map(self.namespace, body)
+                out = self.kube.create_config_map(self.namespace, body)
             else:
-                out = self.api.replace_namespaced_config_map(self.name, self.namespace, body)
-        except ApiException as e:
-            if e.status == 409 or (e.status == 404 and self._rv is not None):
-                raise RecordConflict(
-                    f"{self.where} was changed by another writer since it was read; nothing was written"
-                ) from None
-            raise
-        self._rv = out.metadata.resource_version
+                out = self.kube.replace_config_map(self.namespace, body)  # None: deleted meanwhile
+        except KubeConflict:
+            out = None
+        if out is None:
+            raise RecordConflict(
+                f"{self.where} was changed by another writer since it was read; nothing was written"
+            )
+        self._rv = out["metadata"]["resourceVersion"]
 
     def delete(self) -> None:
         """Remove the progress document and every blob of this cluster."""
         self.fence()
-        self._read(self.name, "delete")
+        self.kube.delete_config_map(self.namespace, self.name)
         self._delete_blobs(f"{CLUSTER}={self.label},{BLOB}")
 
     # ---- blobs -------------------------------------------------------------------------------------
@@ -186,9 +183,11 @@ class ConfigMapStore:
         sha = hashlib.sha256(data).hexdigest()
         head = self._read(self._blob_cm(check_blob_name(name), 0))
         if head is not None:
-            if (head.metadata.annotations or {}).get(SHA) == sha:
+            if (head["metadata"].get("annotations") or {}).get(SHA) == sha:
                 return
-            raise PlacementError(f"{self._where(head.metadata.name)}: blob {name} exists with other content")
+            raise PlacementError(
+                f"{self._where(head['metadata']['name'])}: blob {name} exists with other content"
+            )
         gz = gzip.compress(data, compresslevel=6, mtime=0)
         parts = [gz[i : i + CHUNK] for i in range(0, len(gz), CHUNK)]
         for i in [*range(1, len(parts)), 0]:  # chunk 0 last: it marks the blob complete
@@ -196,25 +195,23 @@ class ConfigMapStore:
             cm = self._blob_cm(name, i)
             body = self._body(cm, parts[i], {BLOB: name, INDEX: str(i)}, annotations=ann)
             try:
-                self.api.create_namespaced_config_map(self.namespace, body)
-            except ApiException as e:
-                if e.status != 409:
-                    raise
+                self.kube.create_config_map(self.namespace, body)
+            except KubeConflict:
                 old = self._read(cm)
-                if old is not None and old.metadata.annotations == ann:
+                if old is not None and old["metadata"].get("annotations") == ann:
                     continue  # the same chunk, from an earlier or concurrent put of this blob
                 if i == 0:
                     raise PlacementError(
                         f"{self._where(cm)}: blob {name} exists with other content"
                     ) from None
-                self.api.replace_namespaced_config_map(cm, self.namespace, body)  # debris of a cut put
+                self.kube.replace_config_map(self.namespace, body)  # debris of a cut put
 
     def get_blob(self, name: str) -> bytes | None:
         head = self._read(self._blob_cm(check_blob_name(name), 0))
         if head is None:
             return None
-        ann = head.metadata.annotations or {}
-        where = self._where(head.metadata.name)
+        ann = head["metadata"].get("annotations") or {}
+        where = self._where(head["metadata"]["name"])
         try:
             n = int(ann[CHUNKS])
         except (KeyError, ValueError):
@@ -234,15 +231,15 @@ class ConfigMapStore:
             raise BadInputError(f"blob {name} does not match its sha256", where)
         return data
 
-    def _chunk(self, cm: Any, name: str, head: Mapping[str, str]) -> bytes:
-        where = self._where(cm.metadata.name)
-        ann, labels = cm.metadata.annotations or {}, cm.metadata.labels or {}
+    def _chunk(self, cm: Mapping[str, Any], name: str, head: Mapping[str, str]) -> bytes:
+        where = self._where(cm["metadata"]["name"])
+        ann, labels = cm["metadata"].get("annotations") or {}, cm["metadata"].get("labels") or {}
         if labels.get(CLUSTER) != self.label or labels.get(BLOB) != name:
             raise BadInputError(f"not a chunk of blob {name} of cluster {self.cluster}", where)
         if ann.get(SHA) != head.get(SHA) or ann.get(CHUNKS) != head.get(CHUNKS):
             raise BadInputError(f"a chunk of another version of blob {name}", where)
         try:
-            raw = base64.b64decode((cm.binary_data or {})["chunk"], validate=True)
+            raw = base64.b64decode((cm.get("binaryData") or {})["chunk"], validate=True)
         except (KeyError, ValueError):
             raise BadInputError(f"blob {name}: no valid 'chunk' data", where) from None
         if hashlib.sha256(raw).hexdigest() != ann.get(CHUNK_SHA):
@@ -257,42 +254,24 @@ class ConfigMapStore:
 
     def _delete_blobs(self, selector: str) -> None:
         for sel in (f"{selector},{INDEX}=0", selector):  # chunk 0 first: a cut prune leaves "absent"
-            for name in list(self._names(sel)):
-                self._read(name, "delete")
-
-    def _names(self, selector: str) -> Iterator[str]:
-        token = None
-        while True:  # pages of a few chunks: each is up to 1.2 MB of JSON
-            page: Any = self.api.list_namespaced_config_map(
-                self.namespace, label_selector=selector, limit=8, _continue=token
-            )
-            yield from (str(cm.metadata.name) for cm in page.items)
-            token = page.metadata._continue
-            if not token:
-                return
+            for _, name in list(self.kube.config_map_names(self.namespace, sel)):
+                self.kube.delete_config_map(self.namespace, name)
 
 
-def claim_records(api: client.CoreV1Api, namespaces: Iterable[str] | None, leader: str) -> list[str]:
+def claim_records(kube: KubeGateway, namespaces: Iterable[str] | None, leader: str) -> list[str]:
     """Bump the ``resourceVersion`` of every execution progress document in ``namespaces`` (None = all):
     a new leader does this before it drives, so any save prepared by an earlier leader fails with a
     conflict. Returns the ConfigMaps claimed (``namespace/name``)."""
     selector = f"{MANAGED_BY[0]}={MANAGED_BY[1]},{CLUSTER},!{BLOB}"
-    pages: list[Any] = (
-        [api.list_config_map_for_all_namespaces(label_selector=selector)]
-        if namespaces is None
-        else [api.list_namespaced_config_map(ns, label_selector=selector) for ns in namespaces]
-    )
+    found = [
+        found
+        for ns in ([None] if namespaces is None else list(namespaces))
+        for found in kube.config_map_names(ns, selector, page=100)
+    ]
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     claimed = []
-    for page in pages:
-        for cm in page.items:
-            meta = cm.metadata
-            patch = {"metadata": {"annotations": {LEADER: f"{leader[:200]} {stamp}"}}}
-            try:
-                api.patch_namespaced_config_map(meta.name, meta.namespace, patch)
-            except ApiException as e:
-                if e.status != 404:  # deleted meanwhile: nothing to fence
-                    raise
-                continue
-            claimed.append(f"{meta.namespace}/{meta.name}")
+    for ns, name in found:
+        patch = {"metadata": {"annotations": {LEADER: f"{leader[:200]} {stamp}"}}}
+        if kube.patch_config_map(ns, name, patch):  # False: deleted meanwhile, nothing to fence
+            claimed.append(f"{ns}/{name}")
     return claimed

@@ -11,11 +11,14 @@ path holding the same files). One run uses the sub-directory ``<run_id>``::
     <exchange>/<run_id>/plan.json       written by the job, read here
     <exchange>/<run_id>/summary.json    written by the job, read here
 
-``run_on_kubernetes`` writes the inputs, creates the application, polls its
-``.status.applicationState.state`` until COMPLETED (then reads the plan), a failure state, or the
-timeout (then deletes the application). The inputs are removed afterwards (unless
-``keep_inputs``); the outputs stay. The driver and executors run non-root (uid 10001, no privilege
-escalation, all capabilities dropped, RuntimeDefault seccomp); the exchange dir must be readable and
+The steps: ``submit`` writes the inputs and creates the application; ``application_state`` reads its
+``.status.applicationState`` and ``outcome`` says whether it completed, still runs or failed; ``collect``
+reads the plan (and deletes a completed application); ``delete_application`` ends one that timed out.
+``run_on_kubernetes`` (the CLI) loops over them until COMPLETED, a failure state or the timeout; the
+operator runs one step per reconcile (handlers/planner.py), so no reconcile waits for Spark. The
+inputs are removed afterwards (unless ``keep_inputs``); the outputs stay. The driver and executors
+run non-root (uid 10001, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp);
+the exchange dir must be readable and
 writable by that uid (the run dir is created group-writable and the pods get ``fsGroup`` 10001).
 """
 
@@ -27,8 +30,9 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from ..kube.gateway import KubeError, KubeGateway
 from ..model.errors import PlacementError
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
@@ -170,9 +174,9 @@ def spark_application(run_id: str, settings: SparkK8sSettings) -> dict[str, Any]
     }
 
 
-def api_error(e: Any, verb: str, namespace: str, name: str = "") -> PlacementError:
-    """A clear PlacementError for a kubernetes ``ApiException`` from ``verb`` on sparkapplications."""
-    status = getattr(e, "status", None)
+def api_error(e: KubeError, verb: str, namespace: str, name: str = "") -> PlacementError:
+    """A clear PlacementError for a Kubernetes API failure of ``verb`` on sparkapplications."""
+    status = e.status
     what = f"SparkApplication {name}" if name else "SparkApplications"
     if status == 404 and verb == "create":
         return PlacementError(
@@ -188,10 +192,7 @@ def api_error(e: Any, verb: str, namespace: str, name: str = "") -> PlacementErr
         )
     if status == 409 and verb == "create":
         return PlacementError(f"{what} already exists in namespace {namespace}: use another run id")
-    reason = getattr(e, "reason", None) or type(e).__name__
-    return PlacementError(
-        f"Kubernetes API error while trying to {verb} {what} in {namespace}: {status} {reason}"
-    )
+    return PlacementError(f"while trying to {verb} {what} in {namespace}: {e.message}")
 
 
 def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str) -> None:
@@ -228,85 +229,112 @@ def read_outputs(run_dir: Path, name: str) -> tuple[Plan, dict[str, Any]]:
     return plan, summary
 
 
-def _remove_inputs(run_dir: Path) -> None:
+def remove_inputs(run_dir: Path) -> None:
     for f in ("snapshot.json", "intents.yaml"):
         (run_dir / f).unlink(missing_ok=True)
 
 
-def _delete(api: Any, settings: SparkK8sSettings, name: str) -> None:
-    from kubernetes.client.exceptions import ApiException
-
+def submit(
+    kube: KubeGateway, snapshot: ClusterSnapshot, intents_text: str, settings: SparkK8sSettings, run_id: str
+) -> str:
+    """Write the run's inputs and create its SparkApplication; returns the application's name."""
+    name = application_name(check_run_id(run_id))
+    run_dir = Path(settings.exchange_dir) / run_id
+    write_inputs(run_dir, snapshot, intents_text)
     try:
-        api.delete_namespaced_custom_object(GROUP, VERSION, settings.namespace, PLURAL, name)
-    except ApiException as e:
-        if e.status != 404:
-            raise api_error(e, "delete", settings.namespace, name) from e
+        kube.create_custom(GROUP, VERSION, settings.namespace, PLURAL, spark_application(run_id, settings))
+    except KubeError as e:
+        remove_inputs(run_dir)
+        raise api_error(e, "create", settings.namespace, name) from None
+    return name
 
 
-def _state(app: Any) -> tuple[str, str]:
-    status = app.get("status") if isinstance(app, dict) else None
-    state = (status or {}).get("applicationState") or {}
+def application_state(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[str, str] | None:
+    """``(state, errorMessage)`` of the run's application ("" before the spark-operator saw it); None when
+    it does not exist. A transient API error reads as ``("", "")``: the caller polls again."""
+    name = application_name(run_id)
+    try:
+        app = kube.get_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
+    except KubeError as e:
+        if e.status == 403:
+            raise api_error(e, "get", settings.namespace, name) from None
+        return "", ""
+    if app is None:
+        return None
+    state = ((app.get("status") or {}).get("applicationState")) or {}
     return str(state.get("state") or ""), str(state.get("errorMessage") or "")
 
 
+def outcome(state: tuple[str, str] | None, name: str) -> Literal["completed", "running"] | PlacementError:
+    """What an application state means: completed, still running, or the error that ended it."""
+    if state is None:
+        return PlacementError(f"Spark application {name} disappeared before it completed (deleted?)")
+    if state[0] == COMPLETED:
+        return "completed"
+    if state[0] in FAILED_STATES:
+        return PlacementError(
+            f"Spark application {name} failed: {state[1] or 'no error message'} (state {state[0]})"
+        )
+    return "running"
+
+
+def collect(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[Plan, dict[str, Any]]:
+    """The completed run's plan and summary; the application is deleted unless ``keep_application``."""
+    name = application_name(run_id)
+    plan, summary = read_outputs(Path(settings.exchange_dir) / run_id, name)
+    if not settings.keep_application:
+        delete_application(kube, settings, run_id)
+    summary["engine"] = "spark-k8s"
+    summary["sparkApplication"] = f"{settings.namespace}/{name}"
+    return plan, summary
+
+
+def delete_application(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> None:
+    name = application_name(run_id)
+    try:
+        kube.delete_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
+    except KubeError as e:
+        raise api_error(e, "delete", settings.namespace, name) from None
+
+
 def run_on_kubernetes(
-    api_client: Any,
+    kube: KubeGateway,
     snapshot: ClusterSnapshot,
     intents_text: str,
     settings: SparkK8sSettings,
     run_id: str | None = None,
 ) -> tuple[Plan, dict[str, Any]]:
-    """Plan ``snapshot`` with the Spark job as a SparkApplication; the plan and the job's summary.
+    """Plan ``snapshot`` with the Spark job as a SparkApplication and wait for it (the CLI's way; the
+    operator polls the same steps across reconciles instead: handlers/planner.py).
 
     Raises PlacementError when the CRD is missing, RBAC forbids it, the application fails (its state
     and errorMessage) or does not finish within ``settings.timeout_s`` (it is deleted then)."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
     run_id = check_run_id(run_id or new_run_id())
-    name = application_name(run_id)
-    run_dir = Path(settings.exchange_dir) / run_id
-    api = client.CustomObjectsApi(api_client)
-    write_inputs(run_dir, snapshot, intents_text)
+    name = submit(kube, snapshot, intents_text, settings, run_id)
     try:
-        try:
-            api.create_namespaced_custom_object(
-                GROUP, VERSION, settings.namespace, PLURAL, spark_application(run_id, settings)
-            )
-        except ApiException as e:
-            raise api_error(e, "create", settings.namespace, name) from e
         deadline = time.monotonic() + settings.timeout_s
-        state = ""
+        state: tuple[str, str] | None = ("", "")
         while True:
-            try:
-                app = api.get_namespaced_custom_object(GROUP, VERSION, settings.namespace, PLURAL, name)
-            except ApiException as e:
-                if e.status in (403, 404):
-                    raise api_error(e, "get", settings.namespace, name) from e
-                app = None  # a transient API error: keep polling until the deadline
-            if app is not None:
-                state, message = _state(app)
-                if state == COMPLETED:
-                    plan, summary = read_outputs(run_dir, name)
-                    if not settings.keep_application:
-                        _delete(api, settings, name)
-                    summary["engine"] = "spark-k8s"
-                    summary["sparkApplication"] = f"{settings.namespace}/{name}"
-                    return plan, summary
-                if state in FAILED_STATES:
-                    raise PlacementError(
-                        f"Spark application {name} failed: {message or 'no error message'} (state {state})"
-                    )
+            state = application_state(kube, settings, run_id)
+            result = outcome(state, name)
+            if result == "completed":
+                return collect(kube, settings, run_id)
+            if isinstance(result, PlacementError):
+                raise result
             if time.monotonic() >= deadline:
-                _delete(api, settings, name)
-                raise PlacementError(
-                    f"Spark application {name} did not finish within {settings.timeout_s:g} s "
-                    f"(state: {state or 'not yet submitted'}); it was deleted"
-                )
+                delete_application(kube, settings, run_id)
+                raise timed_out(name, settings, (state or ("", ""))[0])
             time.sleep(max(0.05, min(settings.poll_s, deadline - time.monotonic())))
     finally:
         if not settings.keep_inputs:
-            _remove_inputs(run_dir)
+            remove_inputs(Path(settings.exchange_dir) / run_id)
+
+
+def timed_out(name: str, settings: SparkK8sSettings, state: str) -> PlacementError:
+    return PlacementError(
+        f"Spark application {name} did not finish within {settings.timeout_s:g} s "
+        f"(state: {state or 'not yet submitted'}); it was deleted"
+    )
 
 
 __all__ = [
@@ -314,9 +342,16 @@ __all__ = [
     "SparkK8sSettings",
     "api_error",
     "application_name",
+    "application_state",
+    "collect",
+    "delete_application",
     "new_run_id",
+    "outcome",
     "read_outputs",
+    "remove_inputs",
     "run_on_kubernetes",
     "spark_application",
+    "submit",
+    "timed_out",
     "write_inputs",
 ]

@@ -1,0 +1,408 @@
+"""What one reconcile of a KafkaCluster should do: a pure function of the resources, the record and Kafka.
+
+``decide(view)`` takes what the shell (handlers/reconciler.py) has read so far — the cluster's intent
+resources, the execution record's state, and the Kafka-side facts gathered in this reconcile (the plan,
+the partitions a plan would leave below min ISR, whether a tick ran) — and returns a ``Decision``: the
+intent statuses to write, the Events to post, the KafkaCluster status when it is decided here, and the
+actions the shell must perform next. When an action yields a new fact (``Plan`` -> ``view.planned``,
+``CheckMinIsr`` -> ``view.below_min_isr``, ``Tick`` -> ``view.ticked`` and the record after it), the
+shell calls ``decide`` again with the fact added; a decision without actions ends the reconcile.
+
+The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching Kafka or reading the record
+fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a deleted
+participant requests a cancel, ``spec.paused`` holds it, otherwise one tick, then its progress, and a
+Warning Event when it re-applied owned configs changed by another party); with none, the cordons declared
+are synced and every valid intent is planned together: a running planner job keeps them Planning, a
+planning error fails them, Advise-mode policies only report, an empty plan converges, an unapproved
+Manual plan awaits approval, ``spec.paused`` holds it, a plan leaving partitions below
+``min.insync.replicas`` fails, else the execution starts.
+
+No I/O, no clocks, no Kubernetes or Kafka clients: everything here is unit-tested from plain values
+(tests/unit/test_decide.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..execution.record import TERMINAL, Phase, Rule
+from ..model.errors import BadInputError
+from ..model.intents import BrokerDecommission, Intent, PlacementPolicy, parse_spec
+from ..model.plan import Plan
+from . import status as st
+
+Body = Mapping[str, Any]
+
+EXECUTOR_TO_PHASE = {
+    Phase.COMPLETED: st.COMPLETED,
+    Phase.CANCELLED: st.CANCELLED,
+    Phase.FAILED: st.FAILED,
+    Phase.PAUSED: st.PAUSED,
+}
+
+
+# ---- what decide reads ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """This reconcile could not reach Kafka, was refused by it, or found a corrupt record."""
+
+    reason: str  # InvalidConnection, KafkaNotAuthorized, ClusterUnreachable, CorruptExecutionRecord, ...
+    message: str
+    connected: bool  # whether Kafka answered (Ready condition)
+    cluster_phase: str = "Unreachable"
+
+
+@dataclass(frozen=True)
+class RecordView:
+    """The execution record as decide needs it (after a tick when ``View.ticked``)."""
+
+    phase: Phase
+    plan_id: str
+    participants: frozenset[str]
+    cancel_requested: bool = False
+    plan_status: Mapping[str, Any] | None = None
+    last_error: str | None = None
+    progress: Mapping[str, Any] | None = None  # the progress status after the tick
+    reapplied: int = 0  # owned configs re-applied so far (record.defence)
+    reapplied_before: int = 0  # ... before this reconcile's tick
+    reapplied_what: tuple[str, ...] = ()  # what was changed (record.defence.last)
+
+    @property
+    def active(self) -> bool:
+        return self.phase not in TERMINAL
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The outcome of planning the valid intents together (exactly one of plan / error / running)."""
+
+    plan: Plan | None = None
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    error_reason: str | None = None  # Infeasible, InvalidInput, or the error's own reason
+    error: str | None = None
+    running: str | None = None  # a planner job still running (spark-k8s): what it is doing
+
+
+@dataclass(frozen=True)
+class View:
+    """What the shell has read in this reconcile."""
+
+    resources: Sequence[Body]  # the cluster's intent resources, not being deleted
+    record: RecordView | None = None
+    failure: Failure | None = None
+    ticked: bool = False
+    planned: Planned | None = None
+    below_min_isr: Sequence[str] | None = None  # partitions the plan leaves below min ISR (None: unread)
+
+
+# ---- what decide returns -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusPatch:
+    body: Body
+    phase: str
+    reason: str
+    message: str
+    plan: Mapping[str, Any] | None = None
+    progress: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """An Event to post on ``body``."""
+
+    body: Body
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RequestCancel:
+    """Set ``cancelRequested`` in the record (a participating resource was deleted): KIP-455 revert."""
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One executor tick (after the sweep) on the record in flight."""
+
+
+@dataclass(frozen=True)
+class SyncCordons:
+    """Set ``cordoned.log.dirs`` for the declared LogDirCordons (KIP-1066)."""
+
+    intents: tuple[Intent, ...]
+
+
+@dataclass(frozen=True)
+class PlanIntents:
+    """Plan these intent resources together with the cluster's engine."""
+
+    resources: tuple[Body, ...]
+
+
+@dataclass(frozen=True)
+class CheckMinIsr:
+    """Read the plan topics' effective ``min.insync.replicas`` and name the partitions left below it."""
+
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class StartExecution:
+    """Create the record for exactly this plan (the previous execution's blobs go) and start executing."""
+
+    plan: Plan
+    plan_status: Mapping[str, Any]
+    participants: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    intents: tuple[Intent, ...]  # whose declared cordons the execution keeps (ownedCordons)
+    replaces_record: bool
+    then: tuple[StatusPatch, ...] = ()  # written once the record is saved (Executing)
+
+
+Action = RequestCancel | Tick | SyncCordons | PlanIntents | CheckMinIsr | StartExecution
+
+
+@dataclass(frozen=True)
+class Decision:
+    statuses: tuple[StatusPatch, ...] = ()
+    events: tuple[Note, ...] = ()
+    actions: tuple[Action, ...] = ()
+    cluster: Mapping[str, Any] | None = None  # phase and conditions of the KafkaCluster status
+
+    @property
+    def done(self) -> bool:
+        return not self.actions
+
+
+def cluster_conditions(updates: Mapping[str, tuple[bool, str, str]]) -> list[dict[str, Any]]:
+    return st.merge_conditions(None, updates, st.CLUSTER_CONDITION_TYPES)
+
+
+def connected_cluster() -> dict[str, Any]:
+    return {
+        "phase": "Connected",
+        "conditions": cluster_conditions(
+            {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")}
+        ),
+    }
+
+
+# ---- the decision --------------------------------------------------------------------------------------
+
+
+def decide(view: View) -> Decision:
+    """The next step of one reconcile (see the module docstring)."""
+    if view.failure is not None:
+        return _failed(view.resources, view.failure)
+    valid, statuses = parse(view.resources)
+    record = view.record
+    if record is not None and (record.active or view.ticked):  # a tick may have just ended it
+        step = _drive(valid, record, view.ticked)
+    else:
+        step = _plan(valid, record, view)
+    return replace(step, statuses=statuses + step.statuses, cluster=connected_cluster())
+
+
+def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[StatusPatch, ...]]:
+    """The valid resources with their intents, and a Failed status for each invalid one."""
+    valid: list[tuple[Body, Intent]] = []
+    failed: list[StatusPatch] = []
+    for b in resources:
+        name = b["metadata"]["name"]
+        try:
+            valid.append((b, parse_spec(b["kind"], b.get("spec") or {}, f"{b['kind']} {name}: spec", name)))
+        except BadInputError as e:
+            failed.append(StatusPatch(b, st.FAILED, "InvalidSpec", e.message))
+    return valid, tuple(failed)
+
+
+def _failed(resources: Sequence[Body], f: Failure) -> Decision:
+    statuses = tuple(
+        StatusPatch(b, st.FAILED, f.reason, f.message)
+        for b in resources
+        if (b.get("status") or {}).get("phase") != st.COMPLETED
+    )
+    cluster = {
+        "phase": f.cluster_phase,
+        "conditions": cluster_conditions(
+            {"Ready": (f.connected, f.reason, f.message), "Degraded": (True, f.reason, f.message)}
+        ),
+    }
+    return Decision(statuses=statuses, cluster=cluster)
+
+
+def _spec(b: Body) -> Mapping[str, Any]:
+    spec: Mapping[str, Any] = b.get("spec") or {}
+    return spec
+
+
+def _drive(valid: list[tuple[Body, Intent]], record: RecordView, ticked: bool) -> Decision:
+    members = [b for b, _ in valid if b["metadata"]["uid"] in record.participants]
+    cancel = len(members) < len(record.participants) and not record.cancel_requested
+    if not cancel and not record.cancel_requested and any(_spec(b).get("paused") for b in members):
+        msg = "spec.paused is true; no new moves are submitted"
+        return Decision(
+            statuses=tuple(
+                StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=record.plan_status) for b in members
+            )
+        )
+    if not ticked:
+        return Decision(actions=(RequestCancel(), Tick()) if cancel else (Tick(),))
+    events: tuple[Note, ...] = ()
+    if record.reapplied > record.reapplied_before:
+        msg = (
+            "re-applied configs this execution owns, changed by another party "
+            f"({record.reapplied} times so far): " + "; ".join(record.reapplied_what)
+        )
+        events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
+    phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
+    message = record.last_error or f"executor phase {record.phase}"
+    if phase == st.COMPLETED:
+        message = f"plan {record.plan_id} executed and checked against the live cluster"
+    statuses = tuple(
+        StatusPatch(b, phase, str(record.phase), message, plan=record.plan_status, progress=record.progress)
+        for b in members
+    )
+    return Decision(statuses=statuses, events=events)
+
+
+def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:
+    """Per-decommission priority and throttle for the executor (moves off those brokers)."""
+    return tuple(
+        Rule(
+            name=f"BrokerDecommission/{i.name}"[:300],
+            brokers=list(i.brokers),
+            priority=i.priority,
+            throttle=i.throttle_bytes_per_sec,
+        )
+        for i in intents
+        if isinstance(i, BrokerDecommission) and (i.priority or i.throttle_bytes_per_sec)
+    )
+
+
+def _all(
+    valid: Sequence[tuple[Body, Intent]], phase: str, reason: str, message: str, **kw: Any
+) -> tuple[StatusPatch, ...]:
+    return tuple(StatusPatch(b, phase, reason, message, **kw) for b, _ in valid)
+
+
+def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View) -> Decision:
+    planned = view.planned
+    if planned is None:
+        sync = SyncCordons(tuple(i for _, i in valid))
+        if not valid:
+            return Decision(actions=(sync,))
+        msg = "planning with all active intents of the cluster"
+        pending = tuple(
+            StatusPatch(b, st.PLANNING, "Planning", msg)
+            for b, _ in valid
+            if (b.get("status") or {}).get("phase") in (None, st.PENDING)
+        )
+        return Decision(statuses=pending, actions=(sync, PlanIntents(tuple(b for b, _ in valid))))
+    if planned.running is not None:
+        return Decision(statuses=_all(valid, st.PLANNING, "Planning", planned.running))
+    if planned.plan is None:
+        reason = planned.error_reason or "PlanningFailed"
+        return Decision(statuses=_all(valid, st.FAILED, reason, planned.error or "planning failed"))
+    plan, summary = planned.plan, planned.summary
+    plan_status = st.plan_status(summary, plan.plan_id)
+    # Advise-mode policies only report: they take no part in the plan, its approval or its execution.
+    advisors = [(b, i) for b, i in valid if isinstance(i, PlacementPolicy) and not i.enforced]
+    advice = tuple(
+        StatusPatch(
+            b, st.COMPLETED, "Advised", st.advice_message(summary), plan=st.advice_plan_status(summary)
+        )
+        for b, _ in advisors
+    )
+    enforced = [(b, i) for b, i in valid if all(b is not a for a, _ in advisors)]
+    gate = _gates(enforced, plan, plan_status, last, view.below_min_isr)
+    return replace(gate, statuses=advice + gate.statuses)
+
+
+def _gates(
+    valid: list[tuple[Body, Intent]],
+    plan: Plan,
+    plan_status: Mapping[str, Any],
+    last: RecordView | None,
+    below_min_isr: Sequence[str] | None,
+) -> Decision:
+    if plan.empty:
+        # the last execution's plan and progress stay shown until a new plan replaces them
+        executed = last is not None and last.phase == Phase.COMPLETED
+        shown = last.plan_status if executed and last is not None else plan_status
+        prefix = f"plan {last.plan_id} executed; " if executed and last is not None else ""
+        message = f"converged: {prefix}the placement matches every declared intent"
+        return Decision(
+            statuses=tuple(
+                StatusPatch(
+                    b,
+                    st.COMPLETED,
+                    "Converged",
+                    message,
+                    plan=shown,
+                    progress=(b.get("status") or {}).get("progress") if executed else None,
+                )
+                for b, _ in valid
+            )
+        )
+    manual = [b for b, _ in valid if _spec(b).get("approval") == "Manual"]
+    unapproved = [b for b in manual if _spec(b).get("approvedPlan") != plan.plan_id]
+    if unapproved:
+        names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
+        msg = (
+            f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
+            f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
+        )
+        return Decision(statuses=_all(valid, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status))
+    if any(_spec(b).get("paused") for b, _ in valid):
+        return Decision(
+            statuses=_all(valid, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
+        )
+    if below_min_isr is None:
+        return Decision(actions=(CheckMinIsr(plan),))
+    if below_min_isr:  # the executor would refuse it too; say so before any record is made
+        msg = (
+            f"plan {plan.plan_id} would leave {len(below_min_isr)} partitions with fewer replicas than their "
+            "topic's min.insync.replicas (unwritable with acks=all); nothing moves: "
+            + ", ".join(below_min_isr[:10])
+        )
+        return Decision(statuses=_all(valid, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status))
+    start = StartExecution(
+        plan=plan,
+        plan_status=plan_status,
+        participants=tuple(b["metadata"]["uid"] for b, _ in valid),
+        rules=execution_rules([i for _, i in valid]),
+        intents=tuple(i for _, i in valid),
+        replaces_record=last is not None,
+    )
+    msg = f"executing plan {plan.plan_id}"
+    then = _all(valid, st.EXECUTING, "Executing", msg, plan=plan_status)
+    return Decision(actions=(replace(start, then=then),))
+
+
+__all__ = [
+    "Action",
+    "CheckMinIsr",
+    "Decision",
+    "Failure",
+    "Note",
+    "PlanIntents",
+    "Planned",
+    "RecordView",
+    "RequestCancel",
+    "StartExecution",
+    "StatusPatch",
+    "SyncCordons",
+    "Tick",
+    "View",
+    "decide",
+    "execution_rules",
+    "parse",
+]

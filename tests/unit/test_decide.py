@@ -1,0 +1,292 @@
+"""Every gate of one reconcile (handlers/decide.py), from plain values: no Kafka, no Kubernetes.
+
+The rig tests (tests/e2e/test_operator*.py) show the same gates end to end; these pin each decision,
+its statuses, Events and actions, one case at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_placement.execution.record import Phase
+from kafka_placement.handlers import status as st
+from kafka_placement.handlers.decide import (
+    CheckMinIsr,
+    Decision,
+    Failure,
+    PlanIntents,
+    Planned,
+    RecordView,
+    RequestCancel,
+    StartExecution,
+    SyncCordons,
+    Tick,
+    View,
+    decide,
+)
+from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
+from kafka_placement.model.plan import PartitionTarget, Plan
+
+PLAN = Plan.of(
+    [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 1), ("any", "any"))]
+)
+EMPTY = Plan.of([])
+SUMMARY = {"partitionsChanged": 2, "bytesToMove": 2048, "replicaMoves": 2}
+
+
+def body(
+    kind: str, name: str, spec: dict[str, Any], phase: str | None = None, **status: Any
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "generation": 1},
+        "spec": {"clusterRef": {"name": "c"}, **spec},
+        "status": {"phase": phase, **status} if phase else {},
+    }
+
+
+def retire(name: str = "retire-3", phase: str | None = None, **spec: Any) -> dict[str, Any]:
+    return body("BrokerDecommission", name, {"brokers": [3], **spec}, phase)
+
+
+def cordon(name: str = "c1") -> dict[str, Any]:
+    return body("LogDirCordon", name, {"broker": 1, "logDirs": ["/d1"]})
+
+
+def advise(name: str = "spread") -> dict[str, Any]:
+    return body("PlacementPolicy", name, {"mode": "Advise", "replicationFactor": 2})
+
+
+def executing(*uids: str, **kw: Any) -> RecordView:
+    return RecordView(phase=Phase.MOVING, plan_id=PLAN.plan_id, participants=frozenset(uids), **kw)
+
+
+def phases(d: Decision) -> dict[str, tuple[str, str]]:
+    return {p.body["metadata"]["name"]: (p.phase, p.reason) for p in d.statuses}
+
+
+# ---- failure -------------------------------------------------------------------------------------------
+
+
+def test_failure_fails_every_intent_not_completed_and_sets_the_cluster_phase() -> None:
+    done = retire("done", phase=st.COMPLETED)
+    d = decide(
+        View(
+            [retire(), done],
+            failure=Failure("KafkaNotAuthorized", "denied: ALTER on CLUSTER", True, "NotAuthorized"),
+        )
+    )
+    assert phases(d) == {"retire-3": (st.FAILED, "KafkaNotAuthorized")}
+    assert d.statuses[0].message == "denied: ALTER on CLUSTER"
+    assert d.done and d.cluster is not None and d.cluster["phase"] == "NotAuthorized"
+    ready = {c["type"]: c for c in d.cluster["conditions"]}
+    assert ready["Ready"]["status"] == "True" and ready["Degraded"]["status"] == "True"
+    unreachable = decide(View([retire()], failure=Failure("ClusterUnreachable", "timed out", False)))
+    assert unreachable.cluster is not None and unreachable.cluster["phase"] == "Unreachable"
+    assert {c["type"]: c["status"] for c in unreachable.cluster["conditions"]}["Ready"] == "False"
+
+
+def test_an_invalid_spec_fails_alone_and_the_others_are_planned() -> None:
+    bad = retire("bad", brokers="three")
+    d = decide(View([bad, retire()]))
+    assert phases(d) == {"bad": (st.FAILED, "InvalidSpec"), "retire-3": (st.PLANNING, "Planning")}
+    assert "bad: spec.brokers" in d.statuses[0].message
+    assert [type(a) for a in d.actions] == [SyncCordons, PlanIntents]
+    plan_action = d.actions[1]
+    assert isinstance(plan_action, PlanIntents)
+    assert [b["metadata"]["name"] for b in plan_action.resources] == ["retire-3"]
+
+
+# ---- planning ------------------------------------------------------------------------------------------
+
+
+def test_no_intents_only_syncs_cordons() -> None:
+    d = decide(View([]))
+    assert d.statuses == () and [type(a) for a in d.actions] == [SyncCordons]
+    assert d.cluster is not None and d.cluster["phase"] == "Connected"
+
+
+def test_planning_marks_only_pending_intents_and_syncs_the_declared_cordons() -> None:
+    d = decide(View([cordon(), retire("old", phase=st.COMPLETED)]))
+    assert phases(d) == {"c1": (st.PLANNING, "Planning")}
+    sync = d.actions[0]
+    assert isinstance(sync, SyncCordons)
+    assert [type(i) for i in sync.intents] == [LogDirCordon, BrokerDecommission]
+
+
+def test_a_running_planner_job_keeps_every_intent_planning_with_what_it_does() -> None:
+    running = Planned(running="Spark application ns/kafka-placement-x: RUNNING (12 s)")
+    d = decide(View([retire(phase=st.PLANNING)], planned=running))
+    assert phases(d) == {"retire-3": (st.PLANNING, "Planning")} and d.done
+    assert "RUNNING (12 s)" in d.statuses[0].message
+
+
+@pytest.mark.parametrize("reason", ["Infeasible", "InvalidInput", "Failed"])
+def test_a_planning_error_fails_every_intent_with_its_reason(reason: str) -> None:
+    d = decide(
+        View([retire(), cordon()], planned=Planned(error_reason=reason, error="broker 3 holds the only copy"))
+    )
+    assert set(phases(d).values()) == {(st.FAILED, reason)} and d.done
+    assert all(p.message == "broker 3 holds the only copy" for p in d.statuses)
+
+
+def test_advise_policies_only_report_and_take_no_part_in_the_execution() -> None:
+    summary = {**SUMMARY, "advisories": {"policies": ["spread"], "partitions": 5, "bytesToMove": 10}}
+    d = decide(View([advise(), retire()], planned=Planned(plan=PLAN, summary=summary), below_min_isr=[]))
+    assert phases(d) == {"spread": (st.COMPLETED, "Advised")}
+    assert "5 partitions" in d.statuses[0].message and "nothing is moved" in d.statuses[0].message
+    (start,) = d.actions
+    assert isinstance(start, StartExecution) and start.participants == ("uid-retire-3",)
+
+
+def test_an_empty_plan_converges() -> None:
+    d = decide(View([retire()], planned=Planned(plan=EMPTY, summary={})))
+    assert phases(d) == {"retire-3": (st.COMPLETED, "Converged")} and d.done
+    assert d.statuses[0].message == "converged: the placement matches every declared intent"
+
+
+def test_an_empty_plan_after_an_execution_keeps_showing_the_executed_plan() -> None:
+    last = RecordView(
+        phase=Phase.COMPLETED,
+        plan_id="p-1",
+        participants=frozenset({"uid-retire-3"}),
+        plan_status={"id": "p-1"},
+    )
+    progress = {"partitionsDone": 2}
+    shown = body("BrokerDecommission", "retire-3", {"brokers": [3]}, st.COMPLETED, progress=progress)
+    d = decide(View([shown], record=last, planned=Planned(plan=EMPTY)))
+    (p,) = d.statuses
+    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Converged", {"id": "p-1"}, progress)
+    assert p.message.startswith("converged: plan p-1 executed; ")
+
+
+def test_drift_after_completion_plans_again_and_replaces_the_finished_record() -> None:
+    last = RecordView(phase=Phase.COMPLETED, plan_id="p-1", participants=frozenset({"uid-retire-3"}))
+    d = decide(
+        View(
+            [retire(phase=st.COMPLETED)],
+            record=last,
+            planned=Planned(plan=PLAN, summary=SUMMARY),
+            below_min_isr=[],
+        )
+    )
+    (start,) = d.actions
+    assert isinstance(start, StartExecution) and start.replaces_record
+
+
+def test_a_manual_plan_awaits_approval_of_exactly_this_plan_id() -> None:
+    manual = retire(approval="Manual", approvedPlan="an-older-plan")
+    d = decide(View([manual, cordon()], planned=Planned(plan=PLAN, summary=SUMMARY)))
+    assert set(phases(d).values()) == {(st.AWAITING_APPROVAL, "AwaitingApproval")} and d.done
+    msg = d.statuses[0].message
+    assert f"set spec.approvedPlan: {PLAN.plan_id} on BrokerDecommission/retire-3" in msg
+    assert "2 partitions, 2048 bytes" in msg
+    approved = retire(approval="Manual", approvedPlan=PLAN.plan_id)
+    d = decide(View([approved], planned=Planned(plan=PLAN, summary=SUMMARY)))
+    assert [type(a) for a in d.actions] == [CheckMinIsr]
+
+
+def test_spec_paused_holds_a_plan_before_anything_is_recorded() -> None:
+    d = decide(View([retire(paused=True), cordon()], planned=Planned(plan=PLAN, summary=SUMMARY)))
+    assert set(phases(d).values()) == {(st.PAUSED, "PausedBySpec")} and d.done
+
+
+def test_min_isr_is_read_before_a_start_and_a_plan_below_it_fails_naming_partitions() -> None:
+    view = View([retire()], planned=Planned(plan=PLAN, summary=SUMMARY))
+    (check,) = decide(view).actions
+    assert isinstance(check, CheckMinIsr) and check.plan == PLAN
+    below = [f"t-{i}" for i in range(12)]
+    d = decide(View([retire()], planned=Planned(plan=PLAN, summary=SUMMARY), below_min_isr=below))
+    assert phases(d) == {"retire-3": (st.FAILED, "BelowMinInsyncReplicas")} and d.done
+    msg = d.statuses[0].message
+    assert "12 partitions" in msg and "t-9" in msg and "t-10" not in msg  # ten named, bounded
+
+
+def test_a_safe_approved_plan_starts_with_rules_participants_and_then_executing() -> None:
+    fast = retire(priority=5, throttle=1000)
+    d = decide(View([fast, cordon()], planned=Planned(plan=PLAN, summary=SUMMARY), below_min_isr=[]))
+    assert d.statuses == ()  # Executing is written only once the record is saved
+    (start,) = d.actions
+    assert isinstance(start, StartExecution)
+    assert start.plan == PLAN and not start.replaces_record
+    assert start.participants == ("uid-retire-3", "uid-c1")
+    assert [(r.name, r.brokers, r.priority, r.throttle) for r in start.rules] == [
+        ("BrokerDecommission/retire-3", [3], 5, 1000)
+    ]
+    assert {(p.body["metadata"]["name"], p.phase) for p in start.then} == {
+        ("retire-3", st.EXECUTING),
+        ("c1", st.EXECUTING),
+    }
+    assert start.plan_status["moves"] == 2
+
+
+# ---- an execution in flight ----------------------------------------------------------------------------
+
+
+def test_an_execution_in_flight_is_ticked_not_planned() -> None:
+    d = decide(View([retire(phase=st.EXECUTING)], record=executing("uid-retire-3")))
+    assert d.statuses == () and [type(a) for a in d.actions] == [Tick]
+
+
+def test_a_deleted_participant_requests_a_cancel_before_the_tick() -> None:
+    d = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1")))
+    assert [type(a) for a in d.actions] == [RequestCancel, Tick]
+    asked = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1", cancel_requested=True)))
+    assert [type(a) for a in asked.actions] == [Tick]  # asked once
+
+
+def test_spec_paused_holds_an_execution_unless_a_cancel_was_requested() -> None:
+    paused = retire(phase=st.EXECUTING, paused=True)
+    d = decide(View([paused], record=executing("uid-retire-3", plan_status={"id": "p"})))
+    assert phases(d) == {"retire-3": (st.PAUSED, "PausedBySpec")} and d.done
+    assert d.statuses[0].plan == {"id": "p"}
+    cancelling = decide(View([paused], record=executing("uid-retire-3", cancel_requested=True)))
+    assert [type(a) for a in cancelling.actions] == [Tick]
+
+
+@pytest.mark.parametrize(
+    ("phase", "shown", "message"),
+    [
+        (Phase.MOVING, st.EXECUTING, "executor phase Moving"),
+        (Phase.PAUSED, st.PAUSED, "2 partitions under-replicated"),
+        (Phase.FAILED, st.FAILED, "2 partitions under-replicated"),
+        (Phase.CANCELLED, st.CANCELLED, "2 partitions under-replicated"),
+        (Phase.COMPLETED, st.COMPLETED, "executed and checked against the live cluster"),
+    ],
+)
+def test_after_a_tick_members_show_the_executor_phase(phase: Phase, shown: str, message: str) -> None:
+    error = None if phase in (Phase.MOVING, Phase.COMPLETED) else "2 partitions under-replicated"
+    record = RecordView(
+        phase=phase,
+        plan_id="p-9",
+        participants=frozenset({"uid-retire-3"}),
+        last_error=error,
+        progress={"partitionsDone": 1},
+    )
+    other = retire("not-a-member")
+    d = decide(View([retire(phase=st.EXECUTING), other], record=record, ticked=True))
+    assert set(phases(d)) == {"retire-3"} and d.done
+    (p,) = d.statuses
+    assert (p.phase, p.progress) == (shown, {"partitionsDone": 1}) and message in p.message
+
+
+def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member() -> None:
+    record = executing(
+        "uid-retire-3",
+        "uid-c1",
+        reapplied=3,
+        reapplied_before=2,
+        reapplied_what=("broker 1 leader.replication.throttled.rate removed",),
+    )
+    d = decide(View([retire(), cordon()], record=record, ticked=True))
+    assert {(n.body["metadata"]["name"], n.type, n.reason) for n in d.events} == {
+        ("retire-3", "Warning", "OwnedConfigChanged"),
+        ("c1", "Warning", "OwnedConfigChanged"),
+    }
+    assert "3 times so far" in d.events[0].message and "throttled.rate removed" in d.events[0].message
+    quiet = decide(
+        View([retire()], record=executing("uid-retire-3", reapplied=3, reapplied_before=3), ticked=True)
+    )
+    assert quiet.events == ()
