@@ -9,6 +9,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 import kafka_placement
 from kafka_placement.cli import main
 
@@ -45,16 +47,29 @@ def test_no_command_prints_help_and_exits_2(capsys: object) -> None:
     assert main([]) == 2
 
 
-def test_import_linter_rejects_a_layer_violation(tmp_path: Path) -> None:
-    # The layer contracts must be able to fail: inject a forbidden import into a copy of the tree.
+@pytest.mark.parametrize(
+    ("module", "injected", "contract"),
+    [
+        ("model/__init__.py", "import kafka_placement.kafka", "model imports nothing of ours"),
+        ("handlers/reconciler.py", "import kubernetes", "one gateway to Kubernetes"),
+        ("spark/k8s.py", "from kubernetes import client", "one gateway to Kubernetes"),
+        ("handlers/decide.py", "import time", "decide is pure"),
+        ("handlers/decide.py", "import kafka_placement.kube.gateway", "decide is pure"),
+    ],
+)
+def test_import_linter_rejects_a_layer_violation(
+    tmp_path: Path, module: str, injected: str, contract: str
+) -> None:
+    # The contracts must be able to fail: inject a forbidden import into a copy of the tree.
     lint = VENV_BIN / "lint-imports"
     shutil.copytree(ROOT / "operator", tmp_path / "operator", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "operator")}
     clean = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    model_init = tmp_path / "operator" / "kafka_placement" / "model" / "__init__.py"
-    model_init.write_text(model_init.read_text() + "\nimport kafka_placement.kafka  # noqa\n")
+    target = tmp_path / "operator" / "kafka_placement" / module
+    target.write_text(target.read_text() + f"\n{injected}  # noqa\n")
     broken = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert broken.returncode != 0
-    assert "BROKEN" in broken.stdout
+    lines = broken.stdout.splitlines()
+    assert any(line.startswith(contract) and line.endswith("BROKEN") for line in lines), broken.stdout

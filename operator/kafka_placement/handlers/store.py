@@ -1,5 +1,9 @@
 """The operator's execution store: one cluster's record in ConfigMaps owned by its KafkaCluster.
 
+The same store, with ``document="planning"``, keeps the cluster's spark-k8s planning run
+(``kafka-placement-<cluster>-planning``, handlers/planner.py ``SparkRun``): a small document, no blobs.
+All Kubernetes calls go through ``kube.gateway.KubeGateway``.
+
 ``ConfigMapStore`` implements the bytes-level ``Store`` contract of ``execution/store.py``:
 
 - the progress document is ``binaryData["record.json.gz"]`` of ``kafka-placement-<cluster>-execution``;
