@@ -10,6 +10,8 @@ parsing are also tested pure (no rig). Needs `python tests/rig/k8s_rig.py up` fo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -297,3 +299,76 @@ def test_missing_or_invalid_plan_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PlacementError, match="wrote an invalid plan") as err:
         read_outputs(tmp_path, "kafka-placement-r1")
     assert type(err.value) is PlacementError  # not BadInputError: the user's input was fine
+
+
+@pytest.mark.k8s
+def test_cli_plan_on_kubernetes_waits_for_the_application_and_writes_its_plan(
+    spark_crd: str, k8s_rig: dict[str, Any], k8s_namespace: str, custom: Any, tmp_path: Path
+) -> None:
+    """``kafka-placement plan --engine spark-k8s`` (the CLI blocks, unlike the operator), through the
+    kubeconfig it is given; a second run whose application fails exits 1 with the application's message."""
+    cli = Path(sys.executable).parent / "kafka-placement"
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    args = [
+        str(cli), "plan", "--snapshot", str(SCENARIO / "snapshot.json"), "--intents",
+        str(SCENARIO / "intents.yaml"), "--engine", "spark-k8s", "--spark-image", "registry.example/kp:1",
+        "--exchange-claim", "kp-exchange", "--exchange-dir", str(exchange), "--spark-namespace",
+        k8s_namespace, "--kubeconfig", str(k8s_rig["kubeconfig"]),
+    ]  # fmt: skip
+
+    seen: set[str] = set()
+
+    def one_app() -> dict[str, Any] | None:
+        """The application of the CLI run under way (a failed one stays behind for its logs)."""
+        items = custom.list_namespaced_custom_object(GROUP, VERSION, k8s_namespace, PLURAL)["items"]
+        new = [i for i in items if i["metadata"]["name"] not in seen]
+        if not new:
+            return None
+        seen.add(new[0]["metadata"]["name"])
+        return dict(new[0])
+
+    out = tmp_path / "plan.json"
+    proc = subprocess.Popen(
+        [*args, "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        app = poll("the CLI's SparkApplication", lambda: proc.poll() is not None or one_app())
+        assert isinstance(app, dict), proc.communicate()
+        run_dir = exchange / app["metadata"]["labels"]["kafkaplacement.io/run-id"]
+        snap = ClusterSnapshot.loads((run_dir / "snapshot.json").read_text(), source="exchange snapshot")
+        result = compute_plan(snap, Intents.loads((run_dir / "intents.yaml").read_text(), source="intents"))
+        (run_dir / "plan.json").write_text(json.dumps(result.plan.to_json()) + "\n")
+        (run_dir / "summary.json").write_text(json.dumps(result.summary) + "\n")
+        set_state(custom, k8s_namespace, app["metadata"]["name"], "COMPLETED")
+        _, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert Plan.loads(out.read_text(), source="plan.json") == result.plan and not result.plan.empty
+    assert "engine spark-k8s" in err
+
+    failing = subprocess.Popen([*args, "-o", str(tmp_path / "p2.json")], stderr=subprocess.PIPE, text=True)
+    try:
+        app = poll("the second SparkApplication", lambda: failing.poll() is not None or one_app())
+        assert isinstance(app, dict), failing.communicate()
+        set_state(custom, k8s_namespace, app["metadata"]["name"], "FAILED", "executor lost")
+        _, err = failing.communicate(timeout=WAIT_S)
+    finally:
+        failing.kill()
+    assert failing.returncode == 1 and "executor lost" in err and "(state FAILED)" in err, err
+    assert not (tmp_path / "p2.json").exists()
+
+    # a job that completes without its summary is a broken run, said as such (was: KeyError, exit 1)
+    broken = subprocess.Popen([*args, "-o", str(tmp_path / "p3.json")], stderr=subprocess.PIPE, text=True)
+    try:
+        app = poll("the third SparkApplication", lambda: broken.poll() is not None or one_app())
+        assert isinstance(app, dict), broken.communicate()
+        run_dir = exchange / app["metadata"]["labels"]["kafkaplacement.io/run-id"]
+        (run_dir / "plan.json").write_text(json.dumps(result.plan.to_json()) + "\n")
+        set_state(custom, k8s_namespace, app["metadata"]["name"], "COMPLETED")
+        _, err = broken.communicate(timeout=WAIT_S)
+    finally:
+        broken.kill()
+    assert broken.returncode == 1 and "completed but wrote no summary" in err, err
+    assert "unexpected" not in err and not (tmp_path / "p3.json").exists()

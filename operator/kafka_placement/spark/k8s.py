@@ -215,17 +215,21 @@ def read_outputs(run_dir: Path, name: str) -> tuple[Plan, dict[str, Any]]:
         plan = Plan.loads(plan_path.read_text(encoding="utf-8"), source=str(plan_path))
     except PlacementError as e:
         raise PlacementError(f"Spark application {name} wrote an invalid plan: {e.message}") from e
-    summary: dict[str, Any] = {}
     summary_path = run_dir / "summary.json"
-    if summary_path.is_file():
-        try:
-            doc = json.loads(summary_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise PlacementError(
-                f"Spark application {name} wrote an invalid summary {summary_path}: {e}"
-            ) from e
-        if isinstance(doc, dict):
-            summary = doc
+    if not summary_path.is_file():  # the job writes it beside the plan: without it the run is broken
+        raise PlacementError(
+            f"Spark application {name} completed but wrote no summary: {summary_path} not found"
+        )
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise PlacementError(
+            f"Spark application {name} wrote an invalid summary {summary_path}: {str(e)[:200]}"
+        ) from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("partitionsChanged"), int):
+        raise PlacementError(
+            f"Spark application {name} wrote an invalid summary {summary_path}: not a planning summary"
+        )
     return plan, summary
 
 
