@@ -39,7 +39,8 @@ class Operator:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, **self.env, "KUBECONFIG": self.kubeconfig}
+        # Kafka is re-read on every reconcile unless a test asks for the default idle resync period
+        env = {**os.environ, "KP_RESYNC_SECONDS": "0", **self.env, "KUBECONFIG": self.kubeconfig}
         out = self.log.open("ab")
         metrics = ["--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1"]
         self.proc = subprocess.Popen(

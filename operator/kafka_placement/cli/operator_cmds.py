@@ -56,6 +56,7 @@ def cmd_operator(args: argparse.Namespace) -> int:
             raise BadInputError("; ".join(problems), "operator --lease-duration/--renew-*/--retry-period")
         lease_ns = _lease_namespace(args)
     os.environ["KP_RECONCILE_INTERVAL"] = str(args.interval)
+    os.environ["KP_RESYNC_SECONDS"] = str(args.resync_seconds)
     import kopf
     from prometheus_client import start_http_server
 
@@ -154,6 +155,13 @@ def register(sub: Any) -> None:
     p.add_argument("--namespace", action="append", default=[], help="namespace to watch (repeatable)")
     p.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between reconciliations of a cluster")
+    p.add_argument(
+        "--resync-seconds",
+        type=float,
+        default=float(os.environ.get("KP_RESYNC_SECONDS", "60")),
+        help="an idle cluster whose resources did not change is re-read from Kafka and re-planned at most "
+        "this often (placement drift made by others is found within it; 0 = every reconcile)",
+    )
     p.add_argument(
         "--metrics-port",
         type=int,

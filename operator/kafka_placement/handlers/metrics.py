@@ -18,6 +18,12 @@ OWNED_CONFIG_REAPPLIED = Counter(
     "kafka_placement_owned_config_reapplied_total",
     "Re-applications of throttles or cordons the executor owns, after another party changed them",
 )
+RECONCILES = Counter(
+    "kafka_placement_reconciles_total",
+    "Reconciliations of a KafkaCluster by kind: full (Kafka read and planned), execution (one tick), quiet "
+    "(idle and unchanged: Kafka not read until the resync period ends)",
+    ["cluster", "kind"],
+)
 RECONCILE_ERRORS = Counter("kafka_placement_reconcile_errors_total", "Failed reconciliations", ["cluster"])
 
 

@@ -7,6 +7,12 @@ and writes (statuses, Events, the record, Kafka) through the two gateways: ``kub
 for Kubernetes and the fenced ``kafka.gateway.KafkaGateway`` for Kafka. One reconcile is a loop: view ->
 decide -> perform its actions, each action adding one fact to the view, until a decision has none.
 
+An idle cluster costs almost nothing: when no execution is in flight, no planner job runs, and neither
+the KafkaCluster's spec nor any intent's spec changed since its last full reconcile (``fingerprint``), the
+reconcile reads only the intent resources and the record, and re-reads Kafka and plans again at most every
+``resync_s`` seconds (``--resync-seconds``, default 60): placement drift made by someone else is found
+within that time.
+
 Every write passes the leader fence (handlers/leader.py): a process that lost the leader Lease raises
 ``NotLeader`` before writing anything. A record save that loses a race to another writer is retried on
 the next reconcile (kopf TemporaryError).
@@ -17,8 +23,11 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
+import json
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +77,26 @@ PLURALS = {
     "PlacementPolicy": "placementpolicies",
 }
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
+DEFAULT_RESYNC_S = 60.0
+
+
+def fingerprint(
+    cluster: Mapping[str, Any], bodies: Sequence[Mapping[str, Any]], record: Execution | None
+) -> str:
+    """What an idle reconcile's outcome depends on apart from Kafka: the KafkaCluster's and every intent's
+    spec (and uid), and the record's phase and plan. Statuses are left out: they are this operator's."""
+    h = hashlib.sha256()
+    h.update(json.dumps(cluster.get("spec") or {}, sort_keys=True, default=str).encode())
+    for b in bodies:
+        meta = b["metadata"]
+        h.update(
+            json.dumps(
+                [b["kind"], meta.get("uid"), b.get("spec") or {}], sort_keys=True, default=str
+            ).encode()
+        )
+    if record is not None:
+        h.update(f"{record.phase}\0{record.doc.plan_id}".encode())
+    return h.hexdigest()
 
 
 def secret_value(kube: KubeGateway, ns: str, name: str | None, key: str, where: str) -> str:
@@ -175,9 +204,20 @@ def record_view(record: Execution | None, reapplied_before: int | None = None) -
 class Reconciler:
     """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
 
-    def __init__(self, kube: KubeGateway, leadership: Leadership | None = None) -> None:
+    def __init__(
+        self,
+        kube: KubeGateway,
+        leadership: Leadership | None = None,
+        resync_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kube = kube
         self.leadership: Leadership = leadership or Unelected()
+        env = os.environ.get("KP_RESYNC_SECONDS")
+        self.resync_s = resync_s if resync_s is not None else float(env) if env else DEFAULT_RESYNC_S
+        self.clock = clock
+        # (namespace, cluster) -> (fingerprint, when) of the last full idle reconcile that settled
+        self._settled: dict[tuple[str, str], tuple[str, float]] = {}
 
     def store(
         self, namespace: str, cluster: str, owner: Mapping[str, Any], document: str = "execution"
@@ -254,15 +294,27 @@ class Reconciler:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
             return failed("CorruptExecutionRecord", e.message, connected=True)
+        active = record is not None and record.phase not in TERMINAL
+        where, print_ = (ns, name), fingerprint(cluster, bodies, record)
+        settled = self._settled.pop(where, None)
+        quiet = not active and settled is not None and settled[0] == print_
+        if quiet and settled is not None and self.clock() - settled[1] < self.resync_s:
+            self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
+            metrics.RECONCILES.labels(cluster=name, kind="quiet").inc()
+            return {}
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
-                active = record is not None and record.phase not in TERMINAL
                 gw.check_authorized(
                     {t.topic for t in record.plan.plan.partitions} if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
-                return _Pass(self, gw, cluster, bodies, store, record).run()
+                one = _Pass(self, gw, cluster, bodies, store, record)
+                status = one.run()
+                metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
+                if not active and one.settled:
+                    self._settled[where] = (print_, self.clock())
+                return status
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
         except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
@@ -294,6 +346,12 @@ class _Pass:
         self.snap: ClusterSnapshot | None = None
         self.in_flight = 0
         self.started = False
+
+    @property
+    def settled(self) -> bool:
+        """Idle and waiting for nothing: no execution started and no planner job running."""
+        planned = self.view.planned
+        return not self.started and (planned is None or planned.running is None)
 
     def snapshot(self) -> ClusterSnapshot:
         if self.snap is None:

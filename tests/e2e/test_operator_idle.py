@@ -1,0 +1,112 @@
+"""End to end: an idle, converged cluster is not re-read from Kafka on every reconcile.
+
+The operator re-reads Kafka and re-plans an idle cluster whose resources did not change at most every
+``--resync-seconds`` (here 10 s, reconciles every 2 s): a spec change is acted on at the next reconcile,
+placement drift made behind the operator's back within the resync period.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.e2e.conftest import KafkaRig, Operator, free_port, get, wait_phase
+from tests.e2e.test_operator import apply, cluster_manifest, snapshot
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
+
+
+@pytest.fixture
+def operator_env() -> dict[str, str]:
+    return {"KP_RESYNC_SECONDS": "10"}
+
+
+def reconciles(op: Operator, cluster: str) -> dict[str, float]:
+    """kafka_placement_reconciles_total of ``cluster`` by kind (full, execution, quiet)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {
+        s.labels["kind"]: s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "kafka_placement_reconciles_total" and s.labels.get("cluster") == cluster
+    }
+
+
+def converged(kubectl: Any, ns: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while True:
+        status: dict[str, Any] = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+        if "converged" in str(status.get("message")):
+            return status
+        assert time.monotonic() < deadline, status
+        time.sleep(0.5)
+
+
+def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_period_ends(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_py_admin: Any,
+    kafka_wait: Any,
+) -> None:
+    from kafka.structs import TopicPartition
+
+    ns = k8s_namespace
+    operator.kill(signal.SIGTERM)
+    operator.metrics_port = free_port()
+    operator.start()
+    topic = new_topic([[3, 1], [1, 2]])
+    apply(kubectl, ns, cluster_manifest("idle", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        "spec: {clusterRef: {name: idle}, brokers: [3]}\n",
+    )
+    wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=180)
+    first = converged(kubectl, ns)
+
+    # idle and unchanged: the reconciles go on (every 2 s) without reading Kafka
+    before = reconciles(operator, "idle")
+    time.sleep(7)
+    after = reconciles(operator, "idle")
+    assert after.get("quiet", 0) - before.get("quiet", 0) >= 2, (before, after, operator.tail())
+    assert after.get("full", 0) - before.get("full", 0) <= 1, (before, after)  # a resync may fall in
+
+    # drift behind the operator's back: found within the resync period, moved off broker 3 again
+    kafka_py_admin.alter_partition_reassignments({TopicPartition(topic, 1): [3, 2]})
+
+    def replicas_of_1() -> tuple[int, ...]:
+        return next(
+            p.replicas for p in snapshot(kafka_rig).partitions if (p.topic, p.partition) == (topic, 1)
+        )
+
+    kafka_wait("broker 3 back in partition 1", lambda: 3 in replicas_of_1())
+    drifted = time.monotonic()
+    deadline = drifted + 90
+    while True:
+        status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+        if (status.get("plan") or {}).get("id") not in (None, first["plan"]["id"]):
+            break
+        assert time.monotonic() < deadline, (status, operator.tail())
+        time.sleep(0.5)
+    assert time.monotonic() - drifted < 10 + 2 + 30  # resync + interval + planning on a loaded machine
+    converged(kubectl, ns)
+    assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)
+
+    # a spec change is acted on at the next reconcile, inside the resync period
+    before = reconciles(operator, "idle")
+    kubectl(
+        "-n", ns, "patch", "brokerdecommission", "retire-3", "--type=merge", "-p", '{"spec":{"priority":3}}'
+    )
+    deadline = time.monotonic() + 8
+    while reconciles(operator, "idle").get("full", 0) == before.get("full", 0):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.3)
