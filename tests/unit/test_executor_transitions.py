@@ -24,6 +24,7 @@ from kafka_placement.execution.record import (
     PState,
     Rule,
     Submission,
+    TopicThrottle,
 )
 from kafka_placement.execution.store import FileStore, RecordConflict
 from kafka_placement.execution.view import View
@@ -317,3 +318,27 @@ def test_selection_respects_counts_bytes_and_health(tmp_path: Path) -> None:
     t0 = PLAN.partitions[0]
     bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 1, (1,), 100)
     assert 0 not in executor._select(ex, _view(bad), Limits(), cands)
+
+
+def test_work_topics_follow_the_moves_in_flight_not_the_plan(tmp_path: Path) -> None:
+    """What the operator checks ACLs on before each tick: every plan topic until the execution moves,
+    then the topics of the moves in flight, of the next candidates and of the throttles held."""
+    plan = Plan.of([PartitionTarget(f"t{i}", 0, (1, 2), ("any", "any")) for i in range(600)])
+    targets = plan.partitions  # in the plan's (sorted) order: what plan indices refer to
+    baseline = [Original((1, 3), ("/d0", "/d0"), 10)] * 600
+    ex = Execution.create(FileStore(tmp_path / "s.json"), plan, limits=LIMITS, cluster_id="c1")
+    ex.set_baseline(baseline, {})
+    limits = Limits(max_moves_per_broker=5, max_moves=10)
+    assert len(executor.work_topics(ex, limits)) == 600  # Pending: validation reads every topic
+    ex.doc.phase = Phase.MOVING
+    order = list(ex.plan.order)
+    ex.submit(order[0], Submission.CONFIRMED, 0)
+    topics = executor.work_topics(ex, limits)
+    ahead = {targets[i].topic for i in order[: 1 + executor.MIN_LOOKAHEAD]}
+    assert topics == ahead and len(topics) == 1 + executor.MIN_LOOKAHEAD
+    far = targets[order[-1]].topic
+    assert far not in topics
+    ex.doc.throttles.topics.append(
+        TopicThrottle(topic=far, config="leader.replication.throttled.replicas", entries=[])
+    )
+    assert far in executor.work_topics(ex, limits)

@@ -473,6 +473,19 @@ def sweep(gateway: KafkaGateway, ex: Execution) -> None:
         _clear_throttles(ex, gateway)
 
 
+def work_topics(ex: Execution, limits: Limits) -> set[str]:
+    """The topics the next tick may read or change: every plan topic before the execution has moved
+    anything (validation reads them all, the first batch sets their throttles), then only those of the moves
+    in flight, of the candidates it may submit, and of the throttles it holds (cost follows the work)."""
+    parts = ex.plan.plan.partitions
+    if ex.phase in (Phase.PENDING, Phase.VALIDATING):
+        return {t.topic for t in parts}
+    room = max(limits.max_moves - len(ex.doc.in_flight), 0)
+    ahead = ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD))
+    throttled = {t.topic for t in ex.doc.throttles.topics}
+    return {parts[i].topic for i in (*ex.active(), *ahead)} | throttled
+
+
 def _candidates(ex: Execution, limits: Limits) -> list[int]:
     room = max(limits.max_moves - len(ex.doc.in_flight), 0)
     if ex.phase != Phase.MOVING and ex.phase != Phase.PAUSED and ex.phase != Phase.THROTTLING:

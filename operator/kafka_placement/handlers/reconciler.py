@@ -306,7 +306,7 @@ class Reconciler:
             with FencedGateway(settings, self.leadership.fence) as gw:
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
                 gw.check_authorized(
-                    {t.topic for t in record.plan.plan.partitions} if record is not None and active else (),
+                    executor.work_topics(record, limits_of(spec)) if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
                 one = _Pass(self, gw, cluster, bodies, store, record)
