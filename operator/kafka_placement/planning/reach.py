@@ -16,7 +16,7 @@ Sound, not complete: when neither applies, balance may still be unreachable. Pur
 
 from __future__ import annotations
 
-from ..model.intents import Intents
+from ..model.intents import Intents, PlacementPolicy
 from ..model.snapshot import ClusterSnapshot
 from .topology import RackTree, Unit
 
@@ -31,33 +31,33 @@ def balance_unreachable(
     tol = min(q.balance.tolerance for q in policies)
     total = 0
     largest = None
-    for p in snapshot.partitions:
-        policy = intents.policy_for(p.topic)
+    need: dict[tuple[str, Unit], float] = {}
+    floors: dict[tuple[str, int], dict[Unit, int]] = {}
+    by_topic: dict[str, PlacementPolicy | None] = {}
+    for p in snapshot.partitions:  # one pass; the policy looked up once per topic
+        if p.topic not in by_topic:
+            by_topic[p.topic] = intents.policy_for(p.topic)
+        policy = by_topic[p.topic]
         rf = (
             policy.replication_factor if policy is not None and policy.replication_factor else len(p.replicas)
         )
         total += rf * p.size_bytes
         if largest is None or p.size_bytes > largest.size_bytes:
             largest = p
+        tree = trees.get(policy.name) if policy is not None else None
+        if tree is None or policy is None:
+            continue
+        key = (policy.name, rf)
+        if key not in floors:
+            floors[key] = _floors(tree, rf)
+        for unit, n in floors[key].items():
+            need[(policy.name, unit)] = need.get((policy.name, unit), 0.0) + n * p.size_bytes
     threshold = (1 + tol) * total / len(active)
     if largest is not None and largest.size_bytes > threshold:
         return (
             f"partition {largest.name} ({largest.size_bytes} bytes) is larger than the threshold "
             f"{int(threshold)} bytes"
         )
-    need: dict[tuple[str, Unit], float] = {}
-    floors: dict[tuple[str, int], dict[Unit, int]] = {}
-    for p in snapshot.partitions:
-        policy = intents.policy_for(p.topic)
-        tree = trees.get(policy.name) if policy is not None else None
-        if tree is None or policy is None:
-            continue
-        rf = policy.replication_factor or len(p.replicas)
-        key = (policy.name, rf)
-        if key not in floors:
-            floors[key] = _floors(tree, rf)
-        for unit, n in floors[key].items():
-            need[(policy.name, unit)] = need.get((policy.name, unit), 0.0) + n * p.size_bytes
     for (name, unit), nbytes in sorted(need.items()):
         members = trees[name].capacity.get(unit, 0)
         if members and nbytes / members > threshold:

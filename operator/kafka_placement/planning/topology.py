@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from ..model.intents import RackAwareness
 
@@ -39,6 +40,7 @@ class RackTree:
     _order: dict[Unit, tuple[int, list[int]]] = field(default_factory=dict)
     _calls: int = 0
     _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
+    _members_under: dict[Unit, list[int]] = field(default_factory=dict)
     _load: Mapping[int, int] | None = None
     # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
     _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
@@ -196,10 +198,7 @@ class RackTree:
                 return False
             first = min((given[c], given[c] - current.get(c, 0)) for c in open_children)
             tied = [c for c in open_children if (given[c], given[c] - current.get(c, 0)) == first]
-            if len(tied) == 1:
-                best = tied[0]
-            else:
-                best = min(tied, key=lambda c: (self._tie_rank(c, given[c], current, keep, rank, memo), c))
+            best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, rank, memo)
             given[best] += 1
         return all(
             self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo)
@@ -207,24 +206,35 @@ class RackTree:
             if n
         )
 
-    def _tie_rank(
+    def _tie_break(
         self,
-        unit: Unit,
-        given: int,
+        tied: list[Unit],
+        given: dict[Unit, int],
         current: dict[Unit, int],
         keep: Collection[int],
         rank: Callable[[int], tuple[object, ...]],
         memo: dict[Unit, tuple[object, ...]],
-    ) -> tuple[object, ...]:
-        """Order of units the spread serves equally (``allocate``): for a kept slot, the rank of the
-        unit's next kept replica; for a new slot, the unit's mean load (with ``load``) or best member."""
-        if given < current.get(unit, 0):
-            depth = len(unit)
-            held = sorted(rank(b) for b in keep if self.path[b][:depth] == unit)
-            return (0, held[given])
+    ) -> Unit:
+        """The unit served first among units the spread serves equally (``allocate``): a kept slot before
+        a new one, by the rank of the unit's next kept replica; a new slot by the unit's mean load (with
+        ``load``), then its best member, then its name. Evaluated lazily, in that order: a unit's best
+        member is looked up only among the units of the lowest mean load."""
+        kept = [c for c in tied if given[c] < current.get(c, 0)]
+        if kept:
+            return min(kept, key=lambda c: (self._held_rank(c, given[c], keep, rank), c))
         if self._load is not None:
-            return (1, self._mean_load(unit, self._load), self._unit_rank(unit, rank, memo))
-        return (1, self._unit_rank(unit, rank, memo))
+            means = [self._mean_load(c, self._load) for c in tied]
+            low = min(means)
+            tied = [c for c, m in zip(tied, means, strict=True) if m == low]
+            if len(tied) == 1:
+                return tied[0]
+        return min(tied, key=lambda c: (self._unit_rank(c, rank, memo), c))
+
+    def _held_rank(
+        self, unit: Unit, given: int, keep: Collection[int], rank: Callable[[int], tuple[object, ...]]
+    ) -> tuple[object, ...]:
+        depth = len(unit)
+        return sorted(rank(b) for b in keep if self.path[b][:depth] == unit)[given]
 
     def _mean_load(self, unit: Unit, load: Mapping[int, int]) -> float:
         """Mean bytes of the unit's members, as of the last refresh (the epochs of ``_ordered``)."""
@@ -233,8 +243,10 @@ class RackTree:
         cached = self._means.get(unit)
         if cached is not None and cached[0] == epoch:
             return cached[1]
-        members = [b for b in under if b in self.members]
-        mean = sum(load.get(b, 0) for b in members) / len(members) if members else float("inf")
+        members = self._members_under.get(unit)
+        if members is None:
+            members = self._members_under[unit] = [b for b in under if b in self.members]
+        mean = sum(map(load.get, members, repeat(0))) / len(members) if members else float("inf")
         self._means[unit] = (epoch, mean)
         return mean
 

@@ -51,6 +51,8 @@ class LeaderBalanceGoal:
         a = ctx.assignment
         floor = math.floor(mean)
         for broker in sorted(active, key=lambda b: (a.broker_leaders[b], b)):
+            if a.broker_leaders[broker] >= floor:
+                continue  # (before sorting its partitions: most brokers are there already)
             for key in sorted(a.by_broker[broker]):
                 if a.broker_leaders[broker] >= floor:
                     break
@@ -64,30 +66,45 @@ class LeaderBalanceGoal:
 
     def _push(self, ctx: PlanningContext, active: tuple[int, ...], limit: int) -> None:
         a = ctx.assignment
-        for broker in sorted(active, key=lambda b: (-a.broker_leaders[b], b)):
-            if a.broker_leaders[broker] <= limit:
+        leaders = a.broker_leaders
+        # only a follower leading fewer than ``limit`` partitions can take a leadership: a partition with
+        # none is skipped without looking further (the set only shrinks while pushing: a giver stays at
+        # or above the limit, a taker leaves it when it reaches the limit)
+        below = {b for b, n in leaders.items() if n < limit}
+        for broker in sorted(active, key=lambda b: (-leaders[b], b)):
+            if leaders[broker] <= limit:
                 continue
+            if not below:
+                return
             led = sorted(k for k in a.by_broker[broker] if a.replicas[k][0] == broker)
             for key in led:
-                if a.broker_leaders[broker] <= limit:
+                if leaders[broker] <= limit:
                     break
-                if self._movable(ctx, key):
-                    self._hand_over(ctx, key, limit)
+                if below.isdisjoint(a.replicas[key]) or not self._movable(ctx, key):
+                    continue
+                taker = self._hand_over(ctx, key, limit)
+                if taker is not None and leaders[taker] >= limit:
+                    below.discard(taker)
 
-    def _hand_over(self, ctx: PlanningContext, key: Key, limit: int) -> None:
+    def _hand_over(self, ctx: PlanningContext, key: Key, limit: int) -> int | None:
+        """Make the in-sync follower with the fewest leaders (below ``limit``; the first on a tie) lead;
+        returns it (None when no follower may)."""
         a = ctx.assignment
-        original = ctx.snapshot.partition(*key)
-        in_sync = set(original.isr) if original is not None else set()
-        before = set(original.replicas) if original is not None else set()
+        leaders = a.broker_leaders
         reps = a.replicas[key]
-        best: int | None = None
+        original = ctx.snapshot.partition(*key)
+        before = original.replicas if original is not None else ()
+        in_sync = original.isr if original is not None else ()
+        best, fewest = 0, limit  # a follower may lead if it then leads at most ``limit``
         for i in range(1, len(reps)):
             b = reps[i]
+            load = leaders[b]
+            if load >= fewest:
+                continue
             if b in before and b not in in_sync:
                 continue  # an out-of-sync follower could not take the leadership
-            if a.broker_leaders[b] + 1 > limit:
-                continue
-            if best is None or a.broker_leaders[b] < a.broker_leaders[reps[best]]:
-                best = i
-        if best is not None:
-            a.make_leader(key, best)
+            best, fewest = i, load
+        if not best:
+            return None
+        a.make_leader(key, best)
+        return reps[best]
