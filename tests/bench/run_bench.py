@@ -124,6 +124,20 @@ def scaling(sizes: list[int], brokers: int) -> list[str]:
     return [*lines, ""]
 
 
+END = "<!-- end of run_bench.py's part: the sections below come from the other benchmarks -->"
+
+
+def write_own_part(path: Path, lines: list[str]) -> None:
+    """Replace this benchmark's part of ``path`` (its start up to END), keeping every other section."""
+    rest = ""
+    if path.exists():
+        text = path.read_text()
+        rest = text.split(END, 1)[1] if END in text else ""
+        if END not in text and text.strip():
+            raise SystemExit(f"{path} has no '{END}' line: not overwriting the other benchmarks' sections")
+    path.write_text("\n".join([*lines, "", END]) + rest)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", type=int, default=60)
@@ -165,7 +179,7 @@ def main() -> None:
     out += ["## Speed", ""]
     out += scaling([int(x) for x in args.scaling.split(",")], 100)
     if not args.quick:
-        Path(args.output).write_text("\n".join(out) + "\n")
+        write_own_part(Path(args.output), out)
         print(f"wrote {args.output}")
 
 

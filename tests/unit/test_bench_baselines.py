@@ -151,3 +151,17 @@ def test_kafka_generate_unseeded_is_the_tools_own_code_and_errors_are_clear(kafk
         kafka_generate.kafka_generate_plan(snap, [1, 2])
     with pytest.raises(ValueError, match="broker 99 is not in the snapshot"):
         kafka_generate.kafka_generate_plan(snap, [1, 2, 99])
+
+
+def test_run_bench_rewrites_only_its_own_part_of_the_benchmarks_file(tmp_path: Path) -> None:
+    from tests.bench.run_bench import END, write_own_part
+
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"# Benchmarks\nold table\n\n{END}\n\n## Execution at scale\nkept rows\n")
+    write_own_part(doc, ["# Benchmarks", "new table"])
+    assert doc.read_text() == f"# Benchmarks\nnew table\n\n{END}\n\n## Execution at scale\nkept rows\n"
+    other = tmp_path / "other.md"
+    other.write_text("## Someone else's section\n")
+    with pytest.raises(SystemExit, match="not overwriting"):
+        write_own_part(other, ["# Benchmarks"])
+    assert other.read_text() == "## Someone else's section\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from bisect import bisect_left
 from collections.abc import Collection, Iterator, Sequence
 
 from ..context import PlanningContext
@@ -88,7 +89,7 @@ class BrokerBalanceGoal:
             ) is not None:
                 d, weight, key = pick
                 if self._move_one(ctx, key, broker, weight, threshold, receivers, load):
-                    movable[d].remove((weight, key))
+                    _drop(movable[d], (weight, key))
                     moved = True
                     break
                 failed.add(key)
@@ -158,7 +159,7 @@ class BrokerBalanceGoal:
             if not self._move_one(ctx, key, broker, weight, threshold, receivers, load):
                 failed.add(key)
                 return False
-            movable[d].remove((weight, key))
+            _drop(movable[d], (weight, key))
         return True
 
     def _swap(
@@ -269,7 +270,7 @@ class BrokerBalanceGoal:
             return False
         reps = a.replicas[key]
         index = reps.index(broker)
-        for dest in sorted(receivers, key=lambda b: (load[b], b)):
+        for _, dest in sorted([(load[b], b) for b in receivers]):
             if load[dest] + weight > threshold:
                 return False  # receivers are sorted: none further down has room either
             if dest in reps:
@@ -285,6 +286,16 @@ class BrokerBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
+
+
+def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:
+    """Remove ``item`` from the sorted ``items`` (found by bisection: ``list.remove`` compares every
+    tuple before it, which made shedding quadratic in a broker's replicas)."""
+    i = bisect_left(items, item)
+    if i < len(items) and items[i] == item:
+        del items[i]
+    else:  # pragma: no cover  (items are kept sorted; fall back to a scan)
+        items.remove(item)
 
 
 def _balanced_topic(ctx: PlanningContext, key: Key) -> bool:
