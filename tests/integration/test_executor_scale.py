@@ -108,8 +108,9 @@ def test_decommission_of_thousands_of_small_partitions_with_defaults(
     final = record(state)
     assert final["phase"] == "Completed"
     assert final["doneCount"] == moves
-    assert final["counters"]["submissions"] == moves  # every partition submitted exactly once
-    assert final["counters"]["resubmitted"] == 0
+    why = (final["counters"], final.get("lastError"), resumed.stderr[-3000:])
+    assert final["counters"]["submissions"] == moves, why  # every partition submitted exactly once
+    assert final["counters"]["resubmitted"] == 0, why
     assert not errors, errors[:3]
     assert unflushed == [0]  # every record the producer sent was acknowledged
 

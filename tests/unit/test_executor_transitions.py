@@ -28,6 +28,7 @@ from kafka_placement.execution.record import (
 )
 from kafka_placement.execution.store import FileStore, RecordConflict
 from kafka_placement.execution.view import View
+from kafka_placement.kafka.types import LogDirInfo, OpError, Reassignment, ReplicaInDir
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
@@ -342,3 +343,87 @@ def test_work_topics_follow_the_moves_in_flight_not_the_plan(tmp_path: Path) -> 
         TopicThrottle(topic=far, config="leader.replication.throttled.replicas", entries=[])
     )
     assert far in executor.work_topics(ex, limits)
+
+
+class _Answers:
+    """Kafka's answers to one AlterPartitionReassignments call, per partition (a unit-test stand-in for
+    the gateway's one method ``_submit`` calls; the integration tests run the real one)."""
+
+    def __init__(self, errors: dict[tuple[str, int], OpError]) -> None:
+        self.errors, self.sent = errors, []  # type: list[dict[tuple[str, int], list[int]]]
+
+    def alter_reassignments(
+        self, targets: dict[tuple[str, int], list[int]]
+    ) -> dict[tuple[str, int], OpError]:
+        self.sent.append(dict(targets))
+        return {k: e for k, e in self.errors.items() if k in targets}
+
+
+def test_an_unknown_answer_keeps_the_intent_and_a_refusal_is_not_counted(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.doc.phase = Phase.MOVING
+    answers = _Answers(
+        {
+            ("t", 0): OpError("REQUEST_TIMED_OUT", "the controller timed out", True),
+            ("t", 2): OpError("INVALID_REPLICA_ASSIGNMENT", "no", False),
+        }
+    )
+    executor._submit(ex, answers, [0, 1, 2])  # type: ignore[arg-type]
+    assert ex.doc.in_flight[0].state == Submission.INTENT  # Kafka may have it: the next tick looks
+    assert ex.doc.in_flight[1].state == Submission.CONFIRMED
+    assert 2 not in ex.doc.in_flight and ex.state(2) == PState.PENDING
+    c = ex.doc.counters
+    assert (c.submissions, c.refused, c.resubmitted) == (2, 1, 0)
+    assert ex.phase == Phase.FAILED and "INVALID_REPLICA_ASSIGNMENT" in (ex.doc.last_error or "")
+
+    # the next tick sees t-0 moving in Kafka: adopted, not sent again
+    t0, o0 = PLAN.partitions[0], BASELINE[0]
+    moving = {t0.key: Reassignment((1, 3, 2), (2,), (3,))}
+    view = View("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, moving, {})
+    assert executor._reconcile(ex, view)
+    assert ex.doc.in_flight[0].state == Submission.CONFIRMED
+    assert (c.submissions, c.resubmitted, c.unsent) == (2, 0, 0)
+
+
+def test_an_unknown_answer_kafka_never_acted_on_is_sent_again_as_a_first_submission(tmp_path: Path) -> None:
+    ex = _execution(tmp_path)
+    ex.doc.phase = Phase.MOVING
+    executor._submit(ex, _Answers({("t", 0): OpError("UNKNOWN", "no answer", True)}), [0])  # type: ignore[arg-type]
+    t0, o0 = PLAN.partitions[0], BASELINE[0]
+    assert executor._reconcile(ex, View("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, {}, {}))
+    assert ex.state(0) == PState.PENDING and 0 not in ex.doc.in_flight
+    executor._submit(ex, _Answers({}), [0])  # type: ignore[arg-type]
+    c = ex.doc.counters
+    assert (c.submissions, c.resubmitted, c.unsent) == (1, 0, 1)
+
+
+def test_completion_rereads_a_partition_a_lagging_broker_shows_off_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker applying metadata later than the controller shows a finished move's old replicas for a
+    moment: completion looks again before it reopens (and re-sends) anything."""
+    ex = _execution(tmp_path)
+    done = {
+        t.key: PartitionState(t.topic, t.partition, t.replicas, t.log_dirs, t.replicas[0], t.replicas, o.size)
+        for t, o in zip(PLAN.partitions, BASELINE, strict=True)
+    }
+    stale = dict(done)
+    t0, o0 = PLAN.partitions[0], BASELINE[0]
+    stale[t0.key] = _healthy(t0, o0)
+    d1 = {2: (LogDirInfo(2, "/d1", None, 0, 0, None, (ReplicaInDir("t", 1, 50, 0, False),)),)}
+
+    def view(partitions: dict[tuple[str, int], PartitionState]) -> View:
+        return View("c1", frozenset({1, 2, 3, 4}), partitions, {}, d1)
+
+    reads = [view(stale), view(done)]
+    monkeypatch.setattr(executor, "read_view", lambda gateway, keys, *a, **kw: reads.pop(0))
+    monkeypatch.setattr(executor, "CONFIRM_WAIT_S", 0.0)
+    assert executor._confirm_complete(ex, None)  # type: ignore[arg-type]
+    assert not reads and ex.doc.last_error is None
+
+    # off target on every read: reopened
+    reads[:] = [view(stale)] * executor.CONFIRM_READS
+    for i in range(3):
+        ex.finish(i)
+    assert not executor._confirm_complete(ex, None)  # type: ignore[arg-type]
+    assert ex.state(0) == PState.PENDING and not reads and "t-0" in (ex.doc.last_error or "")

@@ -71,6 +71,8 @@ ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to c
 LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
 MIN_LOOKAHEAD = 256
 CLEAR_CHECK_S = 15.0  # how long removed throttles may still be shown by a broker before the tick retries
+CONFIRM_READS = 4  # reads of a plan partition seen off target at completion before it is reopened...
+CONFIRM_WAIT_S = 1.0  # ...this far apart (a broker's metadata lagging the controller's is not a change)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +155,18 @@ def _bind_cluster(ex: Execution, cluster_id: str | None) -> None:
 def _confirm_complete(ex: Execution, gateway: KafkaGateway) -> bool:
     """Check every plan partition against the live cluster; partitions not at target go back to
     pending (changed outside since they were done). True when all are at target."""
+    targets = ex.plan.targets
     view = read_view(gateway, _all_keys(ex))
     _bind_cluster(ex, view.cluster_id)
-    reopened = [i for i, t in enumerate(ex.plan.targets) if not at_target(view, t)]
+    reopened = [i for i, t in enumerate(targets) if not at_target(view, t)]
+    for _ in range(CONFIRM_READS - 1):
+        if not reopened:
+            break
+        # brokers apply metadata after the controller, some later than others: what one still shows as
+        # the old placement another may show done; only what stays off target is reopened
+        time.sleep(CONFIRM_WAIT_S)
+        again = read_view(gateway, [targets[i].key for i in reopened])
+        reopened = [i for i in reopened if not at_target(again, targets[i])]
     for i in reopened:
         ex.reopen(i)
     if reopened:
@@ -183,7 +194,7 @@ def _reconcile(ex: Execution, view: View) -> bool:
         ):
             sub.state = Submission.CONFIRMED
         else:
-            ex.forget(i, unsent=True)  # never reached Kafka: selected again
+            ex.forget(i)  # never reached Kafka: selected again
         changed = True
     return changed
 
@@ -342,19 +353,31 @@ def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
     if new_dirs:  # the broker creates the new replica in that dir (KIP-113), instead of moving it later
         ex.doc.counters.dir_submissions += len(new_dirs)
         gateway.alter_replica_log_dirs(new_dirs)
-    errors = gateway.alter_reassignments(targets)
-    failed = []
+    errors = gateway.alter_reassignments(targets)  # one attempt: a lost answer leaves the intents
+    failed: list[str] = []
+    unknown: list[str] = []
+    later: list[str] = []
     for key in targets:
         i = plan.index[key]
         err = errors.get(key)
         if err is None:
             ex.doc.in_flight[i].state = Submission.CONFIRMED
+        elif err.outcome_unknown:
+            # Kafka may have started it: the intent stays, and the next tick adopts it if Kafka shows it
+            # (never sent twice), else sends it again as a first submission
+            unknown.append(f"{key[0]}-{key[1]}: {err}")
         else:
-            ex.forget(i)
-            if not err.retriable:
-                failed.append(f"{key[0]}-{key[1]}: {err}")
-            else:
-                ex.error(f"Kafka refused {key[0]}-{key[1]} for now: {err}")
+            ex.forget(i, refused=True)
+            (later if err.retriable else failed).append(f"{key[0]}-{key[1]}: {err}")
+    if unknown or later:
+        ex.error(
+            "; ".join(
+                f"{what} {len(items)} move(s) ({', '.join(items[:5])})"
+                for what, items in (("Kafka's answer unknown for", unknown), ("Kafka refused for now", later))
+                if items
+            )
+            + ": checked and retried next tick"
+        )
     if failed:
         ex.error("Kafka refused moves: " + "; ".join(failed[:10]))
         ex.move(Event.ERROR)

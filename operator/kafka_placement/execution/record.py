@@ -172,6 +172,7 @@ class Counters(_Model):
     reorders: int = Field(0, ge=0)
     diverged_ticks: int = Field(0, ge=0)
     unsent: int = Field(0, ge=0)  # intents recorded before a crash that never reached Kafka
+    refused: int = Field(0, ge=0)  # submissions Kafka answered with an error for (not counted as submitted)
     conflicts: int = Field(0, ge=0)  # saves refused because another writer was first
     diverged_since: float | None = None  # when moves were first seen neither running nor at target
 
@@ -530,16 +531,20 @@ class Execution:
             self.doc.counters.resubmitted += 1
         self.submits[i] = min(self.submits[i] + 1, 255)
 
-    def forget(self, i: int, *, unsent: bool = False) -> None:
-        """A submission that did not take effect: pending again. ``unsent``: a recorded intent of which
-        Kafka shows no trace (a crash before the request): it is not counted as submitted."""
+    def forget(self, i: int, *, refused: bool = False) -> None:
+        """A submission that did not take effect, pending again and not counted as submitted: a recorded
+        intent of which Kafka shows no trace (a crash before the request, or a request whose outcome was
+        unknown), or (``refused``) one Kafka answered with an error for."""
         self.states[i] = PState.PENDING
         self.doc.in_flight.pop(i, None)
         self.doc.copied.pop(i, None)
-        if unsent and self.submits[i] > 0:
+        if self.submits[i] > 0:
             self.submits[i] -= 1
             self.doc.counters.submissions -= 1
-            self.doc.counters.unsent += 1
+            if refused:
+                self.doc.counters.refused += 1
+            else:
+                self.doc.counters.unsent += 1
 
     def finish(self, i: int, state: PState = PState.DONE) -> None:
         if self.states[i] == PState.DONE:

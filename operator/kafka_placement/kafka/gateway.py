@@ -533,9 +533,10 @@ class KafkaGateway:
             )
         py = self._py()
         timeout_ms = int(self.settings.request_timeout_s * 1000)
-        result = self._call(
+        result = self._call(  # never re-sent here: the caller's intents tell what Kafka did with it
             "alter reassignments",
             lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms),
+            attempts=1,
             acl=_CLUSTER_ALTER,
         )
         errors: dict[PartitionKey, OpError] = {}

@@ -80,6 +80,9 @@ class CordonUnsupportedError(PlacementError):
     reason = "CordonUnsupported"
 
 
+OUTCOME_UNKNOWN = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "UNKNOWN", "UNKNOWN_SERVER_ERROR"})
+
+
 @dataclass(frozen=True, slots=True)
 class OpError:
     """Kafka's answer for one item of a batch request: error name (``REPLICA_NOT_AVAILABLE``) and text."""
@@ -87,6 +90,12 @@ class OpError:
     code: str
     message: str
     retriable: bool = False
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Kafka may or may not have acted on it (a timeout, a controller change, no answer): only a later
+        read of the cluster can tell."""
+        return self.code in OUTCOME_UNKNOWN
 
     @property
     def replica_not_available(self) -> bool:
