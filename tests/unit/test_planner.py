@@ -142,6 +142,30 @@ def test_leader_balance_reorders_without_moving_data() -> None:
     assert result.summary["balanceAfter"]["leadersMaxMean"] == 1.0
 
 
+def test_leader_balance_hands_over_along_a_chain_when_every_follower_is_full() -> None:
+    # broker 1 leads 6 (limit 4) and its only follower, broker 2, is at the limit: no single hand-over
+    # helps; 1 -> 2 -> 3 does (issue 16: single moves only left this at max/mean 1.5)
+    parts = [("a", i, [1, 2], [0, 0], 10) for i in range(6)]
+    parts += [("b", i, [2, 3], [0, 0], 10) for i in range(4)]
+    parts += [("c", i, [3, 2], [0, 0], 10) for i in range(2)]
+    snap = snapshot({1: None, 2: None, 3: None}, parts)
+    result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
+    s = result.summary
+    assert s["bytesToMove"] == 0 and s["balanceAfter"]["leadersMaxMean"] == 1.0
+    assert s["leaderChanges"] == 4  # two of a's to broker 2, two of b's to broker 3
+    assert next(g for g in s["goals"] if g["goal"] == "LeaderBalance")["met"] is True
+
+
+def test_leader_balance_reaches_the_lowest_ceiling_when_the_limit_is_out_of_reach() -> None:
+    # broker 3 holds one partition: it can lead at most one, so 1 and 2 share nine (limit 4, best 5)
+    parts = [("a", i, [1, 2], [0, 0], 10) for i in range(9)] + [("c", 0, [3, 1], [0, 0], 10)]
+    snap = snapshot({1: None, 2: None, 3: None}, parts)
+    result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
+    goal = next(g for g in result.summary["goals"] if g["goal"] == "LeaderBalance")
+    assert goal["met"] is False and goal["value"] == round(5 / (10 / 3), 4)
+    assert result.summary["bytesToMove"] == 0 and result.summary["leaderChanges"] == 4
+
+
 def test_advise_policy_reports_but_does_not_plan() -> None:
     snap = snapshot(RACKS6, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
     text = "kind: PlacementPolicy\nspec: {rackAwareness: {levels: 2}, mode: Advise}\n"

@@ -1,20 +1,102 @@
 """Soft goal: preferred leaders balanced across brokers, by reordering replicas (moves no data).
 
 Met when the most-leading broker leads at most max(ceil(mean), floor((1 + tolerance) * mean))
-partitions, over the brokers that keep data. A partition led by an over-loaded broker gets as its
-first replica the in-sync follower on the broker with the fewest leaders. Only topics whose policy
-sets ``balance.leaders`` are reordered; the executor then runs a preferred-leader election.
+partitions, over the brokers that keep data. Only topics whose policy sets ``balance.leaders`` are
+reordered (and only towards followers that are in sync or new); the executor then runs a
+preferred-leader election.
+
+Handing a leadership from broker u to a follower v is one unit of flow on the edge u -> v, whose
+capacity is the number of partitions u leads with v as an eligible follower. The goal finds the smallest
+ceiling T >= the limit such that every broker's leaders above T can flow, along chains of hand-overs,
+to brokers below T (a max flow on the broker graph, binary search on T), then turns the flow into
+reorders. Single hand-overs alone stop when an over-loaded broker's followers are all full (new brokers
+holding few, large partitions make that common); chains do not. When no ceiling at the limit exists
+(brokers hold too few replicas to lead their share) the goal still brings the maximum down to the
+lowest reachable ceiling and reports itself unmet.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Sequence
 
 from ..context import PlanningContext
 from ..state import Key
 
-ROUNDS = 3  # pull-then-push rounds while a broker still leads too many partitions
+ROUNDS = 3  # flow rounds: a round may fall short when one partition was counted on two of its edges
+
+
+class _Flow:
+    """Dinic's max flow on a small graph (brokers + source + sink), capacities as ints."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.head: list[list[int]] = [[] for _ in range(n)]
+        self.to: list[int] = []
+        self.cap: list[int] = []
+
+    def add(self, u: int, v: int, c: int) -> int:
+        self.head[u].append(len(self.to))
+        self.to.append(v)
+        self.cap.append(c)
+        self.head[v].append(len(self.to))
+        self.to.append(u)
+        self.cap.append(0)
+        return len(self.to) - 2
+
+    def run(self, s: int, t: int, need: int) -> int:
+        total = 0
+        to, cap, head = self.to, self.cap, self.head
+        while total < need:
+            level = [-1] * self.n
+            level[s] = 0
+            queue = deque([s])
+            while queue:
+                u = queue.popleft()
+                for e in head[u]:
+                    if cap[e] > 0 and level[to[e]] < 0:
+                        level[to[e]] = level[u] + 1
+                        queue.append(to[e])
+            if level[t] < 0:
+                break
+            it = [0] * self.n
+            while total < need:
+                pushed = self._augment(s, t, need - total, level, it)
+                if not pushed:
+                    break
+                total += pushed
+        return total
+
+    def _augment(self, s: int, t: int, limit: int, level: list[int], it: list[int]) -> int:
+        """One augmenting path in the level graph (iterative DFS); returns what it carried."""
+        to, cap, head = self.to, self.cap, self.head
+        path: list[int] = []
+        u = s
+        while True:
+            if u == t:
+                f = min([limit, *(cap[e] for e in path)])
+                for e in path:
+                    cap[e] -= f
+                    cap[e ^ 1] += f
+                return f
+            edges = head[u]
+            while it[u] < len(edges):
+                e = edges[it[u]]
+                if cap[e] > 0 and level[to[e]] == level[u] + 1:
+                    break
+                it[u] += 1
+            if it[u] == len(edges):
+                if not path:
+                    return 0
+                level[u] = -1  # dead end: never visited again in this phase
+                e = path.pop()
+                u = to[e ^ 1]
+                it[u] += 1
+                continue
+            e = edges[it[u]]
+            path.append(e)
+            u = to[e]
 
 
 class LeaderBalanceGoal:
@@ -34,77 +116,114 @@ class LeaderBalanceGoal:
             return
         mean = sum(a.broker_leaders[b] for b in active) / len(active)
         limit = max(math.ceil(mean), math.floor((1 + tol) * mean))
-        self._push(ctx, active, limit)
+        if max(a.broker_leaders[b] for b in active) <= limit:
+            return
+        may_lead = self._may_lead(ctx, frozenset(active))
         for _ in range(ROUNDS):
-            if max(a.broker_leaders[b] for b in active) <= limit:
-                break
-            # Brokers at the limit cannot take more; let the least-leading brokers first take leadership
-            # from brokers above the mean, which frees room for the over-loaded ones, then push again.
-            self._pull(ctx, active, mean)
-            self._push(ctx, active, limit)
+            if max(a.broker_leaders[b] for b in active) <= limit or not self._round(
+                ctx, active, limit, may_lead
+            ):
+                return  # met, or the lowest reachable ceiling is reached
 
-    def _movable(self, ctx: PlanningContext, key: Key) -> bool:
-        policy = ctx.assignment.policy(key)
-        return policy is not None and policy.balance.leaders and policy.enforced
-
-    def _pull(self, ctx: PlanningContext, active: tuple[int, ...], mean: float) -> None:
+    def _may_lead(self, ctx: PlanningContext, active: frozenset[int]) -> dict[Key, tuple[int, ...]]:
+        """Per partition whose leader may change (its policy balances leaders): the replicas that may lead
+        it, kept brokers in sync (or new to the partition). Reorders do not change it."""
         a = ctx.assignment
-        floor = math.floor(mean)
-        for broker in sorted(active, key=lambda b: (a.broker_leaders[b], b)):
-            if a.broker_leaders[broker] >= floor:
-                continue  # (before sorting its partitions: most brokers are there already)
-            for key in sorted(a.by_broker[broker]):
-                if a.broker_leaders[broker] >= floor:
-                    break
-                reps = a.replicas[key]
-                if reps[0] == broker or a.broker_leaders[reps[0]] <= mean or not self._movable(ctx, key):
-                    continue
+        out: dict[Key, tuple[int, ...]] = {}
+        for key, reps in a.replicas.items():
+            policy = a.policy(key)
+            if policy is None or not policy.balance.leaders or not policy.enforced:
+                continue
+            original = ctx.snapshot.partition(*key)
+            before = original.replicas if original is not None else ()
+            in_sync = original.isr if original is not None else ()
+            able = tuple(b for b in reps if b in active and (b not in before or b in in_sync))
+            if len(able) > 1:
+                out[key] = able
+        return out
+
+    def _round(
+        self, ctx: PlanningContext, active: tuple[int, ...], limit: int, may_lead: dict[Key, tuple[int, ...]]
+    ) -> bool:
+        """One flow round: the lowest reachable ceiling, its flow turned into reorders. True when another
+        round may lower the maximum further (the reorders fell short of the flow)."""
+        a = ctx.assignment
+        loads = {b: a.broker_leaders[b] for b in active}
+        node = {b: i for i, b in enumerate(active)}
+        edges: dict[tuple[int, int], int] = {}
+        led: dict[int, list[Key]] = {}  # per broker: the partitions it leads that another may lead
+        for key, able in may_lead.items():
+            leader = a.replicas[key][0]
+            if leader not in node:
+                continue
+            led.setdefault(leader, []).append(key)
+            for f in able:
+                if f != leader:
+                    edges[(leader, f)] = edges.get((leader, f), 0) + 1
+        if not edges:
+            return False
+        pairs = sorted(edges)
+        s, t = len(active), len(active) + 1
+        base = _Flow(len(active) + 2)
+        ends = {b: (base.add(s, node[b], 0), base.add(node[b], t, 0)) for b in active}
+        ids = {pair: base.add(node[pair[0]], node[pair[1]], edges[pair]) for pair in pairs}
+        initial = list(base.cap)
+
+        def flow(ceiling: int) -> bool:
+            base.cap[:] = initial
+            need = 0
+            for b, n in loads.items():
+                into, out = ends[b]
+                base.cap[into] = max(n - ceiling, 0)
+                base.cap[out] = max(ceiling - n, 0)
+                need += max(n - ceiling, 0)
+            return base.run(s, t, need) == need
+
+        lo, hi = limit, max(loads.values())  # the current maximum is always reachable (no flow)
+        best: list[int] | None = None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if flow(mid):
+                hi, best = mid, list(base.cap)
+            else:
+                lo = mid + 1
+        if best is None:
+            return False  # no ceiling below the current maximum is reachable
+        carried = {pair: edges[pair] - best[e] for pair, e in ids.items() if best[e] < edges[pair]}
+        return self._apply(ctx, carried, led, may_lead)
+
+    def _apply(
+        self,
+        ctx: PlanningContext,
+        carried: dict[tuple[int, int], int],
+        led: dict[int, list[Key]],
+        may_lead: dict[Key, tuple[int, ...]],
+    ) -> bool:
+        """Hand over ``carried[(u, v)]`` leaderships from u to v, each partition at most once; partitions
+        the plan changes anyway first (a reorder there costs no extra reassignment). True when some edge
+        found fewer partitions than its flow (one partition counted on two of u's edges)."""
+        a = ctx.assignment
+        wanted: dict[int, dict[int, int]] = {}
+        for (u, v), n in carried.items():
+            wanted.setdefault(u, {})[v] = n
+        short = False
+        for u, per_v in sorted(wanted.items()):
+            candidates: dict[int, list[tuple[bool, Key]]] = {v: [] for v in per_v}
+            for key in led[u]:
                 original = ctx.snapshot.partition(*key)
-                if original is not None and broker in original.replicas and broker not in original.isr:
-                    continue
-                a.make_leader(key, reps.index(broker))
-
-    def _push(self, ctx: PlanningContext, active: tuple[int, ...], limit: int) -> None:
-        a = ctx.assignment
-        leaders = a.broker_leaders
-        # only a follower leading fewer than ``limit`` partitions can take a leadership: a partition with
-        # none is skipped without looking further (the set only shrinks while pushing: a giver stays at
-        # or above the limit, a taker leaves it when it reaches the limit)
-        below = {b for b, n in leaders.items() if n < limit}
-        for broker in sorted(active, key=lambda b: (-leaders[b], b)):
-            if leaders[broker] <= limit:
-                continue
-            if not below:
-                return
-            led = sorted(k for k in a.by_broker[broker] if a.replicas[k][0] == broker)
-            for key in led:
-                if leaders[broker] <= limit:
-                    break
-                if below.isdisjoint(a.replicas[key]) or not self._movable(ctx, key):
-                    continue
-                taker = self._hand_over(ctx, key, limit)
-                if taker is not None and leaders[taker] >= limit:
-                    below.discard(taker)
-
-    def _hand_over(self, ctx: PlanningContext, key: Key, limit: int) -> int | None:
-        """Make the in-sync follower with the fewest leaders (below ``limit``; the first on a tie) lead;
-        returns it (None when no follower may)."""
-        a = ctx.assignment
-        leaders = a.broker_leaders
-        reps = a.replicas[key]
-        original = ctx.snapshot.partition(*key)
-        before = original.replicas if original is not None else ()
-        in_sync = original.isr if original is not None else ()
-        best, fewest = 0, limit  # a follower may lead if it then leads at most ``limit``
-        for i in range(1, len(reps)):
-            b = reps[i]
-            load = leaders[b]
-            if load >= fewest:
-                continue
-            if b in before and b not in in_sync:
-                continue  # an out-of-sync follower could not take the leadership
-            best, fewest = i, load
-        if not best:
-            return None
-        a.make_leader(key, best)
-        return reps[best]
+                same = original is not None and tuple(original.replicas) == tuple(a.replicas[key])
+                for v in may_lead[key]:
+                    if v in candidates:
+                        candidates[v].append((same, key))
+            used: set[Key] = set()
+            for v, n in sorted(per_v.items()):
+                for _, key in sorted(candidates[v]):
+                    if n == 0:
+                        break
+                    if key in used:
+                        continue
+                    a.make_leader(key, a.replicas[key].index(v))
+                    used.add(key)
+                    n -= 1
+                short = short or n > 0
+        return short
