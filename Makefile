@@ -28,28 +28,37 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Kafka jars from Maven Central and kube-apiserver/kubectl/etcd/helm from the Go module proxy (cached).
+# Kafka jars from Maven Central; kube-apiserver, kubectl, the node's kubelet/kube-proxy/scheduler/
+# controller-manager, etcd and helm from the Go module proxy; containerd, runc, CNI plugins and iptables
+# unpacked from Debian packages (all cached outside the repo).
 rig-build: venv
 	@bash scripts/check-tools.sh java mvn go
 	bash tests/rig/kafka/fetch.sh
 	bash tests/rig/k8s/build.sh
+	bash tests/rig/node/fetch-debs.sh >/dev/null
 
+# The node's bridge comes first: Kafka main (an extra listener) and the apiserver bind an address on it.
 rig-up: rig-build
-	$(PY) tests/rig/kafka_rig.py up --name main
-	$(PY) tests/rig/kafka_rig.py up --name legacy
-	$(PY) tests/rig/kafka_rig.py up --name secure
-	$(PY) tests/rig/k8s_rig.py up
+	export KP_NODE_ADDRESS=$$($(PY) tests/rig/node_rig.py net-up) && \
+	$(PY) tests/rig/kafka_rig.py up --name main && \
+	$(PY) tests/rig/kafka_rig.py up --name legacy && \
+	$(PY) tests/rig/kafka_rig.py up --name secure && \
+	$(PY) tests/rig/k8s_rig.py up && \
+	$(PY) tests/rig/node_rig.py up
 
 rig-down:
+	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/k8s_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name secure
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name legacy
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name main
+	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py net-down
 
 rig-status: venv
 	$(PY) tests/rig/kafka_rig.py status --name main
 	$(PY) tests/rig/kafka_rig.py status --name secure
 	$(PY) tests/rig/k8s_rig.py status
+	$(PY) tests/rig/node_rig.py status
 
 lint: venv
 	$(VENV)/bin/ruff check operator tests scripts

@@ -260,8 +260,8 @@ def k8s_api(k8s_rig: dict[str, Any]) -> Iterator[Any]:
 
 @pytest.fixture
 def k8s_namespace(k8s_api: Any, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace for one test, deleted afterwards (without a controller-manager it then stays
-    Terminating; nothing waits for that)."""
+    """A fresh namespace for one test, deleted afterwards (the node rig's controller-manager empties it;
+    nothing waits for that)."""
     from kubernetes import client
 
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")

@@ -1,8 +1,9 @@
 """The Helm chart and the CRDs against the real kube-apiserver rig: lint, server-side validation of the
 rendered manifests in both RBAC modes, an install, the examples, and rejection of invalid resources.
 
-Needs `python tests/rig/k8s_rig.py up` (or `make rig-up`); nothing here is mocked. Without a
-controller-manager no pod runs: the Deployment is validated and stored, not started.
+Needs `python tests/rig/k8s_rig.py up` (or `make rig-up`); nothing here is mocked. The operator's image
+is not loaded into the rig's node, so the Deployments here are validated and stored; their pods do not
+start.
 """
 
 from __future__ import annotations
@@ -166,6 +167,8 @@ def test_default_pod_meets_the_restricted_pod_security_standard(
     template = deploy["spec"]["template"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pss-check", **template["metadata"]}}
     pod["spec"] = template["spec"]
+    # the ServiceAccount admission plugin wants the pod's service account to exist (the chart makes it)
+    kubectl("create", "serviceaccount", template["spec"]["serviceAccountName"], "-n", k8s_namespace)
     proc = kubectl(
         "apply", "--dry-run=server", "-n", k8s_namespace, "-f", "-", input=yaml.safe_dump(pod), check=False
     )

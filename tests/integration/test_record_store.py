@@ -3,7 +3,7 @@ blob spread over several ConfigMaps, the progress document's compare-and-swap be
 damaged and half-written blobs, prune and delete. Nothing is mocked.
 
 Needs the `k8s` section of .rig/rig.json (`make rig-up`). One namespace for the module, emptied and
-deleted afterwards (the rig has no controller-manager, so nothing else would empty it).
+deleted afterwards.
 """
 
 from __future__ import annotations

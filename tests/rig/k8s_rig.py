@@ -79,6 +79,11 @@ class Rig:
     etcd_port: int
     etcd_peer_port: int
     port: int
+    address: str = HOST  # the apiserver's bind and advertise address (the node's bridge address with a node)
+
+    @property
+    def with_node(self) -> bool:
+        return self.address != HOST
 
     @property
     def state_dir(self) -> Path:
@@ -90,7 +95,7 @@ class Rig:
 
     @property
     def server(self) -> str:
-        return f"https://{HOST}:{self.port}"
+        return f"https://{self.address}:{self.port}"
 
     def bin(self, name: str) -> Path:
         return self.bin_dir / name
@@ -197,8 +202,9 @@ def run(cmd: Sequence[str], what: str, timeout: float = 60.0) -> str:
     return proc.stdout
 
 
-def make_certs(openssl: str, pki: Path) -> None:
-    """CA, apiserver serving cert (127.0.0.1, localhost, kubernetes.default.svc), service-account keys."""
+def make_certs(openssl: str, pki: Path, address: str = HOST) -> None:
+    """CA, apiserver serving cert (127.0.0.1, the bind address, localhost, kubernetes.default.svc),
+    service-account keys."""
     pki.mkdir(parents=True)
     ca_key, ca_crt = pki / "ca.key", pki / "ca.crt"
     run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", str(CERT_DAYS),
@@ -214,11 +220,25 @@ def make_certs(openssl: str, pki: Path) -> None:
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=serverAuth\n"
         "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1\n"
+        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1"
+        + (f",IP:{address}" if address != HOST else "")
+        + "\n"
     )
     run([openssl, "x509", "-req", "-sha256", "-days", str(CERT_DAYS), "-in", str(csr), "-CA", str(ca_crt),
          "-CAkey", str(ca_key), "-CAcreateserial", "-extfile", str(ext), "-out", str(crt)],
         "openssl apiserver cert")  # fmt: skip
+    # the apiserver's client certificate towards kubelets (logs, exec): group system:masters
+    kkey, kcsr, kcrt = pki / "kubelet-client.key", pki / "kubelet-client.csr", pki / "kubelet-client.crt"
+    run([openssl, "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(kkey), "-out", str(kcsr),
+         "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client"],
+        "openssl kubelet-client key")  # fmt: skip
+    kext = pki / "kubelet-client.ext"
+    kext.write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+    )
+    run([openssl, "x509", "-req", "-sha256", "-days", str(CERT_DAYS), "-in", str(kcsr), "-CA", str(ca_crt),
+         "-CAkey", str(ca_key), "-CAcreateserial", "-extfile", str(kext), "-out", str(kcrt)],
+        "openssl kubelet-client cert")  # fmt: skip
     run([openssl, "genrsa", "-out", str(pki / "sa.key"), "2048"], "openssl service-account key")
     run([openssl, "rsa", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub")],
         "openssl service-account public key")  # fmt: skip
@@ -283,13 +303,16 @@ def apiserver_cmd(rig: Rig) -> list[str]:
     return [
         str(rig.bin("kube-apiserver")),
         f"--etcd-servers=http://{HOST}:{rig.etcd_port}",
-        f"--bind-address={HOST}",
+        f"--bind-address={rig.address}",
         f"--secure-port={rig.port}",
-        f"--advertise-address={HOST}",
+        f"--advertise-address={rig.address}",
         f"--cert-dir={pki}",
         f"--tls-cert-file={pki / 'apiserver.crt'}",
         f"--tls-private-key-file={pki / 'apiserver.key'}",
         f"--client-ca-file={pki / 'ca.crt'}",
+        f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
+        f"--kubelet-client-key={pki / 'kubelet-client.key'}",
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
         f"--token-auth-file={rig.state_dir / 'tokens.csv'}",
         "--authorization-mode=RBAC",
         f"--service-account-key-file={pki / 'sa.pub'}",
@@ -297,10 +320,16 @@ def apiserver_cmd(rig: Rig) -> list[str]:
         f"--service-account-issuer={ISSUER}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--allow-privileged=true",
-        # the `kubernetes` service endpoints may not point at loopback: do not reconcile them
-        "--endpoint-reconciler-type=none",
-        # no controller-manager: nothing would create the `default` service account of a namespace
-        "--disable-admission-plugins=ServiceAccount",
+        *(
+            []  # with a node: the `kubernetes` service points at the bridge address, service accounts exist
+            if rig.with_node
+            else [
+                # the `kubernetes` service endpoints may not point at loopback: do not reconcile them
+                "--endpoint-reconciler-type=none",
+                # no controller-manager: nothing would create the `default` service account of a namespace
+                "--disable-admission-plugins=ServiceAccount",
+            ]
+        ),
         "--profiling=false",
         "--v=1",
     ]
@@ -378,6 +407,7 @@ def build_rig(args: argparse.Namespace) -> Rig:
         etcd_port=args.etcd_port,
         etcd_peer_port=args.etcd_peer_port,
         port=args.port,
+        address=args.node_address or HOST,
     )
 
 
@@ -400,7 +430,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         rig.state_dir.mkdir(parents=True)
         (rig.state_dir / "etcd").mkdir(mode=0o700)
-        make_certs(openssl, rig.state_dir / "pki")
+        make_certs(openssl, rig.state_dir / "pki", rig.address)
         token = secrets.token_hex(24)
         tokens = rig.state_dir / "tokens.csv"
         tokens.write_text(f'{token},admin,kp-rig-admin,"system:masters"\n')
@@ -445,6 +475,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             "stateDir": str(rig.state_dir),
             "etcdEndpoint": f"http://{HOST}:{rig.etcd_port}",
             "ports": {"etcd": rig.etcd_port, "etcdPeer": rig.etcd_peer_port, "apiserver": rig.port},
+            "address": rig.address,
             "pids": {"etcd": procs["etcd"].pid, "kubeApiserver": procs["kube-apiserver"].pid},
             "logs": {"etcd": str(rig.log("etcd")), "kubeApiserver": str(rig.log("kube-apiserver"))},
         }
@@ -492,7 +523,7 @@ def rig_alive(entry: dict[str, Any]) -> bool:
     return (
         bool(pids)
         and all(alive(int(p)) for p in pids.values())
-        and port_open(int(ports.get("apiserver", APISERVER_PORT)))
+        and port_open(int(ports.get("apiserver", APISERVER_PORT)), host=str(entry.get("address", HOST)))
     )
 
 
@@ -584,6 +615,13 @@ def parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--port", type=int, default=APISERVER_PORT, help=f"kube-apiserver secure port ({APISERVER_PORT})"
+    )
+    up.add_argument(
+        "--node-address",
+        default=os.environ.get("KP_NODE_ADDRESS", ""),
+        help="bind the apiserver to this address (the node rig's bridge address, so pods reach it) "
+        "instead of 127.0.0.1; with it the service-account admission and endpoint reconciler are on "
+        "(default $KP_NODE_ADDRESS)",
     )
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for readiness (120)")
     up.set_defaults(func=cmd_up)

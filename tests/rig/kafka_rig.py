@@ -65,6 +65,8 @@ def shifted(port: int) -> int:
     return port + PORT_OFFSET if port else 0
 
 
+# the listener pods reach (`--pod-address`, the node rig's bridge address): broker port + this
+POD_PORT_SHIFT = 1000
 HEAP = os.environ.get("KP_KAFKA_HEAP", "768m")  # thousands of partitions per broker need more than 320m
 JVM_OPTS = (
     f"-Xmx{HEAP}",
@@ -156,6 +158,11 @@ class Cluster:
     rig_dir: Path
     secure: bool = False
     security: dict[str, Any] | None = None  # of a secure cluster: PEM paths and users (kafka_security.py)
+    pod_address: str = ""  # a plaintext listener on this address (the node rig's bridge) for pods
+
+    @property
+    def pod_bootstrap(self) -> str:
+        return ",".join(f"{self.pod_address}:{n.port + POD_PORT_SHIFT}" for n in self.nodes)
 
     @property
     def pki_dir(self) -> Path:
@@ -311,9 +318,9 @@ def port_free(port: int) -> bool:
     return True
 
 
-def port_open(port: int, timeout: float = 0.5) -> bool:
+def port_open(port: int, timeout: float = 0.5, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -401,6 +408,11 @@ def server_properties(cluster: Cluster, node: Node) -> str:
         "num.recovery.threads.per.data.dir": 1,
         "background.threads": 2,
     }
+    if cluster.pod_address and not cluster.security:
+        pods = f"PODS://{cluster.pod_address}:{node.port + POD_PORT_SHIFT}"
+        props["listeners"] = f"{props['listeners']},{pods}"
+        props["advertised.listeners"] = f"{props['advertised.listeners']},{pods}"
+        props["listener.security.protocol.map"] += ",PODS:PLAINTEXT"
     if cluster.security:
         props.update(
             kafka_security.server_props(cluster.security, node.port, node.mtls_port, node.controller_port)
@@ -607,6 +619,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         libs=Path(args.libs).resolve() if args.libs else default_libs(version),
         rig_dir=rig_dir,
         secure=secure,
+        pod_address="" if secure else args.pod_address,
     )
 
 
@@ -662,6 +675,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {
             "name": cluster.name,
             "bootstrapServers": cluster.bootstrap,
+            **(
+                {"podAddress": cluster.pod_address, "podBootstrapServers": cluster.pod_bootstrap}
+                if cluster.pod_address
+                else {}
+            ),
             "version": cluster.kafka_version,
             "releaseVersion": metadata_version,
             "libsDir": str(cluster.libs),
@@ -806,6 +824,7 @@ def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster
         rig_dir=rig_dir,
         secure="security" in entry,
         security=entry.get("security"),
+        pod_address=str(entry.get("podAddress", "")),
     )
 
 
@@ -940,6 +959,12 @@ def parser() -> argparse.ArgumentParser:
         "--racks", help="comma list of racks, assigned round-robin (e.g. /dc1/r1,/dc1/r2,/dc2/r1)"
     )
     up.add_argument("--base-port", type=int, help="first broker port (main 29092, legacy 29392)")
+    up.add_argument(
+        "--pod-address",
+        default=os.environ.get("KP_NODE_ADDRESS", ""),
+        help="also listen (PLAINTEXT, broker port + 1000) on this address, the node rig's bridge, so "
+        "pods reach the cluster; plaintext clusters only (default $KP_NODE_ADDRESS)",
+    )
     up.add_argument(
         "--controller-base-port",
         type=int,

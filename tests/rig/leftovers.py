@@ -2,7 +2,8 @@
 
 ``leftovers(rig_dir)`` lists every live process that belongs to the rig under ``rig_dir``: Kafka JVMs
 carrying its marker, etcd and kube-apiserver with an argument under it (both found by
-``tests/rig/probes.py``, independent of the rig scripts' own bookkeeping), and ``kafka-placement``
+``tests/rig/probes.py``, independent of the rig scripts' own bookkeeping), the node rig's daemons, shims
+and containers (an argument under its state dir, or a ``kubepods`` cgroup), and ``kafka-placement``
 processes (the demo's operator) whose command line or KUBECONFIG points into it, each with the loopback
 ports it listens on. ``busy_ports(ports)`` says which of the rig's well-known ports are still listened to
 by any process. ``make demo`` and ``make test`` run this module after tearing the rig down:
@@ -24,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.rig.probes import rig_jvms, rig_processes
+from tests.rig.probes import node_processes, rig_jvms, rig_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py): brokers, controllers,
@@ -129,6 +130,7 @@ def leftovers(rig_dir: Path) -> list[Leftover]:
     """Every live process of the rig under ``rig_dir`` (see the module docstring), sorted by pid."""
     rig_dir = rig_dir.resolve()
     pids = set(rig_jvms(rig_dir)) | set(rig_processes(rig_dir)) | set(operator_processes(rig_dir))
+    pids |= set(node_processes(rig_dir))
     sockets = listening_sockets()
     out = []
     for pid in sorted(pids):
@@ -156,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     left = leftovers(args.rig_dir)
     ports = busy_ports() if args.ports else []
+    bridge = f"kpbr{int(os.environ.get('KP_RIG_PORT_OFFSET', '0')) // 1000}"  # tests/rig/node_rig.py's
+    bridges = [bridge] if Path("/sys/class/net", bridge).exists() else []
+    for bridge in bridges:
+        print(f"leftover: the node rig's bridge {bridge} (tests/rig/node_rig.py net-down)", file=sys.stderr)
     for item in left:
         print(f"leftover: {item}", file=sys.stderr)
     if ports:
         print(f"leftover: rig ports still listening: {', '.join(map(str, ports))}", file=sys.stderr)
-    if left or ports:
+    if left or ports or bridges:
         return 1
     print(f"no leftovers of the rig under {args.rig_dir}", file=sys.stderr)
     return 0

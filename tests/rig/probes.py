@@ -49,3 +49,18 @@ def rig_processes(rig_dir: Path) -> list[int]:
         and Path(args[0].decode(errors="replace")).name in ("etcd", "kube-apiserver")
         and any(needle in a for a in args[1:])
     ]
+
+
+def node_processes(rig_dir: Path) -> list[int]:
+    """pids of the node rig's daemons and container shims (an argument under `rig_dir`/node) and of
+    every process in a `kubepods` cgroup (the node's containers; one node rig per machine)."""
+    needle = f"{rig_dir}/node/".encode()
+    found = [pid for pid, args in _cmdlines() if any(needle in a for a in args[1:])]
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if "/kubepods" in (proc / "cgroup").read_text():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return sorted(set(found))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real Kubernetes control-plane binaries used by the test rig, from the Go module proxy:
 #   kube-apiserver and kubectl (k8s.io/kubernetes, staging modules replaced by their published v0.x),
+#   the node's kubelet, kube-proxy, kube-scheduler and kube-controller-manager (same version),
 #   etcd (go.etcd.io/etcd/server/v3) and helm (helm.sh/helm/v3).
 # Binaries are cached outside the repo: $KP_CACHE/k8s/<k8s version>/bin. Idempotent: a complete
 # cache is reused. Build time and peak memory are written to build-stats.txt beside the binaries.
@@ -16,7 +17,10 @@ BIN="$OUT/bin"
 die() { echo "k8s-rig build: $*" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || die "Go is not installed (need go >= 1.26 on PATH; see README 'Requirements')"
 
-if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ] && [ -x "$BIN/helm" ]; then
+K8S_CMDS=(kube-apiserver kubectl kubelet kube-proxy kube-scheduler kube-controller-manager)
+complete=1
+for b in "${K8S_CMDS[@]}" etcd helm; do [ -x "$BIN/$b" ] || complete=0; done
+if [ "$complete" = 1 ]; then
   echo "k8s-rig build: cached binaries in $BIN"
   exit 0
 fi
@@ -52,27 +56,23 @@ rm -f "$modfile"
 echo "k8s-rig build: $(echo "$staging" | wc -l) staging modules replaced by $staging_ver"
 
 ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
-go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION"
+go get $(printf 'k8s.io/kubernetes/cmd/%s@'"$K8S_VERSION"' ' "${K8S_CMDS[@]}")
 timefile="$OUT/time.txt"
 # timed NAME CMD...: run CMD, recording wall time and peak memory when GNU time is installed.
 timed() {
   local name="$1"; shift
   if [ -x /usr/bin/time ]; then /usr/bin/time -v -o "$timefile.$name" "$@"; else "$@"; fi
 }
-if [ ! -x "$BIN/kube-apiserver" ]; then
-  timed apiserver go build -p 2 -trimpath -ldflags "$ld" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
-    || die "kube-apiserver build failed"
-fi
-if [ ! -x "$BIN/kubectl" ]; then
-  timed kubectl go build -p 2 -trimpath -ldflags "$ld" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl \
-    || die "kubectl build failed"
-fi
+for cmd in "${K8S_CMDS[@]}"; do
+  [ -x "$BIN/$cmd" ] && continue
+  timed "$cmd" go build -p 2 -trimpath -ldflags "$ld" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd" \
+    || die "$cmd build failed"
+done
 
 # etcd's server module carries replace directives, so `go install pkg@version` refuses it: build it
 # from a throwaway module as a dependency instead (its replaces are then ignored, as intended).
 etcdwork="$OUT/etcd-module"
-rm -rf "$etcdwork"; mkdir -p "$etcdwork"
-( cd "$etcdwork" && printf 'module kprig/etcdbuild\n\ngo 1.26.0\n' > go.mod \
+[ -x "$BIN/etcd" ] || ( rm -rf "$etcdwork" && mkdir -p "$etcdwork" && cd "$etcdwork" && printf 'module kprig/etcdbuild\n\ngo 1.26.0\n' > go.mod \
   && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" \
   && timed etcd go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 ) \
   || die "etcd build failed"

@@ -1,0 +1,3 @@
+module kprig/probe
+
+go 1.26.0
