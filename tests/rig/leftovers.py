@@ -5,8 +5,9 @@ carrying its marker, etcd and kube-apiserver with an argument under it (both fou
 ``tests/rig/probes.py``, independent of the rig scripts' own bookkeeping), the node rig's daemons, shims
 and containers (an argument under its state dir, or a ``kubepods`` cgroup), and ``kafka-placement``
 processes (the demo's operator) whose command line or KUBECONFIG points into it, each with the loopback
-ports it listens on. ``busy_ports(ports)`` says which of the rig's well-known ports are still listened to
-by any process. ``make demo`` and ``make test`` run this module after tearing the rig down:
+ports it listens on; ``main`` also fails on the node rig's bridge (its alias names the rig dir).
+``busy_ports(ports)`` says which of the rig's well-known ports are still listened to by any process.
+``make demo`` and ``make test`` run this module after tearing the rig down:
 
     python tests/rig/leftovers.py [--rig-dir DIR] [--ports]   # exit 1 and a list if anything is left
 
@@ -25,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.rig.probes import node_processes, rig_jvms, rig_processes
+from tests.rig.probes import node_processes, rig_bridges, rig_jvms, rig_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py): brokers, controllers,
@@ -158,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     left = leftovers(args.rig_dir)
     ports = busy_ports() if args.ports else []
-    bridge = f"kpbr{int(os.environ.get('KP_RIG_PORT_OFFSET', '0')) // 1000}"  # tests/rig/node_rig.py's
-    bridges = [bridge] if Path("/sys/class/net", bridge).exists() else []
+    bridges = rig_bridges(args.rig_dir)
     for bridge in bridges:
         print(f"leftover: the node rig's bridge {bridge} (tests/rig/node_rig.py net-down)", file=sys.stderr)
     for item in left:

@@ -56,6 +56,7 @@ from tests.rig.kafka_rig import (
     run_command,
     stop_pids,
 )
+from tests.rig.probes import bridge_alias
 
 KEY = "node"
 NODE_NAME = "kp-node"
@@ -160,10 +161,12 @@ def link_exists(name: str) -> bool:
 # ---------------------------------------------------------------------------------------- network
 
 
-def net_up() -> None:
+def net_up(rig_dir: Path) -> None:
     """The bridge with the host's address on it (idempotent). Pods attach to it through CNI."""
     if not link_exists(BRIDGE):
         sh(["ip", "link", "add", BRIDGE, "type", "bridge"], f"create bridge {BRIDGE}")
+    # the alias names the owning rig dir: tests/rig/leftovers.py tells this rig's bridge from another's
+    sh(["ip", "link", "set", BRIDGE, "alias", bridge_alias(rig_dir)], f"name {BRIDGE}'s owner")
     addrs = sh(["ip", "-o", "-4", "addr", "show", "dev", BRIDGE], "read bridge address")
     if f" {ADDRESS}/" not in addrs:
         sh(["ip", "addr", "add", f"{ADDRESS}/24", "dev", BRIDGE], f"address {ADDRESS} on {BRIDGE}")
@@ -484,7 +487,7 @@ def build_node(args: argparse.Namespace) -> tuple[Node, dict[str, Any]]:
 
 
 def cmd_net_up(args: argparse.Namespace) -> int:
-    net_up()
+    net_up(Path(args.rig_dir))
     print(f"node rig: bridge {BRIDGE} with {ADDRESS}/24", file=sys.stderr)
     print(ADDRESS)  # alone on stdout: `export KP_NODE_ADDRESS=$(node_rig.py net-up)`
     return 0
@@ -517,7 +520,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     procs: dict[str, subprocess.Popen[bytes]] = {}
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        net_up()
+        net_up(node.rig_dir)
         node.state.mkdir(parents=True)
         for sub in ("containerd", "cni", "kubelet"):
             (node.state / sub).mkdir()

@@ -64,3 +64,21 @@ def node_processes(rig_dir: Path) -> list[int]:
             except OSError:
                 continue
     return sorted(set(found))
+
+
+def bridge_alias(rig_dir: Path) -> str:
+    """The alias tests/rig/node_rig.py gives its bridge: names the rig dir that owns it (IFALIASZ: 255)."""
+    return f"kafka-placement rig {Path(rig_dir).resolve()}"[:255]
+
+
+def rig_bridges(rig_dir: Path) -> list[str]:
+    """Network links whose alias says the rig under `rig_dir` created them (another checkout's are not)."""
+    want = bridge_alias(rig_dir)
+    found = []
+    for link in sorted(Path("/sys/class/net").iterdir()):
+        try:
+            if (link / "ifalias").read_text().strip() == want:
+                found.append(link.name)
+        except OSError:
+            continue
+    return found

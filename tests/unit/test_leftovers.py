@@ -3,6 +3,7 @@ nothing else; it runs after `make demo` and `make test` tear the rig down."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.rig.leftovers import busy_ports, leftovers, main
+from tests.rig.probes import bridge_alias, rig_bridges
 
 # a stand-in for a rig process: listens on a loopback port, prints it, then sleeps
 SERVER = (
@@ -87,3 +89,22 @@ def test_finds_an_operator_whose_kubeconfig_points_into_the_rig(
     assert p.stdout is not None
     port = int(p.stdout.readline())
     assert [(x.pid, x.ports) for x in leftovers(rig)] == [(p.pid, (port,))]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a network link needs root")
+def test_names_only_the_bridge_its_rig_created(tmp_path: Path) -> None:
+    """The node rig's bridge is machine-wide: another checkout's (a different alias) is not a leftover."""
+    rig, other = tmp_path / "rig", tmp_path / "other-rig"
+    mine, theirs = f"kpt{os.getpid() % 10**6}a", f"kpt{os.getpid() % 10**6}b"
+    try:
+        for link, owner in ((mine, rig), (theirs, other)):
+            subprocess.run(["ip", "link", "add", link, "type", "bridge"], check=True)
+            subprocess.run(["ip", "link", "set", link, "alias", bridge_alias(owner)], check=True)
+        assert rig_bridges(rig) == [mine]
+        assert rig_bridges(other) == [theirs]
+        assert main(["--rig-dir", str(rig)]) == 1
+    finally:
+        for link in (mine, theirs):
+            subprocess.run(["ip", "link", "delete", link], check=False, capture_output=True)
+    assert rig_bridges(rig) == []
+    assert main(["--rig-dir", str(rig)]) == 0
