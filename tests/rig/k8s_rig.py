@@ -49,11 +49,11 @@ from tests.rig.kafka_rig import (
     PORT_OFFSET,
     RigError,
     alive,
-    default_rig_dir,
     port_free,
     port_open,
     reap,
     rig_json_locked,
+    rig_parser,
     run_command,
     stop_pids,
 )
@@ -591,17 +591,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="k8s_rig.py", description=__doc__.split("\n\n")[0] if __doc__ else "")
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--rig-dir",
-        default=str(default_rig_dir()),
-        help="rig state dir holding rig.json (default: $KP_RIG_DIR or <repo>/.rig)",
-    )
-    common.add_argument(
-        "--stop-timeout", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL (default 20)"
-    )
+    p, sub, common = rig_parser("k8s_rig.py", __doc__)
     up = sub.add_parser("up", parents=[common], help="start etcd + kube-apiserver, wait until ready")
     up.add_argument(
         "--k8s-version",

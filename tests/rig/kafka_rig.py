@@ -198,6 +198,29 @@ def default_rig_dir() -> Path:
     return Path(os.environ.get("KP_RIG_DIR", str(REPO_ROOT / ".rig")))
 
 
+def rig_parser(
+    prog: str, doc: str | None, stop_timeout: bool = True
+) -> tuple[argparse.ArgumentParser, Any, argparse.ArgumentParser]:
+    """A rig script's parser: (the parser, its subcommands, the options every subcommand shares:
+    --rig-dir and, for scripts that stop processes, --stop-timeout)."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0] if doc else "")
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--rig-dir",
+        default=str(default_rig_dir()),
+        help="rig state dir holding rig.json (default: $KP_RIG_DIR or <repo>/.rig)",
+    )
+    if stop_timeout:
+        common.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=20.0,
+            help="seconds between SIGTERM and SIGKILL (default 20)",
+        )
+    return p, sub, common
+
+
 def default_libs(version: str) -> Path:
     cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
     return cache / "kafka" / version / "libs"
@@ -940,18 +963,8 @@ def cmd_start_node(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka_rig.py", description=__doc__.split("\n\n")[0] if __doc__ else "")
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    p, sub, common = rig_parser("kafka_rig.py", __doc__)
     common.add_argument("--name", default="main", help="cluster name: main (default), legacy, or any")
-    common.add_argument(
-        "--rig-dir",
-        default=str(default_rig_dir()),
-        help="rig state dir holding rig.json (default: $KP_RIG_DIR or <repo>/.rig)",
-    )
-    common.add_argument(
-        "--stop-timeout", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL (default 20)"
-    )
     up = sub.add_parser("up", parents=[common], help="format and start a cluster, wait until ready")
     up.add_argument("--nodes", type=int, help="combined broker+controller nodes (main 3, legacy 2)")
     up.add_argument("--dirs", type=int, help="log dirs per node (default 2)")

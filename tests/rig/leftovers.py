@@ -1,7 +1,7 @@
 """What the rig left behind: its processes still alive and the TCP ports they (or anyone) still listen on.
 
 ``leftovers(rig_dir)`` lists every live process that belongs to the rig under ``rig_dir``: Kafka JVMs
-carrying its marker, etcd and kube-apiserver with an argument under it (both found by
+carrying its marker, etcd, kube-apiserver and buildkitd with an argument under it (found by
 ``tests/rig/probes.py``, independent of the rig scripts' own bookkeeping), the node rig's daemons, shims
 and containers (an argument under its state dir, or a ``kubepods`` cgroup), and ``kafka-placement``
 processes (the demo's operator) whose command line or KUBECONFIG points into it, each with the loopback

@@ -50,9 +50,9 @@ from tests.rig.kafka_rig import (
     PORT_OFFSET,
     RigError,
     alive,
-    default_rig_dir,
     reap,
     rig_json_locked,
+    rig_parser,
     run_command,
     stop_pids,
 )
@@ -460,19 +460,20 @@ def _terminated(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def fetch_debs() -> Path:
+    """Root of the unpacked Debian packages (tests/rig/node/fetch-debs.sh: cached, fetched if missing)."""
+    out = sh(
+        ["bash", str(Path(__file__).parent / "node" / "fetch-debs.sh")], "fetch Debian packages", timeout=600
+    )
+    return Path(out.strip().splitlines()[-1])
+
+
 def build_node(args: argparse.Namespace) -> tuple[Node, dict[str, Any]]:
     rig_dir = Path(args.rig_dir).resolve()
     k8s = read_k8s_entry(rig_dir)
     if k8s is None:
         raise RigError("node rig: the k8s rig is not up (`python tests/rig/k8s_rig.py up` first)", 2)
-    debs = Path(args.debs) if args.debs else None
-    if debs is None:
-        out = sh(
-            ["bash", str(Path(__file__).parent / "node" / "fetch-debs.sh")],
-            "fetch Debian packages",
-            timeout=600,
-        )
-        debs = Path(out.strip().splitlines()[-1])
+    debs = Path(args.debs) if args.debs else fetch_debs()
     node = Node(rig_dir=rig_dir, k8s_bin=Path(k8s["binDir"]), debs=debs)
     missing = [
         d
@@ -766,15 +767,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="node_rig.py", description=__doc__.split("\n\n")[0] if __doc__ else "")
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--rig-dir", default=str(default_rig_dir()), help="rig state dir (default <repo>/.rig)"
-    )
-    common.add_argument(
-        "--stop-timeout", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL"
-    )
+    p, sub, common = rig_parser("node_rig.py", __doc__)
     net = sub.add_parser("net-up", parents=[common], help="create the node's bridge only")
     net.set_defaults(func=cmd_net_up)
     netd = sub.add_parser("net-down", parents=[common], help="delete the node's bridge")

@@ -40,13 +40,14 @@ def rig_jvms(rig_dir: Path) -> list[int]:
 
 
 def rig_processes(rig_dir: Path) -> list[int]:
-    """pids of etcd/kube-apiserver processes with an argument under `rig_dir`."""
+    """pids of etcd/kube-apiserver processes, and of buildkitd (tests/rig/image_rig.py), with an argument
+    under `rig_dir`."""
     needle = str(rig_dir).encode()
     return [
         pid
         for pid, args in _cmdlines()
         if args
-        and Path(args[0].decode(errors="replace")).name in ("etcd", "kube-apiserver")
+        and Path(args[0].decode(errors="replace")).name in ("etcd", "kube-apiserver", "buildkitd")
         and any(needle in a for a in args[1:])
     ]
 

@@ -2,7 +2,8 @@
 # Build the real Kubernetes control-plane binaries used by the test rig, from the Go module proxy:
 #   kube-apiserver and kubectl (k8s.io/kubernetes, staging modules replaced by their published v0.x),
 #   the node's kubelet, kube-proxy, kube-scheduler and kube-controller-manager (same version),
-#   etcd (go.etcd.io/etcd/server/v3) and helm (helm.sh/helm/v3).
+#   etcd (go.etcd.io/etcd/server/v3), helm (helm.sh/helm/v3) and BuildKit's buildkitd + buildctl
+#   (github.com/moby/buildkit: builds the operator image from the Dockerfile for the node).
 # Binaries are cached outside the repo: $KP_CACHE/k8s/<k8s version>/bin. Idempotent: a complete
 # cache is reused. Build time and peak memory are written to build-stats.txt beside the binaries.
 set -euo pipefail
@@ -10,6 +11,7 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
 HELM_VERSION="${HELM_VERSION:-v3.21.4}"
+BUILDKIT_VERSION="${BUILDKIT_VERSION:-v0.34.2}"
 KP_CACHE="${KP_CACHE:-$HOME/.cache/kafka-placement}"
 OUT="$KP_CACHE/k8s/$K8S_VERSION"
 BIN="$OUT/bin"
@@ -19,7 +21,7 @@ command -v go >/dev/null 2>&1 || die "Go is not installed (need go >= 1.26 on PA
 
 K8S_CMDS=(kube-apiserver kubectl kubelet kube-proxy kube-scheduler kube-controller-manager)
 complete=1
-for b in "${K8S_CMDS[@]}" etcd helm; do [ -x "$BIN/$b" ] || complete=0; done
+for b in "${K8S_CMDS[@]}" etcd helm buildkitd buildctl; do [ -x "$BIN/$b" ] || complete=0; done
 if [ "$complete" = 1 ]; then
   echo "k8s-rig build: cached binaries in $BIN"
   exit 0
@@ -79,10 +81,18 @@ etcdwork="$OUT/etcd-module"
 [ -x "$BIN/helm" ] || GOBIN="$BIN" timed helm go install -trimpath \
   -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
   || die "helm build failed"
+# BuildKit's go.mod carries exclude directives, so (like etcd) it is built from a throwaway module
+bkld="-s -w -X github.com/moby/buildkit/version.Version=$BUILDKIT_VERSION"
+bkwork="$OUT/buildkit-module"
+{ [ -x "$BIN/buildkitd" ] && [ -x "$BIN/buildctl" ]; } || ( rm -rf "$bkwork" && mkdir -p "$bkwork" && cd "$bkwork" \
+  && printf 'module kprig/buildkitbuild\n\ngo 1.26.0\n' > go.mod && go get "github.com/moby/buildkit@$BUILDKIT_VERSION" \
+  && timed buildkitd go build -trimpath -ldflags "$bkld" -o "$BIN/buildkitd" github.com/moby/buildkit/cmd/buildkitd \
+  && timed buildctl go build -trimpath -ldflags "$bkld" -o "$BIN/buildctl" github.com/moby/buildkit/cmd/buildctl ) \
+  || die "buildkit build failed"
 
 end=$(date +%s)
 {
-  echo "k8s $K8S_VERSION etcd $ETCD_VERSION helm $HELM_VERSION built $(date -u +%FT%TZ) on $(nproc) cores"
+  echo "k8s $K8S_VERSION etcd $ETCD_VERSION helm $HELM_VERSION buildkit $BUILDKIT_VERSION built $(date -u +%FT%TZ) on $(nproc) cores"
   echo "total wall seconds: $((end - start))"
   for f in "$timefile".*; do
     [ -f "$f" ] && echo "$(basename "$f"): $(grep -E 'Elapsed|Maximum resident' "$f" | tr -s ' ' | tr '\n' ';')"
