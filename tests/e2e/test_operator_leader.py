@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import ROOT, KafkaRig, Operator, free_port, wait_phase
 from tests.e2e.test_operator import apply, snapshot, throttles_left
+from tests.integration.conftest import wait_for
 
 from kafka_placement.execution.executor import mismatches
 from kafka_placement.execution.record import unpack
@@ -126,15 +128,23 @@ def leader_gauge(op: Operator) -> float:
     raise AssertionError("no kafka_placement_leader gauge")
 
 
+def probe(op: Operator, path: str) -> tuple[int, dict[str, Any]]:
+    """Status and JSON body of the process's /healthz or /readyz."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}{path}", timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def ready_as(op: Operator) -> str | None:
+    """The role /readyz reports, None while it answers 503."""
+    status, body = probe(op, "/readyz")
+    return str(body["role"]) if status == 200 else None
+
+
 def until(what: str, check: Any, timeout: float, op: Operator | None = None, step: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} within {timeout}s\n{op.tail() if op else ''}", pytrace=False)
-        time.sleep(step)
+    return wait_for(what, check, timeout, every=step, why=op.tail if op else None)
 
 
 @pytest.fixture
@@ -221,6 +231,10 @@ def test_one_of_two_drives_and_the_other_completes_after_sigkill_without_a_dupli
     a, b = pair
     ns = k8s_namespace
     assert leader_gauge(a) == 1.0 and leader_gauge(b) == 0.0
+    # both pods are live and ready (a standby too: a rollout waits for the new pod's readiness)
+    until("op-a ready as the leader", lambda: ready_as(a) == "leader", 30, a)
+    until("op-b ready as a standby", lambda: ready_as(b) == "standby", 30, b)
+    assert probe(a, "/healthz")[0] == 200 and probe(b, "/healthz")[0] == 200
     first = holder(k8s_api, ns)
     watch = RecordWatch(k8s_api, ns)
     try:
@@ -256,6 +270,7 @@ def test_one_of_two_drives_and_the_other_completes_after_sigkill_without_a_dupli
         assert LEASE_DURATION - 5 <= failover <= LEASE_DURATION + RETRY + 5, failover
         assert first_write <= failover + 15, first_write
         assert leader_gauge(b) == 1.0
+        until("op-b ready as the leader", lambda: ready_as(b) == "leader", 30, b)
 
         wait_phase(kubectl, b, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=300)
         until("the record says Completed", lambda: watch.latest().get("phase") == "Completed", 30, b)

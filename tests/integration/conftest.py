@@ -144,9 +144,14 @@ def kafka_py_admin(kafka_rig: KafkaRig) -> Iterator[Any]:
 
 
 def wait_for(
-    what: str, check: Callable[[], Any], timeout: float = KAFKA_TIMEOUT_S, every: float = 0.3
+    what: str,
+    check: Callable[[], Any],
+    timeout: float = KAFKA_TIMEOUT_S,
+    every: float = 0.3,
+    why: Callable[[], str] | None = None,
 ) -> Any:
-    """Poll `check` until it returns something truthy; past `timeout` fail with `what` and the last result."""
+    """Poll `check` until it returns something truthy; past `timeout` fail with `what`, the last result and
+    what `why` tells (logs, pods, events)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -157,7 +162,10 @@ def wait_for(
         except Exception as e:  # Kafka answers "not yet" with errors too; keep polling until the deadline
             last = e
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}", pytrace=False)
+            told = f"\n{why()}" if why else ""
+            pytest.fail(
+                f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}{told}", pytrace=False
+            )
         time.sleep(every)
 
 

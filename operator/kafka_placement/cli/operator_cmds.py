@@ -58,15 +58,14 @@ def cmd_operator(args: argparse.Namespace) -> int:
     os.environ["KP_RECONCILE_INTERVAL"] = str(args.interval)
     os.environ["KP_RESYNC_SECONDS"] = str(args.resync_seconds)
     import kopf
-    from prometheus_client import start_http_server
 
-    from ..handlers import leader, metrics, register  # registers every handler with kopf
+    from ..handlers import health, leader, metrics, register  # registers every handler with kopf
 
     del register
     kopf.configure(verbose=args.verbose)
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python logs every connection at INFO
-    if args.metrics_port:
-        start_http_server(args.metrics_port, addr=args.metrics_address)
+    if args.metrics_port:  # metrics, /healthz and /readyz
+        health.serve(args.metrics_port, args.metrics_address)
     run: dict[str, Any] = {
         "standalone": True,
         "clusterwide": bool(args.all_namespaces),
@@ -82,7 +81,7 @@ def cmd_operator(args: argparse.Namespace) -> int:
 
 
 def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
-    from ..handlers import leader, metrics
+    from ..handlers import health, leader, metrics
     from ..handlers.store import claim_records
     from ..kube.gateway import KubeGateway
 
@@ -107,6 +106,8 @@ def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dic
     elector.start()
     log.info("standby: waiting for %s (identity %s)", elector.where, identity)
     while not elector.acquired.wait(0.5):
+        if elector.running():  # a dead elector thread stops the beat: /healthz fails, the pod restarts
+            health.HEALTH.beat("standby")
         if stopping.is_set():
             elector.stop(release=False)
             log.info("stopped as a standby")
@@ -166,9 +167,9 @@ def register(sub: Any) -> None:
         "--metrics-port",
         type=int,
         default=int(os.environ.get("KAFKA_PLACEMENT_METRICS_PORT", "9090")),
-        help="Prometheus metrics port (0 = off)",
+        help="port of the HTTP endpoint: Prometheus metrics, /healthz and /readyz (0 = off)",
     )
-    p.add_argument("--metrics-address", default="0.0.0.0", help="metrics bind address")
+    p.add_argument("--metrics-address", default="0.0.0.0", help="bind address of the metrics/probe endpoint")
     p.add_argument("--liveness", default="", help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     p.add_argument("--verbose", action="store_true", help="log every handler step")
     g = p.add_argument_group("leader election (a coordination.k8s.io/v1 Lease; only the holder drives)")

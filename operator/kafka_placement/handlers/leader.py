@@ -332,6 +332,10 @@ class LeaseElector:
         self._thread = threading.Thread(target=self._run, name="lease-elector", daemon=True)
         self._thread.start()
 
+    def running(self) -> bool:
+        """The elector thread is alive (it stops only on ``stop`` or a lost Lease)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self, release: bool) -> None:
         """Stop renewing; with ``release``, hand the Lease over at once (the fence closes first)."""
         with self._lock:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import kopf
 
-from . import brokerdecommission, kafkacluster, logdircordon, placementpolicy
+from . import brokerdecommission, health, kafkacluster, logdircordon, placementpolicy
 
-MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy)
+MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy, health)
 
 
 @kopf.on.startup()
