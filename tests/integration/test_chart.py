@@ -2,8 +2,8 @@
 rendered manifests in both RBAC modes, an install, the examples, and rejection of invalid resources.
 
 Needs `python tests/rig/k8s_rig.py up` (or `make rig-up`); nothing here is mocked. The operator's image
-is not loaded into the rig's node, so the Deployments here are validated and stored; their pods do not
-start.
+is not in the rig's node here (tests/e2e/test_helm_node.py loads it, runs the chart's pods and removes it
+again), so the Deployments here are validated and stored; their pods do not start.
 """
 
 from __future__ import annotations
