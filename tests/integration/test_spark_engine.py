@@ -65,6 +65,17 @@ def test_spark_plan_is_valid_and_within_5_percent_of_local(
     assert result.plan == sharded_optimize(snap, intents.enforced_only(), 6)
 
 
+@pytest.mark.parametrize("name", ["decommission", "rack-repair"])
+def test_with_shards_by_the_work_a_small_repair_gets_the_local_engines_plan(spark: Any, name: str) -> None:
+    snap = ClusterSnapshot.loads((GOLDEN / name / "snapshot.json").read_text())
+    intents = Intents.loads((GOLDEN / name / "intents.yaml").read_text())
+    optimizer = SparkOptimizer(EngineSettings("spark"), spark)  # shards: 0, chosen by the work
+    result = compute_plan(snap, intents, optimizer=optimizer.optimize)
+    local = compute_plan(snap, intents)
+    assert 0 < optimizer.reports[0]["partitionsToRepair"] <= 1000 and optimizer.reports[0]["shards"] == 1
+    assert not local.plan.empty and result.plan == local.plan
+
+
 def test_spark_submit_runs_the_job_on_a_parquet_snapshot_and_writes_a_parquet_plan(tmp_path: Path) -> None:
     d = GOLDEN / "decommission"
     snap = ClusterSnapshot.loads((d / "snapshot.json").read_text())

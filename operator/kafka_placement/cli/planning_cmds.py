@@ -126,7 +126,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--spark-master", default="local[*]", help="Spark master for --engine spark")
     p.add_argument(
-        "--shards", type=int_in(0, MAX_SHARDS), default=0, help="Spark shards (default 0: 4 per core)"
+        "--shards",
+        type=int_in(0, MAX_SHARDS),
+        default=0,
+        help="Spark shards (default 0: by the work, at most 4 per core)",
     )
     k = p.add_argument_group("--engine spark-k8s (a SparkApplication of the Kubeflow spark-operator)")
     k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")

@@ -43,6 +43,18 @@ Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partiti
 ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
 
 
+MIN_REPAIRS_PER_SHARD = 1000  # below this a shard's hard goal takes well under a second: not worth a split
+
+
+def auto_shards(repairs: int, cores: int) -> int:
+    """How many shards the Spark engine uses when none is configured: four per core (so uneven shards
+    still keep every core busy), but no more than the work fills at ``MIN_REPAIRS_PER_SHARD`` each, and
+    at least one. Small repairs thus run as one shard, and one shard plans exactly what the local
+    engine plans (its view is the whole cluster's loads; ``merge_and_balance`` is the local engine's
+    balance)."""
+    return max(1, min(4 * max(1, cores), -(-repairs // MIN_REPAIRS_PER_SHARD)))
+
+
 def shard_of(topic: str, partition: int, shards: int) -> int:
     """A stable shard number (the same in every process, unlike ``hash``)."""
     return zlib.crc32(f"{topic}\0{partition}".encode()) % shards

@@ -27,7 +27,15 @@ from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.context import PlanningContext
 from ..planning.optimizer import Optimizer, PlanResult, compute_plan, optimize
-from ..planning.sharding import Row, ShardView, merge_and_balance, plan_shard, raise_if_infeasible, shard_of
+from ..planning.sharding import (
+    Row,
+    ShardView,
+    auto_shards,
+    merge_and_balance,
+    plan_shard,
+    raise_if_infeasible,
+    shard_of,
+)
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -41,7 +49,7 @@ class EngineSettings:
 
     engine: str = "local"
     master: str = "local[*]"
-    shards: int = 0  # 0 = 4 per core
+    shards: int = 0  # 0 = by the work: planning.sharding.auto_shards
     driver_memory: str = "4g"
     auto_spark_replicas: int = AUTO_SPARK_REPLICAS
     local_max_replicas: int = LOCAL_MAX_REPLICAS
@@ -155,16 +163,18 @@ class SparkOptimizer:
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         spark = self._session or spark_session(self.settings.master, self.settings.driver_memory)
         cores = int(spark.sparkContext.defaultParallelism or 2)
-        shards = self.settings.shards or max(2, 4 * cores)
         started = time.perf_counter()
         frames = SnapshotFrames.of(spark, snapshot, intents)
-        repair = frames.to_repair().withColumn("shard", shard_column(shards)).cache()
+        repair = frames.to_repair().cache()
         try:
+            report = _count_reasons(repair, len(snapshot.partitions))
+            shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
+            report["shards"] = shards
             view = ShardView.of(snapshot, frames.loads(), shards)
-            report = _count_reasons(repair, shards, len(snapshot.partitions))
             analysed = time.perf_counter()
             out = (
-                repair.select("shard", *COLUMNS)
+                repair.withColumn("shard", shard_column(shards))
+                .select("shard", *COLUMNS)
                 .groupBy("shard")
                 .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
                 .toPandas()
@@ -192,7 +202,7 @@ class SparkOptimizer:
         return plan
 
 
-def _count_reasons(repair: Any, shards: int, partitions: int) -> dict[str, Any]:
+def _count_reasons(repair: Any, partitions: int) -> dict[str, Any]:
     """How many partitions the analysis sends to the shards, in total and per rule."""
     from pyspark.sql import functions as F
 
@@ -200,7 +210,6 @@ def _count_reasons(repair: Any, shards: int, partitions: int) -> dict[str, Any]:
         F.count("*").alias("total"), *(F.sum(F.col(r).cast("int")).alias(r) for r in REASONS)
     ).first()
     return {
-        "shards": shards,
         "partitions": partitions,
         "partitionsToRepair": int(counts["total"]),
         "byRule": {r: int(counts[r] or 0) for r in REASONS},
