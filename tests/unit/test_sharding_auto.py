@@ -9,7 +9,7 @@ import pytest
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import optimize
-from kafka_placement.planning.sharding import MIN_REPAIRS_PER_SHARD, auto_shards, sharded_optimize
+from kafka_placement.planning.sharding import ONE_SHARD_MAX_REPAIRS, auto_shards, sharded_optimize
 
 GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
 
@@ -19,15 +19,14 @@ GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
     [
         (0, 2, 1),
         (40, 2, 1),
-        (MIN_REPAIRS_PER_SHARD, 2, 1),
-        (MIN_REPAIRS_PER_SHARD + 1, 2, 2),
-        (5 * MIN_REPAIRS_PER_SHARD, 2, 5),
+        (ONE_SHARD_MAX_REPAIRS, 2, 1),
+        (ONE_SHARD_MAX_REPAIRS + 1, 2, 8),
         (10**6, 2, 8),
-        (10**6, 0, 4),
+        (10**6, 0, 2),
         (10**6, 64, 256),
     ],
 )
-def test_shards_follow_the_work_up_to_four_per_core(repairs: int, cores: int, shards: int) -> None:
+def test_one_shard_for_a_small_repair_else_four_per_core(repairs: int, cores: int, shards: int) -> None:
     assert auto_shards(repairs, cores) == shards
 
 

@@ -129,7 +129,7 @@ def register(sub: Any) -> None:
         "--shards",
         type=int_in(0, MAX_SHARDS),
         default=0,
-        help="Spark shards (default 0: by the work, at most 4 per core)",
+        help="Spark shards (default 0: 1 for up to 1000 partitions to repair, else 4 per core)",
     )
     k = p.add_argument_group("--engine spark-k8s (a SparkApplication of the Kubeflow spark-operator)")
     k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")

@@ -43,16 +43,16 @@ Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partiti
 ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
 
 
-MIN_REPAIRS_PER_SHARD = 1000  # below this a shard's hard goal takes well under a second: not worth a split
+ONE_SHARD_MAX_REPAIRS = 1000  # up to here the hard goal takes well under a second: not worth a split
 
 
 def auto_shards(repairs: int, cores: int) -> int:
-    """How many shards the Spark engine uses when none is configured: four per core (so uneven shards
-    still keep every core busy), but no more than the work fills at ``MIN_REPAIRS_PER_SHARD`` each, and
-    at least one. Small repairs thus run as one shard, and one shard plans exactly what the local
-    engine plans (its view is the whole cluster's loads; ``merge_and_balance`` is the local engine's
-    balance)."""
-    return max(1, min(4 * max(1, cores), -(-repairs // MIN_REPAIRS_PER_SHARD)))
+    """How many shards the Spark engine uses when none is configured: one while the repair is small (one
+    shard plans exactly what the local engine plans: its view is the whole cluster's loads, and
+    ``merge_and_balance`` is the local engine's balance), else four per core, so that uneven shards still
+    keep every core busy (three shards on two cores took 1.5x as long in their phase as eight:
+    docs/benchmarks.md)."""
+    return 1 if repairs <= ONE_SHARD_MAX_REPAIRS else max(2, 4 * cores)
 
 
 def shard_of(topic: str, partition: int, shards: int) -> int:

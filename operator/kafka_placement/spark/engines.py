@@ -49,7 +49,7 @@ class EngineSettings:
 
     engine: str = "local"
     master: str = "local[*]"
-    shards: int = 0  # 0 = by the work: planning.sharding.auto_shards
+    shards: int = 0  # 0 = planning.sharding.auto_shards: 1 for a small repair, else 4 per core
     driver_memory: str = "4g"
     auto_spark_replicas: int = AUTO_SPARK_REPLICAS
     local_max_replicas: int = LOCAL_MAX_REPLICAS
