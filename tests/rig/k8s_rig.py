@@ -51,7 +51,9 @@ from tests.rig.kafka_rig import (
     alive,
     port_free,
     port_open,
+    process_args,
     reap,
+    rig_entry,
     rig_json_locked,
     rig_parser,
     run_command,
@@ -114,11 +116,7 @@ def default_bin_dir(version: str) -> Path:
 
 
 def read_entry(rig_dir: Path) -> dict[str, Any] | None:
-    path = rig_dir / "rig.json"
-    if not path.exists():
-        return None
-    entry = json.loads(path.read_text()).get(KEY)
-    return entry if isinstance(entry, dict) else None
+    return rig_entry(rig_dir, KEY)
 
 
 # ---------------------------------------------------------------------------------------- processes
@@ -132,16 +130,10 @@ def rig_pids(state_dir: Path) -> dict[int, str]:
     taken for ours; pid files are not trusted on their own."""
     found: dict[int, str] = {}
     needle = f"{state_dir}/".encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, args in process_args():
         name = Path(args[0].decode(errors="replace")).name if args and args[0] else ""
-        if name in DAEMONS and any(needle in a for a in args[1:]) and alive(int(proc.name)):
-            found[int(proc.name)] = name
+        if name in DAEMONS and any(needle in a for a in args[1:]) and alive(pid):
+            found[pid] = name
     return found
 
 

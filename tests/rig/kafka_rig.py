@@ -254,12 +254,17 @@ def rig_json_locked(rig_dir: Path) -> Iterator[dict[str, Any]]:
             path.unlink()
 
 
-def read_entry(rig_dir: Path, name: str) -> dict[str, Any] | None:
+def rig_entry(rig_dir: Path, key: str) -> dict[str, Any] | None:
+    """Key ``key`` of ``<rig_dir>/rig.json`` (None when the file or the key is absent)."""
     path = rig_dir / "rig.json"
     if not path.exists():
         return None
-    entry = json.loads(path.read_text()).get(rig_key(name))
+    entry = json.loads(path.read_text()).get(key)
     return entry if isinstance(entry, dict) else None
+
+
+def read_entry(rig_dir: Path, name: str) -> dict[str, Any] | None:
+    return rig_entry(rig_dir, rig_key(name))
 
 
 # ---------------------------------------------------------------------------------------- processes
@@ -269,20 +274,24 @@ def marker_of(node_home: Path) -> str:
     return f"-D{MARKER}={node_home}"
 
 
+def process_args() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, command line split at NUL) of every process this user can read."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                yield int(proc.name), (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+
+
 def rig_pids(data_dir: Path) -> dict[int, str]:
-    """Every live JVM started for this cluster (found by its -D marker), pid -> marker value."""
+    """Every live JVM started under ``data_dir`` (found by its -D marker), pid -> marker value."""
     found: dict[int, str] = {}
     prefix = f"-D{MARKER}={data_dir}/".encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, args in process_args():
         for arg in args:
             if arg.startswith(prefix):
-                found[int(proc.name)] = arg.decode().split("=", 1)[1]
+                found[pid] = arg.decode().split("=", 1)[1]
     return found
 
 

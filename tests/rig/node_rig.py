@@ -50,7 +50,9 @@ from tests.rig.kafka_rig import (
     PORT_OFFSET,
     RigError,
     alive,
+    process_args,
     reap,
+    rig_entry,
     rig_json_locked,
     rig_parser,
     run_command,
@@ -128,30 +130,20 @@ def node_pids(state: Path) -> dict[int, str]:
     its state dir. pid files are not trusted on their own."""
     found: dict[int, str] = {}
     needle = f"{state}/".encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, args in process_args():
         name = Path(args[0].decode(errors="replace")).name if args and args[0] else ""
-        if any(needle in a for a in args[1:]) and alive(int(proc.name)):
-            found[int(proc.name)] = name
+        if any(needle in a for a in args[1:]) and alive(pid):
+            found[pid] = name
     return found
 
 
 def foreign_node() -> list[str]:
     """kubelet / kube-proxy processes of another node rig (another state dir) on this machine."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            if args and Path(args[0].decode(errors="replace")).name in ("kubelet", "kube-proxy"):
-                out.append(f"pid {proc.name}: {b' '.join(args[:3]).decode(errors='replace')}")
-    return out
+    return [
+        f"pid {pid}: {b' '.join(args[:3]).decode(errors='replace')}"
+        for pid, args in process_args()
+        if args and Path(args[0].decode(errors="replace")).name in ("kubelet", "kube-proxy")
+    ]
 
 
 def link_exists(name: str) -> bool:
@@ -612,11 +604,7 @@ def cmd_load_image(args: argparse.Namespace) -> int:
 
 
 def read_entry(rig_dir: Path) -> dict[str, Any] | None:
-    path = rig_dir / "rig.json"
-    if not path.exists():
-        return None
-    entry = json.loads(path.read_text()).get(KEY)
-    return entry if isinstance(entry, dict) else None
+    return rig_entry(rig_dir, KEY)
 
 
 def kill_containers(node: Node) -> None:
