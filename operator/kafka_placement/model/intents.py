@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .documents import load_yaml_stream
 from .errors import BadInputError
 from .jsonio import (
     INT32_MAX,
@@ -180,6 +179,8 @@ class Intents:
     @staticmethod
     def loads(text: str, source: str = "intents") -> Intents:
         """A YAML stream; documents are numbered by their position in the stream (1-based)."""
+        from .yaml_documents import load_yaml_stream  # here: executors unpickle Intents without PyYAML
+
         return Intents._of_numbered(load_yaml_stream(text, source), source)
 
     @staticmethod

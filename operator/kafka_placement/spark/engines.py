@@ -37,6 +37,7 @@ from ..planning.sharding import (
     shard_of,
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
+from .shipping import ship
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
@@ -119,8 +120,10 @@ def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kaf
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is a dependency
         raise PlacementError(f"the spark engine needs pyspark: {e}") from e
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master is not None and master.startswith("local"):  # executors run here: this very Python
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # else the workers' Python: spark.pyspark.python of the cluster's spark-defaults, or PYSPARK_PYTHON
     builder = SparkSession.builder.appName(app)
     if master is not None:
         builder = builder.master(master).config("spark.driver.memory", driver_memory)
@@ -138,6 +141,7 @@ def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kaf
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    ship(session.sparkContext)  # a cluster's executors do not have this package
     return session
 
 
