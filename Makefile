@@ -44,9 +44,11 @@ rig-up: rig-build
 	$(PY) tests/rig/kafka_rig.py up --name legacy && \
 	$(PY) tests/rig/kafka_rig.py up --name secure && \
 	$(PY) tests/rig/k8s_rig.py up && \
-	$(PY) tests/rig/node_rig.py up
+	$(PY) tests/rig/node_rig.py up && \
+	$(PY) tests/rig/spark_rig.py up
 
 rig-down:
+	-@[ -x $(PY) ] && $(PY) tests/rig/spark_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/k8s_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name secure
@@ -59,6 +61,7 @@ rig-status: venv
 	$(PY) tests/rig/kafka_rig.py status --name secure
 	$(PY) tests/rig/k8s_rig.py status
 	$(PY) tests/rig/node_rig.py status
+	$(PY) tests/rig/spark_rig.py status
 
 lint: venv
 	$(VENV)/bin/ruff check operator tests scripts

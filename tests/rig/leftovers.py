@@ -29,8 +29,8 @@ if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
 from tests.rig.probes import node_processes, rig_bridges, rig_jvms, rig_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py): brokers, controllers,
-# mutual-TLS listeners, etcd, apiserver
+# the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py, spark_rig.py): brokers,
+# controllers, mutual-TLS listeners, etcd, apiserver, Spark master and workers
 RIG_PORTS = (
     *range(29092, 29095),
     *range(29192, 29195),
@@ -42,6 +42,7 @@ RIG_PORTS = (
     23790,
     23800,
     26443,
+    *range(27077, 27083),
 )
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
