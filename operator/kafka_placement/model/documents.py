@@ -82,9 +82,17 @@ def load_json(text: str, source: str) -> Any:
         raise BadInputError(f"not valid JSON: duplicate key {brief(e.key)}", source) from None
     except _NonFinite as e:
         raise BadInputError(f"not valid JSON: {e.constant} is not a number JSON allows", source) from None
-    except RecursionError:
-        raise BadInputError("not valid JSON: nested too deeply", source) from None
-    except MemoryError:
-        raise BadInputError("not valid JSON: too large to parse", source) from None
-    except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
-        raise BadInputError(f"not valid JSON: {clip(str(e), 120)}", source) from None
+    except (RecursionError, MemoryError, ValueError) as e:
+        raise parser_limit("JSON", e, source) from None
+
+
+def parser_limit(kind: str, e: RecursionError | MemoryError | ValueError, source: str) -> BadInputError:
+    """What every parser raises at its limits, as bad input of ``source``: too deep nesting, memory
+    exhaustion, or a ValueError such as an integer literal longer than Python's digit limit."""
+    if isinstance(e, RecursionError):
+        why = "nested too deeply"
+    elif isinstance(e, MemoryError):
+        why = "too large to parse"
+    else:
+        why = clip(str(e), 120)
+    return BadInputError(f"not valid {kind}: {why}", source)

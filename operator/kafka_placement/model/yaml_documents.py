@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .documents import parser_limit
 from .errors import BadInputError
 from .jsonio import brief, clip
 
@@ -47,10 +48,6 @@ def load_yaml_stream(text: str, source: str) -> list[tuple[int, Any]]:
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise BadInputError(f"not valid YAML: {clip(str(problem))}{at}", source) from None
-    except RecursionError:
-        raise BadInputError("not valid YAML: nested too deeply", source) from None
-    except MemoryError:
-        raise BadInputError("not valid YAML: too large to parse", source) from None
-    except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
-        raise BadInputError(f"not valid YAML: {clip(str(e), 120)}", source) from None
+    except (RecursionError, MemoryError, ValueError) as e:
+        raise parser_limit("YAML", e, source) from None
     return [(i + 1, d) for i, d in enumerate(docs) if d is not None]
