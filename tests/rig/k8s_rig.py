@@ -49,6 +49,7 @@ from tests.rig.kafka_rig import (
     PORT_OFFSET,
     RigError,
     alive,
+    busy_ports,
     port_free,
     port_open,
     process_args,
@@ -528,10 +529,7 @@ def teardown(rig_dir: Path, timeout: float, quiet: bool = False) -> list[str]:
     if killed and not quiet:
         print(f"k8s rig: SIGKILLed {killed} after {timeout:.0f}s", file=sys.stderr)
     ports = [int(p) for p in (entry or {}).get("ports", {}).values()]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(port_free(p) for p in ports):
-        time.sleep(0.2)
-    busy = [p for p in ports if not port_free(p)]
+    busy = busy_ports(ports)
     if busy:
         problems.append(f"ports still in use after stopping etcd and kube-apiserver: {busy}")
     left = rig_pids(state_dir)

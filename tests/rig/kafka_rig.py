@@ -350,6 +350,14 @@ def port_free(port: int) -> bool:
     return True
 
 
+def busy_ports(ports: Sequence[int], wait: float = 10.0) -> list[int]:
+    """The ports still bound after waiting up to ``wait`` seconds for them to be freed."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not all(port_free(p) for p in ports):
+        time.sleep(0.2)
+    return [p for p in ports if not port_free(p)]
+
+
 def port_open(port: int, timeout: float = 0.5, host: str = HOST) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -777,10 +785,7 @@ def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> l
         for p in (n["port"], n["controllerPort"], n.get("mtlsPort"))
         if p
     ]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(port_free(p) for p in ports):
-        time.sleep(0.2)
-    busy = [p for p in ports if not port_free(p)]
+    busy = busy_ports(ports)
     if busy:
         problems.append(f"ports still in use after stopping the JVMs: {busy}")
     left = rig_pids(data_dir)

@@ -33,6 +33,7 @@ from tests.rig.kafka_rig import (
     HOST,
     RigError,
     alive,
+    busy_ports,
     port_free,
     reap,
     rig_entry,
@@ -142,11 +143,8 @@ def teardown(rig_dir: Path, timeout: float) -> list[str]:
     stop_pids(workers, timeout)  # workers first: they stop their executors
     stop_pids(list(daemon_pids(state)), timeout)
     reap()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(port_free(p) for p in ports()):
-        time.sleep(0.2)
     problems = []
-    busy = [p for p in ports() if not port_free(p)]
+    busy = busy_ports(ports())
     if busy:
         problems.append(f"ports still in use: {busy}")
     left = daemon_pids(state)
