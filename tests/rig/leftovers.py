@@ -42,7 +42,7 @@ RIG_PORTS = (
     23790,
     23800,
     26443,
-    *range(27077, 27083),
+    *range(27077, 27085),
 )
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 

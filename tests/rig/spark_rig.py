@@ -50,6 +50,7 @@ KEY = "spark"
 MASTER_PORT = shifted(27077)
 MASTER_UI_PORT = shifted(27078)
 WORKERS = (("worker-1", shifted(27079), shifted(27080)), ("worker-2", shifted(27081), shifted(27082)))
+SPARE = ("worker-spare", shifted(27083), shifted(27084))  # started and killed by fault tests only
 WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 WORKER_PACKAGES = ("pyspark", "pandas", "pyarrow")  # what a Spark cluster's Python has; not the project
@@ -122,6 +123,17 @@ def start(state: Path, name: str, args: Sequence[str]) -> subprocess.Popen[bytes
     return proc
 
 
+def start_worker(state: Path, name: str, port: int, ui: int) -> subprocess.Popen[bytes]:
+    """A worker of the rig's master (``WORKER_CORES``, ``WORKER_MEMORY``), marked like the others."""
+    return start(
+        state,
+        name,
+        ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(port),
+         "--webui-port", str(ui), "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
+         "--work-dir", str(state / name / "work"), f"spark://{HOST}:{MASTER_PORT}"],
+    )  # fmt: skip
+
+
 def master_status() -> dict[str, Any]:
     with urllib.request.urlopen(f"http://{HOST}:{MASTER_UI_PORT}/json/", timeout=3) as r:
         body: dict[str, Any] = json.loads(r.read())
@@ -129,7 +141,7 @@ def master_status() -> dict[str, Any]:
 
 
 def ports() -> list[int]:
-    return [MASTER_PORT, MASTER_UI_PORT, *(p for _, port, ui in WORKERS for p in (port, ui))]
+    return [MASTER_PORT, MASTER_UI_PORT, *(p for _, port, ui in (*WORKERS, SPARE) for p in (port, ui))]
 
 
 def daemon_pids(state: Path) -> dict[int, str]:
@@ -183,13 +195,7 @@ def cmd_up(args: Any) -> int:
              "--webui-port", str(MASTER_UI_PORT)],
         )  # fmt: skip
         for name, port, ui in WORKERS:
-            procs[name] = start(
-                state,
-                name,
-                ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(port),
-                 "--webui-port", str(ui), "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
-                 "--work-dir", str(state / name / "work"), master],
-            )  # fmt: skip
+            procs[name] = start_worker(state, name, port, ui)
         deadline = time.monotonic() + UP_TIMEOUT_S
         seen = ""
         while True:

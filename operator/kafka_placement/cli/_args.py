@@ -3,7 +3,7 @@
 argparse echoes a rejected value in full (``invalid int value: '999...'``, ``unrecognized arguments``),
 so ``BoundedParser`` cuts every usage error to ``ERROR_LIMIT`` characters; it is the class of every
 sub-command's parser too. ``int_in(lo, hi)`` is a ``type=`` that refuses values outside Kafka's ranges at
-parse time (exit 2 with the flag's name), before any file is read.
+parse time (exit 2 with the flag's name), before any file is read. ``key_value`` parses ``KEY=VALUE``.
 """
 
 from __future__ import annotations
@@ -39,3 +39,14 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
 
     parse.__name__ = "integer"
     return parse
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """An argparse ``type`` for ``KEY=VALUE`` (a non-empty key without spaces)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key or any(c.isspace() for c in key):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {brief(text)}")
+    return key, value
+
+
+key_value.__name__ = "KEY=VALUE"

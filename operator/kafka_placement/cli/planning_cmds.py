@@ -18,7 +18,8 @@ from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
 from ..spark.engines import ENGINES, EngineSettings, plan_with
-from ._args import int_in
+from ..spark.failures import validate_master
+from ._args import int_in, key_value
 from ._io import (
     check_outputs,
     json_output,
@@ -42,12 +43,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_outputs(
         [("-o", args.output), ("--summary", args.summary)] if with_summary else [("-o", args.output)]
     )
+    if args.engine in ("spark", "auto"):
+        validate_master(args.spark_master)
     snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)
     else:
-        settings = EngineSettings(engine=args.engine, master=args.spark_master, shards=args.shards)
+        settings = EngineSettings(
+            engine=args.engine,
+            master=args.spark_master,
+            shards=args.shards,
+            conf=tuple(args.spark_conf),
+            executor_wait_s=float(args.spark_executor_wait),
+        )
         result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
     outputs = [plan_output("-o", args.output, result.plan)]
     if with_summary:
@@ -125,6 +134,21 @@ def register(sub: Any) -> None:
         help="local: in-process; spark: PySpark (default master local[*]); auto: spark for large snapshots",
     )
     p.add_argument("--spark-master", default="local[*]", help="Spark master for --engine spark")
+    p.add_argument(
+        "--spark-conf",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark (repeatable), e.g. spark.executor.memory=4g",
+    )
+    p.add_argument(
+        "--spark-executor-wait",
+        type=int_in(1, 86_400),
+        default=120,
+        metavar="SECONDS",
+        help="on a Spark cluster, give up when no executor is registered for this long (default 120)",
+    )
     p.add_argument(
         "--shards",
         type=int_in(0, MAX_SHARDS),

@@ -13,16 +13,19 @@ the changed partitions and finishes on the driver with the global reconciliation
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
+from ..model.jsonio import clip
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.context import PlanningContext
@@ -37,6 +40,7 @@ from ..planning.sharding import (
     shard_of,
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
+from .failures import ExecutorWatch, check_master, first_reason, is_cluster, is_spark_error, spark_failure
 from .shipping import ship
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -52,6 +56,8 @@ class EngineSettings:
     master: str = "local[*]"
     shards: int = 0  # 0 = planning.sharding.auto_shards: 1 for a small repair, else 4 per core
     driver_memory: str = "4g"
+    conf: tuple[tuple[str, str], ...] = ()  # more Spark settings (--spark-conf KEY=VALUE)
+    executor_wait_s: float = 120.0  # on a cluster: longest time with no executor before giving up
     auto_spark_replicas: int = AUTO_SPARK_REPLICAS
     local_max_replicas: int = LOCAL_MAX_REPLICAS
 
@@ -108,10 +114,17 @@ def java_available() -> bool:
     )
 
 
-def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kafka-placement") -> Any:
-    """A SparkSession; ``master=None`` takes spark-submit's. A clear error without Java or pyspark.
+def spark_session(
+    master: str | None,
+    driver_memory: str = "4g",
+    app: str = "kafka-placement",
+    conf: tuple[tuple[str, str], ...] = (),
+) -> Any:
+    """A SparkSession; ``master=None`` takes spark-submit's. A clear error without Java or pyspark,
+    for a malformed or unreachable master (``spark.failures.check_master``) and when Spark cannot start.
 
-    A local master binds to loopback only."""
+    A local master binds to loopback only; ``conf`` is applied last (``--spark-conf``)."""
+    check_master(master)
     if not java_available():
         raise PlacementError(
             "the spark engine needs Java 17: set JAVA_HOME or put java on PATH (or --engine local)"
@@ -132,14 +145,24 @@ def spark_session(master: str | None, driver_memory: str = "4g", app: str = "kaf
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
-    session = (
+    builder = (
         builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
-        .getOrCreate()
     )
+    for key, value in conf:
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        raise PlacementError(
+            f"Spark did not start (master {clip(master or 'of spark-submit', 200)}): "
+            f"{type(e).__name__}: {clip(first_reason(str(e)), 600)}"
+        ) from e
     session.sparkContext.setLogLevel("ERROR")
     ship(session.sparkContext)  # a cluster's executors do not have this package
     return session
@@ -165,7 +188,19 @@ class SparkOptimizer:
         self.reports: list[dict[str, Any]] = []
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
-        spark = self._session or spark_session(self.settings.master, self.settings.driver_memory)
+        settings = self.settings
+        spark = self._session or spark_session(settings.master, settings.driver_memory, conf=settings.conf)
+        master = str(spark.sparkContext.master)
+        watch = ExecutorWatch(spark.sparkContext, settings.executor_wait_s) if is_cluster(master) else None
+        with watch or contextlib.nullcontext(), warnings.catch_warnings():
+            # pyspark warns with the failing task's traceback before it raises the same error
+            warnings.filterwarnings("ignore", "toPandas attempted Arrow optimization", UserWarning)
+            try:
+                return self._optimize(spark, snapshot, intents)
+            except Exception as e:
+                raise spark_failure(e, master, watch) from e
+
+    def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
         frames = SnapshotFrames.of(spark, snapshot, intents)
