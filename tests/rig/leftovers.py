@@ -30,8 +30,9 @@ from tests.rig.probes import node_processes, rig_bridges, rig_jvms, rig_processe
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py, spark_rig.py): brokers,
-# controllers, mutual-TLS listeners, etcd, apiserver, Spark master and workers
-RIG_PORTS = (
+# controllers, mutual-TLS listeners, etcd, apiserver, Spark master and workers; shifted by
+# KP_RIG_PORT_OFFSET as the rig scripts shift them, so each checkout checks its own rig's ports
+_DEFAULT_PORTS = (
     *range(29092, 29095),
     *range(29192, 29195),
     *range(29392, 29394),
@@ -44,6 +45,7 @@ RIG_PORTS = (
     26443,
     *range(27077, 27085),
 )
+RIG_PORTS = tuple(p + int(os.environ.get("KP_RIG_PORT_OFFSET", "0")) for p in _DEFAULT_PORTS)
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
 
