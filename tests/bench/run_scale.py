@@ -1,7 +1,10 @@
-"""Engine scale benchmark: local vs Spark (local[*]) planning time and peak memory, 100k to 1M partitions.
+"""Engine scale benchmark: local vs Spark planning time and peak memory, 100k to 1M partitions.
 
     .venv/bin/python tests/bench/run_scale.py [--sizes 100000:100,1000000:1000] [--engines local,spark]
         [--scenario all|decommission|...]
+
+An engine is ``local``, ``spark`` (master ``local[*]``), ``spark@MASTER`` (e.g. ``spark@local[1]``) or
+``spark@rig`` (the rig's standalone cluster from ``.rig/rig.json``, its workers' Python as executors).
 
 Each (engine, size) runs in a fresh process: it generates the scenario (default "all": decommission,
 dir drain, 2-level rack spread, broker/dir/leader balance; "decommission": one broker leaves, the
@@ -38,7 +41,7 @@ t0 = time.perf_counter()
 snap = read_snapshot(Path({snap!r}))
 intents = Intents.loads(Path({intents!r}).read_text())
 t1 = time.perf_counter()
-result = plan_with(snap, intents, EngineSettings({engine!r}, driver_memory="6g"))
+result = plan_with(snap, intents, EngineSettings({engine!r}, master={master!r}, driver_memory="6g"))
 t2 = time.perf_counter()
 s = result.summary
 print(json.dumps({{"load": t1 - t0, "plan": t2 - t1, "partitionsChanged": s["partitionsChanged"],
@@ -72,9 +75,23 @@ def tree_rss_kb(root_pid: int) -> int:
     return total
 
 
-def run_one(engine: str, snap: Path, intents: Path, timeout: float) -> dict[str, object]:
-    code = CHILD.format(root=str(ROOT), snap=str(snap), intents=str(intents), engine=engine)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+def engine_setup(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``spec`` as (engine, Spark master, environment of the planning process)."""
+    engine, _, master = spec.partition("@")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    if master == "rig":  # the rig's standalone cluster: executors on the workers' Python
+        entry = json.loads((ROOT / ".rig" / "rig.json").read_text())["spark"]
+        return (
+            engine,
+            entry["master"],
+            {**env, "PYSPARK_PYTHON": entry["workerPython"], "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+    return engine, master or "local[*]", {**env, "PYSPARK_PYTHON": sys.executable}
+
+
+def run_one(spec: str, snap: Path, intents: Path, timeout: float) -> dict[str, object]:
+    engine, master, env = engine_setup(spec)
+    code = CHILD.format(root=str(ROOT), snap=str(snap), intents=str(intents), engine=engine, master=master)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
@@ -86,7 +103,7 @@ def run_one(engine: str, snap: Path, intents: Path, timeout: float) -> dict[str,
             proc.kill()
             proc.wait()
             return {
-                "engine": engine,
+                "engine": spec,
                 "error": f"did not finish within {timeout:.0f} s (peak {peak / 1024:.0f} MB)",
             }
         time.sleep(0.25)
@@ -94,7 +111,7 @@ def run_one(engine: str, snap: Path, intents: Path, timeout: float) -> dict[str,
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         return {
-            "engine": engine,
+            "engine": spec,
             "error": err.strip().splitlines()[-1] if err.strip() else f"exit {proc.returncode}",
         }
     result = json.loads(out.strip().splitlines()[-1])
@@ -123,11 +140,15 @@ def main() -> None:
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
         "memory = peak resident set of the whole process tree (Python + Spark's JVM). For Spark: the "
         "partitions its DataFrame analysis sent to the shards, and seconds in analysis / shards / "
-        "merge + balance on the driver (the rest of plan s is the summary, computed on the driver).",
+        "merge + balance on the driver (the rest of plan s is the summary, computed on the driver). "
+        "Seconds are session (starting Spark: JVM, executors) / analysis / shards / merge. In Spark "
+        "jobs = analysis + shards (the analysis includes the driver's conversion of the snapshot to "
+        "Arrow); driver only = plan s minus session and Spark jobs (merge, balance, validation, summary).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
-        "| moved / LB | hard violations after | to shards | analysis / shards / merge s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| moved / LB | hard violations after | to shards | session / analysis / shards / merge s "
+        "| in Spark jobs s | driver only s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     with open(args.output, "a") as f:  # rows are appended as they come, so a long run leaves its results
@@ -143,15 +164,18 @@ def main() -> None:
             for engine in args.engines.split(","):
                 r = run_one(engine, sdir, ipath, args.timeout)
                 if "error" in r:
-                    row = f"| {n} | {brokers} | {engine} | failed: {r['error']} |||||||||"
+                    row = f"| {n} | {brokers} | {engine} | failed: {r['error']} |||||||||||"
                 else:
                     sh = r.get("sharding") or {}
                     secs = sh.get("seconds", {})
                     phases = " / ".join(str(v) for v in secs.values())
+                    jobs = secs.get("analysis", 0.0) + secs.get("shards", 0.0)
+                    driver = float(str(r["plan"])) - jobs - secs.get("session", 0.0)
+                    split = f"{jobs:.1f} | {driver:.1f}" if secs else " | "
                     row = (
                         f"| {n} | {brokers} | {engine} | {r['load']:.1f} | {r['plan']:.1f} | "
                         f"{r['wall']:.1f} | {r['peakMb']:.0f} | {r['partitionsChanged']} | {r['ratio']} | "
-                        f"{r['hard']} | {sh.get('partitionsToRepair', '')} | {phases} |"
+                        f"{r['hard']} | {sh.get('partitionsToRepair', '')} | {phases} | {split} |"
                     )
                 print(row, flush=True)
                 with open(args.output, "a") as f:

@@ -186,10 +186,13 @@ class SparkOptimizer:
         self.settings = settings
         self._session = session
         self.reports: list[dict[str, Any]] = []
+        self._session_s = 0.0
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         settings = self.settings
+        started = time.perf_counter()
         spark = self._session or spark_session(settings.master, settings.driver_memory, conf=settings.conf)
+        self._session_s = time.perf_counter() - started  # 0 when the session was there already
         master = str(spark.sparkContext.master)
         watch = ExecutorWatch(spark.sparkContext, settings.executor_wait_s) if is_cluster(master) else None
         with watch or contextlib.nullcontext(), warnings.catch_warnings():
@@ -233,6 +236,7 @@ class SparkOptimizer:
         raise_if_infeasible(errors)
         plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows)
         report["seconds"] = {
+            "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
             "shards": round(sharded - analysed, 1),
             "mergeAndBalance": round(time.perf_counter() - sharded, 1),
