@@ -46,6 +46,12 @@ def rig_entry(rig_json: dict[str, Any], key: str) -> dict[str, Any]:
     return entry
 
 
+@pytest.fixture(scope="session")
+def spark_entry(rig_json: dict[str, Any]) -> dict[str, Any]:
+    """The Spark standalone cluster's section (key `spark`; tests/rig/spark_rig.py)."""
+    return dict(rig_entry(rig_json, "spark"))
+
+
 # ============================================================================ 2. Kafka
 
 KAFKA_TIMEOUT_S = 60.0  # every wait on Kafka in the tests is bounded by this

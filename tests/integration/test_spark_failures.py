@@ -37,14 +37,6 @@ GOLDEN = ROOT / "tests" / "testdata" / "golden"
 CLI = [str(Path(sys.executable).parent / "kafka-placement")]
 
 
-@pytest.fixture(scope="module")
-def spark_entry(rig_json: dict[str, Any]) -> dict[str, Any]:
-    entry = rig_json.get("spark")
-    if not entry:
-        pytest.fail("rig.json has no 'spark' key: run `make rig-up` (it starts the Spark rig)", pytrace=False)
-    return dict(entry)
-
-
 def driver_env(entry: dict[str, Any]) -> dict[str, str]:
     """The environment of a driver on this machine for the rig's cluster (the workers' Python)."""
     return {

@@ -76,14 +76,6 @@ def cases() -> dict[str, tuple[ClusterSnapshot, Intents, str]]:
 
 
 @pytest.fixture(scope="module")
-def spark_entry(rig_json: dict[str, Any]) -> dict[str, Any]:
-    entry = rig_json.get("spark")
-    if not entry:
-        pytest.fail("rig.json has no 'spark' key: run `make rig-up` (it starts the Spark rig)", pytrace=False)
-    return dict(entry)
-
-
-@pytest.fixture(scope="module")
 def standalone_run(spark_entry: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("standalone")
     for name, (snap, _, text) in cases().items():
