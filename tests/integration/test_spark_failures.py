@@ -82,14 +82,13 @@ def test_an_unreachable_master_fails_in_seconds(spark_entry: dict[str, Any], tmp
 
 def test_no_executor_can_start(spark_entry: dict[str, Any], tmp_path: Path) -> None:
     memory = "2g"  # more than any worker has (spark_rig.WORKER_MEMORY)
-    proc, seconds = plan_cli(
+    proc, _ = plan_cli(
         spark_entry, tmp_path, spark_entry["master"],
         "--spark-conf", f"spark.executor.memory={memory}", "--spark-executor-wait", "10",
     )  # fmt: skip
     line = error_line(proc)
     assert proc.returncode == 1 and "no Spark executor joined within 10s" in line, line
     assert f"spark.executor.memory={memory}" in line and len(line) < 1000
-    assert seconds < 120
     assert_no_outputs(tmp_path)
     deadline = time.monotonic() + 30  # the driver is gone, and so is its application
     while spark_rig.master_status().get("activeapps"):

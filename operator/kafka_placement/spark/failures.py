@@ -128,6 +128,9 @@ class ExecutorWatch:
         had = False
         while not self._stop.wait(self.poll_s):
             try:
+                if self.reason:  # a job submitted after the cancel would wait for executors too
+                    self.sc.cancelAllJobs()
+                    continue
                 count = _executors(self.sc)
             except Exception:  # the context stopped: the job's own error says why
                 return
@@ -143,7 +146,6 @@ class ExecutorWatch:
                     f"(spark.executor.memory={self.sc.getConf().get('spark.executor.memory', '1g')})"
                 )
                 self.sc.cancelAllJobs()
-                return
 
 
 def is_spark_error(e: BaseException) -> bool:
