@@ -158,7 +158,8 @@ def is_spark_error(e: BaseException) -> bool:
 
 
 def first_reason(text: str) -> str:
-    """The most telling line of a Spark error: the Python exception's last line, else the first line."""
+    """The most telling line of a Spark error: a ``Caused by:`` (or a SparkException other than "Job
+    aborted") line, else the last line naming a Python exception, else the first line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     python = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b.*:", line)]
     for line in lines:
