@@ -49,6 +49,7 @@ def operator_env(exchange: Path) -> dict[str, str]:
         "KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR": MOUNT,
         "KAFKA_PLACEMENT_SPARK_EXCHANGE_LOCAL_DIR": str(exchange),
         "KAFKA_PLACEMENT_SPARK_POLL_SECONDS": "0.5",
+        "KAFKA_PLACEMENT_SPARK_LAUNCHER": "SparkApplication",  # the test plays the spark-operator
     }
 
 

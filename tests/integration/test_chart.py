@@ -8,6 +8,7 @@ again), so the Deployments here are validated and stored; their pods do not star
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -136,6 +137,7 @@ def test_spark_rbac_toggle_renders_valid_roles(
         "planner.spark.rbac.create=true",
         "planner.spark.driverServiceAccount.create=true",
         "planner.spark.exchange.claimName=kp-exchange",
+        "planner.spark.conf.spark\\.executor\\.cores=2",
     )
     docs = _docs(text)
     names = {(d["kind"], d["metadata"]["name"]) for d in docs}
@@ -148,9 +150,13 @@ def test_spark_rbac_toggle_renders_valid_roles(
     )
     rule = next(r for r in launcher["rules"] if "sparkapplications" in r["resources"])
     assert rule["apiGroups"] == ["sparkoperator.k8s.io"] and "create" in rule["verbs"]
+    pods = next(r for r in launcher["rules"] if r["resources"] == ["pods"])  # the Pod launcher's driver
+    assert {"create", "get", "delete"} <= set(pods["verbs"])
     pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM"] == "kp-exchange"
+    assert env["KAFKA_PLACEMENT_SPARK_LAUNCHER"] == "Pod"
+    assert json.loads(env["KAFKA_PLACEMENT_SPARK_CONF"] or "") == {"spark.executor.cores": 2}
     assert {"name": "exchange", "mountPath": env["KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR"]} in pod["containers"][
         0
     ]["volumeMounts"]

@@ -24,6 +24,7 @@ from kafka_placement.execution.store import FileStore
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import ConfigChange, ConfigTarget, KafkaGateway
 from kafka_placement.kafka.throttles import (
+    DIR_RATE,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -44,6 +45,18 @@ CLI = Path(sys.executable).parent / "kafka-placement"
 def gateway(kafka_rig: KafkaRig) -> Iterator[KafkaGateway]:
     with KafkaGateway(ConnectionSettings(kafka_rig.bootstrap_servers)) as gw:
         yield gw
+
+
+@pytest.fixture(autouse=True)
+def no_broker_throttle_left(gateway: KafkaGateway, kafka_rig: KafkaRig) -> Iterator[None]:
+    """A test that fails mid-move leaves its throttles: remove the brokers' rates afterwards, so the failure
+    stays its own and does not fail the next modules' "no throttle set" checks too."""
+    yield
+    names = (LEADER_RATE, FOLLOWER_RATE, DIR_RATE)
+    changes = {
+        ConfigTarget.broker(n.id): [ConfigChange(name, "DELETE") for name in names] for n in kafka_rig.nodes
+    }
+    gateway.incremental_alter_configs(changes)
 
 
 def plan_of(entries: list[tuple[str, int, list[int]]]) -> Plan:
@@ -183,7 +196,7 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path, kafka_wait: Wait
 ) -> None:
     topic = new_topic([[1, 2]], config={"min.insync.replicas": "1"})
-    produce(kafka_rig, topic, 1, 80, 100_000)  # 8 MB at 200 KB/s (50 KB/s while held): outlasts the steps
+    produce(kafka_rig, topic, 1, 120, 100_000)  # 12 MB at 200 KB/s (50 KB/s while held): outlasts the steps
     plan = plan_of([(topic, 0, [1, 3])])
     limits = executor.Limits(throttle=200_000, max_reapplies=2, reapply_window_s=20)
     ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits.to_doc())

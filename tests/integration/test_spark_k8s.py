@@ -90,6 +90,7 @@ def settings_for(namespace: str, exchange: Path, **kw: Any) -> SparkK8sSettings:
         "timeout_s": 60.0,
         "poll_s": 0.2,
         "ttl": 600,
+        "launcher": "SparkApplication",
     }
     base.update(kw)
     return SparkK8sSettings(**base)
@@ -268,18 +269,24 @@ def test_api_error_mapping() -> None:
     def ApiException(status: int, reason: str = "") -> KubeError:
         return KubeError(f"Kubernetes API: cannot do it: {status} {reason}", status)
 
-    missing = api_error(ApiException(status=404, reason="Not Found"), "create", "ns1", "kafka-placement-x")
+    apps = settings_for("ns1", Path("/x"))
+    missing = api_error(ApiException(status=404, reason="Not Found"), "create", apps, "kafka-placement-x")
     assert missing.message == (
-        "the SparkApplication CRD (sparkoperator.k8s.io/v1beta2) is not installed: "
-        "install the Kubeflow spark-operator or use --engine spark"
+        "the SparkApplication CRD (sparkoperator.k8s.io/v1beta2) is not installed: install the Kubeflow "
+        "spark-operator, or use the Pod launcher (spec.planner.spark.launcher: Pod) or --engine spark"
     )
-    forbidden = api_error(ApiException(status=403, reason="Forbidden"), "create", "ns1", "kafka-placement-x")
+    forbidden = api_error(ApiException(status=403, reason="Forbidden"), "create", apps, "kafka-placement-x")
     assert "forbidden" in forbidden.message and "ns1" in forbidden.message
     assert "create" in forbidden.message and "sparkapplications.sparkoperator.k8s.io" in forbidden.message
-    gone = api_error(ApiException(status=404), "get", "ns1", "kafka-placement-x")
+    gone = api_error(ApiException(status=404), "get", apps, "kafka-placement-x")
     assert "kafka-placement-x" in gone.message and "not found" in gone.message
-    other = api_error(ApiException(status=500, reason="Internal Server Error"), "create", "ns1")
+    other = api_error(ApiException(status=500, reason="Internal Server Error"), "create", apps)
     assert "500" in other.message
+    pods = settings_for("ns1", Path("/x"), launcher="Pod")
+    no_ns = api_error(ApiException(status=404, reason="Not Found"), "create", pods, "kafka-placement-x")
+    assert no_ns.message == "cannot create the Spark driver pod: namespace ns1 not found"
+    pod_forbidden = api_error(ApiException(status=403), "create", pods, "kafka-placement-x")
+    assert "may not create pods in namespace ns1" in pod_forbidden.message
 
 
 def test_manifest_paths_and_invalid_run_id(tmp_path: Path) -> None:
@@ -314,7 +321,7 @@ def test_cli_plan_on_kubernetes_waits_for_the_application_and_writes_its_plan(
         str(cli), "plan", "--snapshot", str(SCENARIO / "snapshot.json"), "--intents",
         str(SCENARIO / "intents.yaml"), "--engine", "spark-k8s", "--spark-image", "registry.example/kp:1",
         "--exchange-claim", "kp-exchange", "--exchange-dir", str(exchange), "--spark-namespace",
-        k8s_namespace, "--kubeconfig", str(k8s_rig["kubeconfig"]),
+        k8s_namespace, "--kubeconfig", str(k8s_rig["kubeconfig"]), "--spark-launcher", "SparkApplication",
     ]  # fmt: skip
 
     seen: set[str] = set()

@@ -104,3 +104,30 @@ def test_placement_key_changes_with_placement_not_with_sizes() -> None:
     assert placement_key(a, "x", settings) == placement_key(bigger, "x", settings)
     assert placement_key(a, "x", settings) != placement_key(moved, "x", settings)
     assert placement_key(a, "x", settings) != placement_key(a, "y", settings)
+
+
+def test_the_launcher_defaults_to_pod_and_an_unknown_one_is_bad_input() -> None:
+    assert spark_k8s_settings({}, "kafka", False, env=HELM).launcher == "Pod"
+    helm_apps = {**HELM, "KAFKA_PLACEMENT_SPARK_LAUNCHER": "SparkApplication"}
+    assert spark_k8s_settings({}, "kafka", False, env=helm_apps).launcher == "SparkApplication"
+    spec = {"planner": {"spark": {"launcher": "Pod"}}}
+    assert spark_k8s_settings(spec, "kafka", False, env=helm_apps).launcher == "Pod"
+    with pytest.raises(BadInputError) as err:
+        spark_k8s_settings({"planner": {"spark": {"launcher": "Job"}}}, "kafka", False, env=HELM)
+    assert "spec.planner.spark.launcher" in err.value.message and "Pod, SparkApplication" in err.value.message
+
+
+def test_spark_conf_comes_from_the_helm_values_then_the_spec() -> None:
+    helm = {**HELM, "KAFKA_PLACEMENT_SPARK_CONF": '{"spark.executor.cores": 2, "spark.a": "x"}'}
+    spec = {"planner": {"spark": {"sparkConf": {"spark.a": "y", "spark.b": True}}}}
+    got = spark_k8s_settings(spec, "kafka", False, env=helm).conf
+    assert dict(got) == {"spark.executor.cores": "2", "spark.a": "y", "spark.b": "true"}
+    assert spark_k8s_settings({}, "kafka", False, env=HELM).conf == ()
+    for bad_env, bad_spec in (("[1]", {}), ("{", {}), ("{}", {"sparkConf": {"executor.cores": "2"}})):
+        with pytest.raises(BadInputError):
+            spark_k8s_settings(
+                {"planner": {"spark": bad_spec}},
+                "kafka",
+                False,
+                env={**HELM, "KAFKA_PLACEMENT_SPARK_CONF": bad_env},
+            )

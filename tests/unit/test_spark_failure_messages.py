@@ -121,3 +121,15 @@ def test_our_own_bugs_are_not_dressed_as_spark_failures() -> None:
     with pytest.raises(KeyError):
         raise spark_failure(KeyError("topic"), "spark://m:1")
     assert first_reason("\n\n") == ""
+
+
+def test_root_cause_is_the_last_caused_by_line() -> None:
+    from kafka_placement.spark.failures import root_cause
+
+    text = (
+        "org.apache.spark.SparkException: External scheduler cannot be instantiated\n"
+        "Caused by: java.lang.reflect.InvocationTargetException\n"
+        "Caused by: java.net.UnknownHostException: kubernetes.default.svc\n"
+    )
+    assert root_cause(text) == "Caused by: java.net.UnknownHostException: kubernetes.default.svc"
+    assert root_cause("ValueError: x\n") == "ValueError: x"

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from .. import __version__
 from ..model.errors import PlacementError
 from ..model.jsonio import clip
-from . import crd_cmds, kafka_cmds, operator_cmds, planning_cmds
+from . import crd_cmds, kafka_cmds, operator_cmds, planning_cmds, spark_pod_cmds
 from ._args import BoundedParser
 
 MESSAGE_LIMIT = 3000
 
-_GROUPS = (planning_cmds, kafka_cmds, crd_cmds, operator_cmds)
+_GROUPS = (planning_cmds, kafka_cmds, crd_cmds, operator_cmds, spark_pod_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

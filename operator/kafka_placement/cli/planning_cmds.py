@@ -7,16 +7,19 @@ all through ``_io.write_outputs`` (all or none). Integer flags are range-checked
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
+from ..model.crd_parts import SPARK_MEMORY_PATTERN
 from ..model.errors import BadInputError
 from ..model.intents import MAX_REPLICATION_FACTOR, Intents
-from ..model.jsonio import INT32_MAX
+from ..model.jsonio import INT32_MAX, clip
 from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
+from ..spark.driver_pod import LAUNCHERS
 from ..spark.engines import ENGINES, EngineSettings, plan_with
 from ..spark.failures import validate_master
 from ._args import int_in, key_value
@@ -32,6 +35,7 @@ from ._io import (
 )
 
 MAX_SHARDS = 100_000
+SPARK_MEMORY = re.compile(SPARK_MEMORY_PATTERN)
 
 
 def load_intents(path: str) -> Intents:
@@ -75,7 +79,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> PlanResult:
-    """``--engine spark-k8s``: the Spark job as a SparkApplication (Kubeflow spark-operator)."""
+    """``--engine spark-k8s``: the Spark job on Kubernetes (a driver pod, or a SparkApplication)."""
     from pathlib import Path
 
     from ..kube.gateway import KubeGateway
@@ -88,12 +92,24 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
     ]
     if missing:
         raise BadInputError(f"--engine spark-k8s needs {', '.join(missing)}", "plan")
+    if not SPARK_MEMORY.fullmatch(args.spark_memory):
+        raise BadInputError(
+            f"'{clip(args.spark_memory, 40)}' is not a Spark memory size (e.g. 512m, 2g)", "--spark-memory"
+        )
     settings = SparkK8sSettings(
         namespace=args.spark_namespace,
         image=args.spark_image,
         exchange_claim=args.exchange_claim,
         exchange_dir=Path(args.exchange_dir),
         exchange_mount=args.exchange_mount,
+        launcher=args.spark_launcher,
+        executor_instances=args.spark_executors,
+        driver_memory=args.spark_memory,
+        executor_memory=args.spark_memory,
+        timeout_s=float(args.spark_timeout),
+        service_account=args.spark_service_account,
+        extra_arguments=("--reactive-cordon",) if args.reactive_cordon else (),
+        conf=tuple(args.spark_conf),
     )
     kube = KubeGateway.from_config(args.kubeconfig)
     plan, summary = run_on_kubernetes(kube, snapshot, read_text(args.intents, "intents"), settings)
@@ -140,7 +156,8 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Spark setting for --engine spark (repeatable), e.g. spark.executor.memory=4g",
+        help="a Spark setting for --engine spark, or for the driver of --engine spark-k8s with the Pod "
+        "launcher (repeatable), e.g. spark.executor.memory=4g",
     )
     p.add_argument(
         "--spark-executor-wait",
@@ -155,7 +172,26 @@ def register(sub: Any) -> None:
         default=0,
         help="Spark shards (default 0: 1 for up to 1000 partitions to repair, else 4 per core)",
     )
-    k = p.add_argument_group("--engine spark-k8s (a SparkApplication of the Kubeflow spark-operator)")
+    k = p.add_argument_group("--engine spark-k8s (the Spark job as pods on Kubernetes)")
+    k.add_argument(
+        "--spark-launcher",
+        choices=LAUNCHERS,
+        default="Pod",
+        help="Pod: a driver pod, Spark starts executor pods (default); SparkApplication: the Kubeflow "
+        "spark-operator runs the job",
+    )
+    k.add_argument(
+        "--spark-executors", type=int_in(1, 1000), default=2, help="executor pods (launcher Pod; default 2)"
+    )
+    k.add_argument("--spark-memory", default="2g", help="memory of the driver and each executor (default 2g)")
+    k.add_argument(
+        "--spark-timeout",
+        type=int_in(1, 86_400),
+        default=1800,
+        metavar="SECONDS",
+        help="delete the run and fail after this long (default 1800)",
+    )
+    k.add_argument("--spark-service-account", default="kafka-placement-spark", help="the driver's")
     k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     k.add_argument("--spark-namespace", default="default")
     k.add_argument("--spark-image", help="image with kafka-placement and its Spark job")

@@ -1,29 +1,35 @@
 """How the operator plans one KafkaCluster: the engine its spec asks for, and spark-k8s settings.
 
 ``spec.planner.engine`` (else the Helm default, env ``KAFKA_PLACEMENT_PLANNER_ENGINE``) picks the engine.
-``local``, ``spark`` and ``auto`` plan in the operator process. ``spark-k8s`` runs the planning job as a
-SparkApplication (``spark.k8s``): image, service account, namespace, executors, memory and timeout come
-from ``spec.planner.spark``, falling back to the Helm values the Deployment passes as
+``local``, ``spark`` and ``auto`` plan in the operator process. ``spark-k8s`` runs the planning job on
+Kubernetes (``spark.k8s``): a driver pod whose Spark starts executor pods (launcher ``Pod``, the
+default) or a SparkApplication of the Kubeflow spark-operator (launcher ``SparkApplication``).
+Launcher, image, service account, namespace, executors, memory and timeout come from
+``spec.planner.spark``, falling back to the Helm values the Deployment passes as
 ``KAFKA_PLACEMENT_SPARK_*``. Snapshot and plan travel through the Deployment's exchange volume: the
 PersistentVolumeClaim ``KAFKA_PLACEMENT_SPARK_EXCHANGE_CLAIM``, mounted at
 ``KAFKA_PLACEMENT_SPARK_EXCHANGE_DIR`` in the operator pod and at the same path in the Spark pods
 (``KAFKA_PLACEMENT_SPARK_EXCHANGE_LOCAL_DIR`` overrides where this process finds it, for an operator
 that runs outside a pod). Missing settings are bad input naming what to set.
 
-No reconcile waits for Spark: a reconcile submits the SparkApplication (its run id, the placement it
-plans and when, in the ``SparkRun`` record: ConfigMap ``kafka-placement-<cluster>-planning``), the
-following ones read its state (the intents stay Planning, the message says what the application is
-doing) until it completed, failed or ran out of ``timeoutSeconds``. A Spark job is not launched on every
+No reconcile waits for Spark: a reconcile creates the driver pod or SparkApplication (its run id, the
+placement it plans and when, in the ``SparkRun`` record: ConfigMap ``kafka-placement-<cluster>-planning``),
+the following ones read its state (the intents stay Planning, the message says what the run is doing)
+until it completed, failed (a driver's bad-input or infeasible exit is reported as such) or ran out of
+``timeoutSeconds``. A Spark job is not launched on every
 reconcile: its result (plan, or the error that stopped it) is reused while the intents and the
 placement (brokers, dirs, each partition's replicas and dirs) are unchanged, for at most
 ``spec.planner.spark.replanSeconds``; so a converged cluster is verified by one job after each change,
 and a failed job is not relaunched in a loop. A run planning an older placement is deleted when the
-placement changes. The record survives a restart or a new leader, which picks the run up.
+placement changes; a superseded run's pod or application and its exchange sub-directory are removed
+(a failed driver pod stays for ``kubectl logs`` until then). The record survives a restart or a new
+leader, which picks the run up.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +61,7 @@ def engine_of(spec: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> s
 def spark_k8s_settings(
     spec: Mapping[str, Any], namespace: str, reactive_cordon: bool, env: Mapping[str, str] = os.environ
 ) -> SparkK8sSettings:
-    """The SparkApplication settings for a KafkaCluster (``spec.planner.spark``, then the Helm values)."""
+    """The spark-k8s settings for a KafkaCluster (``spec.planner.spark``, then the Helm values)."""
     spark = (spec.get("planner") or {}).get("spark") or {}
     image = spark.get("image") or env.get(ENV + "SPARK_IMAGE")
     if not image:
@@ -73,7 +79,15 @@ def spark_k8s_settings(
             "spec.planner.engine",
         )
     memory = str(spark.get("memory") or env.get(ENV + "SPARK_MEMORY") or "2g")
+    launcher = str(spark.get("launcher") or env.get(ENV + "SPARK_LAUNCHER") or "Pod")
+    if launcher not in k8s.LAUNCHERS:
+        raise BadInputError(
+            f"unknown Spark launcher '{launcher[:40]}': expected one of {', '.join(k8s.LAUNCHERS)}",
+            "spec.planner.spark.launcher",
+        )
     return SparkK8sSettings(
+        launcher="Pod" if launcher == "Pod" else "SparkApplication",
+        conf=_spark_conf(spark, env),
         namespace=str(spark.get("namespace") or env.get(ENV + "SPARK_NAMESPACE") or namespace),
         image=str(image),
         exchange_claim=claim,
@@ -91,6 +105,30 @@ def spark_k8s_settings(
         poll_s=float(env.get(ENV + "SPARK_POLL_SECONDS") or 5),
         extra_arguments=("--reactive-cordon",) if reactive_cordon else (),
     )
+
+
+def _spark_conf(spark: Mapping[str, Any], env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The Helm values' ``planner.spark.conf`` (env ``KAFKA_PLACEMENT_SPARK_CONF``, a JSON object), then
+    ``spec.planner.spark.sparkConf`` over it."""
+    conf: dict[str, str] = {}
+    raw = env.get(ENV + "SPARK_CONF") or "{}"
+    try:
+        helm = json.loads(raw)
+    except json.JSONDecodeError:
+        helm = None
+    if not isinstance(helm, dict):
+        raise BadInputError(
+            f"{ENV}SPARK_CONF is not a JSON object of Spark settings: {raw[:100]}", "planner.spark.conf"
+        )
+    for source in (helm, spark.get("sparkConf") or {}):
+        for key, value in source.items():
+            if not isinstance(value, str | int | float | bool) or not str(key).startswith("spark."):
+                raise BadInputError(
+                    f"'{str(key)[:100]}' is not a Spark setting with a scalar value (spark.KEY: VALUE)",
+                    "spec.planner.spark.sparkConf",
+                )
+            conf[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return tuple(conf.items())
 
 
 APPROVAL_FIELDS = ("approval", "approvedPlan", "paused")  # gate execution, do not change the plan
@@ -136,6 +174,7 @@ class SparkRun(BaseModel):
     state: Literal["Submitted", "Completed", "Failed"] = "Submitted"
     finished_at: float | None = None
     error: str | None = Field(None, max_length=2000)
+    reason: str | None = Field(None, max_length=40)  # the error's condition reason (Failed, Infeasible, ...)
 
     @staticmethod
     def load(store: Store) -> SparkRun | None:
@@ -201,62 +240,72 @@ def _spark_k8s_step(
     key = placement_key(snapshot, text, settings)
     run = SparkRun.load(runs)
     if run is not None and run.key == key:
-        name = k8s.application_name(run.run_id)
         if run.state != "Submitted" and now - (run.finished_at or 0.0) < replan:
             if run.state == "Failed":
-                return Planned(error_reason="Failed", error=run.error)
+                return Planned(error_reason=run.reason or "Failed", error=run.error)
             try:
-                plan, summary = k8s.read_outputs(settings.exchange_dir / run.run_id, name)
-                summary |= {"engine": "spark-k8s", "sparkApplication": f"{settings.namespace}/{name}"}
-                return Planned(plan=plan, summary=summary)
+                what = k8s.describe(settings, run.run_id)
+                plan, summary = k8s.read_outputs(settings.exchange_dir / run.run_id, what)
+                return Planned(plan=plan, summary=summary | k8s.summary_fields(settings, run.run_id))
             except PlacementError:
                 pass  # the exchange dir was cleaned: plan again
         elif run.state == "Submitted":
             return _poll(kube, runs, run, settings, now)
-    if run is not None and run.state == "Submitted":  # planning an older placement: stop it
-        k8s.delete_application(kube, settings, run.run_id)
-        k8s.remove_inputs(settings.exchange_dir / run.run_id)
+    if run is not None:  # superseded: stop it if it still runs (a failed driver pod was kept for its log)
+        if run.state != "Completed":
+            k8s.delete_application(kube, settings, run.run_id)
+        k8s.remove_run(settings.exchange_dir / run.run_id)
     fresh = SparkRun(run_id=k8s.new_run_id(), key=key, submitted_at=now)
     fresh.save(runs)  # first: of two writers only one gets here (compare-and-swap), so one submission
     try:
-        name = k8s.submit(kube, snapshot, text, settings, fresh.run_id)
+        k8s.submit(kube, snapshot, text, settings, fresh.run_id)
     except PlacementError as e:
-        _finish(runs, fresh, now, e.message)
+        _finish(runs, fresh, now, e)
         raise
-    return Planned(running=f"Spark application {settings.namespace}/{name} submitted; planning")
+    return Planned(running=f"{k8s.describe(settings, fresh.run_id)} submitted; planning")
 
 
 def _poll(kube: KubeGateway, runs: Store, run: SparkRun, settings: SparkK8sSettings, now: float) -> Planned:
-    name = k8s.application_name(run.run_id)
+    what = k8s.describe(settings, run.run_id)
     state = k8s.application_state(kube, settings, run.run_id)
-    result = k8s.outcome(state, name)
+    result = k8s.outcome(state, what)
     if result == "completed":
         try:
             plan, summary = k8s.collect(kube, settings, run.run_id)
         except PlacementError as e:
-            _finish(runs, run, now, e.message, settings)
+            _finish(runs, run, now, e, settings)
             raise
         _finish(runs, run, now, None, settings)
         return Planned(plan=plan, summary=summary)
     if isinstance(result, PlacementError):
-        _finish(runs, run, now, result.message, settings)
+        _finish(runs, run, now, result, settings)
         raise result
     if now - run.submitted_at >= settings.timeout_s:
         k8s.delete_application(kube, settings, run.run_id)
-        error = k8s.timed_out(name, settings, (state or ("", ""))[0])
-        _finish(runs, run, now, error.message, settings)
+        error = k8s.timed_out(what, settings, state.state if state else "")
+        _finish(runs, run, now, error, settings)
         raise error
-    shown = (state or ("", ""))[0] or "submitted, not yet started by the spark-operator"
+    shown = (state.state if state else "") or (
+        "created, not yet scheduled"
+        if settings.launcher == "Pod"
+        else "submitted, not yet started by the spark-operator"
+    )
     since = datetime.fromtimestamp(run.submitted_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     # no running clock in the message: an unchanged message writes no status and posts no Event
-    return Planned(running=f"Spark application {settings.namespace}/{name}: {shown} (submitted {since})")
+    return Planned(running=f"{what}: {shown} (submitted {since})")
 
 
 def _finish(
-    runs: Store, run: SparkRun, now: float, error: str | None, settings: SparkK8sSettings | None = None
+    runs: Store,
+    run: SparkRun,
+    now: float,
+    error: PlacementError | None,
+    settings: SparkK8sSettings | None = None,
 ) -> None:
     """Record the run's end (its inputs go, its outputs stay for reuse)."""
     if settings is not None and not settings.keep_inputs:
         k8s.remove_inputs(settings.exchange_dir / run.run_id)
-    run.state, run.finished_at, run.error = ("Failed" if error else "Completed"), now, error and error[:2000]
+    run.state, run.finished_at = ("Failed" if error else "Completed"), now
+    run.error = error.message[:2000] if error else None
+    run.reason = error.reason if error else None
     run.save(runs)

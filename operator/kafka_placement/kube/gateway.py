@@ -1,4 +1,4 @@
-"""The one gateway to the Kubernetes API: custom resources, Secrets, ConfigMaps, Leases, Events.
+"""The one gateway to the Kubernetes API: custom resources, Secrets, ConfigMaps, Pods, Leases, Events.
 
 Every Kubernetes call of the operator and the CLI goes through ``KubeGateway`` (an import-linter
 contract forbids the ``kubernetes`` package everywhere else), as ``kafka/gateway.py`` is for Kafka:
@@ -257,6 +257,33 @@ class KubeGateway:
             token = (got.get("metadata") or {}).get("continue")
             if not token:
                 return
+
+    # ---- Pods (the spark-k8s engine's driver pod) ------------------------------------------------------
+
+    def create_pod(self, ns: str, body: Obj) -> Obj:
+        name = body["metadata"]["name"]
+        made: Obj = self._call(
+            f"create Pod {ns}/{name}", self.core.create_namespaced_pod, ns, body, missing_ok=False
+        )
+        return made
+
+    def read_pod(self, ns: str, name: str) -> Obj | None:
+        got: Obj | None = self._call(f"read Pod {ns}/{name}", self.core.read_namespaced_pod, name, ns)
+        return got
+
+    def delete_pod(self, ns: str, name: str) -> bool:
+        """Delete with background propagation (what the pod owns, e.g. Spark's executors, goes too);
+        False when it did not exist."""
+        return (
+            self._call(
+                f"delete Pod {ns}/{name}",
+                self.core.delete_namespaced_pod,
+                name,
+                ns,
+                propagation_policy="Background",
+            )
+            is not None
+        )
 
     # ---- Leases --------------------------------------------------------------------------------------
 

@@ -370,6 +370,21 @@ def _kafka_cluster_spec() -> Schema:
                         "Settings of the spark-k8s engine; absent fields take the operator's Helm values "
                         "(planner.spark). The exchange volume is the operator Deployment's.",
                         {
+                            "launcher": _str(
+                                "Pod: the operator creates a driver pod and Spark starts its executor pods "
+                                "(nothing else to install); SparkApplication: the Kubeflow spark-operator "
+                                "runs the job.",
+                                enum=["Pod", "SparkApplication"],
+                                default="Pod",
+                            ),
+                            "sparkConf": {
+                                "type": "object",
+                                "description": "More Spark settings of the Pod launcher's driver, e.g. "
+                                "spark.executor.cores or spark.kubernetes.executor.request.cores; they win "
+                                "over the operator's own and the Helm values' (planner.spark.conf).",
+                                "maxProperties": 100,
+                                "additionalProperties": {"type": "string", "maxLength": 1000},
+                            },
                             "image": _str("Container image of the Spark driver and executors.", minLength=1),
                             "serviceAccount": _name("Service account of the Spark driver."),
                             "namespace": _name("Namespace the Spark job runs in; absent = this namespace."),

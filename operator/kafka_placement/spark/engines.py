@@ -40,7 +40,7 @@ from ..planning.sharding import (
     shard_of,
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
-from .failures import ExecutorWatch, check_master, first_reason, is_cluster, is_spark_error, spark_failure
+from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .shipping import ship
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -161,7 +161,7 @@ def spark_session(
             raise
         raise PlacementError(
             f"Spark did not start (master {clip(master or 'of spark-submit', 200)}): "
-            f"{type(e).__name__}: {clip(first_reason(str(e)), 600)}"
+            f"{type(e).__name__}: {clip(root_cause(str(e)), 600)}"
         ) from e
     session.sparkContext.setLogLevel("ERROR")
     ship(session.sparkContext)  # a cluster's executors do not have this package

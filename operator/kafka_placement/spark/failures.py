@@ -168,6 +168,13 @@ def first_reason(text: str) -> str:
     return python[-1] if python else (lines[0] if lines else "")
 
 
+def root_cause(text: str) -> str:
+    """The last ``Caused by:`` line of a Java stack (where a failure started, e.g. an unknown host), else
+    ``first_reason``."""
+    causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
+    return causes[-1] if causes else first_reason(text)
+
+
 def spark_failure(e: BaseException, master: str, watch: ExecutorWatch | None = None) -> PlacementError:
     """The ``PlacementError`` for an exception raised by Spark (py4j's or pyspark's); any other
     exception is re-raised as it is (a bug of ours stays an unexpected failure)."""

@@ -1,19 +1,24 @@
-"""The ``spark-k8s`` engine: the Spark planning job (``spark/job.py``) as a SparkApplication on Kubernetes.
+"""The ``spark-k8s`` engine: the Spark planning job run by Kubernetes, through one of two launchers.
 
-The Kubeflow spark-operator runs the job from a ``SparkApplication`` (``sparkoperator.k8s.io/v1beta2``)
-this module creates. Snapshot, intents and plan are exchanged through a shared volume, the *exchange
-dir*: a PersistentVolumeClaim mounted at ``exchange_mount`` in the Spark driver and executors, and
-visible to this process at ``exchange_dir`` (the same claim mounted in the operator pod, or any local
-path holding the same files). One run uses the sub-directory ``<run_id>``::
+``Pod`` (the default): this module creates a driver pod that runs ``kafka-placement plan --engine spark``
+against the API server; Spark's own Kubernetes scheduler starts the executor pods (``spark.driver_pod``).
+``SparkApplication``: the Kubeflow spark-operator runs the job (``spark/job.py``) from a
+``SparkApplication`` (``sparkoperator.k8s.io/v1beta2``) this module creates. Snapshot, intents and plan
+are exchanged through a shared volume, the *exchange dir*: a PersistentVolumeClaim mounted at
+``exchange_mount`` in the Spark driver (and, for a SparkApplication, the executors), and visible to
+this process at ``exchange_dir`` (the same claim mounted in the operator pod, or any local path
+holding the same files). One run uses the sub-directory ``<run_id>``::
 
     <exchange>/<run_id>/snapshot.json   written here, read by the job
     <exchange>/<run_id>/intents.yaml    written here, read by the job
     <exchange>/<run_id>/plan.json       written by the job, read here
     <exchange>/<run_id>/summary.json    written by the job, read here
 
-The steps: ``submit`` writes the inputs and creates the application; ``application_state`` reads its
-``.status.applicationState`` and ``outcome`` says whether it completed, still runs or failed; ``collect``
-reads the plan (and deletes a completed application); ``delete_application`` ends one that timed out.
+The steps: ``submit`` writes the inputs and creates the driver pod or the application; ``application_state``
+reads the pod's phase or the application's ``.status.applicationState``, and ``outcome`` says whether it
+completed, still runs or failed (a driver that exits 2 or 3 is bad input or infeasible, as the CLI's exit
+codes say); ``collect`` reads the plan (and deletes the completed pod or application);
+``delete_application`` ends one that timed out or plans an outdated placement.
 ``run_on_kubernetes`` (the CLI) loops over them until COMPLETED, a failure state or the timeout; the
 operator runs one step per reconcile (handlers/planner.py), so no reconcile waits for Spark. The
 inputs are removed afterwards (unless ``keep_inputs``); the outputs stay. The driver and executors
@@ -27,15 +32,17 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..kube.gateway import KubeError, KubeGateway
-from ..model.errors import PlacementError
+from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from . import driver_pod as pods
 
 GROUP = "sparkoperator.k8s.io"
 VERSION = "v1beta2"
@@ -47,8 +54,9 @@ RUN_ID_LABEL = "kafkaplacement.io/run-id"
 APP_LABEL = "app.kubernetes.io/name"
 RUN_UID = 10001
 
-COMPLETED = "COMPLETED"
-FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED", "FAILING", "INVALIDATING", "UNKNOWN"})
+COMPLETED = pods.COMPLETED
+FAILED_STATES = frozenset({pods.FAILED, "SUBMISSION_FAILED", "FAILING", "INVALIDATING", "UNKNOWN"})
+LAUNCHERS = pods.LAUNCHERS
 
 _RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
@@ -84,6 +92,8 @@ class SparkK8sSettings:
     ttl: int = 3600
     keep_application: bool = False  # keep a COMPLETED application (default: delete it once read)
     keep_inputs: bool = False  # keep snapshot.json / intents.yaml in the run dir
+    launcher: Literal["Pod", "SparkApplication"] = "Pod"
+    conf: tuple[tuple[str, str], ...] = ()  # more Spark settings for the Pod launcher's driver (last wins)
 
 
 def new_run_id() -> str:
@@ -174,131 +184,184 @@ def spark_application(run_id: str, settings: SparkK8sSettings) -> dict[str, Any]
     }
 
 
-def api_error(e: KubeError, verb: str, namespace: str, name: str = "") -> PlacementError:
-    """A clear PlacementError for a Kubernetes API failure of ``verb`` on sparkapplications."""
-    status = e.status
-    what = f"SparkApplication {name}" if name else "SparkApplications"
+@dataclass(frozen=True)
+class RunState:
+    """What the run's pod or application says: its state ("" before anything ran it), the error message
+    of a failed run, and the driver's exit code where Kubernetes reports it (the Pod launcher)."""
+
+    state: str
+    message: str = ""
+    exit_code: int | None = None
+
+
+def describe(settings: SparkK8sSettings, run_id: str) -> str:
+    """The run as messages name it: ``Spark driver pod NS/NAME`` or ``Spark application NS/NAME``."""
+    kind = "driver pod" if settings.launcher == "Pod" else "application"
+    return f"Spark {kind} {settings.namespace}/{application_name(run_id)}"
+
+
+def api_error(e: KubeError, verb: str, settings: SparkK8sSettings, name: str = "") -> PlacementError:
+    """A clear PlacementError for a Kubernetes API failure of ``verb`` on the run's pod or application."""
+    status, namespace = e.status, settings.namespace
+    pod = settings.launcher == "Pod"
+    kind, resource = ("driver pod", "pods") if pod else ("SparkApplication", f"{PLURAL}.{GROUP}")
+    what = f"{kind} {name}" if name else resource
     if status == 404 and verb == "create":
+        if pod:
+            return PlacementError(f"cannot create the Spark driver pod: namespace {namespace} not found")
         return PlacementError(
-            f"the SparkApplication CRD ({API_VERSION}) is not installed: "
-            "install the Kubeflow spark-operator or use --engine spark"
+            f"the SparkApplication CRD ({API_VERSION}) is not installed: install the Kubeflow "
+            "spark-operator, or use the Pod launcher (spec.planner.spark.launcher: Pod) or --engine spark"
         )
     if status == 404:
         return PlacementError(f"{what} in namespace {namespace} not found (deleted while planning?)")
     if status == 403:
         return PlacementError(
-            f"forbidden: this service account may not {verb} {PLURAL}.{GROUP} in namespace {namespace}; "
-            f"grant '{verb}' on {PLURAL} ({GROUP}) in a Role bound to it"
+            f"forbidden: this service account may not {verb} {resource} in namespace {namespace}; "
+            f"grant '{verb}' on {resource} in a Role bound to it"
         )
     if status == 409 and verb == "create":
         return PlacementError(f"{what} already exists in namespace {namespace}: use another run id")
+    if status == 422 and verb == "create":
+        return PlacementError(f"the {what} was refused by the API server: {e.message}")
     return PlacementError(f"while trying to {verb} {what} in {namespace}: {e.message}")
 
 
-def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str) -> None:
-    """The job's inputs in the run dir (created group-writable so the Spark pods can write outputs)."""
+def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, extra: dict[str, str]) -> None:
+    """The job's inputs (and ``extra`` files) in the run dir, created group-writable so the Spark pods
+    can write their outputs."""
     try:
         run_dir.mkdir(parents=True, exist_ok=False)
         run_dir.chmod(0o2775)
         (run_dir / "snapshot.json").write_text(snapshot.dumps() + "\n", encoding="utf-8")
         (run_dir / "intents.yaml").write_text(intents_text, encoding="utf-8")
+        for name, text in extra.items():
+            (run_dir / name).write_text(text, encoding="utf-8")
     except OSError as e:
         raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
 
 
-def read_outputs(run_dir: Path, name: str) -> tuple[Plan, dict[str, Any]]:
+def read_outputs(run_dir: Path, what: str) -> tuple[Plan, dict[str, Any]]:
     """The plan and summary the job wrote; a missing or invalid plan is a clear error."""
     plan_path = run_dir / "plan.json"
     if not plan_path.is_file():
-        raise PlacementError(f"Spark application {name} completed but wrote no plan: {plan_path} not found")
+        raise PlacementError(f"{what} completed but wrote no plan: {plan_path} not found")
     try:
         plan = Plan.loads(plan_path.read_text(encoding="utf-8"), source=str(plan_path))
     except PlacementError as e:
-        raise PlacementError(f"Spark application {name} wrote an invalid plan: {e.message}") from e
+        raise PlacementError(f"{what} wrote an invalid plan: {e.message}") from e
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():  # the job writes it beside the plan: without it the run is broken
-        raise PlacementError(
-            f"Spark application {name} completed but wrote no summary: {summary_path} not found"
-        )
+        raise PlacementError(f"{what} completed but wrote no summary: {summary_path} not found")
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise PlacementError(
-            f"Spark application {name} wrote an invalid summary {summary_path}: {str(e)[:200]}"
-        ) from None
+        raise PlacementError(f"{what} wrote an invalid summary {summary_path}: {str(e)[:200]}") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("partitionsChanged"), int):
-        raise PlacementError(
-            f"Spark application {name} wrote an invalid summary {summary_path}: not a planning summary"
-        )
+        raise PlacementError(f"{what} wrote an invalid summary {summary_path}: not a planning summary")
     return plan, summary
 
 
 def remove_inputs(run_dir: Path) -> None:
-    for f in ("snapshot.json", "intents.yaml"):
+    for f in ("snapshot.json", "intents.yaml", pods.EXECUTOR_TEMPLATE):
         (run_dir / f).unlink(missing_ok=True)
+
+
+def remove_run(run_dir: Path) -> None:
+    """Remove a superseded run's directory (inputs and outputs); best effort."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _labels(run_id: str) -> dict[str, str]:
+    return {APP_LABEL: "kafka-placement", RUN_ID_LABEL: run_id}
 
 
 def submit(
     kube: KubeGateway, snapshot: ClusterSnapshot, intents_text: str, settings: SparkK8sSettings, run_id: str
 ) -> str:
-    """Write the run's inputs and create its SparkApplication; returns the application's name."""
+    """Write the run's inputs and create its driver pod or SparkApplication; returns its name."""
     name = application_name(check_run_id(run_id))
     run_dir = Path(settings.exchange_dir) / run_id
-    write_inputs(run_dir, snapshot, intents_text)
+    pod = settings.launcher == "Pod"
+    extra = {pods.EXECUTOR_TEMPLATE: pods.executor_template(_labels(run_id))} if pod else {}
+    write_inputs(run_dir, snapshot, intents_text, extra)
     try:
-        kube.create_custom(GROUP, VERSION, settings.namespace, PLURAL, spark_application(run_id, settings))
+        if pod:
+            kube.create_pod(settings.namespace, pods.driver_pod(run_id, name, _labels(run_id), settings))
+        else:
+            kube.create_custom(
+                GROUP, VERSION, settings.namespace, PLURAL, spark_application(run_id, settings)
+            )
     except KubeError as e:
         remove_inputs(run_dir)
-        raise api_error(e, "create", settings.namespace, name) from None
+        raise api_error(e, "create", settings, name) from None
     return name
 
 
-def application_state(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[str, str] | None:
-    """``(state, errorMessage)`` of the run's application ("" before the spark-operator saw it); None when
-    it does not exist. A transient API error reads as ``("", "")``: the caller polls again."""
+def application_state(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> RunState | None:
+    """The run's state (``RunState("")`` before anything ran it); None when its pod or application does not
+    exist. A transient API error reads as ``RunState("")``: the caller polls again."""
     name = application_name(run_id)
     try:
-        app = kube.get_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
+        if settings.launcher == "Pod":
+            obj = kube.read_pod(settings.namespace, name)
+        else:
+            obj = kube.get_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
     except KubeError as e:
         if e.status == 403:
-            raise api_error(e, "get", settings.namespace, name) from None
-        return "", ""
-    if app is None:
+            raise api_error(e, "get", settings, name) from None
+        return RunState("")
+    if obj is None:
         return None
-    state = ((app.get("status") or {}).get("applicationState")) or {}
-    return str(state.get("state") or ""), str(state.get("errorMessage") or "")
+    if settings.launcher == "Pod":
+        return RunState(*pods.pod_state(obj))
+    state = ((obj.get("status") or {}).get("applicationState")) or {}
+    return RunState(str(state.get("state") or ""), str(state.get("errorMessage") or ""))
 
 
-def outcome(state: tuple[str, str] | None, name: str) -> Literal["completed", "running"] | PlacementError:
-    """What an application state means: completed, still running, or the error that ended it."""
+def outcome(state: RunState | None, what: str) -> Literal["completed", "running"] | PlacementError:
+    """What a run's state means: completed, still running, or the error that ended it (a driver's exit
+    code 2 is bad input and 3 infeasible, with the driver's own message, as the CLI reports them)."""
     if state is None:
-        return PlacementError(f"Spark application {name} disappeared before it completed (deleted?)")
-    if state[0] == COMPLETED:
+        return PlacementError(f"{what} disappeared before it completed (deleted?)")
+    if state.state == COMPLETED:
         return "completed"
-    if state[0] in FAILED_STATES:
+    if state.state in FAILED_STATES:
+        if state.exit_code == BadInputError.exit_code:
+            return BadInputError(state.message)
+        if state.exit_code == InfeasibleError.exit_code:
+            return InfeasibleError(state.message)
+        code = f", exit code {state.exit_code}" if state.exit_code is not None else ""
         return PlacementError(
-            f"Spark application {name} failed: {state[1] or 'no error message'} (state {state[0]})"
+            f"{what} failed: {state.message or 'no error message'} (state {state.state}{code})"
         )
     return "running"
 
 
 def collect(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[Plan, dict[str, Any]]:
-    """The completed run's plan and summary; the application is deleted unless ``keep_application``."""
-    name = application_name(run_id)
-    plan, summary = read_outputs(Path(settings.exchange_dir) / run_id, name)
+    """The completed run's plan and summary; the pod or application is deleted unless ``keep_application``."""
+    plan, summary = read_outputs(Path(settings.exchange_dir) / run_id, describe(settings, run_id))
     if not settings.keep_application:
         delete_application(kube, settings, run_id)
-    summary["engine"] = "spark-k8s"
-    summary["sparkApplication"] = f"{settings.namespace}/{name}"
-    return plan, summary
+    return plan, summary | summary_fields(settings, run_id)
+
+
+def summary_fields(settings: SparkK8sSettings, run_id: str) -> dict[str, str]:
+    """What a spark-k8s summary adds: the engine and the run's pod or application."""
+    key = "sparkDriverPod" if settings.launcher == "Pod" else "sparkApplication"
+    return {"engine": "spark-k8s", key: f"{settings.namespace}/{application_name(run_id)}"}
 
 
 def delete_application(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> None:
+    """Delete the run's driver pod (its executors go with it) or SparkApplication; gone already is fine."""
     name = application_name(run_id)
     try:
-        kube.delete_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
+        if settings.launcher == "Pod":
+            kube.delete_pod(settings.namespace, name)
+        else:
+            kube.delete_custom(GROUP, VERSION, settings.namespace, PLURAL, name)
     except KubeError as e:
-        raise api_error(e, "delete", settings.namespace, name) from None
+        raise api_error(e, "delete", settings, name) from None
 
 
 def run_on_kubernetes(
@@ -308,54 +371,60 @@ def run_on_kubernetes(
     settings: SparkK8sSettings,
     run_id: str | None = None,
 ) -> tuple[Plan, dict[str, Any]]:
-    """Plan ``snapshot`` with the Spark job as a SparkApplication and wait for it (the CLI's way; the
-    operator polls the same steps across reconciles instead: handlers/planner.py).
+    """Plan ``snapshot`` with the Spark job on Kubernetes and wait for it (the CLI's way; the operator
+    polls the same steps across reconciles instead: handlers/planner.py).
 
-    Raises PlacementError when the CRD is missing, RBAC forbids it, the application fails (its state
-    and errorMessage) or does not finish within ``settings.timeout_s`` (it is deleted then)."""
+    Raises PlacementError when the CRD is missing, RBAC forbids it, the run fails (its message; bad
+    input and infeasible as such) or does not finish within ``settings.timeout_s`` (it is deleted then)."""
     run_id = check_run_id(run_id or new_run_id())
-    name = submit(kube, snapshot, intents_text, settings, run_id)
+    submit(kube, snapshot, intents_text, settings, run_id)
+    what = describe(settings, run_id)
     try:
         deadline = time.monotonic() + settings.timeout_s
-        state: tuple[str, str] | None = ("", "")
+        state: RunState | None = RunState("")
         while True:
             state = application_state(kube, settings, run_id)
-            result = outcome(state, name)
+            result = outcome(state, what)
             if result == "completed":
                 return collect(kube, settings, run_id)
             if isinstance(result, PlacementError):
                 raise result
             if time.monotonic() >= deadline:
                 delete_application(kube, settings, run_id)
-                raise timed_out(name, settings, (state or ("", ""))[0])
+                raise timed_out(what, settings, state.state if state else "")
             time.sleep(max(0.05, min(settings.poll_s, deadline - time.monotonic())))
     finally:
         if not settings.keep_inputs:
             remove_inputs(Path(settings.exchange_dir) / run_id)
 
 
-def timed_out(name: str, settings: SparkK8sSettings, state: str) -> PlacementError:
+def timed_out(what: str, settings: SparkK8sSettings, state: str) -> PlacementError:
     return PlacementError(
-        f"Spark application {name} did not finish within {settings.timeout_s:g} s "
+        f"{what} did not finish within {settings.timeout_s:g} s "
         f"(state: {state or 'not yet submitted'}); it was deleted"
     )
 
 
 __all__ = [
     "API_VERSION",
+    "LAUNCHERS",
+    "RunState",
     "SparkK8sSettings",
     "api_error",
     "application_name",
     "application_state",
     "collect",
     "delete_application",
+    "describe",
     "new_run_id",
     "outcome",
     "read_outputs",
     "remove_inputs",
+    "remove_run",
     "run_on_kubernetes",
     "spark_application",
     "submit",
+    "summary_fields",
     "timed_out",
     "write_inputs",
 ]
