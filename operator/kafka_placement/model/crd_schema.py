@@ -375,7 +375,6 @@ def _kafka_cluster_spec() -> Schema:
                                 "(nothing else to install); SparkApplication: the Kubeflow spark-operator "
                                 "runs the job.",
                                 enum=["Pod", "SparkApplication"],
-                                default="Pod",
                             ),
                             "sparkConf": {
                                 "type": "object",
@@ -388,13 +387,10 @@ def _kafka_cluster_spec() -> Schema:
                             "image": _str("Container image of the Spark driver and executors.", minLength=1),
                             "serviceAccount": _name("Service account of the Spark driver."),
                             "namespace": _name("Namespace the Spark job runs in; absent = this namespace."),
-                            "executorInstances": _int(
-                                "Number of Spark executors.", 1, maximum=1000, default=2
-                            ),
+                            "executorInstances": _int("Number of Spark executors.", 1, maximum=1000),
                             "memory": _str(
                                 'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
                                 pattern=SPARK_MEMORY_PATTERN,
-                                default="2g",
                             ),
                             "timeoutSeconds": _int(
                                 "How long one planning job may take; after that it is deleted and planning "

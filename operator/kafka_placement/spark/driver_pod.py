@@ -83,6 +83,20 @@ def _pod_security() -> dict[str, Any]:
     }
 
 
+def job_file_args(run_dir: str) -> list[str]:
+    """The planning job's input and output files in the run's exchange directory (as the pods see it)."""
+    return [
+        "--snapshot",
+        f"{run_dir}/snapshot.json",
+        "--intents",
+        f"{run_dir}/intents.yaml",
+        "-o",
+        f"{run_dir}/plan.json",
+        "--summary",
+        f"{run_dir}/summary.json",
+    ]
+
+
 def executor_template(labels: dict[str, str]) -> str:
     """The executors' pod template (Spark merges its own settings into it)."""
     pod = {
@@ -133,17 +147,9 @@ def spark_conf(run_id: str, name: str, settings: SparkK8sSettings) -> list[tuple
 
 def driver_pod(run_id: str, name: str, labels: dict[str, str], settings: SparkK8sSettings) -> dict[str, Any]:
     """The driver pod's manifest named ``name``: ``kafka-placement plan`` on the run's exchange files."""
-    run_dir = f"{settings.exchange_mount.rstrip('/')}/{run_id}"
     args = [
         "plan",
-        "--snapshot",
-        f"{run_dir}/snapshot.json",
-        "--intents",
-        f"{run_dir}/intents.yaml",
-        "-o",
-        f"{run_dir}/plan.json",
-        "--summary",
-        f"{run_dir}/summary.json",
+        *job_file_args(f"{settings.exchange_mount.rstrip('/')}/{run_id}"),
         "--engine",
         "spark",
         "--spark-master",
@@ -248,6 +254,7 @@ __all__ = [
     "driver_pod",
     "driver_pod_memory_mib",
     "executor_template",
+    "job_file_args",
     "memory_mib",
     "pod_state",
     "spark_conf",

@@ -145,17 +145,7 @@ def spark_application(run_id: str, settings: SparkK8sSettings) -> dict[str, Any]
             "image": settings.image,
             "imagePullPolicy": settings.image_pull_policy,
             "mainApplicationFile": settings.main_file,
-            "arguments": [
-                "--snapshot",
-                f"{run_dir}/snapshot.json",
-                "--intents",
-                f"{run_dir}/intents.yaml",
-                "-o",
-                f"{run_dir}/plan.json",
-                "--summary",
-                f"{run_dir}/summary.json",
-                *settings.extra_arguments,
-            ],
+            "arguments": [*pods.job_file_args(run_dir), *settings.extra_arguments],
             "sparkVersion": settings.spark_version,
             "restartPolicy": {"type": "Never"},
             "volumes": [
