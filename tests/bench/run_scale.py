@@ -139,11 +139,12 @@ def main() -> None:
         f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
         "memory = peak resident set of the whole process tree (Python + Spark's JVM). For Spark: the "
-        "partitions its DataFrame analysis sent to the shards, and seconds in analysis / shards / "
-        "merge + balance on the driver (the rest of plan s is the summary, computed on the driver). "
-        "Seconds are session (starting Spark: JVM, executors) / analysis / shards / merge. In Spark "
-        "jobs = analysis + shards (the analysis includes the driver's conversion of the snapshot to "
-        "Arrow); driver only = plan s minus session and Spark jobs (merge, balance, validation, summary).",
+        "partitions its DataFrame analysis sent to the shards, and the seconds of its phases. "
+        "Seconds are session (starting Spark: JVM, executors) / analysis / shards / merge / summary "
+        "(the summary's tally: the plan sent to Spark, tallied by its tasks, merged). In Spark jobs = "
+        "analysis + shards + summary (the analysis includes the driver's conversion of the snapshot to "
+        "Arrow); driver only = plan s minus session and Spark jobs (merge, balance, validation, the "
+        "summary's finish and batches).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
         "| moved / LB | hard violations after | to shards | session / analysis / shards / merge s "
@@ -169,7 +170,7 @@ def main() -> None:
                     sh = r.get("sharding") or {}
                     secs = sh.get("seconds", {})
                     phases = " / ".join(str(v) for v in secs.values())
-                    jobs = secs.get("analysis", 0.0) + secs.get("shards", 0.0)
+                    jobs = sum(secs.get(k, 0.0) for k in ("analysis", "shards", "summary"))
                     driver = float(str(r["plan"])) - jobs - secs.get("session", 0.0)
                     split = f"{jobs:.1f} | {driver:.1f}" if secs else " | "
                     row = (

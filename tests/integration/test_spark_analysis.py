@@ -141,13 +141,13 @@ def test_dataframe_analysis_equals_the_pure_planners(spark: Any, case: str, seed
     if case.endswith("-reactive"):
         intents = intents.with_reactive_cordon()
     ctx = PlanningContext.of(snap, intents)
-    frames = SnapshotFrames.of(spark, snap, intents)
+    frames = SnapshotFrames.of(spark, snap)
     try:
         loads = frames.loads()
         a = ctx.assignment
         assert loads.broker_bytes == a.broker_bytes and loads.broker_replicas == a.broker_replicas
         assert loads.dir_bytes == a.dir_bytes and loads.dir_replicas == a.dir_replicas
-        rows = frames.to_repair().collect()
+        rows = frames.to_repair(intents).collect()
     finally:
         frames.close()
     mine = {(r.topic, r.partition): {x for x in REASONS if r[x]} for r in rows}
@@ -184,9 +184,9 @@ def test_rack_rule_window_functions_count_cordoned_holders(spark: Any) -> None:
         "kind: PlacementPolicy\nspec: {topics: {include: ['*']}, rackAwareness: {levels: 1}}\n"
     )
     ctx = PlanningContext.of(snap, intents)
-    frames = SnapshotFrames.of(spark, snap, intents)
+    frames = SnapshotFrames.of(spark, snap)
     try:
-        flagged = sorted(r.partition for r in frames.to_repair().collect())
+        flagged = sorted(r.partition for r in frames.to_repair(intents).collect())
     finally:
         frames.close()
     assert flagged == sorted(p.partition for p in snap.partitions if needs_repair(ctx, p.key))

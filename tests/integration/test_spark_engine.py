@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 from tests.bench.generator import scenario
+from tests.unit.test_metrics_tally import random_plan
 
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.optimizer import compute_plan, summarize
 from kafka_placement.planning.sharding import sharded_optimize
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
 from kafka_placement.spark.io import read_plan_parquet, read_snapshot, write_parquet
@@ -52,25 +54,47 @@ def test_spark_plan_is_valid_and_within_5_percent_of_local(
 ) -> None:
     _, snap, intents = case
     local = compute_plan(snap, intents).summary
-    optimizer = SparkOptimizer(EngineSettings("spark", shards=6), spark)
-    result = compute_plan(snap, intents, optimizer=optimizer.optimize)
+    with SparkOptimizer(EngineSettings("spark", shards=6), spark) as optimizer:
+        result = compute_plan(snap, intents, optimizer=optimizer.optimize)
+        again = compute_plan(snap, intents, optimizer=optimizer.optimize)
     s = result.summary
     assert s["hardViolationsAfter"] == 0 and s["violationsAfter"]["rackSpread"] == 0
     assert s["bytesToMove"] <= 1.05 * local["bytesToMove"]
     for mine, theirs in zip(s["goals"], local["goals"], strict=True):  # every goal local meets, spark meets
         assert mine["met"] or not theirs["met"], (mine, theirs)
-    again = compute_plan(snap, intents, optimizer=optimizer.optimize)
     assert again.plan.plan_id == result.plan.plan_id  # deterministic across Spark runs
     # Spark's analysis and shards give exactly the plan of the same pipeline run in one process.
     assert result.plan == sharded_optimize(snap, intents.enforced_only(), 6)
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c[0])
+def test_the_summary_tallied_in_spark_tasks_is_the_local_summary(
+    spark: Any, case: tuple[str, ClusterSnapshot, Intents]
+) -> None:
+    _, snap, intents = case
+    cached = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+    optimizer = SparkOptimizer(EngineSettings("spark", shards=4), spark)
+    try:
+        result = compute_plan(snap, intents, optimizer=optimizer.optimize, measure=optimizer.measure)
+        local = compute_plan(snap, intents, optimizer=lambda s, i: result.plan)  # the same plan, in process
+        assert result.summary == local.summary and result.summary["partitionsChanged"] > 0
+        # A plan that breaks rules and overfills dirs: every counter counts, the batches are the same.
+        enforced = intents.enforced_only()
+        bad = random_plan(random.Random(5), snap)
+        spread = summarize(snap, enforced, bad, 3, measure=optimizer.measure)
+        assert spread == summarize(snap, enforced, bad, 3) and spread["partitionsChanged"] > 0
+    finally:
+        optimizer.close()
+    assert optimizer.reports[0]["seconds"]["summary"] >= 0
+    assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == cached  # close released the snapshot
 
 
 @pytest.mark.parametrize("name", ["decommission", "rack-repair"])
 def test_with_shards_by_the_work_a_small_repair_gets_the_local_engines_plan(spark: Any, name: str) -> None:
     snap = ClusterSnapshot.loads((GOLDEN / name / "snapshot.json").read_text())
     intents = Intents.loads((GOLDEN / name / "intents.yaml").read_text())
-    optimizer = SparkOptimizer(EngineSettings("spark"), spark)  # shards: 0, chosen by the work
-    result = compute_plan(snap, intents, optimizer=optimizer.optimize)
+    with SparkOptimizer(EngineSettings("spark"), spark) as optimizer:  # shards: 0, chosen by the work
+        result = compute_plan(snap, intents, optimizer=optimizer.optimize)
     local = compute_plan(snap, intents)
     assert 0 < optimizer.reports[0]["partitionsToRepair"] <= 1000 and optimizer.reports[0]["shards"] == 1
     assert not local.plan.empty and result.plan == local.plan
@@ -154,9 +178,11 @@ def test_an_infeasible_shard_in_spark_names_the_partition_and_rule(spark: Any) -
         ],
     }
     snap = ClusterSnapshot.from_json(doc)
-    optimizer = SparkOptimizer(EngineSettings("spark", shards=4), spark)
     wanted = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
-    with pytest.raises(InfeasibleError) as err:
+    with (
+        SparkOptimizer(EngineSettings("spark", shards=4), spark) as optimizer,
+        pytest.raises(InfeasibleError) as err,
+    ):
         compute_plan(snap, wanted, optimizer=optimizer.optimize)
     assert err.value.rule == "replication-factor" and err.value.partition.startswith("t-")
     assert "other shards found" in err.value.detail  # 12 partitions over 4 shards: every shard fails

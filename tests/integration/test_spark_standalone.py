@@ -52,10 +52,13 @@ results = {}
 for case in sorted(Path(cases_dir).iterdir()):
     snap = ClusterSnapshot.loads((case / "snapshot.json").read_text())
     intents = Intents.loads((case / "intents.yaml").read_text())
-    optimizer = SparkOptimizer(EngineSettings("spark", master=master), spark)
-    result = compute_plan(snap, intents, optimizer=optimizer.optimize)
+    with SparkOptimizer(EngineSettings("spark", master=master), spark) as optimizer:
+        # the plan, and its summary tallied on the workers
+        result = compute_plan(snap, intents, optimizer=optimizer.optimize, measure=optimizer.measure)
+    local = compute_plan(snap, intents, optimizer=lambda s, i: result.plan)
     results[case.name] = {"planId": result.plan.plan_id, "bytes": result.summary["bytesToMove"],
                           "shards": optimizer.reports[0]["shards"],
+                          "summaryAsLocal": result.summary == local.summary,
                           "hardViolationsAfter": result.summary["hardViolationsAfter"]}
 Path(out).write_text(json.dumps({"master": sc.master, "executors": executors, "results": results}))
 spark.stop()
@@ -115,6 +118,7 @@ def test_the_plan_is_the_local_engines_or_the_sharded_pipelines(
     got = standalone_run["results"][name]
     local = compute_plan(snap, intents)
     assert got["hardViolationsAfter"] == 0
+    assert got["summaryAsLocal"]  # tallied by the workers' tasks, the same summary as in one process
     if got["shards"] == 1:  # a small repair: exactly the local engine's plan
         assert got["planId"] == local.plan.plan_id
     else:  # the same pipeline in one process, and within 1% of the local engine's bytes

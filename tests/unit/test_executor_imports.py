@@ -1,5 +1,5 @@
-"""What a Spark executor imports to run the engine's shard function needs nothing of the project's
-dependencies but pyspark, pandas and pyarrow (a cluster's workers have those, not PyYAML, kopf,
+"""What a Spark executor imports to run the engine's shard and tally functions needs nothing of the
+project's dependencies but pyspark, pandas and pyarrow (a cluster's workers have those, not PyYAML, kopf,
 kubernetes or the Kafka clients); tests/integration/test_spark_standalone.py runs it on such workers."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def absent_on_workers() -> list[str]:
     return sorted(IMPORT_NAMES.get(n, n.replace("-", "_")) for n in names if n not in ON_WORKERS)
 
 
-def test_the_shard_function_and_its_arguments_import_without_the_other_dependencies() -> None:
+def test_the_task_functions_and_their_arguments_import_without_the_other_dependencies() -> None:
     blocked = absent_on_workers()
     assert "yaml" in blocked and "kopf" in blocked and "confluent_kafka" in blocked
     code = f"""
@@ -35,6 +35,8 @@ import pickle
 import kafka_placement.spark.engines as engines
 from kafka_placement.model.intents import BrokerDecommission, Intents
 from kafka_placement.planning.sharding import plan_shard, merge_and_balance
+from kafka_placement.planning.metrics import Scope, Tally
+import kafka_placement.spark.tally
 print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -9,10 +9,11 @@ and fill the first batch. Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..model.plan import ANY_DIR, Plan
-from ..model.snapshot import ClusterSnapshot
+from ..model.plan import ANY_DIR, PartitionTarget, Plan
+from ..model.snapshot import ClusterSnapshot, PartitionState
 from .state import Eligibility
 
 
@@ -26,23 +27,27 @@ class Change:
     freeing: bool
 
 
+def change_of(p: PartitionState, t: PartitionTarget, elig: Eligibility) -> Change:
+    """What moving partition ``p`` to ``t`` involves."""
+    old = dict(zip(p.replicas, p.log_dirs, strict=True))
+    involved: set[int] = set(p.replicas) ^ set(t.replicas)
+    for b, d in zip(t.replicas, t.log_dirs, strict=True):
+        if b in old and d != ANY_DIR and old[b] is not None and d != old[b]:
+            involved.add(b)
+    freeing = any(
+        b in elig.decommissioned or (d is not None and (b, d) in elig.drained)
+        for b, d in zip(p.replicas, p.log_dirs, strict=True)
+        if b in involved
+    )
+    return Change(t.name, p.size_bytes, frozenset(involved), freeing)
+
+
 def changes(snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility) -> list[Change]:
     out: list[Change] = []
     for t in plan.partitions:
         p = snapshot.partition(t.topic, t.partition)
-        if p is None:
-            continue
-        old = dict(zip(p.replicas, p.log_dirs, strict=True))
-        involved: set[int] = set(p.replicas) ^ set(t.replicas)
-        for b, d in zip(t.replicas, t.log_dirs, strict=True):
-            if b in old and d != ANY_DIR and old[b] is not None and d != old[b]:
-                involved.add(b)
-        freeing = any(
-            b in elig.decommissioned or (d is not None and (b, d) in elig.drained)
-            for b, d in zip(p.replicas, p.log_dirs, strict=True)
-            if b in involved
-        )
-        out.append(Change(t.name, p.size_bytes, frozenset(involved), freeing))
+        if p is not None:
+            out.append(change_of(p, t, elig))
     return out
 
 
@@ -50,9 +55,14 @@ def batches(
     snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility, max_per_broker: int = 5, max_per_batch: int = 0
 ) -> list[list[str]]:
     """Partition names per batch, in execution order."""
+    return order(changes(snapshot, plan, elig), max_per_broker, max_per_batch)
+
+
+def order(found: Iterable[Change], max_per_broker: int = 5, max_per_batch: int = 0) -> list[list[str]]:
+    """The changes' partition names per batch, in execution order (whatever order they come in)."""
     if max_per_broker < 1:
         raise ValueError("max_per_broker must be >= 1")
-    ordered = sorted(changes(snapshot, plan, elig), key=lambda c: (not c.freeing, c.size_bytes, c.name))
+    ordered = sorted(found, key=lambda c: (not c.freeing, c.size_bytes, c.name))
     result: list[list[str]] = []
     per_broker: list[dict[int, int]] = []
     first_open: dict[int, int] = {}

@@ -20,256 +20,435 @@ serve all three), so ``lowerBoundBytes = decommission + rfGrowth + max(drain + r
 sum_b max(brokerExcess_b, dirExcess_b, drained_b))``, where ``uncovered`` is what drain and rack-repair
 copies cannot take from each broker (at most its drained replicas and its replicas of partitions
 breaking the spread). When broker balance is provably unreachable (``reach.py``) its terms are left
-out: no plan meets it, and the bound must not exceed the optimum of the rules alone. Pure: no I/O.
+out: no plan meets it, and the bound must not exceed the optimum of the rules alone.
+
+Every metric is a sum over partitions finished from a few totals per broker and dir, so all of them are
+computed in **one pass** that adds each partition (before, after) to a ``Tally``; tallies of disjoint
+sets of partitions ``merge``, and ``Tally.evaluation`` finishes the metrics from the merged totals. The
+local engine tallies the whole snapshot in one go; the Spark engine tallies its partitions in parallel
+tasks and merges their tallies on the driver (``spark.engines``): the same code, so the same summary.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.intents import Intents, validate_against
-from ..model.plan import ANY_DIR, Plan
+from ..model.intents import Intents, PlacementPolicy, validate_against
+from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from .reach import balance_unreachable
-from .state import Eligibility
+from .batching import Change, change_of
+from .reach import Reach
+from .state import DirKey, Eligibility
 from .topology import RackTree
+
+MOVEMENT = (
+    "partitionsChanged",
+    "replicaMoves",
+    "intraBrokerMoves",
+    "leaderChanges",
+    "networkBytes",
+    "intraBrokerBytes",
+    "bytesToMove",
+)
+VIOLATIONS = ("decommissioned", "drained", "cordoned", "replicationFactor", "rackSpread", "capacity")
 
 
 def apply_plan(snapshot: ClusterSnapshot, plan: Plan, source: str | None = None) -> ClusterSnapshot:
     """The snapshot after every move of ``plan`` completed and preferred leaders were elected."""
     plan.check_against(snapshot, source)
     targets = plan.by_key()
-    parts: list[PartitionState] = []
-    for p in snapshot.partitions:
-        target = targets.get(p.key)
-        if target is None:
-            parts.append(p)
-            continue
-        t = target
-        old = dict(zip(p.replicas, p.log_dirs, strict=True))
-        dirs = tuple((old.get(b) if d == ANY_DIR else d) for b, d in zip(t.replicas, t.log_dirs, strict=True))
-        parts.append(
-            PartitionState(p.topic, p.partition, t.replicas, dirs, t.replicas[0], t.replicas, p.size_bytes)
-        )
+    parts = [p if (t := targets.get(p.key)) is None else after_move(p, t) for p in snapshot.partitions]
     return ClusterSnapshot(snapshot.brokers, tuple(parts), snapshot.cluster_id)
 
 
-def _ratio(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    mean = sum(values) / len(values)
-    return round(max(values) / mean, 4) if mean > 0 else None
+def after_move(p: PartitionState, t: PartitionTarget) -> PartitionState:
+    """Partition ``p`` once moved to ``t`` (``any`` dir: the dir it had on that broker, else unknown)."""
+    old = dict(zip(p.replicas, p.log_dirs, strict=True))
+    dirs = tuple((old.get(b) if d == ANY_DIR else d) for b, d in zip(t.replicas, t.log_dirs, strict=True))
+    return PartitionState(p.topic, p.partition, t.replicas, dirs, t.replicas[0], t.replicas, p.size_bytes)
 
 
-def balance(
-    snapshot: ClusterSnapshot, brokers: Sequence[int], drained: Iterable[tuple[int, str]] = ()
-) -> dict[str, Any]:
-    """max/mean of bytes, replicas and preferred leaders over ``brokers``; dirs: the worst broker."""
-    bb = dict.fromkeys(brokers, 0)
-    br = dict.fromkeys(brokers, 0)
-    bl = dict.fromkeys(brokers, 0)
-    skip = set(drained)
-    db: dict[tuple[int, str], int] = {}
-    for b in brokers:
-        broker = snapshot.broker(b)
-        for path in broker.dir_paths if broker is not None else ():
-            if (b, path) not in skip:
-                db[(b, path)] = 0
-    for p in snapshot.partitions:
-        if p.replicas[0] in bl:
-            bl[p.replicas[0]] += 1
-        for b, d in zip(p.replicas, p.log_dirs, strict=True):
-            if b in bb:
-                bb[b] += p.size_bytes
-                br[b] += 1
-            if d is not None and (b, d) in db:
-                db[(b, d)] += p.size_bytes
-    dir_ratios = [r for b in brokers if (r := _ratio([v for (x, _), v in db.items() if x == b])) is not None]
-    return {
-        "brokerBytesMaxMean": _ratio(list(bb.values())),
-        "brokerBytesMax": max(bb.values(), default=0),
-        "brokerBytesMean": round(sum(bb.values()) / len(bb), 1) if bb else 0,
-        "replicasMaxMean": _ratio(list(br.values())),
-        "leadersMaxMean": _ratio(list(bl.values())),
-        "dirBytesMaxMeanWorstBroker": max(dir_ratios, default=None),
-    }
+@dataclass(slots=True)
+class Scope:
+    """What partitions are measured against: the brokers' rules, the intents and their rack trees
+    (no partitions: the Spark engine sends it to every task)."""
 
+    intents: Intents | None  # None: no intent-dependent metric
+    elig: Eligibility
+    trees: dict[str, RackTree]
+    _policies: dict[str, tuple[PlacementPolicy | None, RackTree | None]] = field(default_factory=dict)
 
-def movement(before: ClusterSnapshot, after: ClusterSnapshot) -> dict[str, int]:
-    """What executing the change copies: network replica moves, intra-broker dir moves, reorders."""
-    out = dict.fromkeys(
-        (
-            "partitionsChanged",
-            "replicaMoves",
-            "intraBrokerMoves",
-            "leaderChanges",
-            "networkBytes",
-            "intraBrokerBytes",
-            "bytesToMove",
-        ),
-        0,
-    )
-    for p in before.partitions:
-        q = after.partition(p.topic, p.partition)
-        if q is None or (q.replicas == p.replicas and q.log_dirs == p.log_dirs):
-            continue
-        out["partitionsChanged"] += 1
-        old = dict(zip(p.replicas, p.log_dirs, strict=True))
-        for b, d in zip(q.replicas, q.log_dirs, strict=True):
-            if b not in old:
-                out["replicaMoves"] += 1
-                out["networkBytes"] += p.size_bytes
-            elif d is not None and old[b] is not None and d != old[b]:
-                out["intraBrokerMoves"] += 1
-                out["intraBrokerBytes"] += p.size_bytes
-        if q.replicas[0] != p.replicas[0]:
-            out["leaderChanges"] += 1
-    out["bytesToMove"] = out["networkBytes"] + out["intraBrokerBytes"]
-    return out
+    @staticmethod
+    def of(snapshot: ClusterSnapshot, intents: Intents | None) -> Scope:
+        elig = Eligibility.of(snapshot, intents if intents is not None else Intents())
+        receivers = [b for b in elig.dirs if elig.may_receive(b)]
+        trees = {
+            p.name: RackTree.of(elig.racks, p.rack_awareness, receivers)
+            for p in (intents.policies if intents is not None else ())
+            if p.rack_awareness is not None
+        }
+        return Scope(intents, elig, trees)
 
+    @property
+    def active(self) -> tuple[int, ...]:
+        return self.elig.active_brokers
 
-def _trees(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> dict[str, RackTree]:
-    receivers = [b for b in elig.dirs if elig.may_receive(b)]
-    return {
-        p.name: RackTree.of(elig.racks, p.rack_awareness, receivers)
-        for p in intents.policies
-        if p.rack_awareness is not None
-    }
+    def policy(self, topic: str) -> tuple[PlacementPolicy | None, RackTree | None]:
+        """The topic's policy and its rack tree (looked up once per topic)."""
+        found = self._policies.get(topic)
+        if found is None:
+            policy = self.intents.policy_for(topic) if self.intents is not None else None
+            tree = self.trees.get(policy.name) if policy is not None else None
+            found = self._policies[topic] = (policy, tree)
+        return found
 
-
-def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents) -> dict[str, int]:
-    """Hard-rule violations in ``after``; ``cordoned`` counts replicas newly placed on cordoned dirs;
-    ``capacity`` counts dirs whose bytes arriving minus bytes leaving exceed their usable bytes."""
-    elig = Eligibility.of(before, intents)
-    trees = _trees(before, intents, elig)
-    out = dict.fromkeys(
-        ("decommissioned", "drained", "cordoned", "replicationFactor", "rackSpread", "capacity"), 0
-    )
-    used: dict[tuple[int, str], int] = {}
-    for p in after.partitions:
-        prior = before.partition(p.topic, p.partition)
-        had = dict(zip(prior.replicas, prior.log_dirs, strict=True)) if prior is not None else {}
-        policy = intents.policy_for(p.topic)
-        for b, d in zip(p.replicas, p.log_dirs, strict=True):
-            if b in elig.decommissioned:
-                out["decommissioned"] += 1
-            if d is not None and (b, d) in elig.drained:
-                out["drained"] += 1
-            if d is not None and (b, d) in elig.cordoned and had.get(b, "") != d:
-                out["cordoned"] += 1
-            if d is not None and had.get(b, "") != d:
-                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
-        now = dict(zip(p.replicas, p.log_dirs, strict=True))
-        for b, d in had.items():  # bytes leaving a dir free its room (the planner's ``Assignment.free``)
-            if d is not None and now.get(b, "") != d:
-                used[(b, d)] = used.get((b, d), 0) - p.size_bytes
-        if policy is not None and policy.replication_factor and len(p.replicas) != policy.replication_factor:
-            out["replicationFactor"] += 1
-        tree = trees.get(policy.name) if policy is not None else None
-        if tree is not None and tree.violation(p.replicas) is not None:
-            out["rackSpread"] += 1
-    for dk, incoming in used.items():
-        cap = elig.capacity.get(dk)
-        if cap is not None and incoming > cap:
-            out["capacity"] += 1
-    return out
-
-
-def lower_bound(snapshot: ClusterSnapshot, intents: Intents) -> dict[str, int]:
-    """The bytes any valid plan must copy (module docstring); ``total`` is the bound."""
-    elig = Eligibility.of(snapshot, intents)
-    trees = _trees(snapshot, intents, elig)
-    decom = drain = growth = rack = 0
-    musts: dict[tuple[object, ...], int | None] = {}
-    rack_on: dict[int, int] = {}  # bytes on each broker of partitions breaking their rack spread
-    active = elig.active_brokers
-    final_total = 0
-    for p in snapshot.partitions:
-        policy = intents.policy_for(p.topic)
-        rf = (
+    def rf(self, p: PartitionState) -> int:
+        """The partition's replication factor after the plan (its policy's, else its own)."""
+        policy = self.policy(p.topic)[0]
+        return (
             policy.replication_factor if policy is not None and policy.replication_factor else len(p.replicas)
         )
-        final_total += rf * p.size_bytes
-        stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, p.size_bytes)]
+
+
+@dataclass(slots=True)
+class Loads:
+    """Bytes, replicas and preferred leaders per broker, bytes per dir (every broker and dir seen)."""
+
+    bytes: dict[int, int] = field(default_factory=dict)
+    replicas: dict[int, int] = field(default_factory=dict)
+    leaders: dict[int, int] = field(default_factory=dict)
+    dir_bytes: dict[DirKey, int] = field(default_factory=dict)
+
+    def add(self, p: PartitionState) -> None:
+        size, on, n, db = p.size_bytes, self.bytes, self.replicas, self.dir_bytes
+        lead = p.replicas[0]
+        self.leaders[lead] = self.leaders.get(lead, 0) + 1
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            on[b] = on.get(b, 0) + size
+            n[b] = n.get(b, 0) + 1
+            if d is not None:
+                db[(b, d)] = db.get((b, d), 0) + size
+
+    def merge(self, other: Loads) -> None:
+        _add_into(self.bytes, other.bytes)
+        _add_into(self.replicas, other.replicas)
+        _add_into(self.leaders, other.leaders)
+        _add_into(self.dir_bytes, other.dir_bytes)
+
+    def balance(self, brokers: Sequence[int], elig: Eligibility) -> dict[str, Any]:
+        """max/mean of bytes, replicas and preferred leaders over ``brokers``; dirs (those not
+        drained): the worst broker's."""
+        bb = [self.bytes.get(b, 0) for b in brokers]
+        dir_ratios = []
+        for b in brokers:
+            paths = [d for d in elig.dirs.get(b, ()) if (b, d) not in elig.drained]
+            r = _ratio([self.dir_bytes.get((b, d), 0) for d in paths])
+            if r is not None:
+                dir_ratios.append(r)
+        return {
+            "brokerBytesMaxMean": _ratio(bb),
+            "brokerBytesMax": max(bb, default=0),
+            "brokerBytesMean": round(sum(bb) / len(bb), 1) if bb else 0,
+            "replicasMaxMean": _ratio([self.replicas.get(b, 0) for b in brokers]),
+            "leadersMaxMean": _ratio([self.leaders.get(b, 0) for b in brokers]),
+            "dirBytesMaxMeanWorstBroker": max(dir_ratios, default=None),
+        }
+
+
+@dataclass(slots=True)
+class Bound:
+    """The lower bound's sums over partitions (module docstring), finished by ``total``."""
+
+    decommission: int = 0
+    drain: int = 0
+    growth: int = 0
+    rack: int = 0
+    rack_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes of partitions breaking spread
+    dropped: dict[int, int] = field(default_factory=dict)  # per broker: bytes a lower RF drops
+    drained_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes on drained dirs
+    _musts: dict[tuple[object, ...], int | None] = field(default_factory=dict)
+
+    def add(self, p: PartitionState, scope: Scope) -> None:
+        elig = scope.elig
+        tree = scope.policy(p.topic)[1]
+        size, rf = p.size_bytes, scope.rf(p)
+        stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, size)]
         on_decom = sum(1 for b in p.replicas if b in elig.decommissioned)
         on_drain = len(p.replicas) - len(stay) - on_decom
         copies = max(0, rf - len(stay))
         d_copies = min(on_decom, copies)
         dr_copies = min(on_drain, copies - d_copies)
-        decom += d_copies * p.size_bytes
-        drain += dr_copies * p.size_bytes
-        growth += (copies - d_copies - dr_copies) * p.size_bytes
-        tree = trees.get(policy.name) if policy is not None else None
+        self.decommission += d_copies * size
+        self.drain += dr_copies * size
+        self.growth += (copies - d_copies - dr_copies) * size
         if tree is not None and len(stay) >= 1 and tree.violation(stay[:rf]) is not None:
-            must = rack_must_move(tree, rf, stay, musts)
+            must = rack_must_move(tree, rf, stay, self._musts)
             if must is not None:
-                rack += max(0, must - copies) * p.size_bytes
+                self.rack += max(0, must - copies) * size
                 for b in stay:
-                    rack_on[b] = rack_on.get(b, 0) + p.size_bytes
-    broker_excess: dict[int, float] = dict.fromkeys(active, 0.0)
-    dir_excess: dict[int, float] = dict.fromkeys(active, 0.0)
-    policies = [q for q in intents.policies if q.balance.brokers]
-    loads = balance_loads(snapshot, active)
-    raw_loads = dict(loads)
-    for p in snapshot.partitions:  # replicas a lower RF drops leave their broker without a copy
-        policy = intents.policy_for(p.topic)
-        if policy is not None and policy.replication_factor and policy.replication_factor < len(p.replicas):
+                    self.rack_on[b] = self.rack_on.get(b, 0) + size
+        if rf < len(p.replicas):  # replicas a lower RF drops leave their broker without a copy...
             for b in p.replicas:
-                if b in loads:
-                    loads[b] -= p.size_bytes
-    bthreshold = 0.0
-    unreachable = balance_unreachable(snapshot, intents, active, trees) if policies else None
-    if policies and active and unreachable is None:
-        tol = min(q.balance.tolerance for q in policies)
-        bthreshold = (1 + tol) * final_total / len(active)
-        broker_excess = {b: max(0.0, loads[b] - bthreshold) for b in active}
-    dir_policies = [q for q in intents.policies if q.balance.log_dirs]
-    if dir_policies:
-        tol = min(q.balance.tolerance for q in dir_policies)
-        all_dirs: dict[tuple[int, str], int] = {}
-        for p in snapshot.partitions:
-            for x, d in zip(p.replicas, p.log_dirs, strict=True):
-                if d is not None:
-                    all_dirs[(x, d)] = all_dirs.get((x, d), 0) + p.size_bytes
-        for b in active:
-            paths = [d for d in elig.dirs[b] if (b, d) not in elig.drained and (b, d) not in elig.offline]
-            if len(paths) < 2:
+                self.dropped[b] = self.dropped.get(b, 0) + size
+            return  # ... and it may simply drop the drained one
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None and (b, d) in elig.drained:
+                self.drained_on[b] = self.drained_on.get(b, 0) + size
+
+    def merge(self, other: Bound) -> None:
+        self.decommission += other.decommission
+        self.drain += other.drain
+        self.growth += other.growth
+        self.rack += other.rack
+        _add_into(self.rack_on, other.rack_on)
+        _add_into(self.dropped, other.dropped)
+        _add_into(self.drained_on, other.drained_on)
+
+    def total(self, scope: Scope, before: Loads, reach: Reach, unreachable: str | None) -> dict[str, int]:
+        """The bytes any valid plan must copy (``total``), term by term."""
+        intents, elig, active = scope.intents or Intents(), scope.elig, scope.active
+        decom, drain, growth, rack = self.decommission, self.drain, self.growth, self.rack
+        broker_excess: dict[int, float] = dict.fromkeys(active, 0.0)
+        dir_excess: dict[int, float] = dict.fromkeys(active, 0.0)
+        policies = [q for q in intents.policies if q.balance.brokers]
+        raw_loads = {b: before.bytes.get(b, 0) for b in active}
+        loads = {b: raw_loads[b] - self.dropped.get(b, 0) for b in active}
+        bthreshold = 0.0
+        if policies and active and unreachable is None:
+            tol = min(q.balance.tolerance for q in policies)
+            bthreshold = (1 + tol) * reach.total / len(active)
+            broker_excess = {b: max(0.0, loads[b] - bthreshold) for b in active}
+        dir_policies = [q for q in intents.policies if q.balance.log_dirs]
+        if dir_policies:
+            tol = min(q.balance.tolerance for q in dir_policies)
+            for b in active:
+                paths = [d for d in elig.dirs[b] if (b, d) not in elig.drained and (b, d) not in elig.offline]
+                if len(paths) < 2:
+                    continue
+                # An upper bound of the broker's final load: at most the threshold when it is balanced,
+                # otherwise everything forced to move could land on it.
+                upper = max(raw_loads[b], bthreshold) if policies else raw_loads[b] + decom + growth + drain
+                dthreshold = (1 + tol) * upper / len(paths)
+                dir_excess[b] = sum(max(0.0, before.dir_bytes.get((b, d), 0) - dthreshold) for d in paths)
+        drained_on = {b: self.drained_on.get(b, 0) for b in active}
+        # Bytes leaving each broker that keeps data: at least its broker excess, its dirs' excess and
+        # its drained dirs (the same bytes may serve all three); rack repairs may also be those bytes.
+        leave = {b: max(broker_excess[b], dir_excess[b], drained_on[b]) for b in active}
+        leaving = int(sum(leave.values()))
+        # Drain and rack-repair copies can serve a broker's leaving bytes only up to what they can
+        # take from it (its drained replicas, its replicas of partitions breaking the spread); the
+        # rest of its excess leaves by moves of their own.
+        uncovered = int(sum(max(0.0, leave[b] - drained_on[b] - self.rack_on.get(b, 0)) for b in active))
+        return {
+            "total": decom + growth + max(drain + rack + uncovered, leaving),
+            "decommission": decom,
+            "rfGrowth": growth,
+            "drain": drain,
+            "rackRepair": rack,
+            "brokerExcess": int(sum(broker_excess.values())),
+            "dirExcess": int(sum(dir_excess.values())),
+            "leavingBrokers": leaving,
+            "uncoveredByRepairs": uncovered,
+            "balanceUnreachable": 0 if unreachable is None else 1,
+        }
+
+
+@dataclass(slots=True)
+class Violations:
+    """Hard-rule violations of a placement against the snapshot it came from: counts per rule, and
+    per dir the bytes arriving minus the bytes leaving (``capacity`` is finished from those)."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VIOLATIONS, 0))
+    used: dict[DirKey, int] = field(default_factory=dict)
+
+    def add(self, prior: PartitionState | None, p: PartitionState, scope: Scope) -> None:
+        """Partition ``p`` as placed now, that was ``prior`` in the snapshot (None: not there).
+        ``cordoned`` counts replicas newly placed on cordoned dirs."""
+        elig, out, used = scope.elig, self.counts, self.used
+        had = dict(zip(prior.replicas, prior.log_dirs, strict=True)) if prior is not None else {}
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if b in elig.decommissioned:
+                out["decommissioned"] += 1
+            if d is None:
                 continue
-            # An upper bound of the broker's final load: at most the threshold when it is balanced,
-            # otherwise everything forced to move could land on it.
-            upper = max(raw_loads[b], bthreshold) if policies else raw_loads[b] + decom + growth + drain
-            dthreshold = (1 + tol) * upper / len(paths)
-            dir_excess[b] = sum(max(0.0, all_dirs.get((b, d), 0) - dthreshold) for d in paths)
-    drained_on: dict[int, int] = dict.fromkeys(active, 0)
-    for p in snapshot.partitions:
-        policy = intents.policy_for(p.topic)
-        if policy is not None and policy.replication_factor and policy.replication_factor < len(p.replicas):
-            continue  # a lower RF may simply drop the drained replica
-        for x, d in zip(p.replicas, p.log_dirs, strict=True):
-            if x in drained_on and d is not None and (x, d) in elig.drained:
-                drained_on[x] += p.size_bytes
-    # Bytes leaving each broker that keeps data: at least its broker excess, its dirs' excess and its
-    # drained dirs (the same bytes may serve all three); rack repairs may also be those bytes.
-    leave = {b: max(broker_excess[b], dir_excess[b], drained_on[b]) for b in active}
-    leaving = int(sum(leave.values()))
-    # Drain and rack-repair copies can serve a broker's leaving bytes only up to what they can take
-    # from it (its drained replicas, its replicas of partitions breaking the spread); the rest of its
-    # excess leaves by moves of their own.
-    uncovered = int(sum(max(0.0, leave[b] - drained_on[b] - rack_on.get(b, 0)) for b in active))
-    total = decom + growth + max(drain + rack + uncovered, leaving)
-    return {
-        "total": total,
-        "decommission": decom,
-        "rfGrowth": growth,
-        "drain": drain,
-        "rackRepair": rack,
-        "brokerExcess": int(sum(broker_excess.values())),
-        "dirExcess": int(sum(dir_excess.values())),
-        "leavingBrokers": leaving,
-        "uncoveredByRepairs": uncovered,
-        "balanceUnreachable": 0 if unreachable is None else 1,
-    }
+            if (b, d) in elig.drained:
+                out["drained"] += 1
+            if had.get(b, "") != d:
+                if (b, d) in elig.cordoned:
+                    out["cordoned"] += 1
+                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+        if p is not prior:
+            now = dict(zip(p.replicas, p.log_dirs, strict=True))
+            for b, d in had.items():  # bytes leaving a dir free its room (the planner's ``Assignment.free``)
+                if d is not None and now.get(b, "") != d:
+                    used[(b, d)] = used.get((b, d), 0) - p.size_bytes
+        policy, tree = scope.policy(p.topic)
+        if policy is not None and policy.replication_factor and len(p.replicas) != policy.replication_factor:
+            out["replicationFactor"] += 1
+        if tree is not None and tree.violation(p.replicas) is not None:
+            out["rackSpread"] += 1
+
+    def merge(self, other: Violations) -> None:
+        _add_into(self.counts, other.counts)
+        _add_into(self.used, other.used)
+
+    def finish(self, elig: Eligibility) -> dict[str, int]:
+        """The counts, with ``capacity``: dirs whose bytes arriving minus leaving exceed their usable
+        bytes."""
+        out = dict(self.counts)
+        out["capacity"] = sum(
+            1
+            for dk, incoming in self.used.items()
+            if (cap := elig.capacity.get(dk)) is not None and incoming > cap
+        )
+        return out
+
+
+@dataclass(slots=True)
+class Tally:
+    """Every metric's sums over a set of partitions: add partitions one at a time, merge tallies of
+    disjoint sets, finish with ``evaluation`` (module docstring)."""
+
+    movement: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MOVEMENT, 0))
+    before: Loads = field(default_factory=Loads)
+    after: Loads = field(default_factory=Loads)
+    bound: Bound = field(default_factory=Bound)
+    reach: Reach = field(default_factory=Reach)
+    violations_before: Violations = field(default_factory=Violations)
+    violations_after: Violations = field(default_factory=Violations)
+    peers: dict[int, set[int]] = field(default_factory=dict)  # leader -> followers, after the plan
+    under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
+    changes: list[Change] = field(default_factory=list)  # the plan's entries, for its batches
+
+    def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
+        """Partition ``p`` of the snapshot, with its plan entry ``t`` (None when the plan leaves it)."""
+        q = p if t is None else after_move(p, t)
+        self.before.add(p)
+        self.after.add(q)
+        if t is not None:
+            self.changes.append(change_of(p, t, scope.elig))
+            if p.under_replicated:
+                self.under_replicated.append(p.name)
+            count_move(self.movement, p, q)
+        peers = self.peers.get(q.replicas[0])
+        if peers is None:
+            peers = self.peers[q.replicas[0]] = set()
+        peers.update(q.replicas[1:])
+        if scope.intents is None:
+            return
+        policy, tree = scope.policy(p.topic)
+        self.reach.add(p, policy, scope.rf(p), tree)
+        self.bound.add(p, scope)
+        self.violations_before.add(p, p, scope)
+        self.violations_after.add(p, q, scope)
+
+    def merge(self, other: Tally) -> Tally:
+        """Add ``other`` (a tally of other partitions) into this one; returns this one."""
+        _add_into(self.movement, other.movement)
+        self.before.merge(other.before)
+        self.after.merge(other.after)
+        self.bound.merge(other.bound)
+        self.reach.merge(other.reach)
+        self.violations_before.merge(other.violations_before)
+        self.violations_after.merge(other.violations_after)
+        for b, followers in other.peers.items():
+            self.peers.setdefault(b, set()).update(followers)
+        self.under_replicated.extend(other.under_replicated)
+        self.changes.extend(other.changes)
+        return self
+
+    def evaluation(self, scope: Scope, plan_id: str) -> dict[str, Any]:
+        """Every metric of the plan (intent-dependent ones are null without intents)."""
+        active = scope.active
+        out: dict[str, Any] = {"planId": plan_id, **self.movement}
+        if scope.intents is not None:
+            why = self.reach.why(scope.intents, active, scope.trees)
+            lb = self.bound.total(scope, self.before, self.reach, why)
+            out["brokerBalanceUnreachable"] = why
+            out["lowerBoundBytes"] = lb["total"]
+            out["lowerBound"] = lb
+            moved = self.movement["bytesToMove"]
+            out["bytesOverLowerBound"] = round(moved / lb["total"], 4) if lb["total"] else None
+        else:
+            out["lowerBoundBytes"] = None
+        out["balanceBefore"] = self.before.balance(active, scope.elig)
+        out["balanceAfter"] = self.after.balance(active, scope.elig)
+        if scope.intents is not None:
+            out["violationsBefore"] = self.violations_before.finish(scope.elig)
+            out["violationsAfter"] = self.violations_after.finish(scope.elig)
+            out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
+        out["failureSpread"] = _spread([len(v) for b in active if (v := self.peers.get(b))])
+        return out
+
+
+def count_move(out: dict[str, int], p: PartitionState, q: PartitionState) -> None:
+    """Add to the movement counters ``out`` what moving partition ``p`` to ``q`` copies (nothing when
+    its replicas, their order and dirs stay)."""
+    if q.replicas == p.replicas and q.log_dirs == p.log_dirs:
+        return
+    out["partitionsChanged"] += 1
+    old = dict(zip(p.replicas, p.log_dirs, strict=True))
+    for b, d in zip(q.replicas, q.log_dirs, strict=True):
+        if b not in old:
+            out["replicaMoves"] += 1
+            out["networkBytes"] += p.size_bytes
+            out["bytesToMove"] += p.size_bytes
+        elif d is not None and old[b] is not None and d != old[b]:
+            out["intraBrokerMoves"] += 1
+            out["intraBrokerBytes"] += p.size_bytes
+            out["bytesToMove"] += p.size_bytes
+    if q.replicas[0] != p.replicas[0]:
+        out["leaderChanges"] += 1
+
+
+def movement(snapshot: ClusterSnapshot, plan: Plan) -> dict[str, int]:
+    """What executing ``plan`` copies: network replica moves, intra-broker dir moves, reorders (a pass
+    over the plan's entries only)."""
+    plan.check_against(snapshot)
+    out = dict.fromkeys(MOVEMENT, 0)
+    for t in plan.partitions:
+        p = snapshot.partition(t.topic, t.partition)
+        if p is not None:
+            count_move(out, p, after_move(p, t))
+    return out
+
+
+def tally(snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+    """The tally of every partition of ``snapshot`` under ``plan`` (checked against the snapshot)."""
+    plan.check_against(snapshot)
+    targets = plan.by_key()
+    return tally_of(((p, targets.get(p.key)) for p in snapshot.partitions), scope)
+
+
+def tally_of(pairs: Iterable[tuple[PartitionState, PartitionTarget | None]], scope: Scope) -> Tally:
+    """The tally of these (partition, plan entry or None) pairs."""
+    out = Tally()
+    for p, t in pairs:
+        out.add(p, t, scope)
+    return out
+
+
+def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = None) -> dict[str, Any]:
+    """Every metric of ``plan`` on ``snapshot`` (intent-dependent ones are null without intents).
+
+    The intents are checked against the snapshot as ``plan`` checks them (unknown brokers or dirs,
+    overlapping policies: BadInputError naming the intents file and document)."""
+    if intents is not None:
+        validate_against(intents, snapshot)
+    scope = Scope.of(snapshot, intents)
+    return tally(snapshot, plan, scope).evaluation(scope, plan.plan_id)
+
+
+def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents) -> dict[str, int]:
+    """Hard-rule violations in ``after`` (partitions of ``before``, placed anew)."""
+    scope = Scope.of(before, intents)
+    found = Violations()
+    for p in after.partitions:
+        found.add(before.partition(p.topic, p.partition), p, scope)
+    return found.finish(scope.elig)
 
 
 def rack_must_move(
@@ -285,58 +464,20 @@ def rack_must_move(
     return memo[key]
 
 
-def balance_loads(snapshot: ClusterSnapshot, brokers: Sequence[int]) -> dict[int, int]:
-    loads = dict.fromkeys(brokers, 0)
-    for p in snapshot.partitions:
-        for b in p.replicas:
-            if b in loads:
-                loads[b] += p.size_bytes
-    return loads
+def _ratio(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    return round(max(values) / mean, 4) if mean > 0 else None
 
 
-def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = None) -> dict[str, Any]:
-    """Every metric of ``plan`` on ``snapshot`` (intent-dependent ones are null without intents).
-
-    The intents are checked against the snapshot as ``plan`` checks them (unknown brokers or dirs,
-    overlapping policies: BadInputError naming the intents file and document)."""
-    if intents is not None:
-        validate_against(intents, snapshot)
-    after = apply_plan(snapshot, plan)
-    known = intents if intents is not None else Intents()
-    elig = Eligibility.of(snapshot, known)
-    active = list(elig.active_brokers)
-    moved = movement(snapshot, after)
-    out: dict[str, Any] = {"planId": plan.plan_id, **moved}
-    if intents is not None:
-        lb = lower_bound(snapshot, intents)
-        out["brokerBalanceUnreachable"] = balance_unreachable(
-            snapshot,
-            intents,
-            elig.active_brokers,
-            _trees(snapshot, intents, Eligibility.of(snapshot, intents)),
-        )
-        out["lowerBoundBytes"] = lb["total"]
-        out["lowerBound"] = lb
-        out["bytesOverLowerBound"] = round(moved["bytesToMove"] / lb["total"], 4) if lb["total"] else None
-    else:
-        out["lowerBoundBytes"] = None
-    out["balanceBefore"] = balance(snapshot, active, elig.drained)
-    out["balanceAfter"] = balance(after, active, elig.drained)
-    if intents is not None:
-        out["violationsBefore"] = violations(snapshot, snapshot, intents)
-        out["violationsAfter"] = violations(snapshot, after, intents)
-        out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
-    out["failureSpread"] = failure_spread(after, active)
-    return out
-
-
-def failure_spread(snapshot: ClusterSnapshot, brokers: Sequence[int]) -> dict[str, float]:
-    """For each broker, over how many other brokers the followers of its led partitions spread."""
-    peers: dict[int, set[int]] = {b: set() for b in brokers}
-    for p in snapshot.partitions:
-        if p.replicas[0] in peers:
-            peers[p.replicas[0]].update(p.replicas[1:])
-    counts = [len(v) for v in peers.values() if v]
+def _spread(counts: Sequence[int]) -> dict[str, float]:
+    """Over how many other brokers the followers of each leading broker's partitions spread."""
     if not counts:
         return {"min": 0, "mean": 0.0}
     return {"min": min(counts), "mean": round(sum(counts) / len(counts), 2)}
+
+
+def _add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
+    for k, v in theirs.items():
+        mine[k] = mine.get(k, 0) + v

@@ -17,11 +17,9 @@ from ..model.errors import InfeasibleError
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from . import metrics
-from .batching import batches
+from . import batching, metrics
 from .context import Goal, PlanningContext, requested_tolerance
 from .goals import default_goals
-from .state import Eligibility
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +31,7 @@ class PlanResult:
 
 
 Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
+Measure = Callable[[ClusterSnapshot, Plan, metrics.Scope], metrics.Tally]  # default: ``metrics.tally``
 
 
 def optimize(snapshot: ClusterSnapshot, intents: Intents, goals: list[Goal] | None = None) -> Plan:
@@ -70,16 +69,18 @@ def compute_plan(
     *,
     max_moves_per_broker: int = 5,
     optimizer: Optimizer | None = None,
+    measure: Measure | None = None,
 ) -> PlanResult:
     """The plan for all active intents of one cluster, with its summary (docs/architecture.md).
 
     ``optimizer`` computes the targets (default: in-process ``optimize``; the Spark engine passes its
-    sharded one); validation, advisories and the summary are the same for every engine."""
+    sharded one), ``measure`` tallies the partitions for the summary (default: in-process; the Spark
+    engine tallies in its tasks); validation, advisories and the summary are the same for every engine."""
     run = optimizer or optimize
     validate_against(intents, snapshot)
     enforced = intents.enforced_only()
     plan = run(snapshot, enforced)
-    summary = summarize(snapshot, enforced, plan, max_moves_per_broker)
+    summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measure)
     advised = [p for p in intents.policies if not p.enforced]
     if advised:
         try:
@@ -88,7 +89,7 @@ def compute_plan(
             summary["advisories"] = {"policies": [p.name for p in advised], "error": e.message}
             return PlanResult(plan, summary)
         extra = Plan.of([t for t in full.partitions if plan.by_key().get(t.key) != t])
-        moved = metrics.movement(snapshot, metrics.apply_plan(snapshot, extra))
+        moved = metrics.movement(snapshot, extra)
         summary["advisories"] = {
             "policies": [p.name for p in advised],
             "partitions": moved["partitionsChanged"],
@@ -99,14 +100,19 @@ def compute_plan(
 
 
 def summarize(
-    snapshot: ClusterSnapshot, intents: Intents, plan: Plan, max_moves_per_broker: int
+    snapshot: ClusterSnapshot,
+    intents: Intents,
+    plan: Plan,
+    max_moves_per_broker: int,
+    measure: Measure | None = None,
 ) -> dict[str, Any]:
-    elig = Eligibility.of(snapshot, intents)
-    summary = metrics.evaluate(snapshot, plan, intents)
-    order = batches(snapshot, plan, elig, max_moves_per_broker)
-    under = sorted(
-        p.name for p in snapshot.partitions if p.under_replicated and plan.by_key().get(p.key) is not None
-    )
+    """The plan's metrics (``metrics``), batches, under-replicated partitions and goals, from one
+    tally of the partitions (the intents are valid for the snapshot)."""
+    scope = metrics.Scope.of(snapshot, intents)
+    found = (measure or metrics.tally)(snapshot, plan, scope)
+    summary = found.evaluation(scope, plan.plan_id)
+    order = batching.order(found.changes, max_moves_per_broker)
+    under = sorted(found.under_replicated)
     summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
     summary["underReplicatedInPlan"] = under
     summary["goals"] = goal_report(intents, summary)

@@ -16,57 +16,75 @@ Sound, not complete: when neither applies, balance may still be unreachable. Pur
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..model.intents import Intents, PlacementPolicy
-from ..model.snapshot import ClusterSnapshot
+from ..model.snapshot import PartitionState
 from .topology import RackTree, Unit
 
 
-def balance_unreachable(
-    snapshot: ClusterSnapshot, intents: Intents, active: tuple[int, ...], trees: dict[str, RackTree]
-) -> str | None:
-    """Why no plan can meet the broker-balance threshold (None when this cannot be shown)."""
-    policies = [q for q in intents.policies if q.balance.brokers]
-    if not policies or not active:
-        return None
-    tol = min(q.balance.tolerance for q in policies)
-    total = 0
-    largest = None
-    need: dict[tuple[str, Unit], float] = {}
-    floors: dict[tuple[str, int], dict[Unit, int]] = {}
-    by_topic: dict[str, PlacementPolicy | None] = {}
-    for p in snapshot.partitions:  # one pass; the policy looked up once per topic
-        if p.topic not in by_topic:
-            by_topic[p.topic] = intents.policy_for(p.topic)
-        policy = by_topic[p.topic]
-        rf = (
-            policy.replication_factor if policy is not None and policy.replication_factor else len(p.replicas)
-        )
-        total += rf * p.size_bytes
-        if largest is None or p.size_bytes > largest.size_bytes:
-            largest = p
-        tree = trees.get(policy.name) if policy is not None else None
+@dataclass(slots=True)
+class Reach:
+    """What the proof needs from the partitions, summed one partition at a time and mergeable (the
+    Spark engine sums it in its tasks): total bytes after the plan, the largest partition, and per
+    policy and top-level unit the bytes a maximal spread must put there."""
+
+    total: int = 0
+    largest: tuple[int, str, int] | None = None  # (size, topic, partition); ties: the first by name
+    need: dict[tuple[str, Unit], int] = field(default_factory=dict)
+    _floors: dict[tuple[str, int], dict[Unit, int]] = field(default_factory=dict)
+
+    def add(self, p: PartitionState, policy: PlacementPolicy | None, rf: int, tree: RackTree | None) -> None:
+        """Count partition ``p`` (replication factor ``rf`` after the plan, its policy's rack tree)."""
+        size = p.size_bytes
+        self.total += rf * size
+        candidate = (size, p.topic, p.partition)
+        if self.largest is None or _beats(candidate, self.largest):
+            self.largest = candidate
         if tree is None or policy is None:
-            continue
+            return
         key = (policy.name, rf)
-        if key not in floors:
-            floors[key] = _floors(tree, rf)
-        for unit, n in floors[key].items():
-            need[(policy.name, unit)] = need.get((policy.name, unit), 0.0) + n * p.size_bytes
-    threshold = (1 + tol) * total / len(active)
-    if largest is not None and largest.size_bytes > threshold:
-        return (
-            f"partition {largest.name} ({largest.size_bytes} bytes) is larger than the threshold "
-            f"{int(threshold)} bytes"
-        )
-    for (name, unit), nbytes in sorted(need.items()):
-        members = trees[name].capacity.get(unit, 0)
-        if members and nbytes / members > threshold:
+        floors = self._floors.get(key)
+        if floors is None:
+            floors = self._floors[key] = _floors(tree, rf)
+        need = self.need
+        for unit, n in floors.items():
+            need[(policy.name, unit)] = need.get((policy.name, unit), 0) + n * size
+
+    def merge(self, other: Reach) -> None:
+        self.total += other.total
+        if other.largest is not None and (self.largest is None or _beats(other.largest, self.largest)):
+            self.largest = other.largest
+        for k, v in other.need.items():
+            self.need[k] = self.need.get(k, 0) + v
+
+    def why(self, intents: Intents, active: tuple[int, ...], trees: dict[str, RackTree]) -> str | None:
+        """Why no plan can meet the broker-balance threshold (None when this cannot be shown)."""
+        policies = [q for q in intents.policies if q.balance.brokers]
+        if not policies or not active:
+            return None
+        tol = min(q.balance.tolerance for q in policies)
+        threshold = (1 + tol) * self.total / len(active)
+        if self.largest is not None and self.largest[0] > threshold:
+            size, topic, number = self.largest
             return (
-                f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)} of "
-                f"{members} broker(s): {int(nbytes / members)} each on average, above the threshold "
+                f"partition {topic}-{number} ({size} bytes) is larger than the threshold "
                 f"{int(threshold)} bytes"
             )
-    return None
+        for (name, unit), nbytes in sorted(self.need.items()):
+            members = trees[name].capacity.get(unit, 0)
+            if members and nbytes / members > threshold:
+                return (
+                    f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)} of "
+                    f"{members} broker(s): {int(nbytes / members)} each on average, above the threshold "
+                    f"{int(threshold)} bytes"
+                )
+        return None
+
+
+def _beats(a: tuple[int, str, int], b: tuple[int, str, int]) -> bool:
+    """``a`` is the larger partition: more bytes, or as many and first by (topic, number)."""
+    return a[0] > b[0] or (a[0] == b[0] and a[1:] < b[1:])
 
 
 def _floors(tree: RackTree, rf: int) -> dict[Unit, int]:

@@ -44,20 +44,19 @@ REASONS = ("decommissioned", "drained", "cordonedEmpty", "replicationFactor", "r
 
 @dataclass(slots=True)
 class SnapshotFrames:
-    """One snapshot's partitions in Spark, and the intents' rules as small broadcast tables."""
+    """One snapshot's partitions in Spark; the intents' rules become small broadcast tables."""
 
     spark: Any
     snapshot: ClusterSnapshot  # the brokers, and the partitions the DataFrame holds
-    intents: Intents
     partitions: Any  # DataFrame of COLUMNS (an unknown dir or leader is null)
     _replicas: Any = field(default=None)
 
     @staticmethod
-    def of(spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> SnapshotFrames:
+    def of(spark: Any, snapshot: ClusterSnapshot) -> SnapshotFrames:
         """The snapshot's partitions as a DataFrame (from an Arrow table), hash-partitioned by
         (topic, partition) so every later aggregation per partition runs without a shuffle, cached."""
         df = spark.createDataFrame(partitions_table(snapshot))
-        return SnapshotFrames(spark, snapshot, intents, df.repartition("topic", "partition").cache())
+        return SnapshotFrames(spark, snapshot, df.repartition("topic", "partition").cache())
 
     def close(self) -> None:
         self.partitions.unpersist()
@@ -103,15 +102,15 @@ class SnapshotFrames:
 
     # ---- partitions the hard goal must change ----------------------------------------------------------
 
-    def to_repair(self) -> Any:
-        """The partitions (every one of COLUMNS) that break a hard rule, with one boolean
-        column per reason in ``REASONS``."""
+    def to_repair(self, intents: Intents) -> Any:
+        """The partitions (every one of COLUMNS) that break a hard rule of ``intents``, with one
+        boolean column per reason in ``REASONS``."""
         from pyspark.sql import functions as F
 
         key = ["topic", "partition"]
-        elig = Eligibility.of(self.snapshot, self.intents)
-        trees = _trees_of(self.intents, elig)
-        rules = self._topic_rules(trees)
+        elig = Eligibility.of(self.snapshot, intents)
+        trees = _trees_of(intents, elig)
+        rules = self._topic_rules(intents, trees)
         # Set membership per row (a broadcast semi-join without the explode): "broker NUL dir" pairs.
         pairs = F.zip_with("replicas", "dirs", lambda b, d: F.concat(b.cast("string"), F.lit("\0"), d))
         gone = sorted(elig.cordoned - elig.drained) if elig.reactive_cordon else []
@@ -132,11 +131,11 @@ class SnapshotFrames:
     def _table(self, schema: str, rows: list[tuple[Any, ...]]) -> Any:
         return self.spark.createDataFrame(rows, schema=schema)
 
-    def _topic_rules(self, trees: _TreeTables) -> Any:
+    def _topic_rules(self, intents: Intents, trees: _TreeTables) -> Any:
         """Each topic's target RF and rack tree number (null when its policy sets none)."""
         rows = []
         for topic in self.snapshot.topics():
-            policy = self.intents.policy_for(topic)
+            policy = intents.policy_for(topic)
             if policy is None:
                 continue
             rf = policy.replication_factor or None

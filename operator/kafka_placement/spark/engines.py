@@ -29,7 +29,8 @@ from ..model.jsonio import clip
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.context import PlanningContext
-from ..planning.optimizer import Optimizer, PlanResult, compute_plan, optimize
+from ..planning.metrics import Scope, Tally
+from ..planning.optimizer import PlanResult, compute_plan, optimize
 from ..planning.sharding import (
     Row,
     ShardView,
@@ -42,6 +43,7 @@ from ..planning.sharding import (
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .shipping import ship
+from .tally import tally_partitions
 
 ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
@@ -89,20 +91,18 @@ def plan_with(
 ) -> PlanResult:
     """Plan with the chosen engine (Spark on ``session`` when given); the summary records which ran."""
     engine = choose(snapshot, settings)
-    optimizer: Optimizer
-    spark: SparkOptimizer | None = None
     if engine == "local":
-        optimizer = optimize
-    elif engine == "spark":
-        spark = SparkOptimizer(settings, session)
-        optimizer = spark.optimize
-    else:
+        result = compute_plan(snapshot, intents, optimizer=optimize, **kw)
+        result.summary["engine"] = engine
+        return result
+    if engine != "spark":
         raise PlacementError(
             "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
         )
-    result = compute_plan(snapshot, intents, optimizer=optimizer, **kw)
+    with SparkOptimizer(settings, session) as spark:  # nothing stays cached in a long-lived session
+        result = compute_plan(snapshot, intents, optimizer=spark.optimize, measure=spark.measure, **kw)
     result.summary["engine"] = engine
-    if spark is not None and spark.reports:
+    if spark.reports:
         result.summary["sharding"] = spark.reports[0]  # the enforced plan's (advisories plan again)
     return result
 
@@ -172,14 +172,16 @@ RESULT_SCHEMA = "topic string, partition int, replicas array<int>, dirs array<st
 
 
 class SparkOptimizer:
-    """The sharded planner on Spark: analysis and hard goal per shard in Spark, balance on the driver.
+    """The sharded planner on Spark: analysis, hard goal per shard and the summary's tally in Spark,
+    balance on the driver.
 
-    Spark loads the snapshot into a DataFrame, aggregates the cluster's broker and dir loads (the
-    shards' starting point), selects the partitions that break a hard rule with joins and window
-    functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal on each
-    shard with ``applyInPandas``. The driver merges the changed partitions into one assignment,
-    reconciles and balances globally (``planning.sharding.merge_and_balance``). ``reports`` holds,
-    per call, how many partitions each rule sent to the shards.
+    Spark loads the snapshot into a DataFrame (kept until ``close``), aggregates the cluster's broker
+    and dir loads (the shards' starting point), selects the partitions that break a hard rule with joins
+    and window functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal
+    on each shard with ``applyInPandas``. The driver merges the changed partitions into one assignment,
+    reconciles and balances globally (``planning.sharding.merge_and_balance``). ``measure`` tallies the
+    plan's metrics in Spark tasks (``spark.tally``). ``reports`` holds, per plan, how many partitions
+    each rule sent to the shards and the seconds of each phase.
     """
 
     def __init__(self, settings: EngineSettings, session: Any = None) -> None:
@@ -187,27 +189,64 @@ class SparkOptimizer:
         self._session = session
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
+        self._frames: SnapshotFrames | None = None
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
-        settings = self.settings
+        with self._guarded() as spark:
+            return self._optimize(spark, snapshot, intents)
+
+    def measure(self, snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+        """The summary's tally of ``plan``, summed by Spark tasks (``spark.tally``)."""
+        plan.check_against(snapshot)
         started = time.perf_counter()
-        spark = self._session or spark_session(settings.master, settings.driver_memory, conf=settings.conf)
-        self._session_s = time.perf_counter() - started  # 0 when the session was there already
+        with self._guarded() as spark:
+            found = tally_partitions(spark, self._frames_of(spark, snapshot).partitions, plan, scope)
+        if self.reports and "summary" not in self.reports[-1]["seconds"]:
+            self.reports[-1]["seconds"]["summary"] = round(time.perf_counter() - started, 1)
+        return found
+
+    def close(self) -> None:
+        """Release the snapshot's cached DataFrame."""
+        if self._frames is not None:
+            self._frames.close()
+            self._frames = None
+
+    def __enter__(self) -> SparkOptimizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[Any]:
+        """The session (started on first use), with a Spark failure turned into a clear error."""
+        settings = self.settings
+        if self._session is None:
+            started = time.perf_counter()
+            self._session = spark_session(settings.master, settings.driver_memory, conf=settings.conf)
+            self._session_s = time.perf_counter() - started
+        spark = self._session
         master = str(spark.sparkContext.master)
         watch = ExecutorWatch(spark.sparkContext, settings.executor_wait_s) if is_cluster(master) else None
         with watch or contextlib.nullcontext(), warnings.catch_warnings():
             # pyspark warns with the failing task's traceback before it raises the same error
             warnings.filterwarnings("ignore", "toPandas attempted Arrow optimization", UserWarning)
             try:
-                return self._optimize(spark, snapshot, intents)
+                yield spark
             except Exception as e:
                 raise spark_failure(e, master, watch) from e
+
+    def _frames_of(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotFrames:
+        if self._frames is None or self._frames.snapshot is not snapshot:
+            self.close()
+            self._frames = SnapshotFrames.of(spark, snapshot)
+        return self._frames
 
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
-        frames = SnapshotFrames.of(spark, snapshot, intents)
-        repair = frames.to_repair().cache()
+        frames = self._frames_of(spark, snapshot)
+        repair = frames.to_repair(intents).cache()
         try:
             report = _count_reasons(repair, len(snapshot.partitions))
             shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
@@ -221,9 +260,8 @@ class SparkOptimizer:
                 .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
                 .toPandas()
             )
-        finally:  # nothing stays cached in a long-lived session (the operator's), even on failure
+        finally:
             repair.unpersist()
-            frames.close()
         sharded = time.perf_counter()
         rows: list[Row] = []
         errors: list[str] = []
@@ -241,6 +279,7 @@ class SparkOptimizer:
             "shards": round(sharded - analysed, 1),
             "mergeAndBalance": round(time.perf_counter() - sharded, 1),
         }
+        self._session_s = 0.0  # counted once
         self.reports.append(report)
         return plan
 

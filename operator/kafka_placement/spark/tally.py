@@ -1,0 +1,83 @@
+"""The summary's tally in Spark tasks: every metric of a plan summed where the partitions are.
+
+The summary (``planning.metrics``) is one pass over every partition of the snapshot, before and after
+the plan, into a mergeable ``Tally``. Here the plan's entries become a DataFrame, are left-joined to the
+snapshot's partitions (already hash-partitioned by (topic, partition), so only the plan side moves),
+and each Spark task tallies its partitions with the same pure ``Tally.add`` (``mapInArrow``) and
+returns its tally pickled; the driver merges one tally per task. What stays on the driver is what
+needs the whole cluster and costs in proportion to the brokers or to the plan: finishing the metrics
+from the merged totals and ordering the plan's changes into batches (``planning.optimizer.summarize``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from ..model.plan import PartitionTarget, Plan
+from ..model.snapshot import PartitionState
+from ..planning.metrics import Scope, Tally
+
+TALLY_SCHEMA = "tally binary"
+
+
+def plan_table(plan: Plan) -> Any:
+    """The plan's entries as an Arrow table keyed like the snapshot's partitions."""
+    import pyarrow as pa
+
+    entries = plan.partitions
+    return pa.table(
+        {
+            "topic": pa.array([t.topic for t in entries], pa.string()),
+            "partition": pa.array([t.partition for t in entries], pa.int32()),
+            "t_replicas": pa.array([t.replicas for t in entries], pa.list_(pa.int32())),
+            "t_dirs": pa.array([t.log_dirs for t in entries], pa.list_(pa.string())),
+        }
+    )
+
+
+def tally_partitions(spark: Any, partitions: Any, plan: Plan, scope: Scope) -> Tally:
+    """The tally of every row of ``partitions`` (a DataFrame of ``analysis.COLUMNS``) under ``plan``,
+    computed by Spark tasks and merged here. The plan must already be checked against the snapshot."""
+    targets = spark.createDataFrame(plan_table(plan))
+    joined = partitions.join(targets, ["topic", "partition"], "left")
+    total = Tally()
+    for row in joined.mapInArrow(_task(scope), schema=TALLY_SCHEMA).collect():
+        total.merge(pickle.loads(row.tally))
+    return total
+
+
+def _task(scope: Scope) -> Any:
+    """The function each Spark task runs on its partitions' Arrow batches: one pickled tally."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        found = Tally()
+        for batch in batches:
+            for r in batch.to_pylist():
+                p = PartitionState(
+                    r["topic"],
+                    r["partition"],
+                    tuple(r["replicas"]),
+                    tuple(r["dirs"]),
+                    r["leader"],
+                    tuple(r["isr"]),
+                    r["size"],
+                )
+                reps = r["t_replicas"]
+                t = (
+                    None
+                    if reps is None
+                    else PartitionTarget(p.topic, p.partition, tuple(reps), tuple(r["t_dirs"]))
+                )
+                found.add(p, t, scope)
+        yield pa.RecordBatch.from_pydict(
+            {"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())])
+        )
+
+    return run
+
+
+__all__ = ["TALLY_SCHEMA", "plan_table", "tally_partitions"]

@@ -1,0 +1,97 @@
+"""The summary as a mergeable tally (planning.metrics): any split of the partitions, tallied apart and
+merged (also through pickle, as the Spark engine's tasks return them), gives exactly the summary of one
+pass; and the one pass gives the values the metrics are defined by, on a hand-checked case."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.unit.builders import intents as intents_of
+from tests.unit.builders import snapshot
+from tests.unit.test_planner_properties import cases
+
+from kafka_placement.model.intents import Intents
+from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import metrics
+from kafka_placement.planning.metrics import Scope, Tally, tally_of
+from kafka_placement.planning.optimizer import summarize
+
+
+def random_plan(rng: random.Random, snap: ClusterSnapshot) -> Plan:
+    """Random targets for about half the partitions: any broker, any dir or ``any``, RF +-1; such a
+    plan breaks rules, overfills dirs and reorders leaders, so every counter has something to count."""
+    ids = [b.id for b in snap.brokers]
+    out = []
+    for p in snap.partitions:
+        if rng.random() < 0.5:
+            n = min(len(ids), max(1, len(p.replicas) + rng.choice([-1, 0, 0, 1])))
+            reps = rng.sample(ids, n)
+            dirs = [rng.choice([*b.dir_paths, ANY_DIR]) for b in (snap.broker(x) for x in reps) if b]
+            out.append(PartitionTarget(p.topic, p.partition, tuple(reps), tuple(dirs)))
+    return Plan.of(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(0, 2**32 - 1), st.integers(1, 5))
+def test_tallies_of_any_split_merge_to_the_one_pass_summary(
+    case: tuple[ClusterSnapshot, Intents], seed: int, parts: int
+) -> None:
+    snap, intents = case
+    rng = random.Random(seed)
+    plan = random_plan(rng, snap)
+    enforced = intents.enforced_only()
+    targets = plan.by_key()
+    chunks: list[list[int]] = [[] for _ in range(parts)]
+    for i in range(len(snap.partitions)):
+        chunks[rng.randrange(parts)].append(i)
+    rng.shuffle(chunks)
+
+    def split(s: ClusterSnapshot, p: Plan, sc: Scope) -> Tally:
+        """Tally each chunk apart, on a copy of the scope, and merge the pickled tallies."""
+        p.check_against(s)
+        merged = Tally()
+        for chunk in chunks:
+            pairs = [(s.partitions[i], targets.get(s.partitions[i].key)) for i in chunk]
+            part = tally_of(pairs, pickle.loads(pickle.dumps(sc)))
+            merged.merge(pickle.loads(pickle.dumps(part)))
+        return merged
+
+    assert summarize(snap, enforced, plan, 2, measure=split) == summarize(snap, enforced, plan, 2)
+    plain = Scope.of(snap, None)
+    assert split(snap, plan, plain).evaluation(plain, plan.plan_id) == metrics.evaluate(snap, plan, None)
+
+
+def test_one_pass_counts_what_the_metrics_define() -> None:
+    # Brokers 1..4, two dirs each; broker 4 is decommissioned, /data/d1 of broker 1 is drained.
+    snap = snapshot(
+        {1: "/a", 2: "/a", 3: "/b", 4: "/b"},
+        [
+            ("t", 0, [1, 4], [0, 0], 100),  # must leave 4: decommission copy
+            ("t", 1, [1, 2], [1, 0], 10),  # on the drained dir: drain copy (intra-broker possible)
+            ("t", 2, [2, 3], [0, 1], 1),  # fine
+        ],
+    )
+    intents = intents_of(
+        "kind: BrokerDecommission\nspec: {brokers: [4]}\n---\n"
+        "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d1], drain: true}\n"
+    )
+    plan = Plan.of(
+        [
+            PartitionTarget("t", 0, (1, 3), ("/data/d0", "/data/d0")),
+            PartitionTarget("t", 1, (2, 1), ("/data/d0", "/data/d0")),  # dir move + leader change
+        ]
+    )
+    scope = Scope.of(snap, intents)
+    found = metrics.tally(snap, plan, scope)
+    s = found.evaluation(scope, plan.plan_id)
+    assert s["partitionsChanged"] == 2 and s["replicaMoves"] == 1 and s["networkBytes"] == 100
+    assert s["intraBrokerMoves"] == 1 and s["intraBrokerBytes"] == 10 and s["leaderChanges"] == 1
+    assert s["lowerBound"]["decommission"] == 100 and s["lowerBound"]["drain"] == 10
+    assert s["violationsBefore"]["decommissioned"] == 1 and s["violationsBefore"]["drained"] == 1
+    assert s["hardViolationsAfter"] == 0
+    assert sorted(c.name for c in found.changes) == ["t-0", "t-1"]
+    assert s["balanceAfter"]["brokerBytesMax"] == 110  # broker 1: t-0 and t-1
