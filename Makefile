@@ -48,6 +48,7 @@ rig-up: rig-build
 	$(PY) tests/rig/spark_rig.py up
 
 rig-down:
+	-@[ -x $(PY) ] && $(PY) tests/rig/image_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/spark_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py down
 	-@[ -x $(PY) ] && $(PY) tests/rig/k8s_rig.py down

@@ -51,6 +51,7 @@ from tests.rig.k8s_rig import DEFAULT_K8S_VERSION, default_bin_dir
 from tests.rig.kafka_rig import RigError, rig_parser, run_command, stop_pids
 from tests.rig.node_rig import cache_dir, fetch_debs
 from tests.rig.node_rig import main as node_main
+from tests.rig.probes import rig_processes
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = "kafka-placement-python-standin:3.11-bookworm"
@@ -385,9 +386,19 @@ def cmd_load(args: argparse.Namespace) -> int:
     return node_main(["load-image", "--rig-dir", str(args.rig_dir), str(archive)])
 
 
+def cmd_down(args: argparse.Namespace) -> int:
+    """Stop a buildkitd of this rig left running by a build that was killed (a build stops its own)."""
+    pids = rig_processes(Path(args.rig_dir).resolve(), ("buildkitd",))
+    stop_pids(pids, 30.0)
+    if pids:
+        print(f"image rig: stopped a leftover buildkitd ({', '.join(map(str, pids))})")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p, sub, common = rig_parser("image_rig.py", __doc__, stop_timeout=False)
     for name, func, text in (
+        ("down", cmd_down, "stop a buildkitd a killed build left behind"),
         ("base", cmd_base, "build (or reuse) the stand-in base; prints its layout dir and digest"),
         ("build", cmd_build, "build (or reuse) the project image; prints the archive's path"),
         ("load", cmd_load, "build (or reuse) the project image and import it into the node rig"),

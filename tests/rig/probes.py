@@ -39,15 +39,17 @@ def rig_jvms(rig_dir: Path) -> list[int]:
     return [pid for pid, args in _cmdlines() if any(a.startswith(marker) for a in args)]
 
 
-def rig_processes(rig_dir: Path) -> list[int]:
+def rig_processes(
+    rig_dir: Path, names: tuple[str, ...] = ("etcd", "kube-apiserver", "buildkitd")
+) -> list[int]:
     """pids of etcd/kube-apiserver processes, and of buildkitd (tests/rig/image_rig.py), with an argument
-    under `rig_dir`."""
+    under `rig_dir` (only those called one of `names`)."""
     needle = str(rig_dir).encode()
     return [
         pid
         for pid, args in _cmdlines()
         if args
-        and Path(args[0].decode(errors="replace")).name in ("etcd", "kube-apiserver", "buildkitd")
+        and Path(args[0].decode(errors="replace")).name in names
         and any(needle in a for a in args[1:])
     ]
 
