@@ -114,13 +114,22 @@ def get(kubectl: Any, ns: str, kind: str, name: str) -> dict[str, Any]:
 
 
 def wait_phase(
-    kubectl: Any, op: Operator, ns: str, kind: str, name: str, phases: tuple[str, ...], timeout: float = 120
+    kubectl: Any,
+    op: Operator,
+    ns: str,
+    kind: str,
+    name: str,
+    phases: tuple[str, ...],
+    timeout: float = 120,
+    until: Callable[[dict[str, Any]], bool] = lambda status: True,
 ) -> dict[str, Any]:
+    """The resource once its phase is one of ``phases`` and its status satisfies ``until``."""
     deadline = time.monotonic() + timeout
     body: dict[str, Any] = {}
     while time.monotonic() < deadline:
         body = get(kubectl, ns, kind, name)
-        if (body.get("status") or {}).get("phase") in phases:
+        status = body.get("status") or {}
+        if status.get("phase") in phases and until(status):
             return body
         time.sleep(1)
     pytest.fail(

@@ -371,8 +371,17 @@ def test_the_operator_decommissions_a_broker_planned_by_driver_and_executor_pods
         sa=SERVICE_ACCOUNT,
     )
     apply(kubectl, ns, manifest)
-    planning = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Planning",), timeout=60)
-    assert "Spark driver pod" in str(planning["status"].get("message")), planning["status"]
+    # Planning starts with "planning with all active intents"; the next status names the driver pod.
+    wait_phase(
+        kubectl,
+        operator,
+        ns,
+        "brokerdecommission",
+        "retire-3",
+        ("Planning",),
+        timeout=120,
+        until=lambda status: "Spark driver pod" in str(status.get("message")),
+    )
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=600)
     assert done["status"]["plan"]["moves"] >= 4
     assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)
