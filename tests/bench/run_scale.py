@@ -147,7 +147,7 @@ def main() -> None:
         "summary's finish and batches).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
-        "| moved / LB | hard violations after | to shards | session / analysis / shards / merge s "
+        "| moved / LB | hard violations after | to shards | session / analysis / shards / merge / summary s "
         "| in Spark jobs s | driver only s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
