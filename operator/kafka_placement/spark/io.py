@@ -108,22 +108,27 @@ def is_parquet_plan(path: str | Path) -> bool:
     return str(path).endswith(".parquet")
 
 
+def plan_table(plan: Plan) -> Any:
+    """The plan's entries as an Arrow table: topic, partition, replicas, log_dirs."""
+    import pyarrow as pa
+
+    entries = plan.partitions
+    return pa.table(
+        {
+            "topic": pa.array([t.topic for t in entries], pa.string()),
+            "partition": pa.array([t.partition for t in entries], pa.int32()),
+            "replicas": pa.array([t.replicas for t in entries], pa.list_(pa.int32())),
+            "log_dirs": pa.array([t.log_dirs for t in entries], pa.list_(pa.string())),
+        }
+    )
+
+
 def write_plan_table(plan: Plan, path: Path) -> None:
     """The plan as a Parquet file at ``path``, written in place (the CLI's atomic writer gives a temp
     file; ``write_plan_parquet`` adds its own temp file + rename)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    entries = [t.to_json() for t in plan.partitions]
-    table = pa.table(
-        {
-            "topic": pa.array([e["topic"] for e in entries], pa.string()),
-            "partition": pa.array([e["partition"] for e in entries], pa.int32()),
-            "replicas": pa.array([e["replicas"] for e in entries], pa.list_(pa.int32())),
-            "log_dirs": pa.array([e["log_dirs"] for e in entries], pa.list_(pa.string())),
-        }
-    )
-    pq.write_table(table, path)
+    pq.write_table(plan_table(plan), path)
 
 
 def write_plan_parquet(plan: Plan, path: Path) -> None:
@@ -157,6 +162,7 @@ __all__ = [
     "PartitionState",
     "is_parquet_plan",
     "partitions_table",
+    "plan_table",
     "read_plan_parquet",
     "read_snapshot",
     "write_parquet",

@@ -18,29 +18,16 @@ from typing import Any
 from ..model.plan import PartitionTarget, Plan
 from ..model.snapshot import PartitionState
 from ..planning.metrics import Scope, Tally
+from .io import plan_table
 
 TALLY_SCHEMA = "tally binary"
-
-
-def plan_table(plan: Plan) -> Any:
-    """The plan's entries as an Arrow table keyed like the snapshot's partitions."""
-    import pyarrow as pa
-
-    entries = plan.partitions
-    return pa.table(
-        {
-            "topic": pa.array([t.topic for t in entries], pa.string()),
-            "partition": pa.array([t.partition for t in entries], pa.int32()),
-            "t_replicas": pa.array([t.replicas for t in entries], pa.list_(pa.int32())),
-            "t_dirs": pa.array([t.log_dirs for t in entries], pa.list_(pa.string())),
-        }
-    )
 
 
 def tally_partitions(spark: Any, partitions: Any, plan: Plan, scope: Scope) -> Tally:
     """The tally of every row of ``partitions`` (a DataFrame of ``analysis.COLUMNS``) under ``plan``,
     computed by Spark tasks and merged here. The plan must already be checked against the snapshot."""
-    targets = spark.createDataFrame(plan_table(plan))
+    table = plan_table(plan).rename_columns(["topic", "partition", "t_replicas", "t_dirs"])
+    targets = spark.createDataFrame(table)
     joined = partitions.join(targets, ["topic", "partition"], "left")
     total = Tally()
     for row in joined.mapInArrow(_task(scope), schema=TALLY_SCHEMA).collect():
@@ -80,4 +67,4 @@ def _task(scope: Scope) -> Any:
     return run
 
 
-__all__ = ["TALLY_SCHEMA", "plan_table", "tally_partitions"]
+__all__ = ["TALLY_SCHEMA", "tally_partitions"]
