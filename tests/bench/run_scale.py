@@ -30,6 +30,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
+# the Spark engine's report seconds that follow one another (its "context" and "selectionCheck" overlap)
+SERIAL_PHASES = (
+    "session",
+    "analysis",
+    "shards",
+    "waitForContext",
+    "mergeAndBalance",
+    "waitForCheck",
+    "summary",
+)
+
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/operator")
@@ -140,15 +151,18 @@ def main() -> None:
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
         "memory = peak resident set of the whole process tree (Python + Spark's JVM). For Spark: the "
         "partitions its DataFrame analysis sent to the shards, and the seconds of its phases. "
-        "Seconds are session (starting Spark: JVM, executors) / analysis / shards / merge / summary "
-        "(the summary's tally: the plan sent to Spark, tallied by its tasks, merged). In Spark jobs = "
-        "analysis + shards + summary (the analysis includes the driver's conversion of the snapshot to "
-        "Arrow); driver only = plan s minus session and Spark jobs (merge, balance, validation, the "
-        "summary's finish and batches).",
+        "Seconds, in the order they happen: session (starting Spark: JVM, executors) / analysis / shards / "
+        "waiting for the driver's context (built beside the shards) / merge and balance on the driver / "
+        "waiting for the selection check (run in Spark beside the merge) / summary (the summary's tally: "
+        "the plan sent to Spark, tallied by its tasks, merged); then, in brackets, the seconds of the "
+        "context and of the check themselves, overlapped with the shards and the merge. In Spark jobs = "
+        "analysis + shards + the wait for the check + summary (the analysis includes the driver's "
+        "conversion of the snapshot to Arrow); driver only = plan s minus session and Spark jobs (merge, "
+        "balance, validation, the summary's finish and batches).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
-        "| moved / LB | hard violations after | to shards | session / analysis / shards / merge / summary s "
-        "| in Spark jobs s | driver only s |",
+        "| moved / LB | hard violations after | to shards | session / analysis / shards / wait / merge / "
+        "wait / summary s [context, check beside] | in Spark jobs s | driver only s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
@@ -169,8 +183,10 @@ def main() -> None:
                 else:
                     sh = r.get("sharding") or {}
                     secs = sh.get("seconds", {})
-                    phases = " / ".join(str(v) for v in secs.values())
-                    jobs = sum(secs.get(k, 0.0) for k in ("analysis", "shards", "summary"))
+                    phases = " / ".join(str(secs.get(k, "")) for k in SERIAL_PHASES)
+                    if secs:
+                        phases += f" [{secs.get('context', '')}, {secs.get('selectionCheck', '')}]"
+                    jobs = sum(secs.get(k, 0.0) for k in ("analysis", "shards", "waitForCheck", "summary"))
                     driver = float(str(r["plan"])) - jobs - secs.get("session", 0.0)
                     split = f"{jobs:.1f} | {driver:.1f}" if secs else " | "
                     row = (

@@ -10,8 +10,13 @@ from tests.unit.builders import intents, snapshot
 from kafka_placement.model.errors import BadInputError, InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.optimizer import compute_plan
-from kafka_placement.planning.sharding import shard_of, sharded_optimize
+from kafka_placement.planning.sharding import (
+    merge_and_balance,
+    shard_of,
+    sharded_optimize,
+)
 from kafka_placement.spark.engines import EngineSettings, choose
 
 GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
@@ -69,3 +74,30 @@ def test_auto_picks_spark_for_large_snapshots_and_local_refuses_them() -> None:
     assert "use --engine spark" in err.value.message
     with pytest.raises(BadInputError):
         choose(snap, EngineSettings("gpu"))
+
+
+@pytest.mark.parametrize("name", ["all", "decommission", "drain", "rack-repair", "scale-out", "all-20000"])
+def test_reconciling_only_the_shards_results_plans_what_the_full_reconciliation_plans(name: str) -> None:
+    # needs_repair of a partition depends on it alone: with an exact selection, the partitions the shards
+    # never saw need no repair, and checking only the shards' results changes nothing.
+    if name == "all-20000":
+        from tests.bench.generator import scenario
+
+        snap, text = scenario("all", brokers=300, partitions=20000, topics=40)
+    else:
+        snap = ClusterSnapshot.loads((GOLDEN / name / "snapshot.json").read_text())
+        text = (GOLDEN / name / "intents.yaml").read_text()
+    wanted = Intents.loads(text).enforced_only()
+    for shards in (1, 5):
+        only_changed = sharded_optimize(snap, wanted, shards)
+        assert only_changed == sharded_optimize(snap, wanted, shards, reconcile_all=True)
+
+
+def test_only_the_full_reconciliation_repairs_a_partition_the_selection_missed() -> None:
+    # Why the Spark engine checks its selection on every run (spark.selection) before it reconciles only
+    # the shards' results: a partition missing from the selection would keep its replica on broker 2.
+    snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", n, [1, 2], [0, 0], 10) for n in range(4)])
+    wanted = intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
+    full = merge_and_balance(PlanningContext.of(snap, wanted), [], exact_selection=False)
+    assert len(full.partitions) == 4 and all(2 not in t.replicas for t in full.partitions)
+    assert merge_and_balance(PlanningContext.of(snap, wanted), [], exact_selection=True).empty

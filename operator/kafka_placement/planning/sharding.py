@@ -13,9 +13,13 @@ This is the pure core of the Spark engine (and runs without Spark too, which the
    1/n of the replicas, whose per-broker sums are noisy (a few dozen replicas per broker at 1000
    brokers), while the cluster's scaled loads are what every shard's additions will land on;
 4. ``merge_and_balance`` applies every shard's result to one global assignment, re-runs the hard goal
-   over every partition as a reconciliation pass (a no-op unless a shard, or the engine's selection
-   of partitions, missed something), then runs the balance goals globally, so balance is judged on
-   whole-cluster loads exactly as the local engine does.
+   as a reconciliation pass (a no-op unless a shard, or the engine's selection of partitions, missed
+   something), then runs the balance goals globally, so balance is judged on whole-cluster loads
+   exactly as the local engine does. The reconciliation covers every partition, or only the shards'
+   results when the selection is known to be exact: ``needs_repair`` of a partition depends on that
+   partition alone, so a partition outside an exact selection needs no repair before or after the
+   shards (the in-process pipeline selects with ``needs_repair`` itself; the Spark engine checks its
+   DataFrame selection against it in Spark tasks, ``spark.selection``).
 
 The Spark engine computes steps 1 and 2's inputs (the partitions to repair, the cluster's loads) with
 DataFrames and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in one process.
@@ -37,7 +41,7 @@ from .context import PlanningContext
 from .goals import BrokerBalanceGoal, DirBalanceGoal, LeaderBalanceGoal, ReplicaPlacementGoal
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
-from .state import DirKey
+from .state import DirKey, Key
 
 Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partition, replicas, dirs
 ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
@@ -140,9 +144,13 @@ def raise_if_infeasible(errors: Iterable[str | None]) -> None:
         raise InfeasibleError(detail + more, rule, partition)
 
 
-def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row]) -> Plan:
-    """Apply the shards' hard-phase results to the global ``ctx``, reconcile, then balance globally."""
+def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_selection: bool = False) -> Plan:
+    """Apply the shards' hard-phase results to the global ``ctx``, reconcile, then balance globally.
+
+    ``exact_selection``: the shards were sent exactly the partitions ``needs_repair`` selects, so the
+    reconciliation checks only the partitions the shards changed instead of every partition."""
     a = ctx.assignment
+    merged: list[Key] = []
     for topic, number, reps, dirs in rows:
         key = (topic, number)
         before = set(a.replicas[key])
@@ -151,13 +159,19 @@ def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row]) -> Plan:
         if policy is not None and added:
             ctx.charge(policy, a.size[key] * added)
         a.set_placement(key, list(reps), list(dirs))
-    run_goals(ctx, [ReplicaPlacementGoal()])  # reconciliation: fixes only what a shard could not see
+        merged.append(key)
+    # reconciliation: fixes only what a shard could not see
+    run_goals(ctx, [ReplicaPlacementGoal(only=merged if exact_selection else None)])
     run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal()])
     return diff(ctx.snapshot, ctx)
 
 
-def sharded_optimize(snapshot: ClusterSnapshot, intents: Intents, shards: int) -> Plan:
-    """The whole sharded pipeline in this process, shard after shard (the Spark engine's reference)."""
+def sharded_optimize(
+    snapshot: ClusterSnapshot, intents: Intents, shards: int, *, reconcile_all: bool = False
+) -> Plan:
+    """The whole sharded pipeline in this process, shard after shard (the Spark engine's reference).
+    ``reconcile_all``: reconcile every partition (what the Spark engine does after a selection mismatch),
+    not only the shards' results."""
     ctx = PlanningContext.of(snapshot, intents)
     groups: dict[int, list[PartitionState]] = {}
     for p in snapshot.partitions:
@@ -166,4 +180,5 @@ def sharded_optimize(snapshot: ClusterSnapshot, intents: Intents, shards: int) -
     view = ShardView.of(snapshot, ctx.assignment, shards)
     results = [plan_shard(view, parts, intents, shard) for shard, parts in sorted(groups.items())]
     raise_if_infeasible(err for _, err in results)
-    return merge_and_balance(ctx, (row for rows, _ in results for row in rows))
+    changed = (row for rows, _ in results for row in rows)
+    return merge_and_balance(ctx, changed, exact_selection=not reconcile_all)  # selected by needs_repair

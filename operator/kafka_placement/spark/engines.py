@@ -5,23 +5,25 @@ validation, advisories and the summary for all of them). The Spark engine loads 
 a DataFrame, aggregates the cluster's loads and selects the partitions that break a hard rule with
 DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
 each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
-the changed partitions and finishes on the driver with the global reconciliation and balance pass
-(``merge_and_balance``). Its summary says how many partitions each rule sent to the shards.
+the changed partitions and finishes on the driver with the reconciliation and balance pass
+(``merge_and_balance``), while Spark tasks check the selection (``spark.selection``). Its summary says how many partitions each rule sent to the shards.
 ``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on Kubernetes
 (``spark.k8s``).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
 import sys
 import time
+import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
@@ -42,9 +44,11 @@ from ..planning.sharding import (
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
+from .selection import selection_mismatches
 from .shipping import ship
 from .tally import tally_partitions
 
+T = TypeVar("T")
 ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
 LOCAL_MAX_REPLICAS = 6_000_000  # local refuses larger snapshots (memory), suggesting spark
@@ -178,8 +182,11 @@ class SparkOptimizer:
     Spark loads the snapshot into a DataFrame (kept until ``close``), aggregates the cluster's broker
     and dir loads (the shards' starting point), selects the partitions that break a hard rule with joins
     and window functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal
-    on each shard with ``applyInPandas``. The driver merges the changed partitions into one assignment,
-    reconciles and balances globally (``planning.sharding.merge_and_balance``). ``measure`` tallies the
+    on each shard with ``applyInPandas``, while the driver builds its planning context. The driver merges
+    the changed partitions into one assignment, reconciles them and balances globally
+    (``planning.sharding.merge_and_balance``), while Spark tasks check the selection against the pure
+    ``needs_repair`` (``spark.selection``); on any difference the driver merges again reconciling every
+    partition. ``measure`` tallies the
     plan's metrics in Spark tasks (``spark.tally``). ``reports`` holds, per plan, how many partitions
     each rule sent to the shards and the seconds of each phase.
     """
@@ -246,42 +253,126 @@ class SparkOptimizer:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
         frames = self._frames_of(spark, snapshot)
-        repair = frames.to_repair(intents).cache()
+        flagged = frames.flagged(intents)
+        repair = flagged.where(" OR ".join(REASONS)).cache()
         try:
             report = _count_reasons(repair, len(snapshot.partitions))
             shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
             report["shards"] = shards
             view = ShardView.of(snapshot, frames.loads(), shards)
             analysed = time.perf_counter()
-            out = (
-                repair.withColumn("shard", shard_column(shards))
-                .select("shard", *COLUMNS)
-                .groupBy("shard")
-                .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
-                .toPandas()
-            )
+            with _Beside(spark) as beside:
+                # the driver's own context, built while the shards run
+                context = beside.call(PlanningContext.of, snapshot, intents)
+                out = (
+                    repair.withColumn("shard", shard_column(shards))
+                    .select("shard", *COLUMNS)
+                    .groupBy("shard")
+                    .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
+                    .toPandas()
+                )
+                sharded = time.perf_counter()
+                rows = _shard_rows(out)
+                # the selection checked in Spark tasks while the driver merges and balances
+                check = beside.job(selection_mismatches, flagged, snapshot, intents)
+                ctx = context.result()
+                merging = time.perf_counter()
+                plan = merge_and_balance(ctx, rows, exact_selection=True)
+                merged = time.perf_counter()
+                mismatches = check.result()
         finally:
             repair.unpersist()
-        sharded = time.perf_counter()
-        rows: list[Row] = []
-        errors: list[str] = []
-        for r in out.itertuples(index=False):
-            if isinstance(r.error, str) and r.error:
-                errors.append(r.error)
-                continue
-            dirs = tuple(None if d is None else str(d) for d in r.dirs)
-            rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
-        raise_if_infeasible(errors)
-        plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows)
+        checked = time.perf_counter()
+        report["selectionMismatches"] = len(mismatches)
+        if mismatches:  # the analysis missed or added partitions: reconcile every partition instead
+            report["selectionMismatchExamples"] = [
+                {"partition": f"{t}-{n}", "selected": sel} for (t, n), sel in mismatches[:5]
+            ]
+            plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows, exact_selection=False)
         report["seconds"] = {
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
             "shards": round(sharded - analysed, 1),
-            "mergeAndBalance": round(time.perf_counter() - sharded, 1),
+            "context": round(context.seconds, 1),  # beside the shards
+            "waitForContext": round(merging - sharded, 1),  # with reading the shards' rows
+            "mergeAndBalance": round(merged - merging, 1),
+            "selectionCheck": round(check.seconds, 1),  # beside the merge
+            "waitForCheck": round(checked - merged, 1),
+            "reconcileAll": round(time.perf_counter() - checked, 1),  # only after a mismatch
         }
         self._session_s = 0.0  # counted once
         self.reports.append(report)
         return plan
+
+
+class _Timed(Generic[T]):
+    """A call running in a thread of ``_Beside``, with its own duration."""
+
+    def __init__(self, future: concurrent.futures.Future[T], clock: list[float]) -> None:
+        self._future, self._clock = future, clock
+
+    def result(self) -> T:
+        return self._future.result()
+
+    @property
+    def seconds(self) -> float:
+        return self._clock[0] if self._clock else 0.0
+
+
+class _Beside:
+    """Work run in driver threads beside the job of the calling thread. Spark jobs started here run
+    in their own job group, cancelled when the calling thread leaves the block by an error, so no job
+    outlives the plan it was for."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark, self._sc = spark, spark.sparkContext
+        self._group = f"kafka-placement-beside-{uuid.uuid4().hex[:8]}"
+        self._pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="kafka-placement")
+
+    def __enter__(self) -> _Beside:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:
+            self._sc.cancelJobGroup(self._group)
+        self._pool.shutdown(wait=True)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> _Timed[T]:
+        clock: list[float] = []
+
+        def timed() -> T:
+            started = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                clock.append(time.perf_counter() - started)
+
+        from pyspark.util import inheritable_thread_target  # the thread's JVM side is closed after it
+
+        return _Timed(self._pool.submit(inheritable_thread_target(self._spark)(timed)), clock)
+
+    def job(self, fn: Callable[..., T], *args: Any) -> _Timed[T]:
+        """``fn`` starts Spark jobs: they run in this block's job group."""
+
+        def grouped(*a: Any) -> T:
+            self._sc.setJobGroup(self._group, "kafka-placement: beside the shard job", True)
+            return fn(*a)
+
+        return self.call(grouped, *args)
+
+
+def _shard_rows(out: Any) -> list[Row]:
+    """The shards' changed partitions (a pandas frame of ``RESULT_SCHEMA``); an infeasible shard raises."""
+    rows: list[Row] = []
+    errors: list[str] = []
+    for r in out.itertuples(index=False):
+        if isinstance(r.error, str) and r.error:
+            errors.append(r.error)
+            continue
+        dirs = tuple(None if d is None else str(d) for d in r.dirs)
+        rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
+    raise_if_infeasible(errors)
+    return rows
 
 
 def _count_reasons(repair: Any, partitions: int) -> dict[str, Any]:

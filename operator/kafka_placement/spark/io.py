@@ -40,6 +40,19 @@ def partitions_table(snapshot: ClusterSnapshot) -> Any:
     )
 
 
+def partition_of(row: dict[str, Any]) -> PartitionState:
+    """One row of ``partitions_table`` (as ``to_pylist`` gives it, in a Spark task) as a partition."""
+    return PartitionState(
+        row["topic"],
+        row["partition"],
+        tuple(row["replicas"]),
+        tuple(row["dirs"]),
+        row["leader"],
+        tuple(row["isr"]),
+        row["size"],
+    )
+
+
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     import pyarrow.parquet as pq
 

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model.plan import PartitionTarget, Plan
-from ..model.snapshot import PartitionState
 from ..planning.metrics import Scope, Tally
-from .io import plan_table
+from .io import partition_of, plan_table
 
 TALLY_SCHEMA = "tally binary"
 
@@ -44,15 +43,7 @@ def _task(scope: Scope) -> Any:
         found = Tally()
         for batch in batches:
             for r in batch.to_pylist():
-                p = PartitionState(
-                    r["topic"],
-                    r["partition"],
-                    tuple(r["replicas"]),
-                    tuple(r["dirs"]),
-                    r["leader"],
-                    tuple(r["isr"]),
-                    r["size"],
-                )
+                p = partition_of(r)
                 reps = r["t_replicas"]
                 t = (
                     None
