@@ -75,7 +75,7 @@ test-unit: venv
 # The whole suite: lint, then every test against the real rig; the rig is always torn down.
 test: venv
 	$(MAKE) lint
-	bash scripts/with-rig.sh $(PY) -m pytest tests -q -p no:cacheprovider $(PYTEST_ARGS)
+	bash scripts/with-rig.sh $(PY) -m pytest tests -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
 
 demo: venv
 	bash scripts/demo.sh

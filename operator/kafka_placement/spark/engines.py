@@ -6,9 +6,9 @@ a DataFrame, aggregates the cluster's loads and selects the partitions that brea
 DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
 each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
 the changed partitions and finishes on the driver with the reconciliation and balance pass
-(``merge_and_balance``), while Spark tasks check the selection (``spark.selection``). Its summary says how many partitions each rule sent to the shards.
-``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on Kubernetes
-(``spark.k8s``).
+(``merge_and_balance``), while Spark tasks check the selection (``spark.selection``). Its summary
+says how many partitions each rule sent to the shards. ``auto`` picks Spark above a replica-count
+threshold. ``spark-k8s`` runs the same job on Kubernetes (``spark.k8s``).
 """
 
 from __future__ import annotations
@@ -252,18 +252,18 @@ class SparkOptimizer:
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
-        frames = self._frames_of(spark, snapshot)
-        flagged = frames.flagged(intents)
-        repair = flagged.where(" OR ".join(REASONS)).cache()
-        try:
-            report = _count_reasons(repair, len(snapshot.partitions))
-            shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
-            report["shards"] = shards
-            view = ShardView.of(snapshot, frames.loads(), shards)
-            analysed = time.perf_counter()
-            with _Beside(spark) as beside:
-                # the driver's own context, built while the shards run
-                context = beside.call(PlanningContext.of, snapshot, intents)
+        with _Beside(spark) as beside:
+            # the driver's own planning context, built while Spark analyses and plans the shards
+            context = beside.call(PlanningContext.of, snapshot, intents)
+            frames = self._frames_of(spark, snapshot)
+            flagged = frames.flagged(intents)
+            repair = flagged.where(" OR ".join(REASONS)).cache()
+            try:
+                report = _count_reasons(repair, len(snapshot.partitions))
+                shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
+                report["shards"] = shards
+                view = ShardView.of(snapshot, frames.loads(), shards)
+                analysed = time.perf_counter()
                 out = (
                     repair.withColumn("shard", shard_column(shards))
                     .select("shard", *COLUMNS)
@@ -271,17 +271,17 @@ class SparkOptimizer:
                     .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
                     .toPandas()
                 )
-                sharded = time.perf_counter()
-                rows = _shard_rows(out)
-                # the selection checked in Spark tasks while the driver merges and balances
-                check = beside.job(selection_mismatches, flagged, snapshot, intents)
-                ctx = context.result()
-                merging = time.perf_counter()
-                plan = merge_and_balance(ctx, rows, exact_selection=True)
-                merged = time.perf_counter()
-                mismatches = check.result()
-        finally:
-            repair.unpersist()
+            finally:
+                repair.unpersist()
+            sharded = time.perf_counter()
+            rows = _shard_rows(out)
+            # the selection checked in Spark tasks while the driver merges and balances
+            check = beside.job(selection_mismatches, flagged, snapshot, intents)
+            ctx = context.result()
+            merging = time.perf_counter()
+            plan = merge_and_balance(ctx, rows, exact_selection=True)
+            merged = time.perf_counter()
+            mismatches = check.result()
         checked = time.perf_counter()
         report["selectionMismatches"] = len(mismatches)
         if mismatches:  # the analysis missed or added partitions: reconcile every partition instead
@@ -293,7 +293,7 @@ class SparkOptimizer:
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
             "shards": round(sharded - analysed, 1),
-            "context": round(context.seconds, 1),  # beside the shards
+            "context": round(context.seconds, 1),  # beside the analysis and the shards
             "waitForContext": round(merging - sharded, 1),  # with reading the shards' rows
             "mergeAndBalance": round(merged - merging, 1),
             "selectionCheck": round(check.seconds, 1),  # beside the merge
