@@ -30,15 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
-# the Spark engine's report seconds that follow one another (its "context" and "selectionCheck" overlap)
+# the Spark engine's report seconds that follow one another (its "context" overlaps the shards)
 SERIAL_PHASES = (
     "session",
     "analysis",
     "shards",
     "waitForContext",
     "mergeAndBalance",
-    "waitForCheck",
     "summary",
+    "reconcileAll",
 )
 
 CHILD = """
@@ -153,16 +153,15 @@ def main() -> None:
         "partitions its DataFrame analysis sent to the shards, and the seconds of its phases. "
         "Seconds, in the order they happen: session (starting Spark: JVM, executors) / analysis / shards / "
         "waiting for the driver's context (built beside the shards) / merge and balance on the driver / "
-        "waiting for the selection check (run in Spark beside the merge) / summary (the summary's tally: "
-        "the plan sent to Spark, tallied by its tasks, merged); then, in brackets, the seconds of the "
-        "context and of the check themselves, overlapped with the shards and the merge. In Spark jobs = "
-        "analysis + shards + the wait for the check + summary (the analysis includes the driver's "
-        "conversion of the snapshot to Arrow); driver only = plan s minus session and Spark jobs (merge, "
-        "balance, validation, the summary's finish and batches).",
+        "summary (the summary's tally, also the check of the plan: the plan sent to Spark, tallied by its "
+        "tasks, merged) / reconciling every partition (only after a rule found broken); then, in brackets, "
+        "the seconds of the context itself. In Spark jobs = analysis + shards + summary (the analysis "
+        "includes the driver's conversion of the snapshot to Arrow); driver only = plan s minus session "
+        "and Spark jobs (context wait, merge, balance, validation, the summary's finish and batches).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
         "| moved / LB | hard violations after | to shards | session / analysis / shards / wait / merge / "
-        "wait / summary s [context, check beside] | in Spark jobs s | driver only s |",
+        "summary / reconcile all s [context] | in Spark jobs s | driver only s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
@@ -183,10 +182,11 @@ def main() -> None:
                 else:
                     sh = r.get("sharding") or {}
                     secs = sh.get("seconds", {})
-                    phases = " / ".join(str(secs.get(k, "")) for k in SERIAL_PHASES)
+                    phases = ""
                     if secs:
-                        phases += f" [{secs.get('context', '')}, {secs.get('selectionCheck', '')}]"
-                    jobs = sum(secs.get(k, 0.0) for k in ("analysis", "shards", "waitForCheck", "summary"))
+                        phases = " / ".join(str(secs.get(k, "")) for k in SERIAL_PHASES)
+                        phases += f" [{secs.get('context', '')}]"
+                    jobs = sum(secs.get(k, 0.0) for k in ("analysis", "shards", "summary"))
                     driver = float(str(r["plan"])) - jobs - secs.get("session", 0.0)
                     split = f"{jobs:.1f} | {driver:.1f}" if secs else " | "
                     row = (

@@ -5,9 +5,7 @@ dirs, zero-byte replicas, and intents that decommission, cordon whole brokers (h
 receive), drain dirs, change replication factors both ways and ask for 1-, 2- and 3-level spread.
 For each, the DataFrame aggregation must give exactly the ``Assignment``'s loads, and the partitions
 ``to_repair`` selects by joins and window functions must be exactly those the pure ``needs_repair``
-selects, each with the same reasons; the shard column must be ``shard_of``. The check the engine runs
-on every plan (``spark.selection``) finds no difference there, and finds exactly the partitions of a
-selection made wrong on purpose, both ways.
+selects, each with the same reasons; the shard column must be ``shard_of``.
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals.replica_placement import needs_repair, replication_factor
 from kafka_placement.planning.sharding import shard_of
-from kafka_placement.spark.analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
+from kafka_placement.spark.analysis import REASONS, SnapshotFrames, shard_column
 from kafka_placement.spark.engines import spark_session
-from kafka_placement.spark.selection import selection_mismatches
 
 pytestmark = pytest.mark.spark
 RACKS = [f"/dc{d}/z{z}/r{r}" for d in (1, 2, 3) for z in (1, 2) for r in (1, 2)] + ["/dc4", None]
@@ -151,10 +148,8 @@ def test_dataframe_analysis_equals_the_pure_planners(spark: Any, case: str, seed
         assert loads.broker_bytes == a.broker_bytes and loads.broker_replicas == a.broker_replicas
         assert loads.dir_bytes == a.dir_bytes and loads.dir_replicas == a.dir_replicas
         rows = frames.to_repair(intents).collect()
-        mismatches = selection_mismatches(frames.flagged(intents), snap, intents)
     finally:
         frames.close()
-    assert mismatches == []  # the engine's per-run check in Spark tasks agrees
     mine = {(r.topic, r.partition): {x for x in REASONS if r[x]} for r in rows}
     expected = pure_reasons(ctx)
     assert len(expected) > 50 and len(expected) < len(snap.partitions)  # the case selects some, not all
@@ -203,27 +198,3 @@ def test_spark_shard_column_is_shard_of(spark: Any) -> None:
     df = spark.createDataFrame(rows, "topic string, partition int")
     got = {(r.topic, r.partition): r.shard for r in df.select("*", shard_column(16).alias("shard")).collect()}
     assert got == {(t, n): shard_of(t, n, 16) for t, n in rows}
-
-
-def test_the_selection_check_finds_a_wrong_selection_both_ways(spark: Any) -> None:
-    snap = random_cluster(3)
-    intents = Intents.loads(INTENTS["everything"])
-    ctx = PlanningContext.of(snap, intents)
-    needed = sorted(p.partition for p in snap.partitions if needs_repair(ctx, p.key))
-    kept = sorted(p.partition for p in snap.partitions if not needs_repair(ctx, p.key))
-    missed, extra = needed[:3], kept[:2]  # dropped from the selection / added to it
-    frames = SnapshotFrames.of(spark, snap)
-    try:
-        from pyspark.sql import functions as F
-
-        dropped, added = F.col("partition").isin(missed), F.col("partition").isin(extra)
-        flagged = frames.flagged(intents).select(
-            *COLUMNS,
-            (added | (~dropped & F.col(REASONS[0]))).alias(REASONS[0]),
-            *(F.when(dropped, F.lit(False)).otherwise(F.col(r)).alias(r) for r in REASONS[1:]),
-        )
-        got = selection_mismatches(flagged, snap, intents)
-    finally:
-        frames.close()
-    by_partition = {n: selected for (_, n), selected in got}
-    assert by_partition == {**dict.fromkeys(missed, False), **dict.fromkeys(extra, True)}

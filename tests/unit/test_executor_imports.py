@@ -1,7 +1,6 @@
-"""What a Spark executor imports to run the engine's shard, selection-check and tally functions needs
-nothing of the project's dependencies but pyspark, pandas and pyarrow (a cluster's workers have those,
-not PyYAML, kopf, kubernetes or the Kafka clients); tests/integration/test_spark_standalone.py runs it
-on such workers."""
+"""What a Spark executor imports to run the engine's shard and tally functions needs nothing of the
+project's dependencies but pyspark, pandas and pyarrow (a cluster's workers have those, not PyYAML, kopf,
+kubernetes or the Kafka clients); tests/integration/test_spark_standalone.py runs it on such workers."""
 
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ from kafka_placement.model.intents import BrokerDecommission, Intents
 from kafka_placement.planning.sharding import plan_shard, merge_and_balance
 from kafka_placement.planning.metrics import Scope, Tally
 import kafka_placement.spark.tally
-import kafka_placement.spark.selection
 print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

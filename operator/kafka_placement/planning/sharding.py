@@ -18,8 +18,9 @@ This is the pure core of the Spark engine (and runs without Spark too, which the
    exactly as the local engine does. The reconciliation covers every partition, or only the shards'
    results when the selection is known to be exact: ``needs_repair`` of a partition depends on that
    partition alone, so a partition outside an exact selection needs no repair before or after the
-   shards (the in-process pipeline selects with ``needs_repair`` itself; the Spark engine checks its
-   DataFrame selection against it in Spark tasks, ``spark.selection``).
+   shards (the in-process pipeline selects with ``needs_repair`` itself; the Spark engine's summary
+   tally checks that no partition breaks a hard rule after the plan, and otherwise merges again
+   reconciling every partition).
 
 The Spark engine computes steps 1 and 2's inputs (the partitions to repair, the cluster's loads) with
 DataFrames and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in one process.
@@ -170,8 +171,8 @@ def sharded_optimize(
     snapshot: ClusterSnapshot, intents: Intents, shards: int, *, reconcile_all: bool = False
 ) -> Plan:
     """The whole sharded pipeline in this process, shard after shard (the Spark engine's reference).
-    ``reconcile_all``: reconcile every partition (what the Spark engine does after a selection mismatch),
-    not only the shards' results."""
+    ``reconcile_all``: reconcile every partition, not only the shards' results (what the Spark engine
+    does when its check finds a rule broken)."""
     ctx = PlanningContext.of(snapshot, intents)
     groups: dict[int, list[PartitionState]] = {}
     for p in snapshot.partitions:

@@ -22,9 +22,9 @@ per partition below runs inside its Spark partition without a shuffle.
     not receive (cordoned brokers) add to their units' capacity for that partition only.
 
 The result must equal the pure ``planning.goals.replica_placement.needs_repair`` exactly (tested on
-random snapshots, and checked on every run by ``spark.selection`` in Spark tasks; where it differs, the
-planner's global reconciliation pass repairs any partition missed here, on the driver). Only these
-partitions are shipped to the shards.
+random snapshots), and every plan is checked: the summary's tally counts each hard rule on every
+partition after the plan, and should a partition missed here still break one, the engine merges again
+reconciling every partition (``spark.engines``). Only these partitions are shipped to the shards.
 """
 
 from __future__ import annotations
@@ -106,10 +106,6 @@ class SnapshotFrames:
     def to_repair(self, intents: Intents) -> Any:
         """The partitions (every one of COLUMNS) that break a hard rule of ``intents``, with one
         boolean column per reason in ``REASONS``."""
-        return self.flagged(intents).where(" OR ".join(REASONS))
-
-    def flagged(self, intents: Intents) -> Any:
-        """Every partition (COLUMNS) with one boolean column per reason in ``REASONS``."""
         from pyspark.sql import functions as F
 
         key = ["topic", "partition"]
@@ -126,11 +122,12 @@ class SnapshotFrames:
             "replicationFactor": F.coalesce(F.size("replicas") != F.col("rf"), F.lit(False)),  # null rf: none
             "rackSpread": F.coalesce(F.col("rackSpread"), F.lit(False)),
         }
-        return (
+        out = (
             self.partitions.join(F.broadcast(rules), "topic", "left")
             .join(self._rack_violations(rules, trees), key, "left")
             .select(*COLUMNS, *(reasons[r].alias(r) for r in REASONS))
         )
+        return out.where(" OR ".join(REASONS))
 
     def _table(self, schema: str, rows: list[tuple[Any, ...]]) -> Any:
         return self.spark.createDataFrame(rows, schema=schema)

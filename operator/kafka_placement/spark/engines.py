@@ -6,8 +6,10 @@ a DataFrame, aggregates the cluster's loads and selects the partitions that brea
 DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
 each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
 the changed partitions and finishes on the driver with the reconciliation and balance pass
-(``merge_and_balance``), while Spark tasks check the selection (``spark.selection``). Its summary
-says how many partitions each rule sent to the shards. ``auto`` picks Spark above a replica-count
+(``merge_and_balance``, reconciling only the shards' results), checked by the summary's tally in
+Spark tasks (``spark.tally``; a hard rule broken after the plan, i.e. a partition the analysis missed,
+re-runs the merge reconciling every partition). Its summary says how many partitions each rule sent to
+the shards. ``auto`` picks Spark above a replica-count
 threshold. ``spark-k8s`` runs the same job on Kubernetes (``spark.k8s``).
 """
 
@@ -19,7 +21,6 @@ import os
 import shutil
 import sys
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -44,7 +45,6 @@ from ..planning.sharding import (
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
-from .selection import selection_mismatches
 from .shipping import ship
 from .tally import tally_partitions
 
@@ -184,11 +184,11 @@ class SparkOptimizer:
     and window functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal
     on each shard with ``applyInPandas``, while the driver builds its planning context. The driver merges
     the changed partitions into one assignment, reconciles them and balances globally
-    (``planning.sharding.merge_and_balance``), while Spark tasks check the selection against the pure
-    ``needs_repair`` (``spark.selection``); on any difference the driver merges again reconciling every
-    partition. ``measure`` tallies the
-    plan's metrics in Spark tasks (``spark.tally``). ``reports`` holds, per plan, how many partitions
-    each rule sent to the shards and the seconds of each phase.
+    (``planning.sharding.merge_and_balance``); then Spark tasks tally the plan (``spark.tally``): the
+    summary's tally, and the check that no partition breaks a hard rule after the plan (one the
+    analysis missed would: the driver then merges again reconciling every partition); ``measure``
+    returns that tally for that plan, and tallies any other plan in Spark tasks. ``reports`` holds,
+    per plan, how many partitions each rule sent to the shards and the seconds of each phase.
     """
 
     def __init__(self, settings: EngineSettings, session: Any = None) -> None:
@@ -197,14 +197,20 @@ class SparkOptimizer:
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
         self._frames: SnapshotFrames | None = None
+        self._tallied: tuple[Plan, Intents, Tally] | None = None  # the last plan, its intents and tally
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         with self._guarded() as spark:
             return self._optimize(spark, snapshot, intents)
 
     def measure(self, snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
-        """The summary's tally of ``plan``, summed by Spark tasks (``spark.tally``)."""
+        """The summary's tally of ``plan``, summed by Spark tasks (``spark.tally``); the plan this engine
+        just made was tallied while it was checked, and that tally is the one returned."""
         plan.check_against(snapshot)
+        kept = self._tallied
+        same_snapshot = self._frames is not None and self._frames.snapshot is snapshot
+        if kept is not None and same_snapshot and kept[0] is plan and kept[1] is scope.intents:
+            return kept[2]
         started = time.perf_counter()
         with self._guarded() as spark:
             found = tally_partitions(spark, self._frames_of(spark, snapshot).partitions, plan, scope)
@@ -252,18 +258,18 @@ class SparkOptimizer:
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
-        with _Beside(spark) as beside:
-            # the driver's own planning context, built while Spark analyses and plans the shards
-            context = beside.call(PlanningContext.of, snapshot, intents)
-            frames = self._frames_of(spark, snapshot)
-            flagged = frames.flagged(intents)
-            repair = flagged.where(" OR ".join(REASONS)).cache()
+        self._tallied = None
+        frames = self._frames_of(spark, snapshot)
+        repair = frames.to_repair(intents).cache()
+        with _Beside() as beside:
             try:
                 report = _count_reasons(repair, len(snapshot.partitions))
                 shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
                 report["shards"] = shards
                 view = ShardView.of(snapshot, frames.loads(), shards)
                 analysed = time.perf_counter()
+                # the driver's own planning context, built while the shards run
+                context = beside.call(PlanningContext.of, snapshot, intents)
                 out = (
                     repair.withColumn("shard", shard_column(shards))
                     .select("shard", *COLUMNS)
@@ -275,30 +281,32 @@ class SparkOptimizer:
                 repair.unpersist()
             sharded = time.perf_counter()
             rows = _shard_rows(out)
-            # the selection checked in Spark tasks while the driver merges and balances
-            check = beside.job(selection_mismatches, flagged, snapshot, intents)
             ctx = context.result()
-            merging = time.perf_counter()
-            plan = merge_and_balance(ctx, rows, exact_selection=True)
-            merged = time.perf_counter()
-            mismatches = check.result()
-        checked = time.perf_counter()
-        report["selectionMismatches"] = len(mismatches)
-        if mismatches:  # the analysis missed or added partitions: reconcile every partition instead
-            report["selectionMismatchExamples"] = [
-                {"partition": f"{t}-{n}", "selected": sel} for (t, n), sel in mismatches[:5]
-            ]
+        merging = time.perf_counter()
+        plan = merge_and_balance(ctx, rows, exact_selection=True)
+        merged = time.perf_counter()
+        # The check of the selection: the summary's tally counts every hard rule on every partition
+        # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
+        # reconciliation of every partition, and that plan is tallied again by ``measure``.
+        scope = Scope.of(snapshot, intents)
+        found = tally_partitions(spark, frames.partitions, plan, scope)
+        broken = found.violations_after.finish(scope.elig)
+        tallied = time.perf_counter()
+        report["hardViolationsAfterMerge"] = sum(broken.values())
+        if report["hardViolationsAfterMerge"]:
+            report["violationsAfterMerge"] = {k: v for k, v in broken.items() if v}
             plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows, exact_selection=False)
+        else:
+            self._tallied = (plan, intents, found)
         report["seconds"] = {
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
             "shards": round(sharded - analysed, 1),
-            "context": round(context.seconds, 1),  # beside the analysis and the shards
+            "context": round(context.seconds, 1),  # beside the shards
             "waitForContext": round(merging - sharded, 1),  # with reading the shards' rows
             "mergeAndBalance": round(merged - merging, 1),
-            "selectionCheck": round(check.seconds, 1),  # beside the merge
-            "waitForCheck": round(checked - merged, 1),
-            "reconcileAll": round(time.perf_counter() - checked, 1),  # only after a mismatch
+            "summary": round(tallied - merged, 1),  # the tally: the summary's, and the check
+            "reconcileAll": round(time.perf_counter() - tallied, 1),  # only after a violation
         }
         self._session_s = 0.0  # counted once
         self.reports.append(report)
@@ -320,21 +328,16 @@ class _Timed(Generic[T]):
 
 
 class _Beside:
-    """Work run in driver threads beside the job of the calling thread. Spark jobs started here run
-    in their own job group, cancelled when the calling thread leaves the block by an error, so no job
-    outlives the plan it was for."""
+    """Pure work run in a driver thread while the calling thread waits on a Spark job (which releases
+    the GIL); leaving the block waits for it."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark, self._sc = spark, spark.sparkContext
-        self._group = f"kafka-placement-beside-{uuid.uuid4().hex[:8]}"
-        self._pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="kafka-placement")
+    def __init__(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement")
 
     def __enter__(self) -> _Beside:
         return self
 
-    def __exit__(self, kind: object, *exc: object) -> None:
-        if kind is not None:
-            self._sc.cancelJobGroup(self._group)
+    def __exit__(self, *exc: object) -> None:
         self._pool.shutdown(wait=True)
 
     def call(self, fn: Callable[..., T], *args: Any) -> _Timed[T]:
@@ -347,18 +350,7 @@ class _Beside:
             finally:
                 clock.append(time.perf_counter() - started)
 
-        from pyspark.util import inheritable_thread_target  # the thread's JVM side is closed after it
-
-        return _Timed(self._pool.submit(inheritable_thread_target(self._spark)(timed)), clock)
-
-    def job(self, fn: Callable[..., T], *args: Any) -> _Timed[T]:
-        """``fn`` starts Spark jobs: they run in this block's job group."""
-
-        def grouped(*a: Any) -> T:
-            self._sc.setJobGroup(self._group, "kafka-placement: beside the shard job", True)
-            return fn(*a)
-
-        return self.call(grouped, *args)
+        return _Timed(self._pool.submit(timed), clock)
 
 
 def _shard_rows(out: Any) -> list[Row]:
