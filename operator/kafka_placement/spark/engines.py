@@ -9,8 +9,8 @@ the changed partitions and finishes on the driver with the reconciliation and ba
 (``merge_and_balance``, reconciling only the shards' results), checked by the summary's tally in
 Spark tasks (``spark.tally``; a hard rule broken after the plan, i.e. a partition the analysis missed,
 re-runs the merge reconciling every partition). Its summary says how many partitions each rule sent to
-the shards. ``auto`` picks Spark above a replica-count
-threshold. ``spark-k8s`` runs the same job on Kubernetes (``spark.k8s``).
+the shards. ``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on
+Kubernetes (``spark.k8s``).
 """
 
 from __future__ import annotations
