@@ -24,7 +24,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
@@ -261,15 +261,15 @@ class SparkOptimizer:
         self._tallied = None
         frames = self._frames_of(spark, snapshot)
         repair = frames.to_repair(intents).cache()
-        with _Beside() as beside:
+        # a Spark job releases the GIL while the driver waits for it: the context is built meanwhile
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
             try:
                 report = _count_reasons(repair, len(snapshot.partitions))
                 shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
                 report["shards"] = shards
                 view = ShardView.of(snapshot, frames.loads(), shards)
                 analysed = time.perf_counter()
-                # the driver's own planning context, built while the shards run
-                context = beside.call(PlanningContext.of, snapshot, intents)
+                context = beside.submit(_timed, PlanningContext.of, snapshot, intents)
                 out = (
                     repair.withColumn("shard", shard_column(shards))
                     .select("shard", *COLUMNS)
@@ -281,7 +281,7 @@ class SparkOptimizer:
                 repair.unpersist()
             sharded = time.perf_counter()
             rows = _shard_rows(out)
-            ctx = context.result()
+            ctx, context_s = context.result()
         merging = time.perf_counter()
         plan = merge_and_balance(ctx, rows, exact_selection=True)
         merged = time.perf_counter()
@@ -302,7 +302,7 @@ class SparkOptimizer:
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
             "shards": round(sharded - analysed, 1),
-            "context": round(context.seconds, 1),  # beside the shards
+            "context": round(context_s, 1),  # beside the shards
             "waitForContext": round(merging - sharded, 1),  # with reading the shards' rows
             "mergeAndBalance": round(merged - merging, 1),
             "summary": round(tallied - merged, 1),  # the tally: the summary's, and the check
@@ -313,44 +313,10 @@ class SparkOptimizer:
         return plan
 
 
-class _Timed(Generic[T]):
-    """A call running in a thread of ``_Beside``, with its own duration."""
-
-    def __init__(self, future: concurrent.futures.Future[T], clock: list[float]) -> None:
-        self._future, self._clock = future, clock
-
-    def result(self) -> T:
-        return self._future.result()
-
-    @property
-    def seconds(self) -> float:
-        return self._clock[0] if self._clock else 0.0
-
-
-class _Beside:
-    """Pure work run in a driver thread while the calling thread waits on a Spark job (which releases
-    the GIL); leaving the block waits for it."""
-
-    def __init__(self) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement")
-
-    def __enter__(self) -> _Beside:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True)
-
-    def call(self, fn: Callable[..., T], *args: Any) -> _Timed[T]:
-        clock: list[float] = []
-
-        def timed() -> T:
-            started = time.perf_counter()
-            try:
-                return fn(*args)
-            finally:
-                clock.append(time.perf_counter() - started)
-
-        return _Timed(self._pool.submit(timed), clock)
+def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` and the seconds it took (run in a driver thread beside a Spark job)."""
+    started = time.perf_counter()
+    return fn(*args), time.perf_counter() - started
 
 
 def _shard_rows(out: Any) -> list[Row]:
