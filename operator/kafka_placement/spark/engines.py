@@ -197,7 +197,7 @@ class SparkOptimizer:
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
         self._frames: SnapshotFrames | None = None
-        self._tallied: tuple[Plan, Intents, Tally] | None = None  # the last plan, its intents and tally
+        self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         with self._guarded() as spark:
@@ -208,9 +208,8 @@ class SparkOptimizer:
         just made was tallied while it was checked, and that tally is the one returned."""
         plan.check_against(snapshot)
         kept = self._tallied
-        same_snapshot = self._frames is not None and self._frames.snapshot is snapshot
-        if kept is not None and same_snapshot and kept[0] is plan and kept[1] is scope.intents:
-            return kept[2]
+        if kept is not None and kept[0] is snapshot and kept[1] is scope.intents and kept[2] is plan:
+            return kept[3]
         started = time.perf_counter()
         with self._guarded() as spark:
             found = tally_partitions(spark, self._frames_of(spark, snapshot).partitions, plan, scope)
@@ -297,7 +296,7 @@ class SparkOptimizer:
             report["violationsAfterMerge"] = {k: v for k, v in broken.items() if v}
             plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows, exact_selection=False)
         else:
-            self._tallied = (plan, intents, found)
+            self._tallied = (snapshot, intents, plan, found)
         report["seconds"] = {
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
