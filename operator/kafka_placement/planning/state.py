@@ -192,9 +192,14 @@ class Assignment:
         size = self.size[key]
         old_r, old_d = self.replicas[key], self.dirs[key]
         self.broker_leaders[old_r[0]] -= 1
-        for b, d in zip(old_r, old_d, strict=True):
+        before = list(zip(old_r, old_d, strict=True))
+        after = list(zip(replicas, dirs, strict=True))
+        if len(set(before)) == len(before) and len(set(after)) == len(after):
+            # a replica that stays on its broker and dir neither leaves nor enters (its loads are net 0)
+            before, after = [x for x in before if x not in after], [x for x in after if x not in before]
+        for b, d in before:
             self._leave(key, b, d, size)
-        for b, d in zip(replicas, dirs, strict=True):
+        for b, d in after:
             self._enter(key, b, d, size)
         self.broker_leaders[replicas[0]] += 1
         self.replicas[key] = list(replicas)
@@ -214,7 +219,10 @@ class Assignment:
         dirs = list(self.dirs[key])
         reps[0], reps[index] = reps[index], reps[0]
         dirs[0], dirs[index] = dirs[index], dirs[0]
-        self.set_placement(key, reps, dirs)
+        self.broker_leaders[reps[index]] -= 1  # the same replicas and dirs: only the leader counts change
+        self.broker_leaders[reps[0]] += 1
+        self.replicas[key] = reps
+        self.dirs[key] = dirs
 
     def best_dir(self, elig: Eligibility, broker: int, size: int, exclude: Iterable[str] = ()) -> str | None:
         """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes."""

@@ -13,6 +13,11 @@ reorders. Single hand-overs alone stop when an over-loaded broker's followers ar
 holding few, large partitions make that common); chains do not. When no ceiling at the limit exists
 (brokers hold too few replicas to lead their share) the goal still brings the maximum down to the
 lowest reachable ceiling and reports itself unmet.
+
+Cost: one pass over the partitions builds the hand-over graph (``_Handovers``: per edge, the partitions
+it can carry); after that, each round costs the broker graph plus the hand-overs its flow carries, since
+reorders update the graph in place and each edge lists its own partitions. The limit is tried before
+the binary search, as it is usually reachable.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from ..context import PlanningContext
-from ..state import Key
+from ..state import Assignment, Key
 
 ROUNDS = 3  # flow rounds: a round may fall short when one partition was counted on two of its edges
 
@@ -44,6 +49,19 @@ class _Flow:
         self.to.append(u)
         self.cap.append(0)
         return len(self.to) - 2
+
+    def add_many(self, arcs: Sequence[tuple[int, int, int]]) -> int:
+        """``add`` for each (u, v, capacity) in order; arc i's id is the returned id + 2 * i."""
+        first = len(self.to)
+        head, to, cap = self.head, self.to, self.cap
+        e = first
+        for u, v, _ in arcs:
+            head[u].append(e)
+            head[v].append(e + 1)
+            e += 2
+        to.extend(x for u, v, _ in arcs for x in (v, u))
+        cap.extend(x for _, _, c in arcs for x in (c, 0))
+        return first
 
     def run(self, s: int, t: int, need: int) -> int:
         total = 0
@@ -99,6 +117,40 @@ class _Flow:
             u = to[e]
 
 
+class _Handovers:
+    """The hand-over graph: per (leader u, follower v) the partitions u leads that v may lead (an edge's
+    capacity is their number). Built once, then kept exact across reorders (``hand_over``), so a
+    round's reorders cost what its flow carries, not a pass over the cluster."""
+
+    def __init__(self, a: Assignment, may_lead: dict[Key, tuple[int, ...]], active: Sequence[int]) -> None:
+        nodes = set(active)
+        self.pairs: dict[tuple[int, int], list[Key]] = {}
+        pairs, replicas = self.pairs, a.replicas
+        for key, able in may_lead.items():
+            leader = replicas[key][0]
+            if leader not in nodes:
+                continue
+            for f in able:
+                if f != leader:
+                    held = pairs.get((leader, f))
+                    if held is None:
+                        pairs[(leader, f)] = [key]
+                    else:
+                        held.append(key)
+
+    def hand_over(self, key: Key, old: int, new: int, able: tuple[int, ...]) -> None:
+        """``key``'s leadership went from ``old`` to ``new`` (both may lead it)."""
+        pairs = self.pairs
+        for f in able:
+            if f != old:
+                held = pairs[(old, f)]
+                held.remove(key)
+                if not held:
+                    del pairs[(old, f)]
+            if f != new:
+                pairs.setdefault((new, f), []).append(key)
+
+
 class LeaderBalanceGoal:
     """Preferred leaders per broker: max/mean <= 1 + tolerance (integer rounding allowed)."""
 
@@ -119,9 +171,10 @@ class LeaderBalanceGoal:
         if max(a.broker_leaders[b] for b in active) <= limit:
             return
         may_lead = self._may_lead(ctx, frozenset(active))
+        graph = _Handovers(a, may_lead, active)
         for _ in range(ROUNDS):
             if max(a.broker_leaders[b] for b in active) <= limit or not self._round(
-                ctx, active, limit, may_lead
+                ctx, active, limit, may_lead, graph
             ):
                 return  # met, or the lowest reachable ceiling is reached
 
@@ -129,44 +182,46 @@ class LeaderBalanceGoal:
         """Per partition whose leader may change (its policy balances leaders): the replicas that may lead
         it, kept brokers in sync (or new to the partition). Reorders do not change it."""
         a = ctx.assignment
+        original_of = ctx.snapshot.partition
+        balanced = {
+            t for t, p in a.topic_policy.items() if p is not None and p.balance.leaders and p.enforced
+        }
         out: dict[Key, tuple[int, ...]] = {}
         for key, reps in a.replicas.items():
-            policy = a.policy(key)
-            if policy is None or not policy.balance.leaders or not policy.enforced:
+            if key[0] not in balanced:
                 continue
-            original = ctx.snapshot.partition(*key)
-            before = original.replicas if original is not None else ()
-            in_sync = original.isr if original is not None else ()
-            able = tuple(b for b in reps if b in active and (b not in before or b in in_sync))
+            original = original_of(*key)
+            if original is None:
+                able = tuple(b for b in reps if b in active)
+            else:
+                before, in_sync = original.replicas, original.isr
+                able = tuple(b for b in reps if b in active and (b not in before or b in in_sync))
             if len(able) > 1:
                 out[key] = able
         return out
 
     def _round(
-        self, ctx: PlanningContext, active: tuple[int, ...], limit: int, may_lead: dict[Key, tuple[int, ...]]
+        self,
+        ctx: PlanningContext,
+        active: tuple[int, ...],
+        limit: int,
+        may_lead: dict[Key, tuple[int, ...]],
+        graph: _Handovers,
     ) -> bool:
         """One flow round: the lowest reachable ceiling, its flow turned into reorders. True when another
         round may lower the maximum further (the reorders fell short of the flow)."""
         a = ctx.assignment
         loads = {b: a.broker_leaders[b] for b in active}
         node = {b: i for i, b in enumerate(active)}
-        edges: dict[tuple[int, int], int] = {}
-        led: dict[int, list[Key]] = {}  # per broker: the partitions it leads that another may lead
-        for key, able in may_lead.items():
-            leader = a.replicas[key][0]
-            if leader not in node:
-                continue
-            led.setdefault(leader, []).append(key)
-            for f in able:
-                if f != leader:
-                    edges[(leader, f)] = edges.get((leader, f), 0) + 1
+        edges = {pair: len(keys) for pair, keys in graph.pairs.items()}
         if not edges:
             return False
         pairs = sorted(edges)
         s, t = len(active), len(active) + 1
         base = _Flow(len(active) + 2)
         ends = {b: (base.add(s, node[b], 0), base.add(node[b], t, 0)) for b in active}
-        ids = {pair: base.add(node[pair[0]], node[pair[1]], edges[pair]) for pair in pairs}
+        first = base.add_many([(node[u], node[v], edges[(u, v)]) for u, v in pairs])
+        ids = dict(zip(pairs, range(first, first + 2 * len(pairs), 2), strict=True))
         initial = list(base.cap)
 
         def flow(ceiling: int) -> bool:
@@ -179,8 +234,14 @@ class LeaderBalanceGoal:
                 need += max(n - ceiling, 0)
             return base.run(s, t, need) == need
 
-        lo, hi = limit, max(loads.values())  # the current maximum is always reachable (no flow)
+        # The smallest reachable ceiling: the limit itself first (usually reachable: one flow), else a
+        # binary search above it; the current maximum is always reachable (no flow).
+        lo, hi = limit, max(loads.values())
         best: list[int] | None = None
+        if flow(lo):
+            hi, best = lo, list(base.cap)
+        else:
+            lo += 1
         while lo < hi:
             mid = (lo + hi) // 2
             if flow(mid):
@@ -190,40 +251,42 @@ class LeaderBalanceGoal:
         if best is None:
             return False  # no ceiling below the current maximum is reachable
         carried = {pair: edges[pair] - best[e] for pair, e in ids.items() if best[e] < edges[pair]}
-        return self._apply(ctx, carried, led, may_lead)
+        return self._apply(ctx, carried, graph, may_lead)
 
     def _apply(
         self,
         ctx: PlanningContext,
         carried: dict[tuple[int, int], int],
-        led: dict[int, list[Key]],
+        graph: _Handovers,
         may_lead: dict[Key, tuple[int, ...]],
     ) -> bool:
         """Hand over ``carried[(u, v)]`` leaderships from u to v, each partition at most once; partitions
         the plan changes anyway first (a reorder there costs no extra reassignment). True when some edge
         found fewer partitions than its flow (one partition counted on two of u's edges)."""
         a = ctx.assignment
+        original_of = ctx.snapshot.partition
         wanted: dict[int, dict[int, int]] = {}
         for (u, v), n in carried.items():
             wanted.setdefault(u, {})[v] = n
+        handed: set[Key] = set()  # one hand-over per partition and round: u leads what it led before
         short = False
         for u, per_v in sorted(wanted.items()):
-            candidates: dict[int, list[tuple[bool, Key]]] = {v: [] for v in per_v}
-            for key in led[u]:
-                original = ctx.snapshot.partition(*key)
-                same = original is not None and tuple(original.replicas) == tuple(a.replicas[key])
-                for v in may_lead[key]:
-                    if v in candidates:
-                        candidates[v].append((same, key))
             used: set[Key] = set()
             for v, n in sorted(per_v.items()):
-                for _, key in sorted(candidates[v]):
+                candidates: list[tuple[bool, Key]] = []
+                for key in graph.pairs.get((u, v), ()):
+                    if key in handed:
+                        continue
+                    original = original_of(*key)
+                    same = original is not None and list(original.replicas) == a.replicas[key]
+                    candidates.append((same, key))
+                for _, key in sorted(candidates):
                     if n == 0:
                         break
-                    if key in used:
-                        continue
                     a.make_leader(key, a.replicas[key].index(v))
+                    graph.hand_over(key, u, v, may_lead[key])
                     used.add(key)
                     n -= 1
                 short = short or n > 0
+            handed |= used
         return short

@@ -1,0 +1,128 @@
+"""The planner's incrementally kept state equals the same state recomputed from scratch: the
+assignment's loads after any mix of moves, dir changes and reorders (``Assignment.set_placement`` skips
+the replicas that stay, ``make_leader`` touches only leader counts), and the leader goal's hand-over
+graph after any hand-overs (it is built once and then kept, not rebuilt every round)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from tests.unit.builders import intents, snapshot
+
+from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
+from kafka_placement.planning.state import Assignment
+
+BROKERS = {b: f"/r{b % 3}" for b in range(1, 10)}
+
+
+def _context(seed: int) -> PlanningContext:
+    rng = random.Random(seed)
+    parts = []
+    for i in range(300):
+        reps = rng.sample(sorted(BROKERS), 3)
+        parts.append((f"t{i % 7}", i, reps, [rng.randrange(2) for _ in reps], rng.randrange(1, 1000)))
+    snap = snapshot(BROKERS, parts)
+    return PlanningContext.of(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
+
+
+def _recounted(a: Assignment) -> Assignment:
+    """The loads of ``a``'s placement counted from nothing."""
+    fresh = Assignment(dict(a.replicas), dict(a.dirs), dict(a.size), dict(a.topic_policy))
+    for b in a.broker_bytes:
+        fresh.broker_bytes[b] = fresh.broker_replicas[b] = fresh.broker_leaders[b] = 0
+        fresh.by_broker[b] = set()
+    for dk in a.dir_bytes:
+        fresh.dir_bytes[dk] = fresh.dir_replicas[dk] = 0
+    for key, reps in a.replicas.items():
+        for b, d in zip(reps, a.dirs[key], strict=True):
+            fresh.broker_bytes[b] += a.size[key]
+            fresh.broker_replicas[b] += 1
+            fresh.by_broker[b].add(key)
+            if d is not None:
+                fresh.dir_bytes[(b, d)] += a.size[key]
+                fresh.dir_replicas[(b, d)] += 1
+        fresh.broker_leaders[reps[0]] += 1
+    return fresh
+
+
+def test_loads_stay_exact_through_moves_dir_changes_and_reorders() -> None:
+    ctx = _context(1)
+    a, rng = ctx.assignment, random.Random(2)
+    keys = sorted(a.replicas)
+    for _ in range(2000):
+        key = rng.choice(keys)
+        reps, dirs = list(a.replicas[key]), list(a.dirs[key])
+        kind = rng.randrange(4)
+        if kind == 0:  # one replica to another broker
+            i = rng.randrange(len(reps))
+            a.move(key, i, rng.choice([b for b in BROKERS if b not in reps]), f"/data/d{rng.randrange(2)}")
+        elif kind == 1:  # one replica to the other dir of its broker
+            i = rng.randrange(len(reps))
+            a.move(key, i, reps[i], "/data/d1" if dirs[i] == "/data/d0" else "/data/d0")
+        elif kind == 2:
+            a.make_leader(key, rng.randrange(1, len(reps)))
+        else:  # a whole new order, some replicas kept
+            rng.shuffle(order := list(range(len(reps))))
+            a.set_placement(key, [reps[j] for j in order], [dirs[j] for j in order])
+    fresh = _recounted(a)
+    assert a.broker_bytes == fresh.broker_bytes and a.broker_replicas == fresh.broker_replicas
+    assert a.broker_leaders == fresh.broker_leaders and a.by_broker == fresh.by_broker
+    assert a.dir_bytes == fresh.dir_bytes and a.dir_replicas == fresh.dir_replicas
+
+
+def test_free_bytes_stay_exact_when_a_replica_stays_on_its_dir() -> None:
+    snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 100)], capacity=1000)
+    ctx = PlanningContext.of(snap, intents("kind: PlacementPolicy\nspec: {}\n"))
+    a = ctx.assignment
+    start = dict(a.free)
+    a.set_placement(("t", 0), [2, 3], ["/data/d0", "/data/d1"])  # 2 stays on d0; 1 -> 3
+    assert a.free[(2, "/data/d0")] == start[(2, "/data/d0")]
+    assert a.free[(1, "/data/d0")] == start[(1, "/data/d0")] + 100
+    assert a.free[(3, "/data/d1")] == start[(3, "/data/d1")] - 100
+    a.set_placement(("t", 0), [2, 3], ["/data/d1", "/data/d1"])  # 2 changes dir only
+    assert a.free[(2, "/data/d0")] == start[(2, "/data/d0")] + 100
+    assert a.free[(2, "/data/d1")] == start[(2, "/data/d1")] - 100
+    assert a.by_broker[2] == {("t", 0)} and a.by_broker[1] == set()
+
+
+def _as_sets(graph: _Handovers) -> dict[tuple[int, int], frozenset[tuple[str, int]]]:
+    assert all(graph.pairs.values()), "an empty edge is left in the graph"
+    return {pair: frozenset(keys) for pair, keys in graph.pairs.items()}
+
+
+def test_hand_over_graph_stays_exact_through_hand_overs() -> None:
+    ctx = _context(3)
+    a, rng = ctx.assignment, random.Random(4)
+    active = ctx.eligibility.active_brokers
+    may_lead = LeaderBalanceGoal()._may_lead(ctx, frozenset(active))
+    assert len(may_lead) == 300  # every partition balances leaders; all replicas in sync
+    graph = _Handovers(a, may_lead, active)
+    keys = sorted(may_lead)
+    for _ in range(1500):
+        key = rng.choice(keys)
+        old = a.replicas[key][0]
+        new = rng.choice([b for b in may_lead[key] if b != old])
+        a.make_leader(key, a.replicas[key].index(new))
+        graph.hand_over(key, old, new, may_lead[key])
+    assert _as_sets(graph) == _as_sets(_Handovers(a, may_lead, active))
+    assert a.broker_leaders == _recounted(a).broker_leaders
+
+
+def test_the_goal_spreads_piled_up_leaders_to_its_limit_moving_no_data() -> None:
+    # leaders piled on brokers 1-3 (the default tolerance is 5%): the goal hands over along chains
+    for seed in range(5):
+        ctx = _context(10 + seed)
+        a = ctx.assignment
+        for key in sorted(a.replicas):
+            low = min(a.replicas[key])
+            if low <= 3 and a.replicas[key][0] != low:
+                a.make_leader(key, a.replicas[key].index(low))
+        active = ctx.eligibility.active_brokers
+        mean = sum(a.broker_leaders[b] for b in active) / len(active)
+        assert max(a.broker_leaders[b] for b in active) > 1.5 * mean  # really piled up
+        LeaderBalanceGoal().optimize(ctx)
+        assert max(a.broker_leaders[b] for b in active) <= max(math.ceil(mean), math.floor(1.05 * mean))
+        assert a.broker_leaders == _recounted(a).broker_leaders
+        assert a.broker_bytes == _recounted(a).broker_bytes  # reorders move no data
