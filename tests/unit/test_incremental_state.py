@@ -1,7 +1,8 @@
 """The planner's incrementally kept state equals the same state recomputed from scratch: the
 assignment's loads after any mix of moves, dir changes and reorders (``Assignment.set_placement`` skips
 the replicas that stay, ``make_leader`` touches only leader counts), and the leader goal's hand-over
-graph after any hand-overs (it is built once and then kept, not rebuilt every round)."""
+graph after any hand-overs (it is built once and then kept, not rebuilt every round). And the dir goal
+spends replicas the plan moves anyway before those a dir already holds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import random
 from tests.unit.builders import intents, snapshot
 
 from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals.dir_balance import DirBalanceGoal
 from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
+from kafka_placement.planning.metrics import movement
+from kafka_placement.planning.optimizer import diff
 from kafka_placement.planning.state import Assignment
 
 BROKERS = {b: f"/r{b % 3}" for b in range(1, 10)}
@@ -126,3 +130,23 @@ def test_the_goal_spreads_piled_up_leaders_to_its_limit_moving_no_data() -> None
         assert max(a.broker_leaders[b] for b in active) <= max(math.ceil(mean), math.floor(1.05 * mean))
         assert a.broker_leaders == _recounted(a).broker_leaders
         assert a.broker_bytes == _recounted(a).broker_bytes  # reorders move no data
+
+
+def test_dir_balance_moves_arriving_replicas_first_they_cost_no_extra_copy() -> None:
+    # broker 2 holds A0..A4 on d0 and B0..B4 on d1 (10 bytes each); the plan brings C0..C3 from 3 to its d0
+    # (as a shard would, having seen other loads): d0 90, d1 50, threshold 73.5. Moving two C's to d1
+    # balances it at no cost; moving two A's (sorted first by name) would copy 20 bytes within the broker.
+    parts = [("A", i, [2, 1], [0, 0], 10) for i in range(5)]
+    parts += [("B", i, [2, 1], [1, 1], 10) for i in range(5)]
+    parts += [("C", i, [3], [0], 10) for i in range(4)]
+    snap = snapshot({1: None, 2: None, 3: None}, parts)
+    text = "kind: PlacementPolicy\nspec: {balance: {logDirs: true}}\n"
+    ctx = PlanningContext.of(snap, intents(text))
+    for i in range(4):
+        ctx.assignment.set_placement(("C", i), [2], ["/data/d0"])
+    DirBalanceGoal().optimize(ctx)
+    a = ctx.assignment
+    assert a.dir_bytes[(2, "/data/d0")] == 70 and a.dir_bytes[(2, "/data/d1")] == 70
+    moved = movement(snap, diff(snap, ctx))
+    assert moved["intraBrokerBytes"] == 0 and moved["networkBytes"] == 40
+    assert all(a.dirs[("A", i)] == ["/data/d0", "/data/d0"] for i in range(5))

@@ -4,7 +4,9 @@ Per broker, over its dirs that keep data (not drained, online): met when max/mea
 An over-full dir sheds its excess to the least-loaded dir of the same broker that may receive
 (not cordoned) and stays under the threshold — a local copy, no network traffic, and no change to
 the broker's replica list, so every earlier goal accepts it. Only topics whose policy sets
-``balance.logDirs`` move.
+``balance.logDirs`` move. Replicas the plan brings to the dir anyway (new to the broker, or already
+leaving another dir of it) go first: they land on another dir for no extra copy, where moving a replica
+the dir already holds costs a local copy of its bytes.
 """
 
 from __future__ import annotations
@@ -43,25 +45,27 @@ class DirBalanceGoal:
         for path in sorted(paths, key=lambda p: -a.dir_bytes[(broker, p)]):
             if a.dir_bytes[(broker, path)] <= threshold:
                 continue
-            movable: list[tuple[int, Key]] = []
+            free: list[tuple[int, Key]] = []  # arriving on this dir with the plan: another dir costs nothing
+            costly: list[tuple[int, Key]] = []  # on this dir in the snapshot: moving it is a local copy
             for key in a.by_broker[broker]:
                 policy = a.policy(key)
                 if policy is None or not policy.balance.log_dirs or not policy.enforced:
                     continue
                 if a.dirs[key][a.replicas[key].index(broker)] == path:
-                    movable.append((a.size[key], key))
-            movable.sort()
-            while a.dir_bytes[(broker, path)] > threshold and movable:
-                excess = a.dir_bytes[(broker, path)] - threshold
-                split = bisect.bisect_right(movable, (int(excess), ("\U0010ffff", 1 << 62)))
-                order = list(range(split - 1, -1, -1)) + list(range(split, len(movable)))
-                for i in order:
-                    size, key = movable[i]
-                    if self._move(ctx, key, broker, path, size, threshold, receivers):
-                        movable.pop(i)
+                    (costly if _held(ctx, key, broker, path) else free).append((a.size[key], key))
+            for movable in (free, costly):
+                movable.sort()
+                while a.dir_bytes[(broker, path)] > threshold and movable:
+                    excess = a.dir_bytes[(broker, path)] - threshold
+                    split = bisect.bisect_right(movable, (int(excess), ("\U0010ffff", 1 << 62)))
+                    order = list(range(split - 1, -1, -1)) + list(range(split, len(movable)))
+                    for i in order:
+                        size, key = movable[i]
+                        if self._move(ctx, key, broker, path, size, threshold, receivers):
+                            movable.pop(i)
+                            break
+                    else:
                         break
-                else:
-                    break
 
     def _move(
         self,
@@ -88,3 +92,11 @@ class DirBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
+
+
+def _held(ctx: PlanningContext, key: Key, broker: int, path: str) -> bool:
+    """The snapshot already has this partition's replica on ``broker``'s dir ``path``."""
+    original = ctx.snapshot.partition(*key)
+    return original is not None and any(
+        b == broker and d == path for b, d in zip(original.replicas, original.log_dirs, strict=True)
+    )
