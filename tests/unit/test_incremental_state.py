@@ -1,8 +1,8 @@
 """The planner's incrementally kept state equals the same state recomputed from scratch: the
 assignment's loads after any mix of moves, dir changes and reorders (``Assignment.set_placement`` skips
 the replicas that stay, ``make_leader`` touches only leader counts), and the leader goal's hand-over
-graph after any hand-overs (it is built once and then kept, not rebuilt every round). And the dir goal
-spends replicas the plan moves anyway before those a dir already holds."""
+graph after any hand-overs (it is built once and then kept, not rebuilt every round). And the broker
+and dir goals spend replicas the plan moves anyway before those a broker or dir already holds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import random
 from tests.unit.builders import intents, snapshot
 
 from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals.broker_balance import BrokerBalanceGoal
 from kafka_placement.planning.goals.dir_balance import DirBalanceGoal
 from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
 from kafka_placement.planning.metrics import movement
@@ -150,3 +151,20 @@ def test_dir_balance_moves_arriving_replicas_first_they_cost_no_extra_copy() -> 
     moved = movement(snap, diff(snap, ctx))
     assert moved["intraBrokerBytes"] == 0 and moved["networkBytes"] == 40
     assert all(a.dirs[("A", i)] == ["/data/d0", "/data/d0"] for i in range(5))
+
+
+def test_broker_balance_sheds_arriving_replicas_first_they_cost_no_extra_copy() -> None:
+    # brokers 1-3 hold six 10-byte replicas each, broker 3 also D0..D2; the plan brings the D's to broker
+    # 1 (as a shard would): 90 / 60 / 60, threshold 73.5. Sending two D's elsewhere (one back home)
+    # balances it and moves less than the plan did; shedding two A's would copy 20 more bytes.
+    parts = [(t, i, [b], [0], 10) for t, b in (("A", 1), ("B", 2), ("C", 3)) for i in range(6)]
+    parts += [("D", i, [3], [0], 10) for i in range(3)]
+    snap = snapshot({1: None, 2: None, 3: None}, parts)
+    ctx = PlanningContext.of(snap, intents("kind: PlacementPolicy\nspec: {balance: {brokers: true}}\n"))
+    for i in range(3):
+        ctx.assignment.set_placement(("D", i), [1], ["/data/d0"])
+    BrokerBalanceGoal().optimize(ctx)
+    a = ctx.assignment
+    assert sorted(a.broker_bytes.values()) == [70, 70, 70]
+    assert all(a.replicas[("A", i)] == [1] for i in range(6))
+    assert movement(snap, diff(snap, ctx))["bytesToMove"] == 20

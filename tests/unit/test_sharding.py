@@ -94,8 +94,8 @@ def test_reconciling_only_the_shards_results_plans_what_the_full_reconciliation_
 
 
 def test_only_the_full_reconciliation_repairs_a_partition_the_selection_missed() -> None:
-    # Why the Spark engine checks its selection on every run (spark.selection) before it reconciles only
-    # the shards' results: a partition missing from the selection would keep its replica on broker 2.
+    # Why the Spark engine checks every plan (the summary's tally, spark.engines) before it trusts an
+    # exact selection: a partition missing from the selection would keep its replica on broker 2.
     snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", n, [1, 2], [0, 0], 10) for n in range(4)])
     wanted = intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
     full = merge_and_balance(PlanningContext.of(snap, wanted), [], exact_selection=False)

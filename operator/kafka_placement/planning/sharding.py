@@ -12,15 +12,15 @@ This is the pure core of the Spark engine (and runs without Spark too, which the
    from those scaled cluster loads rather than its own partitions' loads: a shard holds a random
    1/n of the replicas, whose per-broker sums are noisy (a few dozen replicas per broker at 1000
    brokers), while the cluster's scaled loads are what every shard's additions will land on;
-4. ``merge_and_balance`` applies every shard's result to one global assignment, re-runs the hard goal
-   as a reconciliation pass (a no-op unless a shard, or the engine's selection of partitions, missed
-   something), then runs the balance goals globally, so balance is judged on whole-cluster loads
-   exactly as the local engine does. The reconciliation covers every partition, or only the shards'
-   results when the selection is known to be exact: ``needs_repair`` of a partition depends on that
-   partition alone, so a partition outside an exact selection needs no repair before or after the
-   shards (the in-process pipeline selects with ``needs_repair`` itself; the Spark engine's summary
-   tally checks that no partition breaks a hard rule after the plan, and otherwise merges again
-   reconciling every partition).
+4. ``merge_and_balance`` applies every shard's result to one global assignment, then runs the balance
+   goals globally, so balance is judged on whole-cluster loads exactly as the local engine does. When
+   the selection may have missed a partition it first re-runs the hard goal over every partition (a
+   reconciliation); when the selection is known to be exact there is nothing to reconcile:
+   ``needs_repair`` of a partition depends on that partition alone, so a partition outside the
+   selection needs no repair before or after the shards, and one a shard returned is repaired (the
+   in-process pipeline selects with ``needs_repair`` itself; the Spark engine's summary tally checks
+   that no partition breaks a hard rule after the plan, and otherwise merges again reconciling every
+   partition).
 
 The Spark engine computes steps 1 and 2's inputs (the partitions to repair, the cluster's loads) with
 DataFrames and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in one process.
@@ -148,8 +148,8 @@ def raise_if_infeasible(errors: Iterable[str | None]) -> None:
 def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_selection: bool = False) -> Plan:
     """Apply the shards' hard-phase results to the global ``ctx``, reconcile, then balance globally.
 
-    ``exact_selection``: the shards were sent exactly the partitions ``needs_repair`` selects, so the
-    reconciliation checks only the partitions the shards changed instead of every partition."""
+    ``exact_selection``: the shards were sent exactly the partitions ``needs_repair`` selects, so no
+    partition needs reconciling; otherwise the hard goal runs over every partition first."""
     a = ctx.assignment
     merged: list[Key] = []
     for topic, number, reps, dirs in rows:
@@ -161,8 +161,13 @@ def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_select
             ctx.charge(policy, a.size[key] * added)
         a.set_placement(key, list(reps), list(dirs))
         merged.append(key)
-    # reconciliation: fixes only what a shard could not see
-    run_goals(ctx, [ReplicaPlacementGoal(only=merged if exact_selection else None)])
+    if exact_selection:
+        # Nothing to reconcile: a shard's partitions left it repaired (or it reported them infeasible),
+        # and ``needs_repair`` answers the same in the shard as here (same intents, brokers and dirs;
+        # it depends on the partition alone). The goal still binds every later move (``ctx.done``).
+        ctx.done.append(ReplicaPlacementGoal(only=merged))
+    else:  # the selection may have missed a partition: the hard goal over every partition
+        run_goals(ctx, [ReplicaPlacementGoal()])
     run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal()])
     return diff(ctx.snapshot, ctx)
 

@@ -5,8 +5,8 @@ validation, advisories and the summary for all of them). The Spark engine loads 
 a DataFrame, aggregates the cluster's loads and selects the partitions that break a hard rule with
 DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
 each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
-the changed partitions and finishes on the driver with the reconciliation and balance pass
-(``merge_and_balance``, reconciling only the shards' results), checked by the summary's tally in
+the changed partitions and finishes on the driver with the balance pass (``merge_and_balance``;
+the shards' results need no reconciliation when the selection is exact), checked by the summary's tally in
 Spark tasks (``spark.tally``; a hard rule broken after the plan, i.e. a partition the analysis missed,
 re-runs the merge reconciling every partition). Its summary says how many partitions each rule sent to
 the shards. ``auto`` picks Spark above a replica-count threshold. ``spark-k8s`` runs the same job on
@@ -183,7 +183,7 @@ class SparkOptimizer:
     and dir loads (the shards' starting point), selects the partitions that break a hard rule with joins
     and window functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal
     on each shard with ``applyInPandas``, while the driver builds its planning context. The driver merges
-    the changed partitions into one assignment, reconciles them and balances globally
+    the changed partitions into one assignment and balances globally
     (``planning.sharding.merge_and_balance``); then Spark tasks tally the plan (``spark.tally``): the
     summary's tally, and the check that no partition breaks a hard rule after the plan (one the
     analysis missed would: the driver then merges again reconciling every partition); ``measure``

@@ -5,7 +5,9 @@ shed replicas, and only as many bytes as their excess: the largest replica that 
 first, then the smallest that clears it, so the bytes moved stay close to the lower bound
 (sum of excesses). A replica goes to the least-loaded broker that stays under the threshold and that
 every earlier goal accepts (rack spread, cordons, decommissions). Only topics whose policy sets
-``balance.brokers`` move; every broker's load counts.
+``balance.brokers`` move; every broker's load counts. A broker sheds the replicas the plan brings to it
+first: sent to another broker instead they are still one copy each, so they balance at no extra bytes
+(the sharded planner's shards, each seeing only its share, leave more of those to redirect).
 """
 
 from __future__ import annotations
@@ -44,19 +46,32 @@ class BrokerBalanceGoal:
         threshold = (1 + tol) * mean
         receivers = [b for b in active if e.may_receive(b)]
         for broker in sorted(active, key=lambda b: (-load[b], b)):
+            if load[broker] > threshold:  # replicas arriving with the plan first: they cost no more
+                self._shed(ctx, broker, threshold, receivers, by_bytes, arriving_only=True)
             if load[broker] > threshold:
                 self._shed(ctx, broker, threshold, receivers, by_bytes)
 
     def _shed(
-        self, ctx: PlanningContext, broker: int, threshold: float, receivers: list[int], by_bytes: bool
+        self,
+        ctx: PlanningContext,
+        broker: int,
+        threshold: float,
+        receivers: list[int],
+        by_bytes: bool,
+        arriving_only: bool = False,
     ) -> None:
+        """Move replicas off ``broker`` until it is under the threshold. ``arriving_only``: only replicas
+        the plan brings to it (sent elsewhere, they are still one copy each), and no exchanges."""
         a = ctx.assignment
         load = a.broker_bytes if by_bytes else a.broker_replicas
         # Candidates per dir, so the broker sheds from its fullest dir first: leaving bytes then also
         # even out its dirs and the dir goal has less to move afterwards.
         movable: dict[str | None, list[tuple[int, Key]]] = {}
+        original_of = ctx.snapshot.partition
         for key in a.by_broker[broker]:
             policy = a.policy(key)
+            if arriving_only and (o := original_of(*key)) is not None and broker in o.replicas:
+                continue
             if policy is not None and policy.balance.brokers and policy.enforced:
                 path = a.dirs[key][a.replicas[key].index(broker)]
                 movable.setdefault(path, []).append(((a.size[key] if by_bytes else 1), key))
@@ -101,7 +116,9 @@ class BrokerBalanceGoal:
                 ctx, broker, finish[1], threshold, receivers, load, movable, failed
             ):
                 continue
-            if not self._swap(ctx, broker, threshold, receivers, load, movable, failed, by_bytes):
+            if arriving_only or not self._swap(
+                ctx, broker, threshold, receivers, load, movable, failed, by_bytes
+            ):
                 return
 
     @staticmethod
@@ -279,7 +296,7 @@ class BrokerBalanceGoal:
             candidate[index] = dest
             if not ctx.accepts(key, candidate):
                 continue
-            path = a.best_dir(e, dest, size)
+            path = _home_dir(ctx, key, dest) or a.best_dir(e, dest, size)
             if path is None:
                 continue
             a.move(key, index, dest, path)
@@ -296,6 +313,19 @@ def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:
         del items[i]
     else:  # pragma: no cover  (items are kept sorted; fall back to a scan)
         items.remove(item)
+
+
+def _home_dir(ctx: PlanningContext, key: Key, broker: int) -> str | None:
+    """The dir of ``broker`` the snapshot has this partition's replica on, when the replica may go back
+    there (a replica sent back where it was is no copy at all; on another dir it would be a local one)."""
+    original = ctx.snapshot.partition(*key)
+    if original is None or broker not in original.replicas:
+        return None
+    path = original.log_dirs[original.replicas.index(broker)]
+    a, e = ctx.assignment, ctx.eligibility
+    if path is None or not e.may_keep(broker, path, a.size[key]) or not a.fits(broker, path, a.size[key]):
+        return None
+    return path
 
 
 def _balanced_topic(ctx: PlanningContext, key: Key) -> bool:
