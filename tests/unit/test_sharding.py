@@ -77,9 +77,9 @@ def test_auto_picks_spark_for_large_snapshots_and_local_refuses_them() -> None:
 
 
 @pytest.mark.parametrize("name", ["all", "decommission", "drain", "rack-repair", "scale-out", "all-20000"])
-def test_reconciling_only_the_shards_results_plans_what_the_full_reconciliation_plans(name: str) -> None:
+def test_trusting_an_exact_selection_plans_what_the_full_reconciliation_plans(name: str) -> None:
     # needs_repair of a partition depends on it alone: with an exact selection, the partitions the shards
-    # never saw need no repair, and checking only the shards' results changes nothing.
+    # never saw need no repair and those they returned are repaired, so no reconciliation changes nothing.
     if name == "all-20000":
         from tests.bench.generator import scenario
 
