@@ -69,6 +69,14 @@ class PlanningContext:
     def accepts(self, key: Key, replicas: Sequence[int]) -> bool:
         return all(g.accepts(self, key, replicas) for g in self.done)
 
+    def held_dir(self, key: Key, broker: int) -> tuple[bool, str | None]:
+        """Whether the snapshot has this partition's replica on ``broker``, and on which dir (None when
+        unknown). The balance goals redirect replicas the plan moves anyway before those it does not."""
+        original = self.snapshot.partition(*key)
+        if original is None or broker not in original.replicas:
+            return False, None
+        return True, original.log_dirs[original.replicas.index(broker)]
+
     def tolerance(self, goal: str) -> float | None:
         """The tightest tolerance of the policies asking for ``goal`` (brokers, log_dirs, leaders);
         None when no policy asks for it."""

@@ -67,10 +67,9 @@ class BrokerBalanceGoal:
         # Candidates per dir, so the broker sheds from its fullest dir first: leaving bytes then also
         # even out its dirs and the dir goal has less to move afterwards.
         movable: dict[str | None, list[tuple[int, Key]]] = {}
-        original_of = ctx.snapshot.partition
         for key in a.by_broker[broker]:
             policy = a.policy(key)
-            if arriving_only and (o := original_of(*key)) is not None and broker in o.replicas:
+            if arriving_only and ctx.held_dir(key, broker)[0]:
                 continue
             if policy is not None and policy.balance.brokers and policy.enforced:
                 path = a.dirs[key][a.replicas[key].index(broker)]
@@ -318,12 +317,14 @@ def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:
 def _home_dir(ctx: PlanningContext, key: Key, broker: int) -> str | None:
     """The dir of ``broker`` the snapshot has this partition's replica on, when the replica may go back
     there (a replica sent back where it was is no copy at all; on another dir it would be a local one)."""
-    original = ctx.snapshot.partition(*key)
-    if original is None or broker not in original.replicas:
-        return None
-    path = original.log_dirs[original.replicas.index(broker)]
+    held, path = ctx.held_dir(key, broker)
     a, e = ctx.assignment, ctx.eligibility
-    if path is None or not e.may_keep(broker, path, a.size[key]) or not a.fits(broker, path, a.size[key]):
+    if (
+        not held
+        or path is None
+        or not e.may_keep(broker, path, a.size[key])
+        or not a.fits(broker, path, a.size[key])
+    ):
         return None
     return path
 

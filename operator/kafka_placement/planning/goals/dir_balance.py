@@ -52,7 +52,8 @@ class DirBalanceGoal:
                 if policy is None or not policy.balance.log_dirs or not policy.enforced:
                     continue
                 if a.dirs[key][a.replicas[key].index(broker)] == path:
-                    (costly if _held(ctx, key, broker, path) else free).append((a.size[key], key))
+                    held = ctx.held_dir(key, broker) == (True, path)
+                    (costly if held else free).append((a.size[key], key))
             for movable in (free, costly):
                 movable.sort()
                 while a.dir_bytes[(broker, path)] > threshold and movable:
@@ -92,11 +93,3 @@ class DirBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
-
-
-def _held(ctx: PlanningContext, key: Key, broker: int, path: str) -> bool:
-    """The snapshot already has this partition's replica on ``broker``'s dir ``path``."""
-    original = ctx.snapshot.partition(*key)
-    return original is not None and any(
-        b == broker and d == path for b, d in zip(original.replicas, original.log_dirs, strict=True)
-    )
