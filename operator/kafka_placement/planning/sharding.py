@@ -42,7 +42,7 @@ from .context import PlanningContext
 from .goals import BrokerBalanceGoal, DirBalanceGoal, LeaderBalanceGoal, ReplicaPlacementGoal
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
-from .state import DirKey, Key
+from .state import DirKey
 
 Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partition, replicas, dirs
 ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
@@ -146,12 +146,12 @@ def raise_if_infeasible(errors: Iterable[str | None]) -> None:
 
 
 def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_selection: bool = False) -> Plan:
-    """Apply the shards' hard-phase results to the global ``ctx``, reconcile, then balance globally.
+    """Apply the shards' hard-phase results to the global ``ctx`` (reconciled when the selection may
+    have missed a partition), then balance globally.
 
     ``exact_selection``: the shards were sent exactly the partitions ``needs_repair`` selects, so no
     partition needs reconciling; otherwise the hard goal runs over every partition first."""
     a = ctx.assignment
-    merged: list[Key] = []
     for topic, number, reps, dirs in rows:
         key = (topic, number)
         before = set(a.replicas[key])
@@ -160,12 +160,11 @@ def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_select
         if policy is not None and added:
             ctx.charge(policy, a.size[key] * added)
         a.set_placement(key, list(reps), list(dirs))
-        merged.append(key)
     if exact_selection:
         # Nothing to reconcile: a shard's partitions left it repaired (or it reported them infeasible),
         # and ``needs_repair`` answers the same in the shard as here (same intents, brokers and dirs;
         # it depends on the partition alone). The goal still binds every later move (``ctx.done``).
-        ctx.done.append(ReplicaPlacementGoal(only=merged))
+        ctx.done.append(ReplicaPlacementGoal())
     else:  # the selection may have missed a partition: the hard goal over every partition
         run_goals(ctx, [ReplicaPlacementGoal()])
     run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal()])

@@ -10,15 +10,13 @@ replicas get the emptiest brokers. Infeasible partitions are collected and repor
 
 Equally loaded brokers are tried in id order; a shard of the sharded planner passes its shard number as
 ``salt`` so that shards running in parallel break those ties in different (stable) orders, and do not
-all send their largest partitions to the same empty brokers. ``only`` limits a run to some partitions
-(the sharded planner's reconciliation of the shards' results, when every other partition is known to
-need no repair).
+all send their largest partitions to the same empty brokers.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
 from ..context import PlanningContext
@@ -36,9 +34,8 @@ class ReplicaPlacementGoal:
     name = "ReplicaPlacement"
     is_hard = True
 
-    def __init__(self, salt: int = 0, only: Collection[Key] | None = None) -> None:
+    def __init__(self, salt: int = 0) -> None:
         self.salt = salt
-        self.only = only  # None: every partition
         self._ties: dict[int, int] = {}
         self._threshold: float | None = None
 
@@ -47,8 +44,7 @@ class ReplicaPlacementGoal:
         self._threshold = balance_threshold(ctx)
         problems: list[InfeasibleError] = []
         full: list[Key] = []
-        keys = a.replicas if self.only is None else self.only
-        for key in sorted(keys, key=lambda k: (-a.size[k], k)):
+        for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
             try:
                 self._repair(ctx, key)
             except InfeasibleError as e:
