@@ -101,17 +101,16 @@ def test_hand_over_graph_stays_exact_through_hand_overs() -> None:
     ctx = _context(3)
     a, rng = ctx.assignment, random.Random(4)
     active = ctx.eligibility.active_brokers
-    may_lead = LeaderBalanceGoal()._may_lead(ctx, frozenset(active))
-    assert len(may_lead) == 300  # every partition balances leaders; all replicas in sync
-    graph = _Handovers(a, may_lead, active)
-    keys = sorted(may_lead)
+    graph = _Handovers.of(ctx, active)
+    assert len(graph.able) == 300  # every partition balances leaders; all replicas in sync
+    keys = sorted(graph.able)
     for _ in range(1500):
         key = rng.choice(keys)
         old = a.replicas[key][0]
-        new = rng.choice([b for b in may_lead[key] if b != old])
+        new = rng.choice([b for b in graph.able[key] if b != old])
         a.make_leader(key, a.replicas[key].index(new))
-        graph.hand_over(key, old, new, may_lead[key])
-    assert _as_sets(graph) == _as_sets(_Handovers(a, may_lead, active))
+        graph.hand_over(key, old, new)
+    assert _as_sets(graph) == _as_sets(_Handovers.of(ctx, active))
     assert a.broker_leaders == _recounted(a).broker_leaders
 
 

@@ -7,148 +7,86 @@ preferred-leader election.
 
 Handing a leadership from broker u to a follower v is one unit of flow on the edge u -> v, whose
 capacity is the number of partitions u leads with v as an eligible follower. The goal finds the smallest
-ceiling T >= the limit such that every broker's leaders above T can flow, along chains of hand-overs,
-to brokers below T (a max flow on the broker graph, binary search on T), then turns the flow into
-reorders. Single hand-overs alone stop when an over-loaded broker's followers are all full (new brokers
-holding few, large partitions make that common); chains do not. When no ceiling at the limit exists
-(brokers hold too few replicas to lead their share) the goal still brings the maximum down to the
-lowest reachable ceiling and reports itself unmet.
+ceiling T >= the limit such that every broker's leaders above T can flow, along chains of hand-overs, to
+brokers below T (a max flow on the broker graph, scipy's ``maximum_flow``; binary search on T), then
+turns the flow into reorders. Single hand-overs alone stop when an over-loaded broker's followers are
+all full (new brokers holding few, large partitions make that common); chains do not. When no ceiling at
+the limit exists (brokers hold too few replicas to lead their share) the goal still brings the maximum
+down to the lowest reachable ceiling and reports itself unmet.
 
 Cost: one pass over the partitions builds the hand-over graph (``_Handovers``: per edge, the partitions
 it can carry); after that, each round costs the broker graph plus the hand-overs its flow carries, since
 reorders update the graph in place and each edge lists its own partitions. The limit is tried before
-the binary search, as it is usually reachable.
+the binary search.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from ..context import PlanningContext
-from ..state import Assignment, Key
+from ..state import Key
 
-ROUNDS = 3  # flow rounds: a round may fall short when one partition was counted on two of its edges
-
-
-class _Flow:
-    """Dinic's max flow on a small graph (brokers + source + sink), capacities as ints."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.head: list[list[int]] = [[] for _ in range(n)]
-        self.to: list[int] = []
-        self.cap: list[int] = []
-
-    def add(self, u: int, v: int, c: int) -> int:
-        self.head[u].append(len(self.to))
-        self.to.append(v)
-        self.cap.append(c)
-        self.head[v].append(len(self.to))
-        self.to.append(u)
-        self.cap.append(0)
-        return len(self.to) - 2
-
-    def add_many(self, arcs: Sequence[tuple[int, int, int]]) -> int:
-        """``add`` for each (u, v, capacity) in order; arc i's id is the returned id + 2 * i."""
-        first = len(self.to)
-        head, to, cap = self.head, self.to, self.cap
-        e = first
-        for u, v, _ in arcs:
-            head[u].append(e)
-            head[v].append(e + 1)
-            e += 2
-        to.extend(x for u, v, _ in arcs for x in (v, u))
-        cap.extend(x for _, _, c in arcs for x in (c, 0))
-        return first
-
-    def run(self, s: int, t: int, need: int) -> int:
-        total = 0
-        to, cap, head = self.to, self.cap, self.head
-        while total < need:
-            level = [-1] * self.n
-            level[s] = 0
-            queue = deque([s])
-            while queue:
-                u = queue.popleft()
-                for e in head[u]:
-                    if cap[e] > 0 and level[to[e]] < 0:
-                        level[to[e]] = level[u] + 1
-                        queue.append(to[e])
-            if level[t] < 0:
-                break
-            it = [0] * self.n
-            while total < need:
-                pushed = self._augment(s, t, need - total, level, it)
-                if not pushed:
-                    break
-                total += pushed
-        return total
-
-    def _augment(self, s: int, t: int, limit: int, level: list[int], it: list[int]) -> int:
-        """One augmenting path in the level graph (iterative DFS); returns what it carried."""
-        to, cap, head = self.to, self.cap, self.head
-        path: list[int] = []
-        u = s
-        while True:
-            if u == t:
-                f = min([limit, *(cap[e] for e in path)])
-                for e in path:
-                    cap[e] -= f
-                    cap[e ^ 1] += f
-                return f
-            edges = head[u]
-            while it[u] < len(edges):
-                e = edges[it[u]]
-                if cap[e] > 0 and level[to[e]] == level[u] + 1:
-                    break
-                it[u] += 1
-            if it[u] == len(edges):
-                if not path:
-                    return 0
-                level[u] = -1  # dead end: never visited again in this phase
-                e = path.pop()
-                u = to[e ^ 1]
-                it[u] += 1
-                continue
-            e = edges[it[u]]
-            path.append(e)
-            u = to[e]
+# Flow rounds. A round may fall short of its flow: a partition counts on the edge to each follower that
+# may lead it, so a flow using several edges of one broker can ask for more distinct partitions than
+# those edges hold together; the next round starts from the reorders made.
+ROUNDS = 3
 
 
 class _Handovers:
     """The hand-over graph: per (leader u, follower v) the partitions u leads that v may lead (an edge's
-    capacity is their number). Built once, then kept exact across reorders (``hand_over``), so a
-    round's reorders cost what its flow carries, not a pass over the cluster."""
+    capacity is their number). Built in one pass (``of``), then kept exact across reorders
+    (``hand_over``), so a round's reorders cost what its flow carries, not a pass over the cluster."""
 
-    def __init__(self, a: Assignment, may_lead: dict[Key, tuple[int, ...]], active: Sequence[int]) -> None:
-        nodes = set(active)
-        self.pairs: dict[tuple[int, int], list[Key]] = {}
-        pairs, replicas = self.pairs, a.replicas
-        for key, able in may_lead.items():
-            leader = replicas[key][0]
-            if leader not in nodes:
+    def __init__(self, able: dict[Key, tuple[int, ...]], pairs: dict[tuple[int, int], list[Key]]) -> None:
+        self.able = able  # per partition whose leader may change: the replicas that may lead it
+        self.pairs = pairs
+
+    @staticmethod
+    def of(ctx: PlanningContext, active: Sequence[int]) -> _Handovers:
+        """The graph of the working assignment. A partition's leader may change when its policy balances
+        leaders, towards kept brokers in sync (or new to the partition); reorders do not change that."""
+        a = ctx.assignment
+        nodes = frozenset(active)
+        original_of = ctx.snapshot.partition
+        balanced = {
+            t for t, p in a.topic_policy.items() if p is not None and p.balance.leaders and p.enforced
+        }
+        able_of: dict[Key, tuple[int, ...]] = {}
+        pairs: defaultdict[tuple[int, int], list[Key]] = defaultdict(list)
+        for key, reps in a.replicas.items():
+            if key[0] not in balanced:
                 continue
-            for f in able:
-                if f != leader:
-                    held = pairs.get((leader, f))
-                    if held is None:
-                        pairs[(leader, f)] = [key]
-                    else:
-                        held.append(key)
+            original = original_of(*key)
+            if original is None:
+                able = tuple(b for b in reps if b in nodes)
+            else:
+                before, in_sync = original.replicas, original.isr
+                able = tuple(b for b in reps if b in nodes and (b not in before or b in in_sync))
+            if len(able) < 2:
+                continue
+            able_of[key] = able
+            leader = reps[0]
+            if leader in nodes:
+                for f in able:
+                    if f != leader:
+                        pairs[(leader, f)].append(key)
+        return _Handovers(able_of, pairs)
 
-    def hand_over(self, key: Key, old: int, new: int, able: tuple[int, ...]) -> None:
+    def hand_over(self, key: Key, old: int, new: int) -> None:
         """``key``'s leadership went from ``old`` to ``new`` (both may lead it)."""
         pairs = self.pairs
-        for f in able:
+        for f in self.able[key]:
             if f != old:
                 held = pairs[(old, f)]
                 held.remove(key)
                 if not held:
                     del pairs[(old, f)]
             if f != new:
-                pairs.setdefault((new, f), []).append(key)
+                pairs[(new, f)].append(key)
 
 
 class LeaderBalanceGoal:
@@ -170,95 +108,74 @@ class LeaderBalanceGoal:
         limit = max(math.ceil(mean), math.floor((1 + tol) * mean))
         if max(a.broker_leaders[b] for b in active) <= limit:
             return
-        may_lead = self._may_lead(ctx, frozenset(active))
-        graph = _Handovers(a, may_lead, active)
+        graph = _Handovers.of(ctx, active)
         for _ in range(ROUNDS):
             if max(a.broker_leaders[b] for b in active) <= limit or not self._round(
-                ctx, active, limit, may_lead, graph
+                ctx, active, limit, graph
             ):
                 return  # met, or the lowest reachable ceiling is reached
-
-    def _may_lead(self, ctx: PlanningContext, active: frozenset[int]) -> dict[Key, tuple[int, ...]]:
-        """Per partition whose leader may change (its policy balances leaders): the replicas that may lead
-        it, kept brokers in sync (or new to the partition). Reorders do not change it."""
-        a = ctx.assignment
-        original_of = ctx.snapshot.partition
-        balanced = {
-            t for t, p in a.topic_policy.items() if p is not None and p.balance.leaders and p.enforced
-        }
-        out: dict[Key, tuple[int, ...]] = {}
-        for key, reps in a.replicas.items():
-            if key[0] not in balanced:
-                continue
-            original = original_of(*key)
-            if original is None:
-                able = tuple(b for b in reps if b in active)
-            else:
-                before, in_sync = original.replicas, original.isr
-                able = tuple(b for b in reps if b in active and (b not in before or b in in_sync))
-            if len(able) > 1:
-                out[key] = able
-        return out
 
     def _round(
         self,
         ctx: PlanningContext,
         active: tuple[int, ...],
         limit: int,
-        may_lead: dict[Key, tuple[int, ...]],
         graph: _Handovers,
     ) -> bool:
         """One flow round: the lowest reachable ceiling, its flow turned into reorders. True when another
         round may lower the maximum further (the reorders fell short of the flow)."""
-        a = ctx.assignment
-        loads = {b: a.broker_leaders[b] for b in active}
-        node = {b: i for i, b in enumerate(active)}
-        edges = {pair: len(keys) for pair, keys in graph.pairs.items()}
-        if not edges:
+        import numpy as np  # imported here: shard tasks import the goals but never run this one
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import maximum_flow
+
+        if not graph.pairs:
             return False
-        pairs = sorted(edges)
-        s, t = len(active), len(active) + 1
-        base = _Flow(len(active) + 2)
-        ends = {b: (base.add(s, node[b], 0), base.add(node[b], t, 0)) for b in active}
-        first = base.add_many([(node[u], node[v], edges[(u, v)]) for u, v in pairs])
-        ids = dict(zip(pairs, range(first, first + 2 * len(pairs), 2), strict=True))
-        initial = list(base.cap)
+        leaders = ctx.assignment.broker_leaders
+        n = len(active)
+        s, t = n, n + 1  # source, sink; brokers are nodes 0..n-1 (``active`` is sorted)
+        pairs = list(graph.pairs)
+        ends = np.searchsorted(np.array(active), np.array(pairs, np.int64)).astype(np.int32)
+        u, v = ends[:, 0], ends[:, 1]
+        held = np.fromiter(map(len, graph.pairs.values()), np.int32, len(pairs))
+        load = np.fromiter((leaders[b] for b in active), np.int64, n)
+        brokers = np.arange(n, dtype=np.int32)
+        rows = np.concatenate([u, np.full(n, s, np.int32), brokers])
+        cols = np.concatenate([v, brokers, np.full(n, t, np.int32)])
 
-        def flow(ceiling: int) -> bool:
-            base.cap[:] = initial
-            need = 0
-            for b, n in loads.items():
-                into, out = ends[b]
-                base.cap[into] = max(n - ceiling, 0)
-                base.cap[out] = max(ceiling - n, 0)
-                need += max(n - ceiling, 0)
-            return base.run(s, t, need) == need
+        def flow(ceiling: int) -> Any | None:
+            """The max flow moving every leadership above ``ceiling`` to room below it, or None when
+            some cannot reach room."""
+            excess, room = np.maximum(load - ceiling, 0), np.maximum(ceiling - load, 0)
+            caps = np.concatenate([held, excess.astype(np.int32), room.astype(np.int32)])
+            found = maximum_flow(csr_array((caps, (rows, cols)), shape=(n + 2, n + 2)), s, t)
+            return found if found.flow_value == int(excess.sum()) else None
 
-        # The smallest reachable ceiling: the limit itself first (usually reachable: one flow), else a
-        # binary search above it; the current maximum is always reachable (no flow).
-        lo, hi = limit, max(loads.values())
-        best: list[int] | None = None
-        if flow(lo):
-            hi, best = lo, list(base.cap)
+        # The smallest reachable ceiling: the limit itself first (one flow when it is reachable), else
+        # a binary search above it; the current maximum is always reachable (no flow).
+        lo, hi = limit, int(load.max())
+        best = flow(lo)
+        if best is not None:
+            hi = lo
         else:
             lo += 1
         while lo < hi:
             mid = (lo + hi) // 2
-            if flow(mid):
-                hi, best = mid, list(base.cap)
+            found = flow(mid)
+            if found is not None:
+                hi, best = mid, found
             else:
                 lo = mid + 1
         if best is None:
             return False  # no ceiling below the current maximum is reachable
-        carried = {pair: edges[pair] - best[e] for pair, e in ids.items() if best[e] < edges[pair]}
-        return self._apply(ctx, carried, graph, may_lead)
+        on_pairs = np.asarray(best.flow[u, v]).ravel()
+        carried = {pairs[i]: int(on_pairs[i]) for i in np.flatnonzero(on_pairs > 0)}
+        return self._apply(ctx, carried, graph)
 
     def _apply(
         self,
         ctx: PlanningContext,
         carried: dict[tuple[int, int], int],
         graph: _Handovers,
-        may_lead: dict[Key, tuple[int, ...]],
     ) -> bool:
         """Hand over ``carried[(u, v)]`` leaderships from u to v, each partition at most once; partitions
         the plan changes anyway first (a reorder there costs no extra reassignment). True when some edge
@@ -284,7 +201,7 @@ class LeaderBalanceGoal:
                     if n == 0:
                         break
                     a.make_leader(key, a.replicas[key].index(v))
-                    graph.hand_over(key, u, v, may_lead[key])
+                    graph.hand_over(key, u, v)
                     used.add(key)
                     n -= 1
                 short = short or n > 0
