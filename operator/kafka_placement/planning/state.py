@@ -30,6 +30,7 @@ class Eligibility:
     capacity: dict[DirKey, int | None]  # usable bytes at snapshot time; None = unknown (no limit)
     racks: dict[int, str | None]
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
+    keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
     reactive_cordon: bool = False  # empty replicas on cordoned dirs must move (Kafka < 4.3)
 
     @staticmethod
@@ -67,6 +68,11 @@ class Eligibility:
             capacity=capacity,
             racks={b.id: b.rack for b in snapshot.brokers},
             cordoned_brokers=fully,
+            keeping=frozenset(
+                b
+                for b, paths in dirs.items()
+                if b not in intents.decommissioned and any((b, p) not in drained for p in paths)
+            ),
             reactive_cordon=intents.reactive_cordon,
         )
 
@@ -90,11 +96,9 @@ class Eligibility:
         return (broker, path) not in self.drained
 
     def broker_may_keep(self, broker: int) -> bool:
-        """The broker may keep holding replicas (possibly after an intra-broker dir move)."""
-        if broker in self.decommissioned:
-            return False
-        paths = self.dirs.get(broker, ())
-        return any((broker, p) not in self.drained for p in paths)
+        """The broker may keep holding replicas (possibly after an intra-broker dir move): it is not
+        decommissioned and has a dir that is not drained."""
+        return broker in self.keeping
 
     @property
     def active_brokers(self) -> tuple[int, ...]:

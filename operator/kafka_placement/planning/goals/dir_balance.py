@@ -31,10 +31,15 @@ class DirBalanceGoal:
         tol = ctx.tolerance("log_dirs")
         if tol is None:
             return
+        balanced = {  # topics whose policy balances dirs
+            t
+            for t, p in ctx.assignment.topic_policy.items()
+            if p is not None and p.balance.log_dirs and p.enforced
+        }
         for broker in ctx.eligibility.active_brokers:
-            self._balance_broker(ctx, broker, tol)
+            self._balance_broker(ctx, broker, tol, balanced)
 
-    def _balance_broker(self, ctx: PlanningContext, broker: int, tol: float) -> None:
+    def _balance_broker(self, ctx: PlanningContext, broker: int, tol: float, balanced: set[str]) -> None:
         a, e = ctx.assignment, ctx.eligibility
         paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
         if len(paths) < 2:
@@ -48,10 +53,7 @@ class DirBalanceGoal:
             free: list[tuple[int, Key]] = []  # arriving on this dir with the plan: another dir costs nothing
             costly: list[tuple[int, Key]] = []  # on this dir in the snapshot: moving it is a local copy
             for key in a.by_broker[broker]:
-                policy = a.policy(key)
-                if policy is None or not policy.balance.log_dirs or not policy.enforced:
-                    continue
-                if a.dirs[key][a.replicas[key].index(broker)] == path:
+                if key[0] in balanced and a.dirs[key][a.replicas[key].index(broker)] == path:
                     held = ctx.held_dir(key, broker) == (True, path)
                     (costly if held else free).append((a.size[key], key))
             for movable in (free, costly):
