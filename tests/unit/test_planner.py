@@ -233,3 +233,27 @@ def test_reactive_cordon_moves_only_empty_replicas_off_cordoned_dirs() -> None:
     assert target.name == "new-0" and target.replicas == (1, 2)
     assert target.log_dirs == ("/data/d1", "/data/d0")
     assert result.summary["bytesToMove"] == 0
+
+
+def test_plan_id_is_the_canonical_hash_computed_once_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    import hashlib
+    import json
+
+    from kafka_placement.model import plan as plan_module
+    from kafka_placement.model.plan import PartitionTarget, Plan
+
+    plan = Plan.of(
+        [PartitionTarget("t", 1, (2, 3), ("any", "any")), PartitionTarget("t", 0, (1, 2), ("/d", "any"))]
+    )
+    canonical = json.dumps(plan.to_json(), sort_keys=True, separators=(",", ":"))
+    first = plan.plan_id
+    assert first == hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    other = dataclasses.replace(plan, partitions=plan.partitions[:1])  # its own id, not the memo of ``plan``
+    assert other.plan_id != first and other.plan_id == Plan.of(list(plan.partitions[:1])).plan_id
+
+    def no_dumps(*args: object, **kw: object) -> str:
+        raise AssertionError("plan_id serialised the plan again")
+
+    monkeypatch.setattr(plan_module.json, "dumps", no_dumps)
+    assert plan.plan_id == first

@@ -71,6 +71,7 @@ class Plan:
     source: str = field(default="plan", compare=False)
     # each entry's index in the file it was read from (absent: the index in ``partitions``)
     positions: Mapping[tuple[str, int], int] = field(default_factory=dict, compare=False, repr=False)
+    _memo: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)  # plan_id
 
     @staticmethod
     def of(targets: list[PartitionTarget] | tuple[PartitionTarget, ...]) -> Plan:
@@ -82,8 +83,13 @@ class Plan:
 
     @property
     def plan_id(self) -> str:
-        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+        """The first 12 hex digits of the SHA-256 of the plan's canonical JSON (computed once: at a
+        million entries it takes seconds, and the summary and the handlers ask for it repeatedly)."""
+        found = self._memo.get("id")
+        if found is None:
+            canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+            found = self._memo["id"] = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+        return found
 
     def by_key(self) -> dict[tuple[str, int], PartitionTarget]:
         return {t.key: t for t in self.partitions}
