@@ -31,7 +31,7 @@ LEADERS = "kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"
 def _cluster(seed: int) -> PlanningContext:
     rng = random.Random(seed)
     count = rng.randrange(4, 14)
-    brokers = {b: f"/r{b % 3}" for b in range(1, count + 1)}
+    brokers: dict[int, str | None] = {b: f"/r{b % 3}" for b in range(1, count + 1)}
     weights = [rng.choice([1, 1, 1, 0.2, 5]) for _ in brokers]  # some brokers hold few replicas
     parts = []
     for i in range(rng.randrange(50, 400)):
