@@ -77,6 +77,15 @@ class PlanningContext:
             return False, None
         return True, original.log_dirs[original.replicas.index(broker)]
 
+    def balanced_topics(self, goal: str) -> frozenset[str]:
+        """The topics whose enforced policy asks for ``goal`` (brokers, log_dirs, leaders): the only
+        ones that goal moves or reorders."""
+        return frozenset(
+            t
+            for t, p in self.assignment.topic_policy.items()
+            if p is not None and p.enforced and getattr(p.balance, goal)
+        )
+
     def tolerance(self, goal: str) -> float | None:
         """The tightest tolerance of the policies asking for ``goal`` (brokers, log_dirs, leaders);
         None when no policy asks for it."""

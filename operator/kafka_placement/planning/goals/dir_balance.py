@@ -31,15 +31,13 @@ class DirBalanceGoal:
         tol = ctx.tolerance("log_dirs")
         if tol is None:
             return
-        balanced = {  # topics whose policy balances dirs
-            t
-            for t, p in ctx.assignment.topic_policy.items()
-            if p is not None and p.balance.log_dirs and p.enforced
-        }
+        balanced = ctx.balanced_topics("log_dirs")
         for broker in ctx.eligibility.active_brokers:
             self._balance_broker(ctx, broker, tol, balanced)
 
-    def _balance_broker(self, ctx: PlanningContext, broker: int, tol: float, balanced: set[str]) -> None:
+    def _balance_broker(
+        self, ctx: PlanningContext, broker: int, tol: float, balanced: frozenset[str]
+    ) -> None:
         a, e = ctx.assignment, ctx.eligibility
         paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
         if len(paths) < 2:

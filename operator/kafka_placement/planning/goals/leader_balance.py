@@ -52,9 +52,7 @@ class _Handovers:
         a = ctx.assignment
         nodes = frozenset(active)
         original_of = ctx.snapshot.partition
-        balanced = {
-            t for t, p in a.topic_policy.items() if p is not None and p.balance.leaders and p.enforced
-        }
+        balanced = ctx.balanced_topics("leaders")
         able_of: dict[Key, tuple[int, ...]] = {}
         pairs: defaultdict[tuple[int, int], list[Key]] = defaultdict(list)
         for key, reps in a.replicas.items():
