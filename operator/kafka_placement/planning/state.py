@@ -103,7 +103,7 @@ class Eligibility:
     @property
     def active_brokers(self) -> tuple[int, ...]:
         """Brokers that hold data after the plan: the denominators of balance."""
-        return tuple(sorted(b for b in self.dirs if self.broker_may_keep(b)))
+        return tuple(sorted(self.keeping))
 
 
 @dataclass(slots=True)

@@ -67,11 +67,11 @@ class BrokerBalanceGoal:
         # Candidates per dir, so the broker sheds from its fullest dir first: leaving bytes then also
         # even out its dirs and the dir goal has less to move afterwards.
         movable: dict[str | None, list[tuple[int, Key]]] = {}
+        balanced = ctx.balanced_topics("brokers")
         for key in a.by_broker[broker]:
-            policy = a.policy(key)
             if arriving_only and ctx.held_dir(key, broker)[0]:
                 continue
-            if policy is not None and policy.balance.brokers and policy.enforced:
+            if key[0] in balanced:
                 path = a.dirs[key][a.replicas[key].index(broker)]
                 movable.setdefault(path, []).append(((a.size[key] if by_bytes else 1), key))
         for items in movable.values():
@@ -197,6 +197,7 @@ class BrokerBalanceGoal:
         if not by_bytes:
             return False
         excess = load[broker] - threshold
+        balanced = ctx.balanced_topics("brokers")
         mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)
         best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
         best_rank: tuple[int, int] | None = None
@@ -206,9 +207,7 @@ class BrokerBalanceGoal:
             if dest == broker or room <= 0:
                 continue
             theirs = sorted(
-                (a.size[k], k)
-                for k in a.by_broker[dest]
-                if broker not in a.replicas[k] and _balanced_topic(ctx, k)
+                (a.size[k], k) for k in a.by_broker[dest] if broker not in a.replicas[k] and k[0] in balanced
             )
             for w, _, key in mine:
                 if dest in a.replicas[key]:
@@ -327,11 +326,6 @@ def _home_dir(ctx: PlanningContext, key: Key, broker: int) -> str | None:
     ):
         return None
     return path
-
-
-def _balanced_topic(ctx: PlanningContext, key: Key) -> bool:
-    policy = ctx.assignment.policy(key)
-    return policy is not None and policy.balance.brokers and policy.enforced
 
 
 def _finishing(
