@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from .documents import load_json
 from .errors import BadInputError
@@ -140,24 +140,36 @@ class Plan:
         """Every partition, broker and dir the plan names exists in ``snapshot`` (``live_only``: every
         broker also reports log dirs, i.e. is up), else a BadInputError naming the element by its
         position in the plan's file (``source`` defaults to that file)."""
-        name = self.source if source is None else source
-        for i, t in enumerate(self.partitions):
-            where = f"{name}.partitions[{self.positions.get(t.key, i)}] ({t.name})"
-            if snapshot.partition(t.topic, t.partition) is None:
-                raise BadInputError(f"partition {t.name} does not exist in the cluster", where)
-            for j, (b, d) in enumerate(zip(t.replicas, t.log_dirs, strict=True)):
-                broker = snapshot.broker(b)
-                if broker is None or (live_only and not broker.log_dirs):
-                    state = "not a live broker" if broker is not None else "an unknown broker"
-                    raise BadInputError(
-                        f"broker {b} is {state}; the cluster has brokers {brief_list(snapshot.broker_ids)}",
-                        f"{where}.replicas[{j}]",
-                    )
-                if d != ANY_DIR and broker.dir(d) is None:
-                    raise BadInputError(
-                        f"broker {b} has no log dir {brief(d)} (it has {brief_list(broker.dir_paths)})",
-                        f"{where}.log_dirs[{j}]",
-                    )
+        known = {b.id: (frozenset(b.dir_paths), bool(b.log_dirs)) for b in snapshot.brokers}
+        for i, t in enumerate(self.partitions):  # the common case: every entry valid, checked by lookups
+            ok = snapshot.partition(t.topic, t.partition) is not None
+            for b, d in zip(t.replicas, t.log_dirs, strict=True):
+                dirs = known.get(b)
+                ok = ok and dirs is not None and (dirs[1] or not live_only) and (d == ANY_DIR or d in dirs[0])
+            if not ok:
+                self._raise_for(i, t, snapshot, self.source if source is None else source, live_only)
+
+    def _raise_for(
+        self, i: int, t: PartitionTarget, snapshot: ClusterSnapshot, name: str, live_only: bool
+    ) -> NoReturn:
+        """The BadInputError for entry ``i`` (``t``), which names something ``snapshot`` lacks."""
+        where = f"{name}.partitions[{self.positions.get(t.key, i)}] ({t.name})"
+        if snapshot.partition(t.topic, t.partition) is None:
+            raise BadInputError(f"partition {t.name} does not exist in the cluster", where)
+        for j, (b, d) in enumerate(zip(t.replicas, t.log_dirs, strict=True)):
+            broker = snapshot.broker(b)
+            if broker is None or (live_only and not broker.log_dirs):
+                state = "not a live broker" if broker is not None else "an unknown broker"
+                raise BadInputError(
+                    f"broker {b} is {state}; the cluster has brokers {brief_list(snapshot.broker_ids)}",
+                    f"{where}.replicas[{j}]",
+                )
+            if d != ANY_DIR and broker.dir(d) is None:
+                raise BadInputError(
+                    f"broker {b} has no log dir {brief(d)} (it has {brief_list(broker.dir_paths)})",
+                    f"{where}.log_dirs[{j}]",
+                )
+        raise AssertionError(f"{where}: check_against found a fault that it cannot name")
 
     @staticmethod
     def loads(text: str, source: str = "plan") -> Plan:
