@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.builders import snapshot
 
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
-
-from tests.unit.builders import snapshot
 
 
 def _cluster() -> ClusterSnapshot:
