@@ -37,14 +37,14 @@ def _recounted(a: Assignment) -> Assignment:
     fresh = Assignment(dict(a.replicas), dict(a.dirs), dict(a.size), dict(a.topic_policy))
     for b in a.broker_bytes:
         fresh.broker_bytes[b] = fresh.broker_replicas[b] = fresh.broker_leaders[b] = 0
-        fresh.by_broker[b] = set()
+        fresh.by_broker[b] = {}
     for dk in a.dir_bytes:
         fresh.dir_bytes[dk] = fresh.dir_replicas[dk] = 0
     for key, reps in a.replicas.items():
         for b, d in zip(reps, a.dirs[key], strict=True):
             fresh.broker_bytes[b] += a.size[key]
             fresh.broker_replicas[b] += 1
-            fresh.by_broker[b].add(key)
+            fresh.by_broker[b][key] = d
             if d is not None:
                 fresh.dir_bytes[(b, d)] += a.size[key]
                 fresh.dir_replicas[(b, d)] += 1
@@ -89,7 +89,7 @@ def test_free_bytes_stay_exact_when_a_replica_stays_on_its_dir() -> None:
     a.set_placement(("t", 0), [2, 3], ["/data/d1", "/data/d1"])  # 2 changes dir only
     assert a.free[(2, "/data/d0")] == start[(2, "/data/d0")] + 100
     assert a.free[(2, "/data/d1")] == start[(2, "/data/d1")] - 100
-    assert a.by_broker[2] == {("t", 0)} and a.by_broker[1] == set()
+    assert a.by_broker[2] == {("t", 0): "/data/d1"} and a.by_broker[1] == {}
 
 
 def _as_sets(graph: _Handovers) -> dict[tuple[int, int], frozenset[tuple[str, int]]]:

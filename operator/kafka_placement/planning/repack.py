@@ -72,8 +72,7 @@ class Repacker:
         self.where: dict[Key, dict[int, str | None]] = {}
         self.residents: dict[DirKey, set[Key]] = {(b, p): set() for b, paths in e.dirs.items() for p in paths}
         for b, keys_on in a.by_broker.items():
-            for k in keys_on:
-                d = a.dirs[k][a.replicas[k].index(b)]
+            for k, d in keys_on.items():
                 if d is not None and (b, d) in self.residents:
                     self.residents[(b, d)].add(k)
         self.origin: dict[Key, dict[int, str | None]] = {}

@@ -22,11 +22,10 @@ def newcomers(ctx: PlanningContext, broker: int, path: str) -> list[Key]:
     """Partitions with a replica on ``broker``/``path`` placed by this plan (not there in the snapshot)."""
     a = ctx.assignment
     out = []
-    for key in a.by_broker[broker]:
+    for key, at in a.by_broker[broker].items():
         p = ctx.snapshot.partition(*key)
         if p is None:
             continue
-        at = a.dirs[key][a.replicas[key].index(broker)]
         if at == path and dict(zip(p.replicas, p.log_dirs, strict=True)).get(broker) != path:
             out.append(key)
     return out
@@ -114,7 +113,7 @@ def _shift_for(ctx: PlanningContext, key: Key, changing: Callable[[Key], bool]) 
                 s = a.size[other]
                 if other == key or s < size - free or (best is not None and s >= best[0]):
                     continue
-                if a.dirs[other][a.replicas[other].index(b)] != path or not changing(other):
+                if a.by_broker[b][other] != path or not changing(other):
                     continue
                 to = a.best_dir(e, b, s, exclude=[path])
                 if to is not None:

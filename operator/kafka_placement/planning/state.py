@@ -120,7 +120,7 @@ class Assignment:
     dir_bytes: dict[DirKey, int] = field(default_factory=dict)
     dir_replicas: dict[DirKey, int] = field(default_factory=dict)
     free: dict[DirKey, int | None] = field(default_factory=dict)
-    by_broker: dict[int, set[Key]] = field(default_factory=dict)
+    by_broker: dict[int, dict[Key, str | None]] = field(default_factory=dict)  # partitions -> their dir there
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
@@ -134,7 +134,7 @@ class Assignment:
             a.broker_bytes[b] = 0
             a.broker_replicas[b] = 0
             a.broker_leaders[b] = 0
-            a.by_broker[b] = set()
+            a.by_broker[b] = {}
             for p in paths:
                 a.dir_bytes[(b, p)] = 0
                 a.dir_replicas[(b, p)] = 0
@@ -144,7 +144,7 @@ class Assignment:
             for b, d in zip(reps, a.dirs[key], strict=True):
                 a.broker_bytes[b] += size
                 a.broker_replicas[b] += 1
-                a.by_broker[b].add(key)
+                a.by_broker[b][key] = d
                 if d is not None:
                     a.dir_bytes[(b, d)] += size
                     a.dir_replicas[(b, d)] += 1
@@ -163,7 +163,7 @@ class Assignment:
     def _leave(self, key: Key, broker: int, path: str | None, size: int) -> None:
         self.broker_bytes[broker] -= size
         self.broker_replicas[broker] -= 1
-        self.by_broker[broker].discard(key)
+        self.by_broker[broker].pop(key, None)
         if path is not None:
             self.dir_bytes[(broker, path)] -= size
             self.dir_replicas[(broker, path)] -= 1
@@ -174,7 +174,7 @@ class Assignment:
     def _enter(self, key: Key, broker: int, path: str | None, size: int) -> None:
         self.broker_bytes[broker] += size
         self.broker_replicas[broker] += 1
-        self.by_broker[broker].add(key)
+        self.by_broker[broker][key] = path
         if path is not None:
             self.dir_bytes[(broker, path)] += size
             self.dir_replicas[(broker, path)] += 1

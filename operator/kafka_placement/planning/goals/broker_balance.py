@@ -68,11 +68,10 @@ class BrokerBalanceGoal:
         # even out its dirs and the dir goal has less to move afterwards.
         movable: dict[str | None, list[tuple[int, Key]]] = {}
         balanced = ctx.balanced_topics("brokers")
-        for key in a.by_broker[broker]:
+        for key, path in a.by_broker[broker].items():
             if arriving_only and ctx.held_dir(key, broker)[0]:
                 continue
             if key[0] in balanced:
-                path = a.dirs[key][a.replicas[key].index(broker)]
                 movable.setdefault(path, []).append(((a.size[key] if by_bytes else 1), key))
         for items in movable.values():
             items.sort()

@@ -50,8 +50,8 @@ class DirBalanceGoal:
                 continue
             free: list[tuple[int, Key]] = []  # arriving on this dir with the plan: another dir costs nothing
             costly: list[tuple[int, Key]] = []  # on this dir in the snapshot: moving it is a local copy
-            for key in a.by_broker[broker]:
-                if key[0] in balanced and a.dirs[key][a.replicas[key].index(broker)] == path:
+            for key, at in a.by_broker[broker].items():
+                if at == path and key[0] in balanced:
                     held = ctx.held_dir(key, broker) == (True, path)
                     (costly if held else free).append((a.size[key], key))
             for movable in (free, costly):
