@@ -27,6 +27,7 @@ from ..model.documents import read_input_text
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from ..spark.collector import collector_paused
 
 STDOUT = "-"
 # errors that say something about the path the user gave (exit 2); others (disk full, I/O) are exit 1
@@ -64,13 +65,15 @@ def _named(path: str, what: str) -> None:
 
 
 def read_snapshot_arg(path: str) -> ClusterSnapshot:
-    """A snapshot from a JSON file (``-`` = stdin) or a Parquet snapshot directory."""
+    """A snapshot from a JSON file (``-`` = stdin) or a Parquet snapshot directory, read with Python's
+    cyclic garbage collector paused (``spark.collector``: millions of objects at a million partitions)."""
     _named(path, "snapshot")
-    if path != STDOUT and Path(path).is_dir():
-        from ..spark.io import read_snapshot
+    with collector_paused():
+        if path != STDOUT and Path(path).is_dir():
+            from ..spark.io import read_snapshot
 
-        return read_snapshot(Path(path))
-    return ClusterSnapshot.loads(read_text(path, "snapshot"), source=path)
+            return read_snapshot(Path(path))
+        return ClusterSnapshot.loads(read_text(path, "snapshot"), source=path)
 
 
 def read_plan(path: str) -> Plan:

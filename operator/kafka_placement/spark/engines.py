@@ -44,6 +44,7 @@ from ..planning.sharding import (
     shard_of,
 )
 from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
+from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .shipping import ship
 from .tally import tally_partitions
@@ -93,7 +94,15 @@ def choose(snapshot: ClusterSnapshot, settings: EngineSettings) -> str:
 def plan_with(
     snapshot: ClusterSnapshot, intents: Intents, settings: EngineSettings, session: Any = None, **kw: Any
 ) -> PlanResult:
-    """Plan with the chosen engine (Spark on ``session`` when given); the summary records which ran."""
+    """Plan with the chosen engine (Spark on ``session`` when given); the summary records which ran.
+    Python's cyclic garbage collector is paused meanwhile (``spark.collector``)."""
+    with collector_paused():
+        return _plan_with(snapshot, intents, settings, session, **kw)
+
+
+def _plan_with(
+    snapshot: ClusterSnapshot, intents: Intents, settings: EngineSettings, session: Any, **kw: Any
+) -> PlanResult:
     engine = choose(snapshot, settings)
     if engine == "local":
         result = compute_plan(snapshot, intents, optimizer=optimize, **kw)
