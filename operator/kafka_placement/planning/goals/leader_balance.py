@@ -51,19 +51,26 @@ class _Handovers:
         leaders, towards kept brokers in sync (or new to the partition); reorders do not change that."""
         a = ctx.assignment
         nodes = frozenset(active)
-        original_of = ctx.snapshot.partition
         balanced = ctx.balanced_topics("leaders")
+        # A partition whose snapshot ISR holds all its replicas may be led by any of its replicas on a
+        # kept broker: only the others (few) need their replicas checked one by one.
+        lagging = {
+            p.key: p
+            for p in ctx.snapshot.partitions
+            if p.isr != p.replicas and not set(p.replicas).issubset(p.isr)
+        }
         able_of: dict[Key, tuple[int, ...]] = {}
         pairs: defaultdict[tuple[int, int], list[Key]] = defaultdict(list)
         for key, reps in a.replicas.items():
             if key[0] not in balanced:
                 continue
-            original = original_of(*key)
-            if original is None:
-                able = tuple(b for b in reps if b in nodes)
+            lag = lagging.get(key)
+            if lag is None and nodes.issuperset(reps):
+                able = tuple(reps)
             else:
-                before, in_sync = original.replicas, original.isr
-                able = tuple(b for b in reps if b in nodes and (b not in before or b in in_sync))
+                able = tuple(
+                    b for b in reps if b in nodes and (lag is None or b not in lag.replicas or b in lag.isr)
+                )
             if len(able) < 2:
                 continue
             able_of[key] = able
