@@ -47,9 +47,9 @@ sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/operator")
 from pathlib import Path
 from kafka_placement.model.intents import Intents
 from kafka_placement.spark.engines import EngineSettings, plan_with
-from kafka_placement.spark.io import read_snapshot
+from kafka_placement.cli._io import read_snapshot_arg  # as `kafka-placement plan` reads it
 t0 = time.perf_counter()
-snap = read_snapshot(Path({snap!r}))
+snap = read_snapshot_arg({snap!r})
 intents = Intents.loads(Path({intents!r}).read_text())
 t1 = time.perf_counter()
 result = plan_with(snap, intents, EngineSettings({engine!r}, master={master!r}, driver_memory="6g"))
