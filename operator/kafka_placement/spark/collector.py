@@ -5,8 +5,8 @@ the goals' indexes) and keeps allocating more; the collector's full passes walk 
 one comes each time the heap has grown by a quarter, so they cost in proportion to the cluster many
 times over while contributing nothing: the planner makes no reference cycles that need freeing while it
 runs, and reference counting frees everything else at once. Measured at 1M partitions
-(docs/benchmarks.md): the balance goals and the diff 72 s with the collector, 62 s without; reading
-the snapshot 18 s with it, 14 s without (Parquet; JSON 23 s and 15 s).
+(docs/benchmarks.md): the three balance goals 19.7 s with the collector, 10.7 s without; reading the
+snapshot 18.0 s with it, 13.7 s without (Parquet; JSON 23.1 s and 14.8 s).
 
 The collector is process-wide, so pauses are counted: it runs again when the last one ends (and only
 if it was on when the first began), also when pauses from several threads overlap.
