@@ -49,6 +49,7 @@ class PlanningContext:
     done: list[Goal] = field(default_factory=list)
     spent: dict[str, Spent] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    _balanced: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # balanced_topics
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents) -> PlanningContext:
@@ -79,12 +80,15 @@ class PlanningContext:
 
     def balanced_topics(self, goal: str) -> frozenset[str]:
         """The topics whose enforced policy asks for ``goal`` (brokers, log_dirs, leaders): the only
-        ones that goal moves or reorders."""
-        return frozenset(
-            t
-            for t, p in self.assignment.topic_policy.items()
-            if p is not None and p.enforced and getattr(p.balance, goal)
-        )
+        ones that goal moves or reorders. Computed once per goal (the broker goal asks per broker)."""
+        found = self._balanced.get(goal)
+        if found is None:
+            found = self._balanced[goal] = frozenset(
+                t
+                for t, p in self.assignment.topic_policy.items()
+                if p is not None and p.enforced and getattr(p.balance, goal)
+            )
+        return found
 
     def tolerance(self, goal: str) -> float | None:
         """The tightest tolerance of the policies asking for ``goal`` (brokers, log_dirs, leaders);
