@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,3 +47,84 @@ def snapshot(
 
 def intents(text: str) -> Intents:
     return Intents.loads(text, source="test.yaml")
+
+
+_RACKS = [f"/dc{d}/z{z}/r{r}" for d in (1, 2, 3) for z in (1, 2) for r in (1, 2)] + ["/dc4", None]
+
+
+def racked_cluster(seed: int) -> ClusterSnapshot:
+    """18 brokers in 3-level racks (some in a 1-level rack, one without), 3 JBOD dirs each; 1500
+    partitions of RF 1-5 on random dirs (a few unknown), a tenth of them empty."""
+    rng = random.Random(seed)
+    ids = list(range(1, 19))
+    brokers = [
+        {
+            "id": b,
+            "rack": rng.choice(_RACKS),
+            "logDirs": [
+                {"path": f"/data/d{i}", "totalBytes": 10**12, "usableBytes": 10**12} for i in range(3)
+            ],
+        }
+        for b in ids
+    ]
+    parts = []
+    for i in range(1500):
+        reps = rng.sample(ids, rng.choice([1, 2, 3, 3, 3, 4, 5]))
+        dirs = [None if rng.random() < 0.03 else f"/data/d{rng.randrange(3)}" for _ in reps]
+        parts.append(
+            {
+                "topic": f"{rng.choice('abcde')}{i % 7}",
+                "partition": i,
+                "replicas": reps,
+                "logDirs": dirs,
+                "leader": reps[0],
+                "isr": reps,
+                "sizeBytes": 0 if rng.random() < 0.1 else rng.randrange(1, 10**6),
+            }
+        )
+    return ClusterSnapshot.from_json({"version": 1, "brokers": brokers, "partitions": parts})
+
+
+RACKED_INTENTS = {  # for racked_cluster: spread at 1-3 levels; every kind of intent at once
+    "spread": """
+kind: PlacementPolicy
+metadata: {name: dc-zone-rack}
+spec: {topics: {include: ['a*']}, rackAwareness: {separator: /, levels: 3}, replicationFactor: 3}
+---
+kind: PlacementPolicy
+metadata: {name: dc}
+spec: {topics: {include: ['b*']}, rackAwareness: {separator: /, levels: 1}}
+---
+kind: PlacementPolicy
+metadata: {name: dc-zone}
+spec: {topics: {include: ['c*']}, rackAwareness: {separator: /, levels: 2}, replicationFactor: 2}
+""",
+    "everything": """
+kind: BrokerDecommission
+spec: {brokers: [3, 11]}
+---
+kind: LogDirCordon
+spec: {broker: 5, logDirs: ['*']}
+---
+kind: LogDirCordon
+spec: {broker: 7, logDirs: ['/data/d0', '/data/d1', '/data/d2']}
+---
+kind: LogDirCordon
+spec: {broker: 2, logDirs: [/data/d1], drain: true}
+---
+kind: LogDirCordon
+spec: {broker: 9, logDirs: [/data/d0]}
+---
+kind: PlacementPolicy
+metadata: {name: dc-zone}
+spec: {topics: {include: ['a*', 'b*'], exclude: ['b3']}, rackAwareness: {separator: /, levels: 2}}
+---
+kind: PlacementPolicy
+metadata: {name: rf4}
+spec: {topics: {include: ['d*']}, replicationFactor: 4}
+---
+kind: PlacementPolicy
+metadata: {name: three-levels}
+spec: {topics: {include: ['e*']}, rackAwareness: {separator: /, levels: 3}, replicationFactor: 3}
+""",
+}

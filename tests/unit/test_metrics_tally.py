@@ -7,10 +7,11 @@ from __future__ import annotations
 import pickle
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.unit.builders import RACKED_INTENTS, racked_cluster, snapshot
 from tests.unit.builders import intents as intents_of
-from tests.unit.builders import snapshot
 from tests.unit.test_planner_properties import cases
 
 from kafka_placement.model.intents import Intents
@@ -95,3 +96,21 @@ def test_one_pass_counts_what_the_metrics_define() -> None:
     assert s["hardViolationsAfter"] == 0
     assert sorted(c.name for c in found.changes) == ["t-0", "t-1"]
     assert s["balanceAfter"]["brokerBytesMax"] == 110  # broker 1: t-0 and t-1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("case", sorted(RACKED_INTENTS))
+def test_the_rack_repair_bound_does_not_depend_on_which_partition_came_first(case: str, seed: int) -> None:
+    snap = racked_cluster(seed)
+    scope = Scope.of(snap, Intents.loads(RACKED_INTENTS[case]))
+    parts = list(snap.partitions)
+    random.Random(seed).shuffle(parts)
+    memo: dict[tuple[object, ...], int | None] = {}
+    checked = 0
+    for p in parts:
+        tree, elig = scope.policy(p.topic)[1], scope.elig
+        stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, p.size_bytes)]
+        if tree is not None and stay and tree.violation(stay[: scope.rf(p)]) is not None:
+            rf, checked = scope.rf(p), checked + 1
+            assert metrics.rack_must_move(tree, rf, stay, memo) == metrics.rack_must_move(tree, rf, stay, {})
+    assert checked > 100

@@ -455,9 +455,12 @@ def rack_must_move(
     tree: RackTree, rf: int, stay: Sequence[int], memo: dict[tuple[object, ...], int | None]
 ) -> int | None:
     """How many of ``rf`` replicas a maximal spread keeping the most of ``stay`` must place anew (None:
-    too few brokers). With every broker usable and a fixed rank this depends only on ``rf`` and the
-    (unit path, member?) multiset of ``stay``, so it is computed once per such combination."""
-    key = (id(tree), rf, *sorted((tree.path[b], b in tree.members) for b in stay))
+    too few brokers). With every broker usable and brokers ranked by id this depends only on ``rf`` and
+    the (unit path, member?) of each of ``stay`` in id order (the allocation breaks ties between units
+    by the rank of the replicas they keep), so it is computed once per such sequence. Not once per
+    multiset: tied units served in another order can keep fewer, and the answer then depended on
+    which partition came first, so tallies of the same partitions split otherwise differed."""
+    key = (id(tree), rf, *((tree.path[b], b in tree.members) for b in sorted(stay)))
     if key not in memo:
         kept = tree.allocate(rf, stay, lambda b: True, lambda b: (b,))
         memo[key] = None if kept is None else rf - len(set(kept) & set(stay))
