@@ -1,6 +1,7 @@
 """The summary as a mergeable tally (planning.metrics): any split of the partitions, tallied apart and
 merged (also through pickle, as the Spark engine's tasks return them), gives exactly the summary of one
-pass; and the one pass gives the values the metrics are defined by, on a hand-checked case."""
+pass, and so does a tally of every partition without the plan with the plan's entries shifted in; and
+the one pass gives the values the metrics are defined by, on a hand-checked case."""
 
 from __future__ import annotations
 
@@ -61,8 +62,27 @@ def test_tallies_of_any_split_merge_to_the_one_pass_summary(
             merged.merge(pickle.loads(pickle.dumps(part)))
         return merged
 
-    assert summarize(snap, enforced, plan, 2, measure=split) == summarize(snap, enforced, plan, 2)
+    def shifted(s: ClusterSnapshot, p: Plan, sc: Scope) -> Tally:
+        """Each chunk tallied without the plan, then the plan's entries shifted in, in other chunks,
+        all through pickle (the Spark engine's analysis, then its summary)."""
+        p.check_against(s)
+        merged = Tally()
+        for chunk in chunks:
+            merged.merge(pickle.loads(pickle.dumps(tally_of([(s.partitions[i], None) for i in chunk], sc))))
+        entries = list(p.partitions)
+        rng.shuffle(entries)
+        for k in range(parts):
+            delta = Tally()
+            for t in entries[k::parts]:
+                delta.shift(s.partition(t.topic, t.partition), t, sc)  # type: ignore[arg-type]
+            merged.merge(pickle.loads(pickle.dumps(delta)))
+        return merged
+
+    summary = summarize(snap, enforced, plan, 2)
+    assert summarize(snap, enforced, plan, 2, measure=split) == summary
+    assert summarize(snap, enforced, plan, 2, measure=shifted) == summary
     plain = Scope.of(snap, None)
+    assert shifted(snap, plan, plain).evaluation(plain, plan.plan_id) == metrics.evaluate(snap, plan, None)
     assert split(snap, plan, plain).evaluation(plain, plan.plan_id) == metrics.evaluate(snap, plan, None)
 
 

@@ -115,28 +115,39 @@ class Scope:
 
 @dataclass(slots=True)
 class Loads:
-    """Bytes, replicas and preferred leaders per broker, bytes per dir (every broker and dir seen)."""
+    """Bytes, replicas and preferred leaders per broker, bytes and replicas per dir (every broker and
+    dir seen)."""
 
     bytes: dict[int, int] = field(default_factory=dict)
     replicas: dict[int, int] = field(default_factory=dict)
     leaders: dict[int, int] = field(default_factory=dict)
     dir_bytes: dict[DirKey, int] = field(default_factory=dict)
+    dir_replicas: dict[DirKey, int] = field(default_factory=dict)
 
-    def add(self, p: PartitionState) -> None:
-        size, on, n, db = p.size_bytes, self.bytes, self.replicas, self.dir_bytes
+    def add(self, p: PartitionState, sign: int = 1) -> None:
+        """Count partition ``p`` in (``sign`` -1: out of) these loads."""
+        size, on, n, db, dn = (
+            p.size_bytes * sign,
+            self.bytes,
+            self.replicas,
+            self.dir_bytes,
+            self.dir_replicas,
+        )
         lead = p.replicas[0]
-        self.leaders[lead] = self.leaders.get(lead, 0) + 1
+        self.leaders[lead] = self.leaders.get(lead, 0) + sign
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             on[b] = on.get(b, 0) + size
-            n[b] = n.get(b, 0) + 1
+            n[b] = n.get(b, 0) + sign
             if d is not None:
                 db[(b, d)] = db.get((b, d), 0) + size
+                dn[(b, d)] = dn.get((b, d), 0) + sign
 
     def merge(self, other: Loads) -> None:
-        _add_into(self.bytes, other.bytes)
-        _add_into(self.replicas, other.replicas)
-        _add_into(self.leaders, other.leaders)
-        _add_into(self.dir_bytes, other.dir_bytes)
+        add_into(self.bytes, other.bytes)
+        add_into(self.replicas, other.replicas)
+        add_into(self.leaders, other.leaders)
+        add_into(self.dir_bytes, other.dir_bytes)
+        add_into(self.dir_replicas, other.dir_replicas)
 
     def balance(self, brokers: Sequence[int], elig: Eligibility) -> dict[str, Any]:
         """max/mean of bytes, replicas and preferred leaders over ``brokers``; dirs (those not
@@ -171,10 +182,10 @@ class Bound:
     drained_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes on drained dirs
     _musts: dict[tuple[object, ...], int | None] = field(default_factory=dict)
 
-    def add(self, p: PartitionState, scope: Scope) -> None:
+    def add(self, p: PartitionState, scope: Scope, rf: int, tree: RackTree | None) -> None:
+        """Partition ``p``, of replication factor ``rf`` after the plan and its policy's rack ``tree``."""
         elig = scope.elig
-        tree = scope.policy(p.topic)[1]
-        size, rf = p.size_bytes, scope.rf(p)
+        size = p.size_bytes
         stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, size)]
         on_decom = sum(1 for b in p.replicas if b in elig.decommissioned)
         on_drain = len(p.replicas) - len(stay) - on_decom
@@ -203,9 +214,9 @@ class Bound:
         self.drain += other.drain
         self.growth += other.growth
         self.rack += other.rack
-        _add_into(self.rack_on, other.rack_on)
-        _add_into(self.dropped, other.dropped)
-        _add_into(self.drained_on, other.drained_on)
+        add_into(self.rack_on, other.rack_on)
+        add_into(self.dropped, other.dropped)
+        add_into(self.drained_on, other.drained_on)
 
     def total(self, scope: Scope, before: Loads, reach: Reach, unreachable: str | None) -> dict[str, int]:
         """The bytes any valid plan must copy (``total``), term by term."""
@@ -264,36 +275,37 @@ class Violations:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VIOLATIONS, 0))
     used: dict[DirKey, int] = field(default_factory=dict)
 
-    def add(self, prior: PartitionState | None, p: PartitionState, scope: Scope) -> None:
-        """Partition ``p`` as placed now, that was ``prior`` in the snapshot (None: not there).
-        ``cordoned`` counts replicas newly placed on cordoned dirs."""
+    def add(self, prior: PartitionState | None, p: PartitionState, scope: Scope, sign: int = 1) -> None:
+        """Partition ``p`` as placed now, that was ``prior`` in the snapshot (None: not there);
+        ``sign`` -1 takes it out again. ``cordoned`` counts replicas newly placed on cordoned dirs."""
         elig, out, used = scope.elig, self.counts, self.used
+        size = p.size_bytes * sign
         had = dict(zip(prior.replicas, prior.log_dirs, strict=True)) if prior is not None else {}
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             if b in elig.decommissioned:
-                out["decommissioned"] += 1
+                out["decommissioned"] += sign
             if d is None:
                 continue
             if (b, d) in elig.drained:
-                out["drained"] += 1
+                out["drained"] += sign
             if had.get(b, "") != d:
                 if (b, d) in elig.cordoned:
-                    out["cordoned"] += 1
-                used[(b, d)] = used.get((b, d), 0) + p.size_bytes
+                    out["cordoned"] += sign
+                used[(b, d)] = used.get((b, d), 0) + size
         if p is not prior:
             now = dict(zip(p.replicas, p.log_dirs, strict=True))
             for b, d in had.items():  # bytes leaving a dir free its room (the planner's ``Assignment.free``)
                 if d is not None and now.get(b, "") != d:
-                    used[(b, d)] = used.get((b, d), 0) - p.size_bytes
+                    used[(b, d)] = used.get((b, d), 0) - size
         policy, tree = scope.policy(p.topic)
         if policy is not None and policy.replication_factor and len(p.replicas) != policy.replication_factor:
-            out["replicationFactor"] += 1
+            out["replicationFactor"] += sign
         if tree is not None and tree.violation(p.replicas) is not None:
-            out["rackSpread"] += 1
+            out["rackSpread"] += sign
 
     def merge(self, other: Violations) -> None:
-        _add_into(self.counts, other.counts)
-        _add_into(self.used, other.used)
+        add_into(self.counts, other.counts)
+        add_into(self.used, other.used)
 
     def finish(self, elig: Eligibility) -> dict[str, int]:
         """The counts, with ``capacity``: dirs whose bytes arriving minus leaving exceed their usable
@@ -310,52 +322,88 @@ class Violations:
 @dataclass(slots=True)
 class Tally:
     """Every metric's sums over a set of partitions: add partitions one at a time, merge tallies of
-    disjoint sets, finish with ``evaluation`` (module docstring)."""
+    disjoint sets, finish with ``evaluation`` (module docstring).
+
+    What holds after the plan is kept as the change the plan makes (loads and violations after = before
+    + change), so a partition the plan leaves costs nothing more than its state before, and the plan's
+    part of a tally is separable: ``add(p, t) == add(p, None) + shift(p, t)``."""
 
     movement: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MOVEMENT, 0))
     before: Loads = field(default_factory=Loads)
-    after: Loads = field(default_factory=Loads)
+    change: Loads = field(default_factory=Loads)  # after the plan minus before
     bound: Bound = field(default_factory=Bound)
     reach: Reach = field(default_factory=Reach)
     violations_before: Violations = field(default_factory=Violations)
-    violations_after: Violations = field(default_factory=Violations)
-    peers: dict[int, set[int]] = field(default_factory=dict)  # leader -> followers, after the plan
+    violations_change: Violations = field(default_factory=Violations)  # after the plan minus before
+    peers: dict[int, dict[int, int]] = field(default_factory=dict)  # leader -> follower -> partitions, after
     under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
     changes: list[Change] = field(default_factory=list)  # the plan's entries, for its batches
 
     def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
         """Partition ``p`` of the snapshot, with its plan entry ``t`` (None when the plan leaves it)."""
-        q = p if t is None else after_move(p, t)
         self.before.add(p)
-        self.after.add(q)
+        self._pair(p, 1)
+        if scope.intents is not None:
+            policy, tree = scope.policy(p.topic)
+            rf = scope.rf(p)
+            self.reach.add(p, policy, rf, tree)
+            self.bound.add(p, scope, rf, tree)
+            self.violations_before.add(p, p, scope)
         if t is not None:
-            self.changes.append(change_of(p, t, scope.elig))
-            if p.under_replicated:
-                self.under_replicated.append(p.name)
-            count_move(self.movement, p, q)
-        peers = self.peers.get(q.replicas[0])
+            self.shift(p, t, scope)
+
+    def shift(self, p: PartitionState, t: PartitionTarget, scope: Scope) -> None:
+        """What plan entry ``t`` changes in a tally that holds partition ``p`` as the plan leaving it:
+        ``add(p, t) - add(p, None)``. A tally of every partition without the plan, merged with one
+        shift per plan entry, is the plan's tally (the Spark engine's: ``spark.tally``)."""
+        q = after_move(p, t)
+        self.change.add(p, -1)
+        self.change.add(q)
+        self.changes.append(change_of(p, t, scope.elig))
+        if p.under_replicated:
+            self.under_replicated.append(p.name)
+        count_move(self.movement, p, q)
+        self._pair(p, -1)
+        self._pair(q, 1)
+        if scope.intents is not None:
+            self.violations_change.add(p, p, scope, -1)
+            self.violations_change.add(p, q, scope)
+
+    def _pair(self, p: PartitionState, sign: int) -> None:
+        """Count (``sign`` -1: uncount) ``p``'s followers as its preferred leader's peers."""
+        peers = self.peers.get(p.replicas[0])
         if peers is None:
-            peers = self.peers[q.replicas[0]] = set()
-        peers.update(q.replicas[1:])
-        if scope.intents is None:
-            return
-        policy, tree = scope.policy(p.topic)
-        self.reach.add(p, policy, scope.rf(p), tree)
-        self.bound.add(p, scope)
-        self.violations_before.add(p, p, scope)
-        self.violations_after.add(p, q, scope)
+            peers = self.peers[p.replicas[0]] = {}
+        for b in p.replicas[1:]:
+            peers[b] = peers.get(b, 0) + sign
+
+    @property
+    def after(self) -> Loads:
+        """The loads after the plan."""
+        out = Loads()
+        out.merge(self.before)
+        out.merge(self.change)
+        return out
+
+    @property
+    def violations_after(self) -> Violations:
+        """The hard-rule violations after the plan (``finish`` them for the counts)."""
+        out = Violations()
+        out.merge(self.violations_before)
+        out.merge(self.violations_change)
+        return out
 
     def merge(self, other: Tally) -> Tally:
         """Add ``other`` (a tally of other partitions) into this one; returns this one."""
-        _add_into(self.movement, other.movement)
+        add_into(self.movement, other.movement)
         self.before.merge(other.before)
-        self.after.merge(other.after)
+        self.change.merge(other.change)
         self.bound.merge(other.bound)
         self.reach.merge(other.reach)
         self.violations_before.merge(other.violations_before)
-        self.violations_after.merge(other.violations_after)
+        self.violations_change.merge(other.violations_change)
         for b, followers in other.peers.items():
-            self.peers.setdefault(b, set()).update(followers)
+            add_into(self.peers.setdefault(b, {}), followers)
         self.under_replicated.extend(other.under_replicated)
         self.changes.extend(other.changes)
         return self
@@ -380,7 +428,8 @@ class Tally:
             out["violationsBefore"] = self.violations_before.finish(scope.elig)
             out["violationsAfter"] = self.violations_after.finish(scope.elig)
             out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
-        out["failureSpread"] = _spread([len(v) for b in active if (v := self.peers.get(b))])
+        followers = [sum(1 for n in v.values() if n > 0) for b in active if (v := self.peers.get(b))]
+        out["failureSpread"] = _spread([n for n in followers if n])
         return out
 
 
@@ -481,6 +530,7 @@ def _spread(counts: Sequence[int]) -> dict[str, float]:
     return {"min": min(counts), "mean": round(sum(counts) / len(counts), 2)}
 
 
-def _add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
+def add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
+    """Add ``theirs`` into ``mine``, key by key."""
     for k, v in theirs.items():
         mine[k] = mine.get(k, 0) + v
