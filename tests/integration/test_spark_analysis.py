@@ -3,110 +3,35 @@
 Random clusters with 3-level racks (and brokers without a rack), JBOD dirs with unknown (offline)
 dirs, zero-byte replicas, and intents that decommission, cordon whole brokers (holders that may not
 receive), drain dirs, change replication factors both ways and ask for 1-, 2- and 3-level spread.
-For each, the DataFrame aggregation must give exactly the ``Assignment``'s loads, and the partitions
-``to_repair`` selects by joins and window functions must be exactly those the pure ``needs_repair``
-selects, each with the same reasons; the shard column must be ``shard_of``.
+For each, the pass of Spark tasks must give exactly the ``Assignment``'s loads, select exactly the
+partitions ``needs_repair`` selects (as the snapshot has them), count them per reason as an
+independent reading of the rules does, and tally the snapshot as one in-process pass does; the shard
+column must be ``shard_of``.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.unit.builders import RACKED_INTENTS, racked_cluster
 
 from kafka_placement.model.intents import Intents
-from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.model.snapshot import ClusterSnapshot, PartitionState
 from kafka_placement.planning.context import PlanningContext
-from kafka_placement.planning.goals.replica_placement import needs_repair, replication_factor
+from kafka_placement.planning.goals.replica_placement import REPAIR_REASONS, needs_repair, replication_factor
+from kafka_placement.planning.metrics import Scope, tally_of
 from kafka_placement.planning.sharding import shard_of
-from kafka_placement.spark.analysis import REASONS, SnapshotFrames, shard_column
+from kafka_placement.spark.analysis import SnapshotFrames, shard_column
 from kafka_placement.spark.engines import spark_session
 
 pytestmark = pytest.mark.spark
-RACKS = [f"/dc{d}/z{z}/r{r}" for d in (1, 2, 3) for z in (1, 2) for r in (1, 2)] + ["/dc4", None]
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     yield spark_session("local[2]", "2g")
-
-
-def random_cluster(seed: int) -> ClusterSnapshot:
-    rng = random.Random(seed)
-    ids = list(range(1, 19))
-    brokers = [
-        {
-            "id": b,
-            "rack": rng.choice(RACKS),
-            "logDirs": [
-                {"path": f"/data/d{i}", "totalBytes": 10**12, "usableBytes": 10**12} for i in range(3)
-            ],
-        }
-        for b in ids
-    ]
-    parts = []
-    for i in range(1500):
-        reps = rng.sample(ids, rng.choice([1, 2, 3, 3, 3, 4, 5]))
-        dirs = [None if rng.random() < 0.03 else f"/data/d{rng.randrange(3)}" for _ in reps]
-        parts.append(
-            {
-                "topic": f"{rng.choice('abcde')}{i % 7}",
-                "partition": i,
-                "replicas": reps,
-                "logDirs": dirs,
-                "leader": reps[0],
-                "isr": reps,
-                "sizeBytes": 0 if rng.random() < 0.1 else rng.randrange(1, 10**6),
-            }
-        )
-    return ClusterSnapshot.from_json({"version": 1, "brokers": brokers, "partitions": parts})
-
-
-INTENTS = {
-    "spread": """
-kind: PlacementPolicy
-metadata: {name: dc-zone-rack}
-spec: {topics: {include: ['a*']}, rackAwareness: {separator: /, levels: 3}, replicationFactor: 3}
----
-kind: PlacementPolicy
-metadata: {name: dc}
-spec: {topics: {include: ['b*']}, rackAwareness: {separator: /, levels: 1}}
----
-kind: PlacementPolicy
-metadata: {name: dc-zone}
-spec: {topics: {include: ['c*']}, rackAwareness: {separator: /, levels: 2}, replicationFactor: 2}
-""",
-    "everything": """
-kind: BrokerDecommission
-spec: {brokers: [3, 11]}
----
-kind: LogDirCordon
-spec: {broker: 5, logDirs: ['*']}
----
-kind: LogDirCordon
-spec: {broker: 7, logDirs: ['/data/d0', '/data/d1', '/data/d2']}
----
-kind: LogDirCordon
-spec: {broker: 2, logDirs: [/data/d1], drain: true}
----
-kind: LogDirCordon
-spec: {broker: 9, logDirs: [/data/d0]}
----
-kind: PlacementPolicy
-metadata: {name: dc-zone}
-spec: {topics: {include: ['a*', 'b*'], exclude: ['b3']}, rackAwareness: {separator: /, levels: 2}}
----
-kind: PlacementPolicy
-metadata: {name: rf4}
-spec: {topics: {include: ['d*']}, replicationFactor: 4}
----
-kind: PlacementPolicy
-metadata: {name: three-levels}
-spec: {topics: {include: ['e*']}, rackAwareness: {separator: /, levels: 3}, replicationFactor: 3}
-""",
-}
 
 
 def pure_reasons(ctx: PlanningContext) -> dict[tuple[str, int], set[str]]:
@@ -135,31 +60,60 @@ def pure_reasons(ctx: PlanningContext) -> dict[tuple[str, int], set[str]]:
 
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("case", ["spread", "everything", "everything-reactive"])
-def test_dataframe_analysis_equals_the_pure_planners(spark: Any, case: str, seed: int) -> None:
-    snap = random_cluster(seed)
-    intents = Intents.loads(INTENTS[case.removesuffix("-reactive")])
+def test_the_spark_pass_finds_what_the_pure_planner_finds(spark: Any, case: str, seed: int) -> None:
+    snap = racked_cluster(seed)
+    intents = Intents.loads(RACKED_INTENTS[case.removesuffix("-reactive")])
     if case.endswith("-reactive"):
         intents = intents.with_reactive_cordon()
     ctx = PlanningContext.of(snap, intents)
-    frames = SnapshotFrames.of(spark, snap)
+    scope = Scope.of(snap, intents)
+    analysis = SnapshotFrames.of(spark, snap, 3).analyse(scope)
     try:
-        loads = frames.loads()
-        a = ctx.assignment
-        assert loads.broker_bytes == a.broker_bytes and loads.broker_replicas == a.broker_replicas
-        assert loads.dir_bytes == a.dir_bytes and loads.dir_replicas == a.dir_replicas
-        rows = frames.to_repair(intents).collect()
+        rows = analysis.to_repair.collect()
     finally:
-        frames.close()
-    mine = {(r.topic, r.partition): {x for x in REASONS if r[x]} for r in rows}
+        analysis.close()
+    found, a = analysis.found, ctx.assignment
+    loads = found.loads(snap)
+    assert loads.broker_bytes == a.broker_bytes and loads.broker_replicas == a.broker_replicas
+    assert loads.dir_bytes == a.dir_bytes and loads.dir_replicas == a.dir_replicas
     expected = pure_reasons(ctx)
     assert len(expected) > 50 and len(expected) < len(snap.partitions)  # the case selects some, not all
     if case == "everything-reactive":
         assert any("cordonedEmpty" in why for why in expected.values())
-    assert {k: mine.get(k) for k in expected} == expected
-    assert set(mine) == set(expected)
+    # the rows to repair are exactly those, as the snapshot has them
+    mine = {(r.topic, r.partition): partition_state(r) for r in rows}
+    assert len(mine) == len(rows) and mine == {k: snap.partition(*k) for k in expected}
+    assert all(expected.values())  # needs_repair selects no partition without a reason
+    assert found.report(len(snap.partitions)) == {
+        "partitions": len(snap.partitions),
+        "partitionsToRepair": len(expected),
+        "byRule": {r: sum(1 for why in expected.values() if r in why) for r in REPAIR_REASONS},
+    }
+    # the tasks' tallies merge to the tally of every partition without a plan, in one pass
+    alone = tally_of(((p, None) for p in snap.partitions), scope)
+    assert found.tally.evaluation(scope, "-") == alone.evaluation(scope, "-")
 
 
-def test_rack_rule_window_functions_count_cordoned_holders(spark: Any) -> None:
+def test_a_snapshot_without_partitions_finds_nothing(spark: Any) -> None:
+    snap = ClusterSnapshot.from_json({**racked_cluster(1).to_json(), "partitions": []})
+    analysis = SnapshotFrames.of(spark, snap, 4).analyse(
+        Scope.of(snap, Intents.loads(RACKED_INTENTS["everything"]))
+    )
+    try:
+        assert analysis.to_repair.count() == 0
+    finally:
+        analysis.close()
+    assert analysis.found.report(0)["partitionsToRepair"] == 0
+    assert set(analysis.found.loads(snap).broker_bytes.values()) == {0}
+
+
+def partition_state(r: Any) -> PartitionState:
+    return PartitionState(
+        r.topic, r.partition, tuple(r.replicas), tuple(r.dirs), r.leader, tuple(r.isr), r.size
+    )
+
+
+def test_rack_spread_counts_cordoned_holders(spark: Any) -> None:
     # Broker 5 is cordoned: it may not receive, so it is not a member of the rack tree, but a replica
     # it holds counts in dc2 and adds one to dc2's room for that partition. dc1 = {1, 2, 4},
     # dc2 = {5, 6}, dc3 = {7}.
@@ -184,11 +138,11 @@ def test_rack_rule_window_functions_count_cordoned_holders(spark: Any) -> None:
         "kind: PlacementPolicy\nspec: {topics: {include: ['*']}, rackAwareness: {levels: 1}}\n"
     )
     ctx = PlanningContext.of(snap, intents)
-    frames = SnapshotFrames.of(spark, snap)
+    analysis = SnapshotFrames.of(spark, snap, 2).analyse(Scope.of(snap, intents))
     try:
-        flagged = sorted(r.partition for r in frames.to_repair(intents).collect())
+        flagged = sorted(r.partition for r in analysis.to_repair.collect())
     finally:
-        frames.close()
+        analysis.close()
     assert flagged == sorted(p.partition for p in snap.partitions if needs_repair(ctx, p.key))
     assert flagged == [0, 2, 3]
 

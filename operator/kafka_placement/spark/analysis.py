@@ -1,199 +1,151 @@
-"""The snapshot as Spark DataFrames: broker/dir loads by aggregation, partitions to repair by rule.
+"""The snapshot in Spark: one pass of parallel tasks finds the partitions to repair and tallies them all.
 
-What the sharded planner needs before its shards run, computed by Spark instead of by the driver.
-The partitions arrive as an Arrow table, hash-partitioned by (topic, partition), so every aggregation
-per partition below runs inside its Spark partition without a shuffle.
+What the sharded planner needs before its shards run, and the plan-independent part of the summary,
+computed by Spark tasks instead of by the driver. The partitions arrive as an Arrow table
+(``io.partitions_table``), sliced into a few Spark partitions per core; one ``mapInArrow`` pass runs
+the pure planner's own rules on each slice:
 
-- ``loads()``: bytes and replicas per broker and per dir, a ``groupBy`` over the replicas exploded
-  from the partitions (every broker and dir of the snapshot is present, at 0 when empty);
-- ``to_repair()``: the partitions the hard goal must change, with the reason. A partition's replicas
-  and "broker NUL dir" pairs are tested against the decommissioned brokers and the dirs replicas may
-  not stay on (drained, and in reactive-cordon mode the cordoned ones while the replica is empty):
-  small sets inlined in the query (a broadcast semi-join without exploding the row). The replication
-  factor comes from a broadcast join with each topic's rule. Rack spread joins the exploded replicas
-  with the brokers' unit paths, counts replicas per (partition, unit, child unit) and compares the
-  children with window functions per (partition, unit) -- the same maximal-spread rule as
-  ``planning.topology.RackTree.violation``, written as set operations:
+- ``repair_reasons`` (``planning.goals.replica_placement``, the rule ``needs_repair`` applies): the
+  partitions the hard goal must change pass through as they came (an Arrow filter, no conversion), for
+  the shards;
+- the summary's tally of every partition as if the plan left it (``Tally.add(p, None)``: loads before,
+  the lower bound's sums, what broker balance can reach, violations before) and the partitions per
+  reason: one pickled row per task, merged on the driver. Bytes and replicas per broker and dir (the
+  shards' starting point) are that tally's loads before.
 
-    for every unit U (below the tree's last level) holding ``n >= 2`` of a partition's replicas, with
-    ``c(child)`` replicas in each child of U and ``cap(child)`` brokers that could hold one, the
-    spread is broken when ``max c - min{c(child) : c(child) < cap(child)} >= 2``; a child of U holding
-    none of the partition's replicas counts 0 (and is open, since it has a broker). Holders that may
-    not receive (cordoned brokers) add to their units' capacity for that partition only.
-
-The result must equal the pure ``planning.goals.replica_placement.needs_repair`` exactly (tested on
-random snapshots), and every plan is checked: the summary's tally counts each hard rule on every
-partition after the plan, and should a partition missed here still break one, the engine merges again
-reconciling every partition (``spark.engines``). Only these partitions are shipped to the shards.
+The pass's output is cached: the driver reads the task rows, the shards read the rows to repair. Once
+the plan is made, only its entries are tallied (``spark.tally``: ``Tally.shift``), and the plan's
+tally is this one merged with theirs. The same functions select and tally in the local engine, so
+there is one source of every rule; the engine still checks its plan against every hard rule on
+every partition after the plan (``spark.engines``).
 """
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.intents import Intents
 from ..model.snapshot import ClusterSnapshot
+from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
+from ..planning.metrics import Scope, Tally, add_into
 from ..planning.sharding import ClusterLoads
-from ..planning.state import Eligibility
-from ..planning.topology import RackTree, Unit
-from .io import partitions_table
+from .io import PARTITION_COLUMNS, partitions_schema, partitions_table
 
-COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")  # io.partitions_table
-REASONS = ("decommissioned", "drained", "cordonedEmpty", "replicationFactor", "rackSpread")
+COLUMNS = PARTITION_COLUMNS
+OUTPUT_SCHEMA = (
+    "topic string, partition int, replicas array<int>, dirs array<string>, leader int, isr array<int>, "
+    "size bigint, found binary"
+)
+
+
+@dataclass(slots=True)
+class Found:
+    """What the pass found in some partitions (one task's, or all of them merged)."""
+
+    tally: Tally = field(default_factory=Tally)  # every partition as the plan leaving it
+    repairs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("total", *REPAIR_REASONS), 0))
+
+    def merge(self, other: Found) -> None:
+        self.tally.merge(other.tally)
+        add_into(self.repairs, other.repairs)
+
+    def loads(self, snapshot: ClusterSnapshot) -> ClusterLoads:
+        """Bytes and replicas per broker and per dir of the snapshot (0 when it holds none)."""
+        before = self.tally.before
+        loads = ClusterLoads({}, {}, {}, {})
+        for b in snapshot.brokers:
+            loads.broker_bytes[b.id] = before.bytes.get(b.id, 0)
+            loads.broker_replicas[b.id] = before.replicas.get(b.id, 0)
+            for path in b.dir_paths:
+                loads.dir_bytes[(b.id, path)] = before.dir_bytes.get((b.id, path), 0)
+                loads.dir_replicas[(b.id, path)] = before.dir_replicas.get((b.id, path), 0)
+        return loads
+
+    def report(self, partitions: int) -> dict[str, Any]:
+        """How many partitions the pass sends to the shards, in total and per rule."""
+        return {
+            "partitions": partitions,
+            "partitionsToRepair": self.repairs["total"],
+            "byRule": {r: self.repairs[r] for r in REPAIR_REASONS},
+        }
+
+
+@dataclass(slots=True)
+class Analysis:
+    """The pass's result: what it found, merged, and the partitions to repair (a cached DataFrame of
+    ``COLUMNS``; ``close`` releases it)."""
+
+    found: Found
+    to_repair: Any
+    _output: Any
+
+    def close(self) -> None:
+        self._output.unpersist()
 
 
 @dataclass(slots=True)
 class SnapshotFrames:
-    """One snapshot's partitions in Spark; the intents' rules become small broadcast tables."""
+    """One snapshot's partitions in Spark, sliced into ``slices`` Spark partitions."""
 
     spark: Any
     snapshot: ClusterSnapshot  # the brokers, and the partitions the DataFrame holds
     partitions: Any  # DataFrame of COLUMNS (an unknown dir or leader is null)
-    _replicas: Any = field(default=None)
 
     @staticmethod
-    def of(spark: Any, snapshot: ClusterSnapshot) -> SnapshotFrames:
-        """The snapshot's partitions as a DataFrame (from an Arrow table), hash-partitioned by
-        (topic, partition) so every later aggregation per partition runs without a shuffle, cached."""
-        df = spark.createDataFrame(partitions_table(snapshot))
-        return SnapshotFrames(spark, snapshot, df.repartition("topic", "partition").cache())
+    def of(spark: Any, snapshot: ClusterSnapshot, slices: int) -> SnapshotFrames:
+        """The snapshot's partitions as a DataFrame from an Arrow table, in ``slices`` Spark partitions
+        (Arrow's batches grouped without a shuffle)."""
+        df = spark.createDataFrame(partitions_table(snapshot.partitions))
+        return SnapshotFrames(spark, snapshot, df.coalesce(max(1, slices)))
 
-    def close(self) -> None:
-        self.partitions.unpersist()
+    def analyse(self, scope: Scope) -> Analysis:
+        """Run the pass (module docstring) under ``scope`` (the snapshot's enforced intents)."""
+        output = self.partitions.mapInArrow(_task(scope), schema=OUTPUT_SCHEMA).cache()
+        found = Found()
+        try:
+            for row in output.where("found IS NOT NULL").select("found").collect():
+                found.merge(pickle.loads(row.found))
+        except BaseException:
+            output.unpersist()
+            raise
+        return Analysis(found, output.where("found IS NULL").select(*COLUMNS), output)
 
-    @property
-    def replicas(self) -> Any:
-        """One row per replica: topic, partition, size, pos (0 = preferred leader), broker, dir."""
-        if self._replicas is None:
-            from pyspark.sql import functions as F
 
-            self._replicas = self.partitions.select(
-                "topic", "partition", "size", "dirs", F.posexplode("replicas").alias("pos", "broker")
-            ).select(
-                "topic",
-                "partition",
-                "size",
-                "pos",
-                "broker",
-                F.expr("element_at(dirs, pos + 1)").alias("dir"),
+def _task(scope: Scope) -> Any:
+    """The function each Spark task runs on its partitions' Arrow batches."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from ..model.snapshot import PartitionState
+
+        found = Found()
+        tally, repairs, elig = found.tally, found.repairs, scope.elig
+        for batch in batches:
+            keep = []
+            columns = (batch.column(c).to_pylist() for c in COLUMNS)
+            for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
+                p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+                tally.add(p, None, scope)
+                why = repair_reasons(elig, p.replicas, p.log_dirs, size, scope.rf(p), scope.policy(topic)[1])
+                keep.append(bool(why))
+                if why:
+                    repairs["total"] += 1
+                    for r in why:
+                        repairs[r] += 1
+            chosen = batch.filter(pa.array(keep, pa.bool_()))
+            yield pa.RecordBatch.from_arrays(
+                [*chosen.columns, pa.nulls(chosen.num_rows, pa.binary())], names=[*COLUMNS, "found"]
             )
-        return self._replicas
-
-    # ---- loads -----------------------------------------------------------------------------------------
-
-    def loads(self) -> ClusterLoads:
-        """Bytes and replicas per broker and per dir of the snapshot, aggregated by Spark."""
-        from pyspark.sql import functions as F
-
-        loads = ClusterLoads({}, {}, {}, {})
-        for b in self.snapshot.brokers:
-            loads.broker_bytes[b.id] = loads.broker_replicas[b.id] = 0
-            for path in b.dir_paths:
-                loads.dir_bytes[(b.id, path)] = loads.dir_replicas[(b.id, path)] = 0
-        sums = (F.sum("size").alias("bytes"), F.count("*").alias("n"))
-        for r in self.replicas.groupBy("broker", "dir").agg(*sums).collect():
-            broker, size, n = int(r.broker), int(r.bytes), int(r.n)
-            loads.broker_bytes[broker] += size
-            loads.broker_replicas[broker] += n
-            if r.dir is not None:
-                loads.dir_bytes[(broker, str(r.dir))] = size
-                loads.dir_replicas[(broker, str(r.dir))] = n
-        return loads
-
-    # ---- partitions the hard goal must change ----------------------------------------------------------
-
-    def to_repair(self, intents: Intents) -> Any:
-        """The partitions (every one of COLUMNS) that break a hard rule of ``intents``, with one
-        boolean column per reason in ``REASONS``."""
-        from pyspark.sql import functions as F
-
-        key = ["topic", "partition"]
-        elig = Eligibility.of(self.snapshot, intents)
-        trees = _trees_of(intents, elig)
-        rules = self._topic_rules(intents, trees)
-        # Set membership per row (a broadcast semi-join without the explode): "broker NUL dir" pairs.
-        pairs = F.zip_with("replicas", "dirs", lambda b, d: F.concat(b.cast("string"), F.lit("\0"), d))
-        gone = sorted(elig.cordoned - elig.drained) if elig.reactive_cordon else []
-        reasons = {
-            "decommissioned": _overlaps(F.col("replicas"), sorted(elig.decommissioned)),
-            "drained": _overlaps(pairs, [f"{b}\0{d}" for b, d in sorted(elig.drained)]),
-            "cordonedEmpty": (F.col("size") == 0) & _overlaps(pairs, [f"{b}\0{d}" for b, d in gone]),
-            "replicationFactor": F.coalesce(F.size("replicas") != F.col("rf"), F.lit(False)),  # null rf: none
-            "rackSpread": F.coalesce(F.col("rackSpread"), F.lit(False)),
-        }
-        out = (
-            self.partitions.join(F.broadcast(rules), "topic", "left")
-            .join(self._rack_violations(rules, trees), key, "left")
-            .select(*COLUMNS, *(reasons[r].alias(r) for r in REASONS))
+        blob = pickle.dumps(found)
+        yield pa.RecordBatch.from_arrays(
+            [*(pa.nulls(1, f.type) for f in partitions_schema()), pa.array([blob], pa.binary())],
+            names=[*COLUMNS, "found"],
         )
-        return out.where(" OR ".join(REASONS))
 
-    def _table(self, schema: str, rows: list[tuple[Any, ...]]) -> Any:
-        return self.spark.createDataFrame(rows, schema=schema)
-
-    def _topic_rules(self, intents: Intents, trees: _TreeTables) -> Any:
-        """Each topic's target RF and rack tree number (null when its policy sets none)."""
-        rows = []
-        for topic in self.snapshot.topics():
-            policy = intents.policy_for(topic)
-            if policy is None:
-                continue
-            rf = policy.replication_factor or None
-            tree = trees.index.get(policy.name)
-            if rf is not None or tree is not None:
-                rows.append((topic, rf, tree))
-        return self._table("topic string, rf int, tree int", rows)
-
-    def _rack_violations(self, rules: Any, t: _TreeTables) -> Any:
-        """(topic, partition, rackSpread=true) for partitions whose rack spread is broken."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        units = self._table("tree int, broker int, parent int, child int, member boolean", t.broker_units)
-        caps = self._table("tree int, child int, cap int", t.child_caps)
-        kids = self._table("tree int, parent int, kids int", t.parent_kids)
-        per_child = (
-            self.replicas.join(F.broadcast(rules.where("tree IS NOT NULL")), "topic")
-            .join(F.broadcast(units), ["tree", "broker"])
-            .groupBy("topic", "partition", "tree", "parent", "child")
-            .agg(
-                F.count("*").alias("c"),
-                F.sum(F.when(~F.col("member"), 1).otherwise(0)).alias("outside"),
-            )
-            .join(F.broadcast(caps), ["tree", "child"], "left")
-            .withColumn("capMembers", F.coalesce(F.col("cap"), F.lit(0)))
-        )
-        w = Window.partitionBy("topic", "partition", "parent")
-        spread = (
-            per_child.withColumn("n", F.sum("c").over(w))
-            .withColumn("most", F.max("c").over(w))
-            .withColumn("heldMemberKids", F.sum(F.when(F.col("capMembers") > 0, 1).otherwise(0)).over(w))
-            .withColumn(
-                "leastOpenHeld",
-                F.min(F.when(F.col("c") < F.col("capMembers") + F.col("outside"), F.col("c"))).over(w),
-            )
-            .join(F.broadcast(kids), ["tree", "parent"], "left")
-            .withColumn(
-                "leastOpen",
-                F.when(F.col("heldMemberKids") < F.coalesce(F.col("kids"), F.lit(0)), F.lit(0)).otherwise(
-                    F.col("leastOpenHeld")
-                ),
-            )
-        )
-        broken = spread.where(
-            (F.col("n") >= 2) & F.col("leastOpen").isNotNull() & (F.col("most") - F.col("leastOpen") >= 2)
-        )
-        return broken.select("topic", "partition").distinct().withColumn("rackSpread", F.lit(True))
-
-
-def _overlaps(column: Any, values: list[Any]) -> Any:
-    """Whether the array ``column`` holds one of ``values`` (a small set, inlined in the plan)."""
-    from pyspark.sql import functions as F
-
-    if not values:
-        return F.lit(False)
-    return F.coalesce(F.arrays_overlap(column, F.array(*(F.lit(v) for v in values))), F.lit(False))
+    return run
 
 
 def shard_column(shards: int) -> Any:
@@ -204,37 +156,4 @@ def shard_column(shards: int) -> Any:
     return (F.crc32(key) % shards).cast("int")
 
 
-@dataclass(slots=True)
-class _TreeTables:
-    """The rack trees of the intents' policies as rows: units per broker, capacities, children."""
-
-    index: dict[str, int]  # policy name -> tree number
-    broker_units: list[tuple[int, int, int, int, bool]]  # tree, broker, parent unit, child unit, member
-    child_caps: list[tuple[int, int, int]]  # tree, unit, members under it
-    parent_kids: list[tuple[int, int, int]]  # tree, unit, children with a member
-
-
-def _trees_of(intents: Intents, elig: Eligibility) -> _TreeTables:
-    receivers = [b for b in elig.dirs if elig.may_receive(b)]
-    out = _TreeTables({}, [], [], [])
-    by_rule: dict[object, int] = {}
-    for policy in intents.policies:
-        if policy.rack_awareness is None:
-            continue
-        rule = policy.rack_awareness
-        if rule in by_rule:
-            out.index[policy.name] = by_rule[rule]
-            continue
-        n = by_rule[rule] = out.index[policy.name] = len(by_rule)
-        tree = RackTree.of(elig.racks, rule, receivers)
-        every = {p[:depth] for p in tree.path.values() for depth in range(tree.levels + 1)}
-        uid: dict[Unit, int] = {u: i for i, u in enumerate(sorted(every))}
-        for b, path in sorted(tree.path.items()):
-            for depth in range(tree.levels):
-                out.broker_units.append((n, b, uid[path[:depth]], uid[path[: depth + 1]], b in tree.members))
-        out.child_caps.extend((n, uid[u], cap) for u, cap in tree.capacity.items() if u)
-        out.parent_kids.extend((n, uid[u], len(c)) for u, c in tree.children.items())
-    return out
-
-
-__all__ = ["COLUMNS", "REASONS", "SnapshotFrames", "shard_column"]
+__all__ = ["COLUMNS", "Analysis", "Found", "SnapshotFrames", "shard_column"]

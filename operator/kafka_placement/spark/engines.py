@@ -43,11 +43,11 @@ from ..planning.sharding import (
     raise_if_infeasible,
     shard_of,
 )
-from .analysis import COLUMNS, REASONS, SnapshotFrames, shard_column
+from .analysis import COLUMNS, SnapshotFrames, shard_column
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .shipping import ship
-from .tally import tally_partitions
+from .tally import tally_plan
 
 T = TypeVar("T")
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -206,6 +206,7 @@ class SparkOptimizer:
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
         self._frames: SnapshotFrames | None = None
+        self._base: tuple[Intents, Tally] | None = None  # the last analysis's tally (no plan), its intents
         self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
@@ -213,24 +214,29 @@ class SparkOptimizer:
             return self._optimize(spark, snapshot, intents)
 
     def measure(self, snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
-        """The summary's tally of ``plan``, summed by Spark tasks (``spark.tally``); the plan this engine
-        just made was tallied while it was checked, and that tally is the one returned."""
+        """The summary's tally of ``plan``: the analysis's tally of the snapshot with the plan's entries
+        shifted in by Spark tasks (``spark.tally``); the plan this engine just made was tallied while it
+        was checked, and that tally is the one returned."""
         kept = self._tallied
         if kept is not None and kept[0] is snapshot and kept[1] is scope.intents and kept[2] is plan:
             return kept[3]  # checked against the snapshot while it was tallied
         plan.check_against(snapshot)
         started = time.perf_counter()
         with self._guarded() as spark:
-            found = tally_partitions(spark, self._frames_of(spark, snapshot).partitions, plan, scope)
+            frames = self._frames_of(spark, snapshot)
+            base = self._base[1] if self._base is not None and self._base[0] is scope.intents else None
+            if base is None:  # another scope than the last analysis's: tally the snapshot under it
+                analysis = frames.analyse(scope)
+                analysis.close()
+                base = analysis.found.tally
+            found = tally_plan(spark, snapshot, base, plan, scope, self._slices(spark))
         if self.reports and "summary" not in self.reports[-1]["seconds"]:
             self.reports[-1]["seconds"]["summary"] = round(time.perf_counter() - started, 1)
         return found
 
     def close(self) -> None:
-        """Release the snapshot's cached DataFrame."""
-        if self._frames is not None:
-            self._frames.close()
-            self._frames = None
+        """Forget the snapshot's DataFrame and tallies (nothing of it stays cached in Spark)."""
+        self._frames = self._base = self._tallied = None
 
     def __enter__(self) -> SparkOptimizer:
         return self
@@ -260,33 +266,40 @@ class SparkOptimizer:
     def _frames_of(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotFrames:
         if self._frames is None or self._frames.snapshot is not snapshot:
             self.close()
-            self._frames = SnapshotFrames.of(spark, snapshot)
+            self._frames = SnapshotFrames.of(spark, snapshot, self._slices(spark))
         return self._frames
+
+    @staticmethod
+    def _slices(spark: Any) -> int:
+        """Spark partitions of the analysis and the tally: two per core (even slices; each task's
+        pickled tally is merged on the driver, so not more)."""
+        return 2 * int(spark.sparkContext.defaultParallelism or 2)
 
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
         self._tallied = None
-        frames = self._frames_of(spark, snapshot)
-        repair = frames.to_repair(intents).cache()
+        scope = Scope.of(snapshot, intents)
+        analysis = self._frames_of(spark, snapshot).analyse(scope)
+        self._base = (intents, analysis.found.tally)
         # a Spark job releases the GIL while the driver waits for it: the context is built meanwhile
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
             try:
-                report = _count_reasons(repair, len(snapshot.partitions))
+                report = analysis.found.report(len(snapshot.partitions))
                 shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
                 report["shards"] = shards
-                view = ShardView.of(snapshot, frames.loads(), shards)
+                view = ShardView.of(snapshot, analysis.found.loads(snapshot), shards)
                 analysed = time.perf_counter()
                 context = beside.submit(_timed, PlanningContext.of, snapshot, intents)
                 out = (
-                    repair.withColumn("shard", shard_column(shards))
+                    analysis.to_repair.withColumn("shard", shard_column(shards))
                     .select("shard", *COLUMNS)
                     .groupBy("shard")
                     .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
                     .toPandas()
                 )
             finally:
-                repair.unpersist()
+                analysis.close()
             sharded = time.perf_counter()
             rows = _shard_rows(out)
             ctx, context_s = context.result()
@@ -296,11 +309,10 @@ class SparkOptimizer:
         # The check of the selection: the summary's tally counts every hard rule on every partition
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
         # reconciliation of every partition, and that plan is tallied again by ``measure``.
-        scope = Scope.of(snapshot, intents)
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
             # beside the tally's Spark job: the plan's check and its id (memoised for the summary)
             checked = beside.submit(_check_and_name, plan, snapshot)
-            found = tally_partitions(spark, frames.partitions, plan, scope)
+            found = tally_plan(spark, snapshot, analysis.found.tally, plan, scope, self._slices(spark))
             checked.result()
         broken = found.violations_after.finish(scope.elig)
         tallied = time.perf_counter()
@@ -317,7 +329,7 @@ class SparkOptimizer:
             "context": round(context_s, 1),  # beside the shards
             "waitForContext": round(merging - sharded, 1),  # with reading the shards' rows
             "mergeAndBalance": round(merged - merging, 1),
-            "summary": round(tallied - merged, 1),  # the tally: the summary's, and the check
+            "summary": round(tallied - merged, 1),  # the tally of the plan's entries, and the check
             "reconcileAll": round(time.perf_counter() - tallied, 1),  # only after a violation
         }
         self._session_s = 0.0  # counted once
@@ -350,20 +362,6 @@ def _shard_rows(out: Any) -> list[Row]:
         rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
     raise_if_infeasible(errors)
     return rows
-
-
-def _count_reasons(repair: Any, partitions: int) -> dict[str, Any]:
-    """How many partitions the analysis sends to the shards, in total and per rule."""
-    from pyspark.sql import functions as F
-
-    counts = repair.agg(
-        F.count("*").alias("total"), *(F.sum(F.col(r).cast("int")).alias(r) for r in REASONS)
-    ).first()
-    return {
-        "partitions": partitions,
-        "partitionsToRepair": int(counts["total"]),
-        "byRule": {r: int(counts[r] or 0) for r in REASONS},
-    }
 
 
 def _shard_udf(view: ShardView, intents: Intents) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,36 +22,33 @@ from ..model.jsonio import clip
 from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
+PARTITION_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
 
-def partitions_table(snapshot: ClusterSnapshot) -> Any:
+
+def partitions_schema() -> Any:
+    """The Arrow schema of ``partitions_table``."""
+    import pyarrow as pa
+
+    ints = pa.list_(pa.int32())
+    types = (pa.string(), pa.int32(), ints, pa.list_(pa.string()), pa.int32(), ints, pa.int64())
+    return pa.schema(list(zip(PARTITION_COLUMNS, types, strict=True)))
+
+
+def partitions_table(parts: Sequence[PartitionState]) -> Any:
     """The partitions as an Arrow table: one row each (an unknown dir or leader is null)."""
     import pyarrow as pa
 
-    parts = snapshot.partitions
-    return pa.table(
-        {
-            "topic": pa.array([p.topic for p in parts], pa.string()),
-            "partition": pa.array([p.partition for p in parts], pa.int32()),
-            "replicas": pa.array([p.replicas for p in parts], pa.list_(pa.int32())),
-            "dirs": pa.array([p.log_dirs for p in parts], pa.list_(pa.string())),
-            "leader": pa.array([p.leader for p in parts], pa.int32()),
-            "isr": pa.array([p.isr for p in parts], pa.list_(pa.int32())),
-            "size": pa.array([p.size_bytes for p in parts], pa.int64()),
-        }
+    columns = (
+        [p.topic for p in parts],
+        [p.partition for p in parts],
+        [p.replicas for p in parts],
+        [p.log_dirs for p in parts],
+        [p.leader for p in parts],
+        [p.isr for p in parts],
+        [p.size_bytes for p in parts],
     )
-
-
-def partition_of(row: dict[str, Any]) -> PartitionState:
-    """One row of ``partitions_table`` (as ``to_pylist`` gives it, in a Spark task) as a partition."""
-    return PartitionState(
-        row["topic"],
-        row["partition"],
-        tuple(row["replicas"]),
-        tuple(row["dirs"]),
-        row["leader"],
-        tuple(row["isr"]),
-        row["size"],
-    )
+    schema = partitions_schema()
+    return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
 
 
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
@@ -60,7 +58,7 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     doc = snapshot.to_json()
     doc["partitions"] = []
     (directory / "brokers.json").write_text(json.dumps(doc))
-    pq.write_table(partitions_table(snapshot), directory / "partitions.parquet")
+    pq.write_table(partitions_table(snapshot.partitions), directory / "partitions.parquet")
 
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
@@ -77,7 +75,7 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
         )
     doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
     ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
-    cols = _read_columns(table_path, _SNAPSHOT_COLUMNS, "Parquet snapshot")
+    cols = _read_columns(table_path, PARTITION_COLUMNS, "Parquet snapshot")
     doc = {
         **doc,
         "partitions": [
@@ -90,13 +88,12 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
                 "isr": i,
                 "sizeBytes": s,
             }
-            for t, n, r, d, lead, i, s in zip(*(cols[c] for c in _SNAPSHOT_COLUMNS), strict=True)
+            for t, n, r, d, lead, i, s in zip(*(cols[c] for c in PARTITION_COLUMNS), strict=True)
         ],
     }
     return ClusterSnapshot.from_json(doc, source=str(table_path))
 
 
-_SNAPSHOT_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
 _PLAN_COLUMNS = ("topic", "partition", "replicas", "log_dirs")
 
 
@@ -172,8 +169,10 @@ def read_plan_parquet(path: Path) -> Plan:
 
 
 __all__ = [
+    "PARTITION_COLUMNS",
     "PartitionState",
     "is_parquet_plan",
+    "partitions_schema",
     "partitions_table",
     "plan_table",
     "read_plan_parquet",

@@ -1,12 +1,13 @@
-"""The summary's tally in Spark tasks: every metric of a plan summed where the partitions are.
+"""The plan's part of the summary's tally in Spark tasks: only its entries, added to the analysis's tally.
 
-The summary (``planning.metrics``) is one pass over every partition of the snapshot, before and after
-the plan, into a mergeable ``Tally``. Here the plan's entries become a DataFrame, are left-joined to the
-snapshot's partitions (already hash-partitioned by (topic, partition), so only the plan side moves),
-and each Spark task tallies its partitions with the same pure ``Tally.add`` (``mapInArrow``) and
-returns its tally pickled; the driver merges one tally per task. What stays on the driver is what
-needs the whole cluster and costs in proportion to the brokers or to the plan: finishing the metrics
-from the merged totals and ordering the plan's changes into batches (``planning.optimizer.summarize``).
+The summary (``planning.metrics``) is a mergeable ``Tally`` of every partition before and after the
+plan. The analysis pass (``spark.analysis``) already tallied every partition as if the plan left it;
+what the plan changes is ``Tally.shift`` of each of its entries. The driver sends the plan's entries
+with their partitions as the snapshot has them (an Arrow table; no join, no shuffle), each Spark task
+shifts its entries (``mapInArrow``) and returns its tally pickled, and the driver merges them into a
+copy of the analysis's tally. What stays on the driver is what needs the whole cluster and costs in
+proportion to the brokers or to the plan: finishing the metrics from the merged totals and ordering the
+plan's changes into batches (``planning.optimizer.summarize``).
 """
 
 from __future__ import annotations
@@ -16,41 +17,52 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model.plan import PartitionTarget, Plan
+from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.metrics import Scope, Tally
-from .io import partition_of, plan_table
+from .io import PARTITION_COLUMNS, partitions_table
 
 TALLY_SCHEMA = "tally binary"
 
 
-def tally_partitions(spark: Any, partitions: Any, plan: Plan, scope: Scope) -> Tally:
-    """The tally of every row of ``partitions`` (a DataFrame of ``analysis.COLUMNS``) under ``plan``,
-    computed by Spark tasks and merged here. The plan must already be checked against the snapshot."""
-    table = plan_table(plan).rename_columns(["topic", "partition", "t_replicas", "t_dirs"])
-    targets = spark.createDataFrame(table)
-    joined = partitions.join(targets, ["topic", "partition"], "left")
-    total = Tally()
-    for row in joined.mapInArrow(_task(scope), schema=TALLY_SCHEMA).collect():
-        total.merge(pickle.loads(row.tally))
+def tally_plan(
+    spark: Any, snapshot: ClusterSnapshot, base: Tally, plan: Plan, scope: Scope, slices: int
+) -> Tally:
+    """``base`` (every partition of ``snapshot`` tallied without a plan, under ``scope``) with every
+    entry of ``plan`` shifted in by Spark tasks; ``base`` itself is left as it is. The plan must already
+    be checked against the snapshot."""
+    table = entries_table(snapshot, plan)
+    total = Tally().merge(base)
+    if table.num_rows:
+        frame = spark.createDataFrame(table).coalesce(max(1, slices))
+        for row in frame.mapInArrow(_task(scope), schema=TALLY_SCHEMA).collect():
+            total.merge(pickle.loads(row.tally))
     return total
 
 
+def entries_table(snapshot: ClusterSnapshot, plan: Plan) -> Any:
+    """The plan's entries as an Arrow table: each partition as the snapshot has it (``partitions_table``'s
+    columns) and its target, ``t_replicas`` and ``t_dirs``."""
+    import pyarrow as pa
+
+    entries = plan.partitions
+    table = partitions_table([snapshot.partition(t.topic, t.partition) for t in entries])  # type: ignore[misc]
+    table = table.append_column("t_replicas", pa.array([t.replicas for t in entries], pa.list_(pa.int32())))
+    return table.append_column("t_dirs", pa.array([t.log_dirs for t in entries], pa.list_(pa.string())))
+
+
 def _task(scope: Scope) -> Any:
-    """The function each Spark task runs on its partitions' Arrow batches: one pickled tally."""
+    """The function each Spark task runs on its entries' Arrow batches: one pickled tally."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         found = Tally()
+        names = (*PARTITION_COLUMNS, "t_replicas", "t_dirs")
         for batch in batches:
-            for r in batch.to_pylist():
-                p = partition_of(r)
-                reps = r["t_replicas"]
-                t = (
-                    None
-                    if reps is None
-                    else PartitionTarget(p.topic, p.partition, tuple(reps), tuple(r["t_dirs"]))
-                )
-                found.add(p, t, scope)
+            columns = (batch.column(c).to_pylist() for c in names)
+            for topic, number, reps, dirs, leader, isr, size, t_reps, t_dirs in zip(*columns, strict=True):
+                p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+                found.shift(p, PartitionTarget(topic, number, tuple(t_reps), tuple(t_dirs)), scope)
         yield pa.RecordBatch.from_pydict(
             {"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())])
         )
@@ -58,4 +70,4 @@ def _task(scope: Scope) -> Any:
     return run
 
 
-__all__ = ["TALLY_SCHEMA", "tally_partitions"]
+__all__ = ["TALLY_SCHEMA", "entries_table", "tally_plan"]

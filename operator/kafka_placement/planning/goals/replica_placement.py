@@ -22,7 +22,8 @@ from ...model.errors import InfeasibleError
 from ..context import PlanningContext
 from ..repack import repack
 from ..room import eject_for
-from ..state import Key
+from ..state import Eligibility, Key
+from ..topology import RackTree
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -301,20 +302,44 @@ def replication_factor(ctx: PlanningContext, key: Key) -> int:
     return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
 
 
+REPAIR_REASONS = ("decommissioned", "drained", "cordonedEmpty", "replicationFactor", "rackSpread")
+
+
 def needs_repair(ctx: PlanningContext, key: Key) -> bool:
-    """Whether the hard goal changes partition ``key`` at all: a replica may not stay where it is
-    (decommissioned broker, drained dir, an empty replica on a cordoned dir in reactive mode), the
-    replica count differs from the target RF, or the rack spread is broken. These depend only on the
-    partition and the intents, never on other partitions, so the sharded planner sends only these
-    partitions to its shards (the Spark engine finds the same set with DataFrame joins)."""
-    e, a = ctx.eligibility, ctx.assignment
-    reps, size = a.replicas[key], a.size[key]
-    if any(not e.may_keep(b, d, size) for b, d in zip(reps, a.dirs[key], strict=True)):
-        return True
-    if len(reps) != replication_factor(ctx, key):
-        return True
-    tree = ctx.tree_for(key)
-    return tree is not None and tree.violation(reps) is not None
+    """Whether the hard goal changes partition ``key`` at all (``repair_reasons``). These depend only on
+    the partition and the intents, never on other partitions, so the sharded planner sends only these
+    partitions to its shards (the Spark engine's tasks select them with ``repair_reasons`` too)."""
+    a = ctx.assignment
+    reps = a.replicas[key]
+    return bool(
+        repair_reasons(
+            ctx.eligibility, reps, a.dirs[key], a.size[key], replication_factor(ctx, key), ctx.tree_for(key)
+        )
+    )
+
+
+def repair_reasons(
+    e: Eligibility,
+    replicas: Sequence[int],
+    dirs: Sequence[str | None],
+    size: int,
+    rf: int,
+    tree: RackTree | None,
+) -> tuple[str, ...]:
+    """Why the hard goal must change a partition (each of ``REPAIR_REASONS`` that applies; empty: it
+    leaves the partition alone): a replica on a decommissioned broker, on a drained dir, an empty
+    replica on a cordoned dir in reactive-cordon mode (``Eligibility.may_keep``), a replica count other
+    than the target ``rf``, or a rack spread ``tree`` finds broken."""
+    pairs = list(zip(replicas, dirs, strict=True))
+    gone = e.reactive_cordon and size == 0
+    found = (
+        any(b in e.decommissioned for b in replicas),
+        any(d is not None and (b, d) in e.drained for b, d in pairs),
+        gone and any(d is not None and (b, d) in e.cordoned and (b, d) not in e.drained for b, d in pairs),
+        len(replicas) != rf,
+        tree is not None and tree.violation(replicas) is not None,
+    )
+    return tuple(r for r, yes in zip(REPAIR_REASONS, found, strict=True) if yes)
 
 
 def balance_threshold(ctx: PlanningContext) -> float | None:
