@@ -27,10 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.snapshot import ClusterSnapshot
+from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
 from ..planning.sharding import ClusterLoads
+from .collector import collector_paused
 from .io import PARTITION_COLUMNS, partitions_schema, partitions_table
 
 COLUMNS = PARTITION_COLUMNS
@@ -114,38 +115,42 @@ class SnapshotFrames:
 
 
 def _task(scope: Scope) -> Any:
-    """The function each Spark task runs on its partitions' Arrow batches."""
+    """The function each Spark task runs on its partitions' Arrow batches, the collector paused (it
+    allocates like the planner: ``spark.collector``)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        from ..model.snapshot import PartitionState
-
-        found = Found()
-        tally, repairs, elig = found.tally, found.repairs, scope.elig
-        for batch in batches:
-            keep = []
-            columns = (batch.column(c).to_pylist() for c in COLUMNS)
-            for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
-                p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
-                tally.add(p, None, scope)
-                why = repair_reasons(elig, p.replicas, p.log_dirs, size, scope.rf(p), scope.policy(topic)[1])
-                keep.append(bool(why))
-                if why:
-                    repairs["total"] += 1
-                    for r in why:
-                        repairs[r] += 1
-            chosen = batch.filter(pa.array(keep, pa.bool_()))
-            yield pa.RecordBatch.from_arrays(
-                [*chosen.columns, pa.nulls(chosen.num_rows, pa.binary())], names=[*COLUMNS, "found"]
-            )
-        blob = pickle.dumps(found)
-        yield pa.RecordBatch.from_arrays(
-            [*(pa.nulls(1, f.type) for f in partitions_schema()), pa.array([blob], pa.binary())],
-            names=[*COLUMNS, "found"],
-        )
+        with collector_paused():
+            yield from _analyse(scope, batches)
 
     return run
+
+
+def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    found = Found()
+    tally, repairs, elig = found.tally, found.repairs, scope.elig
+    for batch in batches:
+        keep = []
+        columns = (batch.column(c).to_pylist() for c in COLUMNS)
+        for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
+            p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+            tally.add(p, None, scope)
+            why = repair_reasons(elig, p.replicas, p.log_dirs, size, scope.rf(p), scope.policy(topic)[1])
+            keep.append(bool(why))
+            if why:
+                repairs["total"] += 1
+                for r in why:
+                    repairs[r] += 1
+        chosen = batch.filter(pa.array(keep, pa.bool_()))
+        yield pa.RecordBatch.from_arrays(
+            [*chosen.columns, pa.nulls(chosen.num_rows, pa.binary())], names=[*COLUMNS, "found"]
+        )
+    blob = pickle.dumps(found)
+    yield pa.RecordBatch.from_arrays(
+        [*(pa.nulls(1, f.type) for f in partitions_schema()), pa.array([blob], pa.binary())],
+        names=[*COLUMNS, "found"],
+    )
 
 
 def shard_column(shards: int) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from ..model.plan import PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.metrics import Scope, Tally
+from .collector import collector_paused
 from .io import PARTITION_COLUMNS, partitions_table
 
 TALLY_SCHEMA = "tally binary"
@@ -51,23 +52,27 @@ def entries_table(snapshot: ClusterSnapshot, plan: Plan) -> Any:
 
 
 def _task(scope: Scope) -> Any:
-    """The function each Spark task runs on its entries' Arrow batches: one pickled tally."""
+    """The function each Spark task runs on its entries' Arrow batches: one pickled tally (the collector
+    paused, as in ``spark.analysis``)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        found = Tally()
-        names = (*PARTITION_COLUMNS, "t_replicas", "t_dirs")
-        for batch in batches:
-            columns = (batch.column(c).to_pylist() for c in names)
-            for topic, number, reps, dirs, leader, isr, size, t_reps, t_dirs in zip(*columns, strict=True):
-                p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
-                found.shift(p, PartitionTarget(topic, number, tuple(t_reps), tuple(t_dirs)), scope)
-        yield pa.RecordBatch.from_pydict(
-            {"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())])
-        )
+        with collector_paused():
+            yield from _shift(scope, batches)
 
     return run
+
+
+def _shift(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    found = Tally()
+    names = (*PARTITION_COLUMNS, "t_replicas", "t_dirs")
+    for batch in batches:
+        columns = (batch.column(c).to_pylist() for c in names)
+        for topic, number, reps, dirs, leader, isr, size, t_reps, t_dirs in zip(*columns, strict=True):
+            p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+            found.shift(p, PartitionTarget(topic, number, tuple(t_reps), tuple(t_dirs)), scope)
+    yield pa.RecordBatch.from_pydict({"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())]))
 
 
 __all__ = ["TALLY_SCHEMA", "entries_table", "tally_plan"]
