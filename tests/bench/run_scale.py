@@ -46,15 +46,21 @@ import json, sys, time
 sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/operator")
 from pathlib import Path
 from kafka_placement.model.intents import Intents
-from kafka_placement.spark.engines import EngineSettings, plan_with
+from kafka_placement.spark.engines import EngineSettings, plan_with, start_session
 from kafka_placement.cli._io import read_snapshot_arg  # as `kafka-placement plan` reads it
+settings = EngineSettings({engine!r}, master={master!r}, driver_memory="6g")
 t0 = time.perf_counter()
+spark = start_session(settings) if settings.engine == "spark" else None  # as the CLI: beside the read
 snap = read_snapshot_arg({snap!r})
 intents = Intents.loads(Path({intents!r}).read_text())
 t1 = time.perf_counter()
-result = plan_with(snap, intents, EngineSettings({engine!r}, master={master!r}, driver_memory="6g"))
+session = spark.result() if spark is not None else None
+waited = time.perf_counter() - t1
+result = plan_with(snap, intents, settings, session)
 t2 = time.perf_counter()
 s = result.summary
+if s.get("sharding"):
+    s["sharding"]["seconds"]["session"] = round(waited, 1)  # what the plan waited for Spark to start
 print(json.dumps({{"load": t1 - t0, "plan": t2 - t1, "partitionsChanged": s["partitionsChanged"],
                   "hard": s["hardViolationsAfter"], "ratio": s["bytesOverLowerBound"],
                   "engine": s["engine"], "sharding": s.get("sharding")}}))
@@ -150,13 +156,15 @@ def main() -> None:
         f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
         "memory = peak resident set of the whole process tree (Python + Spark's JVM). For Spark: the "
-        "partitions its DataFrame analysis sent to the shards, and the seconds of its phases. "
-        "Seconds, in the order they happen: session (starting Spark: JVM, executors) / analysis / shards / "
+        "partitions its analysis sent to the shards, and the seconds of its phases. "
+        "Seconds, in the order they happen: session (waiting for Spark to start: JVM, Python workers; it "
+        "starts beside the snapshot's read, as in the CLI) / analysis / shards / "
         "waiting for the driver's context (built beside the shards) / merge and balance on the driver / "
-        "summary (the summary's tally, also the check of the plan: the plan sent to Spark, tallied by its "
-        "tasks, merged) / reconciling every partition (only after a rule found broken); then, in brackets, "
-        "the seconds of the context itself. In Spark jobs = analysis + shards + summary (the analysis "
-        "includes the driver's conversion of the snapshot to Arrow); driver only = plan s minus session "
+        "summary (the tally of the plan's entries by Spark tasks, added to the analysis's tally of the "
+        "snapshot: the summary's tally and the check of the plan) / reconciling every partition (only "
+        "after a rule found broken); then, in brackets, "
+        "the seconds of the context itself. In Spark jobs = analysis + shards + summary (each includes the "
+        "driver's conversion of its rows to Arrow); driver only = plan s minus session "
         "and Spark jobs (context wait, merge, balance, validation, the summary's finish and batches).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "

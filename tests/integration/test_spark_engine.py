@@ -189,3 +189,22 @@ def test_an_infeasible_shard_in_spark_names_the_partition_and_rule(spark: Any) -
         compute_plan(snap, wanted, optimizer=optimizer.optimize)
     assert err.value.rule == "replication-factor" and err.value.partition.startswith("t-")
     assert "other shards found" in err.value.detail  # 12 partitions over 4 shards: every shard fails
+
+
+def test_the_cli_starts_spark_beside_the_read_and_plans_as_the_local_engine(tmp_path: Path) -> None:
+    d = GOLDEN / "rack-repair"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    plans = {}
+    for engine in ("local", "spark"):
+        proc = subprocess.run(
+            [str(BIN / "kafka-placement"), "plan", "--snapshot", str(d / "snapshot.json"),
+             "--intents", str(d / "intents.yaml"), "--engine", engine, "--spark-master", "local[2]",
+             "-o", str(tmp_path / f"{engine}.json"), "--summary", str(tmp_path / f"{engine}-summary.json")],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        plans[engine] = json.loads((tmp_path / f"{engine}.json").read_text())
+    summary = json.loads((tmp_path / "spark-summary.json").read_text())
+    assert summary["engine"] == "spark" and summary["sharding"]["shards"] == 1  # a small repair: one shard
+    assert summary["sharding"]["seconds"]["session"] == 0.0  # started while the files were read
+    assert plans["spark"] == plans["local"] and plans["local"]["partitions"]

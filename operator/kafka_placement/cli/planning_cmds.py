@@ -20,7 +20,7 @@ from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
 from ..spark.driver_pod import LAUNCHERS
-from ..spark.engines import ENGINES, EngineSettings, plan_with
+from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ._args import int_in, key_value
 from ._io import (
@@ -49,19 +49,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     if args.engine in ("spark", "auto"):
         validate_master(args.spark_master)
+    settings = EngineSettings(
+        engine=args.engine,
+        master=args.spark_master,
+        shards=args.shards,
+        conf=tuple(args.spark_conf),
+        executor_wait_s=float(args.spark_executor_wait),
+    )
+    spark = start_session(settings) if args.engine == "spark" else None  # starts while the files are read
     snapshot = read_snapshot_arg(args.snapshot)
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)
     else:
-        settings = EngineSettings(
-            engine=args.engine,
-            master=args.spark_master,
-            shards=args.shards,
-            conf=tuple(args.spark_conf),
-            executor_wait_s=float(args.spark_executor_wait),
+        session = spark.result() if spark is not None else None
+        result = plan_with(
+            snapshot, intents, settings, session, max_moves_per_broker=args.max_moves_per_broker
         )
-        result = plan_with(snapshot, intents, settings, max_moves_per_broker=args.max_moves_per_broker)
     outputs = [plan_output("-o", args.output, result.plan)]
     if with_summary:
         outputs.append(json_output("--summary", args.summary, result.summary))

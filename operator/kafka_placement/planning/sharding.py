@@ -22,8 +22,9 @@ This is the pure core of the Spark engine (and runs without Spark too, which the
    that no partition breaks a hard rule after the plan, and otherwise merges again reconciling every
    partition).
 
-The Spark engine computes steps 1 and 2's inputs (the partitions to repair, the cluster's loads) with
-DataFrames and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in one process.
+The Spark engine computes steps 1 and 2's inputs (the partitions to repair, with ``repair_reasons``,
+and the cluster's loads) and runs step 3 in Spark tasks; ``sharded_optimize`` is the same pipeline in
+one process.
 Pure: no I/O.
 """
 

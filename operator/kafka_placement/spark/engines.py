@@ -1,9 +1,9 @@
 """Planning engines behind one interface: ``local`` (in-process), ``spark`` (PySpark), ``auto``.
 
 Every engine computes targets for the same pure planner (``planning.optimizer.compute_plan`` does
-validation, advisories and the summary for all of them). The Spark engine loads the partitions into
-a DataFrame, aggregates the cluster's loads and selects the partitions that break a hard rule with
-DataFrame operations (``spark.analysis``), hashes those into shards, runs the hard placement goal of
+validation, advisories and the summary for all of them). The Spark engine sends the partitions to
+Spark as an Arrow table; one pass of tasks selects the partitions that break a hard rule and tallies
+the snapshot (``spark.analysis``); it hashes those partitions into shards, runs the hard placement goal of
 each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
 the changed partitions and finishes on the driver with the balance pass (``merge_and_balance``;
 the shards' results need no reconciliation when the selection is exact), checked by the summary's tally in
@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -181,6 +182,39 @@ def spark_session(
     return session
 
 
+def start_session(settings: EngineSettings) -> concurrent.futures.Future[Any]:
+    """Start the engine's Spark session in a daemon thread, while the caller reads the snapshot (the
+    CLI): the JVM and, on a local master, the Python workers (which import the planner in one small
+    job) start meanwhile instead of before and during the first real job. ``result()`` gives the
+    session, or raises what starting it raised; a process that stops before asking does not wait for
+    it."""
+    started: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            session = spark_session(settings.master, settings.driver_memory, conf=settings.conf)
+            master = str(session.sparkContext.master)
+            if not is_cluster(master):  # a cluster's job needs its executor watch (``_guarded``)
+                slices = 2 * int(session.sparkContext.defaultParallelism or 2)
+                try:
+                    session.range(0, slices, numPartitions=slices).mapInArrow(_imported, "id long").count()
+                except Exception as e:
+                    raise spark_failure(e, master) from e
+            started.set_result(session)
+        except BaseException as e:  # handed to whoever asks for the session
+            started.set_exception(e)
+
+    threading.Thread(target=run, name="kafka-placement-spark-start", daemon=True).start()
+    return started
+
+
+def _imported(batches: Iterator[Any]) -> Iterator[Any]:
+    """A warm-up task: the modules the engine's tasks use, imported once in each Python worker."""
+    from . import analysis, tally  # noqa: F401
+
+    yield from batches
+
+
 RESULT_SCHEMA = "topic string, partition int, replicas array<int>, dirs array<string>, error string"
 
 
@@ -188,16 +222,17 @@ class SparkOptimizer:
     """The sharded planner on Spark: analysis, hard goal per shard and the summary's tally in Spark,
     balance on the driver.
 
-    Spark loads the snapshot into a DataFrame (kept until ``close``), aggregates the cluster's broker
-    and dir loads (the shards' starting point), selects the partitions that break a hard rule with joins
-    and window functions (``spark.analysis``), hashes only those into shards and runs the pure hard goal
-    on each shard with ``applyInPandas``, while the driver builds its planning context. The driver merges
-    the changed partitions into one assignment and balances globally
-    (``planning.sharding.merge_and_balance``); then Spark tasks tally the plan (``spark.tally``): the
-    summary's tally, and the check that no partition breaks a hard rule after the plan (one the
-    analysis missed would: the driver then merges again reconciling every partition); ``measure``
-    returns that tally for that plan, and tallies any other plan in Spark tasks. ``reports`` holds,
-    per plan, how many partitions each rule sent to the shards and the seconds of each phase.
+    Spark tasks analyse the snapshot (``spark.analysis``: the partitions that break a hard rule, the
+    brokers' and dirs' loads that are the shards' starting point, the snapshot's tally without a plan);
+    only the partitions to repair are hashed into shards, and the pure hard goal runs on each shard with
+    ``applyInPandas`` while the driver builds its planning context. The driver merges the changed
+    partitions into one assignment and balances globally (``planning.sharding.merge_and_balance``); then
+    Spark tasks tally the plan's entries (``spark.tally``), which added to the analysis's tally give the
+    summary's tally and the check that no partition breaks a hard rule after the plan (one the analysis
+    missed would: the driver then merges again reconciling every partition). ``measure`` returns that
+    tally for that plan, and tallies any other plan the same way (analysing the snapshot again under
+    another scope). ``reports`` holds, per plan, how many partitions each rule sent to the shards and
+    the seconds of each phase.
     """
 
     def __init__(self, settings: EngineSettings, session: Any = None) -> None:
@@ -368,6 +403,10 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
     """The function each Spark task runs on one shard's rows (pure planner inside)."""
 
     def run(frame: Any) -> Any:
+        with collector_paused():  # the hard goal allocates as on the driver (spark.collector)
+            return _shard(frame)
+
+    def _shard(frame: Any) -> Any:
         import pandas as pd
 
         parts = [
