@@ -15,7 +15,7 @@ from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import optimize
 from kafka_placement.spark import engines
-from kafka_placement.spark.collector import collector_paused
+from kafka_placement.spark.collector import collector_paused, paused_task
 from kafka_placement.spark.engines import EngineSettings, plan_with
 
 
@@ -80,3 +80,16 @@ def test_planning_runs_with_the_collector_paused_and_resumes_it(monkeypatch: pyt
         snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n"), EngineSettings()
     )
     assert seen == [False] and gc.isenabled() and not result.plan.empty
+
+
+def test_a_spark_task_function_runs_its_body_with_the_collector_paused() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    def body(tag: str, batches: Iterator[int]) -> Iterator[int]:
+        for b in batches:
+            seen.append((tag, gc.isenabled()))
+            yield b * 2
+
+    run = paused_task(body, "t")
+    assert list(run(iter([1, 2, 3]))) == [2, 4, 6]
+    assert seen == [("t", False)] * 3 and gc.isenabled()

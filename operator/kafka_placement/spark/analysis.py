@@ -31,7 +31,7 @@ from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
 from ..planning.sharding import ClusterLoads
-from .collector import collector_paused
+from .collector import paused_task
 from .io import PARTITION_COLUMNS, partitions_schema, partitions_table
 
 COLUMNS = PARTITION_COLUMNS
@@ -103,7 +103,7 @@ class SnapshotFrames:
 
     def analyse(self, scope: Scope) -> Analysis:
         """Run the pass (module docstring) under ``scope`` (the snapshot's enforced intents)."""
-        output = self.partitions.mapInArrow(_task(scope), schema=OUTPUT_SCHEMA).cache()
+        output = self.partitions.mapInArrow(paused_task(_analyse, scope), schema=OUTPUT_SCHEMA).cache()
         found = Found()
         try:
             for row in output.where("found IS NOT NULL").select("found").collect():
@@ -114,18 +114,8 @@ class SnapshotFrames:
         return Analysis(found, output.where("found IS NULL").select(*COLUMNS), output)
 
 
-def _task(scope: Scope) -> Any:
-    """The function each Spark task runs on its partitions' Arrow batches, the collector paused (it
-    allocates like the planner: ``spark.collector``)."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        with collector_paused():
-            yield from _analyse(scope, batches)
-
-    return run
-
-
 def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
+    """What each Spark task runs on its partitions' Arrow batches (module docstring)."""
     import pyarrow as pa
 
     found = Found()

@@ -18,7 +18,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+S = TypeVar("S")
 
 
 class _Pauses:
@@ -50,4 +53,17 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-__all__ = ["collector_paused"]
+def paused_task(
+    body: Callable[[S, Iterator[Any]], Iterator[Any]], arg: S
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """A ``mapInArrow`` function running ``body(arg, batches)`` with the collector paused in the Spark
+    task's Python worker (its tasks allocate as the planner does)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        with collector_paused():
+            yield from body(arg, batches)
+
+    return run
+
+
+__all__ = ["collector_paused", "paused_task"]

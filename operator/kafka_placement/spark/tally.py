@@ -19,7 +19,7 @@ from typing import Any
 from ..model.plan import PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.metrics import Scope, Tally
-from .collector import collector_paused
+from .collector import paused_task
 from .io import PARTITION_COLUMNS, partitions_table
 
 TALLY_SCHEMA = "tally binary"
@@ -35,7 +35,7 @@ def tally_plan(
     total = Tally().merge(base)
     if table.num_rows:
         frame = spark.createDataFrame(table).coalesce(max(1, slices))
-        for row in frame.mapInArrow(_task(scope), schema=TALLY_SCHEMA).collect():
+        for row in frame.mapInArrow(paused_task(_shift, scope), schema=TALLY_SCHEMA).collect():
             total.merge(pickle.loads(row.tally))
     return total
 
@@ -51,18 +51,8 @@ def entries_table(snapshot: ClusterSnapshot, plan: Plan) -> Any:
     return table.append_column("t_dirs", pa.array([t.log_dirs for t in entries], pa.list_(pa.string())))
 
 
-def _task(scope: Scope) -> Any:
-    """The function each Spark task runs on its entries' Arrow batches: one pickled tally (the collector
-    paused, as in ``spark.analysis``)."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        with collector_paused():
-            yield from _shift(scope, batches)
-
-    return run
-
-
 def _shift(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
+    """What each Spark task runs on its entries' Arrow batches: one pickled tally."""
     import pyarrow as pa
 
     found = Tally()
