@@ -35,10 +35,6 @@ from .collector import paused_task
 from .io import PARTITION_COLUMNS, partitions_schema, partitions_table
 
 COLUMNS = PARTITION_COLUMNS
-OUTPUT_SCHEMA = (
-    "topic string, partition int, replicas array<int>, dirs array<string>, leader int, isr array<int>, "
-    "size bigint, found binary"
-)
 
 
 @dataclass(slots=True)
@@ -103,7 +99,7 @@ class SnapshotFrames:
 
     def analyse(self, scope: Scope) -> Analysis:
         """Run the pass (module docstring) under ``scope`` (the snapshot's enforced intents)."""
-        output = self.partitions.mapInArrow(paused_task(_analyse, scope), schema=OUTPUT_SCHEMA).cache()
+        output = self.partitions.mapInArrow(paused_task(_analyse, scope), schema=_output_schema()).cache()
         found = Found()
         try:
             for row in output.where("found IS NOT NULL").select("found").collect():
@@ -112,6 +108,14 @@ class SnapshotFrames:
             output.unpersist()
             raise
         return Analysis(found, output.where("found IS NULL").select(*COLUMNS), output)
+
+
+def _output_schema() -> Any:
+    """The pass's rows: ``io.partitions_schema`` and ``found`` (a task's pickled ``Found``, else null)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(partitions_schema().append(pa.field("found", pa.binary())))
 
 
 def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
