@@ -25,9 +25,9 @@ out: no plan meets it, and the bound must not exceed the optimum of the rules al
 Every metric is a sum over partitions finished from a few totals per broker and dir, so all of them are
 computed in **one pass** that adds each partition (before, after) to a ``Tally``; tallies of disjoint
 sets of partitions ``merge``, and ``Tally.evaluation`` finishes the metrics from the merged totals. The
-local engine tallies the whole snapshot in one go; the Spark engine tallies its partitions in parallel
-tasks and merges their tallies on the driver (``spark.engines``): the same code, so the same summary.
-Pure: no I/O.
+local engine tallies the whole snapshot in one go; the Spark engine's tasks tally the snapshot without
+the plan (``spark.analysis``), then only the plan's entries (``Tally.shift``, ``spark.tally``), and the
+driver merges their tallies: the same code, so the same summary. Pure: no I/O.
 """
 
 from __future__ import annotations
