@@ -44,7 +44,6 @@ class RackTree:
     _load: Mapping[int, int] | None = None
     # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
     _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
-    _last: tuple[tuple[int, ...], str | None] = ((), None)  # the last brokers asked about (asked in a row)
 
     @staticmethod
     def of(racks: dict[int, str | None], rule: RackAwareness, members: Iterable[int]) -> RackTree:
@@ -97,19 +96,16 @@ class RackTree:
 
     def violation(self, brokers: Sequence[int]) -> str | None:
         """Why ``brokers`` is not maximally spread (None when it is)."""
-        asked = tuple(brokers)
-        last, verdict = self._last
-        if asked == last:
-            return verdict  # the summary asks about one partition's replicas several times in a row
         members, path = self.members, self.path
-        key = tuple(sorted((path[b], b in members) for b in asked))
+        key = tuple(sorted((path[b], b in members) for b in brokers))
         try:
-            found = self._verdicts[key]
+            return self._verdicts[key]
         except KeyError:
-            if len(self._verdicts) >= VERDICTS:
-                self._verdicts.clear()
-            found = self._verdicts[key] = self._violation(asked)
-        self._last = (asked, found)
+            pass
+        if len(self._verdicts) >= VERDICTS:
+            self._verdicts.clear()
+        found = self._violation(brokers)
+        self._verdicts[key] = found
         return found
 
     def _violation(self, brokers: Sequence[int]) -> str | None:
