@@ -1,18 +1,21 @@
 """The planner's incrementally kept state equals the same state recomputed from scratch: the
 assignment's loads after any mix of moves, dir changes and reorders (``Assignment.set_placement`` skips
 the replicas that stay, ``make_leader`` touches only leader counts), and the leader goal's hand-over
-graph after any hand-overs (it is built once and then kept, not rebuilt every round). And the broker
-and dir goals spend replicas the plan moves anyway before those a broker or dir already holds."""
+graph after any hand-overs (it is built once and then kept, not rebuilt every round), and the broker
+goal's receivers sorted by load after any moves. And the broker and dir goals spend replicas the plan
+moves anyway before those a broker or dir already holds; a place (``receiver_place``) gets one verdict."""
 
 from __future__ import annotations
 
 import math
 import random
 
-from tests.unit.builders import intents, snapshot
+import pytest
+from tests.unit.builders import RACKED_INTENTS, intents, racked_cluster, snapshot
 
 from kafka_placement.planning.context import PlanningContext
-from kafka_placement.planning.goals.broker_balance import BrokerBalanceGoal
+from kafka_placement.planning.goals import ReplicaPlacementGoal
+from kafka_placement.planning.goals.broker_balance import BrokerBalanceGoal, _ByLoad
 from kafka_placement.planning.goals.dir_balance import DirBalanceGoal
 from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
 from kafka_placement.planning.metrics import movement
@@ -167,3 +170,46 @@ def test_broker_balance_sheds_arriving_replicas_first_they_cost_no_extra_copy() 
     assert sorted(a.broker_bytes.values()) == [70, 70, 70]
     assert all(a.replicas[("A", i)] == [1] for i in range(6))
     assert movement(snap, diff(snap, ctx))["bytesToMove"] == 20
+
+
+def test_receivers_stay_sorted_by_load_through_moves() -> None:
+    ctx = _context(7)
+    a, rng = ctx.assignment, random.Random(7)
+    receivers = _ByLoad([b for b in sorted(BROKERS) if b != 4], a.broker_bytes)  # 4: not a receiver
+    keys = sorted(a.replicas)
+    for _ in range(300):
+        key = rng.choice(keys)
+        index = rng.randrange(3)
+        dest = rng.choice([b for b in BROKERS if b not in a.replicas[key]])
+        source = a.replicas[key][index]
+        a.move(key, index, dest, "/data/d0")
+        receivers.moved(source, dest)
+        assert receivers.order == sorted((a.broker_bytes[b], b) for b in BROKERS if b != 4)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("case", sorted(RACKED_INTENTS))
+def test_every_broker_of_one_place_gets_the_same_verdict(case: str, seed: int) -> None:
+    # the broker goal skips a receiver whose place (its unit in the partition's rack tree) was rejected
+    # for the same move: every goal's accepts must then reject all of that place's brokers
+    snap = racked_cluster(seed)
+    ctx = PlanningContext.of(snap, intents(RACKED_INTENTS[case]))
+    goal = ReplicaPlacementGoal()
+    goal.optimize(ctx)
+    ctx.done.append(goal)
+    a, e = ctx.assignment, ctx.eligibility
+    receivers = [b for b in e.active_brokers if e.may_receive(b)]
+    answers = {True: 0, False: 0}
+    for key in sorted(a.replicas)[::7]:
+        reps, place = a.replicas[key], ctx.receiver_place(key)
+        for index in range(len(reps)):
+            verdicts: dict[object, set[bool]] = {}
+            for dest in receivers:
+                if dest not in reps:
+                    cand = list(reps)
+                    cand[index] = dest
+                    verdict = ctx.accepts(key, cand)
+                    verdicts.setdefault(place(dest), set()).add(verdict)
+                    answers[verdict] += 1
+            assert all(len(v) == 1 for v in verdicts.values()), (key, index, verdicts)
+    assert answers[True] and answers[False]  # both answers were given, and given per place

@@ -7,7 +7,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,7 +27,9 @@ class Goal(Protocol):
         """Change ``ctx.assignment`` towards this goal, only by moves earlier goals accept."""
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
-        """Whether this goal tolerates partition ``key`` getting the broker list ``replicas``."""
+        """Whether this goal tolerates partition ``key`` getting the broker list ``replicas``. Of a
+        broker that may receive and joins ``replicas`` in place of another, it sees only its place
+        (``PlanningContext.receiver_place``)."""
 
 
 @dataclass(slots=True)
@@ -70,6 +72,14 @@ class PlanningContext:
     def accepts(self, key: Key, replicas: Sequence[int]) -> bool:
         return all(g.accepts(self, key, replicas) for g in self.done)
 
+    def receiver_place(self, key: Key) -> Callable[[int], Hashable]:
+        """What every goal's ``accepts`` sees of a broker that may receive and joins ``key``'s replicas
+        in place of another: its place in the partition's rack tree (one place for every broker without
+        a tree). Brokers of one place get one verdict, so a search for a destination skips a place once
+        one of its brokers was rejected (the brokers of a rack spread's other units, tens per move)."""
+        tree = self.tree_for(key)
+        return _anywhere if tree is None else tree.place
+
     def held_dir(self, key: Key, broker: int) -> tuple[bool, str | None]:
         """Whether the snapshot has this partition's replica on ``broker``, and on which dir (None when
         unknown). The balance goals redirect replicas the plan moves anyway before those it does not."""
@@ -106,6 +116,11 @@ class PlanningContext:
         spent = self.spent.setdefault(policy.name, Spent())
         spent.moves += 1
         spent.bytes += size
+
+
+def _anywhere(broker: int) -> None:
+    """The one place of every broker for a partition without a rack rule."""
+    return None
 
 
 def requested_tolerance(intents: Intents, goal: str) -> float | None:

@@ -94,8 +94,12 @@ class RackTree:
                 out[p[:depth]] = out.get(p[:depth], 0) + 1
         return out
 
+    def place(self, broker: int) -> tuple[Unit, bool]:
+        """What ``violation`` sees of a broker: its unit path and whether it is a member."""
+        return self.path[broker], broker in self.members
+
     def violation(self, brokers: Sequence[int]) -> str | None:
-        """Why ``brokers`` is not maximally spread (None when it is)."""
+        """Why ``brokers`` is not maximally spread (None when it is); it depends only on their places."""
         members, path = self.members, self.path
         key = tuple(sorted((path[b], b in members) for b in brokers))
         try:

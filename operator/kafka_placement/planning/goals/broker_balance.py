@@ -44,7 +44,7 @@ class BrokerBalanceGoal:
         load = a.broker_bytes if by_bytes else a.broker_replicas
         mean = sum(load[b] for b in active) / len(active)
         threshold = (1 + tol) * mean
-        receivers = [b for b in active if e.may_receive(b)]
+        receivers = _ByLoad([b for b in active if e.may_receive(b)], load)
         for broker in sorted(active, key=lambda b: (-load[b], b)):
             if load[broker] > threshold:  # replicas arriving with the plan first: they cost no more
                 self._shed(ctx, broker, threshold, receivers, by_bytes, arriving_only=True)
@@ -56,7 +56,7 @@ class BrokerBalanceGoal:
         ctx: PlanningContext,
         broker: int,
         threshold: float,
-        receivers: list[int],
+        receivers: _ByLoad,
         by_bytes: bool,
         arriving_only: bool = False,
     ) -> None:
@@ -75,7 +75,7 @@ class BrokerBalanceGoal:
                 movable.setdefault(path, []).append(((a.size[key] if by_bytes else 1), key))
         for items in movable.values():
             items.sort()
-        count_mean = sum(a.broker_replicas[b] for b in receivers) / max(1, len(receivers))
+        count_mean = sum(a.broker_replicas[b] for b in receivers.at) / max(1, len(receivers.at))
         failed: set[Key] = set()
         while load[broker] > threshold and any(movable.values()):
             excess = load[broker] - threshold
@@ -162,7 +162,7 @@ class BrokerBalanceGoal:
         broker: int,
         items: list[tuple[str | None, int, Key]],
         threshold: float,
-        receivers: list[int],
+        receivers: _ByLoad,
         load: dict[int, int],
         movable: dict[str | None, list[tuple[int, Key]]],
         failed: set[Key],
@@ -182,7 +182,7 @@ class BrokerBalanceGoal:
         ctx: PlanningContext,
         broker: int,
         threshold: float,
-        receivers: list[int],
+        receivers: _ByLoad,
         load: dict[int, int],
         movable: dict[str | None, list[tuple[int, Key]]],
         failed: set[Key],
@@ -201,7 +201,7 @@ class BrokerBalanceGoal:
         best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
         best_rank: tuple[int, int] | None = None
         checks = 0
-        for dest in sorted(receivers, key=lambda b: (load[b], b))[:SWAP_DESTS]:
+        for _, dest in receivers.order[:SWAP_DESTS]:
             room = threshold - load[dest]
             if dest == broker or room <= 0:
                 continue
@@ -242,6 +242,7 @@ class BrokerBalanceGoal:
             return False
         a.move(key, i, dest, di)
         a.move(other, j, broker, dj)
+        receivers.moved(broker, dest)
         ctx.charge(pkey, a.size[key])
         ctx.charge(pother, a.size[other])
         for items in movable.values():
@@ -274,7 +275,7 @@ class BrokerBalanceGoal:
         broker: int,
         weight: int,
         threshold: float,
-        receivers: list[int],
+        receivers: _ByLoad,
         load: dict[int, int],
     ) -> bool:
         a, e = ctx.assignment, ctx.eligibility
@@ -284,22 +285,46 @@ class BrokerBalanceGoal:
             return False
         reps = a.replicas[key]
         index = reps.index(broker)
-        for _, dest in sorted([(load[b], b) for b in receivers]):
+        place, rejected = ctx.receiver_place(key), set()
+        for _, dest in receivers.order:
             if load[dest] + weight > threshold:
                 return False  # receivers are sorted: none further down has room either
-            if dest in reps:
+            if dest in reps or place(dest) in rejected:
                 continue
             candidate = list(reps)
             candidate[index] = dest
             if not ctx.accepts(key, candidate):
+                rejected.add(place(dest))  # every broker of that place gets the same answer
                 continue
             path = _home_dir(ctx, key, dest) or a.best_dir(e, dest, size)
             if path is None:
                 continue
             a.move(key, index, dest, path)
+            receivers.moved(broker, dest)
             ctx.charge(policy, size)
             return True
         return False
+
+
+class _ByLoad:
+    """The brokers that may receive, sorted by load (``order``: (load, broker), least first) and kept
+    sorted as this goal's moves change loads: each move re-sorted all of them before (a thousand
+    brokers, for each of tens of thousands of moves)."""
+
+    def __init__(self, receivers: list[int], load: dict[int, int]) -> None:
+        self.load = load
+        self.at = {b: load[b] for b in receivers}  # each receiver's load as sorted into ``order``
+        self.order = sorted((v, b) for b, v in self.at.items())
+
+    def moved(self, *brokers: int) -> None:
+        """The loads of ``brokers`` changed (those that are receivers move to their new rank)."""
+        for b in brokers:
+            old = self.at.get(b)
+            if old is None or old == self.load[b]:
+                continue
+            del self.order[bisect_left(self.order, (old, b))]
+            self.at[b] = self.load[b]
+            bisect.insort(self.order, (self.load[b], b))
 
 
 def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:
