@@ -95,9 +95,23 @@ def test_free_bytes_stay_exact_when_a_replica_stays_on_its_dir() -> None:
     assert a.by_broker[2] == {("t", 0): "/data/d1"} and a.by_broker[1] == {}
 
 
-def _as_sets(graph: _Handovers) -> dict[tuple[int, int], frozenset[tuple[str, int]]]:
-    assert all(graph.pairs.values()), "an empty edge is left in the graph"
-    return {pair: frozenset(keys) for pair, keys in graph.pairs.items()}
+def _edges(graph: _Handovers) -> dict[tuple[int, int], int]:
+    u, v, held = graph.edges()
+    assert held.min() > 0, "an empty edge is counted"
+    return {(graph.active[i], graph.active[j]): int(h) for i, j, h in zip(u, v, held, strict=True)}
+
+
+def _expected_edges(
+    ctx: PlanningContext, may: dict[tuple[str, int], tuple[int, ...]]
+) -> dict[tuple[int, int], int]:
+    """Each (leader, follower that may lead) pair counted partition by partition."""
+    found: dict[tuple[int, int], int] = {}
+    for key, able in may.items():
+        leader = ctx.assignment.replicas[key][0]
+        for f in able:
+            if f != leader:
+                found[(leader, f)] = found.get((leader, f), 0) + 1
+    return found
 
 
 def test_hand_over_graph_stays_exact_through_hand_overs() -> None:
@@ -105,15 +119,19 @@ def test_hand_over_graph_stays_exact_through_hand_overs() -> None:
     a, rng = ctx.assignment, random.Random(4)
     active = ctx.eligibility.active_brokers
     graph = _Handovers.of(ctx, active)
-    assert len(graph.able) == 300  # every partition balances leaders; all replicas in sync
-    keys = sorted(graph.able)
+    may = graph.may_lead()
+    assert len(may) == 300 and all(may[k] == tuple(a.replicas[k]) for k in may)  # all in sync
+    row = {k: i for i, k in enumerate(graph.keys)}
+    keys = sorted(may)
     for _ in range(1500):
         key = rng.choice(keys)
         old = a.replicas[key][0]
-        new = rng.choice([b for b in graph.able[key] if b != old])
+        new = rng.choice([b for b in may[key] if b != old])
         a.make_leader(key, a.replicas[key].index(new))
-        graph.hand_over(key, old, new)
-    assert _as_sets(graph) == _as_sets(_Handovers.of(ctx, active))
+        graph.hand_over(row[key], active.index(new))
+    assert _edges(graph) == _expected_edges(ctx, may) == _edges(_Handovers.of(ctx, active))
+    rebuilt = _Handovers.of(ctx, active).may_lead()  # reorders keep who may lead (in another order)
+    assert {k: set(v) for k, v in rebuilt.items()} == {k: set(v) for k, v in graph.may_lead().items()}
     assert a.broker_leaders == _recounted(a).broker_leaders
 
 

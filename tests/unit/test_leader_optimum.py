@@ -52,7 +52,7 @@ def _cluster(seed: int) -> PlanningContext:
 
 def _exact_lowest_ceiling(ctx: PlanningContext) -> int:
     a, active = ctx.assignment, ctx.eligibility.active_brokers
-    may = _Handovers.of(ctx, active).able
+    may = _Handovers.of(ctx, active).may_lead()
     node = {b: i for i, b in enumerate(active)}
     keys = [k for k in may if a.replicas[k][0] in node]
     n, m = len(active), len(keys)

@@ -14,17 +14,18 @@ all full (new brokers holding few, large partitions make that common); chains do
 the limit exists (brokers hold too few replicas to lead their share) the goal still brings the maximum
 down to the lowest reachable ceiling and reports itself unmet.
 
-Cost: one pass over the partitions builds the hand-over graph (``_Handovers``: per edge, the partitions
-it can carry); after that, each round costs the broker graph plus the hand-overs its flow carries, since
-reorders update the graph in place and each edge lists its own partitions. The limit is tried before
-the binary search.
+Cost: one vectorised pass over the partitions builds the hand-over graph (``_Handovers``: arrays of
+each partition's leader and of the replicas that may lead it); each round counts the edges' capacities
+over those arrays (NumPy), solves the flow on the broker graph and groups the partitions of the brokers
+its flow leaves by follower, so the Python work of a round is the hand-overs it makes and the partitions
+it considers for them. Reorders update the arrays in place. The limit is tried before the binary search.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
 from ..context import PlanningContext
@@ -37,61 +38,87 @@ ROUNDS = 3
 
 
 class _Handovers:
-    """The hand-over graph: per (leader u, follower v) the partitions u leads that v may lead (an edge's
-    capacity is their number). Built in one pass (``of``), then kept exact across reorders
-    (``hand_over``), so a round's reorders cost what its flow carries, not a pass over the cluster."""
+    """The hand-over graph as arrays over the partitions whose leader may change (``keys``): each one's
+    leader and the replicas that may lead it (``able``, in replica order, -1 where a replica may not),
+    as indexes into the sorted active brokers. An edge (u, v)'s capacity is the number of partitions u
+    leads that v may lead: one count over the arrays per round (``edges``). Built in one vectorised pass
+    over the assignment (``of``) and kept exact across hand-overs (``hand_over`` sets one leader), so a
+    round's reorders cost what its flow carries; building it per partition in Python, with a list of
+    partitions per edge, took seconds at a million partitions."""
 
-    def __init__(self, able: dict[Key, tuple[int, ...]], pairs: dict[tuple[int, int], list[Key]]) -> None:
-        self.able = able  # per partition whose leader may change: the replicas that may lead it
-        self.pairs = pairs
+    def __init__(self, active: Sequence[int], keys: list[Key], leader: Any, able: Any) -> None:
+        self.active = tuple(active)
+        self.keys = keys
+        self.leader = leader  # int32 per partition: the index of its leader
+        self.able = able  # int32 partitions x widest replica list: indexes of those that may lead, or -1
 
     @staticmethod
     def of(ctx: PlanningContext, active: Sequence[int]) -> _Handovers:
         """The graph of the working assignment. A partition's leader may change when its policy balances
-        leaders, towards kept brokers in sync (or new to the partition); reorders do not change that."""
-        a = ctx.assignment
-        nodes = frozenset(active)
-        balanced = ctx.balanced_topics("leaders")
-        # A partition whose snapshot ISR holds all its replicas may be led by any of its replicas on a
-        # kept broker: only the others (few) need their replicas checked one by one.
-        lagging = {
-            p.key: p
-            for p in ctx.snapshot.partitions
-            if p.isr != p.replicas and not set(p.replicas).issubset(p.isr)
-        }
-        able_of: dict[Key, tuple[int, ...]] = {}
-        pairs: defaultdict[tuple[int, int], list[Key]] = defaultdict(list)
-        for key, reps in a.replicas.items():
-            if key[0] not in balanced:
-                continue
-            lag = lagging.get(key)
-            if lag is None and nodes.issuperset(reps):
-                able = tuple(reps)
-            else:
-                able = tuple(
-                    b for b in reps if b in nodes and (lag is None or b not in lag.replicas or b in lag.isr)
-                )
-            if len(able) < 2:
-                continue
-            able_of[key] = able
-            leader = reps[0]
-            if leader in nodes:
-                for f in able:
-                    if f != leader:
-                        pairs[(leader, f)].append(key)
-        return _Handovers(able_of, pairs)
+        leaders and its leader is active, towards active brokers in sync (or new to the partition);
+        reorders do not change that."""
+        import numpy as np
 
-    def hand_over(self, key: Key, old: int, new: int) -> None:
-        """``key``'s leadership went from ``old`` to ``new`` (both may lead it)."""
-        pairs = self.pairs
-        for f in self.able[key]:
-            if f != old:
-                held = pairs[(old, f)]
-                held.remove(key)
-                if not held:
-                    del pairs[(old, f)]
-            if f != new:
-                pairs[(new, f)].append(key)
+        a = ctx.assignment
+        nodes = np.asarray(active, np.int64)
+        balanced = ctx.balanced_topics("leaders")
+        keys = [k for k in a.replicas if k[0] in balanced]
+        if not keys or not len(nodes):
+            return _Handovers(active, [], np.zeros(0, np.int32), np.zeros((0, 0), np.int32))
+        reps = [a.replicas[k] for k in keys]
+        lens = np.fromiter(map(len, reps), np.int64, len(reps))
+        flat = np.fromiter(chain.from_iterable(reps), np.int64, int(lens.sum()))
+        at = np.minimum(np.searchsorted(nodes, flat), len(nodes) - 1)
+        index = np.where(nodes[at] == flat, at, -1).astype(np.int32)  # -1: not an active broker
+        starts = np.cumsum(lens) - lens
+        able = np.full((len(keys), int(lens.max())), -1, np.int32)
+        able[np.repeat(np.arange(len(keys)), lens), np.arange(len(flat)) - np.repeat(starts, lens)] = index
+        leader = able[:, 0].copy()
+        # A follower out of the snapshot's ISR (few partitions) may not lead.
+        lagging = [
+            p for p in ctx.snapshot.partitions if p.isr != p.replicas and not set(p.replicas).issubset(p.isr)
+        ]
+        if lagging:
+            row = {k: i for i, k in enumerate(keys)}
+            for p in lagging:
+                i = row.get(p.key)
+                if i is not None:
+                    for j, b in enumerate(a.replicas[p.key]):
+                        if b in p.replicas and b not in p.isr:
+                            able[i, j] = -1
+        kept = (leader >= 0) & ((able >= 0).sum(axis=1) >= 2)
+        return _Handovers(
+            active, [k for k, keep in zip(keys, kept, strict=True) if keep], leader[kept], able[kept]
+        )
+
+    def edges(self) -> tuple[Any, Any, Any]:
+        """(u, v, held): the edges that carry partitions, as broker indexes, and how many each carries."""
+        import numpy as np
+
+        n = len(self.active)
+        lead = self.leader[:, None].astype(np.int64)
+        codes = (lead * n + self.able)[(self.able >= 0) & (self.able != lead)]
+        found, held = np.unique(codes, return_counts=True)
+        return (found // n).astype(np.int32), (found % n).astype(np.int32), held.astype(np.int32)
+
+    def led_by(self) -> Callable[[int], Any]:
+        """The partitions (rows) each broker index leads now."""
+        import numpy as np
+
+        order = np.argsort(self.leader, kind="stable")
+        bounds = np.searchsorted(self.leader[order], np.arange(len(self.active) + 1))
+        return lambda u: order[bounds[u] : bounds[u + 1]]
+
+    def may_lead(self) -> dict[Key, tuple[int, ...]]:
+        """Per partition of the graph, the brokers that may lead it (in replica order)."""
+        return {
+            k: tuple(self.active[j] for j in row if j >= 0)
+            for k, row in zip(self.keys, self.able.tolist(), strict=True)
+        }
+
+    def hand_over(self, row: int, new: int) -> None:
+        """Partition ``row``'s leadership went to broker index ``new`` (one that may lead it)."""
+        self.leader[row] = new
 
 
 class LeaderBalanceGoal:
@@ -133,15 +160,12 @@ class LeaderBalanceGoal:
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import maximum_flow
 
-        if not graph.pairs:
+        u, v, held = graph.edges()
+        if not len(held):
             return False
         leaders = ctx.assignment.broker_leaders
         n = len(active)
         s, t = n, n + 1  # source, sink; brokers are nodes 0..n-1 (``active`` is sorted)
-        pairs = list(graph.pairs)
-        ends = np.searchsorted(np.array(active), np.array(pairs, np.int64)).astype(np.int32)
-        u, v = ends[:, 0], ends[:, 1]
-        held = np.fromiter(map(len, graph.pairs.values()), np.int32, len(pairs))
         load = np.fromiter((leaders[b] for b in active), np.int64, n)
         brokers = np.arange(n, dtype=np.int32)
         rows = np.concatenate([u, np.full(n, s, np.int32), brokers])
@@ -172,8 +196,8 @@ class LeaderBalanceGoal:
                 lo = mid + 1
         if best is None:
             return False  # no ceiling below the current maximum is reachable
-        on_pairs = np.asarray(best.flow[u, v]).ravel()
-        carried = {pairs[i]: int(on_pairs[i]) for i in np.flatnonzero(on_pairs > 0)}
+        on_edges = np.asarray(best.flow[u, v]).ravel()
+        carried = {(int(u[i]), int(v[i])): int(on_edges[i]) for i in np.flatnonzero(on_edges > 0)}
         return self._apply(ctx, carried, graph)
 
     def _apply(
@@ -182,33 +206,48 @@ class LeaderBalanceGoal:
         carried: dict[tuple[int, int], int],
         graph: _Handovers,
     ) -> bool:
-        """Hand over ``carried[(u, v)]`` leaderships from u to v, each partition at most once; partitions
-        the plan changes anyway first (a reorder there costs no extra reassignment). True when some edge
-        found fewer partitions than its flow (one partition counted on two of u's edges)."""
+        """Hand over ``carried[(u, v)]`` leaderships from broker index u to v, each partition at most
+        once; partitions the plan changes anyway first (a reorder there costs no extra reassignment). True
+        when some edge found fewer partitions than its flow (one partition counted on two of u's edges)."""
+        import numpy as np
+
         a = ctx.assignment
         original_of = ctx.snapshot.partition
         wanted: dict[int, dict[int, int]] = {}
         for (u, v), n in carried.items():
             wanted.setdefault(u, {})[v] = n
-        handed: set[Key] = set()  # one hand-over per partition and round: u leads what it led before
+        led_by = graph.led_by()  # as the round starts: a partition handed to u this round stays put
+        handed: set[int] = set()  # one hand-over per partition and round
         short = False
         for u, per_v in sorted(wanted.items()):
-            used: set[Key] = set()
+            # u's partitions per follower that may lead them: one grouping per broker, not per edge
+            mine = led_by(u)
+            sub = graph.able[mine]
+            at, col = np.nonzero((sub >= 0) & (sub != u))
+            follower = sub[at, col]
+            order = np.argsort(follower, kind="stable")
+            rows_by_v, follower = mine[at[order]], follower[order]
+            firsts, starts = np.unique(follower, return_index=True)
+            ends = np.append(starts[1:], len(follower))
+            bounds = zip(firsts.tolist(), starts.tolist(), ends.tolist(), strict=True)
+            span = {f: (lo, hi) for f, lo, hi in bounds}
             for v, n in sorted(per_v.items()):
-                candidates: list[tuple[bool, Key]] = []
-                for key in graph.pairs.get((u, v), ()):
-                    if key in handed:
+                lo, hi = span.get(v, (0, 0))
+                candidates: list[tuple[bool, Key, int]] = []
+                for row in rows_by_v[lo:hi].tolist():
+                    if row in handed:  # handed away to an earlier v of u's
                         continue
+                    key = graph.keys[row]
                     original = original_of(*key)
                     same = original is not None and list(original.replicas) == a.replicas[key]
-                    candidates.append((same, key))
-                for _, key in sorted(candidates):
+                    candidates.append((same, key, row))
+                broker = graph.active[v]
+                for _, key, row in sorted(candidates):
                     if n == 0:
                         break
-                    a.make_leader(key, a.replicas[key].index(v))
-                    graph.hand_over(key, u, v)
-                    used.add(key)
+                    a.make_leader(key, a.replicas[key].index(broker))
+                    graph.hand_over(row, v)
+                    handed.add(row)
                     n -= 1
                 short = short or n > 0
-            handed |= used
         return short
