@@ -97,19 +97,20 @@ def test_no_executor_can_start(spark_entry: dict[str, Any], tmp_path: Path) -> N
 
 
 def import_footprint_mb(python: str) -> int:
-    """Address space (VmPeak) a worker's Python needs to import pyspark, pandas and pyarrow."""
-    code = "import pyspark, pandas, pyarrow; print(open('/proc/self/status').read())"
+    """Address space (VmPeak) a worker's Python needs to import pyspark and pyarrow (the engine's tasks
+    exchange Arrow batches: no pandas)."""
+    code = "import pyspark, pyarrow; print(open('/proc/self/status').read())"
     status = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout
     peak_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:"))
     return peak_kb // 1024
 
 
 def test_an_executor_out_of_memory(spark_entry: dict[str, Any], tmp_path: Path) -> None:
-    # the executors' Python workers get half the address space that importing their libraries takes
-    # (spark.executor.pyspark.memory is an RLIMIT_AS), so every task runs out of memory (a MemoryError
-    # or a shared object that cannot be mapped). By hand, limits a little above that footprint passed
-    # or failed from run to run (a MemoryError while a shard's rows were converted): not a test.
-    limit = import_footprint_mb(spark_entry["workerPython"]) // 2
+    # the executors' Python workers get a quarter of the address space that importing their libraries
+    # takes (spark.executor.pyspark.memory is an RLIMIT_AS), well below what a worker maps once started,
+    # so every task runs out of memory (a MemoryError or a shared object that cannot be mapped). By hand,
+    # half of it (a little above a started worker's size) passed or failed from run to run: not a test.
+    limit = import_footprint_mb(spark_entry["workerPython"]) // 4
     proc, _ = plan_cli(
         spark_entry, tmp_path, spark_entry["master"],
         "--spark-conf", f"spark.executor.pyspark.memory={limit}m", "--spark-conf", "spark.task.maxFailures=2",
@@ -154,8 +155,8 @@ def kill_when_every_executor_is_busy():
     while not killed:
         for stage in tracker.getActiveStageIds():
             info = tracker.getStageInfo(stage)
-            # the shard planning job (the one that collects with toPandas), all three executors busy
-            if info is not None and "toPandas" in info.name and info.numActiveTasks >= 3:
+            # the shard planning job (the one that collects with toArrow), all three executors busy
+            if info is not None and "toArrow" in info.name and info.numActiveTasks >= 3:
                 executor = executor_of_spare()
                 os.kill(int(spare_pid), signal.SIGKILL)
                 if executor:
@@ -207,7 +208,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_not_the_plan(
     got = json.loads((tmp_path / "out.json").read_text())
     killed = got["killed"]
     assert killed and killed["executor"] and killed["jobs"], got  # the shard job ran on all three
-    assert "toPandas" in killed["name"] and killed["activeTasks"] >= 3
+    assert "toArrow" in killed["name"] and killed["activeTasks"] >= 3
     assert spare.returncode is not None and got["executorsAfter"] == spark_entry["workers"]
     assert got["hardViolationsAfter"] == 0
     assert got["planId"] == sharded_optimize(snap, Intents.loads(text).enforced_only(), shards).plan_id

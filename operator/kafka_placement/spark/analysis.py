@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..model.snapshot import ClusterSnapshot
 from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
 from ..planning.sharding import ClusterLoads
 from .collector import paused_task
-from .io import PARTITION_COLUMNS, partitions_schema, partitions_table
+from .io import PARTITION_COLUMNS, partitions_of, partitions_schema, partitions_table
 
 COLUMNS = PARTITION_COLUMNS
 
@@ -126,11 +126,11 @@ def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
     tally, repairs, elig = found.tally, found.repairs, scope.elig
     for batch in batches:
         keep = []
-        columns = (batch.column(c).to_pylist() for c in COLUMNS)
-        for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
-            p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+        for p in partitions_of(batch):
             tally.add(p, None, scope)
-            why = repair_reasons(elig, p.replicas, p.log_dirs, size, scope.rf(p), scope.policy(topic)[1])
+            why = repair_reasons(
+                elig, p.replicas, p.log_dirs, p.size_bytes, scope.rf(p), scope.policy(p.topic)[1]
+            )
             keep.append(bool(why))
             if why:
                 repairs["total"] += 1

@@ -4,7 +4,7 @@ Every engine computes targets for the same pure planner (``planning.optimizer.co
 validation, advisories and the summary for all of them). The Spark engine sends the partitions to
 Spark as an Arrow table; one pass of tasks selects the partitions that break a hard rule and tallies
 the snapshot (``spark.analysis``); it hashes those partitions into shards, runs the hard placement goal of
-each shard in parallel with ``applyInPandas`` (the pure ``planning.sharding.plan_shard``), collects
+each shard in parallel with ``applyInArrow`` (the pure ``planning.sharding.plan_shard``), collects
 the changed partitions and finishes on the driver with the balance pass (``merge_and_balance``;
 the shards' results need no reconciliation when the selection is exact), checked by the summary's tally in
 Spark tasks (``spark.tally``; a hard rule broken after the plan, i.e. a partition the analysis missed,
@@ -22,7 +22,6 @@ import shutil
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,7 +30,7 @@ from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
 from ..model.jsonio import clip
 from ..model.plan import Plan
-from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..model.snapshot import ClusterSnapshot
 from ..planning.context import PlanningContext
 from ..planning.metrics import Scope, Tally
 from ..planning.optimizer import PlanResult, compute_plan, optimize
@@ -47,6 +46,7 @@ from ..planning.sharding import (
 from .analysis import COLUMNS, SnapshotFrames, shard_column
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
+from .io import partitions_of
 from .shipping import ship
 from .tally import tally_plan
 
@@ -215,7 +215,7 @@ def _imported(batches: Iterator[Any]) -> Iterator[Any]:
     yield from batches
 
 
-RESULT_SCHEMA = "topic string, partition int, replicas array<int>, dirs array<string>, error string"
+RESULT_COLUMNS = ("topic", "partition", "replicas", "dirs", "error")  # a shard's rows (``_result_schema``)
 
 
 class SparkOptimizer:
@@ -225,7 +225,7 @@ class SparkOptimizer:
     Spark tasks analyse the snapshot (``spark.analysis``: the partitions that break a hard rule, the
     brokers' and dirs' loads that are the shards' starting point, the snapshot's tally without a plan);
     only the partitions to repair are hashed into shards, and the pure hard goal runs on each shard with
-    ``applyInPandas`` while the driver builds its planning context. The driver merges the changed
+    ``applyInArrow`` while the driver builds its planning context. The driver merges the changed
     partitions into one assignment and balances globally (``planning.sharding.merge_and_balance``); then
     Spark tasks tally the plan's entries (``spark.tally``), which added to the analysis's tally give the
     summary's tally and the check that no partition breaks a hard rule after the plan (one the analysis
@@ -290,9 +290,7 @@ class SparkOptimizer:
         spark = self._session
         master = str(spark.sparkContext.master)
         watch = ExecutorWatch(spark.sparkContext, settings.executor_wait_s) if is_cluster(master) else None
-        with watch or contextlib.nullcontext(), warnings.catch_warnings():
-            # pyspark warns with the failing task's traceback before it raises the same error
-            warnings.filterwarnings("ignore", "toPandas attempted Arrow optimization", UserWarning)
+        with watch or contextlib.nullcontext():
             try:
                 yield spark
             except Exception as e:
@@ -311,6 +309,8 @@ class SparkOptimizer:
         return 2 * int(spark.sparkContext.defaultParallelism or 2)
 
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
         self._tallied = None
@@ -330,8 +330,8 @@ class SparkOptimizer:
                     analysis.to_repair.withColumn("shard", shard_column(shards))
                     .select("shard", *COLUMNS)
                     .groupBy("shard")
-                    .applyInPandas(_shard_udf(view, intents), schema=RESULT_SCHEMA)
-                    .toPandas()
+                    .applyInArrow(_shard_udf(view, intents), schema=from_arrow_schema(_result_schema()))
+                    .toArrow()
                 )
             finally:
                 analysis.close()
@@ -386,52 +386,45 @@ def _check_and_name(plan: Plan, snapshot: ClusterSnapshot) -> None:
 
 
 def _shard_rows(out: Any) -> list[Row]:
-    """The shards' changed partitions (a pandas frame of ``RESULT_SCHEMA``); an infeasible shard raises."""
+    """The shards' changed partitions (an Arrow table of ``_result_schema``); an infeasible shard raises."""
     rows: list[Row] = []
     errors: list[str] = []
-    for r in out.itertuples(index=False):
-        if isinstance(r.error, str) and r.error:
-            errors.append(r.error)
-            continue
-        dirs = tuple(None if d is None else str(d) for d in r.dirs)
-        rows.append((str(r.topic), int(r.partition), tuple(int(b) for b in r.replicas), dirs))
+    for topic, number, reps, dirs, error in zip(
+        *(out.column(c).to_pylist() for c in RESULT_COLUMNS), strict=True
+    ):
+        if error:
+            errors.append(error)
+        else:
+            rows.append((topic, number, tuple(reps), tuple(dirs)))
     raise_if_infeasible(errors)
     return rows
 
 
 def _shard_udf(view: ShardView, intents: Intents) -> Any:
-    """The function each Spark task runs on one shard's rows (pure planner inside)."""
+    """The function each Spark task runs on one shard's rows, an Arrow table (pure planner inside)."""
 
-    def run(frame: Any) -> Any:
+    def run(key: tuple[Any, ...], table: Any) -> Any:
         with collector_paused():  # the hard goal allocates as on the driver (spark.collector)
-            return _shard(frame)
+            return _shard(int(key[0].as_py()), table)
 
-    def _shard(frame: Any) -> Any:
-        import pandas as pd
+    def _shard(shard: int, table: Any) -> Any:
+        import pyarrow as pa
 
-        parts = [
-            PartitionState(
-                str(r.topic),
-                int(r.partition),
-                tuple(int(b) for b in r.replicas),
-                tuple(None if d is None else str(d) for d in r.dirs),
-                None if pd.isna(r.leader) else int(r.leader),
-                tuple(int(b) for b in r.isr),
-                int(r.size),
-            )
-            for r in frame.itertuples(index=False)
-        ]
-        rows, error = plan_shard(view, parts, intents, int(frame["shard"].iloc[0]))
-        records: Iterator[tuple[Any, ...]]
-        if error:
-            records = iter([("", 0, [], [], error)])
-        else:
-            records = ((t, n, list(rs), list(ds), None) for t, n, rs, ds in rows)
-        return pd.DataFrame.from_records(
-            list(records), columns=["topic", "partition", "replicas", "dirs", "error"]
-        )
+        rows, error = plan_shard(view, list(partitions_of(table)), intents, shard)
+        records = [("", 0, (), (), error)] if error else [(*row, None) for row in rows]
+        columns = zip(*records, strict=True) if records else [()] * len(RESULT_COLUMNS)
+        schema = _result_schema()
+        return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
 
     return run
+
+
+def _result_schema() -> Any:
+    """The Arrow schema of a shard's rows: its changed partitions, or one row naming why it is infeasible."""
+    import pyarrow as pa
+
+    types = (pa.string(), pa.int32(), pa.list_(pa.int32()), pa.list_(pa.string()), pa.string())
+    return pa.schema(list(zip(RESULT_COLUMNS, types, strict=True)))
 
 
 __all__ = ["ENGINES", "EngineSettings", "SparkOptimizer", "choose", "plan_with", "shard_of", "spark_session"]

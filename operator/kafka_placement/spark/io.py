@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,14 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
     )
     schema = partitions_schema()
     return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+
+
+def partitions_of(batch: Any) -> Iterator[PartitionState]:
+    """The partitions of an Arrow batch or table holding ``partitions_table``'s columns (and maybe more),
+    in row order."""
+    columns = (batch.column(c).to_pylist() for c in PARTITION_COLUMNS)
+    for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
+        yield PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
 
 
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:

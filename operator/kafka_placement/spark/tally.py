@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model.plan import PartitionTarget, Plan
-from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import Scope, Tally
 from .collector import paused_task
-from .io import PARTITION_COLUMNS, partitions_table
+from .io import partitions_of, partitions_table
 
 TALLY_SCHEMA = "tally binary"
 
@@ -56,12 +56,10 @@ def _shift(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     found = Tally()
-    names = (*PARTITION_COLUMNS, "t_replicas", "t_dirs")
     for batch in batches:
-        columns = (batch.column(c).to_pylist() for c in names)
-        for topic, number, reps, dirs, leader, isr, size, t_reps, t_dirs in zip(*columns, strict=True):
-            p = PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
-            found.shift(p, PartitionTarget(topic, number, tuple(t_reps), tuple(t_dirs)), scope)
+        targets = zip(batch.column("t_replicas").to_pylist(), batch.column("t_dirs").to_pylist(), strict=True)
+        for p, (t_reps, t_dirs) in zip(partitions_of(batch), targets, strict=True):
+            found.shift(p, PartitionTarget(p.topic, p.partition, tuple(t_reps), tuple(t_dirs)), scope)
     yield pa.RecordBatch.from_pydict({"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())]))
 
 
