@@ -20,6 +20,8 @@ from tests.unit.test_metrics_tally import random_plan
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import batching
+from kafka_placement.planning.metrics import Scope
 from kafka_placement.planning.optimizer import compute_plan, summarize
 from kafka_placement.planning.sharding import sharded_optimize
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
@@ -76,13 +78,19 @@ def test_the_summary_tallied_in_spark_tasks_is_the_local_summary(
 ) -> None:
     _, snap, intents = case
     cached = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
-    optimizer = SparkOptimizer(EngineSettings("spark", shards=4), spark)
+    optimizer = SparkOptimizer(EngineSettings("spark", shards=4), spark, max_moves_per_broker=2)
     try:
-        result = compute_plan(snap, intents, optimizer=optimizer.optimize, measure=optimizer.measure)
-        local = compute_plan(snap, intents, optimizer=lambda s, i: result.plan)  # the same plan, in process
+        mine = {"measure": optimizer.measure, "batches": optimizer.batches}
+        result = compute_plan(snap, intents, max_moves_per_broker=2, optimizer=optimizer.optimize, **mine)
+        # the same plan, in process
+        local = compute_plan(snap, intents, max_moves_per_broker=2, optimizer=lambda s, i: result.plan)
         assert result.summary == local.summary and result.summary["partitionsChanged"] > 0
-        # A plan that breaks rules and overfills dirs: every counter counts, the batches are the same.
         enforced = intents.enforced_only()
+        plan, elig = optimizer.optimize(snap, enforced), Scope.of(snap, enforced).elig
+        # its batches were ordered beside the job that tallied it, once; other limits are ordered anew
+        assert optimizer.batches(snap, plan, elig, 2) is optimizer.batches(snap, plan, elig, 2)
+        assert optimizer.batches(snap, plan, elig, 1) == batching.batches(snap, plan, elig, 1)
+        # A plan that breaks rules and overfills dirs: every counter counts, the batches are the same.
         bad = random_plan(random.Random(5), snap)
         spread = summarize(snap, enforced, bad, 3, measure=optimizer.measure)
         assert spread == summarize(snap, enforced, bad, 3) and spread["partitionsChanged"] > 0

@@ -16,6 +16,8 @@ from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .state import Eligibility
 
+MAX_PER_BROKER = 5  # the default per-broker limit of a batch (the CLI's --max-moves-per-broker)
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -52,13 +54,19 @@ def changes(snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility) -> list[Ch
 
 
 def batches(
-    snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility, max_per_broker: int = 5, max_per_batch: int = 0
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    elig: Eligibility,
+    max_per_broker: int = MAX_PER_BROKER,
+    max_per_batch: int = 0,
 ) -> list[list[str]]:
     """Partition names per batch, in execution order."""
     return order(changes(snapshot, plan, elig), max_per_broker, max_per_batch)
 
 
-def order(found: Iterable[Change], max_per_broker: int = 5, max_per_batch: int = 0) -> list[list[str]]:
+def order(
+    found: Iterable[Change], max_per_broker: int = MAX_PER_BROKER, max_per_batch: int = 0
+) -> list[list[str]]:
     """The changes' partition names per batch, in execution order (whatever order they come in).
 
     First fit: in the order above, each change goes to the first batch where none of its brokers has

@@ -39,7 +39,6 @@ from typing import Any
 from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from .batching import Change, change_of
 from .reach import Reach
 from .state import DirKey, Eligibility
 from .topology import RackTree
@@ -337,7 +336,6 @@ class Tally:
     violations_change: Violations = field(default_factory=Violations)  # after the plan minus before
     peers: dict[int, dict[int, int]] = field(default_factory=dict)  # leader -> follower -> partitions, after
     under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
-    changes: list[Change] = field(default_factory=list)  # the plan's entries, for its batches
 
     def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
         """Partition ``p`` of the snapshot, with its plan entry ``t`` (None when the plan leaves it)."""
@@ -359,7 +357,6 @@ class Tally:
         q = after_move(p, t)
         self.change.add(p, -1)
         self.change.add(q)
-        self.changes.append(change_of(p, t, scope.elig))
         if p.under_replicated:
             self.under_replicated.append(p.name)
         count_move(self.movement, p, q)
@@ -405,7 +402,6 @@ class Tally:
         for b, followers in other.peers.items():
             add_into(self.peers.setdefault(b, {}), followers)
         self.under_replicated.extend(other.under_replicated)
-        self.changes.extend(other.changes)
         return self
 
     def evaluation(self, scope: Scope, plan_id: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from ..model.snapshot import ClusterSnapshot
 from . import batching, metrics
 from .context import Goal, PlanningContext, requested_tolerance
 from .goals import default_goals
+from .state import Eligibility
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,9 @@ class PlanResult:
 
 Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
 Measure = Callable[[ClusterSnapshot, Plan, metrics.Scope], metrics.Tally]  # default: ``metrics.tally``
+Batches = Callable[
+    [ClusterSnapshot, Plan, Eligibility, int], list[list[str]]
+]  # default: ``batching.batches``
 
 
 def optimize(snapshot: ClusterSnapshot, intents: Intents, goals: list[Goal] | None = None) -> Plan:
@@ -67,20 +71,23 @@ def compute_plan(
     snapshot: ClusterSnapshot,
     intents: Intents,
     *,
-    max_moves_per_broker: int = 5,
+    max_moves_per_broker: int = batching.MAX_PER_BROKER,
     optimizer: Optimizer | None = None,
     measure: Measure | None = None,
+    batches: Batches | None = None,
 ) -> PlanResult:
     """The plan for all active intents of one cluster, with its summary (docs/architecture.md).
 
     ``optimizer`` computes the targets (default: in-process ``optimize``; the Spark engine passes its
     sharded one), ``measure`` tallies the partitions for the summary (default: in-process; the Spark
-    engine tallies in its tasks); validation, advisories and the summary are the same for every engine."""
+    engine tallies in its tasks), ``batches`` orders the plan into batches (default: ``batching.batches``;
+    the Spark engine orders its plan while its tasks tally it); validation, advisories and the summary
+    are the same for every engine."""
     run = optimizer or optimize
     validate_against(intents, snapshot)
     enforced = intents.enforced_only()
     plan = run(snapshot, enforced)
-    summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measure)
+    summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measure, batches)
     advised = [p for p in intents.policies if not p.enforced]
     if advised:
         try:
@@ -105,13 +112,14 @@ def summarize(
     plan: Plan,
     max_moves_per_broker: int,
     measure: Measure | None = None,
+    batches: Batches | None = None,
 ) -> dict[str, Any]:
-    """The plan's metrics (``metrics``), batches, under-replicated partitions and goals, from one
-    tally of the partitions (the intents are valid for the snapshot)."""
+    """The plan's metrics (``metrics``) from one tally of the partitions, its batches, under-replicated
+    partitions and goals (the intents are valid for the snapshot)."""
     scope = metrics.Scope.of(snapshot, intents)
     found = (measure or metrics.tally)(snapshot, plan, scope)
     summary = found.evaluation(scope, plan.plan_id)
-    order = batching.order(found.changes, max_moves_per_broker)
+    order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
     under = sorted(found.under_replicated)
     summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
     summary["underReplicatedInPlan"] = under

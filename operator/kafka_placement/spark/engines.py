@@ -31,6 +31,7 @@ from ..model.intents import Intents
 from ..model.jsonio import clip
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from ..planning import batching
 from ..planning.context import PlanningContext
 from ..planning.metrics import Scope, Tally
 from ..planning.optimizer import PlanResult, compute_plan, optimize
@@ -43,6 +44,7 @@ from ..planning.sharding import (
     raise_if_infeasible,
     shard_of,
 )
+from ..planning.state import Eligibility
 from .analysis import COLUMNS, SnapshotFrames, shard_column
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
@@ -113,8 +115,13 @@ def _plan_with(
         raise PlacementError(
             "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
         )
-    with SparkOptimizer(settings, session) as spark:  # nothing stays cached in a long-lived session
-        result = compute_plan(snapshot, intents, optimizer=spark.optimize, measure=spark.measure, **kw)
+    per_broker = int(kw.get("max_moves_per_broker", batching.MAX_PER_BROKER))
+    with SparkOptimizer(
+        settings, session, per_broker
+    ) as spark:  # nothing stays cached in a long-lived session
+        result = compute_plan(
+            snapshot, intents, optimizer=spark.optimize, measure=spark.measure, batches=spark.batches, **kw
+        )
     result.summary["engine"] = engine
     if spark.reports:
         result.summary["sharding"] = spark.reports[0]  # the enforced plan's (advisories plan again)
@@ -231,18 +238,28 @@ class SparkOptimizer:
     summary's tally and the check that no partition breaks a hard rule after the plan (one the analysis
     missed would: the driver then merges again reconciling every partition). ``measure`` returns that
     tally for that plan, and tallies any other plan the same way (analysing the snapshot again under
-    another scope). ``reports`` holds, per plan, how many partitions each rule sent to the shards and
-    the seconds of each phase.
+    another scope). Beside that tally's Spark job the driver orders the plan into batches of
+    ``max_moves_per_broker`` (the summary's), which ``batches`` returns for that plan. ``reports``
+    holds, per plan, how many partitions each rule sent to the shards and the seconds of each phase.
     """
 
-    def __init__(self, settings: EngineSettings, session: Any = None) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings,
+        session: Any = None,
+        max_moves_per_broker: int = batching.MAX_PER_BROKER,
+    ) -> None:
         self.settings = settings
+        self.max_moves_per_broker = max_moves_per_broker
         self._session = session
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
         self._frames: SnapshotFrames | None = None
         self._base: tuple[Intents, Tally] | None = None  # the last analysis's tally (no plan), its intents
         self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
+        self._ordered: tuple[ClusterSnapshot, Plan, Eligibility, int, list[list[str]]] | None = (
+            None  # its batches
+        )
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         with self._guarded() as spark:
@@ -269,9 +286,24 @@ class SparkOptimizer:
             self.reports[-1]["seconds"]["summary"] = round(time.perf_counter() - started, 1)
         return found
 
+    def batches(
+        self, snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility, max_per_broker: int
+    ) -> list[list[str]]:
+        """``plan``'s batches (``batching.batches``); this engine's own plan was ordered beside the
+        Spark job that tallied it, and that order is the one returned."""
+        kept = self._ordered
+        if (
+            kept is not None
+            and kept[0] is snapshot
+            and kept[1] is plan
+            and kept[2:4] == (elig, max_per_broker)
+        ):
+            return kept[4]  # (the same rules: an equal ``Eligibility``)
+        return batching.batches(snapshot, plan, elig, max_per_broker)
+
     def close(self) -> None:
-        """Forget the snapshot's DataFrame and tallies (nothing of it stays cached in Spark)."""
-        self._frames = self._base = self._tallied = None
+        """Forget the snapshot's DataFrame, tallies and batches (nothing of it stays cached in Spark)."""
+        self._frames = self._base = self._tallied = self._ordered = None
 
     def __enter__(self) -> SparkOptimizer:
         return self
@@ -313,7 +345,7 @@ class SparkOptimizer:
 
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
-        self._tallied = None
+        self._tallied = self._ordered = None
         scope = Scope.of(snapshot, intents)
         analysis = self._frames_of(spark, snapshot).analyse(scope)
         self._base = (intents, analysis.found.tally)
@@ -345,10 +377,12 @@ class SparkOptimizer:
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
         # reconciliation of every partition, and that plan is tallied again by ``measure``.
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
-            # beside the tally's Spark job: the plan's check and its id (memoised for the summary)
-            checked = beside.submit(_check_and_name, plan, snapshot)
+            # beside the tally's Spark job: the plan's check, its id (memoised) and its batches
+            checked = beside.submit(
+                _check_name_and_order, plan, snapshot, scope.elig, self.max_moves_per_broker
+            )
             found = tally_plan(spark, snapshot, analysis.found.tally, plan, scope, self._slices(spark))
-            checked.result()
+            order = checked.result()
         broken = found.violations_after.finish(scope.elig)
         tallied = time.perf_counter()
         report["hardViolationsAfterMerge"] = sum(broken.values())
@@ -357,6 +391,7 @@ class SparkOptimizer:
             plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows, exact_selection=False)
         else:
             self._tallied = (snapshot, intents, plan, found)
+            self._ordered = (snapshot, plan, scope.elig, self.max_moves_per_broker, order)
         report["seconds"] = {
             "session": round(self._session_s, 1),
             "analysis": round(analysed - started, 1),
@@ -378,11 +413,15 @@ def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
     return fn(*args), time.perf_counter() - started
 
 
-def _check_and_name(plan: Plan, snapshot: ClusterSnapshot) -> None:
+def _check_name_and_order(
+    plan: Plan, snapshot: ClusterSnapshot, elig: Eligibility, max_per_broker: int
+) -> list[list[str]]:
     """What the summary asks of the engine's own plan, done beside the Spark job that tallies it: the
-    check against the snapshot and the id (a hash of every entry's JSON, seconds at 1M)."""
+    check against the snapshot, the id (a hash of every entry's JSON, seconds at 1M) and the batches
+    (seconds at 1M too)."""
     plan.check_against(snapshot)
     _ = plan.plan_id
+    return batching.batches(snapshot, plan, elig, max_per_broker)
 
 
 def _shard_rows(out: Any) -> list[Row]:
