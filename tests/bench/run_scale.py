@@ -5,6 +5,8 @@
 
 An engine is ``local``, ``spark`` (master ``local[*]``), ``spark@MASTER`` (e.g. ``spark@local[1]``) or
 ``spark@rig`` (the rig's standalone cluster from ``.rig/rig.json``, its workers' Python as executors).
+An engine ending in ``/cpus=N`` plans on the machine's first N CPUs only (the planning process, its JVM
+and Spark's Python workers: ``spark@local[1]/cpus=1`` is Spark on one core with nothing beside it).
 
 Each (engine, size) runs in a fresh process: it generates the scenario (default "all": decommission,
 dir drain, 2-level rack spread, broker/dir/leader balance; "decommission": one broker leaves, the
@@ -106,12 +108,29 @@ def engine_setup(spec: str) -> tuple[str, str, dict[str, str]]:
     return engine, master or "local[*]", {**env, "PYSPARK_PYTHON": sys.executable}
 
 
+def cpus_of(spec: str) -> tuple[str, set[int] | None]:
+    """``spec`` without its ``/cpus=N`` suffix, and the CPUs it names (None: every CPU)."""
+    base, _, cpus = spec.partition("/cpus=")
+    if not cpus:
+        return spec, None
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= int(cpus) <= len(allowed):
+        raise SystemExit(f"{spec}: this machine has {len(allowed)} CPUs")
+    return base, set(allowed[: int(cpus)])
+
+
 def run_one(spec: str, snap: Path, intents: Path, timeout: float) -> dict[str, object]:
-    engine, master, env = engine_setup(spec)
+    base, cpus = cpus_of(spec)
+    engine, master, env = engine_setup(base)
     code = CHILD.format(root=str(ROOT), snap=str(snap), intents=str(intents), engine=engine, master=master)
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),  # children inherit it
     )
     peak = 0
     while proc.poll() is None:

@@ -11,12 +11,16 @@ from kafka_placement.model.errors import BadInputError, InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals.replica_placement import needs_repair
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.sharding import (
+    ShardView,
     merge_and_balance,
+    plan_shard,
     shard_of,
     sharded_optimize,
 )
+from kafka_placement.planning.state import Assignment, ClusterLoads
 from kafka_placement.spark.engines import EngineSettings, choose
 
 GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
@@ -98,6 +102,53 @@ def test_only_the_full_reconciliation_repairs_a_partition_the_selection_missed()
     # exact selection: a partition missing from the selection would keep its replica on broker 2.
     snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", n, [1, 2], [0, 0], 10) for n in range(4)])
     wanted = intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
-    full = merge_and_balance(PlanningContext.of(snap, wanted), [], exact_selection=False)
+    full = merge_and_balance(PlanningContext.of(snap, wanted), [], ClusterLoads.none(), exact_selection=False)
     assert len(full.partitions) == 4 and all(2 not in t.replicas for t in full.partitions)
-    assert merge_and_balance(PlanningContext.of(snap, wanted), [], exact_selection=True).empty
+    assert merge_and_balance(
+        PlanningContext.of(snap, wanted), [], ClusterLoads.none(), exact_selection=True
+    ).empty
+
+
+def _state(a: Assignment) -> tuple[object, ...]:
+    """Everything an assignment holds, with the order of each broker's partitions (goals iterate it)."""
+    return (
+        a.replicas,
+        a.dirs,
+        a.broker_bytes,
+        a.broker_replicas,
+        a.broker_leaders,
+        a.dir_bytes,
+        a.dir_replicas,
+        a.free,
+        {b: list(held.items()) for b, held in a.by_broker.items()},
+    )
+
+
+@pytest.mark.parametrize("name", ["all", "drain", "rack-repair"])
+def test_the_loads_the_shards_report_changed_are_what_their_rows_change(name: str) -> None:
+    # The merge applies the shards' rows without updating loads per replica: it adds what each shard
+    # reported its rows change (``plan_shard``). That must leave exactly what applying every row one by
+    # one leaves, by_broker's order included.
+    from tests.bench.generator import scenario
+
+    snap, text = scenario(name, brokers=24, partitions=6000, topics=40, seed=3)
+    wanted = Intents.loads(text)
+    ctx = PlanningContext.of(snap, wanted)
+    groups: dict[int, list[object]] = {}
+    for p in snap.partitions:
+        if needs_repair(ctx, p.key):
+            groups.setdefault(shard_of(p.topic, p.partition, 4), []).append(p)
+    view = ShardView.of(snap, ctx.assignment, 4)
+    results = [plan_shard(view, parts, wanted, n) for n, parts in sorted(groups.items())]  # type: ignore[arg-type]
+    rows = [row for found, _, _ in results for row in found]
+    assert rows and all(error is None for _, _, error in results)
+    change = ClusterLoads.none()
+    for _, part, _ in results:
+        change.add(part)
+    one_by_one = PlanningContext.of(snap, wanted).assignment
+    for topic, number, reps, dirs in rows:
+        one_by_one.set_placement((topic, number), reps, dirs)
+    at_once = PlanningContext.of(snap, wanted).assignment
+    at_once.set_placements((((t, n), reps, dirs) for t, n, reps, dirs in rows), change)
+    assert _state(at_once) == _state(one_by_one)
+    assert any(change.parts()) and _state(at_once) != _state(PlanningContext.of(snap, wanted).assignment)

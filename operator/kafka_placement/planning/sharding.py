@@ -12,14 +12,15 @@ This is the pure core of the Spark engine (and runs without Spark too, which the
    from those scaled cluster loads rather than its own partitions' loads: a shard holds a random
    1/n of the replicas, whose per-broker sums are noisy (a few dozen replicas per broker at 1000
    brokers), while the cluster's scaled loads are what every shard's additions will land on;
-4. ``merge_and_balance`` applies every shard's result to one global assignment, then runs the balance
-   goals globally, so balance is judged on whole-cluster loads exactly as the local engine does. When
-   the selection may have missed a partition it first re-runs the hard goal over every partition (a
-   reconciliation); when the selection is known to be exact there is nothing to reconcile:
-   ``needs_repair`` of a partition depends on that partition alone, so a partition outside the
+4. ``merge_and_balance`` applies every shard's result to one global assignment (its changed partitions,
+   and the loads per broker and dir the shard's assignment says they change, added once instead of per
+   replica), then runs the balance goals globally, so balance is judged on whole-cluster loads exactly as
+   the local engine does. When the selection may have missed a partition it first re-runs the hard goal
+   over every partition (a reconciliation); when the selection is known to be exact there is nothing to
+   reconcile: ``needs_repair`` of a partition depends on that partition alone, so a partition outside the
    selection needs no repair before or after the shards, and one a shard returned is repaired (the
-   in-process pipeline selects with ``needs_repair`` itself; the Spark engine's summary tally checks
-   that no partition breaks a hard rule after the plan, and otherwise merges again reconciling every
+   in-process pipeline selects with ``needs_repair`` itself; the Spark engine's summary tally checks that
+   no partition breaks a hard rule after the plan, and otherwise merges again reconciling every
    partition).
 
 The Spark engine computes steps 1 and 2's inputs (the partitions to repair, with ``repair_reasons``,
@@ -43,10 +44,11 @@ from .context import PlanningContext
 from .goals import BrokerBalanceGoal, DirBalanceGoal, LeaderBalanceGoal, ReplicaPlacementGoal
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
-from .state import DirKey
+from .state import ClusterLoads, DirKey
 
 Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partition, replicas, dirs
-ShardResult = tuple[list[Row], str | None]  # changed partitions, or the infeasibility that stopped it
+# changed partitions and what they change in the loads, or the infeasibility that stopped the shard
+ShardResult = tuple[list[Row], ClusterLoads, str | None]
 
 
 ONE_SHARD_MAX_REPAIRS = 1000  # up to here the hard goal takes well under a second: not worth a split
@@ -80,16 +82,6 @@ class Loads(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterLoads:
-    """Loads computed outside an ``Assignment`` (by the Spark engine's aggregation)."""
-
-    broker_bytes: dict[int, int]
-    broker_replicas: dict[int, int]
-    dir_bytes: dict[DirKey, int]
-    dir_replicas: dict[DirKey, int]
-
-
-@dataclass(frozen=True, slots=True)
 class ShardView:
     """What every shard starts from: the brokers with per-shard dir budgets, and scaled cluster loads."""
 
@@ -117,7 +109,9 @@ class ShardView:
 def plan_shard(
     view: ShardView, partitions: Sequence[PartitionState], intents: Intents, shard: int
 ) -> ShardResult:
-    """Run the hard goal on shard number ``shard``; its changed partitions, or why it is infeasible."""
+    """Run the hard goal on shard number ``shard``: its changed partitions and what they change in the
+    bytes and replicas per broker and dir (the shard's assignment keeps those loads exact as it goes),
+    or why it is infeasible."""
     sub = ClusterSnapshot(view.brokers.brokers, tuple(partitions), view.brokers.cluster_id)
     ctx = PlanningContext.of(sub, intents)
     a = ctx.assignment
@@ -126,16 +120,17 @@ def plan_shard(
     a.broker_replicas.update(view.broker_replicas)
     a.dir_bytes.update(view.dir_bytes)
     a.dir_replicas.update(view.dir_replicas)
+    before = ClusterLoads.copy_of(a)
     try:
         ReplicaPlacementGoal(salt=shard + 1).optimize(ctx)
     except InfeasibleError as e:
-        return [], f"{e.partition}\0{e.rule}\0{e.detail}"
+        return [], ClusterLoads.none(), f"{e.partition}\0{e.rule}\0{e.detail}"
     rows: list[Row] = []
     for p in sub.partitions:
         reps, dirs = tuple(a.replicas[p.key]), tuple(a.dirs[p.key])
         if reps != p.replicas or dirs != p.log_dirs:
             rows.append((p.topic, p.partition, reps, dirs))
-    return rows, None
+    return rows, ClusterLoads.change(before, ClusterLoads.copy_of(a)), None
 
 
 def raise_if_infeasible(errors: Iterable[str | None]) -> None:
@@ -146,21 +141,27 @@ def raise_if_infeasible(errors: Iterable[str | None]) -> None:
         raise InfeasibleError(detail + more, rule, partition)
 
 
-def merge_and_balance(ctx: PlanningContext, rows: Iterable[Row], *, exact_selection: bool = False) -> Plan:
-    """Apply the shards' hard-phase results to the global ``ctx`` (reconciled when the selection may
-    have missed a partition), then balance globally.
+def merge_and_balance(
+    ctx: PlanningContext, rows: Iterable[Row], change: ClusterLoads, *, exact_selection: bool = False
+) -> Plan:
+    """Apply the shards' hard-phase results (their changed partitions, and ``change``, the sum of what
+    each shard reported they change in the loads) to the global ``ctx`` (reconciled when the selection
+    may have missed a partition), then balance globally.
 
     ``exact_selection``: the shards were sent exactly the partitions ``needs_repair`` selects, so no
     partition needs reconciling; otherwise the hard goal runs over every partition first."""
     a = ctx.assignment
+    placements = []
     for topic, number, reps, dirs in rows:
         key = (topic, number)
-        before = set(a.replicas[key])
         policy = a.policy(key)
-        added = sum(1 for b in reps if b not in before)
-        if policy is not None and added:
-            ctx.charge(policy, a.size[key] * added)
-        a.set_placement(key, list(reps), list(dirs))
+        if policy is not None:
+            before = set(a.replicas[key])
+            added = sum(1 for b in reps if b not in before)
+            if added:
+                ctx.charge(policy, a.size[key] * added)
+        placements.append((key, reps, dirs))
+    a.set_placements(placements, change)  # (distinct partitions: each charged before any is applied)
     if exact_selection:
         # Nothing to reconcile: a shard's partitions left it repaired (or it reported them infeasible),
         # and ``needs_repair`` answers the same in the shard as here (same intents, brokers and dirs;
@@ -185,6 +186,9 @@ def sharded_optimize(
             groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
     view = ShardView.of(snapshot, ctx.assignment, shards)
     results = [plan_shard(view, parts, intents, shard) for shard, parts in sorted(groups.items())]
-    raise_if_infeasible(err for _, err in results)
-    changed = (row for rows, _ in results for row in rows)
-    return merge_and_balance(ctx, changed, exact_selection=not reconcile_all)  # selected by needs_repair
+    raise_if_infeasible(err for _, _, err in results)
+    changed = (row for rows, _, _ in results for row in rows)
+    change = ClusterLoads.none()
+    for _, part, _ in results:
+        change.add(part)
+    return merge_and_balance(ctx, changed, change, exact_selection=not reconcile_all)  # by needs_repair

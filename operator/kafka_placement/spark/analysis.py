@@ -30,7 +30,7 @@ from typing import Any
 from ..model.snapshot import ClusterSnapshot
 from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
-from ..planning.sharding import ClusterLoads
+from ..planning.state import ClusterLoads
 from .collector import paused_task
 from .io import PARTITION_COLUMNS, partitions_of, partitions_schema, partitions_table
 

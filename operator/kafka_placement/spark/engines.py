@@ -18,6 +18,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
+import pickle
 import shutil
 import sys
 import threading
@@ -44,7 +45,7 @@ from ..planning.sharding import (
     raise_if_infeasible,
     shard_of,
 )
-from ..planning.state import Eligibility
+from ..planning.state import ClusterLoads, Eligibility
 from .analysis import COLUMNS, SnapshotFrames, shard_column
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
@@ -222,7 +223,8 @@ def _imported(batches: Iterator[Any]) -> Iterator[Any]:
     yield from batches
 
 
-RESULT_COLUMNS = ("topic", "partition", "replicas", "dirs", "error")  # a shard's rows (``_result_schema``)
+# a shard's rows (``_result_schema``)
+RESULT_COLUMNS = ("topic", "partition", "replicas", "dirs", "error", "change")
 
 
 class SparkOptimizer:
@@ -368,10 +370,10 @@ class SparkOptimizer:
             finally:
                 analysis.close()
             sharded = time.perf_counter()
-            rows = _shard_rows(out)
+            rows, change = _shard_rows(out)
             ctx, context_s = context.result()
         merging = time.perf_counter()
-        plan = merge_and_balance(ctx, rows, exact_selection=True)
+        plan = merge_and_balance(ctx, rows, change, exact_selection=True)
         merged = time.perf_counter()
         # The check of the selection: the summary's tally counts every hard rule on every partition
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
@@ -388,7 +390,9 @@ class SparkOptimizer:
         report["hardViolationsAfterMerge"] = sum(broken.values())
         if report["hardViolationsAfterMerge"]:
             report["violationsAfterMerge"] = {k: v for k, v in broken.items() if v}
-            plan = merge_and_balance(PlanningContext.of(snapshot, intents), rows, exact_selection=False)
+            plan = merge_and_balance(
+                PlanningContext.of(snapshot, intents), rows, change, exact_selection=False
+            )
         else:
             self._tallied = (snapshot, intents, plan, found)
             self._ordered = (snapshot, plan, scope.elig, self.max_moves_per_broker, order)
@@ -424,19 +428,23 @@ def _check_name_and_order(
     return batching.batches(snapshot, plan, elig, max_per_broker)
 
 
-def _shard_rows(out: Any) -> list[Row]:
-    """The shards' changed partitions (an Arrow table of ``_result_schema``); an infeasible shard raises."""
+def _shard_rows(out: Any) -> tuple[list[Row], ClusterLoads]:
+    """The shards' changed partitions and the sum of what each changes in the loads (an Arrow table of
+    ``_result_schema``); an infeasible shard raises."""
     rows: list[Row] = []
     errors: list[str] = []
-    for topic, number, reps, dirs, error in zip(
+    change = ClusterLoads.none()
+    for topic, number, reps, dirs, error, part in zip(
         *(out.column(c).to_pylist() for c in RESULT_COLUMNS), strict=True
     ):
         if error:
             errors.append(error)
+        elif part is not None:
+            change.add(pickle.loads(part))
         else:
             rows.append((topic, number, tuple(reps), tuple(dirs)))
     raise_if_infeasible(errors)
-    return rows
+    return rows, change
 
 
 def _shard_udf(view: ShardView, intents: Intents) -> Any:
@@ -449,9 +457,11 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
     def _shard(shard: int, table: Any) -> Any:
         import pyarrow as pa
 
-        rows, error = plan_shard(view, list(partitions_of(table)), intents, shard)
-        records = [("", 0, (), (), error)] if error else [(*row, None) for row in rows]
-        columns = zip(*records, strict=True) if records else [()] * len(RESULT_COLUMNS)
+        rows, change, error = plan_shard(view, list(partitions_of(table)), intents, shard)
+        # its partitions, then one row with what they change in the loads; or one naming the error
+        done = ("", 0, (), (), None, pickle.dumps(change))
+        records = [("", 0, (), (), error, None)] if error else [*((*row, None, None) for row in rows), done]
+        columns = zip(*records, strict=True)
         schema = _result_schema()
         return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
 
@@ -459,10 +469,11 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
 
 
 def _result_schema() -> Any:
-    """The Arrow schema of a shard's rows: its changed partitions, or one row naming why it is infeasible."""
+    """The Arrow schema of a shard's rows: its changed partitions and one row with what they change in the
+    loads (``change``, a pickled ``ClusterLoads``), or one row naming why it is infeasible."""
     import pyarrow as pa
 
-    types = (pa.string(), pa.int32(), pa.list_(pa.int32()), pa.list_(pa.string()), pa.string())
+    types = (pa.string(), pa.int32(), pa.list_(pa.int32()), pa.list_(pa.string()), pa.string(), pa.binary())
     return pa.schema(list(zip(RESULT_COLUMNS, types, strict=True)))
 
 

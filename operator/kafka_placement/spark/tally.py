@@ -6,8 +6,9 @@ what the plan changes is ``Tally.shift`` of each of its entries. The driver send
 with their partitions as the snapshot has them (an Arrow table; no join, no shuffle), each Spark task
 shifts its entries (``mapInArrow``) and returns its tally pickled, and the driver merges them into a
 copy of the analysis's tally. What stays on the driver is what needs the whole cluster and costs in
-proportion to the brokers or to the plan: finishing the metrics from the merged totals and ordering the
-plan's changes into batches (``planning.optimizer.summarize``).
+proportion to the brokers or to the plan: finishing the metrics from the merged totals
+(``planning.optimizer.summarize``), and ordering the plan into batches, which the engine does while the
+tasks run (``spark.engines``).
 """
 
 from __future__ import annotations
