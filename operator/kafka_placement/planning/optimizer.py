@@ -33,9 +33,8 @@ class PlanResult:
 
 Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
 Measure = Callable[[ClusterSnapshot, Plan, metrics.Scope], metrics.Tally]  # default: ``metrics.tally``
-Batches = Callable[
-    [ClusterSnapshot, Plan, Eligibility, int], list[list[str]]
-]  # default: ``batching.batches``
+# default: ``batching.batches``
+Batches = Callable[[ClusterSnapshot, Plan, Eligibility, int], list[list[str]]]
 
 
 def optimize(snapshot: ClusterSnapshot, intents: Intents, goals: list[Goal] | None = None) -> Plan:

@@ -117,9 +117,8 @@ def _plan_with(
             "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
         )
     per_broker = int(kw.get("max_moves_per_broker", batching.MAX_PER_BROKER))
-    with SparkOptimizer(
-        settings, session, per_broker
-    ) as spark:  # nothing stays cached in a long-lived session
+    # nothing stays cached in a long-lived session
+    with SparkOptimizer(settings, session, per_broker) as spark:
         result = compute_plan(
             snapshot, intents, optimizer=spark.optimize, measure=spark.measure, batches=spark.batches, **kw
         )
@@ -259,9 +258,8 @@ class SparkOptimizer:
         self._frames: SnapshotFrames | None = None
         self._base: tuple[Intents, Tally] | None = None  # the last analysis's tally (no plan), its intents
         self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
-        self._ordered: tuple[ClusterSnapshot, Plan, Eligibility, int, list[list[str]]] | None = (
-            None  # its batches
-        )
+        # the last plan's batches: for that snapshot, plan, rules and limit per broker
+        self._ordered: tuple[ClusterSnapshot, Plan, Eligibility, int, list[list[str]]] | None = None
 
     def optimize(self, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
         with self._guarded() as spark:
