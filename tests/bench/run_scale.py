@@ -180,11 +180,12 @@ def main() -> None:
         "starts beside the snapshot's read, as in the CLI) / analysis / shards / "
         "waiting for the driver's context (built beside the shards) / merge and balance on the driver / "
         "summary (the tally of the plan's entries by Spark tasks, added to the analysis's tally of the "
-        "snapshot: the summary's tally and the check of the plan) / reconciling every partition (only "
+        "snapshot: the summary's tally and the check of the plan; beside it the driver orders the plan "
+        "into batches) / reconciling every partition (only "
         "after a rule found broken); then, in brackets, "
         "the seconds of the context itself. In Spark jobs = analysis + shards + summary (each includes the "
         "driver's conversion of its rows to Arrow); driver only = plan s minus session "
-        "and Spark jobs (context wait, merge, balance, validation, the summary's finish and batches).",
+        "and Spark jobs (context wait, merge, balance, validation, the summary's finish).",
         "",
         "| partitions | brokers | engine | load s | plan s | wall s | peak MB | partitions changed "
         "| moved / LB | hard violations after | to shards | session / analysis / shards / wait / merge / "
