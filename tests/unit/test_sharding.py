@@ -11,12 +11,10 @@ from kafka_placement.model.errors import BadInputError, InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
-from kafka_placement.planning.goals.replica_placement import needs_repair
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.sharding import (
-    ShardView,
     merge_and_balance,
-    plan_shard,
+    plan_shards,
     shard_of,
     sharded_optimize,
 )
@@ -133,13 +131,7 @@ def test_the_loads_the_shards_report_changed_are_what_their_rows_change(name: st
 
     snap, text = scenario(name, brokers=24, partitions=6000, topics=40, seed=3)
     wanted = Intents.loads(text)
-    ctx = PlanningContext.of(snap, wanted)
-    groups: dict[int, list[object]] = {}
-    for p in snap.partitions:
-        if needs_repair(ctx, p.key):
-            groups.setdefault(shard_of(p.topic, p.partition, 4), []).append(p)
-    view = ShardView.of(snap, ctx.assignment, 4)
-    results = [plan_shard(view, parts, wanted, n) for n, parts in sorted(groups.items())]  # type: ignore[arg-type]
+    results = plan_shards(PlanningContext.of(snap, wanted), 4)
     rows = [row for found, _, _ in results for row in found]
     assert rows and all(error is None for _, _, error in results)
     change = ClusterLoads.none()

@@ -173,6 +173,17 @@ def merge_and_balance(
     return diff(ctx.snapshot, ctx)
 
 
+def plan_shards(ctx: PlanningContext, shards: int) -> list[ShardResult]:
+    """Every shard's result, shard after shard in this process, for the partitions of ``ctx``'s snapshot
+    that ``needs_repair`` selects (``ctx`` is left as it is)."""
+    groups: dict[int, list[PartitionState]] = {}
+    for p in ctx.snapshot.partitions:
+        if needs_repair(ctx, p.key):
+            groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
+    view = ShardView.of(ctx.snapshot, ctx.assignment, shards)
+    return [plan_shard(view, parts, ctx.intents, shard) for shard, parts in sorted(groups.items())]
+
+
 def sharded_optimize(
     snapshot: ClusterSnapshot, intents: Intents, shards: int, *, reconcile_all: bool = False
 ) -> Plan:
@@ -180,12 +191,7 @@ def sharded_optimize(
     ``reconcile_all``: reconcile every partition, not only the shards' results (what the Spark engine
     does when its check finds a rule broken)."""
     ctx = PlanningContext.of(snapshot, intents)
-    groups: dict[int, list[PartitionState]] = {}
-    for p in snapshot.partitions:
-        if needs_repair(ctx, p.key):
-            groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
-    view = ShardView.of(snapshot, ctx.assignment, shards)
-    results = [plan_shard(view, parts, intents, shard) for shard, parts in sorted(groups.items())]
+    results = plan_shards(ctx, shards)
     raise_if_infeasible(err for _, _, err in results)
     changed = (row for rows, _, _ in results for row in rows)
     change = ClusterLoads.none()
