@@ -49,7 +49,7 @@ from ..planning.state import ClusterLoads, Eligibility
 from .analysis import COLUMNS, SnapshotFrames, shard_column
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
-from .io import partitions_of
+from .io import arrow_table, partitions_of
 from .shipping import ship
 from .tally import tally_plan
 
@@ -453,15 +453,11 @@ def _shard_udf(view: ShardView, intents: Intents) -> Any:
             return _shard(int(key[0].as_py()), table)
 
     def _shard(shard: int, table: Any) -> Any:
-        import pyarrow as pa
-
         rows, change, error = plan_shard(view, list(partitions_of(table)), intents, shard)
         # its partitions, then one row with what they change in the loads; or one naming the error
         done = ("", 0, (), (), None, pickle.dumps(change))
         records = [("", 0, (), (), error, None)] if error else [*((*row, None, None) for row in rows), done]
-        columns = zip(*records, strict=True)
-        schema = _result_schema()
-        return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+        return arrow_table(zip(*records, strict=True), _result_schema())
 
     return run
 

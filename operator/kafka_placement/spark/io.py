@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,15 @@ def partitions_schema() -> Any:
     return pa.schema(list(zip(PARTITION_COLUMNS, types, strict=True)))
 
 
-def partitions_table(parts: Sequence[PartitionState]) -> Any:
-    """The partitions as an Arrow table: one row each (an unknown dir or leader is null)."""
+def arrow_table(columns: Iterable[Sequence[Any]], schema: Any) -> Any:
+    """Columns of Python values, in ``schema``'s order, as an Arrow table of that schema."""
     import pyarrow as pa
 
+    return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+
+
+def partitions_table(parts: Sequence[PartitionState]) -> Any:
+    """The partitions as an Arrow table: one row each (an unknown dir or leader is null)."""
     columns = (
         [p.topic for p in parts],
         [p.partition for p in parts],
@@ -47,8 +52,7 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         [p.isr for p in parts],
         [p.size_bytes for p in parts],
     )
-    schema = partitions_schema()
-    return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+    return arrow_table(columns, partitions_schema())
 
 
 def partitions_of(batch: Any) -> Iterator[PartitionState]:
