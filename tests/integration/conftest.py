@@ -9,6 +9,7 @@ Sections: 1. rig.json  2. Kafka (keys `kafka`, `kafkaLegacy`; tests/rig/kafka_ri
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -117,6 +118,12 @@ def kafka_rig(rig_json: dict[str, Any]) -> KafkaRig:
 def kafka_legacy_rig(rig_json: dict[str, Any]) -> KafkaRig:
     """The legacy cluster (metadata.version before 4.3-IV0: no cordoned.log.dirs): 2 nodes x 2 log dirs."""
     return KafkaRig.from_json(rig_entry(rig_json, "kafkaLegacy"))
+
+
+def clients(kind: type) -> set[int]:
+    """The ids of the live objects of ``kind`` (e.g. confluent-kafka's AdminClient) the garbage collector
+    tracks: a client a test saw before and after is a client nothing freed."""
+    return {id(o) for o in gc.get_objects() if isinstance(o, kind)}
 
 
 def confluent_admin(rig: KafkaRig) -> Any:

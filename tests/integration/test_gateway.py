@@ -7,14 +7,19 @@ made here are undone in `finally` blocks so other tests see the rig as it was.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.conftest import clients
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import (
@@ -441,6 +446,49 @@ def test_unreachable_cluster_fails_fast_with_the_servers_named() -> None:
         assert time.monotonic() - started < 15
         assert raised.value.message.startswith(f"cannot reach Kafka at {UNREACHABLE}: ")
         assert raised.value.exit_code == 1
+
+
+def test_a_silent_broker_fails_the_call_and_the_client_closes_with_the_gateway() -> None:
+    """A "broker" that accepts connections and never answers: the call fails within the connect
+    timeout, and once the gateway is closed its librdkafka client is gone: its connection closes and
+    it never reconnects. With the cyclic garbage collector off, since an operator frees clients only by
+    reference counting between its rare full collections (Kafka's error kept in a reference cycle once
+    held a client that reconnected every 11 s, one more per failed reconcile)."""
+    from confluent_kafka.admin import AdminClient
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    events: list[str] = []
+
+    def drain(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+        events.append("closed")
+
+    def hold() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn = silent.accept()[0]
+                events.append("accepted")
+                threading.Thread(target=drain, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=hold, daemon=True).start()
+    settings = ConnectionSettings(f"127.0.0.1:{silent.getsockname()[1]}", connect_timeout_s=2)
+    gc.collect()  # the clients earlier tests left to it
+    before = clients(AdminClient)
+    gc.disable()
+    try:
+        with silent:
+            for call in (KafkaGateway.snapshot, KafkaGateway.check_authorized):
+                with KafkaGateway(settings) as gw, pytest.raises(KafkaUnavailableError) as raised:
+                    call(gw)
+                assert "cannot reach Kafka at 127.0.0.1:" in raised.value.message
+            del gw, raised
+            assert clients(AdminClient) == before  # the module's open gateways keep theirs
+            time.sleep(4)  # librdkafka reconnects after ~1 s: a live client would have connected again
+            assert events.count("accepted") == 2 and events.count("closed") == 2, events
+    finally:
+        gc.enable()
 
 
 # ----------------------------------------------------------------------------------------- CLI

@@ -8,12 +8,14 @@ client certificate each fail fast with their own message; no password ever appea
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from tests.integration.conftest import clients
 from tests.integration.secure_rig import *  # noqa: F403  (the secure rig's fixtures)
 from tests.integration.secure_rig import (
     SecureRig,
@@ -27,6 +29,8 @@ from tests.integration.secure_rig import (
 from tests.rig import kafka_security
 
 from kafka_placement.kafka import access
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaAuthenticationError, KafkaGateway
 
 pytestmark = [pytest.mark.kafka]
 CLI = str(Path(sys.executable).parent / "kafka-placement")
@@ -160,3 +164,28 @@ def test_wrong_password_untrusted_ca_expired_certificate_each_fail_specifically(
             assert "Traceback" not in text
     assert placement(secure_rig, topic) == before
     assert not reassignments(secure_rig) and throttles_left(secure_rig, [topic]) == {}
+
+
+def test_a_refused_authentication_leaves_no_client_behind(secure_rig: SecureRig) -> None:
+    """The operator's gateway refused with a wrong password: the error names the user, and with the
+    cyclic garbage collector off (the operator frees clients by reference counting between its rare full
+    collections) no librdkafka client outlives the closed gateway, retrying the refused login."""
+    from confluent_kafka.admin import AdminClient
+
+    sec = secure_rig.security
+    settings = ConnectionSettings(
+        secure_rig.bootstrap, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+        username=sec["operatorUser"], password="Wr0ng-" + secure_rig.operator_password[::-1],
+        ssl_cafile=sec["caFile"],
+    )  # fmt: skip
+    gc.collect()  # the clients earlier tests left to it
+    before = clients(AdminClient)
+    gc.disable()
+    try:
+        with KafkaGateway(settings) as gw, pytest.raises(KafkaAuthenticationError) as raised:
+            gw.snapshot()
+        assert f"authentication of user '{sec['operatorUser']}' failed" in raised.value.message
+        del gw, raised
+        assert clients(AdminClient) == before  # the module's open gateways keep theirs
+    finally:
+        gc.enable()

@@ -152,7 +152,10 @@ class KafkaGateway:
                 admin.poll(0)  # serves error_cb
                 refused = self._refused()
                 if refused is not None:
-                    raise refused from None
+                    try:
+                        raise refused from None
+                    finally:  # this frame holds ``admin``: see _call
+                        del refused
                 if time.monotonic() > deadline:
                     raise self._unavailable(self._last_client_error or "no broker answered") from None
 
@@ -195,9 +198,16 @@ class KafkaGateway:
                 classified = self._classify(what, e, acl)
                 if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
                     raise
+                # Kafka's error is replaced by ours, and its traceback dropped: it holds the frames of
+                # ``fn`` (a client) and a Future that holds the error back (a reference cycle), which
+                # kept the librdkafka client alive, reconnecting, long after the gateway closed.
+                e.__traceback__ = None
                 failure, retriable = classified
                 if not retriable or attempt == total:
-                    raise failure from None
+                    try:
+                        raise failure from None
+                    finally:  # this frame holding its own exception would be such a cycle too
+                        del failure, classified
                 log.info(
                     "%s failed (%s); retry %d/%d in %.1fs", what, failure.message, attempt, total - 1, delay
                 )
