@@ -7,9 +7,12 @@ the result (placement, cordons, throttles) and the resources' status, conditions
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import signal
+import socket
+import threading
 import time
 from typing import Any
 
@@ -137,7 +140,7 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
     reasons = {e["reason"] for e in json.loads(events.stdout)["items"]}
     assert {"AwaitingApproval", "Executing", "Completed"} <= reasons
 
-    kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s")  # finalizer uncordons
+    kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s", timeout=90)  # finalizer uncordons
     deadline = time.monotonic() + 30
     while snapshot(kafka_rig).broker(1).dir(drained).cordoned:  # type: ignore[union-attr]
         assert time.monotonic() < deadline, "the dir stayed cordoned after its LogDirCordon was deleted"
@@ -236,6 +239,57 @@ def test_unreachable_cluster_is_reported_on_every_intent(
     assert cluster["status"]["phase"] == "Unreachable"
 
 
+def test_a_cluster_deleted_mid_reconcile_is_gone_once_the_reconcile_ends(
+    operator: Operator, kubectl: Any, k8s_namespace: str
+) -> None:
+    """A KafkaCluster whose "broker" accepts connections and never answers holds each reconcile until the
+    Kafka client's connect timeout. Deleted during its second reconcile, the cluster keeps kopf's
+    finalizer until that reconcile ends and goes within seconds after; the closed gateways leave no
+    client behind that would go on connecting to the deleted cluster's brokers (before the fix every
+    failed reconcile left one, reconnecting every 11 s)."""
+    ns = k8s_namespace
+    silent = socket.create_server(("127.0.0.1", 0))
+    opened: list[float] = []
+    closed: dict[int, float] = {}  # connection number -> when the operator closed it
+
+    def drain(conn: socket.socket, n: int) -> None:
+        with conn, contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+        closed[n] = time.monotonic()
+
+    def hold() -> None:  # accept, read and never answer
+        with contextlib.suppress(OSError):
+            while True:
+                conn = silent.accept()[0]
+                opened.append(time.monotonic())
+                threading.Thread(target=drain, args=(conn, len(opened) - 1), daemon=True).start()
+
+    threading.Thread(target=hold, daemon=True).start()
+    with silent:
+        apply(kubectl, ns, cluster_manifest("silent", f"127.0.0.1:{silent.getsockname()[1]}"))
+        wait_phase(kubectl, operator, ns, "kafkacluster", "silent", ("Unreachable",))
+        reported = time.monotonic()
+        while not any(t > reported for t in opened) and time.monotonic() - reported < 60:
+            time.sleep(0.1)
+        in_flight = [n for n in range(len(opened)) if n not in closed]
+        assert len(in_flight) == 1, f"not one reconcile connected: {opened} {closed}"
+        kubectl("-n", ns, "delete", "kafkacluster", "silent", "--wait=false")
+        deleted = time.monotonic()
+        while get(kubectl, ns, "kafkacluster", "silent") and time.monotonic() - deleted < 150:
+            time.sleep(0.5)
+        gone = time.monotonic()
+        time.sleep(5)  # a client left open reconnects after ~1 s
+        late = [t - gone for t in opened if t > gone]
+    assert not get(kubectl, ns, "kafkacluster", "silent"), f"never deleted:\n{operator.tail()}"
+    ended = closed.get(in_flight[0])
+    assert ended is not None and ended > deleted, "the reconcile was not in flight when deleted"
+    assert gone - ended < 10, (
+        f"deleted {gone - deleted:.1f}s after the request, its reconcile ended at {ended - deleted:.1f}s"
+    )
+    assert not late, f"connections to the deleted cluster's broker after it was gone: {late}"
+
+
 def test_deleting_a_decommission_mid_flight_reverts_its_moves(
     operator: Operator,
     kubectl: Any,
@@ -266,7 +320,9 @@ def test_deleting_a_decommission_mid_flight_reverts_its_moves(
     while not record().get("inFlight"):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.5)
-    kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # finalizer: cancel
+    kubectl(
+        "-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s", timeout=90
+    )  # finalizer: cancel
     deadline = time.monotonic() + 180
     while record().get("phase") != "Cancelled":
         assert time.monotonic() < deadline, (
