@@ -121,6 +121,30 @@ def test_one_pass_counts_what_the_metrics_define() -> None:
     assert s["balanceAfter"]["brokerBytesMax"] == 110  # broker 1: t-0 and t-1
 
 
+def test_bytes_a_lower_replication_factor_drops_from_a_dir_count_as_leaving_it() -> None:
+    """Every byte on /data/d0 of each broker, in RF-3 partitions a policy lowers to RF 2 with dir
+    balance. A plan keeping 4 replicas per broker and moving 2 of them to /data/d1 meets every goal with
+    600 bytes; the bound once counted each broker's whole dir excess (3 x 240 = 720), as if the dropped
+    replicas had to be copied out (the property test found such a case: 449 bytes under a bound of 639)."""
+    snap = snapshot({1: "/a", 2: "/b", 3: "/c"}, [("t", i, [1, 2, 3], [0, 0, 0], 100) for i in range(6)])
+    intents = intents_of(
+        "kind: PlacementPolicy\nspec: {topics: {include: ['*']}, replicationFactor: 2,\n"
+        "  balance: {brokers: false, logDirs: true, tolerance: 0.2}}\n"
+    )
+    pairs = [(1, 2), (1, 2), (2, 3), (2, 3), (1, 3), (1, 3)]
+    dirs = [(0, 0), (1, 1), (0, 0), (1, 1), (0, 1), (1, 0)]  # each broker: two replicas on each dir
+    plan = Plan.of(
+        [
+            PartitionTarget("t", i, pair, tuple(f"/data/d{d}" for d in ds))
+            for i, (pair, ds) in enumerate(zip(pairs, dirs, strict=True))
+        ]
+    )
+    s = summarize(snap, intents, plan, 2)
+    assert all(g["met"] for g in s["goals"]) and s["hardViolationsAfter"] == 0, s["goals"]
+    assert s["bytesToMove"] == s["intraBrokerBytes"] == 600
+    assert s["lowerBoundBytes"] <= 600, s["lowerBound"]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("case", sorted(RACKED_INTENTS))
 def test_the_rack_repair_bound_does_not_depend_on_which_partition_came_first(case: str, seed: int) -> None:

@@ -12,7 +12,8 @@ a balance goal unmet, e.g. because of its move budget, may move less):
   even when as many as possible are kept (the spread allocation keeps the most, level by level).
 - ``brokerExcess``: bytes above ``(1 + tolerance) * mean`` on each broker that keeps data, summed
   (each such byte must leave its broker), when a policy asks for broker balance.
-- ``dirExcess``: the same per dir within each broker, against an upper bound of the broker's final load.
+- ``dirExcess``: the same per dir within each broker, against an upper bound of the broker's final load
+  (bytes a lower replication factor may drop from a dir count as leaving it without a copy).
 
 Decommission and RF-growth copies never leave a broker that keeps data. Every other copy leaves one,
 and broker ``b`` must lose at least ``max(brokerExcess_b, dirExcess_b, drained_b)`` bytes (one byte may
@@ -177,7 +178,8 @@ class Bound:
     growth: int = 0
     rack: int = 0
     rack_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes of partitions breaking spread
-    dropped: dict[int, int] = field(default_factory=dict)  # per broker: bytes a lower RF drops
+    dropped: dict[int, int] = field(default_factory=dict)  # per broker: bytes a lower RF may drop
+    dropped_dirs: dict[DirKey, int] = field(default_factory=dict)  # the same per dir
     drained_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes on drained dirs
     _musts: dict[tuple[object, ...], int | None] = field(default_factory=dict)
 
@@ -201,8 +203,10 @@ class Bound:
                 for b in stay:
                     self.rack_on[b] = self.rack_on.get(b, 0) + size
         if rf < len(p.replicas):  # replicas a lower RF drops leave their broker without a copy...
-            for b in p.replicas:
+            for b, d in zip(p.replicas, p.log_dirs, strict=True):
                 self.dropped[b] = self.dropped.get(b, 0) + size
+                if d is not None:
+                    self.dropped_dirs[(b, d)] = self.dropped_dirs.get((b, d), 0) + size
             return  # ... and it may simply drop the drained one
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             if d is not None and (b, d) in elig.drained:
@@ -215,6 +219,7 @@ class Bound:
         self.rack += other.rack
         add_into(self.rack_on, other.rack_on)
         add_into(self.dropped, other.dropped)
+        add_into(self.dropped_dirs, other.dropped_dirs)
         add_into(self.drained_on, other.drained_on)
 
     def total(self, scope: Scope, before: Loads, reach: Reach, unreachable: str | None) -> dict[str, int]:
@@ -242,7 +247,10 @@ class Bound:
                 # otherwise everything forced to move could land on it.
                 upper = max(raw_loads[b], bthreshold) if policies else raw_loads[b] + decom + growth + drain
                 dthreshold = (1 + tol) * upper / len(paths)
-                dir_excess[b] = sum(max(0.0, before.dir_bytes.get((b, d), 0) - dthreshold) for d in paths)
+                dir_excess[b] = sum(
+                    max(0.0, before.dir_bytes.get((b, d), 0) - self.dropped_dirs.get((b, d), 0) - dthreshold)
+                    for d in paths
+                )  # (a replica a lower RF drops leaves its dir without a copy)
         drained_on = {b: self.drained_on.get(b, 0) for b in active}
         # Bytes leaving each broker that keeps data: at least its broker excess, its dirs' excess and
         # its drained dirs (the same bytes may serve all three); rack repairs may also be those bytes.
