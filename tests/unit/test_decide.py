@@ -88,6 +88,27 @@ def test_failure_fails_every_intent_not_completed_and_sets_the_cluster_phase() -
     assert {c["type"]: c["status"] for c in unreachable.cluster["conditions"]}["Ready"] == "False"
 
 
+def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip() -> None:
+    """A reconcile that finds the cluster as the last one did writes the same conditions (before, every
+    reconcile stamped them anew: a status write per cluster per reconcile, and a misleading time)."""
+    old = "2020-01-01T00:00:00Z"
+    unreachable = [
+        {"type": t, "status": v, "reason": "ClusterUnreachable", "message": "a", "lastTransitionTime": old}
+        for t, v in (("Ready", "False"), ("Degraded", "True"))
+    ]
+    again = decide(
+        View([retire()], failure=Failure("ClusterUnreachable", "b", False), cluster_conditions=unreachable)
+    )
+    assert again.cluster is not None
+    assert [c["lastTransitionTime"] for c in again.cluster["conditions"]] == [old, old]
+    assert [c["message"] for c in again.cluster["conditions"]] == ["b", "b"]  # the latest reason
+    back = decide(View([], cluster_conditions=unreachable)).cluster
+    assert back is not None and back["phase"] == "Connected"
+    assert all(c["lastTransitionTime"] != old for c in back["conditions"])  # both flipped
+    steady = decide(View([], cluster_conditions=back["conditions"])).cluster
+    assert steady is not None and steady["conditions"] == back["conditions"]
+
+
 def test_an_invalid_spec_fails_alone_and_the_others_are_planned() -> None:
     bad = retire("bad", brokers="three")
     d = decide(View([bad, retire()]))

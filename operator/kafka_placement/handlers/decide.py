@@ -97,6 +97,7 @@ class View:
     ticked: bool = False
     planned: Planned | None = None
     below_min_isr: Sequence[str] | None = None  # partitions the plan leaves below min ISR (None: unread)
+    cluster_conditions: Sequence[Mapping[str, Any]] | None = None  # the KafkaCluster's, as read
 
 
 # ---- what decide returns -----------------------------------------------------------------------------
@@ -181,15 +182,18 @@ class Decision:
         return not self.actions
 
 
-def cluster_conditions(updates: Mapping[str, tuple[bool, str, str]]) -> list[dict[str, Any]]:
-    return st.merge_conditions(None, updates, st.CLUSTER_CONDITION_TYPES)
+def cluster_conditions(
+    current: Sequence[Mapping[str, Any]] | None, updates: Mapping[str, tuple[bool, str, str]]
+) -> list[dict[str, Any]]:
+    """The KafkaCluster's conditions: ``lastTransitionTime`` moves only when a condition flips."""
+    return st.merge_conditions(current, updates, st.CLUSTER_CONDITION_TYPES)
 
 
-def connected_cluster() -> dict[str, Any]:
+def connected_cluster(current: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     return {
         "phase": "Connected",
         "conditions": cluster_conditions(
-            {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")}
+            current, {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")}
         ),
     }
 
@@ -200,14 +204,16 @@ def connected_cluster() -> dict[str, Any]:
 def decide(view: View) -> Decision:
     """The next step of one reconcile (see the module docstring)."""
     if view.failure is not None:
-        return _failed(view.resources, view.failure)
+        return _failed(view.resources, view.failure, view.cluster_conditions)
     valid, statuses = parse(view.resources)
     record = view.record
     if record is not None and (record.active or view.ticked):  # a tick may have just ended it
         step = _drive(valid, record, view.ticked)
     else:
         step = _plan(valid, record, view)
-    return replace(step, statuses=statuses + step.statuses, cluster=connected_cluster())
+    return replace(
+        step, statuses=statuses + step.statuses, cluster=connected_cluster(view.cluster_conditions)
+    )
 
 
 def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[StatusPatch, ...]]:
@@ -223,7 +229,9 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
     return valid, tuple(failed)
 
 
-def _failed(resources: Sequence[Body], f: Failure) -> Decision:
+def _failed(
+    resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None
+) -> Decision:
     statuses = tuple(
         StatusPatch(b, st.FAILED, f.reason, f.message)
         for b in resources
@@ -232,7 +240,7 @@ def _failed(resources: Sequence[Body], f: Failure) -> Decision:
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
-            {"Ready": (f.connected, f.reason, f.message), "Degraded": (True, f.reason, f.message)}
+            current, {"Ready": (f.connected, f.reason, f.message), "Degraded": (True, f.reason, f.message)}
         ),
     }
     return Decision(statuses=statuses, cluster=cluster)

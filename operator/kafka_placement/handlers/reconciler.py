@@ -278,10 +278,12 @@ class Reconciler:
         meta, spec = cluster["metadata"], cluster.get("spec") or {}
         ns, name = meta["namespace"], meta["name"]
         bodies = [b for b in self.intents_of(ns, name) if not b["metadata"].get("deletionTimestamp")]
+        conditions = (cluster.get("status") or {}).get("conditions")
 
         def failed(reason: str, message: str, connected: bool, phase: str = "Unreachable") -> dict[str, Any]:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
-            d = decide(View(bodies, failure=Failure(reason, message, connected, phase)))
+            failure = Failure(reason, message, connected, phase)
+            d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
             self._publish(d)
             return dict(d.cluster or {})
 
@@ -342,7 +344,8 @@ class _Pass:
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
         self.spec: Mapping[str, Any] = cluster.get("spec") or {}
-        self.view = View(bodies, record=record_view(record))
+        conditions = (cluster.get("status") or {}).get("conditions")
+        self.view = View(bodies, record=record_view(record), cluster_conditions=conditions)
         self.snap: ClusterSnapshot | None = None
         self.in_flight = 0
         self.started = False
