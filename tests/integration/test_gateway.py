@@ -30,6 +30,7 @@ from kafka_placement.kafka.gateway import (
     CordonUnsupportedError,
     KafkaGateway,
     KafkaUnavailableError,
+    kafka_python_admin,
 )
 from kafka_placement.model.snapshot import ClusterSnapshot
 
@@ -489,6 +490,22 @@ def test_a_silent_broker_fails_the_call_and_the_client_closes_with_the_gateway()
             assert events.count("accepted") == 2 and events.count("closed") == 2, events
     finally:
         gc.enable()
+
+
+def test_a_kafka_python_client_whose_bootstrap_fails_leaves_no_thread() -> None:
+    """kafka-python's admin client starts its I/O thread before bootstrapping and leaves it running when
+    the bootstrap fails; the gateway's constructor closes it, so a failed reconcile leaks no thread."""
+    from kafka.errors import KafkaError
+
+    def io_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("kafka-io")]
+
+    before = io_threads()
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        config = {"bootstrap_servers": f"127.0.0.1:{silent.getsockname()[1]}", "bootstrap_timeout_ms": 1500}
+        with pytest.raises(KafkaError):
+            kafka_python_admin(config)
+    assert io_threads() == before
 
 
 # ----------------------------------------------------------------------------------------- CLI

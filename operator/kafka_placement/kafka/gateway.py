@@ -18,6 +18,7 @@ the model's ``ClusterSnapshot``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -67,6 +68,24 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
 log = logging.getLogger(__name__)
 _librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 _librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
+
+
+def kafka_python_admin(config: Mapping[str, Any]) -> Any:
+    """kafka-python's ``KafkaAdminClient``. Its constructor starts an I/O thread before it bootstraps and
+    leaves the thread running (connecting again and again) when the bootstrap fails, so a client whose
+    constructor fails is closed here before the error goes on."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        admin.__init__(**config)
+    except BaseException:
+        if hasattr(admin, "_net"):  # the I/O thread exists: close() stops it (and the connections)
+            admin._closed = False  # (close() does nothing for a client whose constructor did not end)
+            with contextlib.suppress(Exception):
+                admin.close()
+        raise
+    return admin
 
 
 class KafkaGateway:
@@ -165,11 +184,10 @@ class KafkaGateway:
         out)."""
         if self._kafka_python is None:
             self._admin()
-            from kafka import KafkaAdminClient
             from kafka.errors import KafkaError as PyKafkaError
 
             try:
-                self._kafka_python = KafkaAdminClient(**self.settings.kafka_python_config())
+                self._kafka_python = kafka_python_admin(self.settings.kafka_python_config())
             except PyKafkaError as e:
                 raise self._unavailable(_py_error_text(e)) from None
             except OSError as e:  # TLS files, DNS
