@@ -7,12 +7,9 @@ the result (placement, cordons, throttles) and the resources' status, conditions
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import json
 import signal
-import socket
-import threading
 import time
 from typing import Any
 
@@ -20,6 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
+from tests.integration.conftest import SilentBroker
 
 from kafka_placement.handlers.store import DOC_KEY, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -248,41 +246,23 @@ def test_a_cluster_deleted_mid_reconcile_is_gone_once_the_reconcile_ends(
     client behind that would go on connecting to the deleted cluster's brokers (before the fix every
     failed reconcile left one, reconnecting every 11 s)."""
     ns = k8s_namespace
-    silent = socket.create_server(("127.0.0.1", 0))
-    opened: list[float] = []
-    closed: dict[int, float] = {}  # connection number -> when the operator closed it
-
-    def drain(conn: socket.socket, n: int) -> None:
-        with conn, contextlib.suppress(OSError):
-            while conn.recv(65536):
-                pass
-        closed[n] = time.monotonic()
-
-    def hold() -> None:  # accept, read and never answer
-        with contextlib.suppress(OSError):
-            while True:
-                conn = silent.accept()[0]
-                opened.append(time.monotonic())
-                threading.Thread(target=drain, args=(conn, len(opened) - 1), daemon=True).start()
-
-    threading.Thread(target=hold, daemon=True).start()
-    with silent:
-        apply(kubectl, ns, cluster_manifest("silent", f"127.0.0.1:{silent.getsockname()[1]}"))
+    with SilentBroker() as silent:
+        apply(kubectl, ns, cluster_manifest("silent", silent.address))
         wait_phase(kubectl, operator, ns, "kafkacluster", "silent", ("Unreachable",))
         reported = time.monotonic()
-        while not any(t > reported for t in opened) and time.monotonic() - reported < 60:
+        while not any(t > reported for t in silent.opened) and time.monotonic() - reported < 60:
             time.sleep(0.1)
-        in_flight = [n for n in range(len(opened)) if n not in closed]
-        assert len(in_flight) == 1, f"not one reconcile connected: {opened} {closed}"
+        in_flight = silent.open_now()
+        assert len(in_flight) == 1, f"not one reconcile connected: {silent.opened} {silent.closed}"
         kubectl("-n", ns, "delete", "kafkacluster", "silent", "--wait=false")
         deleted = time.monotonic()
         while get(kubectl, ns, "kafkacluster", "silent") and time.monotonic() - deleted < 150:
             time.sleep(0.5)
         gone = time.monotonic()
         time.sleep(5)  # a client left open reconnects after ~1 s
-        late = [t - gone for t in opened if t > gone]
+        late = [t - gone for t in silent.opened if t > gone]
     assert not get(kubectl, ns, "kafkacluster", "silent"), f"never deleted:\n{operator.tail()}"
-    ended = closed.get(in_flight[0])
+    ended = silent.closed.get(in_flight[0])
     assert ended is not None and ended > deleted, "the reconcile was not in flight when deleted"
     assert gone - ended < 10, (
         f"deleted {gone - deleted:.1f}s after the request, its reconcile ended at {ended - deleted:.1f}s"

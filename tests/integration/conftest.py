@@ -9,9 +9,12 @@ Sections: 1. rig.json  2. Kafka (keys `kafka`, `kafkaLegacy`; tests/rig/kafka_ri
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
+import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -124,6 +127,42 @@ def clients(kind: type) -> set[int]:
     """The ids of the live objects of ``kind`` (e.g. confluent-kafka's AdminClient) the garbage collector
     tracks: a client a test saw before and after is a client nothing freed."""
     return {id(o) for o in gc.get_objects() if isinstance(o, kind)}
+
+
+class SilentBroker:
+    """A "broker" on loopback that accepts connections, reads and never answers (a hung Kafka): clients
+    wait on their timeouts. ``opened`` holds when each connection came, ``closed`` when the client closed
+    it (by connection number); a context manager (closing it stops accepting)."""
+
+    def __init__(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
+        self.opened: list[float] = []
+        self.closed: dict[int, float] = {}
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def open_now(self) -> list[int]:
+        """The connections the clients hold open."""
+        return [n for n in range(len(self.opened)) if n not in self.closed]
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn = self._server.accept()[0]
+                self.opened.append(time.monotonic())
+                threading.Thread(target=self._drain, args=(conn, len(self.opened) - 1), daemon=True).start()
+
+    def _drain(self, conn: socket.socket, n: int) -> None:
+        with conn, contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+        self.closed[n] = time.monotonic()
+
+    def __enter__(self) -> SilentBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.close()
 
 
 def confluent_admin(rig: KafkaRig) -> Any:

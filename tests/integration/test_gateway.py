@@ -7,9 +7,7 @@ made here are undone in `finally` blocks so other tests see the rig as it was.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from tests.integration.conftest import clients
+from tests.integration.conftest import SilentBroker, clients
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import (
@@ -457,37 +455,20 @@ def test_a_silent_broker_fails_the_call_and_the_client_closes_with_the_gateway()
     held a client that reconnected every 11 s, one more per failed reconcile)."""
     from confluent_kafka.admin import AdminClient
 
-    silent = socket.create_server(("127.0.0.1", 0))
-    events: list[str] = []
-
-    def drain(conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            while conn.recv(65536):
-                pass
-        events.append("closed")
-
-    def hold() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn = silent.accept()[0]
-                events.append("accepted")
-                threading.Thread(target=drain, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=hold, daemon=True).start()
-    settings = ConnectionSettings(f"127.0.0.1:{silent.getsockname()[1]}", connect_timeout_s=2)
     gc.collect()  # the clients earlier tests left to it
     before = clients(AdminClient)
     gc.disable()
     try:
-        with silent:
+        with SilentBroker() as silent:
+            settings = ConnectionSettings(silent.address, connect_timeout_s=2)
             for call in (KafkaGateway.snapshot, KafkaGateway.check_authorized):
                 with KafkaGateway(settings) as gw, pytest.raises(KafkaUnavailableError) as raised:
                     call(gw)
-                assert "cannot reach Kafka at 127.0.0.1:" in raised.value.message
+                assert f"cannot reach Kafka at {silent.address}: " in raised.value.message
             del gw, raised
             assert clients(AdminClient) == before  # the module's open gateways keep theirs
             time.sleep(4)  # librdkafka reconnects after ~1 s: a live client would have connected again
-            assert events.count("accepted") == 2 and events.count("closed") == 2, events
+            assert len(silent.opened) == 2 and not silent.open_now(), (silent.opened, silent.closed)
     finally:
         gc.enable()
 
@@ -501,8 +482,8 @@ def test_a_kafka_python_client_whose_bootstrap_fails_leaves_no_thread() -> None:
         return [t for t in threading.enumerate() if t.name.startswith("kafka-io")]
 
     before = io_threads()
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        config = {"bootstrap_servers": f"127.0.0.1:{silent.getsockname()[1]}", "bootstrap_timeout_ms": 1500}
+    with SilentBroker() as silent:
+        config = {"bootstrap_servers": silent.address, "bootstrap_timeout_ms": 1500}
         with pytest.raises(KafkaError):
             kafka_python_admin(config)
     assert io_threads() == before
