@@ -203,6 +203,12 @@ ADVERSARIAL_VALUES: tuple[Any, ...] = (
 )
 
 
+def adversarial(draw: st.DrawFn) -> Any:
+    """One of ``ADVERSARIAL_VALUES``, a copy: a later mutation of the document must not change the
+    shared value (that made hypothesis see a different strategy from one case to the next)."""
+    return copy.deepcopy(draw(st.sampled_from(ADVERSARIAL_VALUES)))
+
+
 @st.composite
 def mutated(draw: st.DrawFn, doc: Any, max_mutations: int = 3) -> Any:
     """``doc`` with 1..max_mutations structural mutations: replace, delete, add a key, duplicate."""
@@ -212,11 +218,11 @@ def mutated(draw: st.DrawFn, doc: Any, max_mutations: int = 3) -> Any:
         path = draw(st.sampled_from(paths))
         op = draw(st.sampled_from(OPS))
         if not path:
-            doc = draw(st.sampled_from(ADVERSARIAL_VALUES)) if op == "replace" else doc
+            doc = adversarial(draw) if op == "replace" else doc
             continue
         parent, key = get(doc, path[:-1]), path[-1]
         if op == "replace":
-            parent[key] = draw(st.sampled_from(ADVERSARIAL_VALUES))
+            parent[key] = adversarial(draw)
         elif op == "delete":
             del parent[key]
         elif op == "add" and isinstance(parent, dict):
@@ -237,7 +243,7 @@ def tweaked(value: Any, doc: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, bool):
         return st.just(not value)
     if isinstance(value, int):
-        return st.integers(max(-1, value - 3), value + 3)
+        return st.integers(min(value, max(-1, value - 3)), value + 3)  # (an adversarial value may be < -1)
     if isinstance(value, float):
         return st.floats(0, 2, allow_nan=False)
     if isinstance(value, str):
