@@ -246,10 +246,8 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
     jvm = "grep -l org.apache.spark.deploy.SparkSubmit /proc/[0-9]*/cmdline"  # the session's JVM
     ran = kubectl("exec", leader, "-n", ns, "--", "sh", "-c", jvm, check=False)
     assert ran.returncode == 0 and ran.stdout.strip(), f"no Spark JVM in the leader's container: {ran.stderr}"
-    kubectl(
-        "delete", "placementpolicy", "spread-local", "spread-spark", "-n", ns, "--timeout=120s", timeout=150
-    )
-    kubectl("delete", "kafkacluster", "by-local", "by-spark", "-n", ns, "--timeout=120s", timeout=150)
+    kubectl("delete", "placementpolicy", "spread-local", "spread-spark", "-n", ns, "--timeout=120s")
+    kubectl("delete", "kafkacluster", "by-local", "by-spark", "-n", ns, "--timeout=120s")
 
 
 def test_metrics_answer_through_the_service(kubectl: Kubectl, release_ns: str) -> None:
@@ -312,8 +310,8 @@ def test_uninstall_keeps_the_crds_and_removes_the_rest(
     kafka_admin: Any,
 ) -> None:
     ns = release_ns
-    kubectl("delete", "brokerdecommission,logdircordon", "--all", "-n", ns, "--timeout=120s", timeout=150)
-    kubectl("delete", "kafkacluster", "--all", "-n", ns, "--timeout=120s", timeout=150)
+    kubectl("delete", "brokerdecommission,logdircordon", "--all", "-n", ns, "--timeout=120s")
+    kubectl("delete", "kafkacluster", "--all", "-n", ns, "--timeout=120s")
     helm(k8s_rig, "uninstall", RELEASE, "-n", ns, "--wait", "--timeout", "3m")
     for crd in CRDS:
         kubectl("get", "crd", f"{crd}.kafkaplacement.io")

@@ -138,7 +138,7 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
     reasons = {e["reason"] for e in json.loads(events.stdout)["items"]}
     assert {"AwaitingApproval", "Executing", "Completed"} <= reasons
 
-    kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s", timeout=90)  # finalizer uncordons
+    kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s")  # finalizer uncordons
     deadline = time.monotonic() + 30
     while snapshot(kafka_rig).broker(1).dir(drained).cordoned:  # type: ignore[union-attr]
         assert time.monotonic() < deadline, "the dir stayed cordoned after its LogDirCordon was deleted"
@@ -300,9 +300,7 @@ def test_deleting_a_decommission_mid_flight_reverts_its_moves(
     while not record().get("inFlight"):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.5)
-    kubectl(
-        "-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s", timeout=90
-    )  # finalizer: cancel
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # finalizer: cancel
     deadline = time.monotonic() + 180
     while record().get("phase") != "Cancelled":
         assert time.monotonic() < deadline, (

@@ -226,9 +226,7 @@ def test_drift_asks_for_a_new_approval_and_a_stale_approval_runs_nothing(
             if p.topic == topic and 1 in p.replicas:
                 assert p.log_dirs[p.replicas.index(1)] != drained, p
 
-        kubectl(
-            "-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s", timeout=90
-        )  # finalizer uncordons
+        kubectl("-n", ns, "delete", "logdircordon", "drain-1", "--timeout=60s")  # finalizer uncordons
         kafka_wait(
             f"{drained} uncordoned",
             lambda: not snapshot(kafka_rig).broker(1).dir(drained).cordoned,

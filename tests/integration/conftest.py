@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -127,6 +128,7 @@ def clients(kind: type) -> set[int]:
     """The ids of the live objects of ``kind`` (e.g. confluent-kafka's AdminClient) the garbage collector
     tracks: a client a test saw before and after is a client nothing freed."""
     return {id(o) for o in gc.get_objects() if isinstance(o, kind)}
+
 
 
 class SilentBroker:
@@ -290,12 +292,17 @@ def k8s_rig(rig_json: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def kubectl(k8s_rig: dict[str, Any]) -> Kubectl:
-    """kubectl("get", "ns", input=None, check=True, timeout=60): the rig's kubectl with its kubeconfig;
-    returns the CompletedProcess (text). A failure with check=True shows the command and its stderr."""
+    """kubectl("get", "ns", input=None, check=True, timeout=None): the rig's kubectl with its kubeconfig;
+    returns the CompletedProcess (text). A failure with check=True shows the command and its stderr.
+    Without ``timeout`` the process may run 60 s, or 30 s more than a ``--timeout=Ns`` among ``args``
+    (so kubectl's own timeout, and its message, come first)."""
 
     def run(
-        *args: str, input: str | None = None, check: bool = True, timeout: float = K8S_TIMEOUT_S
+        *args: str, input: str | None = None, check: bool = True, timeout: float | None = None
     ) -> subprocess.CompletedProcess[str]:
+        if timeout is None:
+            own = [int(m[1]) for a in args if (m := re.fullmatch(r"--timeout=(\d+)s", a))]
+            timeout = own[0] + 30.0 if own else K8S_TIMEOUT_S
         cmd = [str(k8s_rig["kubectl"]), "--kubeconfig", str(k8s_rig["kubeconfig"]), *args]
         proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
