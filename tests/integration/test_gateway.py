@@ -7,7 +7,6 @@ made here are undone in `finally` blocks so other tests see the rig as it was.
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from tests.integration.conftest import SilentBroker, clients
+from tests.integration.conftest import SilentBroker, clients, cyclic_gc_off
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import (
@@ -455,22 +454,16 @@ def test_a_silent_broker_fails_the_call_and_the_client_closes_with_the_gateway()
     held a client that reconnected every 11 s, one more per failed reconcile)."""
     from confluent_kafka.admin import AdminClient
 
-    gc.collect()  # the clients earlier tests left to it
-    before = clients(AdminClient)
-    gc.disable()
-    try:
-        with SilentBroker() as silent:
-            settings = ConnectionSettings(silent.address, connect_timeout_s=2)
-            for call in (KafkaGateway.snapshot, KafkaGateway.check_authorized):
-                with KafkaGateway(settings) as gw, pytest.raises(KafkaUnavailableError) as raised:
-                    call(gw)
-                assert f"cannot reach Kafka at {silent.address}: " in raised.value.message
-            del gw, raised
-            assert clients(AdminClient) == before  # the module's open gateways keep theirs
-            time.sleep(4)  # librdkafka reconnects after ~1 s: a live client would have connected again
-            assert len(silent.opened) == 2 and not silent.open_now(), (silent.opened, silent.closed)
-    finally:
-        gc.enable()
+    with cyclic_gc_off(AdminClient) as before, SilentBroker() as silent:
+        settings = ConnectionSettings(silent.address, connect_timeout_s=2)
+        for call in (KafkaGateway.snapshot, KafkaGateway.check_authorized):
+            with KafkaGateway(settings) as gw, pytest.raises(KafkaUnavailableError) as raised:
+                call(gw)
+            assert f"cannot reach Kafka at {silent.address}: " in raised.value.message
+        del gw, raised
+        assert clients(AdminClient) == before  # the module's open gateways keep theirs
+        time.sleep(4)  # librdkafka reconnects after ~1 s: a live client would have connected again
+        assert len(silent.opened) == 2 and not silent.open_now(), (silent.opened, silent.closed)
 
 
 def test_a_kafka_python_client_whose_bootstrap_fails_leaves_no_thread() -> None:

@@ -8,14 +8,13 @@ client certificate each fail fast with their own message; no password ever appea
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import clients
+from tests.integration.conftest import clients, cyclic_gc_off
 from tests.integration.secure_rig import *  # noqa: F403  (the secure rig's fixtures)
 from tests.integration.secure_rig import (
     SecureRig,
@@ -178,14 +177,9 @@ def test_a_refused_authentication_leaves_no_client_behind(secure_rig: SecureRig)
         username=sec["operatorUser"], password="Wr0ng-" + secure_rig.operator_password[::-1],
         ssl_cafile=sec["caFile"],
     )  # fmt: skip
-    gc.collect()  # the clients earlier tests left to it
-    before = clients(AdminClient)
-    gc.disable()
-    try:
+    with cyclic_gc_off(AdminClient) as before:
         with KafkaGateway(settings) as gw, pytest.raises(KafkaAuthenticationError) as raised:
             gw.snapshot()
         assert f"authentication of user '{sec['operatorUser']}' failed" in raised.value.message
         del gw, raised
         assert clients(AdminClient) == before  # the module's open gateways keep theirs
-    finally:
-        gc.enable()
