@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from tests.unit.builders import RACKED_INTENTS, intents, racked_cluster, snapshot
 
+from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals import ReplicaPlacementGoal
 from kafka_placement.planning.goals.broker_balance import BrokerBalanceGoal, _ByLoad
@@ -53,6 +55,37 @@ def _recounted(a: Assignment) -> Assignment:
                 fresh.dir_replicas[(b, d)] += 1
         fresh.broker_leaders[reps[0]] += 1
     return fresh
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_the_assignment_of_a_snapshot_is_its_placement_counted_replica_by_replica(huge: bool) -> None:
+    """``Assignment.of`` sums its loads over arrays sorted by broker: the same loads, and each broker's
+    partitions in the snapshot's order, as counting one replica after another; an unknown dir is
+    counted on its broker only; a broker without replicas is there with nothing; sizes whose sums
+    overflow 64 bits stay exact."""
+    rng = random.Random(7)
+    racks = {**BROKERS, 10: "/r0"}  # broker 10 holds nothing
+    parts = []
+    for i in range(400):
+        reps = rng.sample(sorted(BROKERS), rng.randint(1, 4))
+        size = rng.randrange(2**62, 2**63) if huge else rng.randrange(0, 1000)
+        parts.append((f"t{i % 5}", i, reps, [rng.randrange(3) for _ in reps], size))
+    snap = snapshot(racks, parts, dirs=3)
+    unknown = tuple(  # every seventh partition's dirs not known (null in the snapshot)
+        replace(p, log_dirs=(None,) * len(p.replicas)) if i % 7 == 0 else p
+        for i, p in enumerate(snap.partitions)
+    )
+    snap = ClusterSnapshot(snap.brokers, unknown, snap.cluster_id)
+    leaders = intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n")
+    a = PlanningContext.of(snap, leaders).assignment
+    fresh = _recounted(a)
+    for field in ("broker_bytes", "broker_replicas", "broker_leaders", "dir_bytes", "dir_replicas"):
+        assert getattr(a, field) == getattr(fresh, field), field
+    assert {b: list(held.items()) for b, held in a.by_broker.items()} == {
+        b: list(held.items()) for b, held in fresh.by_broker.items()
+    }
+    assert a.by_broker[10] == {} and a.broker_bytes[10] == a.broker_leaders[10] == 0
+    assert max(a.broker_bytes.values()) > 2**63 if huge else max(a.broker_bytes.values()) < 2**63
 
 
 def test_loads_stay_exact_through_moves_dir_changes_and_reorders() -> None:

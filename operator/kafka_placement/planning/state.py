@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from ..model.intents import Intents, PlacementPolicy
+from ..model.jsonio import INT64_MAX
 from ..model.snapshot import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -166,31 +168,52 @@ class Assignment:
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
-        a = Assignment(
-            replicas={p.key: list(p.replicas) for p in snapshot.partitions},
-            dirs={p.key: list(p.log_dirs) for p in snapshot.partitions},
-            size={p.key: p.size_bytes for p in snapshot.partitions},
+        """The snapshot's placement and its loads. Every replica's broker, dir and size are laid out
+        in arrays once and sorted by broker; each broker's partitions and loads are then read off its
+        run of the sort (a dict per broker, built from slices, not one insertion per replica)."""
+        import numpy as np  # (here: most commands that load this module never plan)
+
+        parts = snapshot.partitions
+        keys = [p.key for p in parts]
+        a = Assignment(  # (one key tuple per partition, shared by every dict)
+            replicas=dict(zip(keys, (list(p.replicas) for p in parts), strict=True)),
+            dirs=dict(zip(keys, (list(p.log_dirs) for p in parts), strict=True)),
+            size=dict(zip(keys, (p.size_bytes for p in parts), strict=True)),
             topic_policy={t: intents.policy_for(t) for t in snapshot.topics()},
         )
-        for b, paths in elig.dirs.items():
-            a.broker_bytes[b] = 0
-            a.broker_replicas[b] = 0
-            a.broker_leaders[b] = 0
-            a.by_broker[b] = {}
-            for p in paths:
-                a.dir_bytes[(b, p)] = 0
-                a.dir_replicas[(b, p)] = 0
         a.free = dict(elig.capacity)
-        for key, reps in a.replicas.items():
-            size = a.size[key]
-            for b, d in zip(reps, a.dirs[key], strict=True):
-                a.broker_bytes[b] += size
-                a.broker_replicas[b] += 1
-                a.by_broker[b][key] = d
-                if d is not None:
-                    a.dir_bytes[(b, d)] += size
-                    a.dir_replicas[(b, d)] += 1
-            a.broker_leaders[reps[0]] += 1
+        counts = np.fromiter((len(p.replicas) for p in parts), np.intp, len(parts))
+        total = int(counts.sum())
+        brokers = np.fromiter(chain.from_iterable(p.replicas for p in parts), np.int64, total)
+        owner = np.repeat(np.arange(len(parts)), counts)  # the partition of each replica
+        dirs = np.fromiter(chain.from_iterable(p.log_dirs for p in parts), object, total)
+        paths = {d: i for i, d in enumerate(dict.fromkeys(dirs.tolist()))}
+        dir_code = np.fromiter(map(paths.__getitem__, dirs.tolist()), np.intp, total)
+        part_sizes = [p.size_bytes for p in parts]
+        # bytes as int64 when no sum can overflow it (hostile sizes: Python ints, exact but slower)
+        wide = bool(parts) and sum(part_sizes) * int(counts.max()) > INT64_MAX
+        sizes = np.fromiter(part_sizes, object if wide else np.int64, len(parts))[owner]
+        order = np.argsort(brokers, kind="stable")  # each broker's replicas in the snapshot's order
+        ids = list(elig.dirs)
+        sorted_brokers = brokers[order]
+        runs = np.searchsorted(sorted_brokers, np.array(ids, np.int64), side="left")
+        ends = np.searchsorted(sorted_brokers, np.array(ids, np.int64), side="right")
+        if int((ends - runs).sum()) != total:  # a replica on a broker the rules do not know
+            raise KeyError(sorted(set(brokers.tolist()) - set(ids))[0])
+        key_of = np.fromiter(keys, object, len(keys))[owner[order]]
+        dir_of, code_of, size_of = dirs[order], dir_code[order], sizes[order]
+        for b, lo, hi in zip(ids, runs.tolist(), ends.tolist(), strict=True):
+            a.by_broker[b] = dict(zip(key_of[lo:hi].tolist(), dir_of[lo:hi].tolist(), strict=True))
+            held, on_dir = size_of[lo:hi], code_of[lo:hi]
+            a.broker_bytes[b] = int(held.sum())
+            a.broker_replicas[b] = hi - lo
+            for path in elig.dirs[b]:
+                on = on_dir == paths.get(path, -1)
+                a.dir_bytes[(b, path)] = int(held[on].sum())
+                a.dir_replicas[(b, path)] = int(np.count_nonzero(on))
+        a.broker_leaders = dict.fromkeys(ids, 0)
+        leaders, led = np.unique(brokers[np.cumsum(counts) - counts], return_counts=True)
+        a.broker_leaders.update(zip(leaders.tolist(), led.tolist(), strict=True))
         return a
 
     def policy(self, key: Key) -> PlacementPolicy | None:
