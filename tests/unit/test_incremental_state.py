@@ -60,9 +60,9 @@ def _recounted(a: Assignment) -> Assignment:
 @pytest.mark.parametrize("huge", [False, True])
 def test_the_assignment_of_a_snapshot_is_its_placement_counted_replica_by_replica(huge: bool) -> None:
     """``Assignment.of`` sums its loads over arrays sorted by broker: the same loads, and each broker's
-    partitions in the snapshot's order, as counting one replica after another; an unknown dir is
-    counted on its broker only; a broker without replicas is there with nothing; sizes whose sums
-    overflow 64 bits stay exact."""
+    partitions in the snapshot's order, as counting one replica after another; a replica whose dir
+    is not known (null) counts on its broker only; a broker without replicas is there with nothing;
+    sizes whose sums overflow 64 bits stay exact."""
     rng = random.Random(7)
     racks = {**BROKERS, 10: "/r0"}  # broker 10 holds nothing
     parts = []
