@@ -175,10 +175,11 @@ class Assignment:
 
         parts = snapshot.partitions
         keys = [p.key for p in parts]
+        part_sizes = [p.size_bytes for p in parts]
         a = Assignment(  # (one key tuple per partition, shared by every dict)
             replicas=dict(zip(keys, (list(p.replicas) for p in parts), strict=True)),
             dirs=dict(zip(keys, (list(p.log_dirs) for p in parts), strict=True)),
-            size=dict(zip(keys, (p.size_bytes for p in parts), strict=True)),
+            size=dict(zip(keys, part_sizes, strict=True)),
             topic_policy={t: intents.policy_for(t) for t in snapshot.topics()},
         )
         a.free = dict(elig.capacity)
@@ -186,18 +187,19 @@ class Assignment:
         total = int(counts.sum())
         brokers = np.fromiter(chain.from_iterable(p.replicas for p in parts), np.int64, total)
         owner = np.repeat(np.arange(len(parts)), counts)  # the partition of each replica
-        dirs = np.fromiter(chain.from_iterable(p.log_dirs for p in parts), object, total)
-        paths = {d: i for i, d in enumerate(dict.fromkeys(dirs.tolist()))}
-        dir_code = np.fromiter(map(paths.__getitem__, dirs.tolist()), np.intp, total)
-        part_sizes = [p.size_bytes for p in parts]
-        # bytes as int64 when no sum can overflow it (hostile sizes: Python ints, exact but slower)
-        wide = bool(parts) and sum(part_sizes) * int(counts.max()) > INT64_MAX
+        dir_list = list(chain.from_iterable(p.log_dirs for p in parts))
+        dirs = np.fromiter(dir_list, object, total)
+        paths = {d: i for i, d in enumerate(dict.fromkeys(dir_list))}
+        dir_code = np.fromiter(map(paths.__getitem__, dir_list), np.intp, total)
+        # bytes as int64 unless a sum could overflow it (hostile sizes: Python ints, exact but slower);
+        # a broker holds a partition once, so no broker's or dir's sum exceeds the sum of all sizes
+        wide = sum(part_sizes) > INT64_MAX
         sizes = np.fromiter(part_sizes, object if wide else np.int64, len(parts))[owner]
         order = np.argsort(brokers, kind="stable")  # each broker's replicas in the snapshot's order
         ids = list(elig.dirs)
-        sorted_brokers = brokers[order]
-        runs = np.searchsorted(sorted_brokers, np.array(ids, np.int64), side="left")
-        ends = np.searchsorted(sorted_brokers, np.array(ids, np.int64), side="right")
+        sorted_brokers, id_array = brokers[order], np.array(ids, np.int64)
+        runs = np.searchsorted(sorted_brokers, id_array, side="left")
+        ends = np.searchsorted(sorted_brokers, id_array, side="right")
         if int((ends - runs).sum()) != total:  # a replica on a broker the rules do not know
             raise KeyError(sorted(set(brokers.tolist()) - set(ids))[0])
         key_of = np.fromiter(keys, object, len(keys))[owner[order]]
