@@ -113,6 +113,26 @@ def test_loads_stay_exact_through_moves_dir_changes_and_reorders() -> None:
     assert a.dir_bytes == fresh.dir_bytes and a.dir_replicas == fresh.dir_replicas
 
 
+def test_the_plan_is_every_partition_left_changed_though_diff_reads_only_those_set() -> None:
+    ctx = _context(3)
+    a, rng, snap = ctx.assignment, random.Random(4), ctx.snapshot
+    keys = sorted(a.replicas)
+    for key in rng.sample(keys, 120):
+        reps, dirs = list(a.replicas[key]), list(a.dirs[key])
+        a.move(key, 0, next(b for b in BROKERS if b not in reps), "/data/d0")
+        if rng.randrange(2):  # and back again: set, but not a change
+            a.set_placement(key, reps, dirs)
+        elif rng.randrange(2):
+            a.make_leader(key, 1)
+    changed = {
+        p.key
+        for p in snap.partitions
+        if (tuple(a.replicas[p.key]), tuple(a.dirs[p.key])) != (p.replicas, p.log_dirs)
+    }
+    assert 0 < len(changed) < len(a.touched) <= 120
+    assert {t.key for t in diff(snap, ctx).partitions} == changed
+
+
 def test_free_bytes_stay_exact_when_a_replica_stays_on_its_dir() -> None:
     snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 100)], capacity=1000)
     ctx = PlanningContext.of(snap, intents("kind: PlacementPolicy\nspec: {}\n"))

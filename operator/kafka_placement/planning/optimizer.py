@@ -51,11 +51,15 @@ def run_goals(ctx: PlanningContext, goals: list[Goal]) -> None:
 
 
 def diff(snapshot: ClusterSnapshot, ctx: PlanningContext) -> Plan:
-    """The working assignment as a plan: only partitions whose replicas, order or dirs changed."""
+    """The working assignment as a plan: only partitions whose replicas, order or dirs changed (of
+    those the goals set, ``Assignment.touched``: no pass over every partition)."""
     a = ctx.assignment
     targets: list[PartitionTarget] = []
-    for p in snapshot.partitions:
-        reps, dirs = a.replicas[p.key], a.dirs[p.key]
+    for key in a.touched:
+        p = snapshot.partition(*key)
+        if p is None:  # (added, not the snapshot's: not a change of it)
+            continue
+        reps, dirs = a.replicas[key], a.dirs[key]
         if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
             continue
         targets.append(

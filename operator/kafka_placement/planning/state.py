@@ -165,6 +165,7 @@ class Assignment:
     dir_replicas: dict[DirKey, int] = field(default_factory=dict)
     free: dict[DirKey, int | None] = field(default_factory=dict)
     by_broker: dict[int, dict[Key, str | None]] = field(default_factory=dict)  # partitions -> their dir there
+    touched: set[Key] = field(default_factory=set)  # partitions whose replicas, order or dirs were set
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
@@ -254,6 +255,7 @@ class Assignment:
         self.replicas[key] = list(replicas)
         self.dirs[key] = list(dirs)
         self.size[key] = size
+        self.touched.add(key)
         for b, d in zip(replicas, dirs, strict=True):
             self._enter(key, b, d, size)
         self.broker_leaders[replicas[0]] += 1
@@ -308,6 +310,7 @@ class Assignment:
         self.broker_leaders[replicas[0]] += 1
         self.replicas[key] = list(replicas)
         self.dirs[key] = list(dirs)
+        self.touched.add(key)
         return before, after
 
     def move(self, key: Key, index: int, broker: int, path: str | None) -> None:
@@ -328,6 +331,7 @@ class Assignment:
         self.broker_leaders[reps[0]] += 1
         self.replicas[key] = reps
         self.dirs[key] = dirs
+        self.touched.add(key)
 
     def best_dir(self, elig: Eligibility, broker: int, size: int, exclude: Iterable[str] = ()) -> str | None:
         """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes."""
