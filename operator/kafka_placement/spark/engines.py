@@ -51,7 +51,7 @@ from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .io import arrow_table, partitions_of
 from .shipping import ship
-from .tally import tally_plan
+from .tally import plan_frame, tally_frame, tally_plan
 
 T = TypeVar("T")
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -376,12 +376,15 @@ class SparkOptimizer:
         # The check of the selection: the summary's tally counts every hard rule on every partition
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
         # reconciliation of every partition, and that plan is tallied again by ``measure``.
+        # The entries are sent to Spark first: sending them takes many short calls that each wait for
+        # the GIL, which a busy thread beside holds for its whole switch interval (7 s at 1M, not 1).
+        frame = plan_frame(spark, snapshot, plan, self._slices(spark))
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
             # beside the tally's Spark job: the plan's check, its id (memoised) and its batches
             checked = beside.submit(
                 _check_name_and_order, plan, snapshot, scope.elig, self.max_moves_per_broker
             )
-            found = tally_plan(spark, snapshot, analysis.found.tally, plan, scope, self._slices(spark))
+            found = tally_frame(frame, analysis.found.tally, scope)
             order = checked.result()
         broken = found.violations_after.finish(scope.elig)
         tallied = time.perf_counter()

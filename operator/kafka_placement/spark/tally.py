@@ -30,12 +30,23 @@ def tally_plan(
     spark: Any, snapshot: ClusterSnapshot, base: Tally, plan: Plan, scope: Scope, slices: int
 ) -> Tally:
     """``base`` (every partition of ``snapshot`` tallied without a plan, under ``scope``) with every
-    entry of ``plan`` shifted in by Spark tasks; ``base`` itself is left as it is. The plan must already
-    be checked against the snapshot."""
+    entry of ``plan`` shifted in by Spark tasks; ``base`` itself is left as it is."""
+    return tally_frame(plan_frame(spark, snapshot, plan, slices), base, scope)
+
+
+def plan_frame(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) -> Any:
+    """The plan's entries (``entries_table``) as a DataFrame in ``slices`` Spark partitions, None when
+    the plan is empty. Its rows are sent to Spark here, on the calling thread (see ``spark.engines``:
+    before a busy thread beside it competes for the GIL)."""
     table = entries_table(snapshot, plan)
+    return spark.createDataFrame(table).coalesce(max(1, slices)) if table.num_rows else None
+
+
+def tally_frame(frame: Any, base: Tally, scope: Scope) -> Tally:
+    """``base`` with every entry of ``frame`` (``plan_frame``, None for no entry) shifted in by Spark
+    tasks; ``base`` itself is left as it is."""
     total = Tally().merge(base)
-    if table.num_rows:
-        frame = spark.createDataFrame(table).coalesce(max(1, slices))
+    if frame is not None:
         for row in frame.mapInArrow(paused_task(_shift, scope), schema=TALLY_SCHEMA).collect():
             total.merge(pickle.loads(row.tally))
     return total
@@ -43,11 +54,15 @@ def tally_plan(
 
 def entries_table(snapshot: ClusterSnapshot, plan: Plan) -> Any:
     """The plan's entries as an Arrow table: each partition as the snapshot has it (``partitions_table``'s
-    columns) and its target, ``t_replicas`` and ``t_dirs``."""
+    columns) and its target, ``t_replicas`` and ``t_dirs``. A partition the snapshot lacks is the
+    ``BadInputError`` of ``Plan.check_against``."""
     import pyarrow as pa
 
     entries = plan.partitions
-    table = partitions_table([snapshot.partition(t.topic, t.partition) for t in entries])  # type: ignore[misc]
+    found = [snapshot.partition(t.topic, t.partition) for t in entries]
+    if None in found:
+        plan.check_against(snapshot)
+    table = partitions_table(found)  # type: ignore[arg-type]
     table = table.append_column("t_replicas", pa.array([t.replicas for t in entries], pa.list_(pa.int32())))
     return table.append_column("t_dirs", pa.array([t.log_dirs for t in entries], pa.list_(pa.string())))
 
@@ -64,4 +79,4 @@ def _shift(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
     yield pa.RecordBatch.from_pydict({"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())]))
 
 
-__all__ = ["TALLY_SCHEMA", "entries_table", "tally_plan"]
+__all__ = ["TALLY_SCHEMA", "entries_table", "plan_frame", "tally_frame", "tally_plan"]
