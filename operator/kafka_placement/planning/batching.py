@@ -10,7 +10,7 @@ and fill the first batch. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
@@ -19,9 +19,9 @@ from .state import Eligibility
 MAX_PER_BROKER = 5  # the default per-broker limit of a batch (the CLI's --max-moves-per-broker)
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One partition of the plan, with what executing it involves."""
+class Change(NamedTuple):
+    """One partition of the plan, with what executing it involves (a tuple: a plan of a million
+    partitions makes as many)."""
 
     name: str
     size_bytes: int
@@ -32,12 +32,14 @@ class Change:
 def change_of(p: PartitionState, t: PartitionTarget, elig: Eligibility) -> Change:
     """What moving partition ``p`` to ``t`` involves."""
     old = dict(zip(p.replicas, p.log_dirs, strict=True))
-    involved: set[int] = set(p.replicas) ^ set(t.replicas)
+    involved: set[int] = set(p.replicas).symmetric_difference(t.replicas)
     for b, d in zip(t.replicas, t.log_dirs, strict=True):
-        if b in old and d != ANY_DIR and old[b] is not None and d != old[b]:
+        was = old.get(b)  # (None: not there, or on an unknown dir)
+        if was is not None and d != ANY_DIR and d != was:
             involved.add(b)
-    freeing = any(
-        b in elig.decommissioned or (d is not None and (b, d) in elig.drained)
+    decommissioned, drained = elig.decommissioned, elig.drained
+    freeing = (bool(decommissioned) or bool(drained)) and any(
+        b in decommissioned or (d is not None and (b, d) in drained)
         for b, d in zip(p.replicas, p.log_dirs, strict=True)
         if b in involved
     )
