@@ -5,8 +5,8 @@ dirs, zero-byte replicas, and intents that decommission, cordon whole brokers (h
 receive), drain dirs, change replication factors both ways and ask for 1-, 2- and 3-level spread.
 For each, the pass of Spark tasks must give exactly the ``Assignment``'s loads, select exactly the
 partitions ``needs_repair`` selects (as the snapshot has them), count them per reason as an
-independent reading of the rules does, and tally the snapshot as one in-process pass does; the shard
-column must be ``shard_of``.
+independent reading of the rules does, and tally the snapshot as one in-process pass does; the split of
+those partitions into shards must be ``shard_of``'s, each shard's in the snapshot's order.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import pytest
 from tests.unit.builders import RACKED_INTENTS, racked_cluster
 
 from kafka_placement.model.intents import Intents
-from kafka_placement.model.snapshot import ClusterSnapshot, PartitionState
+from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals.replica_placement import REPAIR_REASONS, needs_repair, replication_factor
 from kafka_placement.planning.metrics import Scope, tally_of
 from kafka_placement.planning.sharding import shard_of
-from kafka_placement.spark.analysis import SnapshotFrames, shard_column
-from kafka_placement.spark.engines import spark_session
+from kafka_placement.spark.analysis import SnapshotSlices
+from kafka_placement.spark.engines import _by_shard, _shard_number, spark_session
+from kafka_placement.spark.io import ipc_table, partitions_of
 
 pytestmark = pytest.mark.spark
 
@@ -67,9 +68,9 @@ def test_the_spark_pass_finds_what_the_pure_planner_finds(spark: Any, case: str,
         intents = intents.with_reactive_cordon()
     ctx = PlanningContext.of(snap, intents)
     scope = Scope.of(snap, intents)
-    analysis = SnapshotFrames.of(spark, snap, 3).analyse(scope)
+    analysis = SnapshotSlices.of(spark, snap, 3).analyse(scope)
     try:
-        rows = analysis.to_repair.collect()
+        rows = analysis.repairs()
     finally:
         analysis.close()
     found, a = analysis.found, ctx.assignment
@@ -81,8 +82,9 @@ def test_the_spark_pass_finds_what_the_pure_planner_finds(spark: Any, case: str,
     if case == "everything-reactive":
         assert any("cordonedEmpty" in why for why in expected.values())
     # the rows to repair are exactly those, as the snapshot has them
-    mine = {(r.topic, r.partition): partition_state(r) for r in rows}
+    mine = {p.key: p for p in rows}
     assert len(mine) == len(rows) and mine == {k: snap.partition(*k) for k in expected}
+    assert [p.key for p in rows] == [p.key for p in snap.partitions if p.key in expected]  # in its order
     assert all(expected.values())  # needs_repair selects no partition without a reason
     assert found.report(len(snap.partitions)) == {
         "partitions": len(snap.partitions),
@@ -96,21 +98,15 @@ def test_the_spark_pass_finds_what_the_pure_planner_finds(spark: Any, case: str,
 
 def test_a_snapshot_without_partitions_finds_nothing(spark: Any) -> None:
     snap = ClusterSnapshot.from_json({**racked_cluster(1).to_json(), "partitions": []})
-    analysis = SnapshotFrames.of(spark, snap, 4).analyse(
+    analysis = SnapshotSlices.of(spark, snap, 4).analyse(
         Scope.of(snap, Intents.loads(RACKED_INTENTS["everything"]))
     )
     try:
-        assert analysis.to_repair.count() == 0
+        assert analysis.repairs() == []
     finally:
         analysis.close()
     assert analysis.found.report(0)["partitionsToRepair"] == 0
     assert set(analysis.found.loads(snap).broker_bytes.values()) == {0}
-
-
-def partition_state(r: Any) -> PartitionState:
-    return PartitionState(
-        r.topic, r.partition, tuple(r.replicas), tuple(r.dirs), r.leader, tuple(r.isr), r.size
-    )
 
 
 def test_rack_spread_counts_cordoned_holders(spark: Any) -> None:
@@ -138,17 +134,26 @@ def test_rack_spread_counts_cordoned_holders(spark: Any) -> None:
         "kind: PlacementPolicy\nspec: {topics: {include: ['*']}, rackAwareness: {levels: 1}}\n"
     )
     ctx = PlanningContext.of(snap, intents)
-    analysis = SnapshotFrames.of(spark, snap, 2).analyse(Scope.of(snap, intents))
+    analysis = SnapshotSlices.of(spark, snap, 2).analyse(Scope.of(snap, intents))
     try:
-        flagged = sorted(r.partition for r in analysis.to_repair.collect())
+        flagged = sorted(p.partition for p in analysis.repairs())
     finally:
         analysis.close()
     assert flagged == sorted(p.partition for p in snap.partitions if needs_repair(ctx, p.key))
     assert flagged == [0, 2, 3]
 
 
-def test_spark_shard_column_is_shard_of(spark: Any) -> None:
-    rows = [("orders", n) for n in range(300)] + [("ünïcode-topic", 7), ("x", 0)]
-    df = spark.createDataFrame(rows, "topic string, partition int")
-    got = {(r.topic, r.partition): r.shard for r in df.select("*", shard_column(16).alias("shard")).collect()}
-    assert got == {(t, n): shard_of(t, n, 16) for t, n in rows}
+def test_the_partitions_to_repair_reach_their_shard_of_task_in_the_snapshots_order(spark: Any) -> None:
+    snap = racked_cluster(2)
+    intents = Intents.loads(RACKED_INTENTS["everything"])
+    ctx = PlanningContext.of(snap, intents)
+    analysis = SnapshotSlices.of(spark, snap, 5).analyse(Scope.of(snap, intents))
+    try:
+        tasks = analysis.to_repair.flatMap(lambda s: _by_shard(16, s)).partitionBy(16, _shard_number).glom()
+        slices = [sorted(piece for _, piece in pieces) for pieces in tasks.collect()]
+        got = [[p.key for _, blob in task for p in partitions_of(ipc_table(blob))] for task in slices]
+    finally:
+        analysis.close()
+    chosen = [p for p in snap.partitions if needs_repair(ctx, p.key)]
+    assert len(chosen) > 50 and len(got) == 16
+    assert got == [[p.key for p in chosen if shard_of(p.topic, p.partition, 16) == s] for s in range(16)]

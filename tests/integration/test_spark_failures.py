@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -124,7 +125,7 @@ def test_an_executor_out_of_memory(spark_entry: dict[str, Any], tmp_path: Path) 
 
 
 KILLER = """
-import json, os, signal, sys, threading, time
+import json, os, re, signal, sys, threading, time
 from pathlib import Path
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
@@ -151,13 +152,14 @@ def executor_of_spare():
     return None
 
 killed = {}
+SHARDS = re.compile(r"collect at .*spark/engines[.]py:[0-9]+$")
 
 def kill_when_every_executor_is_busy():
     while not killed:
         for stage in tracker.getActiveStageIds():
             info = tracker.getStageInfo(stage)
-            # the shard planning job (the one that collects with toArrow), all three executors busy
-            if info is not None and "toArrow" in info.name and info.numActiveTasks >= 3:
+            # the shards' tasks (the stage that collects in spark/engines.py), all three executors busy
+            if info is not None and SHARDS.match(info.name) and info.numActiveTasks >= 3:
                 executor = executor_of_spare()
                 os.kill(int(spare_pid), signal.SIGKILL)
                 if executor:
@@ -209,7 +211,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_not_the_plan(
     got = json.loads((tmp_path / "out.json").read_text())
     killed = got["killed"]
     assert killed and killed["executor"] and killed["jobs"], got  # the shard job ran on all three
-    assert "toArrow" in killed["name"] and killed["activeTasks"] >= 3
+    assert re.match(r"collect at .*spark/engines[.]py:[0-9]+$", killed["name"]) and killed["activeTasks"] >= 3
     assert spare.returncode is not None and got["executorsAfter"] == spark_entry["workers"]
     assert got["hardViolationsAfter"] == 0
     assert got["planId"] == sharded_optimize(snap, Intents.loads(text).enforced_only(), shards).plan_id

@@ -2,18 +2,20 @@
 
 What the sharded planner needs before its shards run, and the plan-independent part of the summary,
 computed by Spark tasks instead of by the driver. The partitions arrive as an Arrow table
-(``io.partitions_table``), sliced into a few Spark partitions per core; one ``mapInArrow`` pass runs
-the pure planner's own rules on each slice:
+(``io.partitions_table``) cut into slices of contiguous rows, a few per core, each an Arrow IPC stream
+in an RDD (``SnapshotSlices``): the JVM passes those bytes to the Python tasks and back as they are,
+instead of converting every row to Spark's rows and back to Arrow on each side of each task. One
+``mapPartitions`` pass runs the pure planner's own rules on each slice:
 
 - ``repair_reasons`` (``planning.goals.replica_placement``, the rule ``needs_repair`` applies): the
   partitions the hard goal must change pass through as they came (an Arrow filter, no conversion), for
   the shards;
 - the summary's tally of every partition as if the plan left it (``Tally.add(p, None)``: loads before,
   the lower bound's sums, what broker balance can reach, violations before) and the partitions per
-  reason: one pickled row per task, merged on the driver. Bytes and replicas per broker and dir (the
+  reason: pickled, one per slice, merged on the driver. Bytes and replicas per broker and dir (the
   shards' starting point) are that tally's loads before.
 
-The pass's output is cached: the driver reads the task rows, the shards read the rows to repair. Once
+The pass's output is cached: the driver reads the tallies, the shards read the rows to repair. Once
 the plan is made, only its entries are tallied (``spark.tally``: ``Tally.shift``), and the plan's
 tally is this one merged with theirs. The same functions select and tally in the local engine, so
 there is one source of every rule; the engine still checks its plan against every hard rule on
@@ -27,14 +29,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.snapshot import ClusterSnapshot
+from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
 from ..planning.state import ClusterLoads
 from .collector import paused_task
-from .io import PARTITION_COLUMNS, partitions_of, partitions_schema, partitions_table
+from .io import PARTITION_COLUMNS, ipc_bytes, ipc_slices, ipc_table, partitions_of, partitions_table
 
 COLUMNS = PARTITION_COLUMNS
+# Arrow bytes per slice at most: a Spark task carries its slice, and a task must stay well under
+# spark.rpc.message.maxSize (128 MiB by default); ~8 MiB is ~80k partitions.
+SLICE_BYTES = 8 << 20
+BATCH_ROWS = 10_000  # a task reads its slice this many rows at a time (Python lists of one batch at once)
 
 
 @dataclass(slots=True)
@@ -71,62 +77,68 @@ class Found:
 
 @dataclass(slots=True)
 class Analysis:
-    """The pass's result: what it found, merged, and the partitions to repair (a cached DataFrame of
-    ``COLUMNS``; ``close`` releases it)."""
+    """The pass's result: what it found, merged, and the partitions to repair (``to_repair``, a cached RDD;
+    ``close`` releases it)."""
 
     found: Found
-    to_repair: Any
-    _output: Any
+    _output: Any  # RDD of (a task's pickled Found, its partitions to repair as an Arrow IPC stream)
+
+    @property
+    def to_repair(self) -> Any:
+        """The partitions to repair: an RDD of Arrow IPC streams of ``COLUMNS``, in the snapshot's order
+        (one per slice of it, its position first: ``(slice, stream)``)."""
+        return self._output.values()
+
+    def repairs(self) -> list[PartitionState]:
+        """The partitions to repair, read back on the driver (in the snapshot's order)."""
+        return [p for _, blob in sorted(self.to_repair.collect()) for p in partitions_of(ipc_table(blob))]
 
     def close(self) -> None:
         self._output.unpersist()
 
 
 @dataclass(slots=True)
-class SnapshotFrames:
-    """One snapshot's partitions in Spark, sliced into ``slices`` Spark partitions."""
+class SnapshotSlices:
+    """One snapshot's partitions in Spark: an RDD of Arrow IPC streams, one per slice (contiguous runs
+    of rows), which the JVM holds and passes to the tasks as bytes (no conversion to rows and back)."""
 
     spark: Any
-    snapshot: ClusterSnapshot  # the brokers, and the partitions the DataFrame holds
-    partitions: Any  # DataFrame of COLUMNS (an unknown dir or leader is null)
+    snapshot: ClusterSnapshot  # the brokers, and the partitions the RDD holds
+    slices: Any  # RDD of (slice number, IPC stream of COLUMNS: an unknown dir or leader is null)
 
     @staticmethod
-    def of(spark: Any, snapshot: ClusterSnapshot, slices: int) -> SnapshotFrames:
-        """The snapshot's partitions as a DataFrame from an Arrow table, in ``slices`` Spark partitions
-        (Arrow's batches grouped without a shuffle)."""
-        df = spark.createDataFrame(partitions_table(snapshot.partitions))
-        return SnapshotFrames(spark, snapshot, df.coalesce(max(1, slices)))
+    def of(spark: Any, snapshot: ClusterSnapshot, slices: int) -> SnapshotSlices:
+        """The snapshot's partitions in at least ``slices`` Spark partitions (more when a slice would
+        pass ``SLICE_BYTES``)."""
+        blobs = ipc_slices(partitions_table(snapshot.partitions), slices, SLICE_BYTES)
+        numbered = spark.sparkContext.parallelize(list(enumerate(blobs)), len(blobs))
+        return SnapshotSlices(spark, snapshot, numbered)
 
     def analyse(self, scope: Scope) -> Analysis:
         """Run the pass (module docstring) under ``scope`` (the snapshot's enforced intents)."""
-        output = self.partitions.mapInArrow(paused_task(_analyse, scope), schema=_output_schema()).cache()
+        output = self.slices.mapPartitions(paused_task(_analyse, scope)).cache()
         found = Found()
         try:
-            for row in output.where("found IS NOT NULL").select("found").collect():
-                found.merge(pickle.loads(row.found))
+            for blob in output.keys().collect():
+                found.merge(pickle.loads(blob))
         except BaseException:
             output.unpersist()
             raise
-        return Analysis(found, output.where("found IS NULL").select(*COLUMNS), output)
+        return Analysis(found, output)
 
 
-def _output_schema() -> Any:
-    """The pass's rows: ``io.partitions_schema`` and ``found`` (a task's pickled ``Found``, else null)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(partitions_schema().append(pa.field("found", pa.binary())))
-
-
-def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
-    """What each Spark task runs on its partitions' Arrow batches (module docstring)."""
+def _analyse(scope: Scope, slices: Iterator[tuple[int, bytes]]) -> Iterator[tuple[bytes, tuple[int, bytes]]]:
+    """What each Spark task runs on its slices (module docstring): per slice, its pickled ``Found`` and
+    its partitions to repair."""
     import pyarrow as pa
 
-    found = Found()
-    tally, repairs, elig = found.tally, found.repairs, scope.elig
-    for batch in batches:
+    elig = scope.elig
+    for number, blob in slices:
+        table = ipc_table(blob)
+        found = Found()
+        tally, repairs = found.tally, found.repairs
         keep = []
-        for p in partitions_of(batch):
+        for p in (p for batch in table.to_batches(BATCH_ROWS) for p in partitions_of(batch)):
             tally.add(p, None, scope)
             why = repair_reasons(
                 elig, p.replicas, p.log_dirs, p.size_bytes, scope.rf(p), scope.policy(p.topic)[1]
@@ -136,23 +148,8 @@ def _analyse(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
                 repairs["total"] += 1
                 for r in why:
                     repairs[r] += 1
-        chosen = batch.filter(pa.array(keep, pa.bool_()))
-        yield pa.RecordBatch.from_arrays(
-            [*chosen.columns, pa.nulls(chosen.num_rows, pa.binary())], names=[*COLUMNS, "found"]
-        )
-    blob = pickle.dumps(found)
-    yield pa.RecordBatch.from_arrays(
-        [*(pa.nulls(1, f.type) for f in partitions_schema()), pa.array([blob], pa.binary())],
-        names=[*COLUMNS, "found"],
-    )
+        chosen = table.filter(pa.array(keep, pa.bool_())) if keep else table
+        yield pickle.dumps(found), (number, ipc_bytes(chosen))
 
 
-def shard_column(shards: int) -> Any:
-    """``planning.sharding.shard_of`` as a Spark column: CRC-32 of ``topic NUL partition`` mod shards."""
-    from pyspark.sql import functions as F
-
-    key = F.concat(F.col("topic"), F.lit("\0"), F.col("partition").cast("string"))
-    return (F.crc32(key) % shards).cast("int")
-
-
-__all__ = ["COLUMNS", "Analysis", "Found", "SnapshotFrames", "shard_column"]
+__all__ = ["BATCH_ROWS", "COLUMNS", "SLICE_BYTES", "Analysis", "Found", "SnapshotSlices"]

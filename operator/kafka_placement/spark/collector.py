@@ -56,12 +56,12 @@ def collector_paused() -> Iterator[None]:
 def paused_task(
     body: Callable[[S, Iterator[Any]], Iterator[Any]], arg: S
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """A ``mapInArrow`` function running ``body(arg, batches)`` with the collector paused in the Spark
+    """A ``mapPartitions`` function running ``body(arg, items)`` with the collector paused in the Spark
     task's Python worker (its tasks allocate as the planner does)."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(items: Iterator[Any]) -> Iterator[Any]:
         with collector_paused():
-            yield from body(arg, batches)
+            yield from body(arg, items)
 
     return run
 

@@ -4,7 +4,8 @@ Every engine computes targets for the same pure planner (``planning.optimizer.co
 validation, advisories and the summary for all of them). The Spark engine sends the partitions to
 Spark as an Arrow table; one pass of tasks selects the partitions that break a hard rule and tallies
 the snapshot (``spark.analysis``); it hashes those partitions into shards, runs the hard placement goal of
-each shard in parallel with ``applyInArrow`` (the pure ``planning.sharding.plan_shard``), collects
+each shard in parallel in Spark tasks (the pure ``planning.sharding.plan_shard``; the rows travel as
+Arrow IPC streams the JVM does not convert), collects
 the changed partitions and finishes on the driver with the balance pass (``merge_and_balance``;
 the shards' results need no reconciliation when the selection is exact), checked by the summary's tally in
 Spark tasks (``spark.tally``; a hard rule broken after the plan, i.e. a partition the analysis missed,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import os
 import pickle
 import shutil
@@ -46,10 +48,10 @@ from ..planning.sharding import (
     shard_of,
 )
 from ..planning.state import ClusterLoads, Eligibility
-from .analysis import COLUMNS, SnapshotFrames, shard_column
+from .analysis import Analysis, SnapshotSlices
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
-from .io import arrow_table, partitions_of
+from .io import arrow_table, ipc_bytes, ipc_table, partitions_of
 from .shipping import ship
 from .tally import plan_frame, tally_frame, tally_plan
 
@@ -204,7 +206,7 @@ def start_session(settings: EngineSettings) -> concurrent.futures.Future[Any]:
             if not is_cluster(master):  # a cluster's job needs its executor watch (``_guarded``)
                 slices = 2 * int(session.sparkContext.defaultParallelism or 2)
                 try:
-                    session.range(0, slices, numPartitions=slices).mapInArrow(_imported, "id long").count()
+                    session.sparkContext.parallelize(range(slices), slices).mapPartitions(_imported).count()
                 except Exception as e:
                     raise spark_failure(e, master) from e
             started.set_result(session)
@@ -215,11 +217,11 @@ def start_session(settings: EngineSettings) -> concurrent.futures.Future[Any]:
     return started
 
 
-def _imported(batches: Iterator[Any]) -> Iterator[Any]:
+def _imported(items: Iterator[Any]) -> Iterator[Any]:
     """A warm-up task: the modules the engine's tasks use, imported once in each Python worker."""
     from . import analysis, tally  # noqa: F401
 
-    yield from batches
+    yield from items
 
 
 # a shard's rows (``_result_schema``)
@@ -233,7 +235,7 @@ class SparkOptimizer:
     Spark tasks analyse the snapshot (``spark.analysis``: the partitions that break a hard rule, the
     brokers' and dirs' loads that are the shards' starting point, the snapshot's tally without a plan);
     only the partitions to repair are hashed into shards, and the pure hard goal runs on each shard with
-    ``applyInArrow`` while the driver builds its planning context. The driver merges the changed
+    Spark tasks (``_run_shards``) while the driver builds its planning context. The driver merges the changed
     partitions into one assignment and balances globally (``planning.sharding.merge_and_balance``); then
     Spark tasks tally the plan's entries (``spark.tally``), which added to the analysis's tally give the
     summary's tally and the check that no partition breaks a hard rule after the plan (one the analysis
@@ -255,7 +257,7 @@ class SparkOptimizer:
         self._session = session
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
-        self._frames: SnapshotFrames | None = None
+        self._frames: SnapshotSlices | None = None
         self._base: tuple[Intents, Tally] | None = None  # the last analysis's tally (no plan), its intents
         self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
         # the last plan's batches: for that snapshot, plan, rules and limit per broker
@@ -328,21 +330,19 @@ class SparkOptimizer:
             except Exception as e:
                 raise spark_failure(e, master, watch) from e
 
-    def _frames_of(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotFrames:
+    def _frames_of(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotSlices:
         if self._frames is None or self._frames.snapshot is not snapshot:
             self.close()
-            self._frames = SnapshotFrames.of(spark, snapshot, self._slices(spark))
+            self._frames = SnapshotSlices.of(spark, snapshot, self._slices(spark))
         return self._frames
 
     @staticmethod
     def _slices(spark: Any) -> int:
-        """Spark partitions of the analysis and the tally: two per core (even slices; each task's
-        pickled tally is merged on the driver, so not more)."""
+        """Spark partitions of the analysis and the tally: two per core (even slices; each slice's
+        pickled tally is merged on the driver, so not many more than ``analysis.SLICE_BYTES`` asks)."""
         return 2 * int(spark.sparkContext.defaultParallelism or 2)
 
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         cores = int(spark.sparkContext.defaultParallelism or 2)
         started = time.perf_counter()
         self._tallied = self._ordered = None
@@ -358,13 +358,7 @@ class SparkOptimizer:
                 view = ShardView.of(snapshot, analysis.found.loads(snapshot), shards)
                 analysed = time.perf_counter()
                 context = beside.submit(_timed, PlanningContext.of, snapshot, intents)
-                out = (
-                    analysis.to_repair.withColumn("shard", shard_column(shards))
-                    .select("shard", *COLUMNS)
-                    .groupBy("shard")
-                    .applyInArrow(_shard_udf(view, intents), schema=from_arrow_schema(_result_schema()))
-                    .toArrow()
-                )
+                out = _run_shards(analysis, shards, view, intents)
             finally:
                 analysis.close()
             sharded = time.perf_counter()
@@ -448,19 +442,53 @@ def _shard_rows(out: Any) -> tuple[list[Row], ClusterLoads]:
     return rows, change
 
 
-def _shard_udf(view: ShardView, intents: Intents) -> Any:
-    """The function each Spark task runs on one shard's rows, an Arrow table (pure planner inside)."""
+def _run_shards(analysis: Analysis, shards: int, view: ShardView, intents: Intents) -> Any:
+    """The hard goal of every shard in Spark tasks: each slice's partitions to repair are split by
+    ``shard_of`` (an IPC stream per shard), Spark moves those bytes to the shard's task (``partitionBy``
+    the shard number), which plans them in the snapshot's order; the shards' rows as one Arrow table
+    of ``_result_schema``."""
+    import pyarrow as pa
 
-    def run(key: tuple[Any, ...], table: Any) -> Any:
+    split = analysis.to_repair.flatMap(functools.partial(_by_shard, shards))
+    results = split.partitionBy(shards, _shard_number).mapPartitionsWithIndex(_shard_task(view, intents))
+    tables = [ipc_table(blob) for blob in results.collect()]
+    return pa.concat_tables(tables) if tables else _result_schema().empty_table()
+
+
+def _shard_number(shard: int) -> int:
+    """Shard ``shard`` goes to Spark partition ``shard`` (``partitionBy`` takes it modulo the shards)."""
+    return shard
+
+
+def _by_shard(shards: int, numbered: tuple[int, bytes]) -> list[tuple[int, tuple[int, bytes]]]:
+    """One slice's partitions to repair, split by ``shard_of``: (shard, (slice, IPC stream))."""
+    import pyarrow as pa
+
+    number, blob = numbered
+    table = ipc_table(blob)
+    rows: dict[int, list[int]] = {}
+    topics, partitions = table.column("topic").to_pylist(), table.column("partition").to_pylist()
+    for i, (topic, partition) in enumerate(zip(topics, partitions, strict=True)):
+        rows.setdefault(shard_of(topic, partition, shards), []).append(i)
+    return [(s, (number, ipc_bytes(table.take(pa.array(i, pa.int64()))))) for s, i in sorted(rows.items())]
+
+
+def _shard_task(view: ShardView, intents: Intents) -> Any:
+    """The function each Spark task runs on one shard's slices (pure planner inside): its result rows
+    (``_result_schema``) as one IPC stream, none for a shard without partitions."""
+
+    def run(shard: int, pieces: Iterator[tuple[int, tuple[int, bytes]]]) -> Iterator[bytes]:
+        slices = sorted(piece for _, piece in pieces)  # the snapshot's order, as ``plan_shards`` has it
+        if not slices:
+            return
         with collector_paused():  # the hard goal allocates as on the driver (spark.collector)
-            return _shard(int(key[0].as_py()), table)
-
-    def _shard(shard: int, table: Any) -> Any:
-        rows, change, error = plan_shard(view, list(partitions_of(table)), intents, shard)
-        # its partitions, then one row with what they change in the loads; or one naming the error
-        done = ("", 0, (), (), None, pickle.dumps(change))
-        records = [("", 0, (), (), error, None)] if error else [*((*row, None, None) for row in rows), done]
-        return arrow_table(zip(*records, strict=True), _result_schema())
+            parts = [p for _, blob in slices for p in partitions_of(ipc_table(blob))]
+            rows, change, error = plan_shard(view, parts, intents, shard)
+            # its partitions, then one row with what they change in the loads; or one naming the error
+            done = ("", 0, (), (), None, pickle.dumps(change))
+            found = [*((*row, None, None) for row in rows), done]
+            records = [("", 0, (), (), error, None)] if error else found
+            yield ipc_bytes(arrow_table(zip(*records, strict=True), _result_schema()))
 
     return run
 

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,36 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         [p.size_bytes for p in parts],
     )
     return arrow_table(columns, partitions_schema())
+
+
+def ipc_bytes(table: Any) -> bytes:
+    """An Arrow table as one Arrow IPC stream (how the Spark engine's tasks get and return their rows:
+    bytes the JVM passes on without converting them)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def ipc_table(blob: bytes) -> Any:
+    """The Arrow table of one IPC stream (``ipc_bytes``)."""
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(blob).read_all()
+
+
+def ipc_slices(table: Any, at_least: int, most_bytes: int) -> list[bytes]:
+    """``table`` in contiguous runs of rows, each an IPC stream (``ipc_bytes``): ``at_least`` runs, more
+    when that keeps each under ``most_bytes`` of Arrow data (a Spark task carries its run); one empty
+    run for an empty table."""
+    count = max(1, at_least, -(-table.nbytes // max(1, most_bytes)))
+    rows = table.num_rows
+    bounds = sorted({rows * i // count for i in range(count + 1)})
+    if len(bounds) < 2:
+        return [ipc_bytes(table)]
+    return [ipc_bytes(table.slice(lo, hi - lo)) for lo, hi in pairwise(bounds)]
 
 
 def partitions_of(batch: Any) -> Iterator[PartitionState]:
@@ -183,6 +214,9 @@ def read_plan_parquet(path: Path) -> Plan:
 __all__ = [
     "PARTITION_COLUMNS",
     "PartitionState",
+    "ipc_bytes",
+    "ipc_slices",
+    "ipc_table",
     "is_parquet_plan",
     "partitions_schema",
     "partitions_table",

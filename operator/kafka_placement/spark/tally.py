@@ -3,8 +3,9 @@
 The summary (``planning.metrics``) is a mergeable ``Tally`` of every partition before and after the
 plan. The analysis pass (``spark.analysis``) already tallied every partition as if the plan left it;
 what the plan changes is ``Tally.shift`` of each of its entries. The driver sends the plan's entries
-with their partitions as the snapshot has them (an Arrow table; no join, no shuffle), each Spark task
-shifts its entries (``mapInArrow``) and returns its tally pickled, and the driver merges them into a
+with their partitions as the snapshot has them (an Arrow table in slices of IPC streams, as the
+analysis has the snapshot; no join, no shuffle), each Spark task shifts its entries and returns its
+tally pickled, and the driver merges them into a
 copy of the analysis's tally. What stays on the driver is what needs the whole cluster and costs in
 proportion to the brokers or to the plan: finishing the metrics from the merged totals
 (``planning.optimizer.summarize``), and ordering the plan into batches, which the engine does while the
@@ -20,10 +21,9 @@ from typing import Any
 from ..model.plan import PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import Scope, Tally
+from .analysis import BATCH_ROWS, SLICE_BYTES
 from .collector import paused_task
-from .io import partitions_of, partitions_table
-
-TALLY_SCHEMA = "tally binary"
+from .io import ipc_slices, ipc_table, partitions_of, partitions_table
 
 
 def tally_plan(
@@ -35,11 +35,14 @@ def tally_plan(
 
 
 def plan_frame(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) -> Any:
-    """The plan's entries (``entries_table``) as a DataFrame in ``slices`` Spark partitions, None when
-    the plan is empty. Its rows are sent to Spark here, on the calling thread (see ``spark.engines``:
-    before a busy thread beside it competes for the GIL)."""
+    """The plan's entries (``entries_table``) as an RDD of IPC streams in at least ``slices`` Spark
+    partitions (``io.ipc_slices``), None when the plan is empty. They are sent to Spark here, on the
+    calling thread (see ``spark.engines``: before a busy thread beside it competes for the GIL)."""
     table = entries_table(snapshot, plan)
-    return spark.createDataFrame(table).coalesce(max(1, slices)) if table.num_rows else None
+    if not table.num_rows:
+        return None
+    blobs = ipc_slices(table, slices, SLICE_BYTES)
+    return spark.sparkContext.parallelize(blobs, len(blobs))
 
 
 def tally_frame(frame: Any, base: Tally, scope: Scope) -> Tally:
@@ -47,8 +50,8 @@ def tally_frame(frame: Any, base: Tally, scope: Scope) -> Tally:
     tasks; ``base`` itself is left as it is."""
     total = Tally().merge(base)
     if frame is not None:
-        for row in frame.mapInArrow(paused_task(_shift, scope), schema=TALLY_SCHEMA).collect():
-            total.merge(pickle.loads(row.tally))
+        for blob in frame.mapPartitions(paused_task(_shift, scope)).collect():
+            total.merge(pickle.loads(blob))
     return total
 
 
@@ -67,16 +70,14 @@ def entries_table(snapshot: ClusterSnapshot, plan: Plan) -> Any:
     return table.append_column("t_dirs", pa.array([t.log_dirs for t in entries], pa.list_(pa.string())))
 
 
-def _shift(scope: Scope, batches: Iterator[Any]) -> Iterator[Any]:
-    """What each Spark task runs on its entries' Arrow batches: one pickled tally."""
-    import pyarrow as pa
-
+def _shift(scope: Scope, slices: Iterator[bytes]) -> Iterator[bytes]:
+    """What each Spark task runs on its slices of entries: one pickled tally."""
     found = Tally()
-    for batch in batches:
+    for batch in (batch for blob in slices for batch in ipc_table(blob).to_batches(BATCH_ROWS)):
         targets = zip(batch.column("t_replicas").to_pylist(), batch.column("t_dirs").to_pylist(), strict=True)
         for p, (t_reps, t_dirs) in zip(partitions_of(batch), targets, strict=True):
             found.shift(p, PartitionTarget(p.topic, p.partition, tuple(t_reps), tuple(t_dirs)), scope)
-    yield pa.RecordBatch.from_pydict({"tally": [pickle.dumps(found)]}, pa.schema([("tally", pa.binary())]))
+    yield pickle.dumps(found)
 
 
-__all__ = ["TALLY_SCHEMA", "entries_table", "plan_frame", "tally_frame", "tally_plan"]
+__all__ = ["entries_table", "plan_frame", "tally_frame", "tally_plan"]
