@@ -53,7 +53,7 @@ from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .io import arrow_table, ipc_bytes, ipc_table, partitions_of
 from .shipping import ship
-from .tally import plan_frame, tally_frame, tally_plan
+from .tally import plan_slices, tally_plan, tally_slices
 
 T = TypeVar("T")
 ENGINES = ("local", "spark", "spark-k8s", "auto")
@@ -257,7 +257,7 @@ class SparkOptimizer:
         self._session = session
         self.reports: list[dict[str, Any]] = []
         self._session_s = 0.0
-        self._frames: SnapshotSlices | None = None
+        self._snapshot: SnapshotSlices | None = None
         self._base: tuple[Intents, Tally] | None = None  # the last analysis's tally (no plan), its intents
         self._tallied: tuple[ClusterSnapshot, Intents, Plan, Tally] | None = None  # the last plan's tally
         # the last plan's batches: for that snapshot, plan, rules and limit per broker
@@ -277,10 +277,10 @@ class SparkOptimizer:
         plan.check_against(snapshot)
         started = time.perf_counter()
         with self._guarded() as spark:
-            frames = self._frames_of(spark, snapshot)
+            snapshot_slices = self._snapshot_in(spark, snapshot)
             base = self._base[1] if self._base is not None and self._base[0] is scope.intents else None
             if base is None:  # another scope than the last analysis's: tally the snapshot under it
-                analysis = frames.analyse(scope)
+                analysis = snapshot_slices.analyse(scope)
                 analysis.close()
                 base = analysis.found.tally
             found = tally_plan(spark, snapshot, base, plan, scope, self._slices(spark))
@@ -305,7 +305,7 @@ class SparkOptimizer:
 
     def close(self) -> None:
         """Forget the snapshot's DataFrame, tallies and batches (nothing of it stays cached in Spark)."""
-        self._frames = self._base = self._tallied = self._ordered = None
+        self._snapshot = self._base = self._tallied = self._ordered = None
 
     def __enter__(self) -> SparkOptimizer:
         return self
@@ -330,11 +330,11 @@ class SparkOptimizer:
             except Exception as e:
                 raise spark_failure(e, master, watch) from e
 
-    def _frames_of(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotSlices:
-        if self._frames is None or self._frames.snapshot is not snapshot:
+    def _snapshot_in(self, spark: Any, snapshot: ClusterSnapshot) -> SnapshotSlices:
+        if self._snapshot is None or self._snapshot.snapshot is not snapshot:
             self.close()
-            self._frames = SnapshotSlices.of(spark, snapshot, self._slices(spark))
-        return self._frames
+            self._snapshot = SnapshotSlices.of(spark, snapshot, self._slices(spark))
+        return self._snapshot
 
     @staticmethod
     def _slices(spark: Any) -> int:
@@ -347,7 +347,7 @@ class SparkOptimizer:
         started = time.perf_counter()
         self._tallied = self._ordered = None
         scope = Scope.of(snapshot, intents)
-        analysis = self._frames_of(spark, snapshot).analyse(scope)
+        analysis = self._snapshot_in(spark, snapshot).analyse(scope)
         self._base = (intents, analysis.found.tally)
         # a Spark job releases the GIL while the driver waits for it: the context is built meanwhile
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
@@ -370,15 +370,16 @@ class SparkOptimizer:
         # The check of the selection: the summary's tally counts every hard rule on every partition
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
         # reconciliation of every partition, and that plan is tallied again by ``measure``.
-        # The entries are sent to Spark first: sending them takes many short calls that each wait for
-        # the GIL, which a busy thread beside holds for its whole switch interval (7 s at 1M, not 1).
-        frame = plan_frame(spark, snapshot, plan, self._slices(spark))
+        # The entries are sent to Spark first, not while a busy thread beside holds the GIL: each of
+        # the sender's calls would wait out that thread's switch interval (7 s at 1M instead of 1 s
+        # when they were sent as a DataFrame).
+        entries = plan_slices(spark, snapshot, plan, self._slices(spark))
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-placement") as beside:
             # beside the tally's Spark job: the plan's check, its id (memoised) and its batches
             checked = beside.submit(
                 _check_name_and_order, plan, snapshot, scope.elig, self.max_moves_per_broker
             )
-            found = tally_frame(frame, analysis.found.tally, scope)
+            found = tally_slices(entries, analysis.found.tally, scope)
             order = checked.result()
         broken = found.violations_after.finish(scope.elig)
         tallied = time.perf_counter()

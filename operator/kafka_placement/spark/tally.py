@@ -31,10 +31,10 @@ def tally_plan(
 ) -> Tally:
     """``base`` (every partition of ``snapshot`` tallied without a plan, under ``scope``) with every
     entry of ``plan`` shifted in by Spark tasks; ``base`` itself is left as it is."""
-    return tally_frame(plan_frame(spark, snapshot, plan, slices), base, scope)
+    return tally_slices(plan_slices(spark, snapshot, plan, slices), base, scope)
 
 
-def plan_frame(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) -> Any:
+def plan_slices(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) -> Any:
     """The plan's entries (``entries_table``) as an RDD of IPC streams in at least ``slices`` Spark
     partitions (``io.ipc_slices``), None when the plan is empty. They are sent to Spark here, on the
     calling thread (see ``spark.engines``: before a busy thread beside it competes for the GIL)."""
@@ -45,12 +45,12 @@ def plan_frame(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) -
     return spark.sparkContext.parallelize(blobs, len(blobs))
 
 
-def tally_frame(frame: Any, base: Tally, scope: Scope) -> Tally:
-    """``base`` with every entry of ``frame`` (``plan_frame``, None for no entry) shifted in by Spark
+def tally_slices(entries: Any, base: Tally, scope: Scope) -> Tally:
+    """``base`` with every entry of ``entries`` (``plan_slices``, None for no entry) shifted in by Spark
     tasks; ``base`` itself is left as it is."""
     total = Tally().merge(base)
-    if frame is not None:
-        for blob in frame.mapPartitions(paused_task(_shift, scope)).collect():
+    if entries is not None:
+        for blob in entries.mapPartitions(paused_task(_shift, scope)).collect():
             total.merge(pickle.loads(blob))
     return total
 
@@ -80,4 +80,4 @@ def _shift(scope: Scope, slices: Iterator[bytes]) -> Iterator[bytes]:
     yield pickle.dumps(found)
 
 
-__all__ = ["entries_table", "plan_frame", "tally_frame", "tally_plan"]
+__all__ = ["entries_table", "plan_slices", "tally_plan", "tally_slices"]
