@@ -304,7 +304,7 @@ class SparkOptimizer:
         return batching.batches(snapshot, plan, elig, max_per_broker)
 
     def close(self) -> None:
-        """Forget the snapshot's DataFrame, tallies and batches (nothing of it stays cached in Spark)."""
+        """Forget the snapshot's slices, tallies and batches (nothing of it stays cached in Spark)."""
         self._snapshot = self._base = self._tallied = self._ordered = None
 
     def __enter__(self) -> SparkOptimizer:
@@ -338,8 +338,8 @@ class SparkOptimizer:
 
     @staticmethod
     def _slices(spark: Any) -> int:
-        """Spark partitions of the analysis and the tally: two per core (even slices; each slice's
-        pickled tally is merged on the driver, so not many more than ``analysis.SLICE_BYTES`` asks)."""
+        """Spark partitions of the analysis and the tally: two per core (even slices), more only where
+        ``analysis.SLICE_BYTES`` asks for them (each slice's pickled tally is merged on the driver)."""
         return 2 * int(spark.sparkContext.defaultParallelism or 2)
 
     def _optimize(self, spark: Any, snapshot: ClusterSnapshot, intents: Intents) -> Plan:
