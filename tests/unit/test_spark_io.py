@@ -1,12 +1,16 @@
 """The Spark engine's Arrow form of partitions: ``partitions_table`` and ``partitions_of`` are inverse
-(what the analysis, the shards and the tally's tasks read is what the driver sent)."""
+(what the analysis, the shards and the tally's tasks read is what the driver sent), also through the
+IPC streams the slices travel as; ``ipc_slices`` cuts a table into contiguous runs, as many as asked or
+more, each under the byte bound a Spark task must stay below."""
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from kafka_placement.model.snapshot import PartitionState
-from kafka_placement.spark.io import partitions_of, partitions_table
+from kafka_placement.spark.analysis import SLICE_BYTES
+from kafka_placement.spark.io import ipc_bytes, ipc_slices, ipc_table, partitions_of, partitions_table
 
 
 def test_partitions_round_trip_through_an_arrow_table_and_its_batches() -> None:
@@ -20,3 +24,28 @@ def test_partitions_round_trip_through_an_arrow_table_and_its_batches() -> None:
     extra = table.append_column("t_replicas", pa.array([[9]] * 3, pa.list_(pa.int32())))
     batches = extra.to_batches(max_chunksize=2)
     assert len(batches) == 2 and [p for b in batches for p in partitions_of(b)] == parts
+
+
+def _parts(n: int) -> list[PartitionState]:
+    return [
+        PartitionState(f"topic-{i % 13}", i, (1 + i % 5, 6, 7), ("/d0", None, "/d1"), 6, (6,), i * 1000)
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(("rows", "at_least"), [(0, 4), (1, 4), (3, 8), (10_000, 1), (10_000, 7)])
+def test_slices_are_contiguous_runs_of_the_table_through_ipc(rows: int, at_least: int) -> None:
+    parts = _parts(rows)
+    slices = ipc_slices(partitions_table(parts), at_least, SLICE_BYTES)
+    assert len(slices) == max(1, min(at_least, rows))  # (never an empty run, but one for no rows)
+    assert [p for blob in slices for p in partitions_of(ipc_table(blob))] == parts
+
+
+def test_slices_stay_under_the_byte_bound() -> None:
+    table = partitions_table(_parts(50_000))
+    bound = table.nbytes // 9  # nine or ten runs' worth
+    slices = ipc_slices(table, 2, bound)
+    assert len(slices) >= 9
+    assert all(ipc_table(blob).nbytes <= bound * 1.01 for blob in slices)
+    assert sum(ipc_table(blob).num_rows for blob in slices) == 50_000
+    assert ipc_table(ipc_bytes(table)).equals(table)

@@ -76,8 +76,8 @@ def ipc_table(blob: bytes) -> Any:
 
 def ipc_slices(table: Any, at_least: int, most_bytes: int) -> list[bytes]:
     """``table`` in contiguous runs of rows, each an IPC stream (``ipc_bytes``): ``at_least`` runs, more
-    when that keeps each under ``most_bytes`` of Arrow data (a Spark task carries its run); one empty
-    run for an empty table."""
+    when that keeps each at ``most_bytes`` of Arrow data or less on average (rows are cut evenly; a Spark
+    task carries its run); never an empty run, but one for an empty table."""
     count = max(1, at_least, -(-table.nbytes // max(1, most_bytes)))
     rows = table.num_rows
     bounds = sorted({rows * i // count for i in range(count + 1)})
