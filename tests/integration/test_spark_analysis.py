@@ -24,8 +24,7 @@ from kafka_placement.planning.goals.replica_placement import REPAIR_REASONS, nee
 from kafka_placement.planning.metrics import Scope, tally_of
 from kafka_placement.planning.sharding import shard_of
 from kafka_placement.spark.analysis import SnapshotSlices
-from kafka_placement.spark.engines import _by_shard, _shard_number, spark_session
-from kafka_placement.spark.io import ipc_table, partitions_of
+from kafka_placement.spark.engines import _by_shard, _shard_number, _shard_partitions, spark_session
 
 pytestmark = pytest.mark.spark
 
@@ -150,8 +149,7 @@ def test_the_partitions_to_repair_reach_their_shard_of_task_in_the_snapshots_ord
     analysis = SnapshotSlices.of(spark, snap, 5).analyse(Scope.of(snap, intents))
     try:
         tasks = analysis.to_repair.flatMap(lambda s: _by_shard(16, s)).partitionBy(16, _shard_number).glom()
-        slices = [sorted(piece for _, piece in pieces) for pieces in tasks.collect()]
-        got = [[p.key for _, blob in task for p in partitions_of(ipc_table(blob))] for task in slices]
+        got = [[p.key for p in _shard_partitions(pieces)] for pieces in tasks.collect()]
     finally:
         analysis.close()
     chosen = [p for p in snap.partitions if needs_repair(ctx, p.key)]

@@ -25,7 +25,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,7 +33,7 @@ from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
 from ..model.jsonio import clip
 from ..model.plan import Plan
-from ..model.snapshot import ClusterSnapshot
+from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning import batching
 from ..planning.context import PlanningContext
 from ..planning.metrics import Scope, Tally
@@ -474,16 +474,21 @@ def _by_shard(shards: int, numbered: tuple[int, bytes]) -> list[tuple[int, tuple
     return [(s, (number, ipc_bytes(table.take(pa.array(i, pa.int64()))))) for s, i in sorted(rows.items())]
 
 
+def _shard_partitions(pieces: Iterable[tuple[int, tuple[int, bytes]]]) -> list[PartitionState]:
+    """A shard task's partitions from its pieces (``_by_shard``'s), in the snapshot's order (by slice),
+    as ``plan_shards`` has them."""
+    return [p for _, blob in sorted(piece for _, piece in pieces) for p in partitions_of(ipc_table(blob))]
+
+
 def _shard_task(view: ShardView, intents: Intents) -> Any:
     """The function each Spark task runs on one shard's slices (pure planner inside): its result rows
     (``_result_schema``) as one IPC stream, none for a shard without partitions."""
 
     def run(shard: int, pieces: Iterator[tuple[int, tuple[int, bytes]]]) -> Iterator[bytes]:
-        slices = sorted(piece for _, piece in pieces)  # the snapshot's order, as ``plan_shards`` has it
-        if not slices:
-            return
         with collector_paused():  # the hard goal allocates as on the driver (spark.collector)
-            parts = [p for _, blob in slices for p in partitions_of(ipc_table(blob))]
+            parts = _shard_partitions(pieces)
+            if not parts:
+                return
             rows, change, error = plan_shard(view, parts, intents, shard)
             # its partitions, then one row with what they change in the loads; or one naming the error
             done = ("", 0, (), (), None, pickle.dumps(change))
