@@ -69,8 +69,8 @@ class BrokerBalanceGoal:
         movable: dict[str | None, list[tuple[int, Key]]] = {}
         balanced = ctx.balanced_topics("brokers")
         for key, path in a.by_broker[broker].items():
-            if arriving_only and ctx.held_dir(key, broker)[0]:
-                continue
+            if arriving_only and (key not in a.touched or ctx.held_dir(key, broker)[0]):
+                continue  # held in the snapshot (a partition no goal set is where the snapshot has it)
             if key[0] in balanced:
                 movable.setdefault(path, []).append(((a.size[key] if by_bytes else 1), key))
         for items in movable.values():

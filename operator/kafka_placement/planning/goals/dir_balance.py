@@ -46,15 +46,25 @@ class DirBalanceGoal:
         mean = sum(a.dir_bytes[(broker, p)] for p in paths) / len(paths)
         threshold = (1 + tol) * mean
         receivers = [p for p in paths if e.dir_may_receive(broker, p)]
-        for path in sorted(paths, key=lambda p: -a.dir_bytes[(broker, p)]):
-            if a.dir_bytes[(broker, path)] <= threshold:
-                continue
+        over = [
+            p
+            for p in sorted(paths, key=lambda p: -a.dir_bytes[(broker, p)])
+            if a.dir_bytes[(broker, p)] > threshold
+        ]
+        # A dir above the threshold never receives (a move keeps its destination at or under it): what
+        # each of them holds is read in one pass over the broker's replicas, before any move.
+        held_on: dict[str | None, list[Key]] = {p: [] for p in over}
+        for key, at in a.by_broker[broker].items():
+            found = held_on.get(at)
+            if found is not None and key[0] in balanced:
+                found.append(key)
+        for path in over:
             free: list[tuple[int, Key]] = []  # arriving on this dir with the plan: another dir costs nothing
             costly: list[tuple[int, Key]] = []  # on this dir in the snapshot: moving it is a local copy
-            for key, at in a.by_broker[broker].items():
-                if at == path and key[0] in balanced:
-                    held = ctx.held_dir(key, broker) == (True, path)
-                    (costly if held else free).append((a.size[key], key))
+            for key in held_on[path]:
+                # a partition no goal set is where the snapshot has it (no lookup needed)
+                held = key not in a.touched or ctx.held_dir(key, broker) == (True, path)
+                (costly if held else free).append((a.size[key], key))
             for movable in (free, costly):
                 movable.sort()
                 while a.dir_bytes[(broker, path)] > threshold and movable:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
+from ...model.snapshot import PartitionState
 from ..context import PlanningContext
 from ..state import Key
 
@@ -212,7 +213,7 @@ class LeaderBalanceGoal:
         import numpy as np
 
         a = ctx.assignment
-        original_of = ctx.snapshot.partition
+        original_of, touched = ctx.snapshot.partition, a.touched
         wanted: dict[int, dict[int, int]] = {}
         for (u, v), n in carried.items():
             wanted.setdefault(u, {})[v] = n
@@ -238,8 +239,8 @@ class LeaderBalanceGoal:
                     if row in handed:  # handed away to an earlier v of u's
                         continue
                     key = graph.keys[row]
-                    original = original_of(*key)
-                    same = original is not None and list(original.replicas) == a.replicas[key]
+                    # a partition no goal set keeps the snapshot's replicas (no lookup needed)
+                    same = key not in touched or _unchanged(original_of(*key), a.replicas[key])
                     candidates.append((same, key, row))
                 broker = graph.active[v]
                 for _, key, row in sorted(candidates):
@@ -251,3 +252,8 @@ class LeaderBalanceGoal:
                     n -= 1
                 short = short or n > 0
         return short
+
+
+def _unchanged(original: PartitionState | None, replicas: list[int]) -> bool:
+    """The snapshot has the partition with these replicas in this order."""
+    return original is not None and list(original.replicas) == replicas
