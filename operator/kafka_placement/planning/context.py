@@ -112,9 +112,10 @@ class PlanningContext:
             return False
         return not (budget.max_bytes and spent.bytes + size > budget.max_bytes)
 
-    def charge(self, policy: PlacementPolicy, size: int) -> None:
+    def charge(self, policy: PlacementPolicy, size: int, moves: int = 1) -> None:
+        """Count ``moves`` partition moves of ``size`` bytes in all against ``policy``'s budget."""
         spent = self.spent.setdefault(policy.name, Spent())
-        spent.moves += 1
+        spent.moves += moves
         spent.bytes += size
 
 

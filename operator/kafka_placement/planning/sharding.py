@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..model.errors import InfeasibleError
-from ..model.intents import Intents
+from ..model.intents import Intents, PlacementPolicy
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .context import PlanningContext
@@ -152,16 +152,22 @@ def merge_and_balance(
     partition needs reconciling; otherwise the hard goal runs over every partition first."""
     a = ctx.assignment
     placements = []
+    # per policy: the partitions that gain a replica and their bytes, charged once per policy
+    charged: dict[str, tuple[PlacementPolicy, list[int]]] = {}
+    policy_of, replicas_of, size_of = a.topic_policy, a.replicas, a.size
     for topic, number, reps, dirs in rows:
         key = (topic, number)
-        policy = a.policy(key)
+        policy = policy_of.get(topic)
         if policy is not None:
-            before = set(a.replicas[key])
-            added = sum(1 for b in reps if b not in before)
+            added = len(set(reps).difference(replicas_of[key]))
             if added:
-                ctx.charge(policy, a.size[key] * added)
+                spent = charged.setdefault(policy.name, (policy, [0, 0]))[1]
+                spent[0] += 1
+                spent[1] += size_of[key] * added
         placements.append((key, reps, dirs))
-    a.set_placements(placements, change)  # (distinct partitions: each charged before any is applied)
+    for policy, (moves, size) in charged.values():  # (distinct partitions: charged before any is set)
+        ctx.charge(policy, size, moves=moves)
+    a.set_placements(placements, change)
     if exact_selection:
         # Nothing to reconcile: a shard's partitions left it repaired (or it reported them infeasible),
         # and ``needs_repair`` answers the same in the shard as here (same intents, brokers and dirs;
