@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -63,6 +64,9 @@ class PartitionTarget:
         }
 
 
+_by_key = operator.attrgetter("topic", "partition")  # a target's key, without the property's call
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """An ordered set of partition targets, sorted by (topic, partition) for a canonical form."""
@@ -75,7 +79,7 @@ class Plan:
 
     @staticmethod
     def of(targets: list[PartitionTarget] | tuple[PartitionTarget, ...]) -> Plan:
-        return Plan(tuple(sorted(targets, key=lambda t: t.key)))
+        return Plan(tuple(sorted(targets, key=_by_key)))
 
     @property
     def empty(self) -> bool:

@@ -52,21 +52,24 @@ def run_goals(ctx: PlanningContext, goals: list[Goal]) -> None:
 
 def diff(snapshot: ClusterSnapshot, ctx: PlanningContext) -> Plan:
     """The working assignment as a plan: only partitions whose replicas, order or dirs changed (of
-    those the goals set, ``Assignment.touched``: no pass over every partition)."""
+    those the goals set, ``Assignment.touched``: only those are compared). They are taken in the
+    assignment's order, the snapshot's, which a snapshot of the cluster has sorted as the plan is: the
+    plan's sort then finds them in order (sorting them from the set's order took a second at 1M)."""
     a = ctx.assignment
+    original_of, touched, dirs_of = snapshot.partition, a.touched, a.dirs
     targets: list[PartitionTarget] = []
-    for key in a.touched:
-        p = snapshot.partition(*key)
+    for key, replicas in a.replicas.items():
+        if key not in touched:
+            continue
+        p = original_of(*key)
         if p is None:  # (added, not the snapshot's: not a change of it)
             continue
-        reps, dirs = a.replicas[key], a.dirs[key]
-        if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
+        reps, dirs = tuple(replicas), tuple(dirs_of[key])
+        if reps == p.replicas and dirs == p.log_dirs:
             continue
-        targets.append(
-            PartitionTarget(
-                p.topic, p.partition, tuple(reps), tuple(d if d is not None else ANY_DIR for d in dirs)
-            )
-        )
+        if None in dirs:
+            dirs = tuple(d if d is not None else ANY_DIR for d in dirs)
+        targets.append(PartitionTarget(p.topic, p.partition, reps, dirs))  # type: ignore[arg-type]
     return Plan.of(targets)
 
 
