@@ -230,8 +230,8 @@ class LeaderBalanceGoal:
             rows_by_v, follower = mine[at[order]], follower[order]
             firsts, starts = np.unique(follower, return_index=True)
             ends = np.append(starts[1:], len(follower))
-            bounds = zip(firsts.tolist(), starts.tolist(), ends.tolist(), strict=True)
-            span = {f: (lo, hi) for f, lo, hi in bounds}
+            bounds = zip(starts.tolist(), ends.tolist(), strict=True)
+            span = dict(zip(firsts.tolist(), bounds, strict=True))  # follower -> its rows' (lo, hi)
             for v, n in sorted(per_v.items()):
                 lo, hi = span.get(v, (0, 0))
                 candidates: list[tuple[bool, Key, int]] = []
