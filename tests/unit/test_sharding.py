@@ -144,3 +144,33 @@ def test_the_loads_the_shards_report_changed_are_what_their_rows_change(name: st
     at_once.set_placements((((t, n), reps, dirs) for t, n, reps, dirs in rows), change)
     assert _state(at_once) == _state(one_by_one)
     assert any(change.parts()) and _state(at_once) != _state(PlanningContext.of(snap, wanted).assignment)
+
+
+def test_the_merge_charges_the_shards_moves_to_the_policy_budgets() -> None:
+    # The shards' partitions that gain a replica count against their policy's moveBudget (one move and
+    # its new replicas' bytes each), as the local engine's hard goal counts them: with a budget of
+    # exactly those moves, the balance goals that run after the merge may not move anything more.
+    parts = [("t", n, [1 + n % 3, 1 + (n + 1) % 3], [0, 0], 100 + n) for n in range(30)]
+    snap = snapshot({1: None, 2: None, 3: None, 4: None, 5: None}, parts)
+
+    def merged(budget: int) -> tuple[PlanningContext, list[tuple[str, int]], set[tuple[str, int]]]:
+        text = (
+            "kind: BrokerDecommission\nspec: {brokers: [2]}\n---\nkind: PlacementPolicy\n"
+            f"spec: {{balance: {{brokers: true}}, moveBudget: {{maxMoves: {budget}}}}}\n"
+        )
+        wanted = intents(text)
+        results = plan_shards(PlanningContext.of(snap, wanted), 3)
+        rows = [row for found, _, _ in results for row in found]
+        change = ClusterLoads.none()
+        for _, part, _ in results:
+            change.add(part)
+        ctx = PlanningContext.of(snap, wanted)
+        plan = merge_and_balance(ctx, rows, change, exact_selection=True)
+        return ctx, [(t, n) for t, n, _, _ in rows], {t.key for t in plan.partitions}
+
+    gaining = [p for p in parts if 2 in p[2]]  # each loses broker 2 and gains one other
+    ctx, rows, planned = merged(len(gaining))
+    [spent] = ctx.spent.values()
+    assert (spent.moves, spent.bytes) == (len(gaining), sum(p[4] for p in gaining))
+    assert planned == set(rows)  # the budget was spent by the shards' moves: balance moved nothing
+    assert len(merged(1000)[2]) > len(planned)  # with room in the budget, balance does move more
