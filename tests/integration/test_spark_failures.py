@@ -124,6 +124,9 @@ def test_an_executor_out_of_memory(spark_entry: dict[str, Any], tmp_path: Path) 
     assert_no_outputs(tmp_path)
 
 
+# the name of the shards' stage: the one that collects in spark/engines.py
+SHARDS_STAGE = r"collect at .*spark/engines[.]py:[0-9]+$"
+
 KILLER = """
 import json, os, re, signal, sys, threading, time
 from pathlib import Path
@@ -132,7 +135,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
 
-master, case, spare_pid, spare_port, shards, out = sys.argv[1:7]
+master, case, spare_pid, spare_port, shards, out, stage = sys.argv[1:8]
 spark = spark_session(master, "1g")
 sc = spark.sparkContext
 tracker = sc.statusTracker()
@@ -152,7 +155,7 @@ def executor_of_spare():
     return None
 
 killed = {}
-SHARDS = re.compile(r"collect at .*spark/engines[.]py:[0-9]+$")
+SHARDS = re.compile(stage)
 
 def kill_when_every_executor_is_busy():
     while not killed:
@@ -200,7 +203,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_not_the_plan(
         shards = 24
         proc = subprocess.run(
             [sys.executable, "-c", KILLER, spark_entry["master"], str(case), str(spare.pid), str(port),
-             str(shards), str(tmp_path / "out.json")],
+             str(shards), str(tmp_path / "out.json"), SHARDS_STAGE],
             capture_output=True, text=True, env=driver_env(spark_entry), timeout=900, cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-4000:]
@@ -211,7 +214,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_not_the_plan(
     got = json.loads((tmp_path / "out.json").read_text())
     killed = got["killed"]
     assert killed and killed["executor"] and killed["jobs"], got  # the shard job ran on all three
-    assert re.match(r"collect at .*spark/engines[.]py:[0-9]+$", killed["name"]) and killed["activeTasks"] >= 3
+    assert re.match(SHARDS_STAGE, killed["name"]) and killed["activeTasks"] >= 3
     assert spare.returncode is not None and got["executorsAfter"] == spark_entry["workers"]
     assert got["hardViolationsAfter"] == 0
     assert got["planId"] == sharded_optimize(snap, Intents.loads(text).enforced_only(), shards).plan_id
