@@ -311,7 +311,7 @@ class Reconciler:
                     executor.work_topics(record, limits_of(spec)) if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
-                one = _Pass(self, gw, cluster, bodies, store, record)
+                one = _Pass(self, gw, cluster, bodies, store, record, conditions)
                 status = one.run()
                 metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
                 if not active and one.settled:
@@ -341,10 +341,10 @@ class _Pass:
         bodies: list[dict[str, Any]],
         store: ConfigMapStore,
         record: Execution | None,
+        conditions: Sequence[Mapping[str, Any]] | None,  # the KafkaCluster's, as the reconcile read them
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
         self.spec: Mapping[str, Any] = cluster.get("spec") or {}
-        conditions = (cluster.get("status") or {}).get("conditions")
         self.view = View(bodies, record=record_view(record), cluster_conditions=conditions)
         self.snap: ClusterSnapshot | None = None
         self.in_flight = 0
