@@ -50,9 +50,9 @@ def gateway(kafka_rig: KafkaRig) -> Iterator[KafkaGateway]:
         yield gw
 
 
-def rig_node(command: str, rig: KafkaRig, node: int) -> subprocess.CompletedProcess[str]:
+def rig_node(command: str, rig: KafkaRig, node: int, *extra: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, str(RIG_CLI), command, "--name", rig.name, "--node", str(node)],
+        [sys.executable, str(RIG_CLI), command, "--name", rig.name, "--node", str(node), *extra],
         capture_output=True,
         text=True,
         timeout=180,

@@ -904,6 +904,10 @@ def cmd_stop_node(args: argparse.Namespace) -> int:
     if not pids:
         raise RigError(f"kafka rig '{cluster.name}': node {node.id} is already stopped", 2)
     started = time.monotonic()
+    if args.kill:  # a crash: no controlled shutdown, no flush
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     killed = stop_pids(pids, args.stop_timeout)
     if killed:
         print(f"kafka rig '{cluster.name}': SIGKILLed node {node.id} ({killed})", file=sys.stderr)
@@ -1025,6 +1029,7 @@ def parser() -> argparse.ArgumentParser:
         "stop-node", parents=[common], help="stop one node's JVM (SIGTERM), keep its data and config"
     )
     stop.add_argument("--node", type=int, required=True, help="node id (1..N)")
+    stop.add_argument("--kill", action="store_true", help="SIGKILL at once (a crash), no SIGTERM first")
     stop.set_defaults(func=cmd_stop_node)
     start = sub.add_parser(
         "start-node", parents=[common], help="start a stopped node again (same config and data)"

@@ -314,11 +314,37 @@ def test_selection_respects_counts_bytes_and_health(tmp_path: Path) -> None:
     # after t-1's 50); an idle broker always takes one move, however large
     assert executor._select(ex, _view(states), Limits(max_bytes_per_broker=60), cands) == [2, 1]
     assert executor._select(ex, _view(states), Limits(max_bytes_per_broker=1), cands) == [2, 1]
-    # an under-replicated partition is never moved
+    # an under-replicated partition is never moved, unless its move drops every replica out of sync
+    # (a dead broker's: it repairs the partition); then it moves first
     bad = dict(states)
     t0 = PLAN.partitions[0]
-    bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 1, (1,), 100)
+    bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 3, (3,), 100)  # 1 out of sync, kept
     assert 0 not in executor._select(ex, _view(bad), Limits(), cands)
+    bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 1, (1,), 100)  # 3 out of sync, dropped
+    assert executor._select(ex, _view(bad), Limits(), cands) == [0, 2, 1]
+    bad[t0.key] = PartitionState("t", 0, (1, 3), ("/d0", "/d0"), None, (), 100)  # no leader to copy from
+    assert 0 not in executor._select(ex, _view(bad), Limits(), cands)
+
+
+def test_the_fewest_in_sync_replicas_move_first(tmp_path: Path) -> None:
+    """Execution order: partitions at or below min ISR with a replica out of sync, then the other
+    under-replicated ones (fewest in sync first), then by priority, freeing and size; the baseline keeps
+    the counts (and a record written before them still loads, in the old order)."""
+    sick = [
+        Original((1, 3), ("/d0", "/d0"), 100, 2, 1),  # healthy
+        Original((1, 2), ("/d0", "/d0"), 50, 1, 2),  # under min ISR
+        Original((2, 4), ("/d0", "/d0"), 10, 1, 0),  # under-replicated, above min ISR (smallest)
+    ]
+    store = FileStore(tmp_path / "state.json")
+    ex = Execution.create(store, PLAN, limits=LIMITS, cluster_id="c1")
+    ex.set_baseline(sick, {})
+    ex.save()
+    assert ex.plan.order == [1, 2, 0]
+    again = Execution.load(store)
+    assert again is not None and again.plan.order == [1, 2, 0] and list(again.plan.baseline or ()) == sick
+    old = Original((1, 3), ("/d0", "/d0"), 100)
+    assert old.urgency == (2, 0) and Original((1, 3), (None, None), 1, 1, 2).urgency == (0, 1)
+    assert Original((1, 2, 3), (None,) * 3, 1, 2, 1).urgency == (1, 2)
 
 
 def test_work_topics_follow_the_moves_in_flight_not_the_plan(tmp_path: Path) -> None:

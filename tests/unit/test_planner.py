@@ -8,6 +8,7 @@ from tests.unit.builders import intents, snapshot
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import RackAwareness
 from kafka_placement.model.plan import ANY_DIR
+from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.metrics import apply_plan
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.placement import place
@@ -60,6 +61,26 @@ def test_drain_prefers_another_dir_of_the_same_broker() -> None:
     (target,) = result.plan.partitions
     assert target.replicas == (1, 2) and target.log_dirs == ("/data/d1", "/data/d0")
     assert result.summary["replicaMoves"] == 0 and result.summary["intraBrokerMoves"] == 1
+
+
+def test_draining_a_failed_dir_recreates_its_replicas_on_other_brokers() -> None:
+    """A dir Kafka reports offline (a failed disk): nothing can be copied from it to the broker's other
+    dir, so a drain re-creates its replicas on another broker (from the in-sync replica); the broker
+    keeps its replicas on the good dir, and no new replica goes to the failed one."""
+    parts = [("t", 0, [1, 2], [0, 0], 10), ("t", 1, [2, 3], [1, 1], 5), ("t", 2, [1, 3], [1, 0], 7)]
+    doc = snapshot({1: None, 2: None, 3: None, 4: None}, parts).to_json()
+    doc["brokers"][0]["logDirs"][0]["online"] = False
+    for p in doc["partitions"]:
+        if p["replicas"][0] == 1 and p["logDirs"][0] == "/data/d0":
+            p["isr"] = p["replicas"][1:]
+            p["leader"] = p["replicas"][1]
+    snap = ClusterSnapshot.from_json(doc)
+    result = compute_plan(
+        snap, intents("kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0], drain: true}\n")
+    )
+    (target,) = result.plan.partitions
+    assert target.name == "t-0" and 1 not in target.replicas and 2 in target.replicas
+    assert result.summary["intraBrokerMoves"] == 0 and result.summary["hardViolationsAfter"] == 0
 
 
 def test_drain_of_whole_broker_is_a_network_move_and_cordon_blocks_new_replicas() -> None:
@@ -257,3 +278,32 @@ def test_plan_id_is_the_canonical_hash_computed_once_per_plan(monkeypatch: pytes
 
     monkeypatch.setattr(plan_module.json, "dumps", no_dumps)
     assert plan.plan_id == first
+
+
+def test_a_dead_brokers_replicas_are_lost_and_its_missing_rack_breaks_no_rule() -> None:
+    """Broker 3 crashed: the snapshot names it (``alive: false``, no rack, no dirs) in the replicas of
+    half the partitions, out of their ISR. Decommissioning it moves exactly those replicas (each one copy,
+    which the lower bound counts) onto live brokers, spread per the policy's racks; without an intent
+    that asks, the lost replicas are no violation of the policy's rack rule (their rack is unknown)."""
+    racks = {1: "/dc1/r1", 2: "/dc1/r2", 3: None, 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}
+    parts = [("t", n, [1 + n % 6, 1 + (n + 2) % 6, 1 + (n + 4) % 6], [0, 0, 0], 100) for n in range(12)]
+    doc = snapshot(racks, parts).to_json()
+    doc["brokers"] = [b for b in doc["brokers"] if b["id"] != 3] + [
+        {"id": 3, "rack": None, "alive": False, "logDirs": []}
+    ]
+    for p in doc["partitions"]:
+        p["logDirs"] = [None if b == 3 else d for b, d in zip(p["replicas"], p["logDirs"], strict=True)]
+        p["isr"] = [b for b in p["replicas"] if b != 3]
+        p["leader"] = p["isr"][0]
+    snap = ClusterSnapshot.from_json(doc)
+    assert snap.broker(3) is not None and not snap.broker(3).alive  # type: ignore[union-attr]
+    assert ClusterSnapshot.from_json(snap.to_json()) == snap  # ``alive`` survives a round trip
+    policy = "kind: PlacementPolicy\nspec: {rackAwareness: {separator: /, levels: 1}}\n"
+    assert not compute_plan(snap, intents(policy)).plan.partitions
+    result = compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [3]}\n---\n" + policy))
+    lost = {p.partition for p in snap.partitions if 3 in p.replicas}
+    assert {t.partition for t in result.plan.partitions} == lost
+    for t in result.plan.partitions:
+        assert 3 not in t.replicas and len({racks[b] and racks[b].split("/")[1] for b in t.replicas}) == 3
+    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 100 * len(lost)
+    assert result.summary["hardViolationsAfter"] == 0

@@ -11,7 +11,9 @@ Concurrency: moves in flight per broker and per cluster (counts), and bytes in f
 and outbound (``Limits.bytes_per_broker``: the throttle, or an assumed rate when unthrottled, times a
 target batch duration), so thousands of small partitions move together and large ones a few at a time;
 a broker with nothing in flight always takes one move, however large. Partitions go in execution order
-(higher priority first, then moves off nearly full dirs, then smallest first).
+(the under-replicated ones a move repairs first, fewest in-sync replicas first; then higher priority, then
+moves off nearly full dirs, then smallest first). A dead broker's replicas are lost: a move off it copies
+from the live leader, and the dead broker is neither throttled nor waited for.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from .record import (
     Submission,
     next_phase,
 )
-from .safety import check_plan_min_isr, defend, unsafe
+from .safety import check_plan_min_isr, defend, repairs, unsafe
 from .view import View, at_target, read_view
 
 __all__ = [
@@ -120,12 +122,13 @@ def _validate(ex: Execution, gateway: KafkaGateway) -> None:
     _bind_cluster(ex, snap.cluster_id)
     plan = ex.plan.plan
     plan.check_against(snap, "plan", live_only=True)
-    check_plan_min_isr(ex, gateway)
+    min_isr = check_plan_min_isr(ex, gateway)
     baseline = []
     for t in plan.partitions:
         p = snap.partition(t.topic, t.partition)
         assert p is not None  # checked above
-        baseline.append(Original(p.replicas, p.log_dirs, p.size_bytes))
+        in_sync = len(set(p.isr) & set(p.replicas))
+        baseline.append(Original(p.replicas, p.log_dirs, p.size_bytes, in_sync, min_isr.get(t.topic, 0)))
     usage = {
         (b.id, d.path): 1.0 - d.usable_bytes / d.total_bytes
         for b in snap.brokers
@@ -249,8 +252,9 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
     outbound: dict[int, int] = {}
 
     def senders(i: int) -> tuple[int, ...]:
-        original = plan.original(i).replicas
-        return original[:1] if plan.adding[i] else ()
+        p = view.partitions.get(plan.targets[i].key)
+        leader = p.leader if p is not None and p.leader is not None else plan.original(i).replicas[0]
+        return (leader,) if plan.adding[i] else ()  # followers copy from the leader
 
     def charge(i: int) -> None:
         size = plan.baseline_size(i)
@@ -266,13 +270,15 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
     room = limits.max_moves - len(ex.doc.in_flight)
     cap = limits.bytes_per_broker
     batch: list[int] = []
-    for i in candidates:
+    for i in _by_health(ex, view, candidates):
         if room <= 0:
             break
         t = plan.targets[i]
         p = view.partitions.get(t.key)
-        if p is None or p.under_replicated or t.key in view.in_flight:
-            continue  # never move an under-replicated partition; someone else's move: wait for it
+        if p is None or t.key in view.in_flight:
+            continue  # someone else's move: wait for it
+        if p.under_replicated and not repairs(t, p):
+            continue  # never move an under-replicated partition, unless the move repairs it
         if any(count.get(b, 0) >= limits.max_moves_per_broker for b in plan.involved(i)):
             continue
         size = plan.baseline_size(i)
@@ -287,13 +293,31 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
     return batch
 
 
-def _moves(ex: Execution, indices: list[int], limits: Limits) -> list[Move]:
+def _by_health(ex: Execution, view: View, candidates: list[int]) -> list[int]:
+    """``candidates`` with those now under-replicated first, the fewest in-sync replicas (against min ISR)
+    first (a stable sort: the execution order otherwise; a broker that died since validation)."""
+    plan = ex.plan
+
+    def urgency(i: int) -> tuple[int, int]:
+        t = plan.targets[i]
+        p = view.partitions.get(t.key)
+        if p is None:
+            return (2, 0)
+        in_sync = len(set(p.isr) & set(p.replicas))
+        return Original(p.replicas, p.log_dirs, 0, in_sync, view.min_isr.get(t.topic, 0)).urgency
+
+    return sorted(candidates, key=urgency)
+
+
+def _moves(ex: Execution, indices: list[int], limits: Limits, live: frozenset[int]) -> list[Move]:
+    """The moves to throttle; a broker that is not live copies nothing and cannot be configured (the
+    lost replicas of a dead broker), so it is left out of their current replicas."""
     plan = ex.plan
     return [
         Move(
             plan.targets[i].topic,
             plan.targets[i].partition,
-            plan.original(i).replicas,
+            tuple(b for b in plan.original(i).replicas if b in live),
             plan.targets[i].replicas,
             plan.rate[i] or limits.throttle,
         )
@@ -301,14 +325,16 @@ def _moves(ex: Execution, indices: list[int], limits: Limits) -> list[Move]:
     ]
 
 
-def _throttle(ex: Execution, gateway: KafkaGateway, batch: list[int], limits: Limits) -> None:
+def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int], limits: Limits) -> None:
     """Throttle ``batch`` (and re-assert the rates of moves in flight on the same brokers); what will be
-    set is saved in the record before Kafka is touched."""
+    set is saved in the record before Kafka is touched. Brokers that are not live are left out."""
     plan = ex.plan
-    rated = [m for m in _moves(ex, ex.active() + batch, limits) if m.rate is not None]
+    rated = [m for m in _moves(ex, ex.active() + batch, limits, view.live) if m.rate is not None]
     if not batch or not rated:
         return
-    dir_brokers = {b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i]}
+    dir_brokers = {
+        b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i] if b in view.live
+    }
     current = ThrottleState.from_json(ex.doc.throttles.model_dump())
 
     def write_ahead(planned: ThrottleState) -> None:
@@ -547,7 +573,7 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits) -> View | None:
         ex.move(Event.CANCEL)  # in Finishing every move is done already: finishing is quicker
         ex.save()
     if ex.phase == Phase.THROTTLING:
-        _throttle(ex, gateway, _select(ex, view, limits, candidates), limits)
+        _throttle(ex, gateway, view, _select(ex, view, limits, candidates), limits)
         ex.move(Event.THROTTLED)
         ex.save()
     if ex.phase in (Phase.MOVING, Phase.PAUSED):
@@ -597,7 +623,7 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
         return
     batch = _select(ex, view, limits, candidates)
     if batch:
-        _throttle(ex, gateway, batch, limits)
+        _throttle(ex, gateway, view, batch, limits)
         _submit(ex, gateway, batch)
 
 

@@ -261,17 +261,29 @@ class RecordDoc(_Model):
 
 @dataclass(frozen=True, slots=True)
 class Original:
-    """A plan partition as the execution found it: replicas, their dirs, size (largest replica)."""
+    """A plan partition as the execution found it: replicas, their dirs, size (largest replica), and how
+    many of its replicas were in sync against its topic's min.insync.replicas (-1, 0: not known)."""
 
     replicas: tuple[int, ...]
     log_dirs: tuple[str | None, ...]
     size: int
+    in_sync: int = -1
+    min_isr: int = 0
+
+    @property
+    def urgency(self) -> tuple[int, int]:
+        """Execution order by health: partitions at or below min ISR with a replica out of sync first, then
+        the other under-replicated ones, each with the fewest in-sync replicas first; healthy ones last."""
+        if self.in_sync < 0 or self.in_sync >= len(self.replicas):
+            return (2, 0)
+        return (0 if self.in_sync <= self.min_isr else 1, self.in_sync)
 
 
 class ExecutionPlan:
     """The plan with its baseline, indexed once: per plan index the brokers a move adds, removes and
-    moves between dirs, its bytes to copy, its priority and throttle, and the execution order (higher
-    priority, then moves that free a full dir, then smallest first)."""
+    moves between dirs, its bytes to copy, its priority and throttle, and the execution order (the
+    partitions with the fewest in-sync replicas first when some are under-replicated: ``Original.urgency``;
+    then higher priority, then moves that free a full dir, then smallest first)."""
 
     FREEING_DIR_USAGE = 0.85  # a move that takes a replica off a dir at least this full frees space
 
@@ -317,7 +329,8 @@ class ExecutionPlan:
                 for b, d in zip(o.replicas, o.log_dirs, strict=True)
                 if d is not None and (b in self.removing[i] or b in self.dir_moving[i])
             )
-        self.order.sort(key=lambda i: (-self.priority[i], not freeing[i], self.baseline_size(i), i))
+        base = self.baseline
+        self.order.sort(key=lambda i: (base[i].urgency, -self.priority[i], not freeing[i], base[i].size, i))
 
     def baseline_size(self, i: int) -> int:
         return self.baseline[i].size if self.baseline is not None else 0
@@ -579,19 +592,30 @@ class Execution:
 
 
 def encode_baseline(baseline: Sequence[Original], dir_usage: Mapping[tuple[int, str], float]) -> bytes:
-    rows = [[list(o.replicas), list(o.log_dirs), o.size] for o in baseline]
+    rows = [
+        [list(o.replicas), list(o.log_dirs), o.size, *([o.in_sync, o.min_isr] if o.in_sync >= 0 else [])]
+        for o in baseline
+    ]
     usage = [[b, d, round(u, 4)] for (b, d), u in sorted(dir_usage.items())]
     return json.dumps({"version": 1, "partitions": rows, "dirUsage": usage}, separators=(",", ":")).encode()
 
 
 def decode_baseline(data: bytes, n: int, where: str) -> tuple[list[Original], dict[tuple[int, str], float]]:
-    """The baseline blob: per plan index the original replicas, dirs and size; dir usage (fraction)."""
+    """The baseline blob: per plan index the original replicas, dirs and size (and, since they were added,
+    the replicas in sync and the min ISR); dir usage (fraction)."""
     try:
         doc = json.loads(data)
         out = [
-            Original(tuple(int(b) for b in r), tuple(None if d is None else str(d) for d in ds), int(size))
-            for r, ds, size in doc["partitions"]
+            Original(
+                tuple(int(b) for b in r),
+                tuple(None if d is None else str(d) for d in ds),
+                int(size),
+                *(int(x) for x in health),  # in sync, min ISR: absent in records written before them
+            )
+            for r, ds, size, *health in doc["partitions"]
         ]
+        if any(not -1 <= o.in_sync <= len(o.replicas) or o.min_isr < 0 for o in out):
+            raise ValueError("in-sync counts out of range")
         usage = {(int(b), str(d)): float(u) for b, d, u in doc.get("dirUsage", [])}
     except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise BadInputError(f"malformed baseline: {str(e)[:200]}", where) from None

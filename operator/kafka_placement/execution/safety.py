@@ -15,7 +15,9 @@ effective ``min.insync.replicas`` is refused when the execution is validated, be
 acks=all such a partition could never be written again). While moving, a candidate whose target falls
 below a min ISR raised since then is not submitted, and partitions of the topics read that are at or below
 min ISR with a replica out of sync, for reasons other than our moves, pause the execution: the message
-names them with their ISR and min ISR. A move whose target keeps at least min ISR replicas never takes a
+names them with their ISR and min ISR. Not those the plan itself repairs (its target drops every replica
+out of sync, as a dead broker's decommission does): they are moved, fewest in-sync replicas first (the
+execution order, record.Original.urgency). A move whose target keeps at least min ISR replicas never takes a
 healthy partition below it: Kafka adds the new replicas and waits for them to join the ISR before it
 removes any, and leadership only moves to in-sync replicas (preferred-leader elections included).
 """
@@ -31,6 +33,7 @@ from ..kafka.gateway import ConfigTarget, KafkaGateway
 from ..kafka.throttles import Drift, ThrottleState, owned_drift
 from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
+from ..model.snapshot import PartitionState
 from .record import Execution, LimitsDoc
 from .view import View
 
@@ -126,25 +129,42 @@ def below_min_isr(targets: Iterable[PartitionTarget], min_isr: dict[str, int]) -
     ]
 
 
-def check_plan_min_isr(ex: Execution, gateway: KafkaGateway) -> None:
-    """At validation: refuse a plan that would leave any partition below its topic's min ISR."""
+def check_plan_min_isr(ex: Execution, gateway: KafkaGateway) -> dict[str, int]:
+    """At validation: refuse a plan that would leave any partition below its topic's min ISR; returns the
+    plan topics' min ISR."""
     targets = ex.plan.plan.partitions
-    bad = below_min_isr(targets, gateway.min_insync_replicas({t.topic for t in targets}))
+    min_isr = gateway.min_insync_replicas({t.topic for t in targets})
+    bad = below_min_isr(targets, min_isr)
     if bad:
         raise BadInputError(
             f"the plan would leave {len(bad)} partitions with fewer replicas than their topic's "
             f"min.insync.replicas, unwritable with acks=all; nothing was moved: {_listed(bad)}",
             "plan",
         )
+    return min_isr
+
+
+def repairs(target: PartitionTarget, p: PartitionState) -> bool:
+    """The move to ``target`` drops every replica of ``p`` that is out of sync (a dead broker's, a failed
+    dir's): Kafka copies the new replicas from the in-sync ones before it removes any, so moving it
+    repairs the under-replication instead of adding to it. Without a leader nothing can be copied."""
+    out_of_sync = set(p.replicas) - set(p.isr)
+    return p.leader is not None and not out_of_sync & set(target.replicas)
 
 
 def unsafe(ex: Execution, view: View, candidates: Sequence[int]) -> list[str]:
     """Partitions of the topics read that are under-replicated for reasons other than our moves (with
-    their ISR against min ISR), and candidates whose target is now below their topic's min ISR."""
-    ours = {ex.plan.targets[i].key for i in ex.active()}
+    their ISR against min ISR), and candidates whose target is now below their topic's min ISR. The
+    under-replication the plan repairs (its target drops every out-of-sync replica: ``repairs``) is
+    never a reason to pause: it is what the plan is for (a dead broker's decommission)."""
+    plan = ex.plan
+    ours = {plan.targets[i].key for i in ex.active()}
     out = []
     for k, p in view.partitions.items():
         if k in ours or not p.under_replicated:
+            continue
+        i = plan.index.get(k)
+        if i is not None and repairs(plan.targets[i], p):
             continue
         isr, m = len(set(p.isr)), view.min_isr.get(p.topic)
         where = "" if m is None else f", {'below' if isr < m else 'at' if isr == m else 'above'} min ISR {m}"

@@ -66,6 +66,9 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
 )
 
 log = logging.getLogger(__name__)
+
+METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
+METADATA_WAIT_S = 1.0  # ...this far apart
 _librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 _librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
 
@@ -382,10 +385,10 @@ class KafkaGateway:
         cluster = self._call(
             "describe cluster", lambda: admin.describe_cluster(request_timeout=timeout).result()
         )
-        metadata = self._call("list topics", lambda: admin.list_topics(timeout=timeout))
         live = sorted(int(n.id) for n in cluster.nodes)
         racks = {int(n.id): n.rack for n in cluster.nodes}
         dirs = self.describe_log_dirs(live)
+        metadata = self._current_metadata(admin, dirs)
         cordon_config = {
             b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
         }
@@ -417,8 +420,8 @@ class KafkaGateway:
                 replicas = tuple(int(r) for r in pmd.replicas)
                 if not replicas:
                     continue
-                for r in replicas:  # a replica on a broker that is not alive: keep it, dir unknown
-                    brokers.setdefault(r, Broker(r, None, ()))
+                for r in replicas:  # a replica on a broker that is not alive: lost, its dir unknown
+                    brokers.setdefault(r, Broker(r, None, (), alive=False))
                 leader = int(pmd.leader) if pmd.leader is not None and int(pmd.leader) in replicas else None
                 partitions.append(
                     PartitionState(
@@ -436,6 +439,35 @@ class KafkaGateway:
             partitions=tuple(partitions),
             cluster_id=cluster.cluster_id or metadata.cluster_id,
         )
+
+    def _current_metadata(self, admin: Any, dirs: Mapping[int, Sequence[LogDirInfo]]) -> Any:
+        """The topics' metadata, read again (up to METADATA_READS times, METADATA_WAIT_S apart) while it
+        lacks a partition that a live broker's log dirs hold: the broker that answers the metadata request
+        applies the controller's records asynchronously and may lag (right after topics were created a
+        snapshot missed hundreds of their partitions). A partition still missing after the last read
+        (a topic being deleted: its logs go after its metadata) is left out, with a warning."""
+        timeout = self.settings.request_timeout_s
+        on_disk = {
+            (r.topic, r.partition) for ds in dirs.values() for d in ds for r in d.replicas if not r.is_future
+        }
+        for read in range(1, METADATA_READS + 1):
+            metadata = self._call("list topics", lambda: admin.list_topics(timeout=timeout))
+            known = {
+                (t, int(n)) for t, tmd in metadata.topics.items() if tmd.error is None for n in tmd.partitions
+            }
+            missing = on_disk - known
+            if not missing:
+                return metadata
+            shown = ", ".join(f"{t}-{n}" for t, n in sorted(missing)[:5])
+            if read == METADATA_READS:
+                log.warning(
+                    "metadata lacks %d partitions the log dirs hold (%s): left out (deleted topics?)",
+                    len(missing), shown,
+                )  # fmt: skip
+                return metadata
+            log.info("metadata lags the log dirs (%d partitions, %s): reading it again", len(missing), shown)
+            time.sleep(METADATA_WAIT_S)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
         """(cluster id, live broker ids): one small request, whatever the cluster's size."""

@@ -5,6 +5,9 @@ A ``ClusterSnapshot`` is the planner's only view of Kafka. It is produced by the
 sits on a known broker and on one of that broker's dirs, replicas are distinct, ``replicas`` and
 ``logDirs`` have the same length, the leader is a replica and the ISR a subset of the replicas.
 A replica whose dir is not known (its broker is offline) has the dir ``None`` (JSON ``null``).
+A broker that replicas name but that is not alive (fenced after a crash, or gone from the metadata) is
+listed with ``alive: false`` (JSON: the field is written only then), no rack and no dirs: its replicas
+are lost, and a move off it copies from a live in-sync replica.
 Broker ids and partition numbers are Kafka's non-negative int32s, byte counts signed 64-bit, topic
 names legal Kafka names.
 """
@@ -54,6 +57,7 @@ class Broker:
     id: int
     rack: str | None
     log_dirs: tuple[LogDir, ...]
+    alive: bool = True  # False: registered but fenced, or named by replicas only (its replicas are lost)
 
     def dir(self, path: str) -> LogDir | None:
         for d in self.log_dirs:
@@ -133,6 +137,7 @@ class ClusterSnapshot:
             {
                 "id": b.id,
                 "rack": b.rack,
+                **({} if b.alive else {"alive": False}),
                 "logDirs": [
                     {
                         "path": d.path,
@@ -172,7 +177,7 @@ class ClusterSnapshot:
         return _parse_snapshot(load_json(text, source), source)
 
 
-_BROKER_FIELDS = ("id", "rack", "logDirs")
+_BROKER_FIELDS = ("id", "rack", "logDirs", "alive")
 _DIR_FIELDS = ("path", "totalBytes", "usableBytes", "cordoned", "online")
 _PARTITION_FIELDS = ("topic", "partition", "replicas", "logDirs", "leader", "isr", "sizeBytes")
 
@@ -200,7 +205,12 @@ def _parse_broker(raw: object, where: str) -> Broker:
     paths = [d.path for d in dirs]
     if len(set(paths)) != len(paths):
         raise BadInputError(f"duplicate log dir path in {brief_list(paths)}", f"{where}.logDirs")
-    return Broker(id=as_int32(require(obj, "id", where), f"{where}.id"), rack=rack, log_dirs=dirs)
+    return Broker(
+        id=as_int32(require(obj, "id", where), f"{where}.id"),
+        rack=rack,
+        log_dirs=dirs,
+        alive=as_bool(obj.get("alive", True), f"{where}.alive"),
+    )
 
 
 def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> PartitionState:

@@ -4,7 +4,8 @@ Rules (docs/architecture.md §4): distinct brokers; none on decommissioned broke
 no new replica on a cordoned dir or broker; the policy's replication factor; multi-level rack spread
 for topics whose policy asks for it; dir capacity. Minimal movement: a partition that breaks no rule
 is left alone; a replica on a drained dir moves to another dir of the same broker when one may take
-it (a local copy, not a network move); a removed preferred leader's slot is taken by a kept replica
+it (a local copy, not a network move), except from a dir that failed (offline: nothing can be read from
+it, so the replica is re-created on another broker from an in-sync replica); a removed preferred leader's slot is taken by a kept replica
 (a free reorder) rather than by the newcomer. Partitions are handled largest first so the big
 replicas get the emptiest brokers. Infeasible partitions are collected and reported together.
 
@@ -82,6 +83,8 @@ class ReplicaPlacementGoal:
             return False
         if e.may_keep(broker, path, ctx.assignment.size[key]):
             return True
+        if _lost(e, broker, path):
+            return False  # a failed dir's replica cannot be moved to another dir: it leaves the broker
         return a.best_dir(e, broker, a.size[key], exclude=[path] if path else []) is not None
 
     def _repair(self, ctx: PlanningContext, key: Key) -> None:
@@ -104,8 +107,10 @@ class ReplicaPlacementGoal:
         preferred = set(policy.preferred_brokers) if policy is not None else set()
         rank = self._ranker(ctx, preferred)
 
+        lost = {b for b, d in zip(reps, dirs, strict=True) if _lost(e, b, d) and not e.may_keep(b, d, size)}
+
         def usable(b: int) -> bool:
-            return e.may_receive(b) and a.best_dir(e, b, size) is not None
+            return b not in lost and e.may_receive(b) and a.best_dir(e, b, size) is not None
 
         target: list[int] | None
         if tree is not None:
@@ -357,3 +362,8 @@ def _changed(ctx: PlanningContext, key: Key) -> bool:
     p = ctx.snapshot.partition(*key)
     a = ctx.assignment
     return p is not None and (tuple(a.replicas[key]) != p.replicas or tuple(a.dirs[key]) != p.log_dirs)
+
+
+def _lost(e: Eligibility, broker: int, path: str | None) -> bool:
+    """The replica sits on a dir Kafka reports offline (a failed disk): its data cannot be read there."""
+    return path is not None and (broker, path) in e.offline

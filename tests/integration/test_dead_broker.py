@@ -1,0 +1,190 @@
+"""Decommissioning a broker that crashed (real rig, the CLI: snapshot, plan, execute --wait).
+
+A topic of 30 partitions (RF 2, min.insync.replicas 1) over the three brokers; an idempotent producer
+writes with acks=all while broker 3 is SIGKILLed and never restarted during the test. Right after the
+crash the snapshot must work and name broker 3 as not alive; the decommission of broker 3 is planned from
+it and executed with ``--wait``: the safety gate must not pause on the under-replication the plan repairs
+(every partition of the topic that named broker 3 is out of sync). At the end every partition has two
+replicas on live brokers, all in sync, no throttle is left, and every acknowledged record is read back
+exactly once. Broker 3 is always restarted (finally), which then holds no replica of the topic.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from tests.integration.conftest import wait_for
+from tests.integration.test_executor_broker_down import node_running, rig_node, throttle_configs
+
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
+
+if TYPE_CHECKING:
+    from conftest import KafkaRig, TopicFactory
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(420)]
+
+CLI = Path(sys.executable).parent / "kafka-placement"
+DEAD = 3
+PARTITIONS = 30
+RECORDS = 20_000
+
+
+class Producer:
+    """An idempotent acks=all producer in a thread: numbered records, round robin over the partitions,
+    until stopped or RECORDS are sent; remembers which numbers Kafka acknowledged."""
+
+    def __init__(self, servers: str, topic: str) -> None:
+        from confluent_kafka import Producer as Client
+
+        self.topic = topic
+        self.acked: set[int] = set()
+        self.failed: list[str] = []
+        self.stop = threading.Event()
+        self.client = Client(
+            {
+                "bootstrap.servers": servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 120_000,
+            }
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+        else:
+            self.acked.add(int(msg.value()))
+
+    def _run(self) -> None:
+        for n in range(RECORDS):
+            if self.stop.is_set():
+                break
+            while True:
+                try:
+                    self.client.produce(
+                        self.topic,
+                        value=str(n).encode(),
+                        partition=n % PARTITIONS,
+                        on_delivery=self._delivered,
+                    )
+                    break
+                except BufferError:
+                    self.client.poll(0.1)
+            self.client.poll(0)
+            if n % 100 == 99:
+                time.sleep(0.01)  # a steady stream over the crash, not one burst before it
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        assert self.client.flush(120) == 0, "records still unacknowledged after 120 s"
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def read_all(servers: str, topic: str) -> list[int]:
+    """Every record of the topic, read with read_committed off from the beginning until a quiet second."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": f"check-{topic}", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])  # offset 0: the beginning
+        out: list[int] = []
+        quiet = time.monotonic()
+        while time.monotonic() - quiet < 5:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            out.append(int(msg.value()))
+            quiet = time.monotonic()
+        return out
+    finally:
+        consumer.close()
+
+
+def test_a_crashed_broker_is_decommissioned(
+    kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+) -> None:
+    assert node_running(kafka_rig, DEAD), f"broker {DEAD} of the rig is not running"
+    assignment = [[1 + p % 3, 1 + (p + 1) % 3] for p in range(PARTITIONS)]  # 20 of 30 name broker 3
+    topic = new_topic(assignment, config={"min.insync.replicas": "1"})
+    servers = kafka_rig.bootstrap_servers
+    with KafkaGateway(ConnectionSettings(servers)) as gw:
+        throttles_before = throttle_configs(gw, topic)
+    producer = Producer(servers, topic)
+    producer.thread.start()
+    killed = False
+    try:
+        wait_for("records acknowledged before the crash", lambda: len(producer.acked) >= 2_000, timeout=60)
+        kill = rig_node("stop-node", kafka_rig, DEAD, "--kill")
+        killed = True
+        assert kill.returncode == 0, kill.stderr + kill.stdout
+        crashed_at = time.monotonic()
+
+        snapshot = tmp_path / "snapshot.json"
+        snap = run_cli("snapshot", "--bootstrap-server", servers, "-o", str(snapshot))
+        assert snap.returncode == 0, snap.stderr  # at once: no waiting for the crash to settle
+        doc = json.loads(snapshot.read_text())
+        dead = [b for b in doc["brokers"] if b["id"] == DEAD]
+        assert dead and dead[0].get("alive") is False and dead[0]["logDirs"] == [], dead
+        assert all(b.get("alive", True) for b in doc["brokers"] if b["id"] != DEAD)
+        mine = [p for p in doc["partitions"] if p["topic"] == topic]
+        assert len(mine) == PARTITIONS  # none missing: the snapshot waits for lagging metadata
+        wait_for("the crash seen in the ISRs", lambda: len(out_of_sync(servers, topic)) == 20, timeout=60)
+
+        intents = tmp_path / "intents.yaml"
+        intents.write_text(f"kind: BrokerDecommission\nspec: {{brokers: [{DEAD}]}}\n")
+        plan, state = tmp_path / "plan.json", tmp_path / "state.json"
+        planned = run_cli("plan", "--snapshot", str(snapshot), "--intents", str(intents), "-o", str(plan))
+        assert planned.returncode == 0, planned.stderr
+        entries = json.loads(plan.read_text())["partitions"]
+        moved = [e for e in entries if e["topic"] == topic]
+        assert len(moved) == 20 and all(DEAD not in e["replicas"] for e in moved)
+        executed = run_cli(
+            "execute", "--bootstrap-server", servers, "--plan", str(plan), "--state", str(state),
+            "--throttle", "50000000", "--wait", "--poll-seconds", "0.5",
+        )  # fmt: skip
+        assert executed.returncode == 0, executed.stdout + executed.stderr
+        record = json.loads(state.read_text())
+        assert record["phase"] == "Completed"
+        assert record["counters"]["submissions"] == len(entries)  # each partition once
+        assert record["counters"]["resubmitted"] == 0
+        print(f"decommissioned dead broker {DEAD} {time.monotonic() - crashed_at:.1f}s after the crash")
+        producer.finish()
+        assert not producer.failed, producer.failed[:5]
+
+        with KafkaGateway(ConnectionSettings(servers)) as fresh:
+            after = {p.partition: p for p in fresh.snapshot().partitions if p.topic == topic}
+            assert throttle_configs(fresh, topic) == throttles_before  # no throttle left
+        assert len(after) == PARTITIONS
+        for p in after.values():
+            assert len(p.replicas) == 2 and DEAD not in p.replicas, p
+            assert set(p.isr) == set(p.replicas), p  # back in sync on the live brokers
+        read = read_all(servers, topic)
+        assert len(read) == len(set(read)), "a record was read twice"
+        assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"
+    finally:
+        producer.stop.set()
+        if killed or not node_running(kafka_rig, DEAD):
+            restarted = rig_node("start-node", kafka_rig, DEAD)
+            assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
+
+
+def out_of_sync(servers: str, topic: str) -> list[int]:
+    with KafkaGateway(ConnectionSettings(servers)) as gw:
+        described = gw.describe_partitions([topic])
+    return [n for (_, n), p in described.items() if p.under_replicated]
