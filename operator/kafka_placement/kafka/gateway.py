@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -67,6 +69,8 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
 
 log = logging.getLogger(__name__)
 
+_KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from metadata by its id
+CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 _librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
@@ -101,6 +105,7 @@ class KafkaGateway:
         self._confluent: Any = None
         self._kafka_python: Any = None
         self._last_client_error: str | None = None
+        self._known_broker_down = False  # a broker named by the metadata refused a connection
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -140,6 +145,8 @@ class KafkaGateway:
         code = str(err.name()) if hasattr(err, "name") else ""
         if code in _UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
             self._last_client_error = text
+        if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
+            self._known_broker_down = True
 
     def _admin(self) -> Any:
         """The confluent-kafka AdminClient, created and checked (one DescribeCluster) on first use."""
@@ -150,17 +157,28 @@ class KafkaGateway:
             conf = self.settings.confluent_config()
             conf["error_cb"] = self._on_client_error
             conf["logger"] = _librdkafka_log
-            admin = AdminClient(conf)
-            self._confluent = admin
-            try:
-                self._call("connect", lambda: self._connected(admin), attempts=1)
-            except KafkaOperationError as e:
-                self._confluent = None
-                raise self._unavailable(e.message) from None
-            except KafkaUnavailableError:
-                self._confluent = None
-                raise
+            for attempt in range(1, CONNECT_TRIES + 1):
+                admin = AdminClient(conf)
+                self._confluent = admin
+                try:
+                    self._call("connect", functools.partial(self._connected, admin), attempts=1)
+                    break
+                except KafkaOperationError as e:
+                    self._confluent = None
+                    if not self._dead_controller(e) or attempt == CONNECT_TRIES:
+                        raise self._unavailable(e.message) from None
+                    log.info("connect: %s; trying again with fresh metadata", e.message)
+                    e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                except KafkaUnavailableError:
+                    self._confluent = None
+                    raise
         return self._confluent
+
+    def _dead_controller(self, e: KafkaOperationError) -> bool:
+        """The call waited in vain for the controller the metadata named, and a broker known from the
+        metadata (not a bootstrap address) refused a connection: that controller has just died (KRaft
+        names a live broker again once the dead one is fenced, seconds later); the cluster answered."""
+        return "controller" in e.message.lower() and self._known_broker_down
 
     def _connected(self, admin: Any) -> Any:
         """One DescribeCluster, polling the client's errors meanwhile: a refused authentication fails at
@@ -263,6 +281,10 @@ class KafkaGateway:
                 self._last_client_error = None
                 self._confluent.poll(0)  # serve error_cb: the transport error says why
             transport = self._last_client_error
+            if code == "_TIMED_OUT" and "controller" in text.lower() and self._known_broker_down:
+                # the metadata named a controller that just died (KRaft names a live broker again once
+                # the dead one is fenced): not an unreachable cluster
+                return KafkaOperationError(f"{what} failed: {text}"), True
             if code in _UNREACHABLE or (code == "_TIMED_OUT" and transport):
                 return self._unavailable(transport or text), False
             retriable = bool(err.retriable()) if hasattr(err, "retriable") else False
@@ -300,14 +322,9 @@ class KafkaGateway:
         ``KafkaAuthorizationError`` naming every denial."""
         from confluent_kafka import KafkaException, TopicCollection
 
+        cluster = self._describe_cluster("describe cluster (authorized operations)", operations=True)
         admin = self._admin()
         timeout = self.settings.request_timeout_s
-        cluster = self._call(
-            "describe cluster (authorized operations)",
-            lambda: admin.describe_cluster(
-                include_authorized_operations=True, request_timeout=timeout
-            ).result(),
-        )
         allowed = {_enum_text(op) for op in cluster.authorized_operations or ()}
         wanted = {"DESCRIBE"} | ({"ALTER"} if moves else set()) | (_CONFIG_OPS if configs else set())
         denied = [
@@ -378,16 +395,13 @@ class KafkaGateway:
     def snapshot(self) -> ClusterSnapshot:
         """Brokers with racks and log dirs (usage, cordon, online), every partition's replicas, dirs,
         leader, ISR and size (the largest replica). Internal topics are included."""
-        admin = self._admin()
-        timeout = self.settings.request_timeout_s
         # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL
         self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
-        cluster = self._call(
-            "describe cluster", lambda: admin.describe_cluster(request_timeout=timeout).result()
-        )
-        live = sorted(int(n.id) for n in cluster.nodes)
+        cluster = self._describe_cluster("describe cluster")
+        admin = self._admin()
         racks = {int(n.id): n.rack for n in cluster.nodes}
-        dirs = self.describe_log_dirs(live)
+        dirs = self.describe_log_dirs(racks)
+        live = sorted(dirs)  # a broker the cluster lists that refused us has just died
         metadata = self._current_metadata(admin, dirs)
         cordon_config = {
             b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
@@ -469,13 +483,32 @@ class KafkaGateway:
             time.sleep(METADATA_WAIT_S)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _describe_cluster(self, what: str, *, operations: bool = False) -> Any:
+        """DescribeCluster, which librdkafka sends to the controller the metadata names: right after a
+        broker died that may still be the dead broker (KRaft names a random registered broker until it
+        is fenced, seconds later), and the request waits for it until its timeout. So it waits at most
+        the connect timeout, and is tried again with a new client (fresh metadata), CONNECT_TRIES
+        times."""
+        for attempt in range(1, CONNECT_TRIES + 1):
+            admin = self._admin()
+            try:
+                future = functools.partial(
+                    admin.describe_cluster,
+                    include_authorized_operations=operations,
+                    request_timeout=self.settings.connect_timeout_s,
+                )
+                return self._call(what, lambda: future().result(), attempts=1)  # noqa: B023 (called here)
+            except KafkaOperationError as e:
+                if not self._dead_controller(e) or attempt == CONNECT_TRIES:
+                    raise
+                log.info("%s: %s; trying again with fresh metadata", what, e.message)
+                e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                self._confluent = None
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
         """(cluster id, live broker ids): one small request, whatever the cluster's size."""
-        admin = self._admin()
-        cluster = self._call(
-            "describe cluster",
-            lambda: admin.describe_cluster(request_timeout=self.settings.request_timeout_s).result(),
-        )
+        cluster = self._describe_cluster("describe cluster")
         return cluster.cluster_id or None, tuple(sorted(int(n.id) for n in cluster.nodes))
 
     def broker_ids(self) -> tuple[int, ...]:
@@ -527,7 +560,9 @@ class KafkaGateway:
         self, brokers: Iterable[int] | None = None, partitions: Iterable[PartitionKey] | None = None
     ) -> dict[int, tuple[LogDirInfo, ...]]:
         """DescribeLogDirs per broker (all live brokers when None): dirs with usage and their replicas;
-        with ``partitions``, only those replicas are described (the request's topic-partition filter)."""
+        with ``partitions``, only those replicas are described (the request's topic-partition filter).
+        A broker that refuses the connection while another answers is left out (it has just died: the
+        cluster still lists a crashed broker for seconds, until it is fenced); none answering raises."""
         ids = sorted(set(brokers)) if brokers is not None else list(self.broker_ids())
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
@@ -536,13 +571,23 @@ class KafkaGateway:
                 wanted.setdefault(topic, []).append(number)
         py = self._py()
         out: dict[int, tuple[LogDirInfo, ...]] = {}
+        refused: list[KafkaUnavailableError] = []
         for b in ids:
 
             def one(b: int = b) -> Any:
                 return py.describe_log_dirs(topic_partitions=wanted, brokers=[b])
 
-            (resp,) = self._call(f"describe log dirs of broker {b}", one, acl=_CLUSTER_DESCRIBE)
+            try:
+                (resp,) = self._call(f"describe log dirs of broker {b}", one, acl=_CLUSTER_DESCRIBE)
+            except KafkaUnavailableError as e:
+                if isinstance(e, KafkaAuthenticationError):
+                    raise
+                refused.append(e)
+                log.warning("%s: left out as not alive", e.message)
+                continue
             out[b] = tuple(_log_dir_info(b, d) for d in resp["log_dirs"])
+        if refused and not out:
+            raise refused[0]
         return out
 
     def _cordon_config(self, broker: int) -> set[str]:

@@ -5,9 +5,10 @@ no new replica on a cordoned dir or broker; the policy's replication factor; mul
 for topics whose policy asks for it; dir capacity. Minimal movement: a partition that breaks no rule
 is left alone; a replica on a drained dir moves to another dir of the same broker when one may take
 it (a local copy, not a network move), except from a dir that failed (offline: nothing can be read from
-it, so the replica is re-created on another broker from an in-sync replica); a removed preferred leader's slot is taken by a kept replica
-(a free reorder) rather than by the newcomer. Partitions are handled largest first so the big
-replicas get the emptiest brokers. Infeasible partitions are collected and reported together.
+it, so the replica is re-created on another broker from an in-sync replica); a removed preferred
+leader's slot is taken by a kept replica (a free reorder) rather than by the newcomer. Partitions are
+handled largest first so the big replicas get the emptiest brokers. Infeasible partitions are
+collected and reported together.
 
 Equally loaded brokers are tried in id order; a shard of the sharded planner passes its shard number as
 ``salt`` so that shards running in parallel break those ties in different (stable) orders, and do not
