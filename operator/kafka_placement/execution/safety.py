@@ -166,6 +166,8 @@ def unsafe(ex: Execution, view: View, candidates: Sequence[int]) -> list[str]:
         i = plan.index.get(k)
         if i is not None and repairs(plan.targets[i], p):
             continue
+        if not p.isr:
+            continue  # offline, every replica lost (a dead broker's RF 1): nothing a move could harm
         isr, m = len(set(p.isr)), view.min_isr.get(p.topic)
         where = "" if m is None else f", {'below' if isr < m else 'at' if isr == m else 'above'} min ISR {m}"
         out.append(f"{p.name} under-replicated, not by our moves (ISR {isr} of {len(p.replicas)}{where})")

@@ -186,6 +186,8 @@ class Bound:
     def add(self, p: PartitionState, scope: Scope, rf: int, tree: RackTree | None) -> None:
         """Partition ``p``, of replication factor ``rf`` after the plan and its policy's rack ``tree``."""
         elig = scope.elig
+        if elig.lost(p.replicas, p.log_dirs):
+            return  # no copy left: no plan can move it (replica_placement.repair_reasons)
         size = p.size_bytes
         stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, size)]
         on_decom = sum(1 for b in p.replicas if b in elig.decommissioned)

@@ -35,6 +35,7 @@ class Eligibility:
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
     keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
     reactive_cordon: bool = False  # empty replicas on cordoned dirs must move (Kafka < 4.3)
+    dead: frozenset[int] = frozenset()  # brokers not alive: their replicas are lost
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents) -> Eligibility:
@@ -77,7 +78,13 @@ class Eligibility:
                 if b not in intents.decommissioned and any((b, p) not in drained for p in paths)
             ),
             reactive_cordon=intents.reactive_cordon,
+            dead=frozenset(b.id for b in snapshot.brokers if not b.alive),
         )
+
+    def lost(self, replicas: Sequence[int], dirs: Sequence[str | None]) -> bool:
+        """Every replica is on a dead broker or a failed dir: no copy is left to move or repair from."""
+        pairs = zip(replicas, dirs, strict=True)
+        return all(b in self.dead or (d is not None and (b, d) in self.offline) for b, d in pairs)
 
     def may_receive(self, broker: int) -> bool:
         """A new replica may be placed on the broker (on at least one of its dirs)."""

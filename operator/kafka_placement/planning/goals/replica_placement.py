@@ -335,7 +335,10 @@ def repair_reasons(
     """Why the hard goal must change a partition (each of ``REPAIR_REASONS`` that applies; empty: it
     leaves the partition alone): a replica on a decommissioned broker, on a drained dir, an empty
     replica on a cordoned dir in reactive-cordon mode (``Eligibility.may_keep``), a replica count other
-    than the target ``rf``, or a rack spread ``tree`` finds broken."""
+    than the target ``rf``, or a rack spread ``tree`` finds broken. Never a partition whose every replica
+    is lost (``Eligibility.lost``): a move could copy from nothing."""
+    if e.lost(replicas, dirs):
+        return ()  # its data is gone (every replica on a dead broker or failed dir): nothing to copy
     pairs = list(zip(replicas, dirs, strict=True))
     gone = e.reactive_cordon and size == 0
     found = (
