@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,10 @@ from typing import Any
 import pytest
 from tests.integration.conftest import *  # noqa: F403  (the rig fixtures, for this directory too)
 from tests.integration.conftest import KafkaRig  # noqa: F401
+
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import CORDON_CONFIG, ConfigChange, ConfigTarget, KafkaGateway
+from kafka_placement.model.errors import PlacementError
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).parent / "kafka-placement"
@@ -94,6 +99,36 @@ def operator(
             check=False,
         )
         kubectl("-n", k8s_namespace, "delete", kind, "--all", "--wait=false", check=False)
+
+
+def clear_cordons(settings: ConnectionSettings) -> None:
+    """Remove every dynamic ``cordoned.log.dirs`` of the cluster's live brokers (KIP-1066); a broker that
+    dies meanwhile (a test of dead brokers) is skipped: it answers no config request."""
+    with KafkaGateway(settings) as gw:
+        if not gw.supports_cordon():
+            return
+        for b in gw.broker_ids():
+            target = ConfigTarget.broker(b)
+            try:
+                entry = gw.describe_configs([target])[target].get(CORDON_CONFIG)
+                if entry is not None and entry.value and entry.is_dynamic:
+                    gw.incremental_alter_configs({target: [ConfigChange(CORDON_CONFIG, "DELETE")]})
+            except PlacementError as e:
+                warnings.warn(f"broker {b} left as it is: {e.message}", stacklevel=1)
+
+
+@pytest.fixture(autouse=True)
+def no_cordon_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on a Kafka rig, no broker stays cordoned. A BrokerDecommission or LogDirCordon that
+    outlives its operator (the fixtures stop the operator, then strip the finalizers) keeps its cordons in
+    Kafka, which would keep new replicas off those brokers in every later test (e2e runs before the
+    integration tests). Finalized after the test's own fixtures: the operator is stopped by then."""
+    yield
+    if "kafka_rig" in request.fixturenames:
+        rig = request.getfixturevalue("kafka_rig")
+        clear_cordons(ConnectionSettings(bootstrap_servers=rig.bootstrap_servers))
+    if "secure_rig" in request.fixturenames:
+        clear_cordons(request.getfixturevalue("secure_rig").admin_settings())
 
 
 def free_port() -> int:

@@ -11,11 +11,12 @@ import gzip
 import json
 import signal
 import time
+import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import ConfigResource, ResourceType
+from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.integration.conftest import SilentBroker
 
@@ -78,6 +79,37 @@ def throttles_left(kafka_admin: Any, rig: KafkaRig) -> dict[str, str]:
     return found
 
 
+def cordoned_dirs(rig: KafkaRig, broker: int) -> list[bool]:
+    """Each dir's IsCordoned as DescribeLogDirs reports it (KIP-1066), read through the gateway."""
+    found = snapshot(rig).broker(broker)
+    assert found is not None, f"broker {broker} is not alive"
+    return [d.cordoned for d in found.log_dirs]
+
+
+def wait_cordoned(rig: KafkaRig, broker: int, cordoned: bool, why: str, timeout: float = 30) -> None:
+    """Until every dir of ``broker`` is (or none is) cordoned: brokers apply the config moments after the
+    controller."""
+    deadline = time.monotonic() + timeout
+    while (dirs := cordoned_dirs(rig, broker)) != [cordoned] * len(dirs):
+        assert time.monotonic() < deadline, f"broker {broker} dirs cordoned {dirs}: {why}"
+        time.sleep(0.5)
+
+
+def kafka_placed_topic(rig: KafkaRig, kafka_admin: Any, partitions: int, rf: int) -> tuple[str, list[Any]]:
+    """A topic Kafka places itself (no explicit assignment) and its partitions once a snapshot shows them
+    all (brokers learn new topics moments after the controller)."""
+    name = f"it-kafka-placed-{uuid.uuid4().hex[:8]}"
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=rf)
+    kafka_admin.create_topics([topic])[name].result(30)
+    deadline = time.monotonic() + 30
+    while True:
+        found = [p for p in snapshot(rig).partitions if p.topic == name]
+        if len(found) == partitions:
+            return name, found
+        assert time.monotonic() < deadline, f"topic {name} never showed its {partitions} partitions"
+        time.sleep(0.5)
+
+
 def test_decommission_and_drain_planned_together_with_manual_approval(
     operator: Operator,
     kubectl: Any,
@@ -103,6 +135,16 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
             "approval: Manual}\n"
         ),
     )
+    waiting = wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("AwaitingApproval",))
+    # the BrokerDecommission cordons its broker from its acceptance, before anything moves (KIP-1066):
+    # a topic created meanwhile gets no replica there (nor on the cordoned dir of broker 1)
+    wait_cordoned(kafka_rig, 3, True, "the BrokerDecommission did not cordon its broker")
+    placed, partitions = kafka_placed_topic(kafka_rig, kafka_admin, partitions=6, rf=2)
+    try:
+        for p in partitions:
+            assert 3 not in p.replicas and (1, drained) not in zip(p.replicas, p.log_dirs, strict=True), p
+    finally:
+        kafka_admin.delete_topics([placed])[placed].result(30)
     waiting = wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("AwaitingApproval",))
     plan_id = waiting["status"]["plan"]["id"]
     assert f"spec.approvedPlan: {plan_id}" in waiting["status"]["message"]
@@ -131,6 +173,7 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
         assert 3 not in p.replicas, p
         assert not any(b == 1 and d == drained for b, d in zip(p.replicas, p.log_dirs, strict=True)), p
     assert snap.broker(1).dir(drained).cordoned  # type: ignore[union-attr]  # KIP-1066 cordon set
+    assert all(d.cordoned for d in snap.broker(3).log_dirs)  # type: ignore[union-attr]  # until deleted
     assert throttles_left(kafka_admin, kafka_rig) == {}
     events = kubectl(
         "-n", ns, "get", "events", "--field-selector", "involvedObject.name=retire-3", "-o", "json"
@@ -143,6 +186,9 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
     while snapshot(kafka_rig).broker(1).dir(drained).cordoned:  # type: ignore[union-attr]
         assert time.monotonic() < deadline, "the dir stayed cordoned after its LogDirCordon was deleted"
         time.sleep(1)
+    assert all(cordoned_dirs(kafka_rig, 3))  # the decommission still declares broker 3
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--timeout=60s")  # finalizer uncordons
+    wait_cordoned(kafka_rig, 3, False, "broker 3 stayed cordoned after its BrokerDecommission was deleted")
 
 
 def test_operator_killed_mid_execution_resumes_without_resubmitting(

@@ -1,4 +1,11 @@
-"""BrokerDecommission handler: validate the spec; deleting it mid-flight cancels its moves."""
+"""BrokerDecommission handler: validate the spec; deleting it cancels its moves if they are in flight and
+uncordons its brokers in Kafka.
+
+From its acceptance the cluster reconciler keeps every broker it retires cordoned (``cordoned.log.dirs``
+on all the broker's dirs, Kafka >= 4.3, KIP-1066): no new replica lands on a broker being drained or
+drained. Deleting it removes those cordons unless another live resource still declares them
+(``intent_common.uncordon``, shared with LogDirCordon).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ from typing import Any
 
 import kopf
 
-from .intent_common import cancel_if_participating, validate
+from .intent_common import cancel_if_participating, uncordon, validate
 from .reconciler import GROUP, VERSION
 
 KIND = "BrokerDecommission"
@@ -22,3 +29,4 @@ def accept(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
 @kopf.on.delete(GROUP, VERSION, "brokerdecommissions")
 def delete(body: kopf.Body, logger: Any, **_: Any) -> None:
     cancel_if_participating(body, logger)
+    uncordon(KIND, body, logger)
