@@ -123,18 +123,24 @@ def test_an_invalid_spec_fails_alone_and_the_others_are_planned() -> None:
 # ---- planning ------------------------------------------------------------------------------------------
 
 
-def test_no_intents_only_syncs_cordons() -> None:
+def test_no_intents_only_syncs_cordons_once() -> None:
     d = decide(View([]))
     assert d.statuses == () and [type(a) for a in d.actions] == [SyncCordons]
     assert d.cluster is not None and d.cluster["phase"] == "Connected"
+    # synced: the reconcile ends (before, it asked again until the shell gave up after MAX_STEPS rounds)
+    assert decide(View([], cordons_synced=True)).done
 
 
 def test_planning_marks_only_pending_intents_and_syncs_the_declared_cordons() -> None:
+    """Every valid intent's cordons, a Completed BrokerDecommission's too: its brokers stay cordoned
+    until it is deleted."""
     d = decide(View([cordon(), retire("old", phase=st.COMPLETED)]))
     assert phases(d) == {"c1": (st.PLANNING, "Planning")}
     sync = d.actions[0]
     assert isinstance(sync, SyncCordons)
     assert [type(i) for i in sync.intents] == [LogDirCordon, BrokerDecommission]
+    synced = decide(View([cordon(), retire("old", phase=st.COMPLETED)], cordons_synced=True))
+    assert [type(a) for a in synced.actions] == [PlanIntents]
 
 
 def test_a_running_planner_job_keeps_every_intent_planning_with_what_it_does() -> None:
@@ -179,7 +185,7 @@ def test_an_empty_plan_after_an_execution_keeps_showing_the_executed_plan() -> N
     shown = body("BrokerDecommission", "retire-3", {"brokers": [3]}, st.COMPLETED, progress=progress)
     d = decide(View([shown], record=last, planned=Planned(plan=EMPTY)))
     (p,) = d.statuses
-    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Converged", {"id": "p-1"}, progress)
+    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Completed", {"id": "p-1"}, progress)
     assert p.message.startswith("converged: plan p-1 executed; ")
 
 
@@ -247,23 +253,51 @@ def test_a_safe_approved_plan_starts_with_rules_participants_and_then_executing(
 
 
 def test_an_execution_in_flight_is_ticked_not_planned() -> None:
-    d = decide(View([retire(phase=st.EXECUTING)], record=executing("uid-retire-3")))
+    d = decide(View([retire(phase=st.EXECUTING)], record=executing("uid-retire-3"), cordons_synced=True))
     assert d.statuses == () and [type(a) for a in d.actions] == [Tick]
 
 
+def test_cordons_are_synced_while_an_execution_runs_including_intents_not_taking_part() -> None:
+    """A BrokerDecommission or LogDirCordon created while another execution runs is cordoned in Kafka at
+    once, not when that execution ends (no new replica lands on a broker being drained meanwhile)."""
+    newcomer = retire("retire-2", brokers=[2])
+    d = decide(View([retire(phase=st.EXECUTING), newcomer], record=executing("uid-retire-3")))
+    assert d.statuses == () and [type(a) for a in d.actions] == [SyncCordons, Tick]
+    sync = d.actions[0]
+    assert isinstance(sync, SyncCordons)
+    assert sorted(i.name for i in sync.intents) == ["retire-2", "retire-3"]
+    ticked = decide(
+        View([retire(phase=st.EXECUTING)], record=executing("uid-retire-3"), ticked=True, cordons_synced=True)
+    )
+    assert SyncCordons not in [type(a) for a in ticked.actions]  # once per reconcile
+
+
 def test_a_deleted_participant_requests_a_cancel_before_the_tick() -> None:
-    d = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1")))
+    d = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1"), cordons_synced=True))
     assert [type(a) for a in d.actions] == [RequestCancel, Tick]
-    asked = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1", cancel_requested=True)))
+    asked = decide(
+        View(
+            [cordon()],
+            record=executing("uid-retire-3", "uid-c1", cancel_requested=True),
+            cordons_synced=True,
+        )
+    )
     assert [type(a) for a in asked.actions] == [Tick]  # asked once
+    unsynced = decide(View([cordon()], record=executing("uid-retire-3", "uid-c1")))
+    assert [type(a) for a in unsynced.actions] == [SyncCordons, RequestCancel, Tick]
 
 
 def test_spec_paused_holds_an_execution_unless_a_cancel_was_requested() -> None:
     paused = retire(phase=st.EXECUTING, paused=True)
-    d = decide(View([paused], record=executing("uid-retire-3", plan_status={"id": "p"})))
+    record = executing("uid-retire-3", plan_status={"id": "p"})
+    first = decide(View([paused], record=record))
+    assert first.statuses == () and [type(a) for a in first.actions] == [SyncCordons]  # cordons still kept
+    d = decide(View([paused], record=record, cordons_synced=True))
     assert phases(d) == {"retire-3": (st.PAUSED, "PausedBySpec")} and d.done
     assert d.statuses[0].plan == {"id": "p"}
-    cancelling = decide(View([paused], record=executing("uid-retire-3", cancel_requested=True)))
+    cancelling = decide(
+        View([paused], record=executing("uid-retire-3", cancel_requested=True), cordons_synced=True)
+    )
     assert [type(a) for a in cancelling.actions] == [Tick]
 
 
@@ -274,7 +308,6 @@ def test_spec_paused_holds_an_execution_unless_a_cancel_was_requested() -> None:
         (Phase.PAUSED, st.PAUSED, "2 partitions under-replicated"),
         (Phase.FAILED, st.FAILED, "2 partitions under-replicated"),
         (Phase.CANCELLED, st.CANCELLED, "2 partitions under-replicated"),
-        (Phase.COMPLETED, st.COMPLETED, "executed and checked against the live cluster"),
     ],
 )
 def test_after_a_tick_members_show_the_executor_phase(phase: Phase, shown: str, message: str) -> None:
@@ -291,6 +324,29 @@ def test_after_a_tick_members_show_the_executor_phase(phase: Phase, shown: str, 
     assert set(phases(d)) == {"retire-3"} and d.done
     (p,) = d.statuses
     assert (p.phase, p.progress) == (shown, {"partitionsDone": 1}) and message in p.message
+
+
+def test_a_completed_execution_is_not_the_intents_completion_until_a_fresh_plan_is_empty() -> None:
+    """The tick that completes the plan does not complete the intents: they are planned again (from a
+    fresh read) and show Completed only when nothing is left; what is left is executed as a new plan."""
+    record = RecordView(phase=Phase.COMPLETED, plan_id="p-9", participants=frozenset({"uid-retire-3"}))
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True))
+    assert not d.statuses  # still Executing: nothing says Completed yet
+    assert any(isinstance(a, PlanIntents) for a in d.actions)
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, planned=Planned(plan=EMPTY)))
+    assert phases(d) == {"retire-3": (st.COMPLETED, "Completed")}
+    assert "plan p-9 executed" in d.statuses[0].message
+    d = decide(
+        View(
+            [retire(phase=st.EXECUTING)],
+            record=record,
+            ticked=True,
+            planned=Planned(plan=PLAN, summary={}),
+            below_min_isr=[],
+        )
+    )
+    (start,) = d.actions
+    assert isinstance(start, StartExecution) and start.replaces_record
 
 
 def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member() -> None:

@@ -53,8 +53,9 @@ def test_no_command_prints_help_and_exits_2(capsys: object) -> None:
         ("model/__init__.py", "import kafka_placement.kafka", "model imports nothing of ours"),
         ("handlers/reconciler.py", "import kubernetes", "one gateway to Kubernetes"),
         ("spark/k8s.py", "from kubernetes import client", "one gateway to Kubernetes"),
-        ("handlers/decide.py", "import time", "decide is pure"),
-        ("handlers/decide.py", "import kafka_placement.kube.gateway", "decide is pure"),
+        ("handlers/decide.py", "import time", "decide and healing are pure"),
+        ("handlers/decide.py", "import kafka_placement.kube.gateway", "decide and healing are pure"),
+        ("handlers/healing.py", "import time", "decide and healing are pure"),
     ],
 )
 def test_import_linter_rejects_a_layer_violation(

@@ -64,6 +64,10 @@ app.kubernetes.io/part-of: kafka-placement-operator
   resources:
     {{- include "kpo.resources" . | nindent 4 }}
   verbs: ["get", "list", "watch", "patch"]
+# Self-healing creates heals (KafkaCluster spec.selfHealing); users delete them to cancel.
+- apiGroups: ["kafkaplacement.io"]
+  resources: ["brokerdecommissions", "logdircordons"]
+  verbs: ["create", "delete"]
 - apiGroups: ["kafkaplacement.io"]
   resources:
     - kafkaclusters/status

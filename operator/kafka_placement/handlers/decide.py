@@ -8,13 +8,15 @@ actions the shell must perform next. When an action yields a new fact (``Plan`` 
 ``CheckMinIsr`` -> ``view.below_min_isr``, ``Tick`` -> ``view.ticked`` and the record after it), the
 shell calls ``decide`` again with the fact added; a decision without actions ends the reconcile.
 
-The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching Kafka or reading the record
-fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a deleted
-participant requests a cancel, ``spec.paused`` holds it, otherwise one tick, then its progress, and a
-Warning Event when it re-applied owned configs changed by another party); with none, the cordons declared
-are synced and every valid intent is planned together: a running planner job keeps them Planning, a
-planning error fails them, Advise-mode policies only report, an empty plan converges, an unapproved
-Manual plan awaits approval, ``spec.paused`` holds it, a plan leaving partitions below
+The declared cordons (LogDirCordons, and the brokers BrokerDecommissions retire) are synced once in every
+reconcile that reads Kafka, with or without an execution in flight (``SyncCordons``, then
+``view.cordons_synced``). The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching
+Kafka or reading the record fails every intent not Completed; invalid specs fail alone; an execution in
+flight is driven (a deleted participant requests a cancel, ``spec.paused`` holds it, otherwise one tick,
+then its progress, and a Warning Event when it re-applied owned configs changed by another party); with
+none, every valid intent is planned together: a running planner job keeps them Planning, a planning error
+fails them, Advise-mode policies only report, an empty plan converges, an unapproved Manual plan awaits
+approval, ``spec.paused`` holds it, a plan leaving partitions below
 ``min.insync.replicas`` fails, else the execution starts.
 
 No I/O, no clocks, no Kubernetes or Kafka clients: everything here is unit-tested from plain values
@@ -97,6 +99,7 @@ class View:
     ticked: bool = False
     planned: Planned | None = None
     below_min_isr: Sequence[str] | None = None  # partitions the plan leaves below min ISR (None: unread)
+    cordons_synced: bool = False  # SyncCordons ran in this reconcile
     cluster_conditions: Sequence[Mapping[str, Any]] | None = None  # the KafkaCluster's, as read
 
 
@@ -135,7 +138,8 @@ class Tick:
 
 @dataclass(frozen=True)
 class SyncCordons:
-    """Set ``cordoned.log.dirs`` for the declared LogDirCordons (KIP-1066)."""
+    """Set ``cordoned.log.dirs`` (KIP-1066) for the declared LogDirCordons and for every broker a
+    BrokerDecommission retires (``*``), once per reconcile, whether an execution is in flight or not."""
 
     intents: tuple[Intent, ...]
 
@@ -207,8 +211,11 @@ def decide(view: View) -> Decision:
         return _failed(view.resources, view.failure, view.cluster_conditions)
     valid, statuses = parse(view.resources)
     record = view.record
-    if record is not None and (record.active or view.ticked):  # a tick may have just ended it
-        step = _drive(valid, record, view.ticked)
+    # a tick may have just ended it; one that completed it is not the intents' completion: they are
+    # planned again from a fresh read, and report Completed only when that plan is empty
+    completed = record is not None and view.ticked and record.phase == Phase.COMPLETED
+    if record is not None and (record.active or view.ticked) and not completed:
+        step = _drive(valid, record, view)
     else:
         step = _plan(valid, record, view)
     return replace(
@@ -229,9 +236,7 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
     return valid, tuple(failed)
 
 
-def _failed(
-    resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None
-) -> Decision:
+def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None) -> Decision:
     statuses = tuple(
         StatusPatch(b, st.FAILED, f.reason, f.message)
         for b in resources
@@ -251,10 +256,19 @@ def _spec(b: Body) -> Mapping[str, Any]:
     return spec
 
 
-def _drive(valid: list[tuple[Body, Intent]], record: RecordView, ticked: bool) -> Decision:
+def _sync(valid: Sequence[tuple[Body, Intent]], view: View) -> tuple[SyncCordons, ...]:
+    """Sync every valid intent's declared cordons, once per reconcile (a decommission or cordon created
+    while another execution runs is cordoned at once, not when that execution ends)."""
+    return () if view.cordons_synced else (SyncCordons(tuple(i for _, i in valid)),)
+
+
+def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> Decision:
+    ticked, sync = view.ticked, _sync(valid, view)
     members = [b for b, _ in valid if b["metadata"]["uid"] in record.participants]
     cancel = len(members) < len(record.participants) and not record.cancel_requested
     if not cancel and not record.cancel_requested and any(_spec(b).get("paused") for b in members):
+        if sync:  # the statuses come with the next decision: each is written once per reconcile
+            return Decision(actions=sync)
         msg = "spec.paused is true; no new moves are submitted"
         return Decision(
             statuses=tuple(
@@ -262,7 +276,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, ticked: bool) -
             )
         )
     if not ticked:
-        return Decision(actions=(RequestCancel(), Tick()) if cancel else (Tick(),))
+        return Decision(actions=(*sync, RequestCancel(), Tick()) if cancel else (*sync, Tick()))
     events: tuple[Note, ...] = ()
     if record.reapplied > record.reapplied_before:
         msg = (
@@ -272,8 +286,6 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, ticked: bool) -
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
     phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
     message = record.last_error or f"executor phase {record.phase}"
-    if phase == st.COMPLETED:
-        message = f"plan {record.plan_id} executed and checked against the live cluster"
     statuses = tuple(
         StatusPatch(b, phase, str(record.phase), message, plan=record.plan_status, progress=record.progress)
         for b in members
@@ -304,16 +316,16 @@ def _all(
 def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View) -> Decision:
     planned = view.planned
     if planned is None:
-        sync = SyncCordons(tuple(i for _, i in valid))
-        if not valid:
-            return Decision(actions=(sync,))
+        sync = _sync(valid, view)
+        if not valid:  # nothing to plan: the cordons once, then done
+            return Decision(actions=sync)
         msg = "planning with all active intents of the cluster"
         pending = tuple(
             StatusPatch(b, st.PLANNING, "Planning", msg)
             for b, _ in valid
             if (b.get("status") or {}).get("phase") in (None, st.PENDING)
         )
-        return Decision(statuses=pending, actions=(sync, PlanIntents(tuple(b for b, _ in valid))))
+        return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
         return Decision(statuses=_all(valid, st.PLANNING, "Planning", planned.running))
     if planned.plan is None:
@@ -352,7 +364,7 @@ def _gates(
                 StatusPatch(
                     b,
                     st.COMPLETED,
-                    "Converged",
+                    "Completed" if executed else "Converged",  # the Event: an execution completed
                     message,
                     plan=shown,
                     progress=(b.get("status") or {}).get("progress") if executed else None,

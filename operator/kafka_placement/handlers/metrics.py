@@ -25,6 +25,29 @@ RECONCILES = Counter(
     ["cluster", "kind"],
 )
 RECONCILE_ERRORS = Counter("kafka_placement_reconcile_errors_total", "Failed reconciliations", ["cluster"])
+HEALS = Counter(
+    "kafka_placement_heals_total",
+    "Heals created by self-healing, by kind: BrokerDecommission (a dead broker), LogDirCordon (an "
+    "offline dir)",
+    ["kind"],
+)
+DEAD_BROKERS = Gauge(
+    "kafka_placement_dead_brokers",
+    "Brokers the cluster names (replicas, registration) that are not alive, as the KafkaCluster's status "
+    "tracks them (status.deadBrokers)",
+    ["cluster"],
+)
+OFFLINE_LOG_DIRS = Gauge(
+    "kafka_placement_offline_log_dirs",
+    "Log dirs of live brokers that Kafka reports offline (failed disks; status.offlineLogDirs)",
+    ["cluster"],
+)
+UNDER_REPLICATED = Gauge(
+    "kafka_placement_under_replicated_partitions",
+    "Partitions with a replica out of sync, as of the cluster's last full read (every resync period and "
+    "every planning)",
+    ["cluster"],
+)
 
 
 def observe_progress(plan: str, throttle: int | None, in_flight: int, bytes_remaining: int) -> None:

@@ -34,21 +34,24 @@ from typing import Any
 import kopf
 
 from ..execution import executor
-from ..execution.record import TERMINAL, Execution
+from ..execution.record import TERMINAL, Execution, Phase
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import (
+    CORDON_CONFIG,
+    ConfigTarget,
     KafkaAuthenticationError,
     KafkaAuthorizationError,
     KafkaGateway,
     KafkaUnavailableError,
 )
-from ..kube.gateway import KubeError, KubeGateway
+from ..kube.gateway import KubeConflict, KubeError, KubeGateway
 from ..model.errors import BadInputError
-from ..model.intents import Intent, LogDirCordon
-from ..model.snapshot import ClusterSnapshot
-from . import metrics
+from ..model.intents import WHOLE_BROKER, BrokerDecommission, Intent, LogDirCordon
+from ..model.self_healing import HealingState
+from ..model.snapshot import Broker, ClusterSnapshot, LogDir
+from . import healing, metrics
 from . import status as st
 from .decide import (
     CheckMinIsr,
@@ -154,16 +157,54 @@ def connection_settings(spec: Mapping[str, Any], namespace: str, kube: KubeGatew
     return ConnectionSettings(bootstrap_servers=bootstrap, security_protocol=protocol, **kw)
 
 
+def declared_cordons(intents: Sequence[Intent]) -> list[LogDirCordon]:
+    """The cordons the intents declare, as LogDirCordons (one code path for both kinds): a LogDirCordon
+    as it is, and every broker a BrokerDecommission retires as a whole-broker cordon (``*``), so that no
+    new replica lands on a broker while it is drained (KIP-1066's motivation) and until it is deleted."""
+    out: list[LogDirCordon] = []
+    for i in intents:
+        if isinstance(i, LogDirCordon):
+            out.append(i)
+        elif isinstance(i, BrokerDecommission):
+            out += [LogDirCordon(i.name, b, (WHOLE_BROKER,), origin=i.origin) for b in i.brokers]
+    return out
+
+
 def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int, list[str]]:
-    """broker -> the dirs declared cordoned (KIP-1066), which an execution keeps cordoned while it moves."""
+    """broker -> the dirs declared cordoned (KIP-1066) by LogDirCordons and BrokerDecommissions, which an
+    execution keeps cordoned while it moves. Only brokers of ``snap`` with dirs (alive) are named; ``*``
+    stands for every dir the broker has, written out (the executor compares entries one by one)."""
     out: dict[int, list[str]] = {}
-    for c in intents:
-        broker = snap.broker(c.broker) if isinstance(c, LogDirCordon) else None
-        if isinstance(c, LogDirCordon) and broker is not None:
-            paths = broker.dir_paths if c.whole_broker else c.log_dirs
-            out.setdefault(c.broker, [])
-            out[c.broker] += [p for p in paths if p not in out[c.broker] and broker.dir(p) is not None]
+    for c in declared_cordons(intents):
+        broker = snap.broker(c.broker)
+        if broker is None:
+            continue
+        paths = broker.dir_paths if c.whole_broker else c.log_dirs
+        out.setdefault(c.broker, [])
+        out[c.broker] += [p for p in paths if p not in out[c.broker] and broker.dir(p) is not None]
     return {b: dirs for b, dirs in out.items() if dirs}
+
+
+def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:
+    """The live brokers' log dirs with their cordon state, and no partitions: what syncing or removing
+    cordons needs, at a cost that follows brokers x dirs (DescribeLogDirs without replicas), not the
+    cluster's partitions. A dir whose cordon state DescribeLogDirs does not report is looked up in the
+    broker's ``cordoned.log.dirs``."""
+    _, live = gw.describe_cluster()
+    brokers: list[Broker] = []
+    for b, infos in sorted(gw.describe_log_dirs(live, partitions=()).items()):
+        configured: set[str] | None = None
+        if any(d.cordoned is None for d in infos):
+            target = ConfigTarget.broker(b)
+            entry = gw.describe_configs([target]).get(target, {}).get(CORDON_CONFIG)
+            value = (entry.value if entry is not None else None) or ""
+            configured = {p.strip() for p in value.split(",") if p.strip()}
+        dirs = tuple(
+            LogDir(d.path, cordoned=bool(d.cordoned) or d.path in (configured or ()), online=d.online)
+            for d in infos
+        )
+        brokers.append(Broker(b, None, dirs))
+    return ClusterSnapshot(tuple(brokers), ())
 
 
 def limits_of(spec: Mapping[str, Any]) -> executor.Limits:
@@ -210,6 +251,7 @@ class Reconciler:
         leadership: Leadership | None = None,
         resync_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.kube = kube
         self.leadership: Leadership = leadership or Unelected()
@@ -218,6 +260,9 @@ class Reconciler:
         self.clock = clock
         # (namespace, cluster) -> (fingerprint, when) of the last full idle reconcile that settled
         self._settled: dict[tuple[str, str], tuple[str, float]] = {}
+        self.wall = wall  # self-healing's "since" and "due" times are wall-clock (kept in the status)
+        # (namespace, cluster) -> when its next tracked failure is due for a heal: the idle period ends then
+        self._heal_due: dict[tuple[str, str], float] = {}
 
     def store(
         self, namespace: str, cluster: str, owner: Mapping[str, Any], document: str = "execution"
@@ -285,7 +330,9 @@ class Reconciler:
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
             self._publish(d)
-            return dict(d.cluster or {})
+            out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
+            out["conditions"] = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
+            return out
 
         try:
             settings = connection_settings(spec, ns, self.kube)
@@ -300,6 +347,9 @@ class Reconciler:
         where, print_ = (ns, name), fingerprint(cluster, bodies, record)
         settled = self._settled.pop(where, None)
         quiet = not active and settled is not None and settled[0] == print_
+        due = self._heal_due.get(where)
+        if due is not None and self.wall() >= due:
+            quiet = False  # a tracked failure is due for a heal: Kafka is read now
         if quiet and settled is not None and self.clock() - settled[1] < self.resync_s:
             self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
             metrics.RECONCILES.labels(cluster=name, kind="quiet").inc()
@@ -347,6 +397,8 @@ class _Pass:
         self.spec: Mapping[str, Any] = cluster.get("spec") or {}
         self.view = View(bodies, record=record_view(record), cluster_conditions=conditions)
         self.snap: ClusterSnapshot | None = None
+        self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
+        self.dirs: Mapping[int, Sequence[tuple[str, bool]]] = {}
         self.in_flight = 0
         self.started = False
 
@@ -369,19 +421,68 @@ class _Pass:
             for action in decision.actions:
                 self._perform(action)
             if decision.done or self.started:  # a new execution's first tick is the next reconcile's
-                return {**(decision.cluster or {}), **self._cluster_status()}
+                return self._heal({**(decision.cluster or {}), **self._cluster_status()})
             decision = decide(self.view)
         raise AssertionError(f"reconcile did not settle in {MAX_STEPS} steps: {decision.actions}")
 
     def _cluster_status(self) -> dict[str, Any]:
         if self.snap is not None:
+            under = sum(1 for p in self.snap.partitions if p.under_replicated)
+            metrics.UNDER_REPLICATED.labels(cluster=self.cluster["metadata"]["name"]).set(under)
             return st.cluster_status(self.snap, self.in_flight)
         # an execution in flight: the brokers' dirs only (cost follows brokers x dirs, not partitions)
         _, live = self.gw.describe_cluster()
         dirs = self.gw.describe_log_dirs(live, partitions=())
+        self.live, self.dirs = live, {b: [(d.path, d.online) for d in ds] for b, ds in dirs.items()}
         racks = {b["id"]: b.get("rack") for b in ((self.cluster.get("status") or {}).get("brokers") or [])}
         in_flight = len(self.record.doc.in_flight) if self.record is not None else 0
         return st.light_cluster_status(racks, dirs, in_flight)
+
+    def _heal(self, status: dict[str, Any]) -> dict[str, Any]:
+        """Self-healing (healing.py) on the facts this reconcile read: the failures go to the status,
+        the heals due are created (a 409 is a heal an earlier reconcile made: adopted), Events posted."""
+        rec, meta, old = self.rec, self.cluster["metadata"], self.cluster.get("status") or {}
+        if self.snap is not None:
+            seen = healing.seen_in_snapshot(self.snap)
+        else:  # the brokers the status last listed stand for those the cluster names
+            named = [b["id"] for b in old.get("brokers") or () if isinstance(b.get("id"), int)]
+            seen = healing.seen_live(named, self.live, self.dirs)
+        current = self.view.cluster_conditions
+        before = next((c for c in current or () if c.get("type") == st.SELF_HEALING), None)
+        previous, _ = HealingState.from_status(old)  # a broken entry is dropped: seen again
+        heals = healing.heals_of(self.view.resources)
+        out = healing.decide_healing(
+            self.spec.get("selfHealing"), self.cluster, previous, seen, heals, rec.wall(), before
+        )
+        failed: list[str] = []
+        for new in out.creates:
+            rec.leadership.fence()
+            try:
+                made = rec.kube.create_custom(GROUP, VERSION, meta["namespace"], new.plural, dict(new.body))
+            except KubeConflict:
+                continue
+            except KubeError as e:
+                failed.append(new.name)
+                msg = f"{new.message}; not created: {e.message}"
+                rec.kube.event(self.cluster, "Warning", "HealNotCreated", msg)
+                continue
+            metrics.HEALS.labels(kind=new.kind).inc()
+            for on in (self.cluster, made):
+                rec.kube.event(on, "Normal", "HealCreated", new.message)
+        out = out.not_created(failed)
+        for n in out.notes:
+            rec.leadership.fence()
+            rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
+        where = (meta["namespace"], meta["name"])
+        rec._heal_due.pop(where, None)
+        if out.wake_at is not None:
+            rec._heal_due[where] = out.wake_at
+        metrics.DEAD_BROKERS.labels(cluster=meta["name"]).set(len(out.state.dead_brokers))
+        metrics.OFFLINE_LOG_DIRS.labels(cluster=meta["name"]).set(len(out.state.offline_log_dirs))
+        conditions = st.with_condition(
+            status.get("conditions") or [], current, st.SELF_HEALING, out.condition
+        )
+        return {**status, **out.state.to_status(), "conditions": conditions}
 
     def _perform(self, action: object) -> None:
         if isinstance(action, RequestCancel):
@@ -391,7 +492,7 @@ class _Pass:
         elif isinstance(action, Tick):
             self._tick()
         elif isinstance(action, SyncCordons):
-            self._sync_cordons(action.intents)
+            self._sync_cordons(action.intents)  # sets view.cordons_synced
         elif isinstance(action, PlanIntents):
             self._plan(action.resources)
         elif isinstance(action, CheckMinIsr):
@@ -413,6 +514,8 @@ class _Pass:
         before = record.doc.defence.reapplied
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
             executor.tick(self.gw, record, limits)
+        if record.phase == Phase.COMPLETED:
+            self.snap = None  # the intents are checked next against a fresh read, not the one before
         if record.doc.defence.reapplied > before:
             metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - before)
         progress = executor.progress(record)
@@ -422,11 +525,17 @@ class _Pass:
         self.view = replace(self.view, ticked=True, record=record_view(record, before))
 
     def _sync_cordons(self, intents: Sequence[Intent]) -> None:
-        """Set ``cordoned.log.dirs`` for declared cordons on brokers that support KIP-1066."""
-        snap = self.snapshot()
-        wanted = owned_cordons(snap, intents)
-        if not wanted or not self.gw.supports_cordon():
+        """Set ``cordoned.log.dirs`` for the declared cordons (``declared_cordons``: LogDirCordons and the
+        brokers BrokerDecommissions retire) on brokers that support KIP-1066. With an execution in flight
+        only the brokers' dirs are read (``cordon_view``: its cost follows brokers x dirs), and nothing
+        when no cordon is declared; else the snapshot that planning reads next."""
+        self.view = replace(self.view, cordons_synced=True)
+        executing = self.record is not None and self.record.phase not in TERMINAL
+        full = None if executing else self.snapshot()  # planning reads it next; the status shows it
+        if not declared_cordons(intents) or not self.gw.supports_cordon():
             return
+        snap = full if full is not None else cordon_view(self.gw)
+        wanted = owned_cordons(snap, intents)
         for b, paths in wanted.items():
             broker = snap.broker(b)
             missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]

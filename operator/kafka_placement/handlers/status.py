@@ -45,6 +45,7 @@ def now() -> str:
 
 
 CLUSTER_CONDITION_TYPES = (READY, DEGRADED)
+SELF_HEALING = "SelfHealing"  # a KafkaCluster condition only while spec.selfHealing is declared
 
 
 def reason_word(text: str, fallback: str = "Unknown") -> str:
@@ -78,6 +79,29 @@ def merge_conditions(
             old.setdefault("lastTransitionTime", now())
             out.append(old)
     return out
+
+
+def with_condition(
+    conditions: Sequence[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]] | None,
+    ctype: str,
+    update: tuple[bool, str, str] | None,
+) -> list[dict[str, Any]]:
+    """``conditions`` (a full list, e.g. Ready and Degraded) with the condition ``ctype`` set from
+    ``update`` (its ``lastTransitionTime`` kept from ``current`` unless it flips), or left out (None)."""
+    out = [dict(c) for c in conditions if c.get("type") != ctype]
+    if update is not None:
+        out += merge_conditions(current, {ctype: update}, (ctype,))
+    return out
+
+
+def kept_condition(
+    conditions: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]] | None, ctype: str
+) -> list[dict[str, Any]]:
+    """``conditions`` with the condition ``ctype`` as ``current`` has it (when this reconcile did not
+    decide it)."""
+    out = [dict(c) for c in conditions if c.get("type") != ctype]
+    return out + [dict(c) for c in current or () if isinstance(c, Mapping) and c.get("type") == ctype]
 
 
 def phase_conditions(phase: str, reason: str, message: str) -> dict[str, tuple[bool, str, str]]:
@@ -165,6 +189,12 @@ def advice_message(summary: Mapping[str, Any]) -> str:
     )
 
 
+def _rack(rack: str | None) -> dict[str, str]:
+    """The ``rack`` field, absent when unknown (a broker that is not alive): the schema has no null, and a
+    merge patch's null would delete it, so kopf would find the status it wrote inconsistent."""
+    return {} if rack is None else {"rack": rack}
+
+
 def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
     """The KafkaCluster status from a full snapshot: every broker's dirs with the bytes of its replicas."""
     used: dict[tuple[int, str], int] = {}
@@ -176,7 +206,7 @@ def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
         "brokers": [
             {
                 "id": b.id,
-                "rack": b.rack,
+                **_rack(b.rack),
                 "logDirs": [
                     {
                         "path": d.path,
@@ -204,7 +234,7 @@ def light_cluster_status(
         "brokers": [
             {
                 "id": b,
-                "rack": racks.get(b),
+                **_rack(racks.get(b)),
                 "logDirs": [
                     {
                         "path": d.path,

@@ -23,7 +23,7 @@ PHASES = [
     "Cancelled",
 ]
 CONDITION_TYPES = ["Ready", "Progressing", "Degraded", "Blocked"]
-CLUSTER_CONDITION_TYPES = ["Ready", "Degraded"]
+CLUSTER_CONDITION_TYPES = ["Ready", "Degraded", "SelfHealing"]
 CLUSTER_PHASES = ["Pending", "Connected", "Unreachable", "NotAuthorized"]
 APPROVALS = ["Automatic", "Manual"]
 MODES = ["Enforce", "Advise"]

@@ -43,6 +43,7 @@ from .crd_parts import (
     _operator_fields,
     _str,
 )
+from .self_healing import SelfHealingSpec, status_schema
 
 
 def _intent_status() -> Schema:
@@ -410,6 +411,7 @@ def _kafka_cluster_spec() -> Schema:
                     ),
                 },
             ),
+            "selfHealing": SelfHealingSpec.schema(),
         },
         ["bootstrapServers"],
     )
@@ -441,6 +443,7 @@ def _kafka_cluster_status() -> Schema:
             "phase": _str("Connection state.", enum=CLUSTER_PHASES),
             "brokers": _arr("Brokers, racks and log dirs with usage and cordon state.", broker),
             "reassignmentsInFlight": _int("Partition reassignments in progress in Kafka.", 0),
+            **status_schema(),
             "conditions": _conditions(CLUSTER_CONDITION_TYPES),
             "observedGeneration": _int("The metadata.generation the status describes.", 0, int64=True),
         },
@@ -559,9 +562,19 @@ def crd_filename(doc: dict[str, Any]) -> str:
     return f"{doc['spec']['group']}_{names['plural']}.yaml"
 
 
+class _NoAliases(yaml.SafeDumper):
+    """A schema part used in two places is written out twice, never as a YAML anchor and alias (which
+    some tools reading CRDs do not expand)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render_crd(doc: dict[str, Any]) -> str:
     """Deterministic YAML of one CRD (insertion order kept) with the generated-file header."""
-    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+    body = yaml.dump(
+        doc, Dumper=_NoAliases, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True
+    )
     return HEADER + "---\n" + body
 
 

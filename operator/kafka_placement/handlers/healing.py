@@ -1,0 +1,461 @@
+"""Self-healing's decision: which heals to create, and what the status and the SelfHealing condition say.
+
+``decide_healing`` is a pure function of plain values: the KafkaCluster's ``spec.selfHealing``, the
+failures its status already tracks (``HealingState``: "since when" survives restarts and leader
+changes), what this reconcile saw of Kafka (``Seen``), the heal objects that exist (``Heal``) and the
+time ``now`` (epoch seconds, passed in: no clock is read here). The reconcile shell (reconciler.py) reads
+those facts, calls it, creates the heals through the KubeGateway and posts the Events; everything here
+is unit-tested from plain values (tests/unit/test_healing.py).
+
+Rules (README, "Self-healing"): a broker the cluster names (a replica or its registration) that is not
+alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for
+``logDirFailure.afterSeconds`` a LogDirCordon with ``drain: true``. A failure that ends before starts
+nothing (its entry goes); one that ends while its heal runs leaves the heal running, and an Event says so.
+More brokers dead or being healed at once than ``maxConcurrentBrokerHeals`` is a correlated failure: no
+broker heal is created, the condition and a Warning Event say why. A deleted heal is a cancelled one:
+its failure keeps the heal's name and gets no other. Partitions every replica of which is lost (data
+gone) are named in the status and the condition: no heal restores them.
+
+Where the facts come from, without a Kafka snapshot more often than the reconcile already takes one:
+``seen_in_snapshot`` (a full reconcile's snapshot: brokers named by replicas, ``Broker.alive``, dirs'
+``online``, and the lost partitions), or ``seen_live`` (a reconcile driving an execution, which reads
+DescribeCluster and the live brokers' dirs anyway: the brokers the status last listed stand for the
+brokers the cluster names; lost partitions are then left as the status has them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from ..model.errors import BadInputError
+from ..model.self_healing import (
+    MAX_LOST_SHOWN,
+    DeadBroker,
+    HealingState,
+    OfflineLogDir,
+    SelfHealingSpec,
+    format_time,
+    parse_time,
+)
+from ..model.snapshot import ClusterSnapshot
+
+GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
+CREATED_BY = "kafkaplacement.io/created-by"
+SELF_HEALING = "self-healing"
+FAILURE = "kafkaplacement.io/failure"
+CONDITION = "SelfHealing"
+DECOMMISSION, CORDON = "BrokerDecommission", "LogDirCordon"
+PLURALS = {DECOMMISSION: "brokerdecommissions", CORDON: "logdircordons"}
+SHOWN = 10  # failures named in one condition message
+
+Target = int | tuple[int, str]  # a broker, or (broker, log dir path)
+Lost = tuple[int, tuple[str, ...]]  # how many partitions are lost, and the first names
+E = TypeVar("E", DeadBroker, OfflineLogDir)
+
+
+# ---- the facts ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What this reconcile saw of Kafka."""
+
+    named: frozenset[int]  # brokers the cluster names (replicas, registration; or the status' last list)
+    live: frozenset[int]  # brokers alive now
+    dirs_read: frozenset[int]  # brokers whose log dirs were read
+    offline: frozenset[tuple[int, str]]  # (broker, path) of the offline dirs among those
+    full: bool = False  # from a full snapshot: a broker no replica names holds nothing
+    lost: Mapping[Target, Lost] | None = None  # per failure; None: not known in this reconcile
+
+
+def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
+    """The facts of a full snapshot (lost partitions: every replica on a dead broker or offline dir)."""
+    live = frozenset(b.id for b in snap.brokers if b.alive)
+    offline = frozenset((b.id, d.path) for b in snap.brokers if b.alive for d in b.log_dirs if not d.online)
+    names: dict[Target, list[str]] = {}
+    counts: dict[Target, int] = {}
+    for p in snap.partitions:
+        where: list[Target] = []
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if b not in live:
+                where.append(b)
+            elif d is not None and (b, d) in offline:
+                where.append((b, d))
+        if len(where) < len(p.replicas):
+            continue  # a replica is on a live broker and dir: the data is there
+        for t in where:
+            counts[t] = counts.get(t, 0) + 1
+            if len(names.setdefault(t, [])) < MAX_LOST_SHOWN:
+                names[t].append(p.name)
+    lost = {t: (n, tuple(names[t])) for t, n in counts.items()}
+    return Seen(frozenset(snap.broker_ids), live, live, offline, full=True, lost=lost)
+
+
+def seen_live(
+    named: Iterable[int], live: Iterable[int], dirs: Mapping[int, Iterable[tuple[str, bool]]]
+) -> Seen:
+    """The facts of a reconcile without a snapshot: DescribeCluster's live ids, the live brokers' dirs
+    ((path, online) each) and the brokers the status last listed."""
+    return Seen(
+        frozenset(named),
+        frozenset(live),
+        frozenset(dirs),
+        frozenset((b, path) for b, ds in dirs.items() for path, online in ds if not online),
+    )
+
+
+@dataclass(frozen=True)
+class Heal:
+    """A heal object that exists (labelled ``created-by: self-healing``, not being deleted)."""
+
+    body: Mapping[str, Any]
+    kind: str
+    name: str
+    target: Target
+    phase: str | None
+
+
+def heals_of(bodies: Iterable[Mapping[str, Any]]) -> list[Heal]:
+    """The self-healing heals among the cluster's intent resources."""
+    out: list[Heal] = []
+    for b in bodies:
+        meta = b.get("metadata") or {}
+        if (meta.get("labels") or {}).get(CREATED_BY) != SELF_HEALING or meta.get("deletionTimestamp"):
+            continue
+        spec, phase = b.get("spec") or {}, (b.get("status") or {}).get("phase")
+        target: Target | None = None
+        if b.get("kind") == DECOMMISSION and len(spec.get("brokers") or []) == 1:
+            target = int(spec["brokers"][0])
+        elif b.get("kind") == CORDON and len(spec.get("logDirs") or []) == 1:
+            target = (int(spec.get("broker", -1)), str(spec["logDirs"][0]))
+        if target is not None:
+            out.append(Heal(b, str(b["kind"]), str(meta.get("name")), target, phase))
+    return out
+
+
+# ---- the outcome --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewHeal:
+    """A heal object to create (``body`` is its manifest) and the Event that says why."""
+
+    kind: str
+    name: str
+    body: Mapping[str, Any]
+    message: str
+
+    @property
+    def plural(self) -> str:
+        return PLURALS[self.kind]
+
+
+@dataclass(frozen=True)
+class HealNote:
+    """An Event on the heal object ``on`` (None: on the KafkaCluster)."""
+
+    on: Mapping[str, Any] | None
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class HealingOutcome:
+    state: HealingState  # status.deadBrokers / status.offlineLogDirs, heal names of the creates included
+    creates: tuple[NewHeal, ...] = ()
+    notes: tuple[HealNote, ...] = ()
+    condition: tuple[bool, str, str] | None = None  # the SelfHealing condition (None: not configured)
+    wake_at: float | None = None  # when the next tracked failure becomes due (epoch seconds)
+
+    def not_created(self, names: Iterable[str]) -> HealingOutcome:
+        """The outcome with the heals ``names`` left uncreated (their failures stay pending)."""
+        gone = set(names)
+        if not gone:
+            return self
+        s = self.state
+        return replace(
+            self,
+            state=HealingState(
+                tuple(replace(d, heal=None) if d.heal in gone else d for d in s.dead_brokers),
+                tuple(replace(d, heal=None) if d.heal in gone else d for d in s.offline_log_dirs),
+            ),
+            creates=tuple(c for c in self.creates if c.name not in gone),
+        )
+
+
+# ---- the decision -------------------------------------------------------------------------------------
+
+
+def decide_healing(
+    raw_spec: object,
+    owner: Mapping[str, Any],
+    previous: HealingState,
+    seen: Seen,
+    heals: Sequence[Heal],
+    now: float,
+    previous_condition: Mapping[str, Any] | None = None,
+) -> HealingOutcome:
+    """The failures to track, the heals to create and the SelfHealing condition (module docstring).
+
+    ``raw_spec``: the KafkaCluster's ``spec.selfHealing`` (None: not configured: failures are tracked
+    in the status, nothing is healed, no condition); ``owner``: the KafkaCluster."""
+    spec: SelfHealingSpec | None = None
+    invalid: str | None = None
+    if raw_spec is not None:
+        try:
+            spec = SelfHealingSpec.parse(raw_spec)
+        except BadInputError as e:
+            invalid = e.message
+    if not seen.live:  # nothing answered: an unreachable cluster is not a dead broker
+        return HealingOutcome(previous)
+    by_target = {h.target: h for h in heals}
+    stamp = format_time(now)
+    notes: list[HealNote] = []
+
+    dead: list[DeadBroker] = []
+    old_dead = {d.id: d for d in previous.dead_brokers}
+    for b in sorted(seen.named | old_dead.keys()):
+        old = old_dead.get(b)
+        if b in seen.live:
+            if old is not None:
+                notes += _recovered(f"broker {b} is alive again", old.failure, old.heal, by_target.get(b))
+            continue
+        if seen.full and b not in seen.named:
+            continue  # no replica names it: nothing left to heal
+        entry = _adopt(old or DeadBroker(b, stamp), by_target.get(b))
+        dead.append(_with_lost(entry, seen.lost, b))
+
+    dirs: list[OfflineLogDir] = []
+    old_dirs = {(d.broker, d.path): d for d in previous.offline_log_dirs}
+    for key in sorted(seen.offline | old_dirs.keys()):
+        b, path = key
+        old_dir = old_dirs.get(key)
+        if b not in seen.dirs_read:
+            if old_dir is not None:
+                dirs.append(old_dir)  # its broker is not alive: the dir's state is unknown, kept
+            continue
+        if key not in seen.offline:
+            if old_dir is not None:
+                msg = f"log dir {path} of broker {b} is online again"
+                notes += _recovered(msg, old_dir.failure, old_dir.heal, by_target.get(key))
+            continue
+        dir_entry = _adopt(old_dir or OfflineLogDir(b, path, stamp), by_target.get(key))
+        dirs.append(_with_lost(dir_entry, seen.lost, key))
+
+    if spec is None:
+        state = HealingState(tuple(dead), tuple(dirs))
+        if invalid is None:
+            return HealingOutcome(state, notes=tuple(notes))
+        condition = (False, "InvalidSpec", f"spec.selfHealing: {invalid}")
+        return HealingOutcome(
+            state, notes=tuple(notes + _warn(condition, previous_condition)), condition=condition
+        )
+
+    creates: list[NewHeal] = []
+    wake: list[float] = []
+    rule = spec.broker_failure
+    pending = [d for d in dead if d.heal is None]
+    running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase != "Completed"}
+    busy = sorted({d.id for d in pending} | {t for t in running if isinstance(t, int)})
+    correlated = rule.enabled and len(busy) > spec.max_concurrent_broker_heals
+    if rule.enabled and not correlated:
+        for i, d in enumerate(dead):
+            if d.heal is None:
+                due = parse_time(d.since, "since") + rule.after_seconds
+                if now >= due:
+                    new = _decommission(spec, owner, d, rule.after_seconds)
+                    creates.append(new)
+                    dead[i] = replace(d, heal=new.name)
+                else:
+                    wake.append(due)
+    if spec.log_dir_failure.enabled:
+        after = spec.log_dir_failure.after_seconds
+        for i, o in enumerate(dirs):
+            if o.heal is None and o.broker in seen.live:
+                due = parse_time(o.since, "since") + after
+                if now >= due:
+                    new = _cordon(spec, owner, o, after)
+                    creates.append(new)
+                    dirs[i] = replace(o, heal=new.name)
+                else:
+                    wake.append(due)
+    state = HealingState(tuple(dead), tuple(dirs))
+    condition = _condition(spec, state, by_target, busy if correlated else None)
+    notes += _warn(condition, previous_condition)
+    return HealingOutcome(state, tuple(creates), tuple(notes), condition, min(wake) if wake else None)
+
+
+def _warn(condition: tuple[bool, str, str], previous: Mapping[str, Any] | None) -> list[HealNote]:
+    """A Warning Event when the condition is False with another reason or message than before."""
+    old = previous or {}
+    if condition[0] or (old.get("reason"), old.get("message")) == condition[1:]:
+        return []
+    return [HealNote(None, "Warning", condition[1], condition[2])]
+
+
+def _adopt(entry: E, heal: Heal | None) -> E:
+    """A tracked failure with no heal recorded takes the name of an existing heal of the same target
+    (created by a reconcile whose status write was lost)."""
+    return replace(entry, heal=heal.name) if entry.heal is None and heal is not None else entry
+
+
+def _with_lost(entry: E, lost: Mapping[Target, Lost] | None, target: Target) -> E:
+    if lost is None:
+        return entry  # not known in this reconcile: the status' last word stands
+    count, names = lost.get(target, (0, ()))
+    return replace(entry, lost_count=count, lost_partitions=names)
+
+
+def _recovered(what: str, failure: str, heal_name: str | None, heal: Heal | None) -> list[HealNote]:
+    """The Events of a failure that ended: a running heal goes on, a completed one keeps its cordon."""
+    if heal_name is None:
+        return [HealNote(None, "Normal", "FailureEnded", f"{what} ({failure}): no heal was started")]
+    if heal is None:
+        msg = f"{what} ({failure}); its heal {heal_name} was deleted"
+        return [HealNote(None, "Normal", "FailureEnded", msg)]
+    if heal.phase == "Completed":
+        msg = (
+            f"{what} ({failure}); {heal.kind} {heal.name} completed and keeps its replicas off it while it "
+            "exists: delete it to let the placement use it again"
+        )
+    else:
+        msg = f"{what} ({failure}); the heal {heal.kind} {heal.name} goes on: delete it to cancel"
+    return [HealNote(None, "Normal", "FailureEnded", msg), HealNote(heal.body, "Normal", "FailureEnded", msg)]
+
+
+def heal_name(cluster: str, what: str, since: str) -> str:
+    """A DNS-1123 name unique per failure: ``<cluster>-heal-<what>-<since as 20261127t120000z>``."""
+    when = "".join(ch for ch in since.lower() if ch.isalnum())
+    return f"{cluster[:180].rstrip('-.')}-heal-{what}-{when}"
+
+
+def _manifest(
+    kind: str, owner: Mapping[str, Any], name: str, spec: Mapping[str, Any], failure: str
+) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": {
+                CREATED_BY: SELF_HEALING,
+                "kafkaplacement.io/cluster": meta["name"][:63].rstrip("-._"),
+            },
+            "annotations": {FAILURE: failure},
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": "KafkaCluster",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "spec": {"clusterRef": {"name": meta["name"]}, **spec},
+    }
+
+
+def _lost_text(entry: DeadBroker | OfflineLogDir) -> str:
+    if not entry.lost_count:
+        return ""
+    more = (
+        f" and {entry.lost_count - len(entry.lost_partitions)} more"
+        if entry.lost_count > len(entry.lost_partitions)
+        else ""
+    )
+    return (
+        f"; {entry.lost_count} partitions had every replica there (data lost, not healed): "
+        + ", ".join(entry.lost_partitions)
+        + more
+    )
+
+
+def _decommission(spec: SelfHealingSpec, owner: Mapping[str, Any], d: DeadBroker, after: int) -> NewHeal:
+    name = heal_name(owner["metadata"]["name"], f"broker-{d.id}", d.since)
+    body = _manifest(DECOMMISSION, owner, name, {"brokers": [d.id], "approval": spec.approval}, d.failure)
+    msg = (
+        f"{d.failure} ({after} s or more): created {DECOMMISSION} {name} (approval {spec.approval}); "
+        f"delete it to cancel{_lost_text(d)}"
+    )
+    return NewHeal(DECOMMISSION, name, body, msg)
+
+
+def _cordon(spec: SelfHealingSpec, owner: Mapping[str, Any], o: OfflineLogDir, after: int) -> NewHeal:
+    digest = hashlib.sha256(o.path.encode()).hexdigest()[:8]
+    name = heal_name(owner["metadata"]["name"], f"dir-{o.broker}-{digest}", o.since)
+    fields = {"broker": o.broker, "logDirs": [o.path], "drain": True, "approval": spec.approval}
+    body = _manifest(CORDON, owner, name, fields, o.failure)
+    msg = (
+        f"{o.failure} ({after} s or more): created {CORDON} {name} (drain, approval {spec.approval}); "
+        f"delete it to cancel{_lost_text(o)}"
+    )
+    return NewHeal(CORDON, name, body, msg)
+
+
+def _condition(
+    spec: SelfHealingSpec,
+    state: HealingState,
+    heals: Mapping[Target, Heal],
+    correlated: Sequence[int] | None,
+) -> tuple[bool, str, str]:
+    """(status, reason, message) of the SelfHealing condition; the message changes only with the facts."""
+    entries: list[DeadBroker | OfflineLogDir] = [*state.dead_brokers, *state.offline_log_dirs]
+    rules = {DeadBroker: spec.broker_failure, OfflineLogDir: spec.log_dir_failure}
+    lines: list[str] = []
+    for e in entries[:SHOWN]:
+        rule = rules[type(e)]
+        if e.heal is not None:
+            target: Target = e.id if isinstance(e, DeadBroker) else (e.broker, e.path)
+            gone = "" if target in heals else " (deleted: cancelled)"
+            lines.append(f"{e.failure}: heal {e.heal}{gone}")
+        elif not rule.enabled:
+            lines.append(f"{e.failure}: not healed (disabled)")
+        else:
+            lines.append(f"{e.failure}: healed after {rule.after_seconds} s")
+    if len(entries) > SHOWN:
+        lines.append(f"and {len(entries) - SHOWN} more failures")
+    lost = [e for e in entries if e.lost_count]
+    lost_line = "; ".join(f"{e.failure}{_lost_text(e)}" for e in lost[:SHOWN])
+    tail = ("; ".join(lines) + ".") if lines else ""
+    if correlated is not None:
+        limit = spec.max_concurrent_broker_heals
+        return (
+            False,
+            "CorrelatedFailure",
+            f"{len(correlated)} brokers are not alive or being healed at once ({correlated}), more "
+            f"than maxConcurrentBrokerHeals {limit}: no broker heal is created until at most {limit} "
+            f"remain. {tail}",
+        )
+    if lost:
+        return False, "DataLost", f"{lost_line}. {tail}"
+    if any(e.heal is not None for e in entries):
+        return True, "Healing", tail
+    if entries:
+        return True, "FailureSeen", tail
+    return True, "NoFailure", "every broker the cluster names is alive and every log dir online"
+
+
+__all__ = [
+    "CONDITION",
+    "CREATED_BY",
+    "FAILURE",
+    "SELF_HEALING",
+    "Heal",
+    "HealNote",
+    "HealingOutcome",
+    "NewHeal",
+    "Seen",
+    "decide_healing",
+    "heal_name",
+    "heals_of",
+    "seen_in_snapshot",
+    "seen_live",
+]

@@ -1,0 +1,324 @@
+"""Self-healing's typed contracts: the KafkaCluster's ``spec.selfHealing`` and the failures its status tracks.
+
+One source for three things: the parser of ``spec.selfHealing`` (``SelfHealingSpec.parse``), the typed
+status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` (``DeadBroker``, ``OfflineLogDir``,
+read and written with ``from_json`` / ``to_json``), and the CRD schema of both (``spec_schema``,
+``status_schema``, used by ``crd_schema.py``). Each status field is declared once, with its JSON name,
+its schema and its description (``_field``); the schema and the (de)serialisation are derived from that.
+
+"Since when" a failure was first seen lives in the KafkaCluster's status, so it survives operator
+restarts and leader changes. Times are RFC 3339 UTC strings (``2026-11-27T12:00:00Z``); ``parse_time``
+and ``format_time`` convert them to and from epoch seconds (no clock is read here).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _obj, _str
+from .errors import BadInputError
+from .jsonio import as_bool, as_int, as_object, as_str, brief, check_fields
+
+MAX_AFTER_SECONDS = 7 * 86400  # a failure older than a week is not "waiting to be healed"
+MAX_CONCURRENT_HEALS = 1000
+DEFAULT_BROKER_AFTER_S = 600
+DEFAULT_DIR_AFTER_S = 60
+MAX_LOST_SHOWN = 20  # partition names kept per failure in the status (the count is exact)
+
+
+# ---- times ------------------------------------------------------------------------------------------
+
+
+def format_time(epoch: float) -> str:
+    """RFC 3339 UTC, whole seconds (``2026-11-27T12:00:00Z``)."""
+    return datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str, where: str) -> float:
+    """Epoch seconds of an RFC 3339 time; bad input naming ``where`` otherwise."""
+    try:
+        t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInputError(f"not an RFC 3339 time: {brief(text)}", where) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.UTC)
+    return t.timestamp()
+
+
+# ---- spec.selfHealing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRule:
+    """``brokerFailure`` / ``logDirFailure``: heal a failure that has lasted ``after_seconds``."""
+
+    enabled: bool
+    after_seconds: int
+
+    @classmethod
+    def parse(cls, raw: object, where: str, default_after: int) -> FailureRule:
+        obj = as_object(raw, where)
+        check_fields(obj, where, ("enabled", "afterSeconds"))
+        after = as_int(
+            obj.get("afterSeconds", default_after), f"{where}.afterSeconds",
+            minimum=1, maximum=MAX_AFTER_SECONDS,
+        )  # fmt: skip
+        return cls(as_bool(obj.get("enabled", False), f"{where}.enabled"), after)
+
+    @staticmethod
+    def schema(what: str, default_after: int) -> Schema:
+        return _obj(
+            f"Heal {what}.",
+            {
+                "enabled": _bool("Whether the operator heals this kind of failure.", default=False),
+                "afterSeconds": _int(
+                    f"How long the failure must last before it is healed (1 s to 7 days, "
+                    f"{MAX_AFTER_SECONDS} s).",
+                    1,
+                    maximum=MAX_AFTER_SECONDS,
+                    default=default_after,
+                ),
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SelfHealingSpec:
+    """The KafkaCluster's ``spec.selfHealing``."""
+
+    broker_failure: FailureRule = FailureRule(False, DEFAULT_BROKER_AFTER_S)
+    log_dir_failure: FailureRule = FailureRule(False, DEFAULT_DIR_AFTER_S)
+    approval: str = "Automatic"
+    max_concurrent_broker_heals: int = 1
+
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "brokerFailure", "logDirFailure", "approval", "maxConcurrentBrokerHeals",
+    )  # fmt: skip
+
+    @classmethod
+    def parse(cls, raw: object, where: str = "spec.selfHealing") -> SelfHealingSpec:
+        obj = as_object(raw, where)
+        check_fields(obj, where, cls.FIELDS)
+        approval = as_str(obj.get("approval", "Automatic"), f"{where}.approval")
+        if approval not in APPROVALS:
+            allowed = ", ".join(APPROVALS)
+            raise BadInputError(f"must be one of {allowed}, got {brief(approval)}", f"{where}.approval")
+        return cls(
+            FailureRule.parse(obj.get("brokerFailure", {}), f"{where}.brokerFailure", DEFAULT_BROKER_AFTER_S),
+            FailureRule.parse(obj.get("logDirFailure", {}), f"{where}.logDirFailure", DEFAULT_DIR_AFTER_S),
+            approval,
+            as_int(
+                obj.get("maxConcurrentBrokerHeals", 1), f"{where}.maxConcurrentBrokerHeals",
+                minimum=1, maximum=MAX_CONCURRENT_HEALS,
+            ),
+        )  # fmt: skip
+
+    @staticmethod
+    def schema() -> Schema:
+        return _obj(
+            "Self-healing: a broker not alive, or a log dir offline, for afterSeconds gets a heal, a "
+            "BrokerDecommission or a draining LogDirCordon the operator creates (owned by this "
+            "KafkaCluster, labelled kafkaplacement.io/created-by: self-healing); deleting it cancels the "
+            "heal.",
+            {
+                "brokerFailure": FailureRule.schema(
+                    "a broker that is not alive: a BrokerDecommission of it", DEFAULT_BROKER_AFTER_S
+                ),
+                "logDirFailure": FailureRule.schema(
+                    "an offline log dir of a live broker: a LogDirCordon with drain: true",
+                    DEFAULT_DIR_AFTER_S,
+                ),
+                "approval": _str(
+                    "The approval of the heals created: Automatic (executed as soon as planned) or Manual "
+                    "(each waits for spec.approvedPlan).",
+                    enum=list(APPROVALS),
+                    default="Automatic",
+                ),
+                "maxConcurrentBrokerHeals": _int(
+                    "Most brokers healed at once (running heals included); more brokers dead at once is a "
+                    "correlated failure: no heal is created, a Warning Event and the SelfHealing condition "
+                    "say why.",
+                    1,
+                    maximum=MAX_CONCURRENT_HEALS,
+                    default=1,
+                ),
+            },
+        )
+
+
+# ---- status entries ------------------------------------------------------------------------------------
+
+
+def _field(json: str, schema: Schema, default: Any = MISSING) -> Any:
+    """A dataclass field declared with its JSON name and schema (the description included)."""
+    meta = {"json": json, "schema": schema}
+    if isinstance(default, tuple):
+        return field(default=default, metadata=meta)
+    return field(metadata=meta) if default is MISSING else field(default=default, metadata=meta)
+
+
+def _entry_schema(cls: type, description: str, required: list[str]) -> Schema:
+    return _obj(description, {f.metadata["json"]: f.metadata["schema"] for f in fields(cls)}, required)
+
+
+def _to_json(entry: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(entry):
+        value = getattr(entry, f.name)
+        if value is None or value == ():
+            continue
+        out[f.metadata["json"]] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _from_json(cls: type, raw: object, where: str) -> dict[str, Any]:
+    obj = as_object(raw, where)
+    check_fields(obj, where, [f.metadata["json"] for f in fields(cls)])
+    kw: dict[str, Any] = {}
+    for f in fields(cls):
+        key, kind = f.metadata["json"], f.metadata["schema"]["type"]
+        at = f"{where}.{key}"
+        if key not in obj:
+            if f.default is MISSING:
+                raise BadInputError(f"missing required field '{key}'", where)
+            continue
+        value = obj[key]
+        if kind == "integer":
+            kw[f.name] = as_int(value, at, minimum=0)
+        elif kind == "string":
+            kw[f.name] = as_str(value, at)
+        else:  # an array of strings
+            items = value if isinstance(value, list) else None
+            if items is None or not all(isinstance(i, str) for i in items):
+                raise BadInputError("must be a list of strings", at)
+            kw[f.name] = tuple(items)
+    if "since" in kw:
+        parse_time(kw["since"], f"{where}.since")
+    return kw
+
+
+_SINCE = _str("When the operator first saw the failure (RFC 3339).", format="date-time")
+_HEAL = _str(
+    "The heal created for it (a BrokerDecommission or LogDirCordon in this namespace); it stays named after "
+    "the heal was deleted (cancelled): the operator does not create another for this failure.",
+    maxLength=253,
+)
+_LOST = _arr(
+    "Partitions every replica of which is on a dead broker or an offline dir (their data is gone: a heal "
+    f"cannot restore them); at most {MAX_LOST_SHOWN} are named.",
+    _str("topic-partition", maxLength=300),
+    maxItems=MAX_LOST_SHOWN,
+)
+_LOST_COUNT = _int("How many partitions are lost, named or not.", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadBroker:
+    """A broker the cluster names (a replica or its registration) that is not alive."""
+
+    id: int = _field("id", _int("Broker id.", 0))
+    since: str = _field("since", _SINCE)
+    heal: str | None = _field("heal", _HEAL, None)
+    lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
+    lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> DeadBroker:
+        return cls(**_from_json(cls, raw, where))
+
+    def to_json(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @property
+    def failure(self) -> str:
+        return f"broker {self.id} not alive since {self.since}"
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineLogDir:
+    """An offline log dir of a live broker."""
+
+    broker: int = _field("broker", _int("Id of the broker the dir belongs to.", 0))
+    path: str = _field("path", _str("Absolute path of the log dir.", maxLength=4096))
+    since: str = _field("since", _SINCE)
+    heal: str | None = _field("heal", _HEAL, None)
+    lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
+    lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> OfflineLogDir:
+        return cls(**_from_json(cls, raw, where))
+
+    def to_json(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @property
+    def failure(self) -> str:
+        return f"log dir {self.path} of broker {self.broker} offline since {self.since}"
+
+
+@dataclass(frozen=True, slots=True)
+class HealingState:
+    """``status.deadBrokers`` and ``status.offlineLogDirs`` of a KafkaCluster."""
+
+    dead_brokers: tuple[DeadBroker, ...] = ()
+    offline_log_dirs: tuple[OfflineLogDir, ...] = ()
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any] | None) -> tuple[HealingState, list[str]]:
+        """The state in a status, and the problems of the entries left out (a broken entry is dropped:
+        its failure is seen again, with a new ``since``)."""
+        status = status or {}
+        problems: list[str] = []
+        dead: list[DeadBroker] = []
+        dirs: list[OfflineLogDir] = []
+        for i, raw in enumerate(status.get("deadBrokers") or ()):
+            try:
+                dead.append(DeadBroker.from_json(raw, f"status.deadBrokers[{i}]"))
+            except BadInputError as e:
+                problems.append(e.message)
+        for i, raw in enumerate(status.get("offlineLogDirs") or ()):
+            try:
+                dirs.append(OfflineLogDir.from_json(raw, f"status.offlineLogDirs[{i}]"))
+            except BadInputError as e:
+                problems.append(e.message)
+        return cls(tuple(dead), tuple(dirs)), problems
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "deadBrokers": [d.to_json() for d in self.dead_brokers],
+            "offlineLogDirs": [d.to_json() for d in self.offline_log_dirs],
+        }
+
+
+def status_schema() -> dict[str, Schema]:
+    """The KafkaCluster status fields of self-healing (from the entries' declared fields)."""
+    return {
+        "deadBrokers": _arr(
+            "Brokers the cluster names (replicas or registration) that are not alive, since when, and "
+            "their heal.",
+            _entry_schema(DeadBroker, "One broker that is not alive.", ["id", "since"]),
+            maxItems=10000,
+        ),
+        "offlineLogDirs": _arr(
+            "Offline log dirs of live brokers, since when, and their heal.",
+            _entry_schema(OfflineLogDir, "One offline log dir.", ["broker", "path", "since"]),
+            maxItems=10000,
+        ),
+    }
+
+
+__all__ = [
+    "MAX_AFTER_SECONDS",
+    "DeadBroker",
+    "FailureRule",
+    "HealingState",
+    "OfflineLogDir",
+    "SelfHealingSpec",
+    "format_time",
+    "parse_time",
+    "status_schema",
+]

@@ -1,0 +1,390 @@
+"""Self-healing's pure decision (handlers/healing.py) and its typed contracts (model/self_healing.py),
+from plain values and a clock passed in: no Kafka, no Kubernetes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from kafka_placement.handlers.healing import (
+    CREATED_BY,
+    FAILURE,
+    SELF_HEALING,
+    Heal,
+    HealingOutcome,
+    Seen,
+    decide_healing,
+    heal_name,
+    heals_of,
+    seen_in_snapshot,
+    seen_live,
+)
+from kafka_placement.model.crd_schema import crd_documents
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.self_healing import (
+    MAX_AFTER_SECONDS,
+    DeadBroker,
+    HealingState,
+    OfflineLogDir,
+    SelfHealingSpec,
+    format_time,
+    parse_time,
+)
+from kafka_placement.model.snapshot import ClusterSnapshot
+
+T0 = parse_time("2026-11-27T12:00:00Z", "t")
+OWNER: dict[str, Any] = {
+    "apiVersion": "kafkaplacement.io/v1alpha1",
+    "kind": "KafkaCluster",
+    "metadata": {"name": "main", "namespace": "kafka", "uid": "uid-1"},
+}
+SPEC = {
+    "brokerFailure": {"enabled": True, "afterSeconds": 600},
+    "logDirFailure": {"enabled": True, "afterSeconds": 60},
+    "approval": "Automatic",
+    "maxConcurrentBrokerHeals": 1,
+}
+
+
+def seen(
+    live: set[int], named: set[int] | None = None, offline: frozenset[tuple[int, str]] = frozenset()
+) -> Seen:
+    named = set(live) if named is None else named
+    return Seen(frozenset(named | live), frozenset(live), frozenset(live), frozenset(offline))
+
+
+def dead(b: int, since: float = T0, heal: str | None = None) -> DeadBroker:
+    return DeadBroker(b, format_time(since), heal)
+
+
+def heal_body(kind: str, name: str, spec: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "kafka", "labels": {CREATED_BY: SELF_HEALING}},
+        "spec": {"clusterRef": {"name": "main"}, **spec},
+        **({"status": {"phase": phase}} if phase else {}),
+    }
+
+
+def run(
+    previous: HealingState,
+    facts: Seen,
+    now: float,
+    heals: list[Heal] | None = None,
+    spec: object = SPEC,
+    condition: dict[str, Any] | None = None,
+) -> HealingOutcome:
+    return decide_healing(spec, OWNER, previous, facts, heals or [], now, condition)
+
+
+# ---- broker failure ---------------------------------------------------------------------------------
+
+
+def test_a_dead_broker_is_tracked_from_when_it_is_first_seen_and_healed_after_the_delay() -> None:
+    first = run(HealingState(), seen({1, 2}, named={1, 2, 3}), T0)
+    assert first.state.dead_brokers == (dead(3),)
+    assert first.creates == () and first.wake_at == T0 + 600
+    assert first.condition is not None and first.condition[:2] == (True, "FailureSeen")
+    assert "broker 3 not alive since 2026-11-27T12:00:00Z: healed after 600 s" in first.condition[2]
+
+    waiting = run(first.state, seen({1, 2}, named={1, 2, 3}), T0 + 599)
+    assert waiting.creates == () and waiting.state == first.state  # "since" is kept, not reset
+
+    due = run(first.state, seen({1, 2}, named={1, 2, 3}), T0 + 600)
+    (new,) = due.creates
+    assert new.kind == "BrokerDecommission" and new.plural == "brokerdecommissions"
+    assert new.name == "main-heal-broker-3-20261127t120000z"
+    body = new.body
+    assert body["metadata"]["labels"][CREATED_BY] == SELF_HEALING
+    assert body["metadata"]["annotations"][FAILURE] == "broker 3 not alive since 2026-11-27T12:00:00Z"
+    assert body["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "kafkaplacement.io/v1alpha1",
+            "kind": "KafkaCluster",
+            "name": "main",
+            "uid": "uid-1",
+            "controller": True,
+            "blockOwnerDeletion": False,
+        }
+    ]
+    assert body["metadata"]["namespace"] == "kafka"
+    assert body["spec"] == {"clusterRef": {"name": "main"}, "brokers": [3], "approval": "Automatic"}
+    assert due.state.dead_brokers == (dead(3, heal=new.name),)
+    assert due.condition is not None and due.condition[:2] == (True, "Healing")
+    assert "delete it to cancel" in new.message
+
+
+def test_manual_approval_is_passed_to_the_heal() -> None:
+    out = run(HealingState((dead(3),)), seen({1, 2}), T0 + 600, spec={**SPEC, "approval": "Manual"})
+    assert out.creates[0].body["spec"]["approval"] == "Manual"
+
+
+def test_a_broker_back_before_the_delay_starts_nothing_and_its_entry_goes() -> None:
+    out = run(HealingState((dead(3),)), seen({1, 2, 3}), T0 + 30)
+    assert out.state == HealingState() and out.creates == ()
+    (note,) = out.notes
+    assert note.on is None and note.type == "Normal" and "no heal was started" in note.message
+    assert out.condition is not None and out.condition[:2] == (True, "NoFailure")
+
+
+def test_a_broker_back_while_its_heal_runs_keeps_the_heal_and_says_so() -> None:
+    name = "main-heal-broker-3-20261127t120000z"
+    body = heal_body("BrokerDecommission", name, {"brokers": [3]}, "Executing")
+    out = run(HealingState((dead(3, heal=name),)), seen({1, 2, 3}), T0 + 700, heals=heals_of([body]))
+    assert out.state.dead_brokers == () and out.creates == ()
+    assert [n.on for n in out.notes] == [None, body]  # on the KafkaCluster and on the heal
+    assert all("goes on: delete it to cancel" in n.message for n in out.notes)
+    completed = heals_of([heal_body("BrokerDecommission", name, {"brokers": [3]}, "Completed")])
+    out = run(HealingState((dead(3, heal=name),)), seen({1, 2, 3}), T0 + 700, heals=completed)
+    assert "keeps its replicas off it" in out.notes[0].message
+
+
+def test_more_brokers_dead_than_allowed_is_a_correlated_failure_no_heal() -> None:
+    state = HealingState((dead(2), dead(3)))
+    out = run(state, seen({1}, named={1, 2, 3}), T0 + 3600)
+    assert out.creates == ()
+    assert out.condition is not None and out.condition[:2] == (False, "CorrelatedFailure")
+    assert "[2, 3]" in out.condition[2] and "maxConcurrentBrokerHeals 1" in out.condition[2]
+    (warning,) = out.notes
+    assert (warning.on, warning.type, warning.reason) == (None, "Warning", "CorrelatedFailure")
+    # the same condition again: no second Warning
+    old = {"type": "SelfHealing", "reason": out.condition[1], "message": out.condition[2]}
+    assert run(state, seen({1}, named={1, 2, 3}), T0 + 3602, condition=old).notes == ()
+    # a larger limit heals both
+    out = run(state, seen({1}, named={1, 2, 3}), T0 + 3600, spec={**SPEC, "maxConcurrentBrokerHeals": 2})
+    assert [c.body["spec"]["brokers"] for c in out.creates] == [[2], [3]]
+
+
+def test_running_self_healing_decommissions_count_against_the_limit() -> None:
+    running = heals_of([heal_body("BrokerDecommission", "h3", {"brokers": [3]}, "Executing")])
+    out = run(HealingState((dead(2),)), seen({1, 3}, named={1, 2, 3}), T0 + 600, heals=running)
+    assert out.creates == () and out.condition is not None and out.condition[1] == "CorrelatedFailure"
+    done = heals_of([heal_body("BrokerDecommission", "h3", {"brokers": [3]}, "Completed")])
+    out = run(HealingState((dead(2),)), seen({1, 3}, named={1, 2, 3}), T0 + 600, heals=done)
+    assert [c.body["spec"]["brokers"] for c in out.creates] == [[2]]
+
+
+def test_an_unreachable_cluster_is_not_a_dead_broker() -> None:
+    state = HealingState((dead(3),))
+    out = run(state, seen(set(), named={1, 2, 3}), T0 + 10_000)
+    assert out == HealingOutcome(state)
+
+
+def test_a_deleted_heal_is_cancelled_and_not_created_again() -> None:
+    out = run(HealingState((dead(3, heal="h3"),)), seen({1, 2}, named={1, 2, 3}), T0 + 9000)
+    assert out.creates == () and out.state.dead_brokers == (dead(3, heal="h3"),)
+    assert out.condition is not None and "heal h3 (deleted: cancelled)" in out.condition[2]
+    # a cancelled heal does not count against the limit: another dead broker is healed
+    out = run(HealingState((dead(2), dead(3, heal="h3"))), seen({1}, named={1, 2, 3}), T0 + 9000)
+    assert [c.body["spec"]["brokers"] for c in out.creates] == [[2]]
+
+
+def test_a_heal_made_by_a_reconcile_whose_status_was_lost_is_adopted() -> None:
+    made = heals_of([heal_body("BrokerDecommission", "h3", {"brokers": [3]})])
+    out = run(HealingState((dead(3),)), seen({1, 2}, named={1, 2, 3}), T0 + 600, heals=made)
+    assert out.creates == () and out.state.dead_brokers == (dead(3, heal="h3"),)
+
+
+def test_a_heal_that_could_not_be_created_stays_pending() -> None:
+    out = run(HealingState((dead(3),)), seen({1, 2}, named={1, 2, 3}), T0 + 600)
+    name = out.creates[0].name
+    left = out.not_created([name])
+    assert left.creates == () and left.state.dead_brokers == (dead(3),)
+    assert out.not_created([]) is out
+
+
+def test_disabled_or_absent_self_healing_tracks_failures_but_heals_nothing() -> None:
+    off = {**SPEC, "brokerFailure": {"enabled": False}}
+    out = run(HealingState((dead(3),)), seen({1, 2}, named={1, 2, 3}), T0 + 9000, spec=off)
+    assert out.creates == () and out.state.dead_brokers == (dead(3),)
+    assert out.condition is not None and "not healed (disabled)" in out.condition[2]
+    absent = run(HealingState((dead(3),)), seen({1, 2}, named={1, 2, 3}), T0 + 9000, spec=None)
+    assert absent.creates == () and absent.condition is None and absent.state.dead_brokers == (dead(3),)
+
+
+def test_an_invalid_spec_heals_nothing_and_says_why() -> None:
+    out = run(HealingState(), seen({1, 2}, named={1, 2, 3}), T0, spec={"brokerFailure": {"afterSeconds": 0}})
+    assert out.creates == ()
+    assert out.condition == (
+        False,
+        "InvalidSpec",
+        "spec.selfHealing: spec.selfHealing.brokerFailure.afterSeconds: must be >= 1, got 0",
+    )
+    assert out.notes[-1].type == "Warning" and out.state.dead_brokers == (dead(3, since=T0),)
+
+
+# ---- where the facts come from --------------------------------------------------------------------------
+
+
+def snapshot() -> ClusterSnapshot:
+    def dirs(*offline: str) -> list[dict[str, Any]]:
+        return [{"path": p, "online": p not in offline} for p in ("/d0", "/d1")]
+
+    part = {"leader": None, "isr": [], "sizeBytes": 1}
+    return ClusterSnapshot.from_json(
+        {
+            "version": 1,
+            "brokers": [
+                {"id": 1, "rack": None, "logDirs": dirs()},
+                {"id": 2, "rack": None, "logDirs": dirs("/d1")},
+                {"id": 3, "rack": None, "logDirs": [], "alive": False},
+            ],
+            "partitions": [
+                {"topic": "one", "partition": 0, "replicas": [3], "logDirs": [None], **part},
+                {"topic": "both", "partition": 0, "replicas": [3, 2], "logDirs": [None, "/d1"], **part},
+                {"topic": "safe", "partition": 0, "replicas": [3, 1], "logDirs": [None, "/d0"], **part},
+                {"topic": "dir", "partition": 0, "replicas": [2], "logDirs": ["/d1"], **part},
+            ],
+        }
+    )
+
+
+def test_a_snapshot_names_dead_brokers_offline_dirs_and_lost_partitions() -> None:
+    facts = seen_in_snapshot(snapshot())
+    assert facts.named == {1, 2, 3} and facts.live == {1, 2} and facts.offline == {(2, "/d1")}
+    assert facts.full and facts.lost == {
+        3: (2, ("one-0", "both-0")),
+        (2, "/d1"): (2, ("both-0", "dir-0")),
+    }
+    out = run(HealingState(), facts, T0)
+    assert out.state == HealingState(
+        (DeadBroker(3, format_time(T0), None, ("one-0", "both-0"), 2),),
+        (OfflineLogDir(2, "/d1", format_time(T0), None, ("both-0", "dir-0"), 2),),
+    )
+    assert out.condition is not None and out.condition[:2] == (False, "DataLost")
+    assert "one-0" in out.condition[2] and "data lost, not healed" in out.condition[2]
+    later = run(out.state, facts, T0 + 600)
+    assert {c.kind for c in later.creates} == {"BrokerDecommission", "LogDirCordon"}
+    assert "one-0" in later.creates[0].message
+
+
+def test_an_offline_dir_gets_a_draining_cordon_after_its_delay() -> None:
+    facts = seen({1, 2, 3}, offline=frozenset({(2, "/d1")}))
+    first = run(HealingState(), facts, T0)
+    assert first.state.offline_log_dirs == (OfflineLogDir(2, "/d1", format_time(T0)),)
+    assert first.wake_at == T0 + 60 and first.creates == ()
+    (new,) = run(first.state, facts, T0 + 60).creates
+    assert new.kind == "LogDirCordon"
+    assert new.body["spec"] == {
+        "clusterRef": {"name": "main"},
+        "broker": 2,
+        "logDirs": ["/d1"],
+        "drain": True,
+        "approval": "Automatic",
+    }
+    assert new.body["metadata"]["annotations"][FAILURE] == (
+        "log dir /d1 of broker 2 offline since 2026-11-27T12:00:00Z"
+    )
+    back = run(first.state, seen({1, 2, 3}), T0 + 30)
+    assert back.state == HealingState() and "online again" in back.notes[0].message
+
+
+def test_the_dirs_of_a_dead_broker_are_kept_not_healed() -> None:
+    state = HealingState((), (OfflineLogDir(2, "/d1", format_time(T0)),))
+    out = run(state, seen({1, 3}, named={1, 2, 3}), T0 + 600)
+    assert out.state.offline_log_dirs == state.offline_log_dirs
+    assert [c.kind for c in out.creates] == []  # broker 2 (dead since now) is not due either
+
+
+def test_without_a_snapshot_the_status_brokers_stand_for_the_named_ones() -> None:
+    facts = seen_live([1, 2, 3], [1, 2], {1: [("/d0", True)], 2: [("/d0", True), ("/d1", False)]})
+    assert facts.named == {1, 2, 3} and facts.offline == {(2, "/d1")} and not facts.full
+    out = run(HealingState((DeadBroker(3, format_time(T0), None, ("one-0",), 1),)), facts, T0 + 5)
+    assert out.state.dead_brokers[0].lost_partitions == ("one-0",)  # kept: not known in this reconcile
+    # a broker the status no longer lists stays dead until it is seen alive
+    assert run(HealingState((dead(4),)), facts, T0).state.dead_brokers == (dead(3), dead(4))
+
+
+def test_a_dead_broker_no_replica_names_any_more_is_no_longer_tracked() -> None:
+    facts = Seen(frozenset({1, 2}), frozenset({1, 2}), frozenset({1, 2}), frozenset(), full=True, lost={})
+    out = run(HealingState((dead(3, heal="h3"),)), facts, T0 + 9000)
+    assert out.state == HealingState() and out.notes == ()
+
+
+def test_heals_of_reads_only_self_healing_objects_not_being_deleted() -> None:
+    mine = heal_body("LogDirCordon", "c", {"broker": 2, "logDirs": ["/d1"], "drain": True}, "Executing")
+    user = {**mine, "metadata": {"name": "u", "labels": {}}}
+    deleting = heal_body("BrokerDecommission", "d", {"brokers": [1]})
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-27T12:00:00Z"
+    (h,) = heals_of([mine, user, deleting])
+    assert (h.kind, h.name, h.target, h.phase) == ("LogDirCordon", "c", (2, "/d1"), "Executing")
+
+
+def test_heal_names_are_dns_names_within_limits() -> None:
+    name = heal_name("c" * 253, "dir-2-abcdef12", "2026-11-27T12:00:00Z")
+    assert len(name) <= 253 and re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name)
+
+
+# ---- the typed contracts ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "where", "problem"),
+    [
+        ({"brokerFailure": {"afterSeconds": 0}}, "spec.selfHealing.brokerFailure.afterSeconds", ">= 1"),
+        (
+            {"logDirFailure": {"afterSeconds": MAX_AFTER_SECONDS + 1}},
+            "spec.selfHealing.logDirFailure.afterSeconds",
+            f"<= {MAX_AFTER_SECONDS}",
+        ),
+        ({"brokerFailure": {"enabeld": True}}, "spec.selfHealing.brokerFailure", "unknown field(s) enabeld"),
+        ({"approval": "Sometimes"}, "spec.selfHealing.approval", "Automatic, Manual"),
+        ({"maxConcurrentBrokerHeals": 0}, "spec.selfHealing.maxConcurrentBrokerHeals", ">= 1"),
+        ({"extra": 1}, "spec.selfHealing", "unknown field(s) extra"),
+    ],
+)
+def test_spec_parser_refuses_bad_input_naming_the_field(
+    raw: dict[str, Any], where: str, problem: str
+) -> None:
+    with pytest.raises(BadInputError) as e:
+        SelfHealingSpec.parse(raw)
+    assert e.value.location == where and problem in e.value.message
+
+
+def test_spec_defaults() -> None:
+    s = SelfHealingSpec.parse({})
+    assert (s.broker_failure.enabled, s.broker_failure.after_seconds) == (False, 600)
+    assert (s.log_dir_failure.enabled, s.log_dir_failure.after_seconds) == (False, 60)
+    assert (s.approval, s.max_concurrent_broker_heals) == ("Automatic", 1)
+
+
+def _cluster_schema() -> dict[str, Any]:
+    (doc,) = [d for d in crd_documents() if d["spec"]["names"]["kind"] == "KafkaCluster"]
+    schema: dict[str, Any] = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_the_crd_schema_is_the_parsers() -> None:
+    spec = _cluster_schema()["properties"]["spec"]["properties"]["selfHealing"]
+    assert list(spec["properties"]) == list(SelfHealingSpec.FIELDS)
+    for rule in ("brokerFailure", "logDirFailure"):
+        after = spec["properties"][rule]["properties"]["afterSeconds"]
+        assert (after["minimum"], after["maximum"]) == (1, MAX_AFTER_SECONDS)
+    assert spec["properties"]["approval"]["enum"] == ["Automatic", "Manual"]
+    status = _cluster_schema()["properties"]["status"]["properties"]
+    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1).to_json()
+    assert set(status["deadBrokers"]["items"]["properties"]) == set(full)
+    full_dir = OfflineLogDir(2, "/d", "2026-11-27T12:00:00Z", "h", ("t-0",), 1).to_json()
+    assert set(status["offlineLogDirs"]["items"]["properties"]) == set(full_dir)
+    assert "SelfHealing" in status["conditions"]["items"]["properties"]["type"]["enum"]
+
+
+def test_status_round_trip_and_broken_entries_are_dropped() -> None:
+    state = HealingState(
+        (DeadBroker(3, "2026-11-27T12:00:00Z", "h3", ("t-0",), 1),),
+        (OfflineLogDir(2, "/d1", "2026-11-27T12:01:00Z"),),
+    )
+    doc = state.to_status()
+    t0, t1 = "2026-11-27T12:00:00Z", "2026-11-27T12:01:00Z"
+    assert doc == {
+        "deadBrokers": [
+            {"id": 3, "since": t0, "heal": "h3", "lostPartitions": ["t-0"], "lostPartitionCount": 1}
+        ],
+        "offlineLogDirs": [{"broker": 2, "path": "/d1", "since": t1, "lostPartitionCount": 0}],
+    }
+    assert HealingState.from_status(doc) == (state, [])
+    broken = {"deadBrokers": [{"id": 3, "since": "yesterday"}, {"id": "x", "since": "2026-11-27T12:00:00Z"}]}
+    got, problems = HealingState.from_status(broken)
+    assert got == HealingState() and len(problems) == 2 and "not an RFC 3339 time" in problems[0]
