@@ -124,11 +124,13 @@ def _validate(ex: Execution, gateway: KafkaGateway) -> None:
     plan.check_against(snap, "plan", live_only=True)
     min_isr = check_plan_min_isr(ex, gateway)
     baseline = []
-    for t in plan.partitions:
+    for i, t in enumerate(plan.partitions):
         p = snap.partition(t.topic, t.partition)
         assert p is not None  # checked above
         in_sync = len(set(p.isr) & set(p.replicas))
-        baseline.append(Original(p.replicas, p.log_dirs, p.size_bytes, in_sync, min_isr.get(t.topic, 0)))
+        a = ex.doc.adopted.get(i)  # a move in flight taken over from a superseded plan: as that one found it
+        replicas, dirs = (tuple(a.replicas), tuple(a.log_dirs)) if a is not None else (p.replicas, p.log_dirs)
+        baseline.append(Original(replicas, dirs, p.size_bytes, in_sync, min_isr.get(t.topic, 0)))
     usage = {
         (b.id, d.path): 1.0 - d.usable_bytes / d.total_bytes
         for b in snap.brokers

@@ -221,6 +221,29 @@ class Blobs(_Model):
     baseline: str | None = None
 
 
+class AdoptedDoc(_Model):
+    """A move in flight taken over from a superseded execution: the partition as that execution found it
+    (this execution's baseline of the partition, since Kafka shows it mid-move now)."""
+
+    replicas: list[int]
+    log_dirs: list[str | None]
+    size: int = Field(ge=0)
+
+
+class SupersededDoc(_Model):
+    """An earlier execution whose plan this one replaced while it ran (its moves in flight adopted)."""
+
+    plan_id: str = Field(max_length=64)
+    execution_id: str = Field(max_length=32)
+    partitions: int = Field(ge=0)
+    done: int = Field(ge=0)
+    submissions: int = Field(ge=0)
+    resubmitted: int = Field(ge=0)
+    adopted: int = Field(ge=0)
+    at: float = Field(ge=0)
+    reason: str = Field("", max_length=500)
+
+
 class RecordDoc(_Model):
     """The mutable progress document (camelCase in JSON)."""
 
@@ -248,6 +271,8 @@ class RecordDoc(_Model):
     counters: Counters = Counters()
     defence: Defence = Defence()
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
+    adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
+    superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last
     participants: list[str] = []
     plan_status: dict[str, Any] | None = Field(None)
     progress: dict[str, Any] | None = None
@@ -391,6 +416,10 @@ class Execution:
         self.store, self.doc = store, doc
         where = f"{store.where}: states"
         self.states = unpack(doc.states, doc.partitions, where) if doc.states else bytearray(doc.partitions)
+        if not doc.states:  # not validated yet: only moves adopted from a superseded plan are in flight
+            for i in doc.in_flight:
+                if 0 <= i < doc.partitions:
+                    self.states[i] = PState.IN_FLIGHT
         self.submits = unpack(doc.submits, doc.partitions, f"{store.where}: submits")
         self._plan = plan
 
@@ -558,6 +587,46 @@ class Execution:
                 self.doc.counters.refused += 1
             else:
                 self.doc.counters.unsent += 1
+
+    def adopt(self, old: Execution, reason: str) -> int:
+        """Take over the moves ``old`` has in flight, its plan superseded by this one (which holds each of
+        their targets unchanged): they stay in flight here, counted as submitted once (a second submission
+        would count as ``resubmitted``), with ``old``'s baseline of them; the throttles ``old`` owns become
+        this execution's (restored when it ends). ``old``'s record is replaced by this one in one save, so
+        nothing is reverted and nothing is sent twice. Returns how many moves were adopted."""
+        now = time.time()
+        for i in old.active():
+            t = old.plan.targets[i]
+            j = self.plan.index.get(t.key)
+            if j is None or self.plan.targets[j] != t:
+                raise PlacementError(f"the new plan does not keep the move in flight of {t.name}")
+            o = old.plan.original(i)
+            self.doc.adopted[j] = AdoptedDoc(
+                replicas=list(o.replicas), log_dirs=list(o.log_dirs), size=o.size
+            )
+            self.states[j] = PState.IN_FLIGHT
+            self.doc.in_flight[j] = InFlight(state=Submission.CONFIRMED, at=old.doc.in_flight[i].at)
+            self.submits[j] = max(old.submits[i], 1)
+            if i in old.doc.copied:
+                self.doc.copied[j] = old.doc.copied[i]
+        self.doc.throttles = old.doc.throttles.model_copy(deep=True)
+        history = [*old.doc.superseded, *self.doc.superseded]
+        c = old.doc.counters
+        history.append(
+            SupersededDoc(
+                plan_id=old.doc.plan_id,
+                execution_id=old.doc.execution_id,
+                partitions=old.doc.partitions,
+                done=old.doc.done_count,
+                submissions=c.submissions,
+                resubmitted=c.resubmitted,
+                adopted=len(self.doc.adopted),
+                at=now,
+                reason=reason[:500],
+            )
+        )
+        self.doc.superseded = history[-20:]
+        return len(self.doc.adopted)
 
     def finish(self, i: int, state: PState = PState.DONE) -> None:
         if self.states[i] == PState.DONE:

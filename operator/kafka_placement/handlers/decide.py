@@ -146,9 +146,12 @@ class SyncCordons:
 
 @dataclass(frozen=True)
 class PlanIntents:
-    """Plan these intent resources together with the cluster's engine."""
+    """Plan these intent resources together with the cluster's engine; with ``keeping_in_flight`` (an
+    execution is being superseded) from a snapshot in which its moves in flight are done, and keeping
+    them: the plan leaves those partitions at the running move's target."""
 
     resources: tuple[Body, ...]
+    keeping_in_flight: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ class StartExecution:
     intents: tuple[Intent, ...]  # whose declared cordons the execution keeps (ownedCordons)
     replaces_record: bool
     then: tuple[StatusPatch, ...] = ()  # written once the record is saved (Executing)
+    supersedes: str | None = None  # the running execution this replaces, adopting its moves in flight
+    events: tuple[Note, ...] = ()  # posted once the record is saved
 
 
 Action = RequestCancel | Tick | SyncCordons | PlanIntents | CheckMinIsr | StartExecution
@@ -275,6 +280,13 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
                 StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=record.plan_status) for b in members
             )
         )
+    urgent = _urgent(valid, record)
+    waiting: tuple[StatusPatch, ...] = ()
+    if urgent and not cancel and not record.cancel_requested and record.phase in SUPERSEDABLE:
+        step = _supersede(valid, urgent, record, view)
+        if isinstance(step, Decision):
+            return step
+        waiting = step
     if not ticked:
         return Decision(actions=(*sync, RequestCancel(), Tick()) if cancel else (*sync, Tick()))
     events: tuple[Note, ...] = ()
@@ -290,7 +302,99 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         StatusPatch(b, phase, str(record.phase), message, plan=record.plan_status, progress=record.progress)
         for b in members
     )
-    return Decision(statuses=statuses, events=events)
+    return Decision(statuses=waiting + statuses, events=events)
+
+
+SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
+CREATED_BY, SELF_HEALING = "kafkaplacement.io/created-by", "self-healing"
+
+
+def urgency(body: Body, intent: Intent) -> tuple[int, int]:
+    """How urgent an intent is: heals (created by self-healing) first, then a higher ``priority``."""
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    priority = intent.priority if isinstance(intent, BrokerDecommission) else 0
+    return (1 if labels.get(CREATED_BY) == SELF_HEALING else 0, priority)
+
+
+def _urgent(valid: Sequence[tuple[Body, Intent]], record: RecordView) -> list[tuple[Body, Intent]]:
+    """The valid intents outside the running execution that are more urgent than all of its own."""
+    inside = [urgency(b, i) for b, i in valid if b["metadata"]["uid"] in record.participants]
+    bar = max(inside, default=(0, 0))
+    return [
+        (b, i) for b, i in valid if b["metadata"]["uid"] not in record.participants and urgency(b, i) > bar
+    ]
+
+
+def _supersede(
+    valid: list[tuple[Body, Intent]], urgent: list[tuple[Body, Intent]], record: RecordView, view: View
+) -> Decision | tuple[StatusPatch, ...]:
+    """An intent more urgent than the running execution's arrived: plan every valid intent again, keeping
+    the moves in flight (never reverted, never sent twice), and replace the running plan's moves not yet
+    submitted by the new plan, once it is approved like any plan. Statuses only: nothing to replace now
+    (the running execution is driven as usual meanwhile; these statuses say why the urgent intents wait)."""
+    names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b, _ in urgent)
+    planned = view.planned
+    if planned is None:
+        msg = f"planning with every intent to supersede the running plan {record.plan_id} (more urgent)"
+        pending = tuple(StatusPatch(b, st.PLANNING, "Planning", msg) for b, _ in urgent)
+        return Decision(
+            statuses=pending, actions=(PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True),)
+        )
+    if planned.running is not None:
+        return tuple(StatusPatch(b, st.PLANNING, "Planning", planned.running) for b, _ in urgent)
+    if planned.plan is None:
+        reason = planned.error_reason or "PlanningFailed"
+        return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
+    if planned.plan.empty:
+        return ()  # the moves in flight already do what they ask: the running plan goes on
+    plan = planned.plan
+    plan_status = st.plan_status(planned.summary, plan.plan_id)
+    enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
+    unapproved = [
+        b
+        for b, _ in enforced
+        if _spec(b).get("approval") == "Manual" and _spec(b).get("approvedPlan") != plan.plan_id
+    ]
+    if unapproved:
+        msg = (
+            f"plan {plan.plan_id} ({plan_status['moves']} partitions) would supersede the running plan "
+            f"{record.plan_id} for {names}; it awaits approval: set spec.approvedPlan: {plan.plan_id} on "
+            + ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
+        )
+        return tuple(
+            StatusPatch(b, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status) for b, _ in urgent
+        )
+    if any(_spec(b).get("paused") for b, _ in enforced):
+        msg = f"spec.paused is true: plan {plan.plan_id} does not supersede the running plan"
+        return tuple(StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=plan_status) for b, _ in urgent)
+    if view.below_min_isr is None:
+        return Decision(actions=(CheckMinIsr(plan),))
+    if view.below_min_isr:
+        msg = f"plan {plan.plan_id} would leave partitions below min.insync.replicas: " + ", ".join(
+            view.below_min_isr[:10]
+        )
+        return tuple(StatusPatch(b, st.FAILED, "BelowMinInsyncReplicas", msg) for b, _ in urgent)
+    msg = f"executing plan {plan.plan_id}, which supersedes plan {record.plan_id} (for {names})"
+    told = (
+        f"plan {record.plan_id} superseded by plan {plan.plan_id} for {names}: its moves in flight go on "
+        "in the new plan, its moves not yet submitted are replaced by it"
+    )
+    start = StartExecution(
+        plan=plan,
+        plan_status=plan_status,
+        participants=tuple(b["metadata"]["uid"] for b, _ in enforced),
+        rules=execution_rules([i for _, i in enforced]),
+        intents=tuple(i for _, i in enforced),
+        replaces_record=True,
+        then=_all(enforced, st.EXECUTING, "Executing", msg, plan=plan_status),
+        supersedes=record.plan_id,
+        events=tuple(
+            Note(b, "Normal", "Superseded", told)
+            for b, _ in valid
+            if b["metadata"]["uid"] in record.participants
+        ),
+    )
+    return Decision(actions=(start,))
 
 
 def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import kopf
 
-from ..execution import executor
+from ..execution import executor, supersede
 from ..execution.record import TERMINAL, Execution, Phase
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
@@ -494,7 +494,7 @@ class _Pass:
         elif isinstance(action, SyncCordons):
             self._sync_cordons(action.intents)  # sets view.cordons_synced
         elif isinstance(action, PlanIntents):
-            self._plan(action.resources)
+            self._plan(action.resources, action.keeping_in_flight)
         elif isinstance(action, CheckMinIsr):
             plan = action.plan
             unsafe = below_min_isr(
@@ -542,7 +542,10 @@ class _Pass:
             if missing:
                 self.gw.set_cordon(b, missing, True)
 
-    def _plan(self, resources: Sequence[Mapping[str, Any]]) -> None:
+    def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
+        """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
+        will be, keeping them (execution/supersede.py)."""
+        running = supersede.running_targets(self.record) if keeping_in_flight and self.record else {}
         documents = [
             {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
             for b in resources
@@ -551,16 +554,20 @@ class _Pass:
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
+            snap = supersede.as_if_done(self.snapshot(), running)
             planned = plan_cluster(
-                self.rec.kube, runs, self.cluster, self.snapshot(), documents, not self.gw.supports_cordon()
+                self.rec.kube, runs, self.cluster, snap, documents, not self.gw.supports_cordon()
             )
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
+        if running and planned.plan is not None and not planned.plan.empty:
+            planned = replace(planned, plan=supersede.keeping_in_flight(planned.plan, running))
         self.view = replace(self.view, planned=planned)
 
     def _start(self, a: StartExecution) -> None:
         snap = self.snapshot()
-        if a.replaces_record:
+        old = self.record if a.supersedes is not None else None
+        if a.replaces_record and old is None:
             self.store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
         record = Execution.create(
             self.store,
@@ -573,6 +580,11 @@ class _Pass:
             plan_status=a.plan_status,
         )
         record.doc.owned_cordons = owned_cordons(snap, a.intents) if self.gw.supports_cordon() else {}
-        record.save()
+        if old is not None:  # one save replaces the running record: nothing reverted, nothing sent twice
+            record.adopt(old, f"superseded for more urgent intents (plan {a.plan.plan_id})")
+            record.save()
+            self.store.prune_blobs({record.doc.blobs.plan})  # the superseded plan and baseline go
+        else:
+            record.save()
         self.started = True
-        self.rec._publish(a.then)
+        self.rec._publish(Decision(statuses=a.then, events=a.events))

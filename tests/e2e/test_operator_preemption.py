@@ -1,0 +1,92 @@
+"""End to end: an urgent intent supersedes a running execution without reverting its moves in flight.
+
+A PlacementPolicy rebalances a topic whose 12 partitions all sit on brokers 1 and 2 (replicas move to
+broker 3) under a low throttle, two moves per broker at a time, so it runs for a while. A BrokerDecommission
+of broker 2 with ``priority: 10`` arrives meanwhile: it must not wait for the rebalance to end. The operator
+plans both intents again from where the moves in flight will be, and replaces the running plan by the new
+one in one save of the record: the moves in flight go on (no cancel, none sent twice), the moves not yet
+submitted are replaced, the record says which plan was superseded, and an Event on the policy says so.
+Both intents end Completed with no replica on broker 2 and every partition in sync.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from tests.e2e.conftest import KafkaRig, Operator, wait_phase
+from tests.e2e.test_operator import apply, cluster_manifest, execution_record, fill, snapshot, throttles_left
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
+
+
+def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves_in_flight(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic([[1, 2] if p % 2 else [2, 1] for p in range(12)])
+    fill(kafka_rig, topic, 24_000)  # ~1 MB per partition at 300 kB/s: batches of seconds each
+    apply(
+        kubectl,
+        ns,
+        cluster_manifest("busy", kafka_rig.bootstrap_servers, throttle=300_000)
+        + "  limits: {maxMovesPerBroker: 2}\n",
+    )
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: spread}\n"
+        f"spec: {{clusterRef: {{name: busy}}, topics: {{include: ['{topic}']}}, "
+        "balance: {brokers: true, tolerance: 0.05}}\n",
+    )
+    wait_phase(kubectl, operator, ns, "placementpolicy", "spread", ("Executing",), timeout=120)
+
+    def record() -> dict[str, Any]:
+        return execution_record(kubectl, ns, "busy")
+
+    deadline = time.monotonic() + 60
+    while not record().get("inFlight"):
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.3)
+    first = record()
+    assert first["phase"] not in ("Completed", "Cancelled", "Failed"), "finished before the urgent intent"
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-2}\n"
+        "spec: {clusterRef: {name: busy}, brokers: [2], priority: 10}\n",
+    )
+    deadline = time.monotonic() + 90
+    while record().get("planId") == first["planId"]:
+        current = record()
+        assert current["phase"] != "Completed", (
+            f"the rebalance ended before it was superseded\n{operator.tail()}"
+        )
+        assert time.monotonic() < deadline, operator.tail()
+        time.sleep(0.3)
+    after = record()
+    (history,) = after["superseded"]
+    assert history["planId"] == first["planId"] and history["adopted"] == len(after["adopted"])
+    assert after["counters"]["cancels"] == 0  # nothing reverted
+
+    wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Completed",), timeout=300)
+    wait_phase(kubectl, operator, ns, "placementpolicy", "spread", ("Completed",), timeout=120)
+    final = record()
+    assert final["counters"]["resubmitted"] == 0 and final["counters"]["cancels"] == 0
+    events = kubectl(
+        "-n", ns, "get", "events", "--field-selector", "involvedObject.name=spread", "-o", "json"
+    )
+    assert "Superseded" in {e["reason"] for e in json.loads(events.stdout)["items"]}
+    parts = [p for p in snapshot(kafka_rig).partitions if p.topic == topic]
+    assert len(parts) == 12
+    for p in parts:
+        assert 2 not in p.replicas and len(p.replicas) == 2 and set(p.isr) == set(p.replicas), p
+    assert throttles_left(kafka_admin, kafka_rig) == {}
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # uncordons broker 2

@@ -1,0 +1,146 @@
+"""Pre-emption: an intent more urgent than the running execution's supersedes its plan, keeping the moves
+in flight (handlers/decide.py ``_supersede``, execution/supersede.py, ``Execution.adopt``). No rig."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.unit.test_decide import PLAN, SUMMARY, body, executing, phases, retire
+
+from kafka_placement.execution.record import (
+    Execution,
+    LimitsDoc,
+    Original,
+    PState,
+    Submission,
+)
+from kafka_placement.execution.store import FileStore
+from kafka_placement.execution.supersede import as_if_done, keeping_in_flight, running_targets
+from kafka_placement.handlers import status as st
+from kafka_placement.handlers.decide import (
+    CheckMinIsr,
+    PlanIntents,
+    Planned,
+    StartExecution,
+    Tick,
+    View,
+    decide,
+)
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+
+LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
+
+
+def heal(name: str = "heal-2", **spec: Any) -> dict[str, Any]:
+    b = body("BrokerDecommission", name, {"brokers": [2], **spec})
+    b["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    return b
+
+
+def test_a_heal_supersedes_a_running_plan_once_its_new_plan_is_planned_and_checked() -> None:
+    record = executing("uid-retire-3")
+    resources = [retire(phase=st.EXECUTING), heal()]
+    d = decide(View(resources, record=record, cordons_synced=True))
+    (plan,) = d.actions
+    assert isinstance(plan, PlanIntents) and plan.keeping_in_flight
+    assert {b["metadata"]["name"] for b in plan.resources} == {"heal-2", "retire-3"}
+    assert phases(d) == {"heal-2": (st.PLANNING, "Planning")}
+    new = Plan.of([PartitionTarget("t", 0, (1, 3), ("any", "any"))])
+    planned = Planned(plan=new, summary=SUMMARY)
+    d = decide(View(resources, record=record, cordons_synced=True, planned=planned))
+    assert [type(a) for a in d.actions] == [CheckMinIsr]
+    d = decide(View(resources, record=record, cordons_synced=True, planned=planned, below_min_isr=[]))
+    (start,) = d.actions
+    assert isinstance(start, StartExecution)
+    assert start.supersedes == PLAN.plan_id and start.replaces_record and start.plan is new
+    assert set(start.participants) == {"uid-retire-3", "uid-heal-2"}
+    assert {(n.body["metadata"]["name"], n.reason) for n in start.events} == {("retire-3", "Superseded")}
+    assert {p.body["metadata"]["name"]: p.phase for p in start.then} == {
+        "retire-3": st.EXECUTING,
+        "heal-2": st.EXECUTING,
+    }
+
+
+def test_what_does_not_supersede() -> None:
+    """Not urgent (no label, no higher priority), a Manual plan not approved, an empty plan: the running
+    execution is ticked as usual, and the waiting intent says why."""
+    record = executing("uid-retire-3")
+    calm = retire("retire-1")
+    d = decide(View([retire(phase=st.EXECUTING), calm], record=record, cordons_synced=True))
+    assert [type(a) for a in d.actions] == [Tick]
+    higher = retire("retire-1", priority=5)
+    d = decide(View([retire(phase=st.EXECUTING), higher], record=record, cordons_synced=True))
+    assert isinstance(d.actions[0], PlanIntents)
+    manual = heal(approval="Manual")
+    new = Plan.of([PartitionTarget("t", 0, (1, 3), ("any", "any"))])
+    view = View(
+        [retire(phase=st.EXECUTING), manual],
+        record=record,
+        cordons_synced=True,
+        planned=Planned(plan=new, summary=SUMMARY),
+    )
+    assert [type(a) for a in decide(view).actions] == [Tick]
+    d = decide(View(view.resources, record=record, cordons_synced=True, planned=view.planned, ticked=True))
+    assert phases(d)["heal-2"] == (st.AWAITING_APPROVAL, "AwaitingApproval")
+    assert f"spec.approvedPlan: {new.plan_id}" in next(p.message for p in d.statuses if p.body is manual)
+    empty = Planned(plan=Plan.of([]), summary={})
+    d = decide(View([retire(phase=st.EXECUTING), heal()], record=record, cordons_synced=True, planned=empty))
+    assert [type(a) for a in d.actions] == [Tick]
+
+
+def _snapshot() -> ClusterSnapshot:
+    brokers = tuple(Broker(b, None, (LogDir("/d0", 100, 100),)) for b in (1, 2, 3, 4))
+    parts = (
+        PartitionState("t", 0, (1, 3), ("/d0", "/d0"), 1, (1, 3), 10),
+        PartitionState("t", 1, (1, 2, 3), ("/d0", "/d0", "/d0"), 1, (1, 2), 10),  # mid-move to (1, 3)
+        PartitionState("t", 2, (2, 4), ("/d0", "/d0"), 2, (2, 4), 10),
+    )
+    return ClusterSnapshot(brokers, parts, "c1")
+
+
+def test_the_new_plan_builds_on_the_moves_in_flight_and_keeps_them(tmp_path: Path) -> None:
+    old_plan = Plan.of(
+        [
+            PartitionTarget("t", 1, (1, 3), ("any", "any")),  # in flight
+            PartitionTarget("t", 2, (4, 1), ("any", "any")),  # not yet submitted
+        ]
+    )
+    store = FileStore(tmp_path / "state.json")
+    old = Execution.create(store, old_plan, limits=LIMITS, cluster_id="c1")
+    old.set_baseline([Original((1, 2), ("/d0", "/d0"), 10), Original((2, 4), ("/d0", "/d0"), 10)], {})
+    old.submit(0, Submission.CONFIRMED, 5.0)
+    old.count_submission(0)
+    old.doc.copied[0] = 7
+    old.doc.throttles = type(old.doc.throttles).model_validate(
+        {"brokers": [{"broker": 3, "config": "follower.replication.throttled.rate", "value": "9"}]}
+    )
+    old.save()
+    running = running_targets(old)
+    assert list(running) == [("t", 1)]
+    seen = as_if_done(_snapshot(), running)
+    p1 = seen.partition("t", 1)
+    assert p1 is not None and (p1.replicas, p1.isr, p1.log_dirs) == ((1, 3), (1, 3), ("/d0", "/d0"))
+    assert seen.partition("t", 2) == _snapshot().partition("t", 2)
+    # the planner (say) wants t-1 elsewhere and t-2 on (2, 3): t-1 keeps its running move's target
+    planned = Plan.of(
+        [PartitionTarget("t", 1, (3, 4), ("any", "any")), PartitionTarget("t", 2, (2, 3), ("any", "any"))]
+    )
+    merged = keeping_in_flight(planned, running)
+    assert [(t.name, t.replicas) for t in merged.partitions] == [("t-1", (1, 3)), ("t-2", (2, 3))]
+
+    new = Execution.create(store, merged, limits=LIMITS, cluster_id="c1")
+    assert new.adopt(old, "test") == 1
+    new.save()  # one save replaces the old record
+    again = Execution.load(store)
+    assert again is not None and again.doc.plan_id == merged.plan_id
+    assert again.active() == [0] and again.state(0) == PState.IN_FLIGHT
+    assert again.doc.in_flight[0].state == Submission.CONFIRMED and again.doc.copied == {0: 7}
+    assert again.submits[0] == 1 and again.doc.counters.resubmitted == 0
+    assert again.doc.adopted[0].replicas == [1, 2]  # the baseline as the superseded execution found it
+    assert again.doc.throttles == old.doc.throttles  # owned now by the new execution
+    (history,) = again.doc.superseded
+    assert (history.plan_id, history.submissions, history.adopted) == (old.doc.plan_id, 1, 1)
+    again.count_submission(0)  # were it ever sent again, it would show
+    assert again.doc.counters.resubmitted == 1
