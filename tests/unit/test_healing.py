@@ -388,3 +388,31 @@ def test_status_round_trip_and_broken_entries_are_dropped() -> None:
     broken = {"deadBrokers": [{"id": 3, "since": "yesterday"}, {"id": "x", "since": "2026-11-27T12:00:00Z"}]}
     got, problems = HealingState.from_status(broken)
     assert got == HealingState() and len(problems) == 2 and "not an RFC 3339 time" in problems[0]
+
+
+def test_a_decommission_of_a_broker_it_emptied_and_that_is_gone_converges() -> None:
+    """A dead broker's decommission empties it; the cluster then no longer names the broker at all. Planned
+    again (before Completed), the accepted decommission drops that broker (nothing is on it) instead of
+    failing as "unknown broker"; a broker unknown from the start still fails (a typo)."""
+    from kafka_placement.handlers.reconciler import planning_document
+    from kafka_placement.model.snapshot import Broker, ClusterSnapshot
+
+    snap = ClusterSnapshot((Broker(1, None, ()), Broker(2, None, ())), ())
+
+    def retire(brokers: list[int], phase: str | None) -> dict[str, object]:
+        status = {"phase": phase} if phase else {}
+        return {
+            "kind": "BrokerDecommission",
+            "metadata": {"name": "r"},
+            "spec": {"brokers": brokers},
+            "status": status,
+        }
+
+    assert planning_document(retire([3], "Executing"), snap) is None
+    assert planning_document(retire([2, 3], "Completed"), snap) == {
+        "kind": "BrokerDecommission", "spec": {"brokers": [2]}, "metadata": {"name": "r"}
+    }  # fmt: skip
+    for fresh in (None, "Pending", "Planning", "Failed"):
+        assert planning_document(retire([3], fresh), snap) == {
+            "kind": "BrokerDecommission", "spec": {"brokers": [3]}, "metadata": {"name": "r"}
+        }  # fmt: skip

@@ -185,6 +185,24 @@ def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int,
     return {b: dirs for b, dirs in out.items() if dirs}
 
 
+ACCEPTED = frozenset({st.EXECUTING, st.PAUSED, st.COMPLETED})
+
+
+def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[str, Any] | None:
+    """An intent resource as the planner reads it. A BrokerDecommission planned before (Executing,
+    Paused, Completed) whose broker the cluster no longer has at all (a dead broker no replica names any
+    more: its decommission emptied it) has that broker dropped, since no replica is on it; with none left
+    it is not planned (and so converges). A broker unknown from the start is still bad input (a typo)."""
+    spec: dict[str, Any] = dict(body.get("spec") or {})
+    doc = {"kind": body["kind"], "spec": spec, "metadata": {"name": body["metadata"]["name"]}}
+    phase = (body.get("status") or {}).get("phase")
+    brokers = spec.get("brokers")
+    if body["kind"] != "BrokerDecommission" or phase not in ACCEPTED or not isinstance(brokers, list):
+        return doc
+    spec["brokers"] = [b for b in brokers if not isinstance(b, int) or snap.broker(b) is not None]
+    return doc if spec["brokers"] else None
+
+
 def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:
     """The live brokers' log dirs with their cordon state, and no partitions: what syncing or removing
     cordons needs, at a cost that follows brokers x dirs (DescribeLogDirs without replicas), not the
@@ -546,15 +564,12 @@ class _Pass:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
         will be, keeping them (execution/supersede.py)."""
         running = supersede.running_targets(self.record) if keeping_in_flight and self.record else {}
-        documents = [
-            {"kind": b["kind"], "spec": b.get("spec") or {}, "metadata": {"name": b["metadata"]["name"]}}
-            for b in resources
-        ]
+        snap = supersede.as_if_done(self.snapshot(), running)
+        documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
         meta = self.cluster["metadata"]
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
-            snap = supersede.as_if_done(self.snapshot(), running)
             planned = plan_cluster(
                 self.rec.kube, runs, self.cluster, snap, documents, not self.gw.supports_cordon()
             )
