@@ -1,0 +1,515 @@
+"""Healing a dead broker on the real Kafka rig: the time from the failure to the first move, and the copy
+against the throttle-limited lower bound; Kafka's own ReassignPartitionsCommand on the same scenario.
+
+    flock /tmp/rig-broker.lock .venv/bin/python tests/bench/run_heal_bench.py \
+        [--partitions 60] [--mb 600] [--throttle 2500000] [--sides ours,kafka] [--poll-seconds 1]
+
+Kills a broker: run it under `flock /tmp/rig-broker.lock` (the rig's other users take that lock before they
+stop or kill one), when no tests run if you can. Needs the main Kafka rig (.rig/rig.json) and, for the
+`kafka` side, Kafka's jars (tests/rig/kafka/fetch.sh).
+
+Per side: a fresh topic of N partitions, RF 2 over brokers 1-3 ([1,2], [2,3], [3,1], ...), so 2/3 of them
+have a replica on broker 3, min.insync.replicas 1, holding MB megabytes of random (incompressible) values
+written with acks=all. Then broker 3 is SIGKILLed (`kafka_rig.py stop-node --node 3 --kill`) and healed as
+a user would:
+
+    kafka-placement snapshot -o snap.json
+    kafka-placement plan --snapshot snap.json --intents retire.yaml -o plan.json  # BrokerDecommission [3]
+    ours:  kafka-placement execute --plan plan.json --throttle T --state state.json --wait
+    kafka: ReassignPartitionsCommand --execute --throttle T, then --verify every second until it reports
+           nothing in progress (which also removes the throttles)
+
+The plan is restricted to the benchmark's topic (other users' topics on the rig are left alone). Times:
+failure = the moment `stop-node --kill` is started (the SIGKILL follows within its start-up, so this
+overstates the next two by a fraction of a second); first move = for ours the earliest in-flight entry of
+the execution record (an entry is written just before its reassignment is sent; the record is read every
+0.1 s), for Kafka's tool the exit of `--execute`; at target = the first time the metadata (read every
+0.5 s) shows every plan partition at its target replicas with a full ISR; done = `execute --wait` exits,
+or `--verify` reports nothing in progress.
+
+Lower bound: every replica the plan adds is copied from the partition's one live replica (its leader
+after the failure) onto the new broker; a broker's follower (inbound) and leader (outbound) replication
+are each throttled at T and brokers copy in parallel, so no execution finishes the copy before max over
+brokers of max(bytes in, bytes out) / T (bytes from the snapshot's partition sizes). Kafka measures the
+quota over a window (11 x 1 s by default), so the first seconds may run above T. Broker 3 is restarted
+afterwards (always) and the topic deleted. The section of docs/benchmarks.md is replaced (--output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).parent / "kafka-placement"
+RIG = [sys.executable, str(ROOT / "tests" / "rig" / "kafka_rig.py")]
+SECTION = "## Healing a dead broker vs throttle-limited lower bound"
+DEAD = 3
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def rig() -> dict[str, Any]:
+    path = Path(os.environ.get("KP_RIG_DIR", str(ROOT / ".rig"))) / "rig.json"
+    if not path.exists():
+        sys.exit(f"{path} not found: start the rig (tests/rig/kafka_rig.py up --name main)")
+    doc: dict[str, Any] = json.loads(path.read_text())["kafka"]
+    return doc
+
+
+def admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def run(cmd: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd[:4])}... exit {out.returncode}: {out.stdout[-1500:]}{out.stderr[-1500:]}"
+        )
+    return out
+
+
+def node(action: str, *extra: str) -> None:
+    run([*RIG, action, "--name", "main", "--node", str(DEAD), *extra], timeout=300)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(partitions)]
+    topic = NewTopic(
+        name,
+        num_partitions=partitions,
+        replica_assignment=assignment,
+        config={"min.insync.replicas": "1", "retention.ms": "-1", "segment.bytes": str(16 * 1024 * 1024)},
+    )
+    client = admin(bootstrap)
+    client.create_topics([topic], request_timeout=60)[name].result(timeout=120)
+    wait_healthy(client, name, partitions, 120)
+
+
+def wait_healthy(client: Any, name: str, partitions: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = client.list_topics(topic=name, timeout=10).topics.get(name)
+        if (
+            md is not None
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in md.partitions.values())
+        ):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"topic {name} not healthy (leaders, full ISR) after {timeout:.0f}s")
+
+
+def produce(bootstrap: str, name: str, partitions: int, per_partition: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 20,
+            "compression.type": "none",
+            "queue.buffering.max.kbytes": 65536,
+        }
+    )
+    size = 100_000
+    values = [os.urandom(size) for _ in range(16)]
+    k = 0
+    for _ in range(max(1, per_partition // size)):
+        for p in range(partitions):
+            while True:
+                try:
+                    producer.produce(name, value=values[k % len(values)], partition=p)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            k += 1
+            producer.poll(0)
+    if producer.flush(300) != 0:
+        raise RuntimeError("producing the benchmark data did not finish")
+
+
+def make_plan(bootstrap: str, name: str, work: Path) -> tuple[dict[str, Any], dict[str, Any], float, float]:
+    """snapshot + plan through the CLI; returns (snapshot, plan restricted to ``name``, t snapshot done,
+    t plan done)."""
+    snap, intents, full, plan = (work / n for n in ("snap.json", "retire.yaml", "full.json", "plan.json"))
+    intents.write_text(f"kind: BrokerDecommission\nspec: {{brokers: [{DEAD}]}}\n")
+    run([str(CLI), "snapshot", "--bootstrap-server", bootstrap, "-o", str(snap)])
+    t_snap = time.time()
+    run([str(CLI), "plan", "--snapshot", str(snap), "--intents", str(intents), "-o", str(full)])
+    doc = json.loads(full.read_text())
+    doc["partitions"] = [e for e in doc["partitions"] if e["topic"] == name]
+    plan.write_text(json.dumps(doc))
+    t_plan = time.time()
+    return json.loads(snap.read_text()), doc, t_snap, t_plan
+
+
+def lower_bound(snap: dict[str, Any], plan: dict[str, Any], throttle: int) -> dict[str, Any]:
+    """max over brokers of max(bytes received, bytes sent as the source) / T."""
+    alive = {b["id"] for b in snap["brokers"] if b.get("alive", True)}
+    parts = {(p["topic"], p["partition"]): p for p in snap["partitions"]}
+    inbound: dict[int, int] = {}
+    outbound: dict[int, int] = {}
+    copied = 0
+    for e in plan["partitions"]:
+        p = parts[(e["topic"], e["partition"])]
+        live = [r for r in p["replicas"] if r in alive]
+        source = p["leader"] if p["leader"] in live else next(r for r in p.get("isr", live) if r in live)
+        for b in set(e["replicas"]) - set(p["replicas"]):
+            inbound[b] = inbound.get(b, 0) + p["sizeBytes"]
+            outbound[source] = outbound.get(source, 0) + p["sizeBytes"]
+            copied += p["sizeBytes"]
+    load = {f"broker {b} in": v for b, v in inbound.items()} | {
+        f"broker {b} out": v for b, v in outbound.items()
+    }
+    worst = max(load, key=lambda k: load[k])
+    return {
+        "bound": load[worst] / throttle,
+        "bottleneck": worst,
+        "maxBytes": load[worst],
+        "copied": copied,
+        "load": load,
+        "deadAlive": DEAD in alive,
+    }
+
+
+class Watch(threading.Thread):
+    """Polls the execution record (first in-flight entry) and the metadata (every plan partition at its
+    target with a full ISR) until stopped."""
+
+    def __init__(self, bootstrap: str, plan: dict[str, Any], state: Path | None) -> None:
+        super().__init__(daemon=True)
+        self.client = admin(bootstrap)
+        self.targets = {(e["topic"], e["partition"]): e["replicas"] for e in plan["partitions"]}
+        self.topic = plan["partitions"][0]["topic"]
+        self.state = state
+        self.first_move: float | None = None
+        self.at_target: float | None = None
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        next_md = 0.0
+        while not self.stop.is_set():
+            if self.state is not None and self.first_move is None and self.state.exists():
+                try:
+                    rec = json.loads(self.state.read_text())
+                    ats = [float(v["at"]) for v in rec.get("inFlight", {}).values()]
+                    if ats:
+                        self.first_move = min(ats)
+                except (OSError, ValueError, KeyError):
+                    pass
+            now = time.time()
+            if self.at_target is None and now >= next_md:
+                next_md = now + 0.5
+                try:
+                    md = self.client.list_topics(topic=self.topic, timeout=5).topics[self.topic]
+                    if all(
+                        list(md.partitions[p].replicas) == r and len(md.partitions[p].isrs) == len(r)
+                        for (_, p), r in self.targets.items()
+                    ):
+                        self.at_target = now
+                except Exception:  # a metadata hiccup: read again
+                    pass
+            self.stop.wait(0.1)
+
+
+def execute_ours(bootstrap: str, plan: Path, work: Path, throttle: int, poll_s: float) -> dict[str, Any]:
+    state = work / "state.json"
+    watch = Watch(bootstrap, json.loads(plan.read_text()), state)
+    watch.start()
+    cmd = [
+        str(CLI), "execute", "--bootstrap-server", bootstrap, "--plan", str(plan),
+        "--throttle", str(throttle), "--state", str(state), "--wait", "--poll-seconds", str(poll_s),
+    ]  # fmt: skip
+    started = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    done = time.time()
+    time.sleep(0.6)  # let the watcher see the final metadata
+    watch.stop.set()
+    watch.join()
+    record = json.loads(state.read_text()) if state.exists() else {}
+    if proc.returncode != 0 or record.get("phase") != "Completed":
+        raise RuntimeError(f"execute failed ({proc.returncode}): {proc.stdout[-1500:]}{proc.stderr[-1500:]}")
+    verify = subprocess.run(
+        [str(CLI), "verify", "--bootstrap-server", bootstrap, "--plan", str(plan)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if verify.returncode != 0:
+        raise RuntimeError(f"verify failed: {verify.stdout}{verify.stderr}")
+    return {
+        "started": started,
+        "firstMove": watch.first_move,
+        "atTarget": watch.at_target,
+        "done": done,
+        "ticks": record["counters"]["ticks"],
+    }
+
+
+def clear_broker_throttles(bootstrap: str, throttle: int) -> list[int]:
+    """Remove the replication throttle rates equal to ``throttle`` from the live brokers (one broker per
+    call, as the API wants); returns the brokers that had them."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    client = admin(bootstrap)
+    cleared = []
+    for b in sorted(client.list_topics(timeout=10).brokers):
+        res = ConfigResource("BROKER", str(b))
+        try:
+            cfg = client.describe_configs([res], request_timeout=10)[res].result(timeout=15)
+        except Exception:  # the dead broker (still in the metadata until fenced)
+            continue
+        keys = [
+            k
+            for k in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+            if k in cfg and cfg[k].value == str(throttle) and cfg[k].source == 2  # DYNAMIC_BROKER_CONFIG
+        ]
+        if keys:
+            ops = [ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE) for k in keys]
+            change = ConfigResource("BROKER", str(b), incremental_configs=ops)
+            client.incremental_alter_configs([change])[change].result(timeout=30)
+            cleared.append(b)
+    return cleared
+
+
+def execute_kafka(bootstrap: str, plan: Path, libs: str, throttle: int) -> dict[str, Any]:
+    base = ["java", "-cp", f"{libs}/*", REASSIGN, "--bootstrap-server", bootstrap,
+            "--reassignment-json-file", str(plan)]  # fmt: skip
+    watch = Watch(bootstrap, json.loads(plan.read_text()), None)
+    watch.start()
+    started = time.time()
+    out = subprocess.run(
+        [*base, "--execute", "--throttle", str(throttle), "--timeout", "60000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        # Kafka's tool sets the throttle rates broker by broker before it submits anything; a dead broker
+        # in the reassignment fails that step, and the rates already set on the live brokers stay.
+        watch.stop.set()
+        left = clear_broker_throttles(bootstrap, throttle)
+        errors = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.startswith("Error:")]
+        raise RuntimeError(
+            f"`--execute --throttle` exit {out.returncode}: {errors[0] if errors else out.stderr[-300:]} "
+            f"(the rates it had set on brokers {left} were removed)"
+        )
+    first = time.time()
+    verifies = 0
+    while True:
+        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=300)
+        verifies += 1
+        if out.returncode == 0 and "in progress" not in out.stdout:
+            break
+        if time.time() - started > 3600:
+            raise RuntimeError("Kafka's reassignment did not finish within an hour")
+        time.sleep(1)
+    done = time.time()
+    time.sleep(0.6)
+    watch.stop.set()
+    watch.join()
+    return {
+        "started": started,
+        "firstMove": first,
+        "atTarget": watch.at_target,
+        "done": done,
+        "ticks": verifies,
+    }
+
+
+def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    bootstrap = str(kafka["bootstrapServers"])
+    name = f"bench-heal-{side}-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, name, args.partitions)
+    killed = False
+    try:
+        t0 = time.time()
+        produce(bootstrap, name, args.partitions, args.mb * 1_000_000 // args.partitions)
+        wait_healthy(admin(bootstrap), name, args.partitions, 300)
+        print(f"[{side}] {args.mb} MB written in {time.time() - t0:.1f}s; killing broker {DEAD}", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            failure = time.time()
+            if not args.no_kill:
+                killed = True
+                node("stop-node", "--kill")
+            killed_at = time.time()
+            snap, plan, t_snap, t_plan = make_plan(bootstrap, name, work)
+            if not plan["partitions"]:
+                raise RuntimeError("the plan moves nothing of the benchmark topic")
+            bound = lower_bound(snap, plan, args.throttle)
+            print(
+                f"[{side}] plan: {len(plan['partitions'])} moves, {bound['copied'] / 1e6:.1f} MB to copy, "
+                f"bound {bound['bound']:.1f}s ({bound['bottleneck']})",
+                flush=True,
+            )
+            if side == "ours":
+                res = execute_ours(bootstrap, work / "plan.json", work, args.throttle, args.poll_seconds)
+            else:
+                res = execute_kafka(bootstrap, work / "plan.json", str(kafka["libsDir"]), args.throttle)
+        first = res["firstMove"]
+        row = {
+            "side": side,
+            "partitions": args.partitions,
+            "moves": len(plan["partitions"]),
+            "dataBytes": sum(p["sizeBytes"] for p in snap["partitions"] if p["topic"] == name),
+            "throttle": args.throttle,
+            "killS": killed_at - failure,
+            "snapshotS": t_snap - failure,
+            "planS": t_plan - failure,
+            "firstMoveS": (first - failure) if first else None,
+            "copyS": res["done"] - first if first else None,
+            "toTargetS": (res["atTarget"] - first) if first and res["atTarget"] else None,
+            "execS": res["done"] - res["started"],
+            "totalS": res["done"] - failure,
+            "ticks": res["ticks"],
+            **{k: bound[k] for k in ("bound", "bottleneck", "maxBytes", "copied", "deadAlive")},
+        }
+        print(f"[{side}] {json.dumps(row)}", flush=True)
+        return row
+    finally:
+        if killed:
+            try:
+                node("start-node")
+            except Exception as e:  # report; the topic is still deleted
+                print(f"restarting broker {DEAD} failed: {e}", file=sys.stderr)
+        try:
+            client = admin(bootstrap)
+            client.delete_topics([name], request_timeout=60)[name].result(timeout=120)
+        except Exception as e:
+            print(f"deleting {name} failed: {e}", file=sys.stderr)
+
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
+    day = datetime.date.today().isoformat()
+    r0 = next((r for r in rows if "error" not in r), None)
+    if r0 is None:
+        raise SystemExit("every side failed: nothing to report")
+    paras = [
+        f"A topic of {r0['partitions']} partitions, RF 2 over the main rig's brokers 1-3 (2 log dirs "
+        f"each, one host), min.insync.replicas 1, {r0['dataBytes'] / 1e6:.0f} MB of random values; broker "
+        f"{DEAD} is SIGKILLed, then `kafka-placement snapshot`, `plan` with a BrokerDecommission of it "
+        "(restricted to the benchmark's topic) and the execution: ours = `kafka-placement execute "
+        "--throttle T --wait`, Kafka = `ReassignPartitionsCommand --execute --throttle T` of the same "
+        "plan, then `--verify` every second until nothing is in progress (a JVM each). Each side has its "
+        f"own topic and its own kill; broker {DEAD} is restarted after each.",
+        "Lower bound: each replica the plan adds is copied from the partition's live replica (its leader "
+        "after the failure) to the new broker; follower (in) and leader (out) replication are each "
+        "throttled at T per broker, so the copy cannot take less than max over brokers of max(bytes in, "
+        "bytes out) / T. Times are from the failure (the start of `stop-node --kill`): snapshot and plan = "
+        "when each CLI exited; first move = the execution record's earliest in-flight entry (ours; written "
+        "just before the reassignment is sent) or `--execute`'s exit (Kafka's); copy = first move to the "
+        "end of the execution (`execute --wait` exits; `--verify` reports nothing in progress); at target "
+        "= first move to the first metadata read (every 0.5 s) showing every partition at its target "
+        "with a full ISR.",
+    ]
+    lines = [SECTION, "", f"`{command}` (one run, {day}, {os.cpu_count()} cores; {others}).", ""]
+    for para in paras:
+        lines += [*textwrap.wrap(para, 110, break_on_hyphens=False), ""]
+    lines += [
+        "| side | moves | MB copied | throttle MB/s | bottleneck | lower bound s | snapshot s | plan s "
+        "| failure -> first move s | copy s | at target s | copy / bound | at target / bound "
+        "| failure -> done s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['side']} | failed: {r['error'].replace('|', '/')} |" + " |" * 12)
+            continue
+        ratio = f"{r['copyS'] / r['bound']:.2f}" if r["copyS"] else "-"
+        target = f"{r['toTargetS'] / r['bound']:.2f}" if r["toTargetS"] else "-"
+        lines.append(
+            f"| {r['side']} | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
+            f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['snapshotS']:.1f} "
+            f"| {r['planS']:.1f} | {fmt(r['firstMoveS'])} | {fmt(r['copyS'])} | {fmt(r['toTargetS'])} "
+            f"| {ratio} | {target} | {r['totalS']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_section(text: str, path: Path) -> None:
+    doc = path.read_text() if path.exists() else ""
+    if SECTION in doc:
+        head, _, rest = doc.partition(SECTION)
+        tail = rest.split("\n## ", 1)
+        doc = head + text + ("\n## " + tail[1] if len(tail) > 1 else "")
+    else:
+        doc = doc.rstrip() + "\n\n" + text
+    path.write_text(doc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=60, help="partitions of the topic (default 60)")
+    ap.add_argument("--mb", type=int, default=600, help="MB written to the topic (default 600)")
+    ap.add_argument("--throttle", type=int, default=2_500_000, help="bytes/s per broker (default 2500000)")
+    ap.add_argument("--sides", default="ours,kafka", help="ours, kafka or both (default ours,kafka)")
+    ap.add_argument("--poll-seconds", type=float, default=1.0, help="execute --poll-seconds (default 1)")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument(
+        "--no-kill", action="store_true", help="a trial: decommission broker 3 alive (nothing is killed)"
+    )
+    args = ap.parse_args(argv)
+    kafka = rig()
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def sample() -> None:  # other users' test runs during the benchmark
+        while not done.is_set():
+            out = subprocess.run(["pgrep", "-af", "pytest"], capture_output=True, text=True).stdout
+            seen.update(line for line in out.splitlines() if line.strip())
+            done.wait(5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        rows = []
+        for side in args.sides.split(","):
+            try:
+                rows.append(one_side(side, kafka, args))
+            except Exception as e:  # reported in the table; the other side still runs
+                print(f"[{side}] failed: {e}", file=sys.stderr, flush=True)
+                rows.append({"side": side, "error": " ".join(str(e).split())[:300]})
+    finally:
+        done.set()
+    others = "other tests were running on the machine meanwhile" if seen else "no other tests running"
+    for line in sorted(seen):
+        print(f"seen meanwhile: {line}", file=sys.stderr)
+    command = "flock /tmp/rig-broker.lock python tests/bench/run_heal_bench.py " + " ".join(
+        [
+            f"--partitions {args.partitions}",
+            f"--mb {args.mb}",
+            f"--throttle {args.throttle}",
+            f"--sides {args.sides}",
+            f"--poll-seconds {args.poll_seconds:g}",
+        ]
+    )
+    text = report(rows, command, others)
+    print(text)
+    write_section(text, Path(args.output))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
