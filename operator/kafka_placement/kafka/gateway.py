@@ -65,6 +65,7 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
     _py_error_text,
     _py_op_error,
     _split_list,
+    failed_dir_of,
 )
 
 log = logging.getLogger(__name__)
@@ -437,14 +438,18 @@ class KafkaGateway:
                 for r in replicas:  # a replica on a broker that is not alive: lost, its dir unknown
                     brokers.setdefault(r, Broker(r, None, (), alive=False))
                 leader = int(pmd.leader) if pmd.leader is not None and int(pmd.leader) in replicas else None
+                isr = tuple(int(i) for i in pmd.isrs if int(i) in replicas)
                 partitions.append(
                     PartitionState(
                         topic=topic,
                         partition=int(number),
                         replicas=replicas,
-                        log_dirs=tuple(where.get((topic, int(number), r)) for r in replicas),
+                        log_dirs=tuple(
+                            where.get((topic, int(number), r)) or failed_dir_of(dirs.get(r, ()), r in isr)
+                            for r in replicas
+                        ),
                         leader=leader,
-                        isr=tuple(int(i) for i in pmd.isrs if int(i) in replicas),
+                        isr=isr,
                         size_bytes=sizes.get((topic, int(number)), 0),
                     )
                 )

@@ -210,6 +210,16 @@ def _log_dir_info(broker: int, d: Mapping[str, Any]) -> LogDirInfo:
     )
 
 
+def failed_dir_of(dirs: Sequence[LogDirInfo], in_sync: bool) -> str | None:
+    """The log dir of a replica that no online dir of its live broker lists (``dirs``: the broker's, from
+    DescribeLogDirs): Kafka describes an offline dir by its error alone, never its replicas, so a replica
+    out of sync on a broker with exactly one offline dir is on that dir (the controller takes the
+    replicas of a failed dir out of the ISR). None (unknown) for a replica in sync (a new partition the
+    broker has not created yet) or when the broker has no offline dir, or several."""
+    offline = [d.path for d in dirs if not d.online]
+    return offline[0] if len(offline) == 1 and not in_sync else None
+
+
 def _int_or(value: Any, default: int) -> int:
     return default if value is None else int(value)
 
