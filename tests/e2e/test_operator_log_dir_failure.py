@@ -13,8 +13,7 @@ exactly once. ``finally`` always restores the rig: the heal deleted, broker 2 st
 copied back onto the disk, unmounted, broker 2 started, the rig up, no mount left.
 
 Needs root (mount); skipped otherwise. Cost: about 80 s (two restarts of broker 2, ~15 s each; the
-failure seen and healed within ~30 s). Every step that stops broker 2 runs under the rig's broker lock
-(the whole run is wrapped in ``flock /tmp/rig-broker.lock``).
+failure seen and healed within ~30 s).
 """
 
 from __future__ import annotations
