@@ -379,13 +379,8 @@ def _supersede(
         f"plan {record.plan_id} superseded by plan {plan.plan_id} for {names}: its moves in flight go on "
         "in the new plan, its moves not yet submitted are replaced by it"
     )
-    start = StartExecution(
-        plan=plan,
-        plan_status=plan_status,
-        participants=tuple(b["metadata"]["uid"] for b, _ in enforced),
-        rules=execution_rules([i for _, i in enforced]),
-        intents=tuple(i for _, i in enforced),
-        replaces_record=True,
+    start = replace(
+        _start(enforced, plan, plan_status, replaces_record=True),
         then=_all(enforced, st.EXECUTING, "Executing", msg, plan=plan_status),
         supersedes=record.plan_id,
         events=tuple(
@@ -395,6 +390,20 @@ def _supersede(
         ),
     )
     return Decision(actions=(start,))
+
+
+def _start(
+    valid: Sequence[tuple[Body, Intent]], plan: Plan, plan_status: Mapping[str, Any], *, replaces_record: bool
+) -> StartExecution:
+    """The execution of ``plan`` with these intents as its participants."""
+    return StartExecution(
+        plan=plan,
+        plan_status=plan_status,
+        participants=tuple(b["metadata"]["uid"] for b, _ in valid),
+        rules=execution_rules([i for _, i in valid]),
+        intents=tuple(i for _, i in valid),
+        replaces_record=replaces_record,
+    )
 
 
 def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:
@@ -498,14 +507,7 @@ def _gates(
             + ", ".join(below_min_isr[:10])
         )
         return Decision(statuses=_all(valid, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status))
-    start = StartExecution(
-        plan=plan,
-        plan_status=plan_status,
-        participants=tuple(b["metadata"]["uid"] for b, _ in valid),
-        rules=execution_rules([i for _, i in valid]),
-        intents=tuple(i for _, i in valid),
-        replaces_record=last is not None,
-    )
+    start = _start(valid, plan, plan_status, replaces_record=last is not None)
     msg = f"executing plan {plan.plan_id}"
     then = _all(valid, st.EXECUTING, "Executing", msg, plan=plan_status)
     return Decision(actions=(replace(start, then=then),))
