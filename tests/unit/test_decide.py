@@ -13,6 +13,7 @@ import pytest
 from kafka_placement.execution.record import Phase
 from kafka_placement.handlers import status as st
 from kafka_placement.handlers.decide import (
+    CheckIntents,
     CheckMinIsr,
     Decision,
     Failure,
@@ -185,7 +186,7 @@ def test_an_empty_plan_after_an_execution_keeps_showing_the_executed_plan() -> N
     shown = body("BrokerDecommission", "retire-3", {"brokers": [3]}, st.COMPLETED, progress=progress)
     d = decide(View([shown], record=last, planned=Planned(plan=EMPTY)))
     (p,) = d.statuses
-    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Completed", {"id": "p-1"}, progress)
+    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Converged", {"id": "p-1"}, progress)
     assert p.message.startswith("converged: plan p-1 executed; ")
 
 
@@ -326,27 +327,22 @@ def test_after_a_tick_members_show_the_executor_phase(phase: Phase, shown: str, 
     assert (p.phase, p.progress) == (shown, {"partitionsDone": 1}) and message in p.message
 
 
-def test_a_completed_execution_is_not_the_intents_completion_until_a_fresh_plan_is_empty() -> None:
-    """The tick that completes the plan does not complete the intents: they are planned again (from a
-    fresh read) and show Completed only when nothing is left; what is left is executed as a new plan."""
+def test_a_completed_plan_completes_its_intents_only_once_a_fresh_read_shows_their_rules_hold() -> None:
+    """The tick that completes the plan asks for a fresh check of the intents' own rules: Completed when
+    they hold; otherwise still Executing, and the next reconcile (the record terminal) plans the rest."""
     record = RecordView(phase=Phase.COMPLETED, plan_id="p-9", participants=frozenset({"uid-retire-3"}))
     d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True))
-    assert not d.statuses  # still Executing: nothing says Completed yet
+    (check,) = d.actions
+    assert isinstance(check, CheckIntents) and not d.statuses
+    assert [b["metadata"]["name"] for b in check.resources] == ["retire-3"]
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, unmet=[]))
+    assert phases(d) == {"retire-3": (st.COMPLETED, "Completed")} and d.done
+    assert "a fresh read shows every intent's rules hold" in d.statuses[0].message
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, unmet=["t-0", "t-3"]))
+    assert phases(d) == {"retire-3": (st.EXECUTING, "Executing")} and d.done
+    assert "2 partitions still break" in d.statuses[0].message and "t-0" in d.statuses[0].message
+    d = decide(View([retire(phase=st.EXECUTING)], record=record))  # the next reconcile plans the rest
     assert any(isinstance(a, PlanIntents) for a in d.actions)
-    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, planned=Planned(plan=EMPTY)))
-    assert phases(d) == {"retire-3": (st.COMPLETED, "Completed")}
-    assert "plan p-9 executed" in d.statuses[0].message
-    d = decide(
-        View(
-            [retire(phase=st.EXECUTING)],
-            record=record,
-            ticked=True,
-            planned=Planned(plan=PLAN, summary={}),
-            below_min_isr=[],
-        )
-    )
-    (start,) = d.actions
-    assert isinstance(start, StartExecution) and start.replaces_record
 
 
 def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member() -> None:

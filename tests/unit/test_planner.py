@@ -312,3 +312,16 @@ def test_a_dead_brokers_replicas_are_lost_and_its_missing_rack_breaks_no_rule() 
         assert 3 not in t.replicas and len({racks[b] and racks[b].split("/")[1] for b in t.replicas}) == 3
     assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 100 * len(lost)
     assert result.summary["hardViolationsAfter"] == 1  # one-0 still names broker 3: nothing to copy
+
+
+def test_unmet_names_the_partitions_that_still_break_the_intents_rules() -> None:
+    from kafka_placement.planning.goals.replica_placement import unmet
+
+    snap = snapshot(
+        {1: "a", 2: "b", 3: "c", 4: "d"},
+        [("t", 0, [1, 2], [0, 0], 100), ("t", 1, [2, 3], [1, 0], 50), ("t", 2, [3, 4], [0, 1], 70)],
+    )
+    retire = intents("kind: BrokerDecommission\nspec: {brokers: [4]}\n")
+    assert unmet(snap, retire) == ["t-2"]
+    done = apply_plan(snap, compute_plan(snap, retire).plan)
+    assert unmet(done, retire) == []

@@ -9,8 +9,8 @@ Two pure steps around the planner make that plan:
   target (in sync, led by the target's first replica), so the new plan builds on where they will be;
 - ``keeping_in_flight``: the planner's plan without entries for those partitions, plus each running
   move's own target, so the new record tracks them to the end. A partition in flight that the new
-  intents want elsewhere is moved once its move is done: the intents are planned again from a fresh read
-  when the new plan completes, before any of them is reported Completed.
+  intents want elsewhere is moved once its move is done: when the new plan completes, the intents' rules
+  are checked on a fresh read before any of them is reported Completed, and what is left is planned next.
 """
 
 from __future__ import annotations

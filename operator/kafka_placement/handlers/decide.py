@@ -100,6 +100,7 @@ class View:
     planned: Planned | None = None
     below_min_isr: Sequence[str] | None = None  # partitions the plan leaves below min ISR (None: unread)
     cordons_synced: bool = False  # SyncCordons ran in this reconcile
+    unmet: Sequence[str] | None = None  # partitions breaking the executed intents' rules (None: unread)
     cluster_conditions: Sequence[Mapping[str, Any]] | None = None  # the KafkaCluster's, as read
 
 
@@ -134,6 +135,13 @@ class RequestCancel:
 @dataclass(frozen=True)
 class Tick:
     """One executor tick (after the sweep) on the record in flight."""
+
+
+@dataclass(frozen=True)
+class CheckIntents:
+    """Read Kafka afresh and name the partitions that still break these intents' hard rules."""
+
+    resources: tuple[Body, ...]
 
 
 @dataclass(frozen=True)
@@ -176,7 +184,7 @@ class StartExecution:
     events: tuple[Note, ...] = ()  # posted once the record is saved
 
 
-Action = RequestCancel | Tick | SyncCordons | PlanIntents | CheckMinIsr | StartExecution
+Action = RequestCancel | Tick | SyncCordons | PlanIntents | CheckMinIsr | StartExecution | CheckIntents
 
 
 @dataclass(frozen=True)
@@ -216,10 +224,7 @@ def decide(view: View) -> Decision:
         return _failed(view.resources, view.failure, view.cluster_conditions)
     valid, statuses = parse(view.resources)
     record = view.record
-    # a tick may have just ended it; one that completed it is not the intents' completion: they are
-    # planned again from a fresh read, and report Completed only when that plan is empty
-    completed = record is not None and view.ticked and record.phase == Phase.COMPLETED
-    if record is not None and (record.active or view.ticked) and not completed:
+    if record is not None and (record.active or view.ticked):  # a tick may have just ended it
         step = _drive(valid, record, view)
     else:
         step = _plan(valid, record, view)
@@ -297,9 +302,22 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         )
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
     phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
-    message = record.last_error or f"executor phase {record.phase}"
+    reason, message = str(record.phase), record.last_error or f"executor phase {record.phase}"
+    if phase == st.COMPLETED:  # the plan is done; the intents' own rules are checked on a fresh read
+        if view.unmet is None:
+            return Decision(actions=(CheckIntents(tuple(members)),))
+        if view.unmet:
+            # planned again by the next reconcile (a broker's metadata lagging right after the moves
+            # must not make it plan done moves again): until then they are still executing
+            phase, reason = st.EXECUTING, "Executing"
+            message = (
+                f"plan {record.plan_id} executed, but {len(view.unmet)} partitions still break the "
+                f"intents' rules ({', '.join(view.unmet[:5])}): planning the rest"
+            )
+        else:
+            message = f"plan {record.plan_id} executed; a fresh read shows every intent's rules hold"
     statuses = tuple(
-        StatusPatch(b, phase, str(record.phase), message, plan=record.plan_status, progress=record.progress)
+        StatusPatch(b, phase, reason, message, plan=record.plan_status, progress=record.progress)
         for b in members
     )
     return Decision(statuses=waiting + statuses, events=events)
@@ -477,7 +495,7 @@ def _gates(
                 StatusPatch(
                     b,
                     st.COMPLETED,
-                    "Completed" if executed else "Converged",  # the Event: an execution completed
+                    "Converged",
                     message,
                     plan=shown,
                     progress=(b.get("status") or {}).get("progress") if executed else None,
@@ -515,6 +533,7 @@ def _gates(
 
 __all__ = [
     "Action",
+    "CheckIntents",
     "CheckMinIsr",
     "Decision",
     "Failure",

@@ -48,12 +48,14 @@ from ..kafka.gateway import (
 )
 from ..kube.gateway import KubeConflict, KubeError, KubeGateway
 from ..model.errors import BadInputError
-from ..model.intents import WHOLE_BROKER, BrokerDecommission, Intent, LogDirCordon
+from ..model.intents import WHOLE_BROKER, BrokerDecommission, Intent, Intents, LogDirCordon
 from ..model.self_healing import HealingState
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir
+from ..planning.goals.replica_placement import unmet
 from . import healing, metrics
 from . import status as st
 from .decide import (
+    CheckIntents,
     CheckMinIsr,
     Decision,
     Failure,
@@ -511,6 +513,8 @@ class _Pass:
             self._tick()
         elif isinstance(action, SyncCordons):
             self._sync_cordons(action.intents)  # sets view.cordons_synced
+        elif isinstance(action, CheckIntents):
+            self._check(action.resources)
         elif isinstance(action, PlanIntents):
             self._plan(action.resources, action.keeping_in_flight)
         elif isinstance(action, CheckMinIsr):
@@ -559,6 +563,14 @@ class _Pass:
             missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]
             if missing:
                 self.gw.set_cordon(b, missing, True)
+
+    def _check(self, resources: Sequence[Mapping[str, Any]]) -> None:
+        """The partitions that break the executed intents' hard rules in a fresh snapshot (the tick that
+        completed the plan dropped the one read before it)."""
+        snap = self.snapshot()
+        documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
+        intents = Intents.from_documents(documents).with_reactive_cordon(not self.gw.supports_cordon())
+        self.view = replace(self.view, unmet=unmet(snap, intents))
 
     def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
+from ...model.intents import Intents
+from ...model.snapshot import ClusterSnapshot
 from ..context import PlanningContext
 from ..repack import repack
 from ..room import eject_for
@@ -322,6 +324,14 @@ def needs_repair(ctx: PlanningContext, key: Key) -> bool:
             ctx.eligibility, reps, a.dirs[key], a.size[key], replication_factor(ctx, key), ctx.tree_for(key)
         )
     )
+
+
+def unmet(snapshot: ClusterSnapshot, intents: Intents) -> list[str]:
+    """The partitions whose hard rules ``intents`` break in ``snapshot`` (those the hard goal would change:
+    ``needs_repair``), by name, in the snapshot's order: an executed plan's intents hold when none is left.
+    One pass, no planning."""
+    ctx = PlanningContext.of(snapshot, intents)
+    return [p.name for p in snapshot.partitions if needs_repair(ctx, p.key)]
 
 
 def repair_reasons(
