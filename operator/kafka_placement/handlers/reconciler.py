@@ -205,6 +205,20 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
     return doc if spec["brokers"] else None
 
 
+def with_cordons(snap: ClusterSnapshot, cordoned: Mapping[int, set[str]]) -> ClusterSnapshot:
+    """``snap`` with these brokers' dirs cordoned (the partitions are shared, not copied)."""
+    brokers = tuple(
+        replace(
+            b,
+            log_dirs=tuple(replace(d, cordoned=True) if d.path in cordoned[b.id] else d for d in b.log_dirs),
+        )
+        if b.id in cordoned
+        else b
+        for b in snap.brokers
+    )
+    return ClusterSnapshot(brokers, snap.partitions, snap.cluster_id)
+
+
 def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:
     """The live brokers' log dirs with their cordon state, and no partitions: what syncing or removing
     cordons needs, at a cost that follows brokers x dirs (DescribeLogDirs without replicas), not the
@@ -558,11 +572,15 @@ class _Pass:
             return
         snap = full if full is not None else cordon_view(self.gw)
         wanted = owned_cordons(snap, intents)
+        set_now: dict[int, set[str]] = {}
         for b, paths in wanted.items():
             broker = snap.broker(b)
             missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]
             if missing:
                 self.gw.set_cordon(b, missing, True)
+                set_now[b] = set(missing)
+        if full is not None and set_now:  # planning sees what was just set (Kafka shows it a moment later)
+            self.snap = with_cordons(full, set_now)
 
     def _check(self, resources: Sequence[Mapping[str, Any]]) -> None:
         """The partitions that break the executed intents' hard rules in a fresh snapshot (the tick that
