@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, wait_phase
 from tests.e2e.test_operator import apply, execution_record, fill, snapshot, throttles_left
+from tests.integration.conftest import confluent_admin
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
 
@@ -28,7 +29,6 @@ def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves
     k8s_namespace: str,
     kafka_rig: KafkaRig,
     new_topic: Any,
-    kafka_admin: Any,
 ) -> None:
     ns = k8s_namespace
     topic = new_topic([[1, 2] if p % 2 else [2, 1] for p in range(12)])
@@ -90,5 +90,5 @@ def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves
     assert len(parts) == 12
     for p in parts:
         assert 2 not in p.replicas and len(p.replicas) == 2 and set(p.isr) == set(p.replicas), p
-    assert throttles_left(kafka_admin, kafka_rig) == {}
+    assert throttles_left(confluent_admin(kafka_rig), kafka_rig) == {}  # a fresh client: brokers restart
     kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # uncordons broker 2
