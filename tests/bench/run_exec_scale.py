@@ -260,10 +260,12 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
     return "\n".join(lines)
 
 
-def write_section(text: str, path: Path) -> None:
+def write_section(text: str, path: Path, section: str = SECTION) -> None:
+    """Replace ``section`` (up to the next ``## `` heading) of the document at ``path`` by ``text``, or
+    append ``text`` when the document has no such section."""
     doc = path.read_text() if path.exists() else ""
-    if SECTION in doc:
-        head, _, rest = doc.partition(SECTION)
+    if section in doc:
+        head, _, rest = doc.partition(section)
         tail = rest.split("\n## ", 1)
         doc = head + text + ("\n## " + tail[1] if len(tail) > 1 else "")
     else:

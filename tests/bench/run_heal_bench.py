@@ -52,6 +52,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "bench"))
+
+from run_exec_scale import write_section  # noqa: E402  (one writer of benchmark sections)
+
 CLI = Path(sys.executable).parent / "kafka-placement"
 RIG = [sys.executable, str(ROOT / "tests" / "rig" / "kafka_rig.py")]
 SECTION = "## Healing a dead broker vs throttle-limited lower bound"
@@ -448,17 +452,6 @@ def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str, path: Path) -> None:
-    doc = path.read_text() if path.exists() else ""
-    if SECTION in doc:
-        head, _, rest = doc.partition(SECTION)
-        tail = rest.split("\n## ", 1)
-        doc = head + text + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        doc = doc.rstrip() + "\n\n" + text
-    path.write_text(doc)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=60, help="partitions of the topic (default 60)")
@@ -507,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = report(rows, command, others)
     print(text)
-    write_section(text, Path(args.output))
+    write_section(text, Path(args.output), SECTION)
     return 0
 
 

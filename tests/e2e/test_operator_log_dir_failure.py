@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply
+from tests.integration.conftest import wait_for
+from tests.integration.test_executor_broker_down import rig_node
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
@@ -44,15 +46,6 @@ BROKER = 2
 LABEL = "kafkaplacement.io/created-by=self-healing"
 ASSIGNMENT = [[BROKER, 1], [BROKER, 3], [1, BROKER]]  # broker 2 leads two partitions, follows one
 VALUE = b"x" * 20_000  # larger than a page: an append past a full tmpfs needs a new page, and fails
-
-
-def rig_node(command: str, rig: KafkaRig) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(RIG_CLI), command, "--name", rig.name, "--node", str(BROKER)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def must(proc: subprocess.CompletedProcess[str]) -> None:
@@ -70,19 +63,12 @@ def until(
     timeout: float = 90,
     why: Callable[[], str] = lambda: "",
 ) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = check()
-            if last:
-                return last
-        except Exception as e:  # Kafka answers "not yet" with errors too
-            last = e
-        if time.monotonic() > deadline:
-            log = f"\noperator log:\n{op.tail(60)}" if op is not None else ""
-            pytest.fail(f"{what}: not within {timeout} s; last: {last!r}\n{why()}{log}", pytrace=False)
-        time.sleep(0.5)
+    """``wait_for`` every 0.5 s, the operator's log added to what a timeout says."""
+
+    def told() -> str:
+        return why() + (f"\noperator log:\n{op.tail(60)}" if op is not None else "")
+
+    return wait_for(what, check, timeout=timeout, every=0.5, why=told)
 
 
 def cluster(name: str, bootstrap: str) -> str:
@@ -242,7 +228,7 @@ def test_a_failed_log_dir_of_a_live_broker_is_drained_to_other_brokers(
         # 1. broker 2's data-1 becomes its own small filesystem, with the same contents: its replicas go
         # to data-0 first (a small copy; Kafka's sparse 10 MiB indexes would fill the tmpfs)
         settle(boot, topic=None, good=good, bad=bad)
-        must(rig_node("stop-node", kafka_rig))
+        must(rig_node("stop-node", kafka_rig, BROKER))
         down = True
         aside.mkdir()
         for entry in bad.iterdir():
@@ -254,7 +240,7 @@ def test_a_failed_log_dir_of_a_live_broker_is_drained_to_other_brokers(
             pytest.skip(f"cannot mount a tmpfs on {bad}: {mount.stderr.strip()}")
         tmpfs = True
         copy(aside, bad)
-        must(rig_node("start-node", kafka_rig))
+        must(rig_node("start-node", kafka_rig, BROKER))
         down = False
         served = True
         print(f"log dir failure e2e: {bad.name} on tmpfs, broker up at {time.monotonic() - started:.0f} s")
@@ -328,7 +314,7 @@ def test_a_failed_log_dir_of_a_live_broker_is_drained_to_other_brokers(
         kubectl("-n", ns, "delete", "logdircordons", "-l", LABEL, "--timeout=60s", check=False)
         kubectl("-n", ns, "delete", "kafkacluster", name, "--timeout=60s", check=False)
         if not down:
-            stopped = rig_node("stop-node", kafka_rig)
+            stopped = rig_node("stop-node", kafka_rig, BROKER)
             down = stopped.returncode == 0 or "already stopped" in stopped.stderr
         copied = None
         if down and tmpfs:
@@ -347,7 +333,7 @@ def test_a_failed_log_dir_of_a_live_broker_is_drained_to_other_brokers(
                 entry.rename(bad / entry.name)
             back.rmdir()
             shutil.rmtree(aside)
-        restarted = rig_node("start-node", kafka_rig)
+        restarted = rig_node("start-node", kafka_rig, BROKER)
         assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
         status = subprocess.run(
             [sys.executable, str(RIG_CLI), "status", "--name", kafka_rig.name], capture_output=True, text=True

@@ -17,30 +17,18 @@ waits until the cluster sees every broker again).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get
 from tests.e2e.test_operator import apply
+from tests.integration.test_executor_broker_down import rig_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
 
-RIG_CLI = Path(__file__).resolve().parents[1] / "rig" / "kafka_rig.py"
 DOWN = 3
 LABEL = "kafkaplacement.io/created-by=self-healing"
-
-
-def rig_node(command: str, rig: KafkaRig, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(RIG_CLI), command, "--name", rig.name, "--node", str(DOWN), *extra],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def cluster(name: str, bootstrap: str, after: int) -> str:
@@ -90,12 +78,12 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
     down = False
     try:
         # 1. back before afterSeconds: nothing is created
-        stop = rig_node("stop-node", kafka_rig, "--kill")
+        stop = rig_node("stop-node", kafka_rig, DOWN, "--kill")
         assert stop.returncode == 0, stop.stderr + stop.stdout
         down = True
         (entry,) = until("broker 3 listed dead", lambda: dead_brokers(kubectl, ns, name), operator)
         assert entry["id"] == DOWN and entry["since"].endswith("Z") and "heal" not in entry
-        start = rig_node("start-node", kafka_rig)
+        start = rig_node("start-node", kafka_rig, DOWN)
         assert start.returncode == 0, start.stderr + start.stdout
         down = False
         until("broker 3 no longer listed", lambda: not dead_brokers(kubectl, ns, name), operator)
@@ -106,7 +94,7 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
             "-n", ns, "patch", "kafkacluster", name, "--type=merge",
             "-p", '{"spec":{"selfHealing":{"brokerFailure":{"afterSeconds":15}}}}',
         )  # fmt: skip
-        stop = rig_node("stop-node", kafka_rig, "--kill")
+        stop = rig_node("stop-node", kafka_rig, DOWN, "--kill")
         assert stop.returncode == 0, stop.stderr + stop.stdout
         down = True
         (heal,) = until("a self-healing BrokerDecommission", lambda: heals(kubectl, ns), operator)
@@ -126,7 +114,7 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
         failure = f"broker {DOWN} not alive since {entry['since']}"
         assert meta["annotations"]["kafkaplacement.io/failure"] == failure
         assert entry["heal"] == meta["name"]
-        start = rig_node("start-node", kafka_rig)
+        start = rig_node("start-node", kafka_rig, DOWN)
         assert start.returncode == 0, start.stderr + start.stdout
         down = False
 
@@ -145,7 +133,7 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
         print(f"self-healing e2e: {time.monotonic() - started:.0f} s from the first kill")
     finally:
         if down:
-            restarted = rig_node("start-node", kafka_rig)
+            restarted = rig_node("start-node", kafka_rig, DOWN)
             assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
 
 
@@ -182,7 +170,7 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
     heal_name = None
     try:
         until("records acknowledged before the crash", lambda: len(producer.acked) >= 2_000, operator)
-        stop = rig_node("stop-node", kafka_rig, "--kill")
+        stop = rig_node("stop-node", kafka_rig, DOWN, "--kill")
         assert stop.returncode == 0, stop.stderr + stop.stdout
         down, killed_at = True, time.monotonic()
         (heal,) = until("a self-healing BrokerDecommission", lambda: heals(kubectl, ns), operator)
@@ -211,7 +199,7 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
     finally:
         producer.stop.set()
         if down:
-            restarted = rig_node("start-node", kafka_rig)
+            restarted = rig_node("start-node", kafka_rig, DOWN)
             assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
         if heal_name is not None:
             kubectl("-n", ns, "delete", "brokerdecommission", heal_name, "--wait=true", "--timeout=120s")
