@@ -202,9 +202,11 @@ def kafka_admin(kafka_rig: KafkaRig) -> Any:
     return confluent_admin(kafka_rig)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kafka_py_admin(kafka_rig: KafkaRig) -> Iterator[Any]:
-    """kafka-python KafkaAdminClient on the main cluster."""
+    """kafka-python KafkaAdminClient on the main cluster, one per test: kafka-python drops a broker that was
+    down from its metadata and does not learn it again, so a session-wide client fails with
+    UnknownBrokerIdError after a test restarted a broker."""
     admin = kafka_python_admin(kafka_rig)
     yield admin
     admin.close()
