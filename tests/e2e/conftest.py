@@ -131,6 +131,25 @@ def no_cordon_left(request: pytest.FixtureRequest) -> Iterator[None]:
         clear_cordons(request.getfixturevalue("secure_rig").admin_settings())
 
 
+def metric_samples(op: Operator, name: str, wait_s: float = 30) -> list[Any]:
+    """The samples named ``name`` that the operator process serves on its metrics endpoint (waits up to
+    ``wait_s`` for the endpoint: the process may have just started)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, f"no metrics endpoint\n{op.tail()}"
+            time.sleep(0.5)
+    return [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == name]
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     import socket

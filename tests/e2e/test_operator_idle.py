@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import signal
 import time
-import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-from tests.e2e.conftest import KafkaRig, Operator, free_port, get, wait_phase
+from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples, wait_phase
 from tests.e2e.test_operator import apply, cluster_manifest, snapshot
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
@@ -27,13 +25,10 @@ def operator_env() -> dict[str, str]:
 
 def reconciles(op: Operator, cluster: str) -> dict[str, float]:
     """kafka_placement_reconciles_total of ``cluster`` by kind (full, execution, quiet)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=10) as r:
-        text = r.read().decode()
     return {
         s.labels["kind"]: s.value
-        for f in text_string_to_metric_families(text)
-        for s in f.samples
-        if s.name == "kafka_placement_reconciles_total" and s.labels.get("cluster") == cluster
+        for s in metric_samples(op, "kafka_placement_reconciles_total")
+        if s.labels.get("cluster") == cluster
     }
 
 

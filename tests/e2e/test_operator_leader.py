@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import ROOT, KafkaRig, Operator, free_port, wait_phase
+from tests.e2e.conftest import ROOT, KafkaRig, Operator, free_port, metric_samples, wait_phase
 from tests.e2e.test_operator import apply, snapshot, throttles_left
 from tests.integration.conftest import wait_for
 
@@ -113,19 +113,8 @@ def holder(k8s_api: Any, ns: str) -> str | None:
 
 def leader_gauge(op: Operator) -> float:
     """The process's ``kafka_placement_leader`` gauge (waits up to 30 s for its metrics endpoint)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, f"no metrics endpoint\n{op.tail()}"
-            time.sleep(0.5)
-    for line in text.splitlines():
-        if line.startswith("kafka_placement_leader "):
-            return float(line.split()[1])
-    raise AssertionError("no kafka_placement_leader gauge")
+    (sample,) = metric_samples(op, "kafka_placement_leader")
+    return float(sample.value)
 
 
 def probe(op: Operator, path: str) -> tuple[int, dict[str, Any]]:

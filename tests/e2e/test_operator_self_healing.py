@@ -17,11 +17,12 @@ waits until the cluster sees every broker again).
 from __future__ import annotations
 
 import json
+import signal
 import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples
 from tests.e2e.test_operator import apply
 from tests.integration.test_executor_broker_down import rig_node
 
@@ -153,6 +154,9 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
 
     ns, name = k8s_namespace, "healing-auto"
     servers = kafka_rig.bootstrap_servers
+    operator.kill(signal.SIGTERM)
+    operator.metrics_port = free_port()  # the heal's metrics are read at the end
+    operator.start()
     assignment = [[1 + p % 3, 1 + (p + 1) % 3] for p in range(PARTITIONS)]  # 20 of 30 on broker 3
     topic = new_topic(assignment, config={"min.insync.replicas": "1"})
     with KafkaGateway(ConnectionSettings(servers)) as gw:
@@ -193,6 +197,22 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
         for p in after:
             assert len(p.replicas) == 2 and DOWN not in p.replicas and set(p.isr) == set(p.replicas), p
         assert left == {k: v for k, v in throttles_before.items() if k in left}  # no throttle left
+        (heals_created,) = [
+            x.value
+            for x in metric_samples(operator, "kafka_placement_heals_total")
+            if x.labels["kind"] == "BrokerDecommission"
+        ]
+        assert heals_created == 1
+        took = {
+            x.name: x.value
+            for n in ("count", "sum")
+            for x in metric_samples(operator, f"kafka_placement_heal_duration_seconds_{n}")
+            if x.labels["kind"] == "BrokerDecommission"
+        }
+        seconds = took["kafka_placement_heal_duration_seconds_sum"]
+        assert took["kafka_placement_heal_duration_seconds_count"] == 1 and seconds >= 5, (
+            took
+        )  # the delay included
         read = read_all(servers, topic)
         assert len(read) == len(set(read)), "a record was read twice"
         assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"

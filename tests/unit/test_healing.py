@@ -10,6 +10,7 @@ import pytest
 
 from kafka_placement.handlers.healing import (
     CREATED_BY,
+    FAILED_AT,
     FAILURE,
     SELF_HEALING,
     Heal,
@@ -17,6 +18,7 @@ from kafka_placement.handlers.healing import (
     Seen,
     decide_healing,
     heal_name,
+    healed_in,
     heals_of,
     seen_in_snapshot,
     seen_live,
@@ -99,6 +101,7 @@ def test_a_dead_broker_is_tracked_from_when_it_is_first_seen_and_healed_after_th
     body = new.body
     assert body["metadata"]["labels"][CREATED_BY] == SELF_HEALING
     assert body["metadata"]["annotations"][FAILURE] == "broker 3 not alive since 2026-11-27T12:00:00Z"
+    assert body["metadata"]["annotations"][FAILED_AT] == "2026-11-27T12:00:00Z"
     assert body["metadata"]["ownerReferences"] == [
         {
             "apiVersion": "kafkaplacement.io/v1alpha1",
@@ -416,3 +419,16 @@ def test_a_decommission_of_a_broker_it_emptied_and_that_is_gone_converges() -> N
         assert planning_document(retire([3], fresh), snap) == {
             "kind": "BrokerDecommission", "spec": {"brokers": [3]}, "metadata": {"name": "r"}
         }  # fmt: skip
+
+
+def test_a_heal_reaching_completed_measures_failure_to_end_once() -> None:
+    """``healed_in``: the heal duration metric's value, only on the write that completes a heal."""
+    due = run(HealingState((dead(3),)), seen({1, 2}, named={1, 2, 3}), T0 + 600)
+    body = {**due.creates[0].body, "kind": "BrokerDecommission"}
+    assert healed_in(body, "Executing", "Completed", T0 + 500) == 500.0
+    assert healed_in(body, "Completed", "Completed", T0 + 900) is None  # completed before: counted then
+    assert healed_in(body, "Executing", "Paused", T0 + 500) is None
+    user_made = {**body, "metadata": {**body["metadata"], "labels": {}}}
+    assert healed_in(user_made, "Executing", "Completed", T0 + 500) is None  # not a heal
+    edited = {**body, "metadata": {**body["metadata"], "annotations": {FAILED_AT: "yesterday"}}}
+    assert healed_in(edited, "Executing", "Completed", T0 + 500) is None  # unreadable: no observation

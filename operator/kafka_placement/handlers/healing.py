@@ -46,6 +46,7 @@ GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
 CREATED_BY = "kafkaplacement.io/created-by"
 SELF_HEALING = "self-healing"
 FAILURE = "kafkaplacement.io/failure"
+FAILED_AT = "kafkaplacement.io/failed-at"  # when the failure was first seen (RFC 3339): the heal's start
 CONDITION = "SelfHealing"
 DECOMMISSION, CORDON = "BrokerDecommission", "LogDirCordon"
 PLURALS = {DECOMMISSION: "brokerdecommissions", CORDON: "logdircordons"}
@@ -327,6 +328,20 @@ def _recovered(what: str, failure: str, heal_name: str | None, heal: Heal | None
     return [HealNote(None, "Normal", "FailureEnded", msg), HealNote(heal.body, "Normal", "FailureEnded", msg)]
 
 
+def healed_in(body: Mapping[str, Any], old_phase: str | None, new_phase: str, now: float) -> float | None:
+    """Seconds from the failure to the end of its heal, when this status write completes a heal (an intent
+    self-healing created, Completed now and not before); None otherwise or when its time is unreadable."""
+    meta = body.get("metadata") or {}
+    if (meta.get("labels") or {}).get(CREATED_BY) != SELF_HEALING:
+        return None
+    if new_phase != "Completed" or old_phase == "Completed":
+        return None
+    try:
+        return max(0.0, now - parse_time(str((meta.get("annotations") or {}).get(FAILED_AT)), FAILED_AT))
+    except BadInputError:
+        return None  # a heal made before the annotation existed, or one a user edited
+
+
 def heal_name(cluster: str, what: str, since: str) -> str:
     """A DNS-1123 name unique per failure: ``<cluster>-heal-<what>-<since as 20261127t120000z>``."""
     when = "".join(ch for ch in since.lower() if ch.isalnum())
@@ -334,7 +349,7 @@ def heal_name(cluster: str, what: str, since: str) -> str:
 
 
 def _manifest(
-    kind: str, owner: Mapping[str, Any], name: str, spec: Mapping[str, Any], failure: str
+    kind: str, owner: Mapping[str, Any], name: str, spec: Mapping[str, Any], failure: str, since: str
 ) -> dict[str, Any]:
     meta = owner["metadata"]
     return {
@@ -347,7 +362,7 @@ def _manifest(
                 CREATED_BY: SELF_HEALING,
                 "kafkaplacement.io/cluster": meta["name"][:63].rstrip("-._"),
             },
-            "annotations": {FAILURE: failure},
+            "annotations": {FAILURE: failure, FAILED_AT: since},
             "ownerReferences": [
                 {
                     "apiVersion": f"{GROUP}/{VERSION}",
@@ -380,7 +395,9 @@ def _lost_text(entry: DeadBroker | OfflineLogDir) -> str:
 
 def _decommission(spec: SelfHealingSpec, owner: Mapping[str, Any], d: DeadBroker, after: int) -> NewHeal:
     name = heal_name(owner["metadata"]["name"], f"broker-{d.id}", d.since)
-    body = _manifest(DECOMMISSION, owner, name, {"brokers": [d.id], "approval": spec.approval}, d.failure)
+    body = _manifest(
+        DECOMMISSION, owner, name, {"brokers": [d.id], "approval": spec.approval}, d.failure, d.since
+    )
     msg = (
         f"{d.failure} ({after} s or more): created {DECOMMISSION} {name} (approval {spec.approval}); "
         f"delete it to cancel{_lost_text(d)}"
@@ -392,7 +409,7 @@ def _cordon(spec: SelfHealingSpec, owner: Mapping[str, Any], o: OfflineLogDir, a
     digest = hashlib.sha256(o.path.encode()).hexdigest()[:8]
     name = heal_name(owner["metadata"]["name"], f"dir-{o.broker}-{digest}", o.since)
     fields = {"broker": o.broker, "logDirs": [o.path], "drain": True, "approval": spec.approval}
-    body = _manifest(CORDON, owner, name, fields, o.failure)
+    body = _manifest(CORDON, owner, name, fields, o.failure, o.since)
     msg = (
         f"{o.failure} ({after} s or more): created {CORDON} {name} (drain, approval {spec.approval}); "
         f"delete it to cancel{_lost_text(o)}"

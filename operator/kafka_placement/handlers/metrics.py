@@ -31,6 +31,12 @@ HEALS = Counter(
     "offline dir)",
     ["kind"],
 )
+HEAL_SECONDS = Histogram(
+    "kafka_placement_heal_duration_seconds",
+    "Time from a failure first seen to its heal Completed (the delay afterSeconds included), by kind",
+    ["kind"],
+    buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, float("inf")),
+)
 DEAD_BROKERS = Gauge(
     "kafka_placement_dead_brokers",
     "Brokers the cluster names (replicas, registration) that are not alive, as the KafkaCluster's status "

@@ -332,6 +332,9 @@ class Reconciler:
         if old.get("phase") != p.phase or old.get("message") != p.message:
             etype = "Warning" if p.phase == st.FAILED else "Normal"
             self.kube.event(body, etype, p.reason or p.phase, p.message or p.phase)
+        took = healing.healed_in(body, old.get("phase"), p.phase, self.wall())
+        if took is not None:
+            metrics.HEAL_SECONDS.labels(kind=body["kind"]).observe(took)
         if all(
             old.get(k) == new.get(k) for k in ("phase", "message", "plan", "progress", "observedGeneration")
         ):
