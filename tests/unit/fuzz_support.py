@@ -1,7 +1,7 @@
 """Shared pieces of the CLI fuzz suite: running the CLI, the contract every run must keep, and the
 adversarial material (mutations of the golden inputs, hostile documents, values and paths).
 
-The contract (README, "Using the CLI"): bad input exits 2 (or 3 for infeasible, 0 when it turns out to
+The contract (docs/cli.md): bad input exits 2 (or 3 for infeasible, 0 when it turns out to
 be acceptable), never 1 and never with a traceback; an exit-2 message names the offending file (or
 flag); stderr stays under ``STDERR_LIMIT``; on error nothing is written (no output file, no temp file
 left in the output directory); every output that is written is strict JSON (no NaN/Infinity).

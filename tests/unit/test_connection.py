@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,41 @@ def write(tmp_path: Path, text: str, name: str = "client.properties") -> Path:
     return path
 
 
+def self_signed(name: str, password: bytes | None = None) -> tuple[bytes, bytes]:
+    """(certificate, private key) as PEM: a self-signed EC certificate, the key encrypted with
+    ``password`` when one is given."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    start = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=36500))
+        .sign(key, hashes.SHA256())
+    )
+    encryption: serialization.KeySerializationEncryption = (
+        serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
+    )
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
 def pem_files(tmp_path: Path) -> dict[str, Path]:
+    """A CA certificate, and a client certificate with its unencrypted key, as PEM files."""
     files = {n: tmp_path / f"{n}.pem" for n in ("ca", "cert", "key")}
-    for f in files.values():
-        f.write_text("-----BEGIN CERTIFICATE-----\n")
+    files["ca"].write_bytes(self_signed("ca")[0])
+    cert, key = self_signed("client")
+    files["cert"].write_bytes(cert)
+    files["key"].write_bytes(key)
     return files
 
 
@@ -245,7 +277,100 @@ def test_missing_pem_file_is_bad_input(tmp_path: Path) -> None:
     assert "ssl.ca.location file 'missing-ca.pem' not found" in err.message
 
 
+def ssl_config(tmp_path: Path, **files: Path) -> Path:
+    """An SSL command config naming ``files`` (``ca=``, ``cert=``, ``key=``)."""
+    keys = {"ca": "ssl.ca.location", "cert": "ssl.certificate.location", "key": "ssl.key.location"}
+    lines = ["security.protocol=SSL", *(f"{keys[n]}={p}" for n, p in files.items())]
+    return write(tmp_path, "\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b"", b"-----BEGIN CERTIFICATE-----\nnot base64\n"])
+def test_a_ca_file_without_a_certificate_is_bad_input_naming_setting_and_file(
+    tmp_path: Path, content: bytes
+) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(content)
+    path = ssl_config(tmp_path, ca=ca)
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert err.location == str(path), err.message
+    assert f"ssl.ca.location file '{ca}' holds no usable PEM certificate" in err.detail, err.message
+
+
+def test_a_client_certificate_file_without_a_certificate_is_bad_input(tmp_path: Path) -> None:
+    pem = pem_files(tmp_path)
+    pem["cert"].write_bytes(pem["key"].read_bytes())  # a key where the certificate belongs
+    err = bad_input(
+        ConnectionSettings.from_command_config,
+        ssl_config(tmp_path, cert=pem["cert"], key=pem["key"]),
+        "k:9092",
+    )
+    assert f"ssl.certificate.location file '{pem['cert']}' holds no usable PEM certificate" in err.detail
+
+
+def test_a_key_file_without_a_key_is_bad_input(tmp_path: Path) -> None:
+    pem = pem_files(tmp_path)
+    pem["key"].write_bytes(b"not a key\n")
+    err = bad_input(
+        ConnectionSettings.from_command_config,
+        ssl_config(tmp_path, cert=pem["cert"], key=pem["key"]),
+        "k:9092",
+    )
+    assert f"ssl.key.location file '{pem['key']}' holds no usable PEM private key" in err.detail, err.message
+
+
+def test_a_key_of_another_certificate_is_bad_input(tmp_path: Path) -> None:
+    pem = pem_files(tmp_path)
+    other = tmp_path / "other-key.pem"
+    other.write_bytes(self_signed("other")[1])
+    err = bad_input(
+        ConnectionSettings.from_command_config, ssl_config(tmp_path, cert=pem["cert"], key=other), "k:9092"
+    )
+    assert f"'{other}' is not the key of the certificate in ssl.certificate.location" in err.detail
+
+
+@pytest.mark.parametrize(
+    ("password", "fragment"),
+    [
+        (None, "holds an encrypted key: set ssl.key.password"),
+        ("wrong", "holds an encrypted key that ssl.key.password does not open"),
+    ],
+)
+def test_an_encrypted_key_needs_its_password(tmp_path: Path, password: str | None, fragment: str) -> None:
+    cert, key = self_signed("client", password=b"right")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    text = "security.protocol=SSL\nssl.certificate.location=cert.pem\nssl.key.location=key.pem\n"
+    path = write(tmp_path, text + (f"ssl.key.password={password}\n" if password else ""))
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert f"ssl.key.location file '{tmp_path / 'key.pem'}' {fragment}" in err.detail, err.message
+    assert "right" not in err.message
+    good = write(tmp_path, text + "ssl.key.password=right\n", "good.properties")
+    assert ConnectionSettings.from_command_config(good, "k:9092").ssl_key_password == "right"
+
+
 def test_timeouts_must_be_positive() -> None:
     assert bad_input(ConnectionSettings, "k:9092", request_timeout_s=0).location == "request.timeout.ms"
     err = bad_input(ConnectionSettings, "k:9092", connect_timeout_s=-1.0)
     assert err.location == "socket.connection.setup.timeout.ms"
+
+
+@pytest.mark.parametrize(
+    ("text", "accepted"),
+    [
+        ("socket.connection.setup.timeout.ms=999\n", False),  # librdkafka refuses < 1000
+        ("socket.connection.setup.timeout.ms=1000\n", True),
+        ("request.timeout.ms=9\n", False),  # librdkafka's socket.timeout.ms refuses < 10
+        ("request.timeout.ms=10\n", True),
+    ],
+)
+def test_timeouts_stay_within_librdkafkas_ranges(tmp_path: Path, text: str, accepted: bool) -> None:
+    path = write(tmp_path, text)
+    if accepted:
+        ConnectionSettings.from_command_config(path, "k:9092").confluent_config()
+        return
+    err = bad_input(ConnectionSettings.from_command_config, path, "k:9092")
+    assert err.location == f"{path}:1" and "from " in err.detail, err.message
+    key = text.split("=", 1)[0]
+    assert bad_input(ConnectionSettings, "k:9092", **{
+        "request_timeout_s" if key == "request.timeout.ms" else "connect_timeout_s": 0.009
+    }).location == key  # fmt: skip

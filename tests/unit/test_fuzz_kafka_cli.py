@@ -31,7 +31,7 @@ from tests.unit.fuzz_support import (
 pytestmark = pytest.mark.timeout(120)
 
 UNREACHABLE = "127.0.0.1:1"
-FAST_FAIL = "socket.connection.setup.timeout.ms=500\nrequest.timeout.ms=1000\n"
+FAST_FAIL = "socket.connection.setup.timeout.ms=1000\nrequest.timeout.ms=1000\n"  # 1000: librdkafka's least
 
 # (field, value) pairs every one of which makes a plan entry invalid
 BREAKING: dict[str, tuple[Any, ...]] = {

@@ -289,6 +289,18 @@ def write_json(path: str | None, doc: Any, flag: str = "-o") -> None:
     write_outputs([json_output(flag, path, doc)])
 
 
+def existing_dir(flag: str, path: str) -> Path:
+    """A directory that must exist already and be writable (a mounted volume): exit 2 naming ``flag``
+    otherwise, so the command fails before it contacts anything."""
+    d = Path(path)
+    if not d.is_dir():
+        what = "is not a directory" if d.exists() or d.is_symlink() else "does not exist"
+        raise BadInputError(f"{path} {what}", flag)
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise BadInputError(f"directory {path} is not writable", flag)
+    return d
+
+
 def prepare_dir(flag: str, path: str) -> tuple[Path, bool]:
     """An output directory: existing, or created now when its parent exists (``created`` is True then,
     so the caller can remove it again if writing fails)."""

@@ -4,6 +4,9 @@ Every command connects the same way: ``--bootstrap-server H:P[,H:P]`` plus an op
 ``--command-config`` properties file (TLS/SASL), turned into one ``ConnectionSettings`` by
 ``_connection(args)`` and used through ``KafkaGateway`` only. An unreachable cluster is exit 1 with a
 one-line message; a bad connection setting is exit 2 (both via ``PlacementError`` in the dispatcher).
+Every local path is checked before anything is contacted: the plan, the ``-o`` target, the connection
+settings and their PEM files, and the execution state (``_check_state``), so bad input is exit 2 even when
+the cluster is unreachable.
 """
 
 from __future__ import annotations
@@ -94,6 +97,27 @@ def _state_path(args: argparse.Namespace, gateway: KafkaGateway | None) -> Path:
     return state_dir() / f"execution-{safe}.json"
 
 
+def _check_state(args: argparse.Namespace, *, write: bool) -> None:
+    """Refuse a state location the command cannot use before anything is contacted (exit 2): ``--state``
+    (a directory, unreadable, or with ``write`` a directory that is missing or not writable), or, without
+    it, a default state directory that ``execute`` could not create."""
+    if args.state:
+        FileStore(args.state).check_usable(write=write)
+        return
+    if not write:
+        return
+    default = state_dir()
+    existing = default
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise BadInputError(
+            f"the default state directory cannot be {'used' if existing == default else 'created'}: "
+            f"{existing} is not a writable directory (set ${STATE_DIR_ENV}, or give --state FILE)",
+            str(default),
+        )
+
+
 def _tick_printer() -> Callable[[Execution], None]:
     """Prints a line per tick, and a warning on stderr when owned configs were re-applied since."""
     seen = 0
@@ -182,6 +206,7 @@ def _execute(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     limits = _limits(args)
     poll = _poll(args)
+    _check_state(args, write=True)
     settings = _connection(args)
     with KafkaGateway(settings) as gateway:
         cluster_id, _ = (
@@ -260,6 +285,7 @@ def _record_gateway(args: argparse.Namespace, ex: Execution) -> KafkaGateway:
 
 
 def _load_record(args: argparse.Namespace) -> tuple[FileStore, Execution]:
+    _check_state(args, write=False)
     gateway = _gateway(args) if not args.state and (args.bootstrap_server or args.command_config) else None
     try:
         store = FileStore(_state_path(args, gateway))
@@ -311,6 +337,7 @@ def _cancel(args: argparse.Namespace) -> int:
     if ex.phase in TERMINAL:
         print(f"nothing to cancel: execution of plan {ex.doc.plan_id} is {ex.phase}", file=sys.stderr)
         return 0
+    store.check_usable(write=True)  # the cancel marker and the reverted record are written beside it
     store.request_cancel()
     print(f"cancel requested for the execution of plan {ex.doc.plan_id}", file=sys.stderr)
     if not args.wait:
@@ -355,6 +382,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
+    _check_state(args, write=False)
     with _gateway(args) as gateway:
         path = _state_path(args, gateway)
         ex = _load(FileStore(path)) if path.exists() else None

@@ -25,6 +25,7 @@ from ..spark.failures import validate_master
 from ._args import int_in, key_value
 from ._io import (
     check_outputs,
+    existing_dir,
     json_output,
     plan_output,
     read_plan,
@@ -96,6 +97,7 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
     ]
     if missing:
         raise BadInputError(f"--engine spark-k8s needs {', '.join(missing)}", "plan")
+    existing_dir("--exchange-dir", args.exchange_dir)  # the shared volume, checked before Kubernetes
     if not SPARK_MEMORY.fullmatch(args.spark_memory):
         raise BadInputError(
             f"'{clip(args.spark_memory, 40)}' is not a Spark memory size (e.g. 512m, 2g)", "--spark-memory"

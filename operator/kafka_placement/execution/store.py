@@ -24,6 +24,7 @@ import fcntl
 import gzip
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -86,6 +87,37 @@ class FileStore:
     @property
     def cancel_marker(self) -> Path:
         return self.path.with_name(self.path.name + ".cancel")
+
+    def check_usable(self, *, write: bool) -> None:
+        """Refuse (``BadInputError`` naming the path, exit 2) a location this store cannot use, before
+        any work: the record a directory, FIFO or device, or unreadable; with ``write``, also its
+        directory missing or not writable (the record is replaced there: temp file, lock, blobs)."""
+        where = str(self.path)
+        if self.path.name in ("", ".", "..") or where.endswith(os.sep):
+            raise BadInputError("the execution state must name a file", where or "''")
+        try:
+            mode: int | None = self.path.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as e:
+            raise BadInputError(f"cannot use the execution state: {e.strerror or e}", where) from None
+        if mode is not None:
+            if stat.S_ISDIR(mode):
+                raise BadInputError("the execution state is a directory, not a file", where)
+            if not stat.S_ISREG(mode):
+                raise BadInputError(
+                    "the execution state is not a regular file (a FIFO, socket or device)", where
+                )
+            if not os.access(self.path, os.R_OK):
+                raise BadInputError("the execution state is not readable", where)
+        if not write:
+            return
+        parent = self.path.parent
+        if not parent.is_dir():
+            what = "is not a directory" if parent.exists() else "does not exist"
+            raise BadInputError(f"the execution state's directory {parent} {what}", where)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise BadInputError(f"the execution state's directory {parent} is not writable", where)
 
     # ---- cancel requests from another process ------------------------------------------------------
 

@@ -7,9 +7,12 @@ file (``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``, ``sasl.j
 ``sasl.username``/``sasl.password``, PEM files via ``ssl.ca.location``/``ssl.certificate.location``/
 ``ssl.key.location``), or from a ``KafkaCluster`` resource. They are validated once, with precise
 ``BadInputError``s, and mapped to librdkafka keys (``confluent_config``) and to kafka-python
-``KafkaAdminClient`` keyword arguments (``kafka_python_config``). Pure: no I/O except reading the file.
-Timeouts (``request.timeout.ms``, ``socket.connection.setup.timeout.ms``) are whole milliseconds from
-1 to ``MAX_TIMEOUT_MS`` (5 minutes), so no connection attempt waits forever.
+``KafkaAdminClient`` keyword arguments (``kafka_python_config``). Pure: no I/O except reading the file
+and the PEM files it names, which are loaded the way the clients will load them (``tls_files``), so a
+file a client cannot use is bad input naming the setting and the file, not a failure of the client.
+Timeouts (``request.timeout.ms``, ``socket.connection.setup.timeout.ms``) are whole milliseconds within
+librdkafka's ranges (at least 10 and 1000 ms) and at most ``MAX_TIMEOUT_MS`` (5 minutes), so no
+connection attempt waits forever.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..model.crd_parts import SASL_MECHANISMS
 from ..model.documents import read_input_text
 from ..model.errors import BadInputError
 from ..model.jsonio import brief
+from .tls_files import check_tls_files
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # every timeout is bounded, so no command (verify, snapshot...) can wait on one connection forever
@@ -56,9 +60,11 @@ _STRING_KEYS = {
     "ssl.key.password": "ssl_key_password",
     "client.id": "client_id",
 }
+# property -> (ConnectionSettings field, librdkafka's minimum in ms: socket.timeout.ms >= 10,
+# socket.connection.setup.timeout.ms >= 1000; a smaller value fails the client's creation)
 _TIMEOUT_KEYS = {
-    "request.timeout.ms": "request_timeout_s",
-    "socket.connection.setup.timeout.ms": "connect_timeout_s",
+    "request.timeout.ms": ("request_timeout_s", 10),
+    "socket.connection.setup.timeout.ms": ("connect_timeout_s", 1000),
 }
 _OTHER_KEYS = ("sasl.jaas.config", "ssl.endpoint.identification.algorithm")
 
@@ -125,7 +131,8 @@ class ConnectionSettings:
         return settings.resolve_files(Path(path).parent, source)
 
     def resolve_files(self, base: Path, source: str) -> ConnectionSettings:
-        """Make relative PEM paths absolute (relative to ``base``) and check that the files exist."""
+        """Make relative PEM paths absolute (relative to ``base``), check that the files exist and that
+        the clients can load them (``tls_files.check_tls_files``)."""
         changes: dict[str, Any] = {}
         for fld, key in (
             ("ssl_cafile", "ssl.ca.location"),
@@ -141,7 +148,9 @@ class ConnectionSettings:
             if not p.is_file():
                 raise BadInputError(f"{key} file {brief(value)} not found", source)
             changes[fld] = str(p)
-        return replace(self, **changes) if changes else self
+        done = replace(self, **changes) if changes else self
+        check_tls_files(done.ssl_cafile, done.ssl_certfile, done.ssl_keyfile, done.ssl_key_password, source)
+        return done
 
     # ---- client mappings -------------------------------------------------------------------------
 
@@ -255,13 +264,14 @@ def settings_from_properties(
                 continue  # an empty value leaves the setting unset, as in Kafka's clients
             fields[_STRING_KEYS[key]] = value if key != "security.protocol" else value.upper()
         elif key in _TIMEOUT_KEYS:
-            if not _MILLIS.fullmatch(value) or not 1 <= int(value) <= MAX_TIMEOUT_MS:
+            fld, low = _TIMEOUT_KEYS[key]
+            if not _MILLIS.fullmatch(value) or not low <= int(value) <= MAX_TIMEOUT_MS:
                 raise BadInputError(
-                    f"'{key}' must be a positive number of milliseconds <= {MAX_TIMEOUT_MS}, "
+                    f"'{key}' must be a positive number of milliseconds from {low} to {MAX_TIMEOUT_MS}, "
                     f"not {brief(value)}",
                     where,
                 )
-            fields[_TIMEOUT_KEYS[key]] = int(value) / 1000.0
+            fields[fld] = int(value) / 1000.0
         elif key == "ssl.endpoint.identification.algorithm":
             if value.lower() not in ("", "https", "none"):
                 raise BadInputError(f"'{key}' must be 'https' or empty, not {brief(value)}", where)
@@ -405,12 +415,14 @@ def _validate(s: ConnectionSettings) -> None:
             "a client certificate needs both ssl.certificate.location and ssl.key.location",
             "ssl.key.location" if s.ssl_keyfile is None else "ssl.certificate.location",
         )
-    for fld, key in (
-        ("request_timeout_s", "request.timeout.ms"),
-        ("connect_timeout_s", "socket.connection.setup.timeout.ms"),
-    ):
+    for key, (fld, low) in _TIMEOUT_KEYS.items():
         value = getattr(s, fld)
-        if not isinstance(value, int | float) or not 0 < value <= MAX_TIMEOUT_MS / 1000:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not low <= value * 1000 <= MAX_TIMEOUT_MS  # NaN fails this too
+        ):
             raise BadInputError(
-                f"must be a positive duration of at most {MAX_TIMEOUT_MS // 1000} s, not {brief(value)}", key
+                f"must be a duration from {low / 1000:g} s to {MAX_TIMEOUT_MS // 1000} s, not {brief(value)}",
+                key,
             )

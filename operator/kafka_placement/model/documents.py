@@ -3,7 +3,8 @@
 executors whose Python has only pyspark, pandas and pyarrow can run it).
 
 Both parsers refuse what their defaults silently accept: duplicate keys (last-wins would hide a
-typo), and in JSON the non-standard ``NaN``/``Infinity`` constants. Whatever a hostile document makes
+typo), and in JSON the non-standard ``NaN``/``Infinity`` constants, refused at their JSON path
+(``snapshot.json.partitions[14].sizeBytes``) like every other bad value. Whatever a hostile document makes
 the parser raise (too deep nesting, an integer with thousands of digits, memory exhaustion) becomes a
 ``BadInputError`` naming ``source`` (exit 2), never an unexpected failure. ``read_input_text`` reads
 an input file the same way everywhere: regular files only (a FIFO or device would block or never
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -62,28 +64,72 @@ class _DuplicateKey(ValueError):
         self.key = key
 
 
-class _NonFinite(ValueError):
+class _NonFinite:
+    """Stands in for a ``NaN``/``Infinity``/``-Infinity`` constant while parsing, so that the document's
+    first one can be found, and named by its path, once the parse is done."""
+
     def __init__(self, constant: str) -> None:
-        super().__init__(constant)
         self.constant = constant
 
 
-def _refuse_constant(constant: str) -> Any:
-    raise _NonFinite(constant)
+class _Constants:
+    """``parse_constant`` of one parse: a marker per constant, and whether any was met."""
+
+    def __init__(self) -> None:
+        self.met = False
+
+    def __call__(self, constant: str) -> _NonFinite:
+        self.met = True
+        return _NonFinite(constant)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
+PATH_LIMIT = 300  # characters of a JSON path shown in a message
+
+
+def _step(key: str | int) -> str:
+    """One step of a JSON path: ``[3]``, ``.sizeBytes``, or ``['odd key']`` (bounded)."""
+    if isinstance(key, int):
+        return f"[{key}]"
+    return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{brief(key, 40)}]"
+
+
+def _first_non_finite(doc: Any) -> tuple[str, str] | None:
+    """(JSON path, constant) of the document's first ``_NonFinite``, in document order (iterative: the
+    document may be nested as deeply as the parser allows)."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, _NonFinite):
+            return path, node.constant
+        if isinstance(node, dict):
+            items: list[tuple[str | int, Any]] = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            continue
+        stack.extend((path + _step(k), v) for k, v in reversed(items))
+    return None
 
 
 def load_json(text: str, source: str) -> Any:
     """One JSON document; duplicate keys, NaN/Infinity, too deep nesting are bad input of ``source``."""
+    constants = _Constants()
     try:
-        return json.loads(text, object_pairs_hook=_json_pairs, parse_constant=_refuse_constant)
+        doc = json.loads(text, object_pairs_hook=_json_pairs, parse_constant=constants)
     except json.JSONDecodeError as e:
         raise BadInputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
     except _DuplicateKey as e:
         raise BadInputError(f"not valid JSON: duplicate key {brief(e.key)}", source) from None
-    except _NonFinite as e:
-        raise BadInputError(f"not valid JSON: {e.constant} is not a number JSON allows", source) from None
     except (RecursionError, MemoryError, ValueError) as e:
         raise parser_limit("JSON", e, source) from None
+    found = _first_non_finite(doc) if constants.met else None
+    if found is not None:
+        path, constant = found
+        if len(path) > PATH_LIMIT:  # deep nesting: its start and its end say where
+            path = f"{path[: PATH_LIMIT // 2]}...{path[-(PATH_LIMIT // 2) :]}"
+        raise BadInputError(f"not valid JSON: {constant} is not a number JSON allows", source + path)
+    return doc
 
 
 def parser_limit(kind: str, e: RecursionError | MemoryError | ValueError, source: str) -> BadInputError:
