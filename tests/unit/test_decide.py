@@ -110,6 +110,22 @@ def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip(
     assert steady is not None and steady["conditions"] == back["conditions"]
 
 
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ({"approval": "manual"}, "bad: spec.approval: must be one of Automatic, Manual, got 'manual'"),
+        ({"paused": "yes"}, "bad: spec.paused: expected true or false"),
+        ({"approvedPlan": ""}, "bad: spec.approvedPlan: must not be empty"),
+    ],
+)
+def test_invalid_operator_fields_fail_the_intent_as_an_invalid_spec(spec: dict[str, Any], says: str) -> None:
+    """approval, approvedPlan and paused are parsed as the CRD declares them (model/intents.py
+    OperatorFields), next to the kind's own fields: a value the CRD refuses is an invalid spec."""
+    d = decide(View([retire("bad", **spec), retire()]))
+    assert phases(d) == {"bad": (st.FAILED, "InvalidSpec"), "retire-3": (st.PLANNING, "Planning")}
+    assert says in d.statuses[0].message
+
+
 def test_an_invalid_spec_fails_alone_and_the_others_are_planned() -> None:
     bad = retire("bad", brokers="three")
     d = decide(View([bad, retire()]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.unit.builders import snapshot
@@ -13,6 +14,7 @@ from kafka_placement.handlers.planner import (
     placement_key,
     spark_k8s_settings,
 )
+from kafka_placement.model.cluster_spec import ClusterSpec, SparkSpec
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.intents import Intents
 
@@ -28,14 +30,25 @@ HELM = {
 }
 
 
+def cluster(spec: dict[str, Any]) -> ClusterSpec:
+    """A KafkaCluster's spec as the reconciler parses it."""
+    return ClusterSpec.parse({"bootstrapServers": "k:9092", **spec})
+
+
+def spark_of(spec: dict[str, Any]) -> SparkSpec:
+    return cluster(spec).spark
+
+
 def test_engine_comes_from_the_spec_then_the_helm_default_then_local() -> None:
-    assert engine_of({"planner": {"engine": "spark"}}, HELM) == "spark"
-    assert engine_of({}, HELM) == "auto"
-    assert engine_of({}, {}) == "local"
+    assert engine_of(cluster({"planner": {"engine": "spark"}}).planner, HELM) == "spark"
+    assert engine_of(cluster({}).planner, HELM) == "auto"
+    assert engine_of(cluster({}).planner, {}) == "local"
+    # a planner without an engine has the CRD's default, as the apiserver fills it in
+    assert engine_of(cluster({"planner": {"spark": {"image": "i:1"}}}).planner, {}) == "auto"
 
 
 def test_spark_k8s_settings_take_the_spec_over_the_helm_values() -> None:
-    helm_only = spark_k8s_settings({}, "kafka", reactive_cordon=False, env=HELM)
+    helm_only = spark_k8s_settings(SparkSpec(), "kafka", reactive_cordon=False, env=HELM)
     assert (helm_only.image, helm_only.namespace, helm_only.service_account) == (
         "registry.example/kpo:1",
         "spark-jobs",
@@ -54,11 +67,11 @@ def test_spark_k8s_settings_take_the_spec_over_the_helm_values() -> None:
             "spark": {"image": "mine:2", "namespace": "n2", "executorInstances": 1, "timeoutSeconds": 90}
         }
     }
-    mine = spark_k8s_settings(spec, "kafka", reactive_cordon=True, env=HELM)
+    mine = spark_k8s_settings(spark_of(spec), "kafka", reactive_cordon=True, env=HELM)
     assert (mine.image, mine.namespace, mine.executor_instances, mine.timeout_s) == ("mine:2", "n2", 1, 90)
     assert mine.extra_arguments == ("--reactive-cordon",)
     no_namespace = {k: v for k, v in HELM.items() if k != "KAFKA_PLACEMENT_SPARK_NAMESPACE"}
-    assert spark_k8s_settings({}, "kafka", False, env=no_namespace).namespace == "kafka"
+    assert spark_k8s_settings(SparkSpec(), "kafka", False, env=no_namespace).namespace == "kafka"
 
 
 @pytest.mark.parametrize(
@@ -72,7 +85,7 @@ def test_spark_k8s_settings_take_the_spec_over_the_helm_values() -> None:
 def test_missing_spark_k8s_settings_are_bad_input_naming_what_to_set(missing: str, says: str) -> None:
     env = {k: v for k, v in HELM.items() if k != missing}
     with pytest.raises(BadInputError) as err:
-        spark_k8s_settings({}, "kafka", False, env=env)
+        spark_k8s_settings(SparkSpec(), "kafka", False, env=env)
     assert says in err.value.message
 
 
@@ -97,7 +110,7 @@ def test_job_intents_parse_back_and_ignore_approval_fields() -> None:
 
 
 def test_placement_key_changes_with_placement_not_with_sizes() -> None:
-    settings = spark_k8s_settings({}, "kafka", False, env=HELM)
+    settings = spark_k8s_settings(SparkSpec(), "kafka", False, env=HELM)
     a = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 10)])
     bigger = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 99)])
     moved = snapshot({1: None, 2: None, 3: None}, [("t", 0, [3, 2], [0, 0], 10)])
@@ -107,26 +120,31 @@ def test_placement_key_changes_with_placement_not_with_sizes() -> None:
 
 
 def test_the_launcher_defaults_to_pod_and_an_unknown_one_is_bad_input() -> None:
-    assert spark_k8s_settings({}, "kafka", False, env=HELM).launcher == "Pod"
+    assert spark_k8s_settings(SparkSpec(), "kafka", False, env=HELM).launcher == "Pod"
     helm_apps = {**HELM, "KAFKA_PLACEMENT_SPARK_LAUNCHER": "SparkApplication"}
-    assert spark_k8s_settings({}, "kafka", False, env=helm_apps).launcher == "SparkApplication"
+    assert spark_k8s_settings(SparkSpec(), "kafka", False, env=helm_apps).launcher == "SparkApplication"
     spec = {"planner": {"spark": {"launcher": "Pod"}}}
-    assert spark_k8s_settings(spec, "kafka", False, env=helm_apps).launcher == "Pod"
-    with pytest.raises(BadInputError) as err:
-        spark_k8s_settings({"planner": {"spark": {"launcher": "Job"}}}, "kafka", False, env=HELM)
+    assert spark_k8s_settings(spark_of(spec), "kafka", False, env=helm_apps).launcher == "Pod"
+    with pytest.raises(BadInputError) as err:  # the spec's: refused by the model (and the CRD)
+        spark_of({"planner": {"spark": {"launcher": "Job"}}})
+    assert "spec.planner.spark.launcher" in err.value.message and "Pod, SparkApplication" in err.value.message
+    with pytest.raises(BadInputError) as err:  # the Helm value's
+        spark_k8s_settings(SparkSpec(), "kafka", False, env={**HELM, "KAFKA_PLACEMENT_SPARK_LAUNCHER": "Job"})
     assert "spec.planner.spark.launcher" in err.value.message and "Pod, SparkApplication" in err.value.message
 
 
 def test_spark_conf_comes_from_the_helm_values_then_the_spec() -> None:
     helm = {**HELM, "KAFKA_PLACEMENT_SPARK_CONF": '{"spark.executor.cores": 2, "spark.a": "x"}'}
-    spec = {"planner": {"spark": {"sparkConf": {"spark.a": "y", "spark.b": True}}}}
-    got = spark_k8s_settings(spec, "kafka", False, env=helm).conf
+    spec = {"planner": {"spark": {"sparkConf": {"spark.a": "y", "spark.b": "true"}}}}
+    got = spark_k8s_settings(spark_of(spec), "kafka", False, env=helm).conf
     assert dict(got) == {"spark.executor.cores": "2", "spark.a": "y", "spark.b": "true"}
-    assert spark_k8s_settings({}, "kafka", False, env=HELM).conf == ()
+    with pytest.raises(BadInputError, match=r"spec.planner.spark.sparkConf\['spark.b'\]: expected a string"):
+        spark_of({"planner": {"spark": {"sparkConf": {"spark.b": True}}}})  # the CRD's values are strings
+    assert spark_k8s_settings(SparkSpec(), "kafka", False, env=HELM).conf == ()
     for bad_env, bad_spec in (("[1]", {}), ("{", {}), ("{}", {"sparkConf": {"executor.cores": "2"}})):
         with pytest.raises(BadInputError):
             spark_k8s_settings(
-                {"planner": {"spark": bad_spec}},
+                spark_of({"planner": {"spark": bad_spec}}),
                 "kafka",
                 False,
                 env={**HELM, "KAFKA_PLACEMENT_SPARK_CONF": bad_env},

@@ -3,8 +3,9 @@
 Structural OpenAPI v3 schemas (apiextensions.k8s.io/v1) of the four kinds of group
 ``kafkaplacement.io``, built as plain dicts so ``crds/`` and the chart's ``crds/`` are generated from
 here (``kafka-placement crds``) and a unit test fails on drift. The intent kinds' specs accept exactly
-what ``model/intents.py`` accepts (same names, types, enums and minimums); every field has a
-description so ``kubectl explain`` documents the API.
+what ``model/intents.py`` accepts (same names, types, enums and minimums); the KafkaCluster's spec is
+declared once with its parser in ``model/cluster_spec.py``. Every field has a description so
+``kubectl explain`` documents the API.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import Any
 
 import yaml
 
+from .cluster_spec import ClusterSpec
 from .crd_parts import (
-    BOOTSTRAP_PATTERN,
     CATEGORIES,
     CLUSTER_CONDITION_TYPES,
     CLUSTER_PHASES,
     CONDITION_TYPES,
-    ENGINES,
     GROUP,
     HEADER,
     LOG_DIR_PATTERN,
@@ -28,29 +28,25 @@ from .crd_parts import (
     MAX_PATH,
     MODES,
     PHASES,
-    SASL_MECHANISMS,
-    SPARK_MEMORY_PATTERN,
     VERSION,
     Schema,
     _arr,
     _bool,
-    _cluster_ref,
     _col,
     _conditions,
     _int,
-    _name,
     _obj,
-    _operator_fields,
     _str,
 )
-from .self_healing import SelfHealingSpec, status_schema
+from .intents import ClusterRef, OperatorFields
+from .self_healing import status_schema
 
 
 def _intent_status() -> Schema:
     return _obj(
         "Observed state, written by the operator.",
         {
-            "phase": _str("Lifecycle phase of this intent.", enum=PHASES),
+            "phase": _str("Lifecycle phase of this intent.", enum=list(PHASES)),
             "conditions": _conditions(CONDITION_TYPES),
             "observedGeneration": _int(
                 "The metadata.generation of the spec the status describes.", 0, int64=True
@@ -117,7 +113,7 @@ def _broker_decommission_spec() -> Schema:
     return _obj(
         "Desired state: no replica may remain on these brokers.",
         {
-            "clusterRef": _cluster_ref(),
+            "clusterRef": ClusterRef.schema(),
             "brokers": _arr(
                 "Ids of the brokers to empty (at least one, no duplicates).",
                 _int("A broker id.", 0),
@@ -135,7 +131,7 @@ def _broker_decommission_spec() -> Schema:
                 "Higher priority decommissions' moves are batched first when several intents compete.",
                 default=0,
             ),
-            **_operator_fields(),
+            **OperatorFields.schema(),
         },
         ["clusterRef", "brokers"],
     )
@@ -145,7 +141,7 @@ def _log_dir_cordon_spec() -> Schema:
     return _obj(
         "Desired state: no new replica on these log dirs of one broker; with drain, none left on them.",
         {
-            "clusterRef": _cluster_ref(),
+            "clusterRef": ClusterRef.schema(),
             "broker": _int("Id of the broker whose log dirs are cordoned.", 0),
             "logDirs": _arr(
                 'Absolute paths of the broker\'s log dirs, or ["*"] for all of them (the whole broker).',
@@ -165,7 +161,7 @@ def _log_dir_cordon_spec() -> Schema:
             "drain": _bool(
                 "When true, also move every existing replica off the cordoned dirs.", default=False
             ),
-            **_operator_fields(),
+            **OperatorFields.schema(),
         },
         ["clusterRef", "broker", "logDirs"],
     )
@@ -188,7 +184,7 @@ def _placement_policy_spec() -> Schema:
     return _obj(
         "Placement rules for the topics it selects.",
         {
-            "clusterRef": _cluster_ref(),
+            "clusterRef": ClusterRef.schema(),
             "topics": _obj(
                 "Topic selector: topics matching an include pattern and no exclude pattern. A topic may be "
                 "selected by at most one policy.",
@@ -250,171 +246,17 @@ def _placement_policy_spec() -> Schema:
             ),
             "mode": _str(
                 "Enforce: plan and execute moves. Advise: only report what would move.",
-                enum=MODES,
+                enum=list(MODES),
                 default="Enforce",
             ),
-            **_operator_fields(),
+            **OperatorFields.schema(),
         },
         ["clusterRef"],
     )
 
 
 def _kafka_cluster_spec() -> Schema:
-    return _obj(
-        "How to connect to a Kafka cluster, and defaults for the intents that refer to it.",
-        {
-            "bootstrapServers": _str(
-                'Bootstrap servers, "host:port,host:port" (Kafka\'s convention).',
-                pattern=BOOTSTRAP_PATTERN,
-                maxLength=4096,
-            ),
-            "tls": _obj(
-                "TLS to the brokers; absent = plaintext.",
-                {
-                    "caSecretRef": _obj(
-                        "Secret holding the CA certificate(s) to verify the brokers; absent = system trust.",
-                        {
-                            "name": _name("Name of the Secret in this namespace."),
-                            "key": _str(
-                                "Key of the CA bundle (PEM) in the Secret.", minLength=1, default="ca.crt"
-                            ),
-                        },
-                        ["name"],
-                    ),
-                    "certSecretRef": _obj(
-                        "Secret holding a client certificate and key (mutual TLS); optional.",
-                        {
-                            "name": _name("Name of the Secret in this namespace."),
-                            "certKey": _str(
-                                "Key of the client certificate (PEM).", minLength=1, default="tls.crt"
-                            ),
-                            "keyKey": _str(
-                                "Key of the client private key (PEM).", minLength=1, default="tls.key"
-                            ),
-                        },
-                        ["name"],
-                    ),
-                },
-            ),
-            "sasl": _obj(
-                "SASL authentication; absent = none.",
-                {
-                    "mechanism": _str("SASL mechanism.", enum=SASL_MECHANISMS),
-                    "secretRef": _obj(
-                        "Secret holding the SASL username and password.",
-                        {
-                            "name": _name("Name of the Secret in this namespace."),
-                            "usernameKey": _str("Key of the username.", minLength=1, default="username"),
-                            "passwordKey": _str("Key of the password.", minLength=1, default="password"),
-                        },
-                        ["name"],
-                    ),
-                },
-                ["mechanism", "secretRef"],
-            ),
-            "throttleBytesPerSecond": _int(
-                "Default replication throttle in bytes per second for moves; absent = unthrottled.",
-                1,
-                int64=True,
-            ),
-            "limits": _obj(
-                "Concurrency limits of the executor: counts and bytes in flight. Thousands of small "
-                "partitions move together; large ones a few at a time (a broker with nothing in flight "
-                "always takes one move).",
-                {
-                    "maxMovesPerBroker": _int(
-                        "Most partition moves in flight involving one broker.", 1, default=1000
-                    ),
-                    "maxMovesInFlight": _int(
-                        "Most partition moves in flight in the cluster.", 1, default=1250
-                    ),
-                    "maxBytesPerBroker": _int(
-                        "Most bytes in flight into (and out of) one broker; absent = the throttle (or "
-                        "100 MiB/s when unthrottled) times batchSeconds.",
-                        1,
-                        int64=True,
-                    ),
-                    "batchSeconds": _int(
-                        "Target seconds to copy one broker's bytes in flight (derives maxBytesPerBroker).",
-                        1,
-                        default=120,
-                    ),
-                    "onConfigChange": _str(
-                        "Throttles or cordons the executor set, changed or removed by another party while "
-                        "moving: Reapply them (a Warning Event, counted in a metric) or Pause (no new moves "
-                        "while the change lasts).",
-                        enum=["Reapply", "Pause"],
-                        default="Reapply",
-                    ),
-                    "maxReapplies": _int(
-                        "Re-applications allowed within reapplyWindowSeconds; then no new moves and no "
-                        "re-application until the window has passed (never fights forever).",
-                        1,
-                        default=5,
-                        maximum=1000,
-                    ),
-                    "reapplyWindowSeconds": _int(
-                        "The window of maxReapplies, in seconds.", 1, default=600, maximum=86400
-                    ),
-                },
-            ),
-            "planner": _obj(
-                "Which planner engine runs, and its Spark settings.",
-                {
-                    "engine": _str(
-                        "local: in the operator process; spark: PySpark local[*] in the operator pod; "
-                        "spark-k8s: a Spark job on Kubernetes; auto: chosen by cluster size.",
-                        enum=ENGINES,
-                        default="auto",
-                    ),
-                    "spark": _obj(
-                        "Settings of the spark-k8s engine; absent fields take the operator's Helm values "
-                        "(planner.spark). The exchange volume is the operator Deployment's.",
-                        {
-                            "launcher": _str(
-                                "Pod: the operator creates a driver pod and Spark starts its executor pods "
-                                "(nothing else to install); SparkApplication: the Kubeflow spark-operator "
-                                "runs the job.",
-                                enum=["Pod", "SparkApplication"],
-                            ),
-                            "sparkConf": {
-                                "type": "object",
-                                "description": "More Spark settings of the Pod launcher's driver, e.g. "
-                                "spark.executor.cores or spark.kubernetes.executor.request.cores; they win "
-                                "over the operator's own and the Helm values' (planner.spark.conf).",
-                                "maxProperties": 100,
-                                "additionalProperties": {"type": "string", "maxLength": 1000},
-                            },
-                            "image": _str("Container image of the Spark driver and executors.", minLength=1),
-                            "serviceAccount": _name("Service account of the Spark driver."),
-                            "namespace": _name("Namespace the Spark job runs in; absent = this namespace."),
-                            "executorInstances": _int("Number of Spark executors.", 1, maximum=1000),
-                            "memory": _str(
-                                'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
-                                pattern=SPARK_MEMORY_PATTERN,
-                            ),
-                            "timeoutSeconds": _int(
-                                "How long one planning job may take; after that it is deleted and planning "
-                                "fails.",
-                                60,
-                                maximum=86400,
-                                default=1800,
-                            ),
-                            "replanSeconds": _int(
-                                "How long a job's plan (or failure) is reused while the intents and the "
-                                "placement are unchanged; after that the next reconcile plans again.",
-                                10,
-                                maximum=86400,
-                                default=600,
-                            ),
-                        },
-                    ),
-                },
-            ),
-            "selfHealing": SelfHealingSpec.schema(),
-        },
-        ["bootstrapServers"],
-    )
+    return ClusterSpec.schema()  # declared with its parser (model/cluster_spec.py)
 
 
 def _kafka_cluster_status() -> Schema:
@@ -440,7 +282,7 @@ def _kafka_cluster_status() -> Schema:
     return _obj(
         "Observed state of the cluster, written by the operator.",
         {
-            "phase": _str("Connection state.", enum=CLUSTER_PHASES),
+            "phase": _str("Connection state.", enum=list(CLUSTER_PHASES)),
             "brokers": _arr("Brokers, racks and log dirs with usage and cordon state.", broker),
             "reassignmentsInFlight": _int("Partition reassignments in progress in Kafka.", 0),
             **status_schema(),

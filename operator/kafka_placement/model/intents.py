@@ -16,8 +16,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
+from .crd_parts import APPROVALS, MODES, Schema, _bool, _name, _str
 from .errors import BadInputError
 from .jsonio import (
     INT32_MAX,
@@ -35,12 +36,90 @@ from .jsonio import (
     require,
 )
 from .snapshot import ClusterSnapshot
+from .spec_fields import json_names, leaf, object_schema, parse_object, properties
 
 WHOLE_BROKER = "*"
-OPERATOR_FIELDS = ("clusterRef", "approval", "approvedPlan", "paused")
 KINDS = ("BrokerDecommission", "LogDirCordon", "PlacementPolicy")
 MAX_REPLICATION_FACTOR = 32767  # Kafka's replication factor is an int16
 MAX_NAME_LENGTH = 253  # a Kubernetes object name
+
+
+# ---- the fields of every intent kind that belong to the operator -------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterRef:
+    """``spec.clusterRef`` of an intent resource (declared once: its schema and parser, spec_fields.py)."""
+
+    DESCRIPTION: ClassVar[str] = "The KafkaCluster (in this namespace) this resource applies to."
+
+    name: str = leaf("name", _name("Name of the KafkaCluster resource in the same namespace."), required=True)
+
+    @staticmethod
+    def schema() -> Schema:
+        return object_schema(ClusterRef)
+
+    @staticmethod
+    def name_of(body: Mapping[str, Any]) -> str | None:
+        """The KafkaCluster an intent resource names, None when it names none (it belongs to no cluster:
+        the CRD requires the field; this only selects a cluster's resources)."""
+        spec = body.get("spec")
+        ref = spec.get("clusterRef") if isinstance(spec, Mapping) else None
+        name = ref.get("name") if isinstance(ref, Mapping) else None
+        return name if isinstance(name, str) and name else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorFields:
+    """``approval``, ``approvedPlan`` and ``paused`` of an intent resource's spec: they gate the execution
+    of the cluster's plan. The operator parses them (``parse``) next to the kind's own fields; the planner
+    CLI accepts and ignores them. Declared once: their CRD schema and parser (spec_fields.py)."""
+
+    DESCRIPTION: ClassVar[str] = ""  # merged into each intent kind's spec (``schema``)
+
+    approval: str = leaf(
+        "approval",
+        _str(
+            "Automatic: a new plan is executed as soon as it is made. Manual: the plan waits "
+            "(phase AwaitingApproval) until spec.approvedPlan names its id.",
+            enum=list(APPROVALS),
+            default="Automatic",
+        ),
+    )
+    approved_plan: str | None = leaf(
+        "approvedPlan",
+        _str(
+            "Declarative approval (GitOps-friendly): the id of the plan (status.plan.id) that may be "
+            "executed. A plan with another id is not executed while approval is Manual.",
+            minLength=1,
+            maxLength=128,
+        ),
+    )
+    paused: bool = leaf(
+        "paused",
+        _bool(
+            "When true, no new batch of moves is submitted; moves already in flight finish. "
+            "Setting it back to false resumes from the stored plan.",
+            default=False,
+        ),
+    )
+
+    @staticmethod
+    def parse(spec: object, where: str) -> OperatorFields:
+        """The operator's fields of an intent spec (its other fields are the kind's parser's)."""
+        return parse_object(OperatorFields, spec, where, others=True)
+
+    @staticmethod
+    def schema() -> dict[str, Schema]:
+        """Their properties, for each intent kind's spec schema."""
+        return properties(OperatorFields)
+
+    def unapproved(self, plan_id: str) -> bool:
+        """Whether the plan ``plan_id`` waits for this resource's approval."""
+        return self.approval == "Manual" and self.approved_plan != plan_id
+
+
+OPERATOR_FIELDS = ("clusterRef", *json_names(OperatorFields))  # accepted and ignored by the parsers here
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +433,7 @@ def _policy(spec: Mapping[str, Any], where: str, name: str) -> PlacementPolicy:
             max_moves=as_int(mb.get("maxMoves", 0), f"{mw}.maxMoves", minimum=0, maximum=INT32_MAX),
         )
     mode = as_str(spec.get("mode", "Enforce"), f"{where}.mode")
-    if mode not in ("Enforce", "Advise"):
+    if mode not in MODES:
         raise BadInputError(f"expected Enforce or Advise, got {brief(mode)}", f"{where}.mode")
     return PlacementPolicy(
         name=name,

@@ -1,6 +1,7 @@
 """Self-healing's typed contracts: the KafkaCluster's ``spec.selfHealing`` and the failures its status tracks.
 
-One source for three things: the parser of ``spec.selfHealing`` (``SelfHealingSpec.parse``), the typed
+One source for three things: the parser of ``spec.selfHealing`` (``SelfHealingSpec.parse``, declared with
+its schema in spec_fields.py's way, as the rest of the KafkaCluster's spec in cluster_spec.py), the typed
 status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` (``DeadBroker``, ``OfflineLogDir``,
 read and written with ``from_json`` / ``to_json``), and the CRD schema of both (``spec_schema``,
 ``status_schema``, used by ``crd_schema.py``). Each status field is declared once, with its JSON name,
@@ -20,7 +21,8 @@ from typing import Any, ClassVar
 
 from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _obj, _str
 from .errors import BadInputError
-from .jsonio import as_bool, as_int, as_object, as_str, brief, check_fields
+from .jsonio import as_int, as_object, as_str, brief, check_fields
+from .spec_fields import child, json_names, leaf, object_schema, parse_object
 
 MAX_AFTER_SECONDS = 7 * 86400  # a failure older than a week is not "waiting to be healed"
 MAX_CONCURRENT_HEALS = 1000
@@ -51,102 +53,89 @@ def parse_time(text: str, where: str) -> float:
 # ---- spec.selfHealing ---------------------------------------------------------------------------------
 
 
+_ENABLED = _bool("Whether the operator heals this kind of failure.", default=False)
+
+
+def _after(default: int) -> Schema:
+    return _int(
+        f"How long the failure must last before it is healed (1 s to 7 days, {MAX_AFTER_SECONDS} s).",
+        1,
+        maximum=MAX_AFTER_SECONDS,
+        default=default,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FailureRule:
-    """``brokerFailure`` / ``logDirFailure``: heal a failure that has lasted ``after_seconds``."""
+    """``brokerFailure`` / ``logDirFailure``: heal a failure that has lasted ``after_seconds``. Each is
+    declared once (spec_fields.py) by its subclass, with its own default ``afterSeconds``."""
 
     enabled: bool
     after_seconds: int
 
-    @classmethod
-    def parse(cls, raw: object, where: str, default_after: int) -> FailureRule:
-        obj = as_object(raw, where)
-        check_fields(obj, where, ("enabled", "afterSeconds"))
-        after = as_int(
-            obj.get("afterSeconds", default_after), f"{where}.afterSeconds",
-            minimum=1, maximum=MAX_AFTER_SECONDS,
-        )  # fmt: skip
-        return cls(as_bool(obj.get("enabled", False), f"{where}.enabled"), after)
 
-    @staticmethod
-    def schema(what: str, default_after: int) -> Schema:
-        return _obj(
-            f"Heal {what}.",
-            {
-                "enabled": _bool("Whether the operator heals this kind of failure.", default=False),
-                "afterSeconds": _int(
-                    f"How long the failure must last before it is healed (1 s to 7 days, "
-                    f"{MAX_AFTER_SECONDS} s).",
-                    1,
-                    maximum=MAX_AFTER_SECONDS,
-                    default=default_after,
-                ),
-            },
-        )
+@dataclass(frozen=True, slots=True)
+class BrokerFailure(FailureRule):
+    DESCRIPTION: ClassVar[str] = "Heal a broker that is not alive: a BrokerDecommission of it."
+
+    enabled: bool = leaf("enabled", _ENABLED)
+    after_seconds: int = leaf("afterSeconds", _after(DEFAULT_BROKER_AFTER_S))
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirFailure(FailureRule):
+    DESCRIPTION: ClassVar[str] = "Heal an offline log dir of a live broker: a LogDirCordon with drain: true."
+
+    enabled: bool = leaf("enabled", _ENABLED)
+    after_seconds: int = leaf("afterSeconds", _after(DEFAULT_DIR_AFTER_S))
 
 
 @dataclass(frozen=True, slots=True)
 class SelfHealingSpec:
-    """The KafkaCluster's ``spec.selfHealing``."""
+    """The KafkaCluster's ``spec.selfHealing``, declared once: its parser, CRD schema and defaults
+    (spec_fields.py)."""
 
-    broker_failure: FailureRule = FailureRule(False, DEFAULT_BROKER_AFTER_S)
-    log_dir_failure: FailureRule = FailureRule(False, DEFAULT_DIR_AFTER_S)
-    approval: str = "Automatic"
-    max_concurrent_broker_heals: int = 1
+    DESCRIPTION: ClassVar[str] = (
+        "Self-healing: a broker not alive, or a log dir offline, for afterSeconds gets a heal, a "
+        "BrokerDecommission or a draining LogDirCordon the operator creates (owned by this "
+        "KafkaCluster, labelled kafkaplacement.io/created-by: self-healing); deleting it cancels the "
+        "heal."
+    )
+    FIELDS: ClassVar[tuple[str, ...]]  # the JSON names, in order
 
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "brokerFailure", "logDirFailure", "approval", "maxConcurrentBrokerHeals",
-    )  # fmt: skip
+    broker_failure: FailureRule = child("brokerFailure", BrokerFailure, absent=True)  # noqa: RUF009
+    log_dir_failure: FailureRule = child("logDirFailure", LogDirFailure, absent=True)  # noqa: RUF009
+    approval: str = leaf(
+        "approval",
+        _str(
+            "The approval of the heals created: Automatic (executed as soon as planned) or Manual "
+            "(each waits for spec.approvedPlan).",
+            enum=list(APPROVALS),
+            default="Automatic",
+        ),
+    )
+    max_concurrent_broker_heals: int = leaf(
+        "maxConcurrentBrokerHeals",
+        _int(
+            "Most brokers healed at once (running heals included); more brokers dead at once is a "
+            "correlated failure: no heal is created, a Warning Event and the SelfHealing condition "
+            "say why.",
+            1,
+            maximum=MAX_CONCURRENT_HEALS,
+            default=1,
+        ),
+    )
 
     @classmethod
     def parse(cls, raw: object, where: str = "spec.selfHealing") -> SelfHealingSpec:
-        obj = as_object(raw, where)
-        check_fields(obj, where, cls.FIELDS)
-        approval = as_str(obj.get("approval", "Automatic"), f"{where}.approval")
-        if approval not in APPROVALS:
-            allowed = ", ".join(APPROVALS)
-            raise BadInputError(f"must be one of {allowed}, got {brief(approval)}", f"{where}.approval")
-        return cls(
-            FailureRule.parse(obj.get("brokerFailure", {}), f"{where}.brokerFailure", DEFAULT_BROKER_AFTER_S),
-            FailureRule.parse(obj.get("logDirFailure", {}), f"{where}.logDirFailure", DEFAULT_DIR_AFTER_S),
-            approval,
-            as_int(
-                obj.get("maxConcurrentBrokerHeals", 1), f"{where}.maxConcurrentBrokerHeals",
-                minimum=1, maximum=MAX_CONCURRENT_HEALS,
-            ),
-        )  # fmt: skip
+        return parse_object(SelfHealingSpec, raw, where)
 
     @staticmethod
     def schema() -> Schema:
-        return _obj(
-            "Self-healing: a broker not alive, or a log dir offline, for afterSeconds gets a heal, a "
-            "BrokerDecommission or a draining LogDirCordon the operator creates (owned by this "
-            "KafkaCluster, labelled kafkaplacement.io/created-by: self-healing); deleting it cancels the "
-            "heal.",
-            {
-                "brokerFailure": FailureRule.schema(
-                    "a broker that is not alive: a BrokerDecommission of it", DEFAULT_BROKER_AFTER_S
-                ),
-                "logDirFailure": FailureRule.schema(
-                    "an offline log dir of a live broker: a LogDirCordon with drain: true",
-                    DEFAULT_DIR_AFTER_S,
-                ),
-                "approval": _str(
-                    "The approval of the heals created: Automatic (executed as soon as planned) or Manual "
-                    "(each waits for spec.approvedPlan).",
-                    enum=list(APPROVALS),
-                    default="Automatic",
-                ),
-                "maxConcurrentBrokerHeals": _int(
-                    "Most brokers healed at once (running heals included); more brokers dead at once is a "
-                    "correlated failure: no heal is created, a Warning Event and the SelfHealing condition "
-                    "say why.",
-                    1,
-                    maximum=MAX_CONCURRENT_HEALS,
-                    default=1,
-                ),
-            },
-        )
+        return object_schema(SelfHealingSpec)
+
+
+SelfHealingSpec.FIELDS = json_names(SelfHealingSpec)
 
 
 # ---- status entries ------------------------------------------------------------------------------------
@@ -313,9 +302,11 @@ def status_schema() -> dict[str, Schema]:
 
 __all__ = [
     "MAX_AFTER_SECONDS",
+    "BrokerFailure",
     "DeadBroker",
     "FailureRule",
     "HealingState",
+    "LogDirFailure",
     "OfflineLogDir",
     "SelfHealingSpec",
     "format_time",

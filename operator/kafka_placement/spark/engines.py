@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..model.crd_parts import ENGINES  # the KafkaCluster CRD's spec.planner.engine enum
 from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents
 from ..model.jsonio import clip
@@ -56,7 +57,6 @@ from .shipping import ship
 from .tally import plan_slices, tally_plan, tally_slices
 
 T = TypeVar("T")
-ENGINES = ("local", "spark", "spark-k8s", "auto")
 AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
 LOCAL_MAX_REPLICAS = 6_000_000  # local refuses larger snapshots (memory), suggesting spark
 

@@ -1,0 +1,331 @@
+# ruff: noqa: RUF009  (child/custom return dataclasses.field specifiers, like field(): nothing is shared)
+"""The KafkaCluster's spec, typed: connection (TLS, SASL), throttle, executor limits, planner, self-healing.
+
+The one source of both the parser and the CRD schema of ``spec`` (``ClusterSpec.schema()``, used by
+``crd_schema.py``): every field is declared once with its JSON name, its schema and its default
+(``spec_fields.py``). The operator parses a KafkaCluster's spec once per reconcile
+(``ClusterSpec.of(body)``) and hands the typed value down: connection settings, executor limits and
+planner settings are read from it, never from the raw dict.
+
+Absent objects mean what they meant before: no ``tls`` is plaintext, no ``sasl`` no authentication, no
+``planner`` the operator's Helm default engine; an absent ``limits`` or ``planner.spark`` is one with
+every field at its default. An invalid ``selfHealing`` does not make the spec invalid: it is kept as an
+``InvalidPart`` and only self-healing stops (the SelfHealing condition says why), as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .crd_parts import (
+    BOOTSTRAP_PATTERN,
+    ENGINES,
+    LAUNCHERS,
+    ON_CONFIG_CHANGE,
+    SASL_MECHANISMS,
+    SPARK_MEMORY_PATTERN,
+    Launcher,
+    OnConfigChange,
+    Schema,
+    _int,
+    _name,
+    _str,
+)
+from .errors import BadInputError
+from .self_healing import SelfHealingSpec
+from .spec_fields import child, custom, leaf, object_schema, parse_object
+
+SECRET_NAME = "Name of the Secret in this namespace."
+CONNECTION_FIELDS = ("bootstrapServers", "tls", "sasl")  # an error there: the cluster cannot be reached
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidPart:
+    """A part of the spec that does not parse, kept rather than raised (``message`` names the field)."""
+
+    message: str
+
+
+# ---- connection ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaSecretRef:
+    DESCRIPTION: ClassVar[str] = (
+        "Secret holding the CA certificate(s) to verify the brokers; absent = system trust."
+    )
+
+    name: str = leaf("name", _name(SECRET_NAME), required=True)
+    key: str = leaf("key", _str("Key of the CA bundle (PEM) in the Secret.", minLength=1, default="ca.crt"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CertSecretRef:
+    DESCRIPTION: ClassVar[str] = "Secret holding a client certificate and key (mutual TLS); optional."
+
+    name: str = leaf("name", _name(SECRET_NAME), required=True)
+    cert_key: str = leaf(
+        "certKey", _str("Key of the client certificate (PEM).", minLength=1, default="tls.crt")
+    )
+    key_key: str = leaf(
+        "keyKey", _str("Key of the client private key (PEM).", minLength=1, default="tls.key")
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsSpec:
+    DESCRIPTION: ClassVar[str] = "TLS to the brokers; absent = plaintext."
+
+    ca_secret_ref: CaSecretRef | None = child("caSecretRef", CaSecretRef)
+    cert_secret_ref: CertSecretRef | None = child("certSecretRef", CertSecretRef)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaslSecretRef:
+    DESCRIPTION: ClassVar[str] = "Secret holding the SASL username and password."
+
+    name: str = leaf("name", _name(SECRET_NAME), required=True)
+    username_key: str = leaf("usernameKey", _str("Key of the username.", minLength=1, default="username"))
+    password_key: str = leaf("passwordKey", _str("Key of the password.", minLength=1, default="password"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaslSpec:
+    DESCRIPTION: ClassVar[str] = "SASL authentication; absent = none."
+
+    mechanism: str = leaf("mechanism", _str("SASL mechanism.", enum=list(SASL_MECHANISMS)), required=True)
+    secret_ref: SaslSecretRef = child("secretRef", SaslSecretRef, required=True)
+
+
+# ---- the executor's limits ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitsSpec:
+    """``spec.limits``; its defaults are also the executor's (``execution.executor.Limits``)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Concurrency limits of the executor: counts and bytes in flight. Thousands of small "
+        "partitions move together; large ones a few at a time (a broker with nothing in flight "
+        "always takes one move)."
+    )
+
+    max_moves_per_broker: int = leaf(
+        "maxMovesPerBroker", _int("Most partition moves in flight involving one broker.", 1, default=1000)
+    )
+    max_moves_in_flight: int = leaf(
+        "maxMovesInFlight", _int("Most partition moves in flight in the cluster.", 1, default=1250)
+    )
+    max_bytes_per_broker: int | None = leaf(
+        "maxBytesPerBroker",
+        _int(
+            "Most bytes in flight into (and out of) one broker; absent = the throttle (or "
+            "100 MiB/s when unthrottled) times batchSeconds.",
+            1,
+            int64=True,
+        ),
+    )
+    batch_seconds: int = leaf(
+        "batchSeconds",
+        _int(
+            "Target seconds to copy one broker's bytes in flight (derives maxBytesPerBroker).",
+            1,
+            default=120,
+        ),
+    )
+    on_config_change: OnConfigChange = leaf(
+        "onConfigChange",
+        _str(
+            "Throttles or cordons the executor set, changed or removed by another party while "
+            "moving: Reapply them (a Warning Event, counted in a metric) or Pause (no new moves "
+            "while the change lasts).",
+            enum=list(ON_CONFIG_CHANGE),
+            default="Reapply",
+        ),
+    )
+    max_reapplies: int = leaf(
+        "maxReapplies",
+        _int(
+            "Re-applications allowed within reapplyWindowSeconds; then no new moves and no "
+            "re-application until the window has passed (never fights forever).",
+            1,
+            default=5,
+            maximum=1000,
+        ),
+    )
+    reapply_window_seconds: int = leaf(
+        "reapplyWindowSeconds",
+        _int("The window of maxReapplies, in seconds.", 1, default=600, maximum=86400),
+    )
+
+
+# ---- the planner ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkSpec:
+    """``spec.planner.spark``: a field without a schema default is None when absent and then takes the
+    operator's Helm value (handlers/planner.py): a schema default would hide it."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Settings of the spark-k8s engine; absent fields take the operator's Helm values "
+        "(planner.spark). The exchange volume is the operator Deployment's."
+    )
+
+    launcher: Launcher | None = leaf(
+        "launcher",
+        _str(
+            "Pod: the operator creates a driver pod and Spark starts its executor pods "
+            "(nothing else to install); SparkApplication: the Kubeflow spark-operator "
+            "runs the job.",
+            enum=list(LAUNCHERS),
+        ),
+    )
+    spark_conf: tuple[tuple[str, str], ...] | None = leaf(
+        "sparkConf",
+        {
+            "type": "object",
+            "description": "More Spark settings of the Pod launcher's driver, e.g. "
+            "spark.executor.cores or spark.kubernetes.executor.request.cores; they win "
+            "over the operator's own and the Helm values' (planner.spark.conf).",
+            "maxProperties": 100,
+            "additionalProperties": {"type": "string", "maxLength": 1000},
+        },
+    )
+    image: str | None = leaf("image", _str("Container image of the Spark driver and executors.", minLength=1))
+    service_account: str | None = leaf("serviceAccount", _name("Service account of the Spark driver."))
+    namespace: str | None = leaf(
+        "namespace", _name("Namespace the Spark job runs in; absent = this namespace.")
+    )
+    executor_instances: int | None = leaf(
+        "executorInstances", _int("Number of Spark executors.", 1, maximum=1000)
+    )
+    memory: str | None = leaf(
+        "memory",
+        _str(
+            'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
+            pattern=SPARK_MEMORY_PATTERN,
+        ),
+    )
+    timeout_seconds: int = leaf(
+        "timeoutSeconds",
+        _int(
+            "How long one planning job may take; after that it is deleted and planning fails.",
+            60,
+            maximum=86400,
+            default=1800,
+        ),
+    )
+    replan_seconds: int = leaf(
+        "replanSeconds",
+        _int(
+            "How long a job's plan (or failure) is reused while the intents and the "
+            "placement are unchanged; after that the next reconcile plans again.",
+            10,
+            maximum=86400,
+            default=600,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannerSpec:
+    DESCRIPTION: ClassVar[str] = "Which planner engine runs, and its Spark settings."
+
+    engine: str = leaf(
+        "engine",
+        _str(
+            "local: in the operator process; spark: PySpark local[*] in the operator pod; "
+            "spark-k8s: a Spark job on Kubernetes; auto: chosen by cluster size.",
+            enum=list(ENGINES),
+            default="auto",
+        ),
+    )
+    spark: SparkSpec = child("spark", SparkSpec, absent=True)
+
+
+# ---- the spec ------------------------------------------------------------------------------------------
+
+
+def _self_healing(raw: object, where: str) -> SelfHealingSpec | InvalidPart:
+    try:
+        return SelfHealingSpec.parse(raw, where)
+    except BadInputError as e:
+        return InvalidPart(e.message)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSpec:
+    """A KafkaCluster's ``spec``."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "How to connect to a Kafka cluster, and defaults for the intents that refer to it."
+    )
+
+    bootstrap_servers: str = leaf(
+        "bootstrapServers",
+        _str(
+            'Bootstrap servers, "host:port,host:port" (Kafka\'s convention).',
+            pattern=BOOTSTRAP_PATTERN,
+            maxLength=4096,
+        ),
+        missing='bootstrapServers is required ("host:port,host:port")',
+    )
+    tls: TlsSpec | None = child("tls", TlsSpec)
+    sasl: SaslSpec | None = child("sasl", SaslSpec)
+    throttle_bytes_per_second: int | None = leaf(
+        "throttleBytesPerSecond",
+        _int(
+            "Default replication throttle in bytes per second for moves; absent = unthrottled.",
+            1,
+            int64=True,
+        ),
+    )
+    limits: LimitsSpec = child("limits", LimitsSpec, absent=True)
+    planner: PlannerSpec | None = child("planner", PlannerSpec)
+    self_healing: SelfHealingSpec | InvalidPart | None = custom(
+        "selfHealing", SelfHealingSpec.schema(), _self_healing
+    )
+
+    @staticmethod
+    def parse(raw: object, where: str = "spec") -> ClusterSpec:
+        """The spec; ``BadInputError`` naming the field when it is invalid (not for ``selfHealing``)."""
+        return parse_object(ClusterSpec, raw, where)
+
+    @staticmethod
+    def of(body: Mapping[str, Any]) -> ClusterSpec:
+        """The spec of a KafkaCluster resource (a missing spec is an empty one)."""
+        return ClusterSpec.parse(body.get("spec") or {})
+
+    @staticmethod
+    def schema() -> Schema:
+        return object_schema(ClusterSpec)
+
+    @property
+    def spark(self) -> SparkSpec:
+        """``planner.spark``, every field at its default when absent."""
+        return self.planner.spark if self.planner is not None else SparkSpec()
+
+
+def is_connection_error(e: BadInputError, where: str = "spec") -> bool:
+    """Whether an error of ``ClusterSpec.parse`` is in the connection's fields (``CONNECTION_FIELDS``)."""
+    head = e.location.removeprefix(f"{where}.").split(".", 1)[0]
+    return e.location != where and head in CONNECTION_FIELDS
+
+
+__all__ = [
+    "CONNECTION_FIELDS",
+    "CaSecretRef",
+    "CertSecretRef",
+    "ClusterSpec",
+    "InvalidPart",
+    "LimitsSpec",
+    "PlannerSpec",
+    "SaslSecretRef",
+    "SaslSpec",
+    "SparkSpec",
+    "TlsSpec",
+    "is_connection_error",
+]

@@ -1,0 +1,188 @@
+"""Typed custom-resource specs whose fields are each declared once; parser and CRD schema derive from it.
+
+A spec is a frozen dataclass whose fields are declared with ``leaf`` (a JSON name and its OpenAPI
+schema: description, type, bounds, enum, pattern and ``default``), ``child`` (a nested spec class) or
+``custom`` (a schema and a reader of its own, e.g. ``selfHealing``'s ``SelfHealingSpec``). The CRD
+schema (``object_schema``) and the strict parser (``parse_object``) are both derived from those
+declarations, and a leaf's Python default *is* its schema's ``default``: the object the apiserver
+stores (defaults filled in) and the object the user wrote parse to the same value
+(tests/unit/test_cluster_spec.py checks it). The pattern of ``self_healing.py``'s status entries
+(``_field``), extended to whole specs with nested objects and defaults.
+
+Why not pydantic (the execution record's model): its JSON schema is not a structural OpenAPI schema
+(``$ref``, ``anyOf`` with null, titles; no ``x-kubernetes-*``, no control over the field order), so the
+CRD would need either a second description of every field or a translation layer; and ``model/`` must
+import on Spark workers, which have no pydantic (tests/unit/test_executor_imports.py).
+
+The parser accepts exactly what the schema accepts: unknown fields are refused (the apiserver prunes
+them from what it stores), and so are values breaking type, minimum/maximum, minLength/maxLength,
+pattern, enum or maxProperties. A null is an absent field (the apiserver prunes the nulls of
+non-nullable fields before defaulting). An integral number (``5.0``) is an integer, as for the
+apiserver. Every error is a ``BadInputError`` naming the field (``spec.limits.maxMovesInFlight: must be
+>= 1, got 0``).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+from .crd_parts import Schema, _obj
+from .errors import BadInputError
+from .jsonio import INT64_MAX, as_bool, as_int, as_number, as_object, as_str, brief, check_fields
+
+_KEY = "spec_field"
+S = TypeVar("S")  # a spec class: a dataclass of leaf / child / custom fields with a DESCRIPTION
+
+
+@dataclass(frozen=True, slots=True)
+class _Prop:
+    json: str
+    schema: Schema | None = None  # a leaf's or a custom field's schema, its default included
+    nested: type[Any] | None = None  # a child's spec class
+    read: Callable[[object, str], Any] | None = None  # a custom field's reader
+    required: bool = False
+    missing: str | None = None  # the message of a missing required field, at the field itself
+
+
+def leaf(json: str, schema: Schema, *, required: bool = False, missing: str | None = None) -> Any:
+    """A scalar (or map) field: its default is ``schema["default"]``; without one it is None when absent,
+    unless ``required`` (``missing``: the message naming what to set, else the generic one)."""
+    meta = {_KEY: _Prop(json, schema=schema, required=required or missing is not None, missing=missing)}
+    if "default" in schema:
+        return field(default=schema["default"], metadata=meta)
+    return field(metadata=meta) if required or missing is not None else field(default=None, metadata=meta)
+
+
+def child(json: str, cls: type[Any], *, required: bool = False, absent: bool = False) -> Any:
+    """A nested object of spec class ``cls``: None when absent, or with ``absent=True`` ``cls()`` (every
+    field at its default: the same meaning as an empty object, e.g. ``limits``)."""
+    meta = {_KEY: _Prop(json, nested=cls, required=required)}
+    if required:
+        return field(metadata=meta)
+    return field(default_factory=cls, metadata=meta) if absent else field(default=None, metadata=meta)
+
+
+def custom(json: str, schema: Schema, read: Callable[[object, str], Any]) -> Any:
+    """A field with a schema and a reader of its own (``read(value, where)``); None when absent."""
+    return field(default=None, metadata={_KEY: _Prop(json, schema=schema, read=read)})
+
+
+def _props(cls: type[Any]) -> list[tuple[str, _Prop]]:
+    return [(f.name, f.metadata[_KEY]) for f in fields(cls)]
+
+
+def json_names(cls: type[Any]) -> tuple[str, ...]:
+    """The JSON names of a spec class's fields, in declaration order."""
+    return tuple(p.json for _, p in _props(cls))
+
+
+def properties(cls: type[Any]) -> dict[str, Schema]:
+    """The schemas of a spec class's fields, by JSON name in declaration order."""
+    out: dict[str, Schema] = {}
+    for _, p in _props(cls):
+        if p.nested is not None:
+            out[p.json] = object_schema(p.nested)
+        else:
+            assert p.schema is not None
+            out[p.json] = copy.deepcopy(p.schema)
+    return out
+
+
+def object_schema(cls: type[Any]) -> Schema:
+    """The structural OpenAPI schema of a spec class: its properties in declaration order."""
+    required = [p.json for _, p in _props(cls) if p.required]
+    return _obj(cls.DESCRIPTION, properties(cls), required)
+
+
+def parse_object(cls: type[S], raw: object, where: str, *, others: bool = False) -> S:
+    """An instance of the spec class ``cls`` from a JSON object (``where``: its location, for errors).
+    ``others``: the object may hold fields of other parsers too (they are left to them)."""
+    obj = as_object(raw, where)
+    props = _props(cls)
+    if not others:
+        check_fields(obj, where, [p.json for _, p in props])
+    kw: dict[str, Any] = {}
+    for name, p in props:
+        value = obj.get(p.json)
+        at = f"{where}.{p.json}"
+        if value is None:
+            if p.missing is not None:
+                raise BadInputError(p.missing, at)
+            if p.required:
+                raise BadInputError(f"missing required field '{p.json}'", where)
+            continue
+        if p.read is not None:
+            kw[name] = p.read(value, at)
+        elif p.nested is not None:
+            kw[name] = parse_object(p.nested, value, at)
+        else:
+            assert p.schema is not None
+            kw[name] = check_value(p.schema, value, at)
+    return cls(**kw)
+
+
+def check_value(schema: Schema, value: object, where: str) -> Any:
+    """A scalar (or a map of scalars: ``additionalProperties``) checked against its schema; a map is
+    returned as a tuple of (key, value) pairs in the given order."""
+    kind = schema["type"]
+    out: Any
+    if kind == "integer":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        out = as_int(value, where, minimum=schema.get("minimum"), maximum=schema.get("maximum", INT64_MAX))
+    elif kind == "number":
+        out = as_number(value, where, minimum=schema.get("minimum"), maximum=schema.get("maximum"))
+    elif kind == "boolean":
+        out = as_bool(value, where)
+    elif kind == "string":
+        out = as_str(value, where, allow_empty=True)
+        _check_string(schema, out, where)
+    elif kind == "object" and isinstance(schema.get("additionalProperties"), Mapping):
+        obj = as_object(value, where)
+        most = schema.get("maxProperties")
+        if most is not None and len(obj) > most:
+            raise BadInputError(f"at most {most} entries, got {len(obj)}", where)
+        items = schema["additionalProperties"]
+        out = tuple((str(k), check_value(items, v, f"{where}[{brief(k, 60)}]")) for k, v in obj.items())
+    else:  # pragma: no cover  (a declaration error, caught by the unit tests' full spec)
+        raise TypeError(f"{where}: schema type {kind!r} is not supported by spec_fields")
+    enum = schema.get("enum")
+    if enum is not None and out not in enum:
+        raise BadInputError(f"must be one of {', '.join(map(str, enum))}, got {brief(out)}", where)
+    return out
+
+
+def _check_string(schema: Schema, text: str, where: str) -> None:
+    shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+    if len(text) < shortest:
+        raise BadInputError(
+            "must not be empty" if shortest == 1 else f"shorter than {shortest} characters", where
+        )
+    if longest is not None and len(text) > longest:
+        raise BadInputError(f"longer than {longest} characters: {brief(text)}", where)
+    pattern = schema.get("pattern")
+    if pattern is not None and re.search(_end_of_text(pattern), text, re.ASCII) is None:
+        raise BadInputError(f"{brief(text)} does not match {pattern}", where)
+
+
+def _end_of_text(pattern: str) -> str:
+    """The schema's pattern (the apiserver's RE2: a final ``$`` is the end of the text, ``\\s`` ASCII
+    whitespace) for Python's ``re`` (whose ``$`` also matches before a final newline; searched with
+    ``re.ASCII``)."""
+    return pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
+
+
+__all__ = [
+    "check_value",
+    "child",
+    "custom",
+    "json_names",
+    "leaf",
+    "object_schema",
+    "parse_object",
+    "properties",
+]
