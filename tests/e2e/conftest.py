@@ -86,7 +86,7 @@ def operator(
     yield op
     op.kill(signal.SIGTERM)
     # resources left behind would keep their finalizers forever once the operator is gone
-    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies"):
+    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies", "kafkaclusters"):
         kubectl(
             "-n",
             k8s_namespace,

@@ -162,7 +162,7 @@ def pair(
         if op.proc is not None and op.proc.poll() is None:
             os.killpg(op.proc.pid, signal.SIGCONT)  # a stopped process only handles SIGTERM once resumed
         op.kill(signal.SIGTERM)
-    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies"):
+    for kind in ("logdircordons", "brokerdecommissions", "placementpolicies", "kafkaclusters"):
         patch = '{"metadata":{"finalizers":[]}}'
         kubectl("-n", k8s_namespace, "patch", kind, "--all", "--type=merge", "-p", patch, check=False)
         kubectl("-n", k8s_namespace, "delete", kind, "--all", "--wait=false", check=False)

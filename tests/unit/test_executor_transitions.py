@@ -453,3 +453,53 @@ def test_completion_rereads_a_partition_a_lagging_broker_shows_off_target(
         ex.finish(i)
     assert not executor._confirm_complete(ex, None)  # type: ignore[arg-type]
     assert ex.state(0) == PState.PENDING and not reads and "t-0" in (ex.doc.last_error or "")
+
+
+class _Configs:
+    """The gateway's config calls as ``_clear_throttles`` uses them (the integration and e2e tests run
+    the real ones): brokers 1 and 2 alive, every change applied at once."""
+
+    def __init__(self) -> None:
+        self.changed: list[Any] = []
+
+    def describe_cluster(self) -> tuple[str, tuple[int, ...]]:
+        return "c1", (1, 2)
+
+    def incremental_alter_configs(self, changes: dict[Any, Any]) -> dict[Any, Any]:
+        self.changed.append(changes)
+        return {}
+
+    def describe_configs(self, targets: Any) -> dict[Any, Any]:
+        return {}
+
+
+def test_throttles_of_a_dead_broker_stay_recorded_until_it_is_back(tmp_path: Path) -> None:
+    """Kafka takes a broker's own config only through that broker: a finished execution removes the
+    throttles of live brokers and of topics, keeps a dead broker's in the record (said in lastError), and
+    removes them on a later sweep once the broker is back."""
+    ex = _execution(tmp_path)
+    rate = "follower.replication.throttled.rate"
+    ex.doc.throttles = type(ex.doc.throttles).model_validate(
+        {
+            "brokers": [
+                {"broker": 1, "config": rate, "previous": None, "value": "9"},
+                {"broker": 3, "config": rate, "previous": None, "value": "9"},
+            ],
+            "topics": [
+                {"topic": "t", "config": "follower.replication.throttled.replicas", "entries": ["0:3"]}
+            ],
+        }
+    )
+    gw = _Configs()
+    executor._clear_throttles(ex, gw)  # type: ignore[arg-type]
+    (changes,) = gw.changed
+    assert sorted(f"{t.kind} {t.name}" for t in changes) == ["broker 1", "topic t"]  # broker 3 not asked
+    assert [b.broker for b in ex.doc.throttles.brokers] == [3] and not ex.doc.throttles.topics
+    assert "broker(s) [3], not alive" in (ex.doc.last_error or "")
+    ex.doc.phase = Phase.COMPLETED
+    back = _Configs()
+    back.describe_cluster = lambda: ("c1", (1, 2, 3))  # type: ignore[method-assign]
+    executor.sweep(back, ex)  # type: ignore[arg-type]
+    (changes,) = back.changed
+    assert [f"{t.kind} {t.name}" for t in changes] == ["broker 3"]
+    assert not ex.doc.throttles.brokers and not ex.doc.throttles.topics

@@ -144,3 +144,87 @@ def test_the_new_plan_builds_on_the_moves_in_flight_and_keeps_them(tmp_path: Pat
     assert (history.plan_id, history.submissions, history.adopted) == (old.doc.plan_id, 1, 1)
     again.count_submission(0)  # were it ever sent again, it would show
     assert again.doc.counters.resubmitted == 1
+
+
+def test_a_move_in_flight_toward_a_dead_broker_is_replanned_from_its_origin(tmp_path: Path) -> None:
+    """A stranded move (its target names a broker that died) is not kept: the planner sees its partition
+    where the move started, the new plan sends it back there (the planner wanting nothing of it), the
+    new record lists it to submit over the old reassignment, and the executor selects it although Kafka
+    still shows the old reassignment."""
+    from kafka_placement.execution import executor
+    from kafka_placement.execution.supersede import in_flight, keeping_flight, planning_view
+    from kafka_placement.execution.view import View as KafkaView
+    from kafka_placement.kafka.types import Reassignment
+
+    old_plan = Plan.of(
+        [
+            PartitionTarget("t", 1, (1, 3), ("any", "any")),  # in flight toward broker 3, which dies
+            PartitionTarget("t", 2, (4, 1), ("any", "any")),  # in flight, all alive: kept
+        ]
+    )
+    store = FileStore(tmp_path / "state.json")
+    old = Execution.create(store, old_plan, limits=LIMITS, cluster_id="c1")
+    old.set_baseline([Original((1, 2), ("/d0", "/d1"), 10), Original((2, 4), ("/d0", "/d0"), 10)], {})
+    for i in (0, 1):
+        old.submit(i, Submission.CONFIRMED, 5.0)
+        old.count_submission(i)
+    old.save()
+    snap = _snapshot()
+    dead = ClusterSnapshot(
+        tuple(b if b.id != 3 else Broker(3, None, (), alive=False) for b in snap.brokers),
+        snap.partitions,
+        "c1",
+    )
+    flight = in_flight(old, dead)
+    assert list(flight.kept) == [("t", 2)] and list(flight.stranded) == [("t", 1)]
+    seen = planning_view(dead, flight)
+    p1 = seen.partition("t", 1)  # Kafka shows (1, 2, 3) mid-move, ISR (1, 2): seen at its origin
+    assert p1 is not None and (p1.replicas, p1.isr, p1.log_dirs, p1.leader) == (
+        (1, 2),
+        (1, 2),
+        ("/d0", "/d1"),
+        1,
+    )
+    p2 = seen.partition("t", 2)
+    assert p2 is not None and p2.replicas == (4, 1)  # the kept move as if done
+
+    merged = keeping_flight(Plan.of([]), flight, dead)  # the planner wants nothing of either
+    assert [(t.name, t.replicas, t.log_dirs) for t in merged.partitions] == [
+        ("t-1", (1, 2), ("any", "any")),  # back where it started: Kafka drops broker 3's replica
+        ("t-2", (4, 1), ("any", "any")),
+    ]
+    elsewhere = Plan.of([PartitionTarget("t", 1, (2, 4), ("any", "any"))])
+    assert keeping_flight(elsewhere, flight, dead).partitions[0].replicas == (2, 4)  # the planner's
+    stuck = in_flight(old, dead)
+    no_origin = ClusterSnapshot(
+        tuple(Broker(b.id, None, (), alive=False) if b.id in (2, 3) else b for b in snap.brokers),
+        snap.partitions,
+        "c1",
+    )
+    kept = keeping_flight(Plan.of([]), stuck, no_origin)  # its origin names a dead broker too: kept
+    assert kept.partitions[0].replicas == (1, 3)
+
+    new = Execution.create(store, merged, limits=LIMITS, cluster_id="c1")
+    assert new.adopt(old, "heal") == 1  # t-2 only
+    new.save()
+    again = Execution.load(store)
+    assert again is not None and again.doc.retarget == [0] and again.active() == [1]
+    assert again.state(0) == PState.PENDING and again.submits[0] == 0
+    (history,) = again.doc.superseded
+    assert (history.adopted, history.retargeted) == (1, 1)
+
+    again.set_baseline(
+        [Original((1, 3, 2), ("/d0", None, "/d1"), 10), Original((2, 4), ("/d0", "/d0"), 10)], {}
+    )
+    again.doc.phase = executor.Phase.MOVING
+    mid = PartitionState("t", 1, (1, 3, 2), ("/d0", None, "/d1"), 1, (1, 2), 10)
+    view = KafkaView(
+        "c1",
+        frozenset({1, 2, 4}),
+        {("t", 1): mid, ("t", 2): PartitionState("t", 2, (4, 1, 2), ("/d0",) * 3, 4, (4, 1, 2), 10)},
+        {("t", 1): Reassignment((1, 3, 2), (3,), (2,)), ("t", 2): Reassignment((4, 1, 2), (1,), (2,))},
+        {},
+    )
+    assert executor._select(again, view, executor.Limits(), [0]) == [0]  # replaces the stranded move
+    again.doc.retarget = []
+    assert executor._select(again, view, executor.Limits(), [0]) == []  # someone else's: waits

@@ -22,7 +22,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
 from ..kafka.throttles import (
@@ -33,6 +32,8 @@ from ..kafka.throttles import (
     clear_throttles,
     still_set,
 )
+from ..model.cluster_spec import LimitsSpec
+from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from .progress import Progress, compute_progress, in_flight_bytes
@@ -77,18 +78,24 @@ CONFIRM_READS = 4  # reads of a plan partition seen off target at completion bef
 CONFIRM_WAIT_S = 1.0  # ...this far apart (a broker's metadata lagging the controller's is not a change)
 
 
+_SPEC_LIMITS = LimitsSpec()  # the KafkaCluster's spec.limits defaults (model/cluster_spec.py): one source
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Concurrency and throttle settings of an execution (defaults: docs/architecture.md, README)."""
+    """Concurrency and throttle settings of an execution (defaults: the KafkaCluster CRD's spec.limits,
+    docs/architecture.md, docs/cli.md)."""
 
-    max_moves_per_broker: int = 1000  # bytes in flight cap large partitions; counts only many tiny ones
-    max_moves: int = 1250  # cluster-wide, Cruise Control's default for partition movements
+    # bytes in flight cap large partitions; counts only many tiny ones
+    max_moves_per_broker: int = _SPEC_LIMITS.max_moves_per_broker
+    max_moves: int = _SPEC_LIMITS.max_moves_in_flight  # cluster-wide, Cruise Control's default
     max_bytes_per_broker: int | None = None  # None: throttle (or the assumed rate) x batch_seconds
     throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
-    batch_seconds: int = 120  # the target time to copy one broker's bytes in flight
-    on_config_change: Literal["Reapply", "Pause"] = "Reapply"  # owned configs changed by another party
-    max_reapplies: int = 5  # ...re-applied at most this often within reapply_window_s, then held
-    reapply_window_s: int = 600
+    batch_seconds: int = _SPEC_LIMITS.batch_seconds  # the target time to copy one broker's bytes in flight
+    # owned configs changed by another party: re-applied, or no new moves while it lasts
+    on_config_change: OnConfigChange = _SPEC_LIMITS.on_config_change
+    max_reapplies: int = _SPEC_LIMITS.max_reapplies  # ...re-applied at most this often within the window
+    reapply_window_s: int = _SPEC_LIMITS.reapply_window_seconds
 
     @property
     def bytes_per_broker(self) -> int:
@@ -194,7 +201,9 @@ def _reconcile(ex: Execution, view: View) -> bool:
         t = ex.plan.targets[i]
         moving = view.in_flight.get(t.key)
         p = view.partitions.get(t.key)
-        if (moving is not None and set(t.replicas) <= set(moving.replicas)) or (
+        # Kafka runs this move if its reassignment's target is ours (a superseded plan's stranded move to
+        # the same partition has another target: that one is not ours)
+        if (moving is not None and set(moving.replicas) - set(moving.removing) == set(t.replicas)) or (
             p is not None and p.replicas == t.replicas
         ):
             sub.state = Submission.CONFIRMED
@@ -271,14 +280,15 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
         charge(i)
     room = limits.max_moves - len(ex.doc.in_flight)
     cap = limits.bytes_per_broker
+    retarget = set(ex.doc.retarget)
     batch: list[int] = []
     for i in _by_health(ex, view, candidates):
         if room <= 0:
             break
         t = plan.targets[i]
         p = view.partitions.get(t.key)
-        if p is None or t.key in view.in_flight:
-            continue  # someone else's move: wait for it
+        if p is None or (t.key in view.in_flight and i not in retarget):
+            continue  # someone else's move: wait for it (a superseded plan's stranded move: replaced)
         if p.under_replicated and not repairs(t, p):
             continue  # never move an under-replicated partition, unless the move repairs it
         if any(count.get(b, 0) >= limits.max_moves_per_broker for b in plan.involved(i)):
@@ -415,20 +425,32 @@ def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
 def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
     """Remove our throttles and see them gone (brokers answer from asynchronously updated metadata: a
     throttle read back as "previous" by the next execution would be restored by it forever). Until they
-    are seen gone the record keeps them, and the next tick clears again (clearing is idempotent)."""
+    are seen gone the record keeps them, and the next tick clears again (clearing is idempotent).
+
+    A broker that is not alive cannot be asked (Kafka takes a broker's own config through that broker):
+    its rates stay in the record, which the reconcile sweeps while it is terminal and hands to the next
+    execution, so they are removed once the broker is back; the execution does not wait for it."""
     state = ThrottleState.from_json(ex.doc.throttles.model_dump())
     if state.empty:
         return
-    clear_throttles(gateway, state)
-    deadline = time.monotonic() + CLEAR_CHECK_S
-    while left := still_set(gateway, state):
-        if time.monotonic() > deadline:
-            raise KafkaOperationError(
-                f"throttles removed but still shown by Kafka after {CLEAR_CHECK_S:.0f}s (retried next tick): "
-                + ", ".join(left[:10])
-            )
-        time.sleep(0.2)
-    ex.doc.throttles = type(ex.doc.throttles)()
+    _, alive = gateway.describe_cluster()
+    live = set(alive)
+    now = ThrottleState(tuple(e for e in state.brokers if e[0] in live), state.topics)
+    later = ThrottleState(tuple(e for e in state.brokers if e[0] not in live), ())
+    if not now.empty:
+        clear_throttles(gateway, now)
+        deadline = time.monotonic() + CLEAR_CHECK_S
+        while left := still_set(gateway, now):
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(
+                    f"throttles removed but still shown by Kafka after {CLEAR_CHECK_S:.0f}s (retried next "
+                    "tick): " + ", ".join(left[:10])
+                )
+            time.sleep(0.2)
+    ex.doc.throttles = type(ex.doc.throttles).model_validate(later.to_json())
+    if not later.empty:
+        dead = sorted({b for b, _, _, _ in later.brokers})
+        ex.error(f"throttles left on broker(s) {dead}, not alive: removed once they are back")
     ex.save()
 
 

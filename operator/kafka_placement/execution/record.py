@@ -240,6 +240,7 @@ class SupersededDoc(_Model):
     submissions: int = Field(ge=0)
     resubmitted: int = Field(ge=0)
     adopted: int = Field(ge=0)
+    retargeted: int = Field(0, ge=0)  # moves in flight toward a dead broker that this one's targets replace
     at: float = Field(ge=0)
     reason: str = Field("", max_length=500)
 
@@ -273,6 +274,9 @@ class RecordDoc(_Model):
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last
+    # plan indices whose partition a superseded plan left moving toward a broker that died: this execution
+    # submits its own target over that reassignment (execution/supersede.py, "stranded")
+    retarget: list[int] = []
     participants: list[str] = []
     plan_status: dict[str, Any] | None = Field(None)
     progress: dict[str, Any] | None = None
@@ -593,13 +597,20 @@ class Execution:
         their targets unchanged): they stay in flight here, counted as submitted once (a second submission
         would count as ``resubmitted``), with ``old``'s baseline of them; the throttles ``old`` owns become
         this execution's (restored when it ends). ``old``'s record is replaced by this one in one save, so
-        nothing is reverted and nothing is sent twice. Returns how many moves were adopted."""
+        nothing is reverted and nothing is sent twice. A move in flight that the new plan gives another
+        target (a stranded one, toward a dead broker: execution/supersede.py) is not adopted: its partition
+        is pending here and listed in ``retarget``, so its new target is submitted over the old
+        reassignment. Returns how many moves were adopted."""
         now = time.time()
+        retarget: list[int] = []
         for i in old.active():
             t = old.plan.targets[i]
             j = self.plan.index.get(t.key)
-            if j is None or self.plan.targets[j] != t:
+            if j is None:
                 raise PlacementError(f"the new plan does not keep the move in flight of {t.name}")
+            if self.plan.targets[j] != t:
+                retarget.append(j)
+                continue
             o = old.plan.original(i)
             self.doc.adopted[j] = AdoptedDoc(
                 replicas=list(o.replicas), log_dirs=list(o.log_dirs), size=o.size
@@ -621,11 +632,13 @@ class Execution:
                 submissions=c.submissions,
                 resubmitted=c.resubmitted,
                 adopted=len(self.doc.adopted),
+                retargeted=len(retarget),
                 at=now,
                 reason=reason[:500],
             )
         )
         self.doc.superseded = history[-20:]
+        self.doc.retarget = sorted(retarget)
         return len(self.doc.adopted)
 
     def finish(self, i: int, state: PState = PState.DONE) -> None:

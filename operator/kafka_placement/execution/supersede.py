@@ -11,15 +11,103 @@ Two pure steps around the planner make that plan:
   move's own target, so the new record tracks them to the end. A partition in flight that the new
   intents want elsewhere is moved once its move is done: when the new plan completes, the intents' rules
   are checked on a fresh read before any of them is reported Completed, and what is left is planned next.
+
+A move in flight whose target names a broker that is no longer alive can never finish (Kafka waits for the
+dead broker to join the ISR): it is *stranded*. Keeping it would stall the new plan until the broker comes
+back, which is what a heal of that broker is there to avoid. ``in_flight`` tells stranded moves apart; the
+planner sees their partitions where the moves started (the superseded execution's baseline: the data
+is there, in sync), and the new plan gives each a new target: the planner's, else its starting placement
+when every broker of it is alive. The executor submits that target over the stranded reassignment (Kafka
+replaces a reassignment in progress; ``Execution.adopt`` lists them in ``retarget``): a new move, not a
+second submission of the old one. A stranded move with nowhere better to go keeps its target (the
+execution then pauses until the broker is back, as any execution whose broker died).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from .record import Execution
+from .record import Execution, Original
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Stranded:
+    """A move in flight that cannot finish: its target and where its partition was when it started."""
+
+    running: PartitionTarget
+    origin: Original
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The running execution's moves in flight as a new plan treats them."""
+
+    kept: dict[Key, PartitionTarget]  # every broker of the target alive: the move goes on
+    stranded: dict[Key, Stranded]  # the target names a broker not alive: re-planned from its origin
+
+
+def in_flight(ex: Execution, snap: ClusterSnapshot) -> InFlight:
+    """``ex``'s moves in flight, split by whether every broker of their target is alive in ``snap``."""
+    alive = {b.id for b in snap.brokers if b.alive}
+    kept: dict[Key, PartitionTarget] = {}
+    stranded: dict[Key, Stranded] = {}
+    targets = ex.plan.targets
+    for i in ex.active():
+        t = targets[i]
+        origin = None if set(t.replicas) <= alive else _origin(ex, i)
+        if origin is None:
+            kept[t.key] = t
+        else:
+            stranded[t.key] = Stranded(t, origin)
+    return InFlight(kept, stranded)
+
+
+def _origin(ex: Execution, i: int) -> Original | None:
+    """Where move ``i`` started: the baseline, or before validation the superseded plan's (None: unknown,
+    then the move is kept as it is)."""
+    if ex.plan.baseline is not None:
+        return ex.plan.original(i)
+    a = ex.doc.adopted.get(i)
+    return Original(tuple(a.replicas), tuple(a.log_dirs), a.size) if a is not None else None
+
+
+def planning_view(snap: ClusterSnapshot, flight: InFlight) -> ClusterSnapshot:
+    """The snapshot the new plan is computed on: kept moves as if done, stranded ones where they started
+    (the replicas of their origin still in sync stay in sync; their leader, if it is one of them)."""
+    seen = as_if_done(snap, flight.kept)
+    if not flight.stranded:
+        return seen
+    parts = []
+    for p in seen.partitions:
+        s = flight.stranded.get(p.key)
+        if s is None:
+            parts.append(p)
+            continue
+        o = s.origin
+        isr = tuple(b for b in p.isr if b in o.replicas)
+        leader = p.leader if p.leader in o.replicas else (isr[0] if isr else None)
+        parts.append(replace(p, replicas=o.replicas, log_dirs=o.log_dirs, isr=isr, leader=leader))
+    return ClusterSnapshot(seen.brokers, tuple(parts), seen.cluster_id)
+
+
+def keeping_flight(plan: Plan, flight: InFlight, snap: ClusterSnapshot) -> Plan:
+    """``plan`` keeping the kept moves' targets; a stranded move takes the plan's target for its partition,
+    else its origin when every broker of that is alive in ``snap``, else keeps its own."""
+    alive = {b.id for b in snap.brokers if b.alive}
+    merged = keeping_in_flight(plan, flight.kept)
+    planned = {t.key for t in merged.partitions}
+    extra = []
+    for key, s in flight.stranded.items():
+        if key in planned:
+            continue
+        o = s.origin.replicas
+        back = PartitionTarget(key[0], key[1], o, (ANY_DIR,) * len(o))
+        extra.append(back if set(o) <= alive else s.running)
+    return Plan.of([*merged.partitions, *extra]) if extra else merged
 
 
 def running_targets(ex: Execution) -> dict[tuple[str, int], PartitionTarget]:

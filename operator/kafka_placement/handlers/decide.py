@@ -31,7 +31,7 @@ from typing import Any
 
 from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intents import BrokerDecommission, Intent, PlacementPolicy, parse_spec
+from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_spec
 from ..model.plan import Plan
 from . import status as st
 
@@ -234,13 +234,17 @@ def decide(view: View) -> Decision:
 
 
 def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[StatusPatch, ...]]:
-    """The valid resources with their intents, and a Failed status for each invalid one."""
+    """The valid resources with their intents, and a Failed status for each invalid one (the kind's
+    fields or the operator's: ``_gate``)."""
     valid: list[tuple[Body, Intent]] = []
     failed: list[StatusPatch] = []
     for b in resources:
         name = b["metadata"]["name"]
+        where, spec = f"{b['kind']} {name}: spec", b.get("spec") or {}
         try:
-            valid.append((b, parse_spec(b["kind"], b.get("spec") or {}, f"{b['kind']} {name}: spec", name)))
+            intent = parse_spec(b["kind"], spec, where, name)
+            OperatorFields.parse(spec, where)
+            valid.append((b, intent))
         except BadInputError as e:
             failed.append(StatusPatch(b, st.FAILED, "InvalidSpec", e.message))
     return valid, tuple(failed)
@@ -261,9 +265,9 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
     return Decision(statuses=statuses, cluster=cluster)
 
 
-def _spec(b: Body) -> Mapping[str, Any]:
-    spec: Mapping[str, Any] = b.get("spec") or {}
-    return spec
+def _gate(b: Body) -> OperatorFields:
+    """A valid resource's approval, approvedPlan and paused (``parse`` checked them)."""
+    return OperatorFields.parse(b.get("spec") or {}, "spec")
 
 
 def _sync(valid: Sequence[tuple[Body, Intent]], view: View) -> tuple[SyncCordons, ...]:
@@ -276,7 +280,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
     ticked, sync = view.ticked, _sync(valid, view)
     members = [b for b, _ in valid if b["metadata"]["uid"] in record.participants]
     cancel = len(members) < len(record.participants) and not record.cancel_requested
-    if not cancel and not record.cancel_requested and any(_spec(b).get("paused") for b in members):
+    if not cancel and not record.cancel_requested and any(_gate(b).paused for b in members):
         if sync:  # the statuses come with the next decision: each is written once per reconcile
             return Decision(actions=sync)
         msg = "spec.paused is true; no new moves are submitted"
@@ -368,11 +372,7 @@ def _supersede(
     plan = planned.plan
     plan_status = st.plan_status(planned.summary, plan.plan_id)
     enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
-    unapproved = [
-        b
-        for b, _ in enforced
-        if _spec(b).get("approval") == "Manual" and _spec(b).get("approvedPlan") != plan.plan_id
-    ]
+    unapproved = [b for b, _ in enforced if _gate(b).unapproved(plan.plan_id)]
     if unapproved:
         msg = (
             f"plan {plan.plan_id} ({plan_status['moves']} partitions) would supersede the running plan "
@@ -382,7 +382,7 @@ def _supersede(
         return tuple(
             StatusPatch(b, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status) for b, _ in urgent
         )
-    if any(_spec(b).get("paused") for b, _ in enforced):
+    if any(_gate(b).paused for b, _ in enforced):
         msg = f"spec.paused is true: plan {plan.plan_id} does not supersede the running plan"
         return tuple(StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=plan_status) for b, _ in urgent)
     if view.below_min_isr is None:
@@ -503,8 +503,7 @@ def _gates(
                 for b, _ in valid
             )
         )
-    manual = [b for b, _ in valid if _spec(b).get("approval") == "Manual"]
-    unapproved = [b for b in manual if _spec(b).get("approvedPlan") != plan.plan_id]
+    unapproved = [b for b, _ in valid if _gate(b).unapproved(plan.plan_id)]
     if unapproved:
         names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         msg = (
@@ -512,7 +511,7 @@ def _gates(
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
         return Decision(statuses=_all(valid, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status))
-    if any(_spec(b).get("paused") for b, _ in valid):
+    if any(_gate(b).paused for b, _ in valid):
         return Decision(
             statuses=_all(valid, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
         )

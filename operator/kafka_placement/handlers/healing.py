@@ -7,8 +7,8 @@ time ``now`` (epoch seconds, passed in: no clock is read here). The reconcile sh
 those facts, calls it, creates the heals through the KubeGateway and posts the Events; everything here
 is unit-tested from plain values (tests/unit/test_healing.py).
 
-Rules (README, "Self-healing"): a broker the cluster names (a replica or its registration) that is not
-alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for
+Rules (docs/operations.md, "Self-healing"): a broker the cluster names (a replica or its registration)
+not alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for
 ``logDirFailure.afterSeconds`` a LogDirCordon with ``drain: true``. A failure that ends before starts
 nothing (its entry goes); one that ends while its heal runs leaves the heal running, and an Event says so.
 More brokers dead or being healed at once than ``maxConcurrentBrokerHeals`` is a correlated failure: no
@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from ..model.cluster_spec import InvalidPart
+from ..model.crd_parts import GROUP, VERSION
 from ..model.errors import BadInputError
 from ..model.self_healing import (
     MAX_LOST_SHOWN,
@@ -42,7 +44,6 @@ from ..model.self_healing import (
 )
 from ..model.snapshot import ClusterSnapshot
 
-GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
 CREATED_BY = "kafkaplacement.io/created-by"
 SELF_HEALING = "self-healing"
 FAILURE = "kafkaplacement.io/failure"
@@ -202,11 +203,12 @@ def decide_healing(
 ) -> HealingOutcome:
     """The failures to track, the heals to create and the SelfHealing condition (module docstring).
 
-    ``raw_spec``: the KafkaCluster's ``spec.selfHealing`` (None: not configured: failures are tracked
-    in the status, nothing is healed, no condition); ``owner``: the KafkaCluster."""
-    spec: SelfHealingSpec | None = None
-    invalid: str | None = None
-    if raw_spec is not None:
+    ``raw_spec``: the KafkaCluster's ``spec.selfHealing``, raw or as ``ClusterSpec`` parsed it (None: not
+    configured: failures are tracked in the status, nothing is healed, no condition); ``owner``: the
+    KafkaCluster."""
+    spec = raw_spec if isinstance(raw_spec, SelfHealingSpec) else None
+    invalid = raw_spec.message if isinstance(raw_spec, InvalidPart) else None
+    if raw_spec is not None and spec is None and invalid is None:
         try:
             spec = SelfHealingSpec.parse(raw_spec)
         except BadInputError as e:

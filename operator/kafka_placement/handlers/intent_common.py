@@ -9,8 +9,9 @@ import kopf
 
 from ..execution.record import TERMINAL, Execution
 from ..execution.store import RecordConflict
+from ..model.cluster_spec import ClusterSpec
 from ..model.errors import BadInputError, PlacementError
-from ..model.intents import Intent, parse_spec
+from ..model.intents import ClusterRef, Intent, OperatorFields, parse_spec
 from ..model.snapshot import Broker, ClusterSnapshot
 from . import leader
 from . import status as st
@@ -27,11 +28,14 @@ def require_leader() -> None:
 
 
 def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
-    """Parse the spec; an invalid one fails permanently with a Degraded condition naming the field."""
+    """Parse the spec (the kind's fields and the operator's, as the reconcile does); an invalid one fails
+    permanently with a Degraded condition naming the field."""
     require_leader()
     name = body["metadata"]["name"]
+    where, spec = f"{kind} {name}: spec", body.get("spec") or {}
     try:
-        intent = parse_spec(kind, body.get("spec") or {}, f"{kind} {name}: spec", name)
+        intent = parse_spec(kind, spec, where, name)
+        OperatorFields.parse(spec, where)
     except BadInputError as e:
         patch.status.update(st.intent_status(body, st.FAILED, "InvalidSpec", e.message))
         raise kopf.PermanentError(e.message) from None
@@ -48,7 +52,7 @@ def cancel_if_participating(body: Mapping[str, Any], logger: Any) -> None:
     """Deleting a resource whose plan is executing requests a cancel (KIP-455 revert, throttles cleared)."""
     require_leader()
     meta = body["metadata"]
-    cluster = ((body.get("spec") or {}).get("clusterRef") or {}).get("name")
+    cluster = ClusterRef.name_of(body)
     if not cluster:
         return
     rt = runtime()
@@ -113,8 +117,7 @@ def uncordon(kind: str, body: Mapping[str, Any], logger: Any) -> None:
     (KIP-1066), except dirs another live resource of the cluster still declares (``released_cordons``);
     brokers that are not alive are skipped with a log line. Nothing to do below Kafka 4.3 (the planner
     enforced the cordon there)."""
-    meta, spec = body["metadata"], body.get("spec") or {}
-    cluster = (spec.get("clusterRef") or {}).get("name")
+    meta, cluster = body["metadata"], ClusterRef.name_of(body)
     rec = runtime().reconciler
     owner = rec.cluster(meta["namespace"], cluster) if cluster else None
     mine = _intent(kind, body)
@@ -127,7 +130,7 @@ def uncordon(kind: str, body: Mapping[str, Any], logger: Any) -> None:
         if other is not None and not gone:
             others.append(other)
     try:
-        settings = connection_settings(owner.get("spec") or {}, meta["namespace"], rec.kube)
+        settings = connection_settings(ClusterSpec.of(owner), meta["namespace"], rec.kube)
         with FencedGateway(settings, rec.leadership.fence) as gw:
             if not gw.supports_cordon():
                 return

@@ -1,4 +1,5 @@
-"""KafkaCluster handler: a timer reconciles the cluster and all its intents (reconciler.py).
+"""KafkaCluster handler: a timer reconciles the cluster and all its intents (reconciler.py); deleting it
+first cancels its execution (``release``), so no throttle or move of ours outlives it.
 
 Only the leader (handlers/leader.py) reconciles: a process that does not hold the leader Lease skips
 the tick (a debug line says so) and patches nothing.
@@ -6,14 +7,20 @@ the tick (a debug line says so) and patches nothing.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from typing import Any
 
 import kopf
 
+from ..model.crd_parts import GROUP, VERSION
 from . import leader
-from .reconciler import GROUP, VERSION
+from .intent_common import require_leader
 from .runtime import INTERVAL, runtime
+
+RELEASE_TIMEOUT_S = (
+    600.0  # a deleted cluster whose execution cannot be cancelled (Kafka gone) goes after this
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,3 +44,26 @@ def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         return
     status["observedGeneration"] = body.get("metadata", {}).get("generation")
     patch.status.update(status)
+
+
+@kopf.on.delete(GROUP, VERSION, "kafkaclusters")
+def release(body: kopf.Body, **_: Any) -> None:
+    """The execution is cancelled, moves in flight reverted and its throttles removed, before the cluster
+    (and its execution record) goes; retried every 2 s. Past RELEASE_TIMEOUT_S since the deletion (Kafka
+    unreachable all along) the cluster goes anyway, with a Warning Event naming what may be left."""
+    require_leader()
+    left = runtime().reconciler.release(body)
+    if left is None:
+        return
+    stamp = body.get("metadata", {}).get("deletionTimestamp")
+    since = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+    now = datetime.datetime.now(datetime.UTC)
+    if since is not None and (now - since).total_seconds() > RELEASE_TIMEOUT_S:
+        msg = (
+            f"deleted without its execution cancelled after {RELEASE_TIMEOUT_S:.0f} s ({left}): throttles it "
+            "set may be left on the brokers (replica.alter.log.dirs.io.max.bytes.per.second, "
+            "leader/follower.replication.throttled.rate and .replicas): remove them with kafka-configs"
+        )
+        kopf.warn(body, reason="NotCancelled", message=msg)
+        return
+    raise kopf.TemporaryError(left, delay=2)

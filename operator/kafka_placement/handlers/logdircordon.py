@@ -10,8 +10,8 @@ from typing import Any
 
 import kopf
 
+from ..model.crd_parts import GROUP, VERSION
 from .intent_common import cancel_if_participating, uncordon, validate
-from .reconciler import GROUP, VERSION
 
 KIND = "LogDirCordon"
 

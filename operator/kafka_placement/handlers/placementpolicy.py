@@ -6,8 +6,8 @@ from typing import Any
 
 import kopf
 
+from ..model.crd_parts import GROUP, VERSION
 from .intent_common import cancel_if_participating, validate
-from .reconciler import GROUP, VERSION
 
 KIND = "PlacementPolicy"
 

@@ -42,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..execution.store import Store
 from ..kube.gateway import KubeGateway
+from ..model.cluster_spec import ClusterSpec, PlannerSpec, SparkSpec
+from ..model.crd_parts import LAUNCHERS
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intents
 from ..model.snapshot import ClusterSnapshot
@@ -53,17 +55,20 @@ from .decide import Planned
 ENV = "KAFKA_PLACEMENT_"
 
 
-def engine_of(spec: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> str:
-    planner = spec.get("planner") or {}
-    return str(planner.get("engine") or env.get(ENV + "PLANNER_ENGINE", "local"))
+def engine_of(planner: PlannerSpec | None, env: Mapping[str, str] = os.environ) -> str:
+    """``spec.planner.engine`` (the CRD's default when ``planner`` is there); without ``spec.planner``
+    the Helm default, else the local engine (``EngineSettings``' default)."""
+    if planner is not None:
+        return planner.engine
+    return env.get(ENV + "PLANNER_ENGINE", EngineSettings().engine)
 
 
 def spark_k8s_settings(
-    spec: Mapping[str, Any], namespace: str, reactive_cordon: bool, env: Mapping[str, str] = os.environ
+    spark: SparkSpec, namespace: str, reactive_cordon: bool, env: Mapping[str, str] = os.environ
 ) -> SparkK8sSettings:
-    """The spark-k8s settings for a KafkaCluster (``spec.planner.spark``, then the Helm values)."""
-    spark = (spec.get("planner") or {}).get("spark") or {}
-    image = spark.get("image") or env.get(ENV + "SPARK_IMAGE")
+    """The spark-k8s settings for a KafkaCluster (``spec.planner.spark``, then the Helm values, then
+    ``SparkK8sSettings``' defaults)."""
+    image = spark.image or env.get(ENV + "SPARK_IMAGE")
     if not image:
         raise BadInputError(
             "the spark-k8s engine needs an image: set spec.planner.spark.image "
@@ -78,36 +83,41 @@ def spark_k8s_settings(
             f"(env {ENV}SPARK_EXCHANGE_CLAIM and {ENV}SPARK_EXCHANGE_DIR)",
             "spec.planner.engine",
         )
-    memory = str(spark.get("memory") or env.get(ENV + "SPARK_MEMORY") or "2g")
-    launcher = str(spark.get("launcher") or env.get(ENV + "SPARK_LAUNCHER") or "Pod")
-    if launcher not in k8s.LAUNCHERS:
-        raise BadInputError(
-            f"unknown Spark launcher '{launcher[:40]}': expected one of {', '.join(k8s.LAUNCHERS)}",
-            "spec.planner.spark.launcher",
-        )
+    given: dict[str, Any] = {}  # what the spec or the Helm values set; the rest: SparkK8sSettings' defaults
+    launcher = spark.launcher or env.get(ENV + "SPARK_LAUNCHER")
+    if launcher:
+        if launcher not in LAUNCHERS:  # the Helm value (the spec's is checked by the model)
+            raise BadInputError(
+                f"unknown Spark launcher '{launcher[:40]}': expected one of {', '.join(LAUNCHERS)}",
+                "spec.planner.spark.launcher",
+            )
+        given["launcher"] = launcher
+    memory = spark.memory or env.get(ENV + "SPARK_MEMORY")
+    if memory:
+        given["driver_memory"] = given["executor_memory"] = str(memory)
+    account = spark.service_account or env.get(ENV + "SPARK_SERVICE_ACCOUNT")
+    if account:
+        given["service_account"] = str(account)
+    instances = spark.executor_instances or env.get(ENV + "SPARK_EXECUTOR_INSTANCES")
+    if instances:
+        given["executor_instances"] = int(instances)
+    poll = env.get(ENV + "SPARK_POLL_SECONDS")
+    if poll:
+        given["poll_s"] = float(poll)
     return SparkK8sSettings(
-        launcher="Pod" if launcher == "Pod" else "SparkApplication",
-        conf=_spark_conf(spark, env),
-        namespace=str(spark.get("namespace") or env.get(ENV + "SPARK_NAMESPACE") or namespace),
+        conf=_spark_conf(spark.spark_conf or (), env),
+        namespace=str(spark.namespace or env.get(ENV + "SPARK_NAMESPACE") or namespace),
         image=str(image),
         exchange_claim=claim,
         exchange_mount=mount,
         exchange_dir=Path(env.get(ENV + "SPARK_EXCHANGE_LOCAL_DIR") or mount),
-        service_account=str(
-            spark.get("serviceAccount") or env.get(ENV + "SPARK_SERVICE_ACCOUNT") or "kafka-placement-spark"
-        ),
-        executor_instances=int(
-            spark.get("executorInstances") or env.get(ENV + "SPARK_EXECUTOR_INSTANCES") or 2
-        ),
-        driver_memory=memory,
-        executor_memory=memory,
-        timeout_s=float(spark.get("timeoutSeconds") or 1800),
-        poll_s=float(env.get(ENV + "SPARK_POLL_SECONDS") or 5),
+        timeout_s=float(spark.timeout_seconds),
         extra_arguments=("--reactive-cordon",) if reactive_cordon else (),
+        **given,
     )
 
 
-def _spark_conf(spark: Mapping[str, Any], env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _spark_conf(spec_conf: Sequence[tuple[str, str]], env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The Helm values' ``planner.spark.conf`` (env ``KAFKA_PLACEMENT_SPARK_CONF``, a JSON object), then
     ``spec.planner.spark.sparkConf`` over it."""
     conf: dict[str, str] = {}
@@ -120,8 +130,8 @@ def _spark_conf(spark: Mapping[str, Any], env: Mapping[str, str]) -> tuple[tuple
         raise BadInputError(
             f"{ENV}SPARK_CONF is not a JSON object of Spark settings: {raw[:100]}", "planner.spark.conf"
         )
-    for source in (helm, spark.get("sparkConf") or {}):
-        for key, value in source.items():
+    for source in (list(helm.items()), spec_conf):
+        for key, value in source:
             if not isinstance(value, str | int | float | bool) or not str(key).startswith("spark."):
                 raise BadInputError(
                     f"'{str(key)[:100]}' is not a Spark setting with a scalar value (spark.KEY: VALUE)",
@@ -197,28 +207,28 @@ def _intents_of(documents: Sequence[Mapping[str, Any]], reactive_cordon: bool) -
 def plan_cluster(
     kube: KubeGateway,
     runs: Store,
-    cluster: Mapping[str, Any],
+    namespace: str,
+    spec: ClusterSpec,
     snapshot: ClusterSnapshot,
     documents: Sequence[Mapping[str, Any]],
     reactive_cordon: bool,
     now: Callable[[], float] = time.time,
 ) -> Planned:
-    """Plan the intent ``documents`` with the cluster's engine.
+    """Plan the intent ``documents`` of a cluster in ``namespace`` with the engine its ``spec`` names.
 
     ``local``, ``spark`` and ``auto`` plan here and now. ``spark-k8s`` takes one step per call, never
     waiting: submit a run when none plans this placement, else read its application's state; a completed
     run's plan (or a failed run's error) is reused while the placement and intents are unchanged, for at
     most ``replanSeconds``. The run is kept in ``runs`` (see ``SparkRun``)."""
-    spec, meta = cluster.get("spec") or {}, cluster["metadata"]
-    engine = engine_of(spec)
+    engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
             intents = _intents_of(documents, reactive_cordon)
             result = plan_with(snapshot, intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary)
         _intents_of(documents, reactive_cordon)  # the specs are checked here as for the other engines
-        settings = spark_k8s_settings(spec, meta["namespace"], reactive_cordon)
-        replan = float(((spec.get("planner") or {}).get("spark") or {}).get("replanSeconds") or 600)
+        settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
+        replan = float(spec.spark.replan_seconds)
         return _spark_k8s_step(kube, runs, snapshot, intents_yaml(documents), settings, replan, now())
     except InfeasibleError as e:
         return Planned(error_reason="Infeasible", error=e.message)

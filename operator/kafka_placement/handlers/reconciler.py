@@ -44,11 +44,22 @@ from ..kafka.gateway import (
     KafkaAuthenticationError,
     KafkaAuthorizationError,
     KafkaGateway,
+    KafkaOperationError,
     KafkaUnavailableError,
 )
 from ..kube.gateway import KubeConflict, KubeError, KubeGateway
+from ..model.cluster_spec import ClusterSpec, is_connection_error
+from ..model.crd_parts import GROUP, VERSION
 from ..model.errors import BadInputError
-from ..model.intents import WHOLE_BROKER, BrokerDecommission, Intent, Intents, LogDirCordon
+from ..model.intents import (
+    WHOLE_BROKER,
+    BrokerDecommission,
+    ClusterRef,
+    Intent,
+    Intents,
+    LogDirCordon,
+    parse_spec,
+)
 from ..model.self_healing import HealingState
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir
 from ..planning.goals.replica_placement import unmet
@@ -75,7 +86,6 @@ from .planner import plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
-GROUP, VERSION = "kafkaplacement.io", "v1alpha1"
 PLURALS = {
     "LogDirCordon": "logdircordons",
     "BrokerDecommission": "brokerdecommissions",
@@ -125,38 +135,34 @@ def secret_value(kube: KubeGateway, ns: str, name: str | None, key: str, where: 
         raise BadInputError(f"Secret {ns}/{name} key '{key}' is not valid base64 UTF-8 text", where) from None
 
 
-def connection_settings(spec: Mapping[str, Any], namespace: str, kube: KubeGateway) -> ConnectionSettings:
+def connection_settings(spec: ClusterSpec, namespace: str, kube: KubeGateway) -> ConnectionSettings:
     """The KafkaCluster's connection (TLS/SASL material read from its Secrets; PEM as reused 0600 files)."""
-    bootstrap = spec.get("bootstrapServers")
-    if not isinstance(bootstrap, str) or not bootstrap:
-        raise BadInputError('bootstrapServers is required ("host:port,host:port")', "spec.bootstrapServers")
-    tls, sasl = spec.get("tls"), spec.get("sasl") or {}
+    tls, sasl = spec.tls, spec.sasl
     kw: dict[str, Any] = {}
 
-    def pem(ref: Mapping[str, Any], key: str, where: str) -> str:
-        return pem_file(secret_value(kube, namespace, ref.get("name"), key, where))
+    def pem(name: str, key: str, where: str) -> str:
+        return pem_file(secret_value(kube, namespace, name, key, where))
 
-    if isinstance(tls, Mapping):
-        ca = tls.get("caSecretRef")
-        if ca:  # absent: the system trust store
-            kw["ssl_cafile"] = pem(ca, ca.get("key", "ca.crt"), "spec.tls.caSecretRef")
-        cert = tls.get("certSecretRef")
-        if cert:  # mutual TLS: the client certificate and its key
-            kw["ssl_certfile"] = pem(cert, cert.get("certKey", "tls.crt"), "spec.tls.certSecretRef")
-            kw["ssl_keyfile"] = pem(cert, cert.get("keyKey", "tls.key"), "spec.tls.certSecretRef")
-    if sasl:
-        ref = sasl.get("secretRef") or {}
-        where = "spec.sasl.secretRef"
-        kw["sasl_mechanism"] = sasl.get("mechanism", "SCRAM-SHA-512")
-        kw["username"] = secret_value(
-            kube, namespace, ref.get("name"), ref.get("usernameKey", "username"), where
-        )
-        kw["password"] = secret_value(
-            kube, namespace, ref.get("name"), ref.get("passwordKey", "password"), where
-        )
+    if tls is not None:
+        ca = tls.ca_secret_ref
+        if ca is not None:  # absent: the system trust store
+            kw["ssl_cafile"] = pem(ca.name, ca.key, "spec.tls.caSecretRef")
+        cert = tls.cert_secret_ref
+        if cert is not None:  # mutual TLS: the client certificate and its key
+            kw["ssl_certfile"] = pem(cert.name, cert.cert_key, "spec.tls.certSecretRef")
+            kw["ssl_keyfile"] = pem(cert.name, cert.key_key, "spec.tls.certSecretRef")
+    if sasl is not None:
+        ref, where = sasl.secret_ref, "spec.sasl.secretRef"
+        kw["sasl_mechanism"] = sasl.mechanism
+        kw["username"] = secret_value(kube, namespace, ref.name, ref.username_key, where)
+        kw["password"] = secret_value(kube, namespace, ref.name, ref.password_key, where)
     secure = tls is not None
-    protocol = ("SASL_SSL" if secure else "SASL_PLAINTEXT") if sasl else ("SSL" if secure else "PLAINTEXT")
-    return ConnectionSettings(bootstrap_servers=bootstrap, security_protocol=protocol, **kw)
+    protocol = (
+        ("SASL_SSL" if secure else "SASL_PLAINTEXT")
+        if sasl is not None
+        else ("SSL" if secure else "PLAINTEXT")
+    )
+    return ConnectionSettings(bootstrap_servers=spec.bootstrap_servers, security_protocol=protocol, **kw)
 
 
 def declared_cordons(intents: Sequence[Intent]) -> list[LogDirCordon]:
@@ -197,11 +203,14 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
     it is not planned (and so converges). A broker unknown from the start is still bad input (a typo)."""
     spec: dict[str, Any] = dict(body.get("spec") or {})
     doc = {"kind": body["kind"], "spec": spec, "metadata": {"name": body["metadata"]["name"]}}
-    phase = (body.get("status") or {}).get("phase")
-    brokers = spec.get("brokers")
-    if body["kind"] != "BrokerDecommission" or phase not in ACCEPTED or not isinstance(brokers, list):
+    if body["kind"] != "BrokerDecommission" or (body.get("status") or {}).get("phase") not in ACCEPTED:
         return doc
-    spec["brokers"] = [b for b in brokers if not isinstance(b, int) or snap.broker(b) is not None]
+    try:
+        intent = parse_spec(body["kind"], spec, "spec", body["metadata"]["name"])
+    except BadInputError:
+        return doc  # planned as it is: the planner names what is wrong
+    assert isinstance(intent, BrokerDecommission)
+    spec["brokers"] = [b for b in intent.brokers if snap.broker(b) is not None]
     return doc if spec["brokers"] else None
 
 
@@ -241,19 +250,18 @@ def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:
     return ClusterSnapshot(tuple(brokers), ())
 
 
-def limits_of(spec: Mapping[str, Any]) -> executor.Limits:
+def limits_of(spec: ClusterSpec) -> executor.Limits:
     """The executor's limits from the KafkaCluster's ``spec.limits`` and ``throttleBytesPerSecond``."""
-    limits_spec = spec.get("limits") or {}
-    default = executor.Limits()
+    limits = spec.limits
     return executor.Limits(
-        max_moves_per_broker=int(limits_spec.get("maxMovesPerBroker", default.max_moves_per_broker)),
-        max_moves=int(limits_spec.get("maxMovesInFlight", default.max_moves)),
-        max_bytes_per_broker=limits_spec.get("maxBytesPerBroker"),
-        throttle=spec.get("throttleBytesPerSecond"),
-        batch_seconds=int(limits_spec.get("batchSeconds", default.batch_seconds)),
-        on_config_change="Pause" if limits_spec.get("onConfigChange") == "Pause" else "Reapply",
-        max_reapplies=int(limits_spec.get("maxReapplies", default.max_reapplies)),
-        reapply_window_s=int(limits_spec.get("reapplyWindowSeconds", default.reapply_window_s)),
+        max_moves_per_broker=limits.max_moves_per_broker,
+        max_moves=limits.max_moves_in_flight,
+        max_bytes_per_broker=limits.max_bytes_per_broker,
+        throttle=spec.throttle_bytes_per_second,
+        batch_seconds=limits.batch_seconds,
+        on_config_change=limits.on_config_change,
+        max_reapplies=limits.max_reapplies,
+        reapply_window_s=limits.reapply_window_seconds,
     )
 
 
@@ -318,7 +326,7 @@ class Reconciler:
         out: list[dict[str, Any]] = []
         for kind, plural in PLURALS.items():
             for body in self.kube.list_custom(GROUP, VERSION, namespace, plural):
-                if ((body.get("spec") or {}).get("clusterRef") or {}).get("name") == cluster:
+                if ClusterRef.name_of(body) == cluster:
                     body.setdefault("kind", kind)
                     out.append(body)
         return sorted(out, key=lambda b: (b["kind"], b["metadata"]["name"]))
@@ -353,11 +361,43 @@ class Reconciler:
                 self.leadership.fence()
                 self.kube.event(n.body, n.type, n.reason, n.message)
 
+    def release(self, cluster: Mapping[str, Any]) -> str | None:
+        """A KafkaCluster being deleted: its execution is cancelled and the cancel driven to its end (moves
+        in flight reverted, the throttles it set removed), so nothing the operator set in Kafka outlives
+        the resource (its record, a ConfigMap it owns, goes with it). One tick per call: returns None when
+        nothing is left, else what is still to do (the caller calls again). A cluster with no record, or a
+        finished one holding nothing, is not contacted."""
+        meta = cluster["metadata"]
+        store = self.store(meta["namespace"], meta["name"], cluster)
+        try:
+            record = Execution.load(store)
+        except BadInputError:
+            return None  # a corrupt record is never acted on: nothing can be cancelled from it
+        if record is None or (record.phase in TERMINAL and _no_throttles(record)):
+            return None
+        try:
+            spec = ClusterSpec.of(cluster)
+            settings = connection_settings(spec, meta["namespace"], self.kube)
+        except BadInputError as e:  # e.g. its Secret deleted first: retried until the caller gives up
+            return f"cannot reach Kafka to cancel plan {record.doc.plan_id}: {e.message}"
+        if record.phase not in TERMINAL and not record.doc.cancel_requested:
+            record.doc.cancel_requested = True
+            record.save()
+        try:
+            with FencedGateway(settings, self.leadership.fence) as gw:
+                executor.tick(gw, record, limits_of(spec))
+        except (KafkaUnavailableError, KafkaAuthorizationError, KafkaAuthenticationError) as e:
+            return f"cancelling plan {record.doc.plan_id} before the cluster goes: {e.message}"
+        if record.phase in TERMINAL and _no_throttles(record):
+            return None
+        return f"cancelling plan {record.doc.plan_id} before the cluster goes: executor phase {record.phase}"
+
     # ---- one reconciliation ------------------------------------------------------------------------
 
     def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
-        """Reconcile; returns the KafkaCluster's status patch."""
-        meta, spec = cluster["metadata"], cluster.get("spec") or {}
+        """Reconcile; returns the KafkaCluster's status patch. The spec is parsed once, here, and handed
+        down (connection, executor limits, planner, self-healing)."""
+        meta = cluster["metadata"]
         ns, name = meta["namespace"], meta["name"]
         bodies = [b for b in self.intents_of(ns, name) if not b["metadata"].get("deletionTimestamp")]
         conditions = (cluster.get("status") or {}).get("conditions")
@@ -372,9 +412,15 @@ class Reconciler:
             return out
 
         try:
+            spec = ClusterSpec.of(cluster)
+        except BadInputError as e:  # the CRD's validation refuses these first (the same schema)
+            reason = "InvalidConnection" if is_connection_error(e) else "InvalidSpec"
+            return failed(reason, e.message, connected=False)
+        try:
             settings = connection_settings(spec, ns, self.kube)
         except BadInputError as e:
             return failed("InvalidConnection", e.message, connected=False)
+        limits = limits_of(spec)
         store = self.store(ns, name, cluster)
         try:
             record = Execution.load(store)
@@ -395,10 +441,10 @@ class Reconciler:
             with FencedGateway(settings, self.leadership.fence) as gw:
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
                 gw.check_authorized(
-                    executor.work_topics(record, limits_of(spec)) if record is not None and active else (),
+                    executor.work_topics(record, limits) if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
-                one = _Pass(self, gw, cluster, bodies, store, record, conditions)
+                one = _Pass(self, gw, cluster, spec, limits, bodies, store, record, conditions)
                 status = one.run()
                 metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
                 if not active and one.settled:
@@ -417,6 +463,10 @@ class Reconciler:
             raise kopf.TemporaryError(e.message, delay=1) from None
 
 
+def _no_throttles(record: Execution) -> bool:
+    return not record.doc.throttles.brokers and not record.doc.throttles.topics
+
+
 class _Pass:
     """One reconcile of one cluster with Kafka reachable: the view grows by what each action reads."""
 
@@ -425,13 +475,15 @@ class _Pass:
         rec: Reconciler,
         gw: KafkaGateway,
         cluster: Mapping[str, Any],
+        spec: ClusterSpec,  # the cluster's spec, as the reconcile parsed it
+        limits: executor.Limits,  # and the executor's limits it sets
         bodies: list[dict[str, Any]],
         store: ConfigMapStore,
         record: Execution | None,
         conditions: Sequence[Mapping[str, Any]] | None,  # the KafkaCluster's, as the reconcile read them
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
-        self.spec: Mapping[str, Any] = cluster.get("spec") or {}
+        self.spec, self.limits = spec, limits
         self.view = View(bodies, record=record_view(record), cluster_conditions=conditions)
         self.snap: ClusterSnapshot | None = None
         self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
@@ -452,6 +504,11 @@ class _Pass:
         return self.snap
 
     def run(self) -> dict[str, Any]:
+        record = self.record
+        if record is not None and record.phase in TERMINAL and not _no_throttles(record):
+            # throttles a finished execution could not remove (their broker was dead): until it is back
+            with contextlib.suppress(KafkaUnavailableError, KafkaOperationError):
+                executor.sweep(self.gw, record)
         decision = decide(self.view)
         for _ in range(MAX_STEPS):
             self.rec._publish(decision)
@@ -489,7 +546,7 @@ class _Pass:
         previous, _ = HealingState.from_status(old)  # a broken entry is dropped: seen again
         heals = healing.heals_of(self.view.resources)
         out = healing.decide_healing(
-            self.spec.get("selfHealing"), self.cluster, previous, seen, heals, rec.wall(), before
+            self.spec.self_healing, self.cluster, previous, seen, heals, rec.wall(), before
         )
         failed: list[str] = []
         for new in out.creates:
@@ -548,7 +605,7 @@ class _Pass:
     def _tick(self) -> None:
         record = self.record
         assert record is not None
-        limits = limits_of(self.spec)
+        limits = self.limits
         executor.sweep(self.gw, record)
         before = record.doc.defence.reapplied
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
@@ -596,31 +653,42 @@ class _Pass:
     def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
         will be, keeping them (execution/supersede.py)."""
-        running = supersede.running_targets(self.record) if keeping_in_flight and self.record else {}
-        snap = supersede.as_if_done(self.snapshot(), running)
+        live = self.snapshot()
+        flight = supersede.in_flight(self.record, live) if keeping_in_flight and self.record else None
+        snap = supersede.planning_view(live, flight) if flight is not None else live
         documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
         meta = self.cluster["metadata"]
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
             planned = plan_cluster(
-                self.rec.kube, runs, self.cluster, snap, documents, not self.gw.supports_cordon()
+                self.rec.kube,
+                runs,
+                meta["namespace"],
+                self.spec,
+                snap,
+                documents,
+                not self.gw.supports_cordon(),
             )
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
-        if running and planned.plan is not None and not planned.plan.empty:
-            planned = replace(planned, plan=supersede.keeping_in_flight(planned.plan, running))
+        # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker
+        # that died): those need the new plan's targets even when the planner wants nothing else
+        if flight is not None and planned.plan is not None and (not planned.plan.empty or flight.stranded):
+            planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live))
         self.view = replace(self.view, planned=planned)
 
     def _start(self, a: StartExecution) -> None:
         snap = self.snapshot()
         old = self.record if a.supersedes is not None else None
+        done = self.record if old is None and self.record is not None else None
+        left = done.doc.throttles if done is not None and not _no_throttles(done) else None
         if a.replaces_record and old is None:
             self.store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
         record = Execution.create(
             self.store,
             a.plan,
-            limits=limits_of(self.spec).to_doc(),
+            limits=self.limits.to_doc(),
             bootstrap_servers=self.gw.settings.bootstrap_servers,
             cluster_id=snap.cluster_id,
             rules=list(a.rules),
@@ -628,6 +696,8 @@ class _Pass:
             plan_status=a.plan_status,
         )
         record.doc.owned_cordons = owned_cordons(snap, a.intents) if self.gw.supports_cordon() else {}
+        if left is not None:  # the last execution's throttles on a dead broker: this one removes them
+            record.doc.throttles = left.model_copy(deep=True)
         if old is not None:  # one save replaces the running record: nothing reverted, nothing sent twice
             record.adopt(old, f"superseded for more urgent intents (plan {a.plan.plan_id})")
             record.save()

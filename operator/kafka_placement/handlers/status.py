@@ -23,29 +23,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..kafka.types import LogDirInfo
+from ..model import crd_parts
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 
-PENDING = "Pending"
-PLANNING = "Planning"
-AWAITING_APPROVAL = "AwaitingApproval"
-EXECUTING = "Executing"
-COMPLETED = "Completed"
-FAILED = "Failed"
-PAUSED = "Paused"
-CANCELLED = "Cancelled"
-PHASES = (PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED)
-
-READY, PROGRESSING, DEGRADED, BLOCKED = "Ready", "Progressing", "Degraded", "Blocked"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED)
+# The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
+PHASES = crd_parts.PHASES
+PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED = PHASES
+CONDITION_TYPES = crd_parts.CONDITION_TYPES
+READY, PROGRESSING, DEGRADED, BLOCKED = CONDITION_TYPES
 
 
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-CLUSTER_CONDITION_TYPES = (READY, DEGRADED)
-SELF_HEALING = "SelfHealing"  # a KafkaCluster condition only while spec.selfHealing is declared
+CLUSTER_CONDITION_TYPES = (READY, DEGRADED)  # merged by decide; SelfHealing is healing.py's
+# a KafkaCluster condition only while spec.selfHealing is declared
+SELF_HEALING = crd_parts.SELF_HEALING_CONDITION
 
 
 def reason_word(text: str, fallback: str = "Unknown") -> str:

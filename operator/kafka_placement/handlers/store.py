@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from ..execution.store import BLOB_NAME, MAX_DOCUMENT_BYTES, RecordConflict, check_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
+from ..model.crd_parts import API_VERSION
 from ..model.errors import BadInputError, PlacementError
 
 CHUNK = 900 * 1024  # bytes of gzip per ConfigMap: below the 1 MiB limit with room for metadata
@@ -99,7 +100,7 @@ class ConfigMapStore:
         self.kube, self.namespace, self.cluster = kube, namespace, cluster
         self.name = configmap_name(cluster, document)
         self.label = cluster if len(cluster) <= 63 else hashlib.sha256(cluster.encode()).hexdigest()[:63]
-        meta, version = owner.get("metadata") or {}, owner.get("apiVersion", "kafkaplacement.io/v1alpha1")
+        meta, version = owner.get("metadata") or {}, owner.get("apiVersion", API_VERSION)
         ref = {"apiVersion": version, "kind": owner.get("kind", "KafkaCluster"), "controller": True}
         ref |= {"name": meta.get("name", cluster), "uid": meta.get("uid")}
         self.owner_refs = [ref] if ref["uid"] else None

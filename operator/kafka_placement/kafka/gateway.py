@@ -248,6 +248,10 @@ class KafkaGateway:
                         raise failure from None
                     finally:  # this frame holding its own exception would be such a cycle too
                         del failure, classified
+                if isinstance(failure, KafkaOperationError) and self._dead_controller(failure):
+                    # the client's metadata names a controller that died: a new client (the calls ask
+                    # ``_admin()`` for theirs each time) learns the live one
+                    self._confluent = None
                 log.info(
                     "%s failed (%s); retry %d/%d in %.1fs", what, failure.message, attempt, total - 1, delay
                 )
@@ -324,7 +328,6 @@ class KafkaGateway:
         from confluent_kafka import KafkaException, TopicCollection
 
         cluster = self._describe_cluster("describe cluster (authorized operations)", operations=True)
-        admin = self._admin()
         timeout = self.settings.request_timeout_s
         allowed = {_enum_text(op) for op in cluster.authorized_operations or ()}
         wanted = {"DESCRIBE"} | ({"ALTER"} if moves else set()) | (_CONFIG_OPS if configs else set())
@@ -340,7 +343,7 @@ class KafkaGateway:
         if names:
 
             def run() -> dict[str, set[str] | None]:
-                futures = admin.describe_topics(
+                futures = self._admin().describe_topics(
                     TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
                 )
                 out: dict[str, set[str] | None] = {}
@@ -374,10 +377,8 @@ class KafkaGateway:
         TOPIC_AUTHORIZATION_FAILED (Kafka does not reveal what exists to it)."""
         from confluent_kafka import KafkaException, TopicCollection
 
-        admin = self._admin()
-
         def run() -> str:
-            futures = admin.describe_topics(
+            futures = self._admin().describe_topics(
                 TopicCollection([ACL_PROBE_TOPIC]), request_timeout=self.settings.request_timeout_s
             )
             try:
@@ -399,11 +400,10 @@ class KafkaGateway:
         # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL
         self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
         cluster = self._describe_cluster("describe cluster")
-        admin = self._admin()
         racks = {int(n.id): n.rack for n in cluster.nodes}
         dirs = self.describe_log_dirs(racks)
         live = sorted(dirs)  # a broker the cluster lists that refused us has just died
-        metadata = self._current_metadata(admin, dirs)
+        metadata = self._current_metadata(dirs)
         cordon_config = {
             b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
         }
@@ -459,7 +459,7 @@ class KafkaGateway:
             cluster_id=cluster.cluster_id or metadata.cluster_id,
         )
 
-    def _current_metadata(self, admin: Any, dirs: Mapping[int, Sequence[LogDirInfo]]) -> Any:
+    def _current_metadata(self, dirs: Mapping[int, Sequence[LogDirInfo]]) -> Any:
         """The topics' metadata, read again (up to METADATA_READS times, METADATA_WAIT_S apart) while it
         lacks a partition that a live broker's log dirs hold: the broker that answers the metadata request
         applies the controller's records asynchronously and may lag (right after topics were created a
@@ -470,7 +470,7 @@ class KafkaGateway:
             (r.topic, r.partition) for ds in dirs.values() for d in ds for r in d.replicas if not r.is_future
         }
         for read in range(1, METADATA_READS + 1):
-            metadata = self._call("list topics", lambda: admin.list_topics(timeout=timeout))
+            metadata = self._call("list topics", lambda: self._admin().list_topics(timeout=timeout))
             known = {
                 (t, int(n)) for t, tmd in metadata.topics.items() if tmd.error is None for n in tmd.partitions
             }
@@ -527,11 +527,10 @@ class KafkaGateway:
         names = sorted(set(topics))
         if not names:
             return {}
-        admin = self._admin()
         timeout = self.settings.request_timeout_s
 
         def run() -> dict[str, Any]:
-            futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
+            futures = self._admin().describe_topics(TopicCollection(names), request_timeout=timeout)
             out: dict[str, Any] = {}
             for name, f in futures.items():
                 try:
@@ -692,14 +691,13 @@ class KafkaGateway:
         """All config entries of brokers and topics (one request per broker, topics together)."""
         from confluent_kafka.admin import ConfigResource, ConfigSource  # type: ignore[attr-defined]
 
-        admin = self._admin()
         targets = list(dict.fromkeys(targets))
         out: dict[ConfigTarget, dict[str, ConfigValue]] = {}
         for batch in _config_batches(targets):
             resources = {ConfigResource(t.kind, t.name): t for t in batch}
 
             def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, Any]:
-                futures = admin.describe_configs(
+                futures = self._admin().describe_configs(
                     list(resources), request_timeout=self.settings.request_timeout_s
                 )
                 return {resources[r]: f.result() for r, f in futures.items()}
@@ -739,7 +737,6 @@ class KafkaGateway:
             ConfigResource,
         )
 
-        admin = self._admin()
         errors: dict[ConfigTarget, OpError] = {}
         for batch in _config_batches([t for t, cs in changes.items() if cs]):
             resources = {
@@ -759,7 +756,7 @@ class KafkaGateway:
             }
 
             def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, OpError]:
-                futures = admin.incremental_alter_configs(
+                futures = self._admin().incremental_alter_configs(
                     list(resources), request_timeout=self.settings.request_timeout_s
                 )
                 failed: dict[ConfigTarget, OpError] = {}
@@ -796,14 +793,13 @@ class KafkaGateway:
         """Preferred-leader election (all partitions when None); ELECTION_NOT_NEEDED is not an error."""
         from confluent_kafka import ElectionType, TopicPartition
 
-        admin = self._admin()
         tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
         if tps == []:
             return {}
         timeout = self.settings.request_timeout_s
         result = self._call(
             "elect preferred leaders",
-            lambda: admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
+            lambda: self._admin().elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
             acl=_CLUSTER_ALTER,
         )
         errors: dict[PartitionKey, OpError] = {}
