@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps rig-build rig-up rig-down rig-status lint test test-unit demo bench clean
+.PHONY: help venv deps rig-build rig-up rig-down rig-status lint test test-unit demo bench reference clean
 
 help:
 	@echo "make demo       - set everything up, run the demo against a real local cluster"
@@ -18,6 +18,7 @@ help:
 	@echo "make rig-up / rig-down / rig-status - the local Kafka + kube-apiserver rig"
 	@echo "make lint       - ruff, mypy --strict, import-linter layer contracts"
 	@echo "make bench      - planner benchmark vs Kafka's --generate and a naive greedy -> docs/benchmarks.md"
+	@echo "make reference  - regenerate docs/reference.md (the custom resources' fields) from the CRD schemas"
 
 $(STAMP): pyproject.toml
 	@bash scripts/check-tools.sh python
@@ -55,6 +56,7 @@ rig-down:
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name secure
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name legacy
 	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name main
+	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name five
 	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py net-down
 
 rig-status: venv
@@ -84,6 +86,11 @@ demo: venv
 bench: venv
 	bash tests/rig/kafka/fetch.sh >/dev/null
 	$(PY) tests/bench/run_bench.py $(BENCH_ARGS)
+
+# The CRD field reference, generated from operator/kafka_placement/model/crd_schema.py;
+# tests/unit/test_reference_doc.py fails when the committed page drifts from it.
+reference: venv
+	$(PY) scripts/gen_reference.py -o docs/reference.md
 
 clean: rig-down
 	rm -rf $(VENV) .rig .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -535,8 +535,15 @@ def log_tail(node: Node, lines: int = 12) -> str:
     return "\n".join(out)
 
 
-def wait_ready(cluster: Cluster, procs: dict[int, subprocess.Popen[bytes]], timeout: float) -> None:
-    """Wait until every broker in ``procs`` answers and sees all of the cluster's brokers unfenced."""
+def wait_ready(
+    cluster: Cluster,
+    procs: dict[int, subprocess.Popen[bytes]],
+    timeout: float,
+    expect: set[int] | None = None,
+) -> None:
+    """Wait until every broker in ``procs`` answers and sees the brokers ``expect`` (default: all of the
+    cluster's) unfenced."""
+    wanted = expect if expect is not None else {n.id for n in cluster.nodes}
     try:
         from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
     except ImportError as e:
@@ -573,10 +580,11 @@ def wait_ready(cluster: Cluster, procs: dict[int, subprocess.Popen[bytes]], time
                     seen = admin.describe_cluster(request_timeout=5).result(timeout=8)
                     res = ConfigResource("broker", str(node.id))
                     admin.describe_configs([res], request_timeout=5)[res].result(timeout=8)
-                    if len(seen.nodes) == len(cluster.nodes):
+                    ids = {int(n.id) for n in seen.nodes}
+                    if wanted <= ids:
                         pending.discard(node.id)
                     else:
-                        last_error = f"node {node.id} sees {len(seen.nodes)}/{len(cluster.nodes)} brokers"
+                        last_error = f"node {node.id} sees brokers {sorted(ids)}, not all of {sorted(wanted)}"
                 except Exception as e:  # not ready yet: retry until the deadline
                     last_error = f"node {node.id}: {e}"
         if not pending:
@@ -930,7 +938,7 @@ def cmd_stop_node(args: argparse.Namespace) -> int:
 
 def cmd_start_node(args: argparse.Namespace) -> int:
     """Start one stopped node again with the JVM command of ``up`` (same config and data), wait until it
-    answers and the cluster sees every broker, record its new pid in rig.json."""
+    answers and the cluster sees every broker that runs, record its new pid in rig.json."""
     cluster, node = node_of(args)
     pids = node_pids(cluster, node)
     if pids:
@@ -963,7 +971,8 @@ def cmd_start_node(args: argparse.Namespace) -> int:
                 cwd=node.home,
                 start_new_session=True,
             )
-        wait_ready(cluster, {node.id: proc}, args.timeout)
+        running = {n.id for n in cluster.nodes if n.id != node.id and node_pids(cluster, n)}
+        wait_ready(cluster, {node.id: proc}, args.timeout, running | {node.id})  # not the nodes stopped
         set_node_pid(cluster, node, proc.pid)
     except BaseException:
         print(f"kafka rig '{cluster.name}': start-node {node.id} failed; stopping it", file=sys.stderr)

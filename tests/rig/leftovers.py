@@ -40,6 +40,8 @@ _DEFAULT_PORTS = (
     *range(29592, 29594),
     *range(29692, 29694),
     *range(29792, 29794),
+    *range(29892, 29897),  # the five-node cluster of tests/e2e/test_operator_correlated_failure.py
+    *range(29992, 29997),
     23790,
     23800,
     26443,

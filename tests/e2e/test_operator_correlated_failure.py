@@ -1,0 +1,134 @@
+"""End to end: two brokers die at once on a five-broker cluster; self-healing heals neither, then one.
+
+A cluster of its own (``kafka_rig.py up --name five``: five combined broker+controller nodes, so two can
+die and the quorum of three stays) and one operator. The KafkaCluster has ``selfHealing.brokerFailure``
+with ``afterSeconds: 5`` and ``maxConcurrentBrokerHeals: 1`` (approval Manual: a heal waits, nothing
+moves). Brokers 4 and 5 are SIGKILLed together: both are listed in ``status.deadBrokers``, the
+SelfHealing condition says ``CorrelatedFailure`` with a Warning Event, and no heal is created past the
+delay (a storm of moves during an outage is worse than waiting). Broker 5 is restarted: one broker is
+down, within the limit, and broker 4 gets its heal.
+
+Cost: about a minute and a half (five JVMs start on two cores; each death is seen once the controller
+fences the broker); the cluster is always stopped (``finally``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.conftest import Operator, get
+from tests.e2e.test_operator import apply
+from tests.e2e.test_operator_self_healing import LABEL, dead_brokers, heals, until
+
+from kafka_placement.model.self_healing import parse_time
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(480)]
+
+RIG_CLI = Path(__file__).resolve().parents[1] / "rig" / "kafka_rig.py"
+NAME = "five"
+BASE = 29892 + int(os.environ.get("KP_RIG_PORT_OFFSET", "0"))  # brokers BASE+i, controllers BASE+100+i
+BOOTSTRAP = ",".join(f"127.0.0.1:{BASE + i}" for i in range(5))
+
+
+def rig(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(RIG_CLI), *args, "--name", NAME],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def five() -> Any:
+    """The five-node cluster, up for this test only."""
+    up = rig("up", "--nodes", "5", "--dirs", "1", "--base-port", str(BASE), timeout=420)
+    assert up.returncode == 0, up.stderr + up.stdout
+    try:
+        yield BOOTSTRAP
+    finally:
+        down = rig("down")
+        assert down.returncode == 0, down.stderr + down.stdout
+
+
+def condition(kubectl: Any, ns: str) -> dict[str, Any]:
+    status = get(kubectl, ns, "kafkacluster", NAME).get("status") or {}
+    return next((c for c in status.get("conditions") or () if c.get("type") == "SelfHealing"), {})
+
+
+def test_two_brokers_down_at_once_heal_nothing_until_one_is_back(
+    operator: Operator, kubectl: Any, k8s_namespace: str, five: str
+) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    ns = k8s_namespace
+    admin = AdminClient({"bootstrap.servers": five, "socket.connection.setup.timeout.ms": 5000})
+    topic = NewTopic("spread", num_partitions=4, replica_assignment=[[4, 5], [5, 1], [1, 4], [2, 3]])
+    admin.create_topics([topic], request_timeout=30)["spread"].result(timeout=60)
+    apply(
+        kubectl,
+        ns,
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {NAME}}}\n"
+        f"spec:\n  bootstrapServers: '{five}'\n  selfHealing:\n"
+        "    brokerFailure: {enabled: true, afterSeconds: 5}\n"
+        "    approval: Manual\n    maxConcurrentBrokerHeals: 1\n",
+    )
+    until(
+        "the KafkaCluster connected",
+        lambda: (get(kubectl, ns, "kafkacluster", NAME).get("status") or {}).get("phase") == "Connected",
+        operator,
+    )
+    for node in (4, 5):
+        stop = rig("stop-node", "--node", str(node), "--kill")
+        assert stop.returncode == 0, stop.stderr + stop.stdout
+
+    both = until(
+        "brokers 4 and 5 listed dead",
+        lambda: (lambda d: d if sorted(e["id"] for e in d) == [4, 5] else None)(
+            dead_brokers(kubectl, ns, NAME)
+        ),
+        operator,
+    )
+    cond = until(
+        "the correlated failure in the SelfHealing condition",
+        lambda: (lambda c: c if c.get("reason") == "CorrelatedFailure" else None)(condition(kubectl, ns)),
+        operator,
+        timeout=30,
+    )
+    assert cond["status"] == "False" and "[4, 5]" in cond["message"], cond
+    # past both heals' due time and a few reconciles (every 2 s): still no heal
+    due = max(parse_time(e["since"], "since") for e in both) + 5
+    time.sleep(max(0.0, due - time.time()) + 8)
+    assert heals(kubectl, ns) == []
+    assert condition(kubectl, ns).get("reason") == "CorrelatedFailure"
+    events = kubectl(
+        "-n", ns, "get", "events", "--field-selector", f"involvedObject.name={NAME}", "-o", "json"
+    )
+    warned = [e for e in json.loads(events.stdout)["items"] if e["reason"] == "CorrelatedFailure"]
+    assert warned and warned[0]["type"] == "Warning", warned
+
+    # broker 5 back: one broker down, within the limit: broker 4 is healed (the heal waits for approval)
+    start = rig("start-node", "--node", "5")
+    assert start.returncode == 0, start.stderr + start.stdout
+    (heal,) = until("a heal of broker 4", lambda: heals(kubectl, ns), operator, timeout=120)
+    assert heal["spec"]["brokers"] == [4]
+    assert heal["metadata"]["labels"]["kafkaplacement.io/created-by"] == LABEL.split("=")[1]
+    until(
+        "the heal awaiting approval",
+        lambda: (
+            (get(kubectl, ns, "brokerdecommission", heal["metadata"]["name"]).get("status") or {}).get(
+                "phase"
+            )
+            == "AwaitingApproval"
+        ),
+        operator,
+        timeout=120,
+    )
+    assert [e["id"] for e in dead_brokers(kubectl, ns, NAME)] == [4]
