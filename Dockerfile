@@ -12,7 +12,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# pyproject.toml and the sources only: the README and docs/ are not in the build context (.dockerignore)
+COPY pyproject.toml ./
 COPY operator/ operator/
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

@@ -23,7 +23,7 @@ buildkitd runs only for the build (OCI worker: Debian's runc, host network for a
 socket under the rig dir; its layer cache lives in the cache dir, pruned to BUILDKIT_KEEP_MB.
 The archive is named ``kafka-placement-operator:<chart appVersion>`` (the chart's default image) and
 cached under $KP_CACHE/images/ by a hash of everything the build reads: the Dockerfile, .dockerignore,
-pyproject.toml, README.md, operator/ (as .dockerignore filters it), the base's digest and the
+pyproject.toml, operator/ (as .dockerignore filters it), the base's digest and the
 BuildKit version.
 
 Exit codes: 0 ok, 1 failure, 2 bad input (a missing tool or rig).
@@ -221,7 +221,7 @@ def ensure_base(debs: Path) -> tuple[Path, str]:
 
 def _context_files() -> Iterator[Path]:
     """What the build reads from the context (the Dockerfile's COPY sources as .dockerignore leaves them)."""
-    yield from (REPO / n for n in ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md"))
+    yield from (REPO / n for n in ("Dockerfile", ".dockerignore", "pyproject.toml"))
     for path in sorted((REPO / "operator").rglob("*")):
         rel = path.relative_to(REPO)
         if (
