@@ -90,10 +90,15 @@ def node(action: str, *extra: str) -> None:
     run([*RIG, action, "--name", "main", "--node", str(DEAD), *extra], timeout=300)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+def create_topic(
+    bootstrap: str, name: str, partitions: int, assignment: list[list[int]] | None = None
+) -> None:
+    """A topic of ``partitions`` (RF 2 over brokers 1-3 round robin unless ``assignment`` is given), kept
+    for good, until every partition has a leader and a full ISR."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(partitions)]
+    if assignment is None:
+        assignment = [[i % 3 + 1, (i + 1) % 3 + 1] for i in range(partitions)]
     topic = NewTopic(
         name,
         num_partitions=partitions,

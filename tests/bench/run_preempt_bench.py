@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from run_exec_scale import write_section  # noqa: E402  (one writer of benchmark sections)
-from run_heal_bench import admin, node, produce, wait_healthy  # noqa: E402
+from run_heal_bench import admin, create_topic, node, produce  # noqa: E402
 
 SECTION = "## Pre-emption at scale: a heal supersedes a running rebalance"
 DEAD = 3
@@ -92,21 +92,6 @@ class Kube:
         return doc
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-
-    assignment = [[1, 2] if i % 2 else [2, 1] for i in range(partitions)]
-    topic = NewTopic(
-        name,
-        num_partitions=partitions,
-        replica_assignment=assignment,
-        config={"min.insync.replicas": "1", "retention.ms": "-1", "segment.bytes": str(16 * 1024 * 1024)},
-    )
-    client = admin(bootstrap)
-    client.create_topics([topic], request_timeout=60)[name].result(timeout=180)
-    wait_healthy(client, name, partitions, 180)
-
-
 def until(what: str, check: Any, timeout: float, log: Path, every: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -132,7 +117,9 @@ def run_once(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     kube("apply", "-f", str(ROOT / "crds"), ns=False)
     kube("create", "namespace", ns, ns=False)
     topic = f"preempt-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic, args.partitions)
+    create_topic(
+        bootstrap, topic, args.partitions, [[1, 2] if i % 2 else [2, 1] for i in range(args.partitions)]
+    )
     produce(bootstrap, topic, args.partitions, args.mb * 1_000_000 // args.partitions)
     log = work / "operator.log"
     op = Operator(ns, kube.config, log)
@@ -153,15 +140,13 @@ def run_once(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "balance: {brokers: true, tolerance: 0.05}}\n"
             ),
         )  # fmt: skip
-        first = until(
-            "the rebalance a tenth done",
-            lambda: (lambda d: d if d.get("doneCount", 0) >= d.get("partitions", 1) // 10 else None)(
-                kube.record("busy")
-            ),
-            1800,
-            log,
-            every=1.0,
-        )
+
+        def a_tenth_done() -> dict[str, Any] | None:
+            d = kube.record("busy")
+            moves = d.get("partitions", 0)
+            return d if moves >= args.partitions // 2 and d.get("doneCount", 0) >= moves // 10 else None
+
+        first = until("the rebalance a tenth done", a_tenth_done, 1800, log, every=1.0)
         row |= {"moves": first["partitions"], "doneAtKill": first["doneCount"]}
         row["inFlightAtKill"] = len(first.get("inFlight") or {})
         t0 = time.time()
@@ -227,7 +212,8 @@ def run_once(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             kube("delete", "kafkacluster", "--all", "--timeout=120s")
         finally:
             op.kill(signal.SIGTERM)
-            admin(bootstrap).delete_topics([topic], request_timeout=60)[topic].result(timeout=120)
+            client = admin(bootstrap)  # held: a client garbage-collected mid-call fails its futures
+            client.delete_topics([topic], request_timeout=60)[topic].result(timeout=120)
             kube("delete", "namespace", ns, "--wait=false", ns=False)
     return row
 

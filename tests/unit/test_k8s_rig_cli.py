@@ -9,33 +9,16 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.rig.probes import free_ports, rig_processes
-
-RIG_CLI = Path(__file__).resolve().parents[2] / "tests" / "rig" / "k8s_rig.py"
-# every run here ends at a precondition check, in about a second; a rig that got past them would start
-# etcd and kube-apiserver and take far longer
-RIG_TIMEOUT_S = 60.0
+from tests.unit.rig_cli import run_rig_script
 
 
 def run_rig(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The rig CLI's outcome; a run still going after ``RIG_TIMEOUT_S`` fails the test."""
-    try:
-        return subprocess.run(
-            [sys.executable, str(RIG_CLI), *args],
-            capture_output=True,
-            text=True,
-            timeout=RIG_TIMEOUT_S,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(
-            f"k8s_rig.py {' '.join(args[:1])} still running after {RIG_TIMEOUT_S:g} s: past its checks"
-        )
+    return run_rig_script("k8s_rig.py", *args, env=env)
 
 
 def assert_nothing_left(rig_dir: Path) -> None:

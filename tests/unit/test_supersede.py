@@ -149,8 +149,8 @@ def test_the_new_plan_builds_on_the_moves_in_flight_and_keeps_them(tmp_path: Pat
 def test_a_move_in_flight_toward_a_dead_broker_is_replanned_from_its_origin(tmp_path: Path) -> None:
     """A stranded move (its target names a broker that died) is not kept: the planner sees its partition
     where the move started, the new plan sends it back there (the planner wanting nothing of it), the
-    new record lists it to submit over the old reassignment, and the executor selects it although Kafka
-    still shows the old reassignment."""
+    new record lists it in ``retarget``, and the executor reverts the old reassignment before it moves the
+    partition like any other."""
     from kafka_placement.execution import executor
     from kafka_placement.execution.supersede import in_flight, keeping_flight, planning_view
     from kafka_placement.execution.view import View as KafkaView
@@ -225,6 +225,26 @@ def test_a_move_in_flight_toward_a_dead_broker_is_replanned_from_its_origin(tmp_
         {("t", 1): Reassignment((1, 3, 2), (3,), (2,)), ("t", 2): Reassignment((4, 1, 2), (1,), (2,))},
         {},
     )
-    assert executor._select(again, view, executor.Limits(), [0]) == [0]  # replaces the stranded move
-    again.doc.retarget = []
-    assert executor._select(again, view, executor.Limits(), [0]) == []  # someone else's: waits
+    assert executor._select(again, view, executor.Limits(), [0]) == []  # still moving in Kafka: waits
+
+    class Answers:
+        sent: list[dict[tuple[str, int], list[int] | None]] = []
+
+        def alter_reassignments(self, targets: dict[tuple[str, int], list[int] | None]) -> dict[Any, Any]:
+            self.sent.append(dict(targets))
+            return {}
+
+    answers = Answers()
+    executor._revert_stranded(again, answers, view)  # type: ignore[arg-type]
+    assert answers.sent == [{("t", 1): None}]  # KIP-455 cancel: Kafka drops the dead broker it was adding
+    assert again.doc.counters.reverted_stranded == 1 and again.doc.counters.cancels == 0
+    reverted = KafkaView(
+        "c1",
+        frozenset({1, 2, 4}),
+        {("t", 1): PartitionState("t", 1, (1, 2), ("/d0", "/d1"), 1, (1, 2), 10)},
+        {},
+        {},
+    )
+    executor._revert_stranded(again, answers, reverted)  # type: ignore[arg-type]
+    assert len(answers.sent) == 1  # nothing left to revert
+    assert executor._select(again, reverted, executor.Limits(), [0]) == [0]  # now a move like any other

@@ -280,15 +280,14 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
         charge(i)
     room = limits.max_moves - len(ex.doc.in_flight)
     cap = limits.bytes_per_broker
-    retarget = set(ex.doc.retarget)
     batch: list[int] = []
     for i in _by_health(ex, view, candidates):
         if room <= 0:
             break
         t = plan.targets[i]
         p = view.partitions.get(t.key)
-        if p is None or (t.key in view.in_flight and i not in retarget):
-            continue  # someone else's move: wait for it (a superseded plan's stranded move: replaced)
+        if p is None or t.key in view.in_flight:
+            continue  # someone else's move (or a stranded one being reverted): wait for it
         if p.under_replicated and not repairs(t, p):
             continue  # never move an under-replicated partition, unless the move repairs it
         if any(count.get(b, 0) >= limits.max_moves_per_broker for b in plan.involved(i)):
@@ -632,6 +631,7 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
             ex.move(Event.HEALTHY)
         ex.move(Event.ALL_DONE)
         return
+    _revert_stranded(ex, gateway, view)
     hold = defend(ex, gateway, limits.to_doc(), view.live)
     bad = _unhealthy(ex, view, candidates)
     if bad or hold:
@@ -649,6 +649,29 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
     if batch:
         _throttle(ex, gateway, view, batch, limits)
         _submit(ex, gateway, batch)
+
+
+def _revert_stranded(ex: Execution, gateway: KafkaGateway, view: View) -> None:
+    """The reassignments a superseded plan left moving toward a broker that died (``retarget``, not yet
+    ours): reverted (KIP-455 cancel: Kafka drops the replicas they were adding, the data stays where it
+    was), after which the partition is a pending move of this plan like any other. A reassignment
+    submitted over a running one is not enough: Kafka keeps waiting for the dead broker it was adding."""
+    keys = [
+        ex.plan.targets[i].key
+        for i in ex.doc.retarget
+        if ex.state(i) == PState.PENDING and ex.plan.targets[i].key in view.in_flight
+    ]
+    if not keys:
+        return
+    ex.doc.counters.reverted_stranded += len(keys)
+    ex.save()
+    errors = gateway.alter_reassignments(dict.fromkeys(keys))
+    bad = {k: e for k, e in errors.items() if e.code != "NO_REASSIGNMENT_IN_PROGRESS"}
+    if bad:
+        ex.error(
+            "reverting stranded moves refused for "
+            + ", ".join(f"{t}-{p}: {e}" for (t, p), e in list(bad.items())[:10])
+        )
 
 
 def _sample(ex: Execution, view: View) -> None:

@@ -169,6 +169,7 @@ class Counters(_Model):
     resubmitted: int = Field(0, ge=0)  # partitions submitted more than once (must stay 0)
     dir_submissions: int = Field(0, ge=0)
     cancels: int = Field(0, ge=0)
+    reverted_stranded: int = Field(0, ge=0)  # a superseded plan's moves toward a dead broker, reverted
     reorders: int = Field(0, ge=0)
     diverged_ticks: int = Field(0, ge=0)
     unsent: int = Field(0, ge=0)  # intents recorded before a crash that never reached Kafka
@@ -275,7 +276,8 @@ class RecordDoc(_Model):
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last
     # plan indices whose partition a superseded plan left moving toward a broker that died: this execution
-    # submits its own target over that reassignment (execution/supersede.py, "stranded")
+    # reverts that reassignment (KIP-455 cancel), then moves the partition to its own target
+    # (execution/supersede.py, "stranded")
     retarget: list[int] = []
     participants: list[str] = []
     plan_status: dict[str, Any] | None = Field(None)
@@ -599,8 +601,8 @@ class Execution:
         this execution's (restored when it ends). ``old``'s record is replaced by this one in one save, so
         nothing is reverted and nothing is sent twice. A move in flight that the new plan gives another
         target (a stranded one, toward a dead broker: execution/supersede.py) is not adopted: its partition
-        is pending here and listed in ``retarget``, so its new target is submitted over the old
-        reassignment. Returns how many moves were adopted."""
+        is pending here and listed in ``retarget``: the executor reverts the old reassignment, then moves it
+        to its new target. Returns how many moves were adopted."""
         now = time.time()
         retarget: list[int] = []
         for i in old.active():
