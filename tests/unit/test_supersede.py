@@ -16,7 +16,7 @@ from kafka_placement.execution.record import (
     Submission,
 )
 from kafka_placement.execution.store import FileStore
-from kafka_placement.execution.supersede import as_if_done, keeping_in_flight, running_targets
+from kafka_placement.execution.supersede import as_if_done, in_flight, keeping_in_flight
 from kafka_placement.handlers import status as st
 from kafka_placement.handlers.decide import (
     CheckMinIsr,
@@ -117,7 +117,7 @@ def test_the_new_plan_builds_on_the_moves_in_flight_and_keeps_them(tmp_path: Pat
         {"brokers": [{"broker": 3, "config": "follower.replication.throttled.rate", "value": "9"}]}
     )
     old.save()
-    running = running_targets(old)
+    running = in_flight(old, _snapshot()).kept  # every broker alive: nothing stranded
     assert list(running) == [("t", 1)]
     seen = as_if_done(_snapshot(), running)
     p1 = seen.partition("t", 1)

@@ -541,7 +541,7 @@ def _cancel(ex: Execution, gateway: KafkaGateway, view: View) -> None:
 
 def sweep(gateway: KafkaGateway, ex: Execution) -> None:
     """A terminal execution still holding throttles (a crash after the last move): clear them."""
-    if ex.phase in TERMINAL and not ThrottleState.from_json(ex.doc.throttles.model_dump()).empty:
+    if ex.phase in TERMINAL and not ex.doc.throttles.empty:
         _clear_throttles(ex, gateway)
 
 
@@ -764,6 +764,6 @@ def mismatches(gateway: KafkaGateway, plan: Plan, ex: Execution | None = None) -
             current, future = view.replica_dirs(t.topic, t.partition, b)
             if d != ANY_DIR and (current != d or future is not None):
                 out.append(f"{t.name}: replica on broker {b} in {current}, plan {d}")
-    if ex is not None and not ThrottleState.from_json(ex.doc.throttles.model_dump()).empty:
+    if ex is not None and not ex.doc.throttles.empty:
         out.append(f"throttles set by execution {ex.doc.plan_id} are still in place")
     return out

@@ -162,6 +162,11 @@ class Throttles(_Model):
     brokers: list[BrokerThrottle] = []
     topics: list[TopicThrottle] = []
 
+    @property
+    def empty(self) -> bool:
+        """Nothing of ours set (or nothing left to remove)."""
+        return not self.brokers and not self.topics
+
 
 class Counters(_Model):
     ticks: int = Field(0, ge=0)

@@ -110,12 +110,6 @@ def keeping_flight(plan: Plan, flight: InFlight, snap: ClusterSnapshot) -> Plan:
     return Plan.of([*merged.partitions, *extra]) if extra else merged
 
 
-def running_targets(ex: Execution) -> dict[tuple[str, int], PartitionTarget]:
-    """The targets of the moves ``ex`` has in flight, by partition."""
-    targets = ex.plan.targets
-    return {targets[i].key: targets[i] for i in ex.active()}
-
-
 def as_if_done(snap: ClusterSnapshot, running: dict[tuple[str, int], PartitionTarget]) -> ClusterSnapshot:
     """``snap`` with each partition of ``running`` at its target (dirs named by the target, else the
     current dir of a replica that stays, else unknown)."""

@@ -373,7 +373,7 @@ class Reconciler:
             record = Execution.load(store)
         except BadInputError:
             return None  # a corrupt record is never acted on: nothing can be cancelled from it
-        if record is None or (record.phase in TERMINAL and _no_throttles(record)):
+        if record is None or (record.phase in TERMINAL and record.doc.throttles.empty):
             return None
         try:
             spec = ClusterSpec.of(cluster)
@@ -388,7 +388,7 @@ class Reconciler:
                 executor.tick(gw, record, limits_of(spec))
         except (KafkaUnavailableError, KafkaAuthorizationError, KafkaAuthenticationError) as e:
             return f"cancelling plan {record.doc.plan_id} before the cluster goes: {e.message}"
-        if record.phase in TERMINAL and _no_throttles(record):
+        if record.phase in TERMINAL and record.doc.throttles.empty:
             return None
         return f"cancelling plan {record.doc.plan_id} before the cluster goes: executor phase {record.phase}"
 
@@ -463,10 +463,6 @@ class Reconciler:
             raise kopf.TemporaryError(e.message, delay=1) from None
 
 
-def _no_throttles(record: Execution) -> bool:
-    return not record.doc.throttles.brokers and not record.doc.throttles.topics
-
-
 class _Pass:
     """One reconcile of one cluster with Kafka reachable: the view grows by what each action reads."""
 
@@ -505,7 +501,7 @@ class _Pass:
 
     def run(self) -> dict[str, Any]:
         record = self.record
-        if record is not None and record.phase in TERMINAL and not _no_throttles(record):
+        if record is not None and record.phase in TERMINAL and not record.doc.throttles.empty:
             # throttles a finished execution could not remove (their broker was dead): until it is back
             with contextlib.suppress(KafkaUnavailableError, KafkaOperationError):
                 executor.sweep(self.gw, record)
@@ -682,7 +678,7 @@ class _Pass:
         snap = self.snapshot()
         old = self.record if a.supersedes is not None else None
         done = self.record if old is None and self.record is not None else None
-        left = done.doc.throttles if done is not None and not _no_throttles(done) else None
+        left = done.doc.throttles if done is not None and not done.doc.throttles.empty else None
         if a.replaces_record and old is None:
             self.store.prune_blobs(set())  # the previous execution is over: its plan and baseline go
         record = Execution.create(
