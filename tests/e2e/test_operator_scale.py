@@ -6,12 +6,13 @@ keeps showing the executed plan once the cluster has converged. Real apiserver a
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply, execution_record, snapshot, throttles_left
@@ -79,11 +80,11 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
                 break
             for node in kafka_rig.nodes:
                 resource = ConfigResource(ResourceType.BROKER, str(node.id))
-                entry = (
-                    kafka_admin.describe_configs([resource])[resource]
-                    .result(30)
-                    .get("follower.replication.throttled.rate")
-                )
+                try:  # a sample: one a busy broker answers late is skipped, the next one taken
+                    configs = kafka_admin.describe_configs([resource])[resource].result(30)
+                except (concurrent.futures.TimeoutError, KafkaException):
+                    continue
+                entry = configs.get("follower.replication.throttled.rate")
                 if entry is not None and entry.value:
                     rates_seen.add(entry.value)
             assert time.monotonic() < deadline, f"{body.get('status')}\n{operator.tail()}"

@@ -196,9 +196,10 @@ def kafka_python_admin(rig: KafkaRig) -> Any:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kafka_admin(kafka_rig: KafkaRig) -> Any:
-    """confluent-kafka AdminClient on the main cluster."""
+    """confluent-kafka AdminClient on the main cluster, one per test like ``kafka_py_admin``: a client
+    that lived through a broker's restart by an earlier test once timed out a broker's describe_configs."""
     return confluent_admin(kafka_rig)
 
 

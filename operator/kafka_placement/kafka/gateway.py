@@ -106,6 +106,7 @@ class KafkaGateway:
         self._confluent: Any = None
         self._kafka_python: Any = None
         self._last_client_error: str | None = None
+        self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -146,6 +147,7 @@ class KafkaGateway:
         code = str(err.name()) if hasattr(err, "name") else ""
         if code in _UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
             self._last_client_error = text
+        self._last_client_error_at = time.monotonic()  # "all brokers down" renews the reason before it
         if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
             self._known_broker_down = True
 
@@ -230,12 +232,13 @@ class KafkaGateway:
         total = attempts or self._attempts
         delay = self._backoff_s
         for attempt in range(1, total + 1):
+            started = time.monotonic()
             try:
                 return fn()
             except PlacementError:
                 raise
             except Exception as e:
-                classified = self._classify(what, e, acl)
+                classified = self._classify(what, e, acl, since=started)
                 if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
                     raise
                 # Kafka's error is replaced by ours, and its traceback dropped: it holds the frames of
@@ -270,8 +273,12 @@ class KafkaGateway:
         return KafkaAuthorizationError(denied_message(self.settings, [item], what))
 
     def _classify(
-        self, what: str, e: Exception, acl: tuple[str, str, Acl] | None = None
+        self, what: str, e: Exception, acl: tuple[str, str, Acl] | None = None, since: float = 0.0
     ) -> tuple[PlacementError, bool] | None:
+        """Map a client's failure to ours and say whether it is worth retrying (None: not a Kafka
+        failure). A timeout is an unreachable cluster when a transport error arrived since ``since``
+        (the call's start): librdkafka reports a refused connection once per reconnect, so an error
+        seen during the call is kept, not asked for again after it (a race the call could lose)."""
         from confluent_kafka import KafkaException
         from kafka.errors import AuthorizationError, KafkaConnectionError, SaslAuthenticationFailedError
         from kafka.errors import KafkaError as PyKafkaError
@@ -283,9 +290,9 @@ class KafkaGateway:
             if code.endswith("_AUTHORIZATION_FAILED"):
                 return self._not_authorized(what, code, acl), False
             if self._confluent is not None:
-                self._last_client_error = None
                 self._confluent.poll(0)  # serve error_cb: the transport error says why
-            transport = self._last_client_error
+            fresh = self._last_client_error_at >= since
+            transport = self._last_client_error if fresh else None
             if code == "_TIMED_OUT" and "controller" in text.lower() and self._known_broker_down:
                 # the metadata named a controller that just died (KRaft names a live broker again once
                 # the dead one is fenced): not an unreachable cluster
