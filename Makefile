@@ -8,12 +8,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+export PYTEST_ARGS
 
 .PHONY: help venv deps rig-build rig-up rig-down rig-status lint test test-unit demo bench reference clean
 
 help:
 	@echo "make demo       - set everything up, run the demo against a real local cluster"
-	@echo "make test       - set everything up, run lint + the whole test suite against the real rig"
+	@echo "make test       - set everything up: lint, unit tests, then the rig-backed tests in two lanes"
 	@echo "make test-unit  - pure unit tests only (no rig)"
 	@echo "make rig-up / rig-down / rig-status - the local Kafka + kube-apiserver rig"
 	@echo "make lint       - ruff, mypy --strict, import-linter layer contracts"
@@ -38,26 +39,14 @@ rig-build: venv
 	bash tests/rig/k8s/build.sh
 	bash tests/rig/node/fetch-debs.sh >/dev/null
 
-# The node's bridge comes first: Kafka main (an extra listener) and the apiserver bind an address on it.
+# The rigs to bring up or down (scripts/rig.sh); `make test` runs two sets side by side (tests/rig/lanes.py).
+RIGS ?= main legacy secure k8s node spark
+
 rig-up: rig-build
-	export KP_NODE_ADDRESS=$$($(PY) tests/rig/node_rig.py net-up) && \
-	$(PY) tests/rig/kafka_rig.py up --name main && \
-	$(PY) tests/rig/kafka_rig.py up --name legacy && \
-	$(PY) tests/rig/kafka_rig.py up --name secure && \
-	$(PY) tests/rig/k8s_rig.py up && \
-	$(PY) tests/rig/node_rig.py up && \
-	$(PY) tests/rig/spark_rig.py up
+	bash scripts/rig.sh up $(RIGS)
 
 rig-down:
-	-@[ -x $(PY) ] && $(PY) tests/rig/image_rig.py down
-	-@[ -x $(PY) ] && $(PY) tests/rig/spark_rig.py down
-	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py down
-	-@[ -x $(PY) ] && $(PY) tests/rig/k8s_rig.py down
-	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name secure
-	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name legacy
-	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name main
-	-@[ -x $(PY) ] && $(PY) tests/rig/kafka_rig.py down --name five
-	-@[ -x $(PY) ] && $(PY) tests/rig/node_rig.py net-down
+	-@bash scripts/rig.sh down $(RIGS)
 
 rig-status: venv
 	$(PY) tests/rig/kafka_rig.py status --name main
@@ -74,10 +63,10 @@ lint: venv
 test-unit: venv
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
-# The whole suite: lint, then every test against the real rig; the rig is always torn down.
+# The whole suite: lint and the unit tests (stopping there on failure), then the rig-backed tests in two
+# lanes side by side, each against its own rig, always torn down (scripts/test.sh, tests/rig/lanes.py).
 test: venv
-	$(MAKE) lint
-	bash scripts/with-rig.sh $(PY) -m pytest tests -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
+	bash scripts/test.sh
 
 demo: venv
 	bash scripts/demo.sh

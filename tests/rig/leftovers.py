@@ -125,18 +125,19 @@ def operator_processes(rig_dir: Path) -> list[int]:
         args = _cmdline(int(proc.name))
         if not any(Path(a).name == "kafka-placement" for a in args[:2]):
             continue
-        if any(needle in a for a in args) or _environ(int(proc.name)).get("KUBECONFIG", "").startswith(
-            needle
-        ):
+        kubeconfig = _environ(int(proc.name)).get("KUBECONFIG", "")
+        if any(a.endswith(needle) or needle + "/" in a for a in args) or kubeconfig.startswith(needle + "/"):
             found.append(int(proc.name))
     return found
 
 
-def leftovers(rig_dir: Path) -> list[Leftover]:
-    """Every live process of the rig under ``rig_dir`` (see the module docstring), sorted by pid."""
+def leftovers(rig_dir: Path, *, node: bool = True) -> list[Leftover]:
+    """Every live process of the rig under ``rig_dir`` (see the module docstring), sorted by pid; with
+    ``node`` False the rig ran no node, so the machine's pods (another rig's node) are not its own."""
     rig_dir = rig_dir.resolve()
     pids = set(rig_jvms(rig_dir)) | set(rig_processes(rig_dir)) | set(operator_processes(rig_dir))
-    pids |= set(node_processes(rig_dir))
+    if node:
+        pids |= set(node_processes(rig_dir))
     sockets = listening_sockets()
     out = []
     for pid in sorted(pids):
@@ -161,8 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rig-dir", type=Path, default=Path(os.environ.get("KP_RIG_DIR", REPO_ROOT / ".rig")))
     ap.add_argument("--ports", action="store_true", help="also fail on the rig's ports still in use")
+    ap.add_argument(
+        "--without-node",
+        action="store_true",
+        help="the rig ran no node rig: the machine's pods belong to another rig's node (scripts/test.sh)",
+    )
     args = ap.parse_args(argv)
-    left = leftovers(args.rig_dir)
+    left = leftovers(args.rig_dir, node=not args.without_node)
     ports = busy_ports() if args.ports else []
     bridges = rig_bridges(args.rig_dir)
     for bridge in bridges:

@@ -36,7 +36,15 @@ def _cmdlines() -> list[tuple[int, list[bytes]]]:
 def rig_jvms(rig_dir: Path) -> list[int]:
     """pids of JVMs carrying the Kafka rig's marker for a cluster under `rig_dir`."""
     marker = f"-Dkafka.placement.rig={rig_dir}".encode()
-    return [pid for pid, args in _cmdlines() if any(a.startswith(marker) for a in args)]
+    return [pid for pid, args in _cmdlines() if any(_names(a, marker, prefix=True) for a in args)]
+
+
+def _names(arg: bytes, path: bytes, *, prefix: bool = False) -> bool:
+    """``arg`` holds ``path`` itself or a path under it (``.rig`` is not ``.rig-kafka``, another lane's
+    rig dir of `make test`); with ``prefix`` only at its start."""
+    if prefix:
+        return arg == path or arg.startswith(path + b"/")
+    return arg.endswith(path) or path + b"/" in arg
 
 
 def rig_processes(
@@ -50,7 +58,7 @@ def rig_processes(
         for pid, args in _cmdlines()
         if args
         and Path(args[0].decode(errors="replace")).name in names
-        and any(needle in a for a in args[1:])
+        and any(_names(a, needle) for a in args[1:])
     ]
 
 

@@ -54,7 +54,11 @@ def test_lists_the_rigs_processes_with_their_ports_and_only_those(
     jvm, jvm_port = start(alias(bin_dir, "java"), f"-Dkafka.placement.rig={rig}/kafka-main/node-1")
     etcd, etcd_port = start(alias(bin_dir, "etcd"), f"--data-dir={rig}/etcd")
     stranger, _ = start(alias(bin_dir, "etcd"), f"--data-dir={other}/etcd")  # another checkout's rig
-    procs.extend([jvm, etcd, stranger])
+    # the other lane of `make test`: its rig dir's name starts with this one's
+    lane = f"{rig}-kafka"
+    lane_jvm, _ = start(alias(bin_dir, "java"), f"-Dkafka.placement.rig={lane}/kafka-main/node-1")
+    lane_etcd, _ = start(alias(bin_dir, "etcd"), f"--data-dir={lane}/k8s/etcd")
+    procs.extend([jvm, etcd, stranger, lane_jvm, lane_etcd])
     found = {x.pid: x for x in leftovers(rig)}
     assert set(found) == {jvm.pid, etcd.pid}
     assert found[jvm.pid].ports == (jvm_port,) and found[etcd.pid].ports == (etcd_port,)
@@ -71,6 +75,7 @@ def test_lists_the_rigs_processes_with_their_ports_and_only_those(
     assert busy_ports((jvm_port, etcd_port)) == []
     assert main(["--rig-dir", str(rig)]) == 0
     assert [x.pid for x in leftovers(other)] == [stranger.pid]
+    assert {x.pid for x in leftovers(Path(lane))} == {lane_jvm.pid, lane_etcd.pid}
 
 
 def test_finds_an_operator_whose_kubeconfig_points_into_the_rig(

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `make test`: lint and the unit tests first (minutes; a failure stops here), then the rig-backed tests
+# in the lanes of tests/rig/lanes.py side by side, each against a rig of its own that scripts/with-rig.sh
+# brings up and always tears down. Each lane's output is printed whole when both have ended; the exit
+# status is 0 only if every step passed. $PYTEST_ARGS is passed to every pytest run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+read -r -a extra <<<"${PYTEST_ARGS:-}"
+
+make --no-print-directory lint || { echo "test: lint failed; no test was run" >&2; exit 1; }
+$PY -m pytest tests/unit -q -p no:cacheprovider --durations=10 "${extra[@]}" \
+  || { echo "test: unit tests failed; the rig-backed tests were not run" >&2; exit 1; }
+make --no-print-directory rig-build || { echo "test: building the rig failed" >&2; exit 1; }
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/kp-test-lanes.XXXXXX")
+mapfile -t lanes < <($PY tests/rig/lanes.py names)
+pids=()
+for lane in "${lanes[@]}"; do
+  mapfile -t paths < <($PY tests/rig/lanes.py paths "$lane")
+  (
+    eval "export $($PY tests/rig/lanes.py env "$lane")"
+    exec bash scripts/with-rig.sh $PY -m pytest "${paths[@]}" -q -p no:cacheprovider --durations=15 "${extra[@]}"
+  ) >"$logs/$lane.log" 2>&1 &
+  pids+=($!)
+done
+# a stopped `make test` stops its lanes, which stop their pytest and tear their rigs down
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 143' TERM
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT
+
+# a line per lane every two minutes (its latest pytest output), so a long run shows it is alive
+alive() { for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
+ticks=0
+while alive; do
+  sleep 5
+  ticks=$((ticks + 5))
+  if ((ticks % 120 == 0)); then
+    for lane in "${lanes[@]}"; do echo "test: lane $lane: $(tail -n 1 "$logs/$lane.log" | cut -c1-100)"; done
+  fi
+done
+
+status=0
+for i in "${!lanes[@]}"; do
+  wait "${pids[$i]}"
+  rc=$?
+  echo "==================== lane ${lanes[$i]} (exit $rc) ===================="
+  cat "$logs/${lanes[$i]}.log"
+  [[ $rc == 0 ]] || status=1
+done
+rm -rf "$logs"
+[[ $status == 0 ]] && echo "test: lint, unit tests and every lane passed" || echo "test: a lane failed (above)" >&2
+exit $status

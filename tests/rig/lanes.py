@@ -1,0 +1,132 @@
+"""Which rig-backed tests run on which rig: `make test` (scripts/test.sh) runs the lanes side by side,
+each with a rig of its own (its own state dir and ports), so the suite's waits on Kafka and Kubernetes
+overlap. A test file belongs to exactly one lane (tests/unit/test_lanes.py checks it); the tests that
+need the machine's one node (pods, the image, Helm) and the Spark cluster share the ``node`` lane.
+
+    python tests/rig/lanes.py names            # the lanes, one per line
+    python tests/rig/lanes.py env LANE         # RIGS, KP_RIG_DIR, KP_RIG_PORT_OFFSET as shell words
+    python tests/rig/lanes.py paths LANE       # the lane's test files
+
+Lane ``node`` keeps the default rig dir and ports (what `make rig-up` starts); ``kafka`` is shifted by
+2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000). Both are shifted
+further by ``$KP_RIG_PORT_OFFSET`` when it is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RIG_BACKED = ("tests/integration", "tests/e2e")  # every test file under these runs in one lane
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A pytest process and the rig it runs against."""
+
+    name: str
+    rigs: tuple[str, ...]  # scripts/rig.sh's names
+    rig_dir: str  # relative to the repo
+    port_offset: int
+    paths: tuple[str, ...]
+
+
+LANES = (
+    Lane(
+        name="node",
+        rigs=("main", "k8s", "node", "spark"),
+        rig_dir=".rig",
+        port_offset=0,
+        paths=(
+            "tests/integration/test_chart.py",
+            "tests/integration/test_k8s_rig.py",
+            "tests/integration/test_node.py",
+            "tests/integration/test_spark_analysis.py",
+            "tests/integration/test_spark_engine.py",
+            "tests/integration/test_spark_failures.py",
+            "tests/integration/test_spark_k8s.py",
+            "tests/integration/test_spark_smoke.py",
+            "tests/integration/test_spark_standalone.py",
+            "tests/e2e/test_helm_node.py",
+            "tests/e2e/test_operator_spark_k8s.py",
+            "tests/e2e/test_spark_pods.py",
+        ),
+    ),
+    Lane(
+        name="kafka",
+        rigs=("main", "legacy", "secure", "k8s"),
+        rig_dir=".rig-kafka",
+        port_offset=2000,
+        paths=(
+            "tests/integration/test_dead_broker.py",
+            "tests/integration/test_executor.py",
+            "tests/integration/test_executor_broker_down.py",
+            "tests/integration/test_executor_safety.py",
+            "tests/integration/test_executor_scale.py",
+            "tests/integration/test_gateway.py",
+            "tests/integration/test_kafka_rig.py",
+            "tests/integration/test_leader_lease.py",
+            "tests/integration/test_reactive_cordon.py",
+            "tests/integration/test_record_store.py",
+            "tests/integration/test_security.py",
+            "tests/e2e/test_operator.py",
+            "tests/e2e/test_operator_cluster_deletion.py",
+            "tests/e2e/test_operator_correlated_failure.py",
+            "tests/e2e/test_operator_idle.py",
+            "tests/e2e/test_operator_leader.py",
+            "tests/e2e/test_operator_legacy_decommission.py",
+            "tests/e2e/test_operator_log_dir_failure.py",
+            "tests/e2e/test_operator_owned_configs.py",
+            "tests/e2e/test_operator_policies.py",
+            "tests/e2e/test_operator_preemption.py",
+            "tests/e2e/test_operator_scale.py",
+            "tests/e2e/test_operator_security.py",
+            "tests/e2e/test_operator_self_healing.py",
+        ),
+    ),
+)
+
+
+def lane(name: str) -> Lane:
+    for candidate in LANES:
+        if candidate.name == name:
+            return candidate
+    raise SystemExit(f"lanes: no lane '{name}' (one of: {', '.join(x.name for x in LANES)})")
+
+
+def rig_backed_files(root: Path = REPO_ROOT) -> list[str]:
+    """Every rig-backed test file of the checkout, as the lanes name them."""
+    return sorted(
+        str(p.relative_to(root)) for d in RIG_BACKED for p in (root / d).glob("test_*.py") if p.is_file()
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("names", "env", "paths"))
+    ap.add_argument("lane", nargs="?")
+    args = ap.parse_args(argv)
+    if args.what == "names":
+        print("\n".join(x.name for x in LANES))
+        return 0
+    if args.lane is None:
+        ap.error(f"{args.what} needs a lane")
+    chosen = lane(args.lane)
+    if args.what == "env":
+        rig_dir = REPO_ROOT / chosen.rig_dir
+        offset = chosen.port_offset + int(os.environ.get("KP_RIG_PORT_OFFSET", "0"))
+        words = {"RIGS": " ".join(chosen.rigs), "KP_RIG_DIR": str(rig_dir), "KP_RIG_PORT_OFFSET": offset}
+        print(" ".join(f"{k}={shlex.quote(str(v))}" for k, v in words.items()))
+    else:
+        print("\n".join(chosen.paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
