@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 bash scripts/check-tools.sh java mvn go
 bash tests/rig/kafka/fetch.sh >/dev/null
+bash scripts/build-broker-plugin.sh >/dev/null
 bash tests/rig/k8s/build.sh >/dev/null
 # Teardown on every exit (success, failure, Ctrl-C, kill): the rig goes down, then tests/rig/leftovers.py
 # checks that nothing the demo started (Kafka JVMs, etcd, kube-apiserver, the operator) is still alive.

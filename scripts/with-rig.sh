@@ -24,9 +24,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 bash scripts/rig.sh up "${rigs[@]}" || { echo "with-rig: rig-up failed; see the messages above" >&2; exit 1; }
 # the command runs in the background so that a signal reaches this shell at once (bash runs a trap only
-# after its foreground child ends): the command is stopped, then the rig torn down
+# after its foreground child ends): the command is stopped (TERM: a background job ignores INT), then the
+# rig torn down
 "$@" &
 child=$!
-trap 'kill -INT $child 2>/dev/null; wait $child; exit 130' INT
+trap 'kill -TERM $child 2>/dev/null; wait $child; exit 130' INT
 trap 'kill -TERM $child 2>/dev/null; wait $child; exit 143' TERM
 wait $child

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Real Apache Kafka test rig: N KRaft combined broker+controller JVMs on 127.0.0.1.
 
-    kafka_rig.py up     --name main     # 3 nodes x 2 log dirs (JBOD), racks /dc1/r1,/dc1/r2,/dc2/r1
+    kafka_rig.py up     --name main     # 3 nodes x 2 log dirs (JBOD), racks /dc1/r1,/dc1/r2,/dc2/r1,
+                                        # with the broker plugin's replica selector (follower fetching)
     kafka_rig.py up     --name legacy   # 2 nodes x 2 log dirs, metadata.version 4.2-IV1 (pre-KIP-1066)
     kafka_rig.py up     --name secure   # 2 nodes x 2 log dirs, SASL_SSL (SCRAM-SHA-512) + mutual TLS, ACLs
     kafka_rig.py status --name main
@@ -10,7 +11,9 @@
     kafka_rig.py down   --name main
 
 The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node runs
-`java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); storage is formatted
+`java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); the main cluster also
+has the broker plugin's jar (scripts/build-broker-plugin.sh, cached outside the repo) on its classpath and
+its `replica.selector.class` set (MultiLevelRackAwareReplicaSelector). Storage is formatted
 with the storage tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
 `.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
 `kafkaLegacy` (legacy) or `kafka-<name>` (others, e.g. `kafka-secure`), preserving every other key (e.g.
@@ -78,6 +81,9 @@ JVM_OPTS = (
     "-XX:-UsePerfData",
     "-Djava.awt.headless=true",
 )
+# The broker plugin (broker-plugin/): the main cluster's brokers choose consumers' replicas with it.
+BROKER_PLUGIN_BUILD = REPO_ROOT / "scripts" / "build-broker-plugin.sh"
+REPLICA_SELECTOR = "io.kafkaplacement.broker.MultiLevelRackAwareReplicaSelector"
 
 
 class RigError(Exception):
@@ -99,10 +105,11 @@ class Profile:
     controller_base_port: int
     release_version: str | None  # None: the storage tool's default (latest production)
     mtls_base_port: int = 0  # > 0: secured (SASL_SSL on base_port, mutual TLS here); see kafka_security.py
+    replica_selector: bool = False  # the broker plugin on the classpath, replica.selector.class set
 
 
 PROFILES: dict[str, Profile] = {
-    "main": Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 29092, 29192, None),
+    "main": Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 29092, 29192, None, replica_selector=True),
     "legacy": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29392, 29492, "4.2-IV1"),
     "secure": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29592, 29692, None, 29792),
 }
@@ -159,6 +166,8 @@ class Cluster:
     secure: bool = False
     security: dict[str, Any] | None = None  # of a secure cluster: PEM paths and users (kafka_security.py)
     pod_address: str = ""  # a plaintext listener on this address (the node rig's bridge) for pods
+    plugin_jars: tuple[Path, ...] = ()  # on the brokers' classpath after Kafka's jars
+    replica_selector: str = ""  # replica.selector.class ("": Kafka's default, the leader)
 
     @property
     def pod_bootstrap(self) -> str:
@@ -224,6 +233,31 @@ def rig_parser(
 def default_libs(version: str) -> Path:
     cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
     return cache / "kafka" / version / "libs"
+
+
+def broker_plugin_jar() -> Path:
+    """Where scripts/build-broker-plugin.sh caches the jar of the current broker-plugin/ sources."""
+    try:
+        out = subprocess.run(
+            ["bash", str(BROKER_PLUGIN_BUILD), "--path"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RigError(f"kafka rig: cannot locate the broker plugin's jar: {e}") from e
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def check_plugins(jars: Sequence[Path]) -> None:
+    missing = [str(j) for j in jars if not j.is_file()]
+    if missing:
+        raise RigError(
+            f"kafka rig: the broker plugin's jar is not built ({', '.join(missing)} is missing): run "
+            "`bash scripts/build-broker-plugin.sh` (or `make rig-build`)",
+            2,
+        )
 
 
 def kafka_uuid() -> str:
@@ -448,6 +482,8 @@ def server_properties(cluster: Cluster, node: Node) -> str:
         "num.recovery.threads.per.data.dir": 1,
         "background.threads": 2,
     }
+    if cluster.replica_selector:
+        props["replica.selector.class"] = cluster.replica_selector
     if cluster.pod_address and not cluster.security:
         pods = f"PODS://{cluster.pod_address}:{node.port + POD_PORT_SHIFT}"
         props["listeners"] = f"{props['listeners']},{pods}"
@@ -470,7 +506,7 @@ def java_cmd(java: str, cluster: Cluster, node: Node, main: str, *args: str) -> 
         f"-Dkafka.logs.dir={node.home / 'logs'}",
         f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
         "-cp",
-        f"{cluster.libs}/*",
+        os.pathsep.join([f"{cluster.libs}/*", *(str(j) for j in cluster.plugin_jars)]),
         main,
         *args,
     ]
@@ -647,6 +683,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
     rig_dir = Path(args.rig_dir).resolve()
     data_dir = rig_dir / f"kafka-{args.name}"
     version = args.kafka_version
+    plugins = (broker_plugin_jar(),) if profile.replica_selector else ()
     return Cluster(
         name=args.name,
         nodes=tuple(
@@ -668,6 +705,8 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         rig_dir=rig_dir,
         secure=secure,
         pod_address="" if secure else args.pod_address,
+        plugin_jars=plugins,
+        replica_selector=REPLICA_SELECTOR if plugins else "",
     )
 
 
@@ -690,6 +729,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     check_ports(cluster)
     java = find_java()
     check_libs(cluster.libs, cluster.kafka_version)
+    check_plugins(cluster.plugin_jars)
     openssl = find_openssl() if cluster.secure else ""
 
     started = time.monotonic()
@@ -731,6 +771,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             "version": cluster.kafka_version,
             "releaseVersion": metadata_version,
             "libsDir": str(cluster.libs),
+            **(
+                {
+                    "pluginJars": [str(j) for j in cluster.plugin_jars],
+                    "replicaSelector": cluster.replica_selector,
+                }
+                if cluster.plugin_jars
+                else {}
+            ),
             "dataDir": str(cluster.data_dir),
             "nodes": [
                 {
@@ -870,6 +918,8 @@ def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster
         secure="security" in entry,
         security=entry.get("security"),
         pod_address=str(entry.get("podAddress", "")),
+        plugin_jars=tuple(Path(str(j)) for j in entry.get("pluginJars", [])),
+        replica_selector=str(entry.get("replicaSelector", "")),
     )
 
 
@@ -958,6 +1008,7 @@ def cmd_start_node(args: argparse.Namespace) -> int:
         raise RigError(f"kafka rig '{cluster.name}': node {node.id} has no config {node.config}", 2)
     java = find_java()
     check_libs(cluster.libs, cluster.kafka_version)
+    check_plugins(cluster.plugin_jars)
     started = time.monotonic()
     proc: subprocess.Popen[bytes] | None = None
     signal.signal(signal.SIGTERM, _terminated)  # a killed `start-node` still stops the JVM it started

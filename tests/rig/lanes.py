@@ -74,6 +74,7 @@ LANES = (
             "tests/integration/test_leader_lease.py",
             "tests/integration/test_reactive_cordon.py",
             "tests/integration/test_record_store.py",
+            "tests/integration/test_replica_selector.py",
             "tests/integration/test_security.py",
             "tests/e2e/test_operator.py",
             "tests/e2e/test_operator_cluster_deletion.py",

@@ -76,6 +76,23 @@ def test_up_without_jars_fails_fast(tmp_path: Path) -> None:
     assert_nothing_left(tmp_path, "t4")
 
 
+def test_up_of_main_without_the_broker_plugin_fails_fast(tmp_path: Path) -> None:
+    """The main cluster's brokers run the broker plugin's replica selector: no jar, no start."""
+    base, cbase = free_ports(2)
+    libs = tmp_path / "libs"  # enough for the jars check, which comes first
+    libs.mkdir()
+    (libs / "kafka_2.13-4.3.1.jar").touch()
+    (libs / ".complete").touch()
+    env = dict(os.environ) | {"KP_CACHE": str(tmp_path / "cache")}
+    proc = run_rig("up", "--name", "main", "--kafka-version", "4.3.1", "--libs", str(libs),
+                   "--base-port", str(base), "--controller-base-port", str(cbase),
+                   "--rig-dir", str(tmp_path), env=env)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "broker plugin's jar is not built" in proc.stderr
+    assert "bash scripts/build-broker-plugin.sh" in proc.stderr and "Traceback" not in proc.stderr
+    assert_nothing_left(tmp_path, "main")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
