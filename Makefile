@@ -14,7 +14,7 @@ export PYTEST_ARGS
 
 help:
 	@echo "make demo       - set everything up, run the demo against a real local cluster"
-	@echo "make test       - set everything up: lint, unit tests, then the rig-backed tests in two lanes"
+	@echo "make test       - set everything up: lint, unit tests, then the rig-backed tests in parallel lanes"
 	@echo "make test-unit  - pure unit tests only (no rig)"
 	@echo "make rig-up / rig-down / rig-status - the local Kafka + kube-apiserver rig"
 	@echo "make lint       - ruff, mypy --strict, import-linter layer contracts"
@@ -41,7 +41,7 @@ rig-build: venv
 	bash tests/rig/k8s/build.sh
 	bash tests/rig/node/fetch-debs.sh >/dev/null
 
-# The rigs to bring up or down (scripts/rig.sh); `make test` runs two sets side by side (tests/rig/lanes.py).
+# The rigs to bring up or down (scripts/rig.sh); `make test` runs several side by side (tests/rig/lanes.py).
 RIGS ?= main legacy secure k8s node spark
 
 rig-up: rig-build
@@ -65,7 +65,7 @@ lint: venv
 test-unit: venv
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
-# The whole suite: lint and the unit tests (stopping there on failure), then the rig-backed tests in two
+# The whole suite: lint and the unit tests (stopping there on failure), then the rig-backed tests in
 # lanes side by side, each against its own rig, always torn down (scripts/test.sh, tests/rig/lanes.py).
 test: venv
 	bash scripts/test.sh

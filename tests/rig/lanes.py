@@ -1,15 +1,17 @@
 """Which rig-backed tests run on which rig: `make test` (scripts/test.sh) runs the lanes side by side,
 each with a rig of its own (its own state dir and ports), so the suite's waits on Kafka and Kubernetes
-overlap. A test file belongs to exactly one lane (tests/unit/test_lanes.py checks it); the tests that
-need the machine's one node (pods, the image, Helm) and the Spark cluster share the ``node`` lane.
+overlap. A test file belongs to exactly one lane (tests/unit/test_lanes.py checks it): ``node`` has the
+tests that need the machine's one node (pods, the image, Helm), ``kafka`` the gateway, executor, security
+and Spark standalone tests, ``operator`` the operator's end-to-end tests on the main cluster.
 
     python tests/rig/lanes.py names            # the lanes, one per line
     python tests/rig/lanes.py env LANE         # RIGS, KP_RIG_DIR, KP_RIG_PORT_OFFSET as shell words
     python tests/rig/lanes.py paths LANE       # the lane's test files
 
 Lane ``node`` keeps the default rig dir and ports (what `make rig-up` starts); ``kafka`` is shifted by
-2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000). Both are shifted
-further by ``$KP_RIG_PORT_OFFSET`` when it is set.
++2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000) and ``operator`` by
+-3000, so that no rig port falls in Linux's ephemeral range (32768+), where any client's socket may
+hold it. All are shifted further by ``$KP_RIG_PORT_OFFSET`` when it is set.
 """
 
 from __future__ import annotations
@@ -40,19 +42,14 @@ class Lane:
 LANES = (
     Lane(
         name="node",
-        rigs=("main", "k8s", "node", "spark"),
+        rigs=("main", "k8s", "node"),
         rig_dir=".rig",
         port_offset=0,
         paths=(
             "tests/integration/test_chart.py",
             "tests/integration/test_k8s_rig.py",
             "tests/integration/test_node.py",
-            "tests/integration/test_spark_analysis.py",
-            "tests/integration/test_spark_engine.py",
-            "tests/integration/test_spark_failures.py",
             "tests/integration/test_spark_k8s.py",
-            "tests/integration/test_spark_smoke.py",
-            "tests/integration/test_spark_standalone.py",
             "tests/e2e/test_helm_node.py",
             "tests/e2e/test_operator_spark_k8s.py",
             "tests/e2e/test_spark_pods.py",
@@ -60,7 +57,7 @@ LANES = (
     ),
     Lane(
         name="kafka",
-        rigs=("main", "legacy", "secure", "k8s"),
+        rigs=("main", "legacy", "secure", "k8s", "spark"),
         rig_dir=".rig-kafka",
         port_offset=2000,
         paths=(
@@ -76,18 +73,31 @@ LANES = (
             "tests/integration/test_record_store.py",
             "tests/integration/test_replica_selector.py",
             "tests/integration/test_security.py",
+            "tests/integration/test_spark_analysis.py",
+            "tests/integration/test_spark_engine.py",
+            "tests/integration/test_spark_failures.py",
+            "tests/integration/test_spark_smoke.py",
+            "tests/integration/test_spark_standalone.py",
+            "tests/e2e/test_operator_legacy_decommission.py",
+            "tests/e2e/test_operator_security.py",
+        ),
+    ),
+    Lane(
+        name="operator",
+        rigs=("main", "k8s"),
+        rig_dir=".rig-operator",
+        port_offset=-3000,
+        paths=(
             "tests/e2e/test_operator.py",
             "tests/e2e/test_operator_cluster_deletion.py",
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_leader.py",
-            "tests/e2e/test_operator_legacy_decommission.py",
             "tests/e2e/test_operator_log_dir_failure.py",
             "tests/e2e/test_operator_owned_configs.py",
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_preemption.py",
             "tests/e2e/test_operator_scale.py",
-            "tests/e2e/test_operator_security.py",
             "tests/e2e/test_operator_self_healing.py",
         ),
     ),

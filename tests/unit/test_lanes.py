@@ -55,5 +55,5 @@ def test_the_cli_prints_a_lanes_environment_and_paths() -> None:
     assert run("names").split() == [lane.name for lane in LANES]
     kafka = next(lane for lane in LANES if lane.name == "kafka")
     env = run("env", "kafka")
-    assert f"KP_RIG_PORT_OFFSET={kafka.port_offset}" in env and "RIGS='main legacy secure k8s'" in env
+    assert f"KP_RIG_PORT_OFFSET={kafka.port_offset}" in env and "RIGS='main legacy secure k8s spark'" in env
     assert run("paths", "kafka").split() == list(kafka.paths)
