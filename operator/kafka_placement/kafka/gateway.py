@@ -4,15 +4,15 @@
 ``AdminClient`` (metadata, configs, incremental config changes, leader election) and a kafka-python
 ``KafkaAdminClient`` (AlterPartitionReassignments, ListPartitionReassignments, DescribeLogDirs,
 AlterReplicaLogDirs, DescribeFeatures — librdkafka has none of these). Every call has a timeout and a
-bounded number of retries with exponential backoff on retriable errors. An unreachable cluster raises
-``KafkaUnavailableError`` naming the bootstrap servers within about ``connect_timeout_s``; a cluster that
-refuses who we are raises its subclass ``KafkaAuthenticationError`` as soon as a client reports it (wrong
-SASL password, untrusted broker certificate, rejected or expired client certificate: kafka/access.py); a
-missing ACL raises ``KafkaAuthorizationError`` naming the denied operation and resource (and
-``check_authorized`` checks every ACL an execution needs before anything is submitted); other failures
-raise ``KafkaOperationError``. Per-item failures (a partition, a replica, a config resource)
-are returned as ``OpError`` values keyed by the item, never raised. Results are plain dataclasses and
-the model's ``ClusterSnapshot``.
+bounded number of retries with exponential backoff on retriable errors (the failures mapped by
+kafka/failures.py). An unreachable cluster raises ``KafkaUnavailableError`` naming the bootstrap servers
+within about ``connect_timeout_s``; a cluster that refuses who we are raises its subclass
+``KafkaAuthenticationError`` as soon as a client reports it (wrong SASL password, untrusted broker
+certificate, rejected or expired client certificate: kafka/access.py); a missing ACL raises
+``KafkaAuthorizationError`` naming the denied operation and resource (and ``check_authorized`` checks every
+ACL an execution needs before anything is submitted); other failures raise ``KafkaOperationError``.
+Per-item failures (a partition, a replica, a config resource) are returned as ``OpError`` values keyed by
+the item, never raised. Results are plain dataclasses and the model's ``ClusterSnapshot``.
 """
 
 from __future__ import annotations
@@ -29,19 +29,13 @@ from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
-from . import access
-from .access import Acl, denied_item, denied_message
+from . import access, failures
 from .connection import ConnectionSettings
-from .types import (  # noqa: F401  (re-exported: callers import them from the gateway)
-    _LIBRDKAFKA_NAMES,
-    _RETRIABLE_CODES,
-    _UNREACHABLE,
+from .types import (
     CORDON_CONFIG,
     CORDON_METADATA_LEVEL,
-    REPLICA_NOT_AVAILABLE,
+    DENIED,
     ConfigChange,
-    ConfigKind,
-    ConfigOp,
     ConfigTarget,
     ConfigValue,
     CordonUnsupportedError,
@@ -56,15 +50,6 @@ from .types import (  # noqa: F401  (re-exported: callers import them from the g
     ReplicaInDir,
     ReplicaKey,
     T,
-    _config_batches,
-    _confluent_op_error,
-    _enum_name,
-    _int_or,
-    _log_dir_info,
-    _names,
-    _py_error_text,
-    _py_op_error,
-    _split_list,
     failed_dir_of,
 )
 
@@ -108,6 +93,7 @@ class KafkaGateway:
         self._last_client_error: str | None = None
         self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
+        self._access_checked = False  # check_authorized passed: DESCRIBE on the cluster and every topic
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -133,8 +119,7 @@ class KafkaGateway:
         return self.settings.bootstrap_servers
 
     def _unavailable(self, reason: str) -> KafkaUnavailableError:
-        refused = access.authentication_failure(reason, self.settings)
-        return refused or KafkaUnavailableError(f"cannot reach Kafka at {self.servers}: {reason}")
+        return failures.unavailable(self.settings, reason)
 
     def _refused(self) -> KafkaAuthenticationError | None:
         """The authentication failure a client reported so far (None: none yet)."""
@@ -145,7 +130,7 @@ class KafkaGateway:
         "all brokers are down")."""
         text = str(err.str()) if hasattr(err, "str") else str(err)
         code = str(err.name()) if hasattr(err, "name") else ""
-        if code in _UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
+        if code in failures.UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
             self._last_client_error = text
         self._last_client_error_at = time.monotonic()  # "all brokers down" renews the reason before it
         if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
@@ -213,7 +198,7 @@ class KafkaGateway:
             try:
                 self._kafka_python = kafka_python_admin(self.settings.kafka_python_config())
             except PyKafkaError as e:
-                raise self._unavailable(_py_error_text(e)) from None
+                raise self._unavailable(failures.py_error_text(e)) from None
             except OSError as e:  # TLS files, DNS
                 raise self._unavailable(str(e)) from None
         return self._kafka_python
@@ -221,14 +206,10 @@ class KafkaGateway:
     # ---- error handling ------------------------------------------------------------------------
 
     def _call(
-        self,
-        what: str,
-        fn: Callable[[], T],
-        attempts: int | None = None,
-        acl: tuple[str, str, Acl] | None = None,
+        self, what: str, fn: Callable[[], T], attempts: int | None = None, needs: str | None = None
     ) -> T:
         """Run ``fn`` with bounded retries (exponential backoff) on retriable errors; map failures to
-        ``KafkaUnavailableError`` / ``KafkaOperationError``."""
+        ours (``failures.classify``; ``needs``: the grant a denial lacks, ``access.denied_item``)."""
         total = attempts or self._attempts
         delay = self._backoff_s
         for attempt in range(1, total + 1):
@@ -238,7 +219,9 @@ class KafkaGateway:
             except PlacementError:
                 raise
             except Exception as e:
-                classified = self._classify(what, e, acl, since=started)
+                classified = failures.classify(
+                    what, e, self.settings, needs, functools.partial(self._client_state, started)
+                )
                 if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
                     raise
                 # Kafka's error is replaced by ours, and its traceback dropped: it holds the frames of
@@ -262,150 +245,81 @@ class KafkaGateway:
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _not_authorized(
-        self, what: str, code: str, acl: tuple[str, str, Acl] | None
-    ) -> KafkaAuthorizationError:
-        item = (
-            denied_item(acl[1], acl[2])
-            if acl is not None
-            else f"{code} (an operation not in README 'Security')"
-        )
-        return KafkaAuthorizationError(denied_message(self.settings, [item], what))
+    def _client_state(self, since: float) -> tuple[str | None, bool]:
+        """``failures.ClientState``: librdkafka's error callbacks served, the transport error seen since
+        ``since`` (a call's start) and whether a broker known from the metadata refused a connection."""
+        if self._confluent is not None:
+            self._confluent.poll(0)  # serve error_cb: the transport error says why
+        fresh = self._last_client_error_at >= since
+        return (self._last_client_error if fresh else None), self._known_broker_down
 
-    def _classify(
-        self, what: str, e: Exception, acl: tuple[str, str, Acl] | None = None, since: float = 0.0
-    ) -> tuple[PlacementError, bool] | None:
-        """Map a client's failure to ours and say whether it is worth retrying (None: not a Kafka
-        failure). A timeout is an unreachable cluster when a transport error arrived since ``since``
-        (the call's start): librdkafka reports a refused connection once per reconnect, so an error
-        seen during the call is kept, not asked for again after it (a race the call could lose)."""
-        from confluent_kafka import KafkaException
-        from kafka.errors import AuthorizationError, KafkaConnectionError, SaslAuthenticationFailedError
-        from kafka.errors import KafkaError as PyKafkaError
-
-        if isinstance(e, KafkaException):
-            err: Any = e.args[0] if e.args else None
-            code = str(err.name()) if hasattr(err, "name") else "UNKNOWN"
-            text = str(err.str()) if hasattr(err, "str") else str(e)
-            if code.endswith("_AUTHORIZATION_FAILED"):
-                return self._not_authorized(what, code, acl), False
-            if self._confluent is not None:
-                self._confluent.poll(0)  # serve error_cb: the transport error says why
-            fresh = self._last_client_error_at >= since
-            transport = self._last_client_error if fresh else None
-            if code == "_TIMED_OUT" and "controller" in text.lower() and self._known_broker_down:
-                # the metadata named a controller that just died (KRaft names a live broker again once
-                # the dead one is fenced): not an unreachable cluster
-                return KafkaOperationError(f"{what} failed: {text}"), True
-            if code in _UNREACHABLE or (code == "_TIMED_OUT" and transport):
-                return self._unavailable(transport or text), False
-            retriable = bool(err.retriable()) if hasattr(err, "retriable") else False
-            return KafkaOperationError(f"{what} failed: {text}"), retriable or code in _RETRIABLE_CODES
-        if isinstance(e, AuthorizationError):
-            return self._not_authorized(what, type(e).__name__, acl), False
-        if isinstance(e, SaslAuthenticationFailedError):
-            return self._unavailable(_py_error_text(e)), False
-        if isinstance(e, KafkaConnectionError):
-            return self._unavailable(f"{what}: {_py_error_text(e)}"), True
-        if isinstance(e, PyKafkaError):
-            return KafkaOperationError(f"{what} failed: {_py_error_text(e)}"), bool(e.retriable)
-        if isinstance(e, TimeoutError):
-            return KafkaOperationError(f"{what} timed out: {e}"), True
-        if isinstance(e, OSError):
-            return self._unavailable(f"{what}: {e}"), False
-        return None
-
-    def _raise_denied(self, what: str, errors: Mapping[Any, OpError], acl: tuple[str, str, Acl]) -> None:
+    def _raise_denied(self, what: str, errors: Mapping[Any, OpError], needs: str) -> None:
         """Per-item authorization failures of a batch request are the principal's, not the items'."""
-        codes = sorted({e.code for e in errors.values() if e.code.endswith("_AUTHORIZATION_FAILED")})
-        if codes:
-            raise self._not_authorized(what, codes[0], acl)
+        if any(e.denied for e in errors.values()):
+            raise KafkaAuthorizationError(access.denied_message(self.settings, [needs], what))
 
     # ---- access --------------------------------------------------------------------------------
 
     def check_authorized(
         self, topics: Iterable[str] = (), *, configs: bool = True, moves: bool = True, when: str = ""
     ) -> None:
-        """Check, before anything is changed, that the principal holds every ACL the work needs: DESCRIBE
-        on the cluster and on every topic (``_topic_wildcard_denied``), DESCRIBE on ``topics``; with
-        ``moves`` ALTER on the cluster and DESCRIBE_CONFIGS on ``topics`` (their min.insync.replicas); with
-        ``configs`` (throttles, cordons) DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster and on
-        ``topics``. Uses the authorized operations Kafka reports (KIP-430); raises
-        ``KafkaAuthorizationError`` naming every denial."""
+        """Check, before anything is changed, that the principal holds every ACL the work on ``topics``
+        needs (``access.check``: ``moves`` for reassignments, log-dir moves and elections, ``configs`` for
+        throttles and cordons); raises ``KafkaAuthorizationError`` naming every denial. A gateway serves
+        one reconcile or one CLI command: once this passed, ``snapshot`` does not check again."""
+        access.check(self.settings, self._authorized(topics), configs=configs, moves=moves, when=when)
+        self._access_checked = True
+
+    def _authorized(self, topics: Iterable[str]) -> access.Authorized:
+        """The operations Kafka says the principal may do (KIP-430) on the cluster and on ``topics``, and
+        what describing ``access.PROBE_TOPIC`` got (a principal that may not describe every topic)."""
         from confluent_kafka import KafkaException, TopicCollection
 
         cluster = self._describe_cluster("describe cluster (authorized operations)", operations=True)
         timeout = self.settings.request_timeout_s
-        allowed = {_enum_text(op) for op in cluster.authorized_operations or ()}
-        wanted = {"DESCRIBE"} | ({"ALTER"} if moves else set()) | (_CONFIG_OPS if configs else set())
-        denied = [
-            denied_item(access.CLUSTER_NAME, acl)
-            for op, acl in access.CLUSTER_CHECKS
-            if op in wanted and op not in allowed
-        ]
-        wildcard = self._topic_wildcard_denied()
-        if wildcard:
-            denied.append(wildcard)
-        names = sorted(set(topics))
-        if names:
 
-            def run() -> dict[str, set[str] | None]:
-                futures = self._admin().describe_topics(
-                    TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
-                )
-                out: dict[str, set[str] | None] = {}
-                for name, f in futures.items():
-                    try:
-                        out[name] = {_enum_text(op) for op in f.result().authorized_operations or ()}
-                    except KafkaException as e:
-                        code = str(e.args[0].name())
-                        if code.endswith("_AUTHORIZATION_FAILED"):
-                            out[name] = None  # may not even DESCRIBE it
-                        elif code not in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION"):
-                            raise  # a topic that does not exist needs no ACL (the executor reports it)
-                return out
-
-            per_topic = self._call(f"describe topics ({len(names)}, authorized operations)", run)
-            topic_wanted = wanted | ({"DESCRIBE_CONFIGS"} if moves else set())  # min.insync.replicas
-            for op, acl in access.TOPIC_CHECKS:
-                if op in topic_wanted:
-                    missing = [t for t in per_topic if op not in (per_topic[t] or set())]
-                    if missing:
-                        denied.append(denied_item(_shown(missing), acl))
-        if denied:
-            raise KafkaAuthorizationError(
-                denied_message(self.settings, denied, when or "checked before acting")
-            )
-
-    def _topic_wildcard_denied(self) -> str | None:
-        """Kafka hides topics the principal may not DESCRIBE (from metadata and DescribeLogDirs alike), so
-        a snapshot cannot tell them from no topics. Ask for a topic that does not exist: a principal allowed
-        to describe any topic hears UNKNOWN_TOPIC_OR_PARTITION, one that is not hears
-        TOPIC_AUTHORIZATION_FAILED (Kafka does not reveal what exists to it)."""
-        from confluent_kafka import KafkaException, TopicCollection
-
-        def run() -> str:
+        def probe() -> str:
             futures = self._admin().describe_topics(
-                TopicCollection([ACL_PROBE_TOPIC]), request_timeout=self.settings.request_timeout_s
+                TopicCollection([access.PROBE_TOPIC]), request_timeout=timeout
             )
             try:
-                futures[ACL_PROBE_TOPIC].result()
+                futures[access.PROBE_TOPIC].result()
             except KafkaException as e:
                 return str(e.args[0].name())
             return "EXISTS"
 
-        code = self._call("describe topics (DESCRIBE on every topic)", run)
-        if code.endswith("_AUTHORIZATION_FAILED"):
-            return denied_item("* (every topic)", access.TOPIC_DESCRIBE)
-        return None
+        names = sorted(set(topics))
+
+        def per_topic() -> dict[str, frozenset[str] | None]:
+            futures = self._admin().describe_topics(
+                TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
+            )
+            out: dict[str, frozenset[str] | None] = {}
+            for name, f in futures.items():
+                try:
+                    out[name] = _operations(f.result().authorized_operations)
+                except KafkaException as e:
+                    code = str(e.args[0].name())
+                    if code.endswith(DENIED):
+                        out[name] = None  # may not even DESCRIBE it
+                    elif code not in failures.UNKNOWN_TOPIC:
+                        raise  # a topic that does not exist needs no ACL (the executor reports it)
+            return out
+
+        allowed = _operations(cluster.authorized_operations)
+        probed = self._call("describe topics (DESCRIBE on every topic)", probe)
+        what = f"describe topics ({len(names)}, authorized operations)"
+        return access.Authorized(allowed, probed, self._call(what, per_topic) if names else {})
 
     # ---- cluster state -------------------------------------------------------------------------
 
     def snapshot(self) -> ClusterSnapshot:
         """Brokers with racks and log dirs (usage, cordon, online), every partition's replicas, dirs,
         leader, ISR and size (the largest replica). Internal topics are included."""
-        # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL
-        self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
+        # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL (unless
+        # this gateway's check_authorized passed: one check per reconcile or command)
+        if not self._access_checked:
+            self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
         cluster = self._describe_cluster("describe cluster")
         racks = {int(n.id): n.rack for n in cluster.nodes}
         dirs = self.describe_log_dirs(racks)
@@ -543,14 +457,11 @@ class KafkaGateway:
                 try:
                     out[name] = f.result()
                 except KafkaException as e:
-                    err = e.args[0]
-                    if err.name() not in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION"):
+                    if e.args[0].name() not in failures.UNKNOWN_TOPIC:
                         raise
             return out
 
-        described = self._call(
-            f"describe topics ({len(names)})", run, acl=("DESCRIBE", _shown(names), access.TOPIC_DESCRIBE)
-        )
+        described = self._call(f"describe topics ({len(names)})", run, needs=access.on_topics(names))
         states: dict[PartitionKey, PartitionState] = {}
         for name, desc in described.items():
             for p in desc.partitions:
@@ -589,14 +500,14 @@ class KafkaGateway:
                 return py.describe_log_dirs(topic_partitions=wanted, brokers=[b])
 
             try:
-                (resp,) = self._call(f"describe log dirs of broker {b}", one, acl=_CLUSTER_DESCRIBE)
+                (resp,) = self._call(f"describe log dirs of broker {b}", one, needs=access.ON_CLUSTER)
             except KafkaUnavailableError as e:
                 if isinstance(e, KafkaAuthenticationError):
                     raise
                 refused.append(e)
                 log.warning("%s: left out as not alive", e.message)
                 continue
-            out[b] = tuple(_log_dir_info(b, d) for d in resp["log_dirs"])
+            out[b] = tuple(LogDirInfo.of_response(b, d) for d in resp["log_dirs"])
         if refused and not out:
             raise refused[0]
         return out
@@ -605,7 +516,8 @@ class KafkaGateway:
         value = self.describe_configs([ConfigTarget.broker(broker)])[ConfigTarget.broker(broker)].get(
             CORDON_CONFIG
         )
-        return set(_split_list(value.value if value else None))
+        entries = value.value if value is not None and value.value else ""
+        return {d.strip() for d in entries.split(",") if d.strip()}
 
     # ---- reassignments (KIP-455) ---------------------------------------------------------------
 
@@ -621,7 +533,7 @@ class KafkaGateway:
         raw = self._call(
             "list reassignments",
             lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms),
-            acl=_CLUSTER_DESCRIBE,
+            needs=access.ON_CLUSTER,
         )
         return {
             (tp.topic, tp.partition): Reassignment(
@@ -653,7 +565,7 @@ class KafkaGateway:
             "alter reassignments",
             lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms),
             attempts=1,
-            acl=_CLUSTER_ALTER,
+            needs=access.ON_CLUSTER,
         )
         errors: dict[PartitionKey, OpError] = {}
         for tp in request:
@@ -662,8 +574,8 @@ class KafkaGateway:
                     "UNKNOWN", "the controller did not answer for it", True
                 )
             elif result[tp] is not None:
-                errors[(tp.topic, tp.partition)] = _py_op_error(result[tp])
-        self._raise_denied("alter reassignments", errors, _CLUSTER_ALTER)
+                errors[(tp.topic, tp.partition)] = failures.py_op_error(result[tp])
+        self._raise_denied("alter reassignments", errors, access.ON_CLUSTER)
         return errors
 
     # ---- log dir moves (KIP-113) ---------------------------------------------------------------
@@ -679,7 +591,7 @@ class KafkaGateway:
         py = self._py()
         request = {TopicPartitionReplica(t, p, b): path for (t, p, b), path in moves.items()}
         result = self._call(
-            "alter replica log dirs", lambda: py.alter_replica_log_dirs(request), acl=_CLUSTER_ALTER
+            "alter replica log dirs", lambda: py.alter_replica_log_dirs(request), needs=access.ON_CLUSTER
         )
         errors: dict[ReplicaKey, OpError] = {}
         for tpr in request:
@@ -688,8 +600,8 @@ class KafkaGateway:
             if err is None:
                 errors[key] = OpError("UNKNOWN", f"broker {tpr.broker_id} did not answer for it", True)
             elif err is not NoError:
-                errors[key] = _py_op_error(err)
-        self._raise_denied("alter replica log dirs", errors, _CLUSTER_ALTER)
+                errors[key] = failures.py_op_error(err)
+        self._raise_denied("alter replica log dirs", errors, access.ON_CLUSTER)
         return errors
 
     # ---- configs -------------------------------------------------------------------------------
@@ -709,8 +621,8 @@ class KafkaGateway:
                 )
                 return {resources[r]: f.result() for r, f in futures.items()}
 
-            acl = _config_acl("DESCRIBE_CONFIGS", batch)
-            for target, entries in self._call(f"describe configs of {_names(batch)}", run, acl=acl).items():
+            what = f"describe configs of {_names(batch)}"
+            for target, entries in self._call(what, run, needs=access.on_configs(batch)).items():
                 out[target] = {
                     name: ConfigValue(
                         e.value,
@@ -772,20 +684,18 @@ class KafkaGateway:
                         f.result()
                     except KafkaException as e:
                         err = e.args[0]
-                        if err.name() in _UNREACHABLE or err.retriable():
+                        if err.name() in failures.UNREACHABLE or err.retriable():
                             raise
-                        failed[resources[r]] = _confluent_op_error(err)
+                        failed[resources[r]] = failures.confluent_op_error(err)
                 return failed
 
-            failed = self._call(
-                f"alter configs of {_names(batch)}", run, acl=_config_acl("ALTER_CONFIGS", batch)
-            )
-            denied = [t for t, err in failed.items() if err.code.endswith("_AUTHORIZATION_FAILED")]
+            failed = self._call(f"alter configs of {_names(batch)}", run, needs=access.on_configs(batch))
+            denied = [t for t, err in failed.items() if err.denied]
             if denied:
                 raise KafkaAuthorizationError(
-                    denied_message(
+                    access.denied_message(
                         self.settings,
-                        [denied_item(*_config_acl("ALTER_CONFIGS", [t])[1:]) for t in denied],
+                        [access.on_configs([t]) for t in denied],
                         f"alter configs of {_names(denied)}",
                     )
                 )
@@ -807,7 +717,7 @@ class KafkaGateway:
         result = self._call(
             "elect preferred leaders",
             lambda: self._admin().elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
-            acl=_CLUSTER_ALTER,
+            needs=access.ON_CLUSTER,
         )
         errors: dict[PartitionKey, OpError] = {}
         for tp, outcome in result.items():
@@ -815,8 +725,8 @@ class KafkaGateway:
                 continue
             err: Any = outcome.args[0] if isinstance(outcome, Exception) and outcome.args else outcome
             if err.name() != "ELECTION_NOT_NEEDED":
-                errors[(tp.topic, tp.partition)] = _confluent_op_error(err)
-        self._raise_denied("elect preferred leaders", errors, _CLUSTER_ALTER)
+                errors[(tp.topic, tp.partition)] = failures.confluent_op_error(err)
+        self._raise_denied("elect preferred leaders", errors, access.ON_CLUSTER)
         return errors
 
     # ---- cordon (KIP-1066) ---------------------------------------------------------------------
@@ -856,29 +766,33 @@ class KafkaGateway:
 
 # ---- helpers ---------------------------------------------------------------------------------------
 
-ACL_PROBE_TOPIC = "kafka-placement-acl-probe-7c1e"  # never created: see _topic_wildcard_denied
-_CONFIG_OPS = {"DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
-_CLUSTER_DESCRIBE = ("DESCRIBE", access.CLUSTER_NAME, access.CLUSTER_ALTER)
-_CLUSTER_ALTER = ("ALTER", access.CLUSTER_NAME, access.CLUSTER_ALTER)
+
+def _operations(authorized: Any) -> frozenset[str]:
+    """The names of KIP-430 authorized operations (AclOperation values; None: none reported)."""
+    return frozenset(str(getattr(op, "name", op)) for op in authorized or ())
 
 
-def _enum_text(value: Any) -> str:
-    return str(getattr(value, "name", value))
+def _config_batches(targets: Sequence[ConfigTarget]) -> list[list[ConfigTarget]]:
+    """librdkafka takes at most one broker resource per request: one batch per broker, topics together."""
+    topics = [t for t in targets if t.kind == "topic"]
+    return [[t] for t in targets if t.kind == "broker"] + ([topics] if topics else [])
 
 
-def _shown(names: Sequence[str]) -> str:
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+def _names(batch: Sequence[ConfigTarget]) -> str:
+    shown = ", ".join(f"{t.kind} {t.name}" for t in batch[:3])
+    return shown + (f" and {len(batch) - 3} more" if len(batch) > 3 else "")
 
 
-def _config_acl(operation: str, batch: Sequence[ConfigTarget]) -> tuple[str, str, Acl]:
-    """The ACL a config request on ``batch`` (one broker, or topics) needs."""
-    if batch and batch[0].kind == "broker":
-        return operation, access.CLUSTER_NAME, access.CLUSTER_ALTER_CONFIGS
-    return operation, _shown([t.name for t in batch]), access.TOPIC_ALTER_CONFIGS
+def _enum_name(enum: Any, value: Any) -> str:
+    try:
+        return str(enum(value).name)
+    except (ValueError, TypeError):
+        return str(getattr(value, "name", value))
 
 
-__all__ = [
+__all__ = [  # the gateway's results and errors, importable from it
     "CORDON_CONFIG",
+    "CORDON_METADATA_LEVEL",
     "ConfigChange",
     "ConfigTarget",
     "ConfigValue",
@@ -892,4 +806,5 @@ __all__ = [
     "OpError",
     "Reassignment",
     "ReplicaInDir",
+    "kafka_python_admin",
 ]

@@ -1,8 +1,8 @@
-"""Result types, errors and error mapping of the Kafka gateway (kept apart so gateway.py stays small).
+"""Result types and errors of the Kafka gateway (kept apart so gateway.py stays small).
 
 Per-item failures are ``OpError`` values; ``KafkaUnavailableError`` / ``KafkaOperationError`` /
-``CordonUnsupportedError`` are what callers see raised. The helpers map both clients' errors (librdkafka's
-short names, kafka-python's classes) to Kafka's own error names.
+``CordonUnsupportedError`` are what callers see raised (kafka/failures.py maps the clients' errors to
+them).
 """
 
 from __future__ import annotations
@@ -22,30 +22,7 @@ ConfigOp = Literal["SET", "DELETE", "APPEND", "SUBTRACT"]
 CORDON_CONFIG = "cordoned.log.dirs"
 CORDON_METADATA_LEVEL = 30  # metadata.version feature level of 4.3-IV0, the first with cordoned.log.dirs
 REPLICA_NOT_AVAILABLE = "REPLICA_NOT_AVAILABLE"
-_UNREACHABLE = {
-    "_TRANSPORT",
-    "_ALL_BROKERS_DOWN",
-    "_RESOLVE",
-    "_SSL",
-    "_AUTHENTICATION",
-    "SASL_AUTHENTICATION_FAILED",
-    "_NO_BROKERS",
-}
-_RETRIABLE_CODES = {
-    "_TIMED_OUT",
-    "REQUEST_TIMED_OUT",
-    "NOT_CONTROLLER",
-    "LEADER_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER",
-    "COORDINATOR_NOT_AVAILABLE",
-    "CONCURRENT_TRANSACTIONS",
-}
-
-_LIBRDKAFKA_NAMES = {
-    "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION",
-    "NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",
-    "INVALID_REPLICA_ASSIGNMENT": "INVALID_REPLICATION_ASSIGNMENT",
-}
+DENIED = "_AUTHORIZATION_FAILED"  # how the error names of a denied request end (CLUSTER_, TOPIC_, ...)
 
 
 class KafkaUnavailableError(PlacementError):
@@ -98,6 +75,11 @@ class OpError:
         return self.code in OUTCOME_UNKNOWN
 
     @property
+    def denied(self) -> bool:
+        """The principal lacks an ACL for it: the principal's failure, not the item's."""
+        return self.code.endswith(DENIED)
+
+    @property
     def replica_not_available(self) -> bool:
         """The broker does not host the replica (yet): retry after the reassignment created it."""
         return self.code == REPLICA_NOT_AVAILABLE
@@ -142,6 +124,34 @@ class LogDirInfo:
     def online(self) -> bool:
         return self.error is None
 
+    @staticmethod
+    def of_response(broker: int, d: Mapping[str, Any]) -> LogDirInfo:
+        """One log dir of kafka-python's DescribeLogDirs response (``-1``: a size not reported)."""
+        from kafka.errors import for_code
+
+        code = int(d.get("error_code") or 0)
+        replicas = tuple(
+            ReplicaInDir(
+                topic=str(t["name"]),
+                partition=int(p["partition_index"]),
+                size_bytes=max(int(p.get("partition_size") or 0), 0),
+                offset_lag=int(p.get("offset_lag") or 0),
+                is_future=bool(p.get("is_future_key")),
+            )
+            for t in d.get("topics") or ()
+            for p in t.get("partitions") or ()
+        )
+        cordoned, total, usable = d.get("is_cordoned"), d.get("total_bytes"), d.get("usable_bytes")
+        return LogDirInfo(
+            broker=broker,
+            path=str(d["log_dir"]),
+            error=None if code == 0 else str(for_code(code).message or code),
+            total_bytes=-1 if total is None else int(total),
+            usable_bytes=-1 if usable is None else int(usable),
+            cordoned=None if cordoned is None else bool(cordoned),
+            replicas=replicas,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigTarget:
@@ -183,33 +193,6 @@ class ConfigChange:
     value: str | None = None
 
 
-def _log_dir_info(broker: int, d: Mapping[str, Any]) -> LogDirInfo:
-    from kafka.errors import for_code
-
-    code = int(d.get("error_code") or 0)
-    replicas = tuple(
-        ReplicaInDir(
-            topic=str(t["name"]),
-            partition=int(p["partition_index"]),
-            size_bytes=max(int(p.get("partition_size") or 0), 0),
-            offset_lag=int(p.get("offset_lag") or 0),
-            is_future=bool(p.get("is_future_key")),
-        )
-        for t in d.get("topics") or ()
-        for p in t.get("partitions") or ()
-    )
-    cordoned = d.get("is_cordoned")
-    return LogDirInfo(
-        broker=broker,
-        path=str(d["log_dir"]),
-        error=None if code == 0 else str(for_code(code).message or code),
-        total_bytes=_int_or(d.get("total_bytes"), -1),
-        usable_bytes=_int_or(d.get("usable_bytes"), -1),
-        cordoned=None if cordoned is None else bool(cordoned),
-        replicas=replicas,
-    )
-
-
 def failed_dir_of(dirs: Sequence[LogDirInfo], in_sync: bool) -> str | None:
     """The log dir of a replica that no online dir of its live broker lists (``dirs``: the broker's, from
     DescribeLogDirs): Kafka describes an offline dir by its error alone, never its replicas, so a replica
@@ -218,50 +201,3 @@ def failed_dir_of(dirs: Sequence[LogDirInfo], in_sync: bool) -> str | None:
     broker has not created yet) or when the broker has no offline dir, or several."""
     offline = [d.path for d in dirs if not d.online]
     return offline[0] if len(offline) == 1 and not in_sync else None
-
-
-def _int_or(value: Any, default: int) -> int:
-    return default if value is None else int(value)
-
-
-def _confluent_op_error(err: Any) -> OpError:
-    """An OpError from a confluent-kafka KafkaError, with librdkafka's short names spelled as Kafka's."""
-    code = str(err.name())
-    return OpError(_LIBRDKAFKA_NAMES.get(code, code), str(err.str()), bool(err.retriable()))
-
-
-def _py_op_error(err: Any) -> OpError:
-    """An OpError from a kafka-python error class or instance."""
-    cls = err if isinstance(err, type) else type(err)
-    code = str(getattr(cls, "message", None) or cls.__name__)
-    text = str(getattr(cls, "description", "") or "")
-    if not isinstance(err, type) and err.args:
-        text = str(err.args[0]) or text
-    return OpError(code, text, bool(getattr(cls, "retriable", False)))
-
-
-def _py_error_text(e: Exception) -> str:
-    text = str(e)
-    return text if text else type(e).__name__
-
-
-def _split_list(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
-def _config_batches(targets: Sequence[ConfigTarget]) -> list[list[ConfigTarget]]:
-    """librdkafka takes at most one broker resource per request: one batch per broker, topics together."""
-    topics = [t for t in targets if t.kind == "topic"]
-    return [[t] for t in targets if t.kind == "broker"] + ([topics] if topics else [])
-
-
-def _names(batch: Sequence[ConfigTarget]) -> str:
-    shown = ", ".join(f"{t.kind} {t.name}" for t in batch[:3])
-    return shown + (f" and {len(batch) - 3} more" if len(batch) > 3 else "")
-
-
-def _enum_name(enum: Any, value: Any) -> str:
-    try:
-        return str(enum(value).name)
-    except (ValueError, TypeError):
-        return str(getattr(value, "name", value))

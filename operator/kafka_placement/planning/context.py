@@ -1,15 +1,16 @@
 """What goals share while planning: the working assignment, eligibility, rack trees and budgets.
 
 Goals run in priority order (hard first, like Cruise Control's goal list). A later goal may only make
-a move every earlier goal ``accepts``, so balancing never undoes a decommission or a rack repair.
+a move every earlier goal ``accepts``, so balancing never undoes a decommission or a rack repair. After
+planning each goal gives its ``Verdict`` on the plan's summary (the summary's ``goals``).
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..model.intents import Intents, PlacementPolicy, RackAwareness
 from ..model.snapshot import ClusterSnapshot
@@ -17,8 +18,19 @@ from .state import Assignment, Eligibility, Key
 from .topology import RackTree
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How a goal stands after a plan: met or not, the value measured and the target it is met at."""
+
+    met: bool
+    value: float | None
+    target: float
+    unreachable: str | None = None  # why no plan can meet it (not the planner's shortfall)
+
+
 class Goal(Protocol):
-    """One placement rule: hard goals must hold after planning, soft goals are met when possible."""
+    """One placement rule: hard goals must hold after planning (the planner refuses a plan that cannot
+    meet them: ``InfeasibleError``), soft goals are met when possible; the summary says which is which."""
 
     name: str
     is_hard: bool
@@ -30,6 +42,10 @@ class Goal(Protocol):
         """Whether this goal tolerates partition ``key`` getting the broker list ``replicas``. Of a
         broker that may receive and joins ``replicas`` in place of another, it sees only its place
         (``PlanningContext.receiver_place``)."""
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Whether the plan meets this goal, from the metrics of its summary (None: no policy asks for
+        it)."""
 
 
 @dataclass(slots=True)
@@ -122,6 +138,17 @@ class PlanningContext:
 def _anywhere(broker: int) -> None:
     """The one place of every broker for a partition without a rack rule."""
     return None
+
+
+def balance_verdict(intents: Intents, goal: str, value: float | None) -> Verdict | None:
+    """A balance goal (``balance.<goal>``: brokers, log_dirs, leaders) measured as max/mean ``value``:
+    met within 1 + the tightest tolerance asked (None: no policy asks for it; no value: nothing to
+    balance)."""
+    tol = requested_tolerance(intents, goal)
+    if tol is None:
+        return None
+    target = 1 + tol
+    return Verdict(value is None or value <= target + 1e-9, value, round(target, 4))
 
 
 def requested_tolerance(intents: Intents, goal: str) -> float | None:

@@ -18,7 +18,7 @@ from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
 from . import batching, metrics
-from .context import Goal, PlanningContext, requested_tolerance
+from .context import Goal, PlanningContext
 from .goals import default_goals
 from .state import Eligibility
 
@@ -134,7 +134,8 @@ def summarize(
 
 
 def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each requested balance goal with its value after the plan and whether it is met.
+    """Each goal a policy asks for (the hard one always) with its value after the plan, whether it is
+    met (``Goal.verdict``) and whether it is hard.
 
     A balance goal can stay unmet by design: rack spread may force uneven brokers (a data centre with
     fewer brokers holds as many replicas as the others), a move budget may stop it, or a single
@@ -142,36 +143,19 @@ def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any
     and when broker balance is provably out of reach (``reach.py``) its entry says why
     (``unreachable``), distinct from a goal the planner merely failed to meet.
     """
-    after = summary["balanceAfter"]
-    report: list[dict[str, Any]] = [
-        {
-            "goal": "ReplicaPlacement",
-            "hard": True,
-            "met": summary["hardViolationsAfter"] == 0,
-            "value": summary["hardViolationsAfter"],
-            "target": 0,
-        }
-    ]
-    for flag, name, metric in (
-        ("brokers", "BrokerBalance", "brokerBytesMaxMean"),
-        ("log_dirs", "DirBalance", "dirBytesMaxMeanWorstBroker"),
-        ("leaders", "LeaderBalance", "leadersMaxMean"),
-    ):
-        tol = requested_tolerance(intents, flag)
-        if tol is None:
+    report: list[dict[str, Any]] = []
+    for goal in default_goals():
+        found = goal.verdict(intents, summary)
+        if found is None:
             continue
-        target = 1 + tol
-        value = after.get(metric)
-        met = value is None or value <= target + 1e-9
         entry: dict[str, Any] = {
-            "goal": name,
-            "hard": False,
-            "met": met,
-            "value": value,
-            "target": round(target, 4),
+            "goal": goal.name,
+            "hard": goal.is_hard,
+            "met": found.met,
+            "value": found.value,
+            "target": found.target,
         }
-        why = summary.get("brokerBalanceUnreachable") if name == "BrokerBalance" else None
-        if not met and why:
-            entry["unreachable"] = why  # no plan can meet it: not the planner's shortfall
+        if found.unreachable:
+            entry["unreachable"] = found.unreachable
         report.append(entry)
     return report

@@ -16,9 +16,12 @@ import bisect
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-from ..context import PlanningContext
+from ...model.intents import Intents
+from ..context import PlanningContext, Verdict, balance_verdict
 from ..state import Key
 
 SWAP_CHECKS = 4000  # rule checks per blocked broker when looking for an exchange
@@ -33,6 +36,14 @@ class BrokerBalanceGoal:
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # later goals only reorder or move within a broker: broker loads do not change
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Bytes max/mean after the plan; when unmet and provably out of reach (reach.py), why."""
+        found = balance_verdict(intents, "brokers", summary["balanceAfter"].get("brokerBytesMaxMean"))
+        why = summary.get("brokerBalanceUnreachable")
+        if found is not None and not found.met and why:
+            return replace(found, unreachable=why)
+        return found
 
     def optimize(self, ctx: PlanningContext) -> None:
         a, e = ctx.assignment, ctx.eligibility

@@ -12,10 +12,12 @@ the dir already holds costs a local copy of its bytes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
+from typing import Any
 
-from ..context import PlanningContext
+from ...model.intents import Intents
+from ..context import PlanningContext, Verdict, balance_verdict
 from ..state import Key
 
 
@@ -27,6 +29,10 @@ class DirBalanceGoal:
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # leader reorders keep every replica in its dir
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Bytes max/mean over the dirs of the worst broker after the plan."""
+        return balance_verdict(intents, "log_dirs", summary["balanceAfter"].get("dirBytesMaxMeanWorstBroker"))
 
     def optimize(self, ctx: PlanningContext) -> None:
         tol = ctx.tolerance("log_dirs")

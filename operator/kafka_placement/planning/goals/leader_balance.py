@@ -24,12 +24,13 @@ it considers for them. Reorders update the arrays in place. The limit is tried b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
+from ...model.intents import Intents
 from ...model.snapshot import PartitionState
-from ..context import PlanningContext
+from ..context import PlanningContext, Verdict, balance_verdict
 from ..state import Key
 
 # Flow rounds. A round may fall short of its flow: a partition counts on the edge to each follower that
@@ -130,6 +131,10 @@ class LeaderBalanceGoal:
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Preferred leaders max/mean after the plan."""
+        return balance_verdict(intents, "leaders", summary["balanceAfter"].get("leadersMaxMean"))
 
     def optimize(self, ctx: PlanningContext) -> None:
         a, e = ctx.assignment, ctx.eligibility

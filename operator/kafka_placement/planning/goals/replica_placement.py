@@ -18,12 +18,13 @@ all send their largest partitions to the same empty brokers.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
-from ..context import PlanningContext
+from ..context import PlanningContext, Verdict
 from ..repack import repack
 from ..room import eject_for
 from ..state import Eligibility, Key
@@ -43,6 +44,11 @@ class ReplicaPlacementGoal:
         self.salt = salt
         self._ties: dict[int, int] = {}
         self._threshold: float | None = None
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict:
+        """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
+        left = summary["hardViolationsAfter"]
+        return Verdict(left == 0, left, 0)
 
     def optimize(self, ctx: PlanningContext) -> None:
         a = ctx.assignment
