@@ -362,34 +362,6 @@ def test_a_record_of_another_cluster_is_refused(
     assert gateway.snapshot().partition(topic, 0).replicas == (1, 2)  # type: ignore[union-attr]
 
 
-def test_a_version_1_record_resumes(
-    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
-) -> None:
-    topic = new_topic([[1, 2]])
-    entries = [(topic, 0, [3, 2], ["any", "any"])]
-    plan = write_plan(tmp_path / "plan.json", entries)
-    from kafka_placement.model.plan import Plan
-
-    plan_doc = json.loads(plan.read_text())
-    v1 = {
-        "version": 1, "planId": Plan.from_json(plan_doc).plan_id, "plan": plan_doc,
-        "bootstrapServers": kafka_rig.bootstrap_servers, "throttleRate": None, "phase": "Pending",
-        "original": {}, "submitted": {}, "done": [], "dirMovesDone": [], "dirMoves": {},
-        "throttles": {"brokers": [], "topics": []}, "cancelRequested": False, "lastError": None,
-        "counters": {"ticks": 0, "submissions": {}}, "samples": [], "copied": {},
-        "createdAt": 1.0, "updatedAt": 1.0,
-    }  # fmt: skip
-    state = tmp_path / "state.json"
-    state.write_text(json.dumps(v1))
-    proc = run_cli("execute", "--bootstrap-server", kafka_rig.bootstrap_servers, "--plan", str(plan),
-                   "--state", str(state), "--wait", "--poll-seconds", "0.3")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "resuming execution" in proc.stderr
-    doc = json.loads(state.read_text())
-    assert doc["version"] == 2 and doc["phase"] == "Completed" and doc["counters"]["submissions"] == 1
-    assert gateway.snapshot().partition(topic, 0).replicas == (3, 2)  # type: ignore[union-attr]
-
-
 def test_the_default_state_is_one_record_per_cluster(
     gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
 ) -> None:

@@ -345,10 +345,10 @@ def test_throttles_are_owned_state_restored_exactly(
         LEADER_RATE,
         LEADER_REPLICAS,
         Move,
-        ThrottleState,
         apply_throttles,
         clear_throttles,
     )
+    from kafka_placement.model.throttle_state import BrokerThrottle, ThrottleState, TopicThrottle
 
     topic = new_topic([[1, 2]], config={FOLLOWER_REPLICAS: "0:3"})  # someone else's entry
     brokers = {n.id: ConfigTarget.broker(n.id) for n in kafka_rig.nodes}
@@ -379,11 +379,12 @@ def test_throttles_are_owned_state_restored_exactly(
         kafka_wait("someone else's rate", lambda: broker_values()[(1, LEADER_RATE)] == "5000000")
         move = Move(topic, 0, current=(1, 2), target=(3, 2))
         state = apply_throttles(gateway, [move], 1000, dir_rate=2000, dir_move_brokers=[2])
-        assert ThrottleState.from_json(state.to_json()) == state
-        # (broker, config, previous value, value set): the previous value comes back on clear
-        assert (1, LEADER_RATE, "5000000", "1000") in state.brokers
-        assert (3, FOLLOWER_RATE, None, "1000") in state.brokers
-        assert state.topics == ((topic, LEADER_REPLICAS, ("0:1", "0:2")),)  # 0:3 was not ours
+        assert ThrottleState.model_validate_json(state.model_dump_json()) == state  # as the record keeps it
+        # the previous value comes back on clear
+        assert BrokerThrottle(broker=1, config=LEADER_RATE, previous="5000000", value="1000") in state.brokers
+        assert BrokerThrottle(broker=3, config=FOLLOWER_RATE, previous=None, value="1000") in state.brokers
+        ours = TopicThrottle(topic=topic, config=LEADER_REPLICAS, entries=("0:1", "0:2"))
+        assert state.topics == (ours,)  # 0:3 was not ours
 
         expected: dict[tuple[int, str], str | None] = {
             (b, r): "1000" for b in (1, 2, 3) for r in (LEADER_RATE, FOLLOWER_RATE)

@@ -24,18 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
-from ..kafka.throttles import (
-    Move,
-    ThrottleError,
-    ThrottleState,
-    apply_throttles,
-    clear_throttles,
-    still_set,
-)
+from ..kafka.throttles import Move, ThrottleError, apply_throttles, clear_throttles, still_set
 from ..model.cluster_spec import LimitsSpec
 from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
+from ..model.throttle_state import ThrottleState
 from .progress import Progress, compute_progress, in_flight_bytes
 from .record import (
     MAX_SAMPLES,
@@ -346,27 +340,25 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
     dir_brokers = {
         b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i] if b in view.live
     }
-    current = ThrottleState.from_json(ex.doc.throttles.model_dump())
 
     def write_ahead(planned: ThrottleState) -> None:
-        ex.doc.throttles = type(ex.doc.throttles).model_validate(planned.to_json())
+        ex.doc.throttles = planned
         ex.save()
 
     dir_rate = min((m.rate for m in rated if m.rate is not None), default=None)
     try:
-        new = apply_throttles(
+        ex.doc.throttles = apply_throttles(
             gateway,
             rated,
             limits.throttle,
             dir_rate=dir_rate,
             dir_move_brokers=sorted(dir_brokers),
-            state=current,
+            state=ex.doc.throttles,
             before_alter=write_ahead,
         )
     except ThrottleError as e:
-        ex.doc.throttles = type(ex.doc.throttles).model_validate(e.state.to_json())
+        ex.doc.throttles = e.state
         raise
-    ex.doc.throttles = type(ex.doc.throttles).model_validate(new.to_json())
 
 
 def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
@@ -429,13 +421,13 @@ def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
     A broker that is not alive cannot be asked (Kafka takes a broker's own config through that broker):
     its rates stay in the record, which the reconcile sweeps while it is terminal and hands to the next
     execution, so they are removed once the broker is back; the execution does not wait for it."""
-    state = ThrottleState.from_json(ex.doc.throttles.model_dump())
+    state = ex.doc.throttles
     if state.empty:
         return
     _, alive = gateway.describe_cluster()
     live = set(alive)
-    now = ThrottleState(tuple(e for e in state.brokers if e[0] in live), state.topics)
-    later = ThrottleState(tuple(e for e in state.brokers if e[0] not in live), ())
+    now = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker in live), topics=state.topics)
+    later = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker not in live))
     if not now.empty:
         clear_throttles(gateway, now)
         deadline = time.monotonic() + CLEAR_CHECK_S
@@ -446,9 +438,9 @@ def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
                     "tick): " + ", ".join(left[:10])
                 )
             time.sleep(0.2)
-    ex.doc.throttles = type(ex.doc.throttles).model_validate(later.to_json())
+    ex.doc.throttles = later
     if not later.empty:
-        dead = sorted({b for b, _, _, _ in later.brokers})
+        dead = sorted({b.broker for b in later.brokers})
         ex.error(f"throttles left on broker(s) {dead}, not alive: removed once they are back")
     ex.save()
 

@@ -7,12 +7,13 @@ A record is bound to its cluster (``clusterId``) and plan (``planId``) and has t
   execution's baseline (``baseline-<executionId>``: every plan partition's replicas, dirs and size when
   the execution was validated). Written once, read once per process (cached), any size;
 - the small mutable progress document (``RecordDoc``): phase, partitions in flight, counters, throttles
-  we own, and the per-partition state packed one byte per plan partition (zlib + base64), so what a save
-  writes follows the work in flight, not the plan's size.
+  we own (``ThrottleState``, model/throttle_state.py: the one model kafka/throttles.py works on), and the
+  per-partition state packed one byte per plan partition (zlib + base64), so what a save writes follows
+  the work in flight, not the plan's size.
 
 ``TRANSITIONS`` maps ``(phase, event)`` to the next phase and ``next_phase`` is the only way a phase
-changes. ``Execution.load`` reads version 2, converts a version-1 record (the plan embedded in the
-document), and refuses anything else with a ``BadInputError`` naming the store and the field.
+changes. ``Execution.load`` reads version 2 and refuses anything else with a ``BadInputError`` naming the
+store and the field (a record of another version: its version).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pydantic.alias_generators import to_camel
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
+from ..model.throttle_state import ThrottleState
 from .store import Store
 
 RECORD_KIND = "KafkaPlacementExecution"
@@ -145,29 +147,6 @@ class InFlight(_Model):
     at: float = Field(ge=0)
 
 
-class BrokerThrottle(_Model):
-    broker: int = Field(ge=0, le=2**31 - 1)
-    config: str = Field(max_length=200)
-    previous: str | None = None
-    value: str | None = None  # what we set (absent in records written before it was kept)
-
-
-class TopicThrottle(_Model):
-    topic: str = Field(max_length=249)
-    config: str = Field(max_length=200)
-    entries: list[str]
-
-
-class Throttles(_Model):
-    brokers: list[BrokerThrottle] = []
-    topics: list[TopicThrottle] = []
-
-    @property
-    def empty(self) -> bool:
-        """Nothing of ours set (or nothing left to remove)."""
-        return not self.brokers and not self.topics
-
-
 class Counters(_Model):
     ticks: int = Field(0, ge=0)
     submissions: int = Field(0, ge=0)  # reassignment requests per partition, summed
@@ -272,7 +251,7 @@ class RecordDoc(_Model):
     done_bytes: int = Field(0, ge=0)
     copied: dict[int, int] = {}  # plan index -> most bytes seen copied of an in-flight partition
     samples: list[tuple[float, float]] = []  # (time, bytes moved) for the rate and ETA
-    throttles: Throttles = Throttles()
+    throttles: ThrottleState = ThrottleState()
     limits: LimitsDoc
     rules: list[Rule] = []
     counters: Counters = Counters()
@@ -481,18 +460,16 @@ class Execution:
             raise BadInputError(
                 f"not an execution record: not valid JSON ({str(e)[:200]})", store.where
             ) from None
-        if isinstance(raw, dict) and raw.get("version") == 1 and "plan" in raw:
-            from .record_v1 import convert_v1
-
-            return convert_v1(store, raw)
-        if not isinstance(raw, dict) or raw.get("kind") != RECORD_KIND:
-            raise BadInputError(f"not an execution record (kind must be {RECORD_KIND})", store.where)
-        if raw.get("version") != RECORD_VERSION:
+        # a record of another version (version 1, a pre-release format, had a planId but no kind)
+        ours = isinstance(raw, dict) and (raw.get("kind") == RECORD_KIND or "planId" in raw)
+        if ours and raw.get("version") != RECORD_VERSION:
             raise BadInputError(
                 f"unsupported execution record version {str(raw.get('version'))[:20]} "
-                f"(this version reads 1 and {RECORD_VERSION})",
+                f"(this release reads version {RECORD_VERSION} only)",
                 store.where,
             )
+        if not isinstance(raw, dict) or raw.get("kind") != RECORD_KIND:
+            raise BadInputError(f"not an execution record (kind must be {RECORD_KIND})", store.where)
         try:
             doc = RecordDoc.model_validate(raw)
         except ValidationError as e:
@@ -627,7 +604,7 @@ class Execution:
             self.submits[j] = max(old.submits[i], 1)
             if i in old.doc.copied:
                 self.doc.copied[j] = old.doc.copied[i]
-        self.doc.throttles = old.doc.throttles.model_copy(deep=True)
+        self.doc.throttles = old.doc.throttles
         history = [*old.doc.superseded, *self.doc.superseded]
         c = old.doc.counters
         history.append(

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ..kafka.gateway import ConfigTarget, KafkaGateway
-from ..kafka.throttles import Drift, ThrottleState, owned_drift
+from ..kafka.throttles import Drift, owned_drift
 from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
 from ..model.snapshot import PartitionState
@@ -58,7 +58,7 @@ def defend(ex: Execution, gateway: KafkaGateway, limits: LimitsDoc, live: Iterab
     """Check the configs the execution owns and re-apply or hold per ``limits``; returns why no new move
     may be submitted now (None: go on). Counts go to the record's ``defence``."""
     d = ex.doc.defence
-    state = ThrottleState.from_json(ex.doc.throttles.model_dump())
+    state = ex.doc.throttles
     up = set(live)  # a broker answers for its own configs: one that is down would only time out
     cordons = {b: dirs for b, dirs in ex.doc.owned_cordons.items() if dirs and b in up}
     if state.empty and not cordons:

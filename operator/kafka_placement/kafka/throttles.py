@@ -4,19 +4,19 @@ For a set of moves, ``apply_throttles`` sets ``leader/follower.replication.throt
 involved (and ``replica.alter.log.dirs.io.max.bytes.per.second`` on brokers with log-dir moves), appends
 ``partition:broker`` entries to the topics' ``leader.replication.throttled.replicas`` (current replicas)
 and ``follower.replication.throttled.replicas`` (replicas being added) — Kafka's own reassign-tool rule —
-and returns a ``ThrottleState`` saying what it set and what was there before. ``clear_throttles`` restores
-exactly that: previous broker values come back (or are deleted when there were none), only our
-``*.throttled.replicas`` entries are removed. Entries or values this tool did not set are never touched:
-an entry that was already there is not recorded, a topic throttled with ``*`` is left alone.
-The state is JSON-serializable so an executor can keep it with its resource and resume after a restart.
+and returns a ``ThrottleState`` (model/throttle_state.py) saying what it set and what was there before.
+``clear_throttles`` restores exactly that: previous broker values come back (or are deleted when there
+were none), only our ``*.throttled.replicas`` entries are removed. Entries or values this tool did not set
+are never touched: an entry that was already there is not recorded, a topic throttled with ``*`` is left
+alone. The state is the one the execution record persists, so an executor resumes it after a restart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ..model.throttle_state import BrokerThrottle, ThrottleState, TopicThrottle
 from .gateway import (
     CORDON_CONFIG,
     ConfigChange,
@@ -51,39 +51,6 @@ class Move:
     current: tuple[int, ...]
     target: tuple[int, ...]
     rate: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ThrottleState:
-    """What ``apply_throttles`` set: per broker config the previous dynamic value (None = unset) and the
-    value set (None in records written before it was kept), per topic config the ``partition:broker``
-    entries it appended."""
-
-    brokers: tuple[tuple[int, str, str | None, str | None], ...] = ()
-    topics: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.brokers and not self.topics
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokers": [{"broker": b, "config": c, "previous": p, "value": v} for b, c, p, v in self.brokers],
-            "topics": [{"topic": t, "config": c, "entries": list(e)} for t, c, e in self.topics],
-        }
-
-    @staticmethod
-    def from_json(doc: Mapping[str, Any]) -> ThrottleState:
-        return ThrottleState(
-            brokers=tuple(
-                (int(d["broker"]), str(d["config"]), d.get("previous"), d.get("value"))
-                for d in doc.get("brokers", [])
-            ),
-            topics=tuple(
-                (str(d["topic"]), str(d["config"]), tuple(str(e) for e in d["entries"]))
-                for d in doc.get("topics", [])
-            ),
-        )
 
 
 def throttled_replicas(moves: Iterable[Move]) -> dict[str, dict[str, list[str]]]:
@@ -139,7 +106,7 @@ def apply_throttles(
         for b in dir_move_brokers:
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
 
-    brokers = {(b, c): (p, v) for b, c, p, v in state.brokers}
+    brokers = {(e.broker, e.config): e for e in state.brokers}
     targets = [ConfigTarget.broker(b) for b in sorted(wanted)]
     targets += [ConfigTarget.topic(t) for t in sorted(replicas)]
     described = gateway.describe_configs(targets) if targets else {}
@@ -147,13 +114,15 @@ def apply_throttles(
     for b, configs in sorted(wanted.items()):
         current = described[ConfigTarget.broker(b)]
         for name, value in configs.items():
-            if (b, name) in brokers:
-                brokers[(b, name)] = (brokers[(b, name)][0], value)
+            had = brokers.get((b, name))
+            if had is not None:
+                previous = had.previous  # ours already: the value read before we first set it stays
             else:
                 was = current.get(name)
-                brokers[(b, name)] = (was.value if was is not None and was.is_dynamic else None, value)
+                previous = was.value if was is not None and was.is_dynamic else None
+            brokers[(b, name)] = BrokerThrottle(broker=b, config=name, previous=previous, value=value)
 
-    recorded = {(t, c): set(e) for t, c, e in state.topics}
+    recorded = {(t.topic, t.config): set(t.entries) for t in state.topics}
     topic_changes: dict[ConfigTarget, list[ConfigChange]] = {}
     for topic, per_config in replicas.items():
         target = ConfigTarget.topic(topic)
@@ -172,8 +141,12 @@ def apply_throttles(
         for b, configs in wanted.items()
     }
     new_state = ThrottleState(
-        brokers=tuple((b, c, p, v) for (b, c), (p, v) in brokers.items()),
-        topics=tuple((t, c, tuple(sorted(e))) for (t, c), e in sorted(recorded.items()) if e),
+        brokers=tuple(brokers.values()),
+        topics=tuple(
+            TopicThrottle(topic=t, config=c, entries=tuple(sorted(e)))
+            for (t, c), e in sorted(recorded.items())
+            if e
+        ),
     )
     if before_alter is not None:
         before_alter(new_state)
@@ -187,12 +160,16 @@ def clear_throttles(gateway: KafkaGateway, state: ThrottleState) -> None:
     """Undo ``state``: restore previous broker values, remove only our throttled-replica entries
     (a topic deleted meanwhile is fine)."""
     changes: dict[ConfigTarget, list[ConfigChange]] = {}
-    for b, name, previous, _ in state.brokers:
-        op = ConfigChange(name, "SET", previous) if previous is not None else ConfigChange(name, "DELETE")
-        changes.setdefault(ConfigTarget.broker(b), []).append(op)
-    for topic, name, entries in state.topics:
-        changes.setdefault(ConfigTarget.topic(topic), []).append(
-            ConfigChange(name, "SUBTRACT", ",".join(entries))
+    for b in state.brokers:
+        op = (
+            ConfigChange(b.config, "SET", b.previous)
+            if b.previous is not None
+            else ConfigChange(b.config, "DELETE")
+        )
+        changes.setdefault(ConfigTarget.broker(b.broker), []).append(op)
+    for t in state.topics:
+        changes.setdefault(ConfigTarget.topic(t.topic), []).append(
+            ConfigChange(t.config, "SUBTRACT", ",".join(t.entries))
         )
     errors = {
         t: e
@@ -207,10 +184,10 @@ def still_set(gateway: KafkaGateway, state: ThrottleState) -> list[str]:
     """What of ``state`` Kafka still shows after ``clear_throttles`` (configs propagate asynchronously in
     KRaft: a broker may answer with the old value for a moment): broker values still ours (and not the
     previous value put back), our throttled-replica entries still listed. Deleted topics are skipped."""
-    brokers = [(b, c, p, v) for b, c, p, v in state.brokers if v is not None and v != p]
+    brokers = [b for b in state.brokers if b.value is not None and b.value != b.previous]
     targets = sorted(
-        {ConfigTarget.broker(b) for b, _, _, _ in brokers}
-        | {ConfigTarget.topic(t) for t, _, _ in state.topics},
+        {ConfigTarget.broker(b.broker) for b in brokers}
+        | {ConfigTarget.topic(t.topic) for t in state.topics},
         key=str,
     )
     if not targets:
@@ -220,14 +197,14 @@ def still_set(gateway: KafkaGateway, state: ThrottleState) -> list[str]:
     except KafkaOperationError:  # a topic deleted meanwhile: check the brokers alone
         described = gateway.describe_configs([t for t in targets if t.kind == "broker"])
     out = []
-    for b, name, _, value in brokers:
-        live = described.get(ConfigTarget.broker(b), {}).get(name)
-        if live is not None and live.value == value:
-            out.append(f"broker {b} {name}")
-    for topic, name, entries in state.topics:
-        live = described.get(ConfigTarget.topic(topic), {}).get(name)
-        if live is not None and set(entries) & set(_entries(live.value)):
-            out.append(f"topic {topic} {name}")
+    for b in brokers:
+        live = described.get(ConfigTarget.broker(b.broker), {}).get(b.config)
+        if live is not None and live.value == b.value:
+            out.append(f"broker {b.broker} {b.config}")
+    for t in state.topics:
+        live = described.get(ConfigTarget.topic(t.topic), {}).get(t.config)
+        if live is not None and set(t.entries) & set(_entries(live.value)):
+            out.append(f"topic {t.topic} {t.config}")
     return out
 
 
@@ -265,8 +242,10 @@ def owned_drift(
     in flight: a broker answers for its own configs, and one that takes new moves gets its rate set again
     with them). Records without the values set (older records) are not checked."""
     wanted_topics, asked = set(topics), set(brokers)
-    rates = [(b, c, v) for b, c, _, v in state.brokers if v is not None and b in asked]
-    entries = [(t, c, e) for t, c, e in state.topics if t in wanted_topics and e]
+    rates = [
+        (b.broker, b.config, b.value) for b in state.brokers if b.value is not None and b.broker in asked
+    ]
+    entries = [(t.topic, t.config, t.entries) for t in state.topics if t.topic in wanted_topics and t.entries]
     targets = {ConfigTarget.broker(b) for b, _, _ in rates} | {ConfigTarget.topic(t) for t, _, _ in entries}
     targets |= {ConfigTarget.broker(b) for b, dirs in cordons.items() if dirs}
     if not targets:
