@@ -11,7 +11,8 @@ import re
 import sys
 from typing import Any
 
-from ..model.crd_parts import SPARK_MEMORY_PATTERN
+from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
+from ..model.crd_parts import LAUNCHERS, SPARK_MEMORY_PATTERN
 from ..model.errors import BadInputError
 from ..model.intents import MAX_REPLICATION_FACTOR, Intents
 from ..model.jsonio import INT32_MAX, clip
@@ -19,7 +20,6 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
-from ..spark.driver_pod import LAUNCHERS
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ._args import int_in, key_value
@@ -144,6 +144,7 @@ def cmd_place(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add this group's sub-commands to the top-level parser's subparsers."""
+    engine, spark = EngineSettings(), SPARK_K8S_DEFAULTS  # the defaults the flags show
     p = sub.add_parser("plan", help="compute the moves that reach the declared placement")
     p.add_argument(
         "--snapshot", required=True, help="cluster snapshot JSON (from `snapshot`) or a Parquet snapshot dir"
@@ -152,10 +153,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--engine",
         choices=ENGINES,
-        default="local",
-        help="local: in-process; spark: PySpark (default master local[*]); auto: spark for large snapshots",
+        default=engine.engine,
+        help=f"local: in-process; spark: PySpark (default master {engine.master}); auto: spark for large "
+        "snapshots (default %(default)s)",
     )
-    p.add_argument("--spark-master", default="local[*]", help="Spark master for --engine spark")
+    p.add_argument("--spark-master", default=engine.master, help="Spark master for --engine spark")
     p.add_argument(
         "--spark-conf",
         type=key_value,
@@ -168,42 +170,51 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--spark-executor-wait",
         type=int_in(1, 86_400),
-        default=120,
+        default=int(engine.executor_wait_s),
         metavar="SECONDS",
-        help="on a Spark cluster, give up when no executor is registered for this long (default 120)",
+        help="on a Spark cluster, give up when no executor is registered for this long (default %(default)s)",
     )
     p.add_argument(
         "--shards",
         type=int_in(0, MAX_SHARDS),
-        default=0,
+        default=engine.shards,
         help="Spark shards (default 0: 1 for up to 1000 partitions to repair, else 4 per core)",
     )
     k = p.add_argument_group("--engine spark-k8s (the Spark job as pods on Kubernetes)")
     k.add_argument(
         "--spark-launcher",
         choices=LAUNCHERS,
-        default="Pod",
-        help="Pod: a driver pod, Spark starts executor pods (default); SparkApplication: the Kubeflow "
-        "spark-operator runs the job",
+        default=spark.launcher,
+        help="Pod: a driver pod, Spark starts executor pods; SparkApplication: the Kubeflow "
+        "spark-operator runs the job (default %(default)s)",
     )
     k.add_argument(
-        "--spark-executors", type=int_in(1, 1000), default=2, help="executor pods (launcher Pod; default 2)"
+        "--spark-executors",
+        type=int_in(1, 1000),
+        default=spark.executor_instances,
+        help="executor pods (launcher Pod; default %(default)s)",
     )
-    k.add_argument("--spark-memory", default="2g", help="memory of the driver and each executor (default 2g)")
+    k.add_argument(
+        "--spark-memory",
+        default=spark.memory,
+        help="memory of the driver and each executor (default %(default)s)",
+    )
     k.add_argument(
         "--spark-timeout",
         type=int_in(1, 86_400),
-        default=1800,
+        default=SparkSpec().timeout_seconds,
         metavar="SECONDS",
-        help="delete the run and fail after this long (default 1800)",
+        help="delete the run and fail after this long (default %(default)s)",
     )
-    k.add_argument("--spark-service-account", default="kafka-placement-spark", help="the driver's")
+    k.add_argument("--spark-service-account", default=spark.service_account, help="the driver's")
     k.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     k.add_argument("--spark-namespace", default="default")
     k.add_argument("--spark-image", help="image with kafka-placement and its Spark job")
     k.add_argument("--exchange-claim", help="PVC mounted by the Spark pods, shared with this process")
     k.add_argument("--exchange-dir", help="where that volume is mounted here")
-    k.add_argument("--exchange-mount", default="/exchange", help="where it is mounted in the Spark pods")
+    k.add_argument(
+        "--exchange-mount", default=spark.exchange_mount, help="where it is mounted in the Spark pods"
+    )
     p.add_argument(
         "-o",
         "--output",

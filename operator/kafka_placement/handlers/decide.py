@@ -10,17 +10,19 @@ shell calls ``decide`` again with the fact added; a decision without actions end
 
 The declared cordons (LogDirCordons, and the brokers BrokerDecommissions retire) are synced once in every
 reconcile that reads Kafka, with or without an execution in flight (``SyncCordons``, then
-``view.cordons_synced``). The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching
-Kafka or reading the record fails every intent not Completed; invalid specs fail alone; an execution in
-flight is driven (a deleted participant requests a cancel, ``spec.paused`` holds it, otherwise one tick,
-then its progress, and a Warning Event when it re-applied owned configs changed by another party); with
-none, every valid intent is planned together: a running planner job keeps them Planning, a planning error
-fails them, Advise-mode policies only report, an empty plan converges, an unapproved Manual plan awaits
-approval, ``spec.paused`` holds it, a plan leaving partitions below
-``min.insync.replicas`` fails, else the execution starts.
+``view.cordons_synced``): the live intents' cordons are set, and those of the resources being deleted
+(``view.leaving``) removed unless a live intent still declares them; their delete handlers wait for
+that. The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching Kafka or reading the
+record fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a
+deleted participant requests a cancel, ``spec.paused`` holds it, otherwise one tick, then its progress,
+and a Warning Event when it re-applied owned configs changed by another party); with none, every valid
+intent is planned together: a running planner job keeps them Planning, a planning error fails them,
+Advise-mode policies only report, an empty plan converges, an unapproved Manual plan awaits approval,
+``spec.paused`` holds it, a plan leaving partitions below ``min.insync.replicas`` fails, else the
+execution starts.
 
 No I/O, no clocks, no Kubernetes or Kafka clients: everything here is unit-tested from plain values
-(tests/unit/test_decide.py).
+(tests/unit/handlers/test_decide.py).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from typing import Any
 
 from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_spec
+from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_resource
 from ..model.plan import Plan
 from . import status as st
+from .healing import CREATED_BY, SELF_HEALING
 
 Body = Mapping[str, Any]
 
@@ -55,7 +58,7 @@ class Failure:
     reason: str  # InvalidConnection, KafkaNotAuthorized, ClusterUnreachable, CorruptExecutionRecord, ...
     message: str
     connected: bool  # whether Kafka answered (Ready condition)
-    cluster_phase: str = "Unreachable"
+    cluster_phase: str = st.UNREACHABLE
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class View:
     """What the shell has read in this reconcile."""
 
     resources: Sequence[Body]  # the cluster's intent resources, not being deleted
+    leaving: Sequence[Body] = ()  # those being deleted whose declared cordons were not removed yet
     record: RecordView | None = None
     failure: Failure | None = None
     ticked: bool = False
@@ -147,9 +151,14 @@ class CheckIntents:
 @dataclass(frozen=True)
 class SyncCordons:
     """Set ``cordoned.log.dirs`` (KIP-1066) for the declared LogDirCordons and for every broker a
-    BrokerDecommission retires (``*``), once per reconcile, whether an execution is in flight or not."""
+    BrokerDecommission retires (``*``), once per reconcile, whether an execution is in flight or not; and
+    remove what the ``released`` intents (of resources being deleted) declared and ``intents`` do not.
+    Once done, the resources ``leaving`` (uids) have their cordons removed: their delete handlers let
+    them go (handlers/intent_common.py)."""
 
     intents: tuple[Intent, ...]
+    released: tuple[Intent, ...] = ()
+    leaving: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,9 +217,10 @@ def cluster_conditions(
 
 def connected_cluster(current: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     return {
-        "phase": "Connected",
+        "phase": st.CONNECTED,
         "conditions": cluster_conditions(
-            current, {"Ready": (True, "Connected", "Kafka answered"), "Degraded": (False, "Connected", "")}
+            current,
+            {st.READY: (True, st.CONNECTED, "Kafka answered"), st.DEGRADED: (False, st.CONNECTED, "")},
         ),
     }
 
@@ -239,11 +249,9 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
     valid: list[tuple[Body, Intent]] = []
     failed: list[StatusPatch] = []
     for b in resources:
-        name = b["metadata"]["name"]
-        where, spec = f"{b['kind']} {name}: spec", b.get("spec") or {}
         try:
-            intent = parse_spec(b["kind"], spec, where, name)
-            OperatorFields.parse(spec, where)
+            intent = parse_resource(b)
+            OperatorFields.of(b)
             valid.append((b, intent))
         except BadInputError as e:
             failed.append(StatusPatch(b, st.FAILED, "InvalidSpec", e.message))
@@ -259,7 +267,7 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
-            current, {"Ready": (f.connected, f.reason, f.message), "Degraded": (True, f.reason, f.message)}
+            current, {st.READY: (f.connected, f.reason, f.message), st.DEGRADED: (True, f.reason, f.message)}
         ),
     }
     return Decision(statuses=statuses, cluster=cluster)
@@ -267,13 +275,23 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
 
 def _gate(b: Body) -> OperatorFields:
     """A valid resource's approval, approvedPlan and paused (``parse`` checked them)."""
-    return OperatorFields.parse(b.get("spec") or {}, "spec")
+    return OperatorFields.of(b)
 
 
 def _sync(valid: Sequence[tuple[Body, Intent]], view: View) -> tuple[SyncCordons, ...]:
     """Sync every valid intent's declared cordons, once per reconcile (a decommission or cordon created
-    while another execution runs is cordoned at once, not when that execution ends)."""
-    return () if view.cordons_synced else (SyncCordons(tuple(i for _, i in valid)),)
+    while another execution runs is cordoned at once, not when that execution ends), and release those
+    of the resources being deleted."""
+    return () if view.cordons_synced else (cordon_sync([i for _, i in valid], view.leaving),)
+
+
+def cordon_sync(live: Sequence[Intent], leaving: Sequence[Body]) -> SyncCordons:
+    """Keep the cordons the ``live`` intents declare; release those the ``leaving`` resources declared (an
+    invalid one declares nothing, and goes all the same)."""
+    released, _ = parse(leaving)
+    return SyncCordons(
+        tuple(live), tuple(i for _, i in released), tuple(b["metadata"]["uid"] for b in leaving)
+    )
 
 
 def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> Decision:
@@ -313,7 +331,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if view.unmet:
             # planned again by the next reconcile (a broker's metadata lagging right after the moves
             # must not make it plan done moves again): until then they are still executing
-            phase, reason = st.EXECUTING, "Executing"
+            phase, reason = st.EXECUTING, st.EXECUTING
             message = (
                 f"plan {record.plan_id} executed, but {len(view.unmet)} partitions still break the "
                 f"intents' rules ({', '.join(view.unmet[:5])}): planning the rest"
@@ -328,7 +346,6 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
 
 
 SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
-CREATED_BY, SELF_HEALING = "kafkaplacement.io/created-by", "self-healing"
 
 
 def urgency(body: Body, intent: Intent) -> tuple[int, int]:
@@ -358,12 +375,12 @@ def _supersede(
     planned = view.planned
     if planned is None:
         msg = f"planning with every intent to supersede the running plan {record.plan_id} (more urgent)"
-        pending = tuple(StatusPatch(b, st.PLANNING, "Planning", msg) for b, _ in urgent)
+        pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
         return Decision(
             statuses=pending, actions=(PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True),)
         )
     if planned.running is not None:
-        return tuple(StatusPatch(b, st.PLANNING, "Planning", planned.running) for b, _ in urgent)
+        return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
@@ -380,7 +397,8 @@ def _supersede(
             + ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         )
         return tuple(
-            StatusPatch(b, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status) for b, _ in urgent
+            StatusPatch(b, st.AWAITING_APPROVAL, st.AWAITING_APPROVAL, msg, plan=plan_status)
+            for b, _ in urgent
         )
     if any(_gate(b).paused for b, _ in enforced):
         msg = f"spec.paused is true: plan {plan.plan_id} does not supersede the running plan"
@@ -399,7 +417,7 @@ def _supersede(
     )
     start = replace(
         _start(enforced, plan, plan_status, replaces_record=True),
-        then=_all(enforced, st.EXECUTING, "Executing", msg, plan=plan_status),
+        then=_all(enforced, st.EXECUTING, st.EXECUTING, msg, plan=plan_status),
         supersedes=record.plan_id,
         events=tuple(
             Note(b, "Normal", "Superseded", told)
@@ -452,13 +470,13 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
             return Decision(actions=sync)
         msg = "planning with all active intents of the cluster"
         pending = tuple(
-            StatusPatch(b, st.PLANNING, "Planning", msg)
+            StatusPatch(b, st.PLANNING, st.PLANNING, msg)
             for b, _ in valid
             if (b.get("status") or {}).get("phase") in (None, st.PENDING)
         )
         return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
-        return Decision(statuses=_all(valid, st.PLANNING, "Planning", planned.running))
+        return Decision(statuses=_all(valid, st.PLANNING, st.PLANNING, planned.running))
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return Decision(statuses=_all(valid, st.FAILED, reason, planned.error or "planning failed"))
@@ -510,7 +528,9 @@ def _gates(
             f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
-        return Decision(statuses=_all(valid, st.AWAITING_APPROVAL, "AwaitingApproval", msg, plan=plan_status))
+        return Decision(
+            statuses=_all(valid, st.AWAITING_APPROVAL, st.AWAITING_APPROVAL, msg, plan=plan_status)
+        )
     if any(_gate(b).paused for b, _ in valid):
         return Decision(
             statuses=_all(valid, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
@@ -526,7 +546,7 @@ def _gates(
         return Decision(statuses=_all(valid, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status))
     start = _start(valid, plan, plan_status, replaces_record=last is not None)
     msg = f"executing plan {plan.plan_id}"
-    then = _all(valid, st.EXECUTING, "Executing", msg, plan=plan_status)
+    then = _all(valid, st.EXECUTING, st.EXECUTING, msg, plan=plan_status)
     return Decision(actions=(replace(start, then=then),))
 
 
@@ -546,6 +566,7 @@ __all__ = [
     "SyncCordons",
     "Tick",
     "View",
+    "cordon_sync",
     "decide",
     "execution_rules",
     "parse",

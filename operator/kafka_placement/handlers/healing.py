@@ -5,7 +5,7 @@ failures its status already tracks (``HealingState``: "since when" survives rest
 changes), what this reconcile saw of Kafka (``Seen``), the heal objects that exist (``Heal``) and the
 time ``now`` (epoch seconds, passed in: no clock is read here). The reconcile shell (reconciler.py) reads
 those facts, calls it, creates the heals through the KubeGateway and posts the Events; everything here
-is unit-tested from plain values (tests/unit/test_healing.py).
+is unit-tested from plain values (tests/unit/handlers/test_healing.py).
 
 Rules (docs/operations.md, "Self-healing"): a broker the cluster names (a replica or its registration)
 not alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for
@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..model.cluster_spec import InvalidPart
-from ..model.crd_parts import GROUP, VERSION
+from ..model.crd_parts import COMPLETED, GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
+from ..model.intents import BrokerDecommission, LogDirCordon, parse_resource
 from ..model.self_healing import (
     MAX_LOST_SHOWN,
     DeadBroker,
@@ -48,9 +49,7 @@ CREATED_BY = "kafkaplacement.io/created-by"
 SELF_HEALING = "self-healing"
 FAILURE = "kafkaplacement.io/failure"
 FAILED_AT = "kafkaplacement.io/failed-at"  # when the failure was first seen (RFC 3339): the heal's start
-CONDITION = "SelfHealing"
 DECOMMISSION, CORDON = "BrokerDecommission", "LogDirCordon"
-PLURALS = {DECOMMISSION: "brokerdecommissions", CORDON: "logdircordons"}
 SHOWN = 10  # failures named in one condition message
 
 Target = int | tuple[int, str]  # a broker, or (broker, log dir path)
@@ -127,14 +126,18 @@ def heals_of(bodies: Iterable[Mapping[str, Any]]) -> list[Heal]:
         meta = b.get("metadata") or {}
         if (meta.get("labels") or {}).get(CREATED_BY) != SELF_HEALING or meta.get("deletionTimestamp"):
             continue
-        spec, phase = b.get("spec") or {}, (b.get("status") or {}).get("phase")
+        try:
+            intent = parse_resource(b)
+        except BadInputError:
+            continue  # a heal edited into an invalid one heals nothing (its status says why)
         target: Target | None = None
-        if b.get("kind") == DECOMMISSION and len(spec.get("brokers") or []) == 1:
-            target = int(spec["brokers"][0])
-        elif b.get("kind") == CORDON and len(spec.get("logDirs") or []) == 1:
-            target = (int(spec.get("broker", -1)), str(spec["logDirs"][0]))
+        if isinstance(intent, BrokerDecommission) and len(intent.brokers) == 1:
+            target = intent.brokers[0]
+        elif isinstance(intent, LogDirCordon) and len(intent.log_dirs) == 1:
+            target = (intent.broker, intent.log_dirs[0])
         if target is not None:
-            out.append(Heal(b, str(b["kind"]), str(meta.get("name")), target, phase))
+            phase = (b.get("status") or {}).get("phase")
+            out.append(Heal(b, str(b["kind"]), intent.name, target, phase))
     return out
 
 
@@ -262,7 +265,7 @@ def decide_healing(
     wake: list[float] = []
     rule = spec.broker_failure
     pending = [d for d in dead if d.heal is None]
-    running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase != "Completed"}
+    running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase != COMPLETED}
     busy = sorted({d.id for d in pending} | {t for t in running if isinstance(t, int)})
     correlated = rule.enabled and len(busy) > spec.max_concurrent_broker_heals
     if rule.enabled and not correlated:
@@ -320,7 +323,7 @@ def _recovered(what: str, failure: str, heal_name: str | None, heal: Heal | None
     if heal is None:
         msg = f"{what} ({failure}); its heal {heal_name} was deleted"
         return [HealNote(None, "Normal", "FailureEnded", msg)]
-    if heal.phase == "Completed":
+    if heal.phase == COMPLETED:
         msg = (
             f"{what} ({failure}); {heal.kind} {heal.name} completed and keeps its replicas off it while it "
             "exists: delete it to let the placement use it again"
@@ -336,7 +339,7 @@ def healed_in(body: Mapping[str, Any], old_phase: str | None, new_phase: str, no
     meta = body.get("metadata") or {}
     if (meta.get("labels") or {}).get(CREATED_BY) != SELF_HEALING:
         return None
-    if new_phase != "Completed" or old_phase == "Completed":
+    if new_phase != COMPLETED or old_phase == COMPLETED:
         return None
     try:
         return max(0.0, now - parse_time(str((meta.get("annotations") or {}).get(FAILED_AT)), FAILED_AT))
@@ -463,7 +466,6 @@ def _condition(
 
 
 __all__ = [
-    "CONDITION",
     "CREATED_BY",
     "FAILURE",
     "SELF_HEALING",

@@ -1,5 +1,6 @@
 """KafkaCluster handler: a timer reconciles the cluster and all its intents (reconciler.py); deleting it
-first cancels its execution (``release``), so no throttle or move of ours outlives it.
+first cancels its execution and removes the cordons of intents deleted with it (``release``), so no
+throttle, move or cordon of ours outlives them.
 
 Only the leader (handlers/leader.py) reconciles: a process that does not hold the leader Lease skips
 the tick (a debug line says so) and patches nothing.
@@ -13,7 +14,7 @@ from typing import Any
 
 import kopf
 
-from ..model.crd_parts import GROUP, VERSION
+from ..model.crd_parts import GROUP, PLURALS, VERSION
 from . import leader
 from .intent_common import require_leader
 from .runtime import INTERVAL, runtime
@@ -25,7 +26,7 @@ RELEASE_TIMEOUT_S = (
 log = logging.getLogger(__name__)
 
 
-@kopf.timer(GROUP, VERSION, "kafkaclusters", interval=INTERVAL, initial_delay=1.0, idle=None)
+@kopf.timer(GROUP, VERSION, PLURALS["KafkaCluster"], interval=INTERVAL, initial_delay=1.0, idle=None)
 def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     lead = leader.current()
     name = f"{body.get('metadata', {}).get('namespace')}/{body.get('metadata', {}).get('name')}"
@@ -46,11 +47,12 @@ def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     patch.status.update(status)
 
 
-@kopf.on.delete(GROUP, VERSION, "kafkaclusters")
+@kopf.on.delete(GROUP, VERSION, PLURALS["KafkaCluster"])
 def release(body: kopf.Body, **_: Any) -> None:
-    """The execution is cancelled, moves in flight reverted and its throttles removed, before the cluster
-    (and its execution record) goes; retried every 2 s. Past RELEASE_TIMEOUT_S since the deletion (Kafka
-    unreachable all along) the cluster goes anyway, with a Warning Event naming what may be left."""
+    """The execution is cancelled, moves in flight reverted and its throttles removed, and the cordons of
+    intents deleted with it removed, before the cluster (and its execution record) goes; retried every
+    2 s. Past RELEASE_TIMEOUT_S since the deletion (Kafka unreachable all along) the cluster goes anyway,
+    with a Warning Event naming what may be left."""
     require_leader()
     left = runtime().reconciler.release(body)
     if left is None:
@@ -60,9 +62,10 @@ def release(body: kopf.Body, **_: Any) -> None:
     now = datetime.datetime.now(datetime.UTC)
     if since is not None and (now - since).total_seconds() > RELEASE_TIMEOUT_S:
         msg = (
-            f"deleted without its execution cancelled after {RELEASE_TIMEOUT_S:.0f} s ({left}): throttles it "
-            "set may be left on the brokers (replica.alter.log.dirs.io.max.bytes.per.second, "
-            "leader/follower.replication.throttled.rate and .replicas): remove them with kafka-configs"
+            f"deleted without its execution cancelled or its deleted intents' cordons removed after "
+            f"{RELEASE_TIMEOUT_S:.0f} s ({left}): throttles it set (replica.alter.log.dirs.io.max.bytes."
+            "per.second, leader/follower.replication.throttled.rate and .replicas) or cordons "
+            "(cordoned.log.dirs) may be left on the brokers: remove them with kafka-configs"
         )
         kopf.warn(body, reason="NotCancelled", message=msg)
         return

@@ -39,8 +39,6 @@ from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import (
-    CORDON_CONFIG,
-    ConfigTarget,
     KafkaAuthenticationError,
     KafkaAuthorizationError,
     KafkaGateway,
@@ -49,22 +47,28 @@ from ..kafka.gateway import (
 )
 from ..kube.gateway import KubeConflict, KubeError, KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
-from ..model.crd_parts import GROUP, VERSION
+from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intents import (
-    WHOLE_BROKER,
     BrokerDecommission,
     ClusterRef,
-    Intent,
     Intents,
-    LogDirCordon,
-    parse_spec,
+    parse_resource,
 )
 from ..model.self_healing import HealingState
-from ..model.snapshot import Broker, ClusterSnapshot, LogDir
+from ..model.snapshot import ClusterSnapshot
+from ..model.spec_fields import spec_of
 from ..planning.goals.replica_placement import unmet
 from . import healing, metrics
 from . import status as st
+from .cordons import (
+    CordonChanges,
+    declared_cordons,
+    described,
+    owned_cordons,
+    sync_cordons,
+    with_cordons,
+)
 from .decide import (
     CheckIntents,
     CheckMinIsr,
@@ -78,7 +82,9 @@ from .decide import (
     SyncCordons,
     Tick,
     View,
+    cordon_sync,
     decide,
+    parse,
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
@@ -86,11 +92,7 @@ from .planner import plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
-PLURALS = {
-    "LogDirCordon": "logdircordons",
-    "BrokerDecommission": "brokerdecommissions",
-    "PlacementPolicy": "placementpolicies",
-}
+INTENT_KINDS = ("LogDirCordon", "BrokerDecommission", "PlacementPolicy")  # listed in this order
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
 DEFAULT_RESYNC_S = 60.0
 
@@ -101,14 +103,10 @@ def fingerprint(
     """What an idle reconcile's outcome depends on apart from Kafka: the KafkaCluster's and every intent's
     spec (and uid), and the record's phase and plan. Statuses are left out: they are this operator's."""
     h = hashlib.sha256()
-    h.update(json.dumps(cluster.get("spec") or {}, sort_keys=True, default=str).encode())
+    h.update(json.dumps(spec_of(cluster), sort_keys=True, default=str).encode())
     for b in bodies:
         meta = b["metadata"]
-        h.update(
-            json.dumps(
-                [b["kind"], meta.get("uid"), b.get("spec") or {}], sort_keys=True, default=str
-            ).encode()
-        )
+        h.update(json.dumps([b["kind"], meta.get("uid"), spec_of(b)], sort_keys=True, default=str).encode())
     if record is not None:
         h.update(f"{record.phase}\0{record.doc.plan_id}".encode())
     return h.hexdigest()
@@ -165,34 +163,6 @@ def connection_settings(spec: ClusterSpec, namespace: str, kube: KubeGateway) ->
     return ConnectionSettings(bootstrap_servers=spec.bootstrap_servers, security_protocol=protocol, **kw)
 
 
-def declared_cordons(intents: Sequence[Intent]) -> list[LogDirCordon]:
-    """The cordons the intents declare, as LogDirCordons (one code path for both kinds): a LogDirCordon
-    as it is, and every broker a BrokerDecommission retires as a whole-broker cordon (``*``), so that no
-    new replica lands on a broker while it is drained (KIP-1066's motivation) and until it is deleted."""
-    out: list[LogDirCordon] = []
-    for i in intents:
-        if isinstance(i, LogDirCordon):
-            out.append(i)
-        elif isinstance(i, BrokerDecommission):
-            out += [LogDirCordon(i.name, b, (WHOLE_BROKER,), origin=i.origin) for b in i.brokers]
-    return out
-
-
-def owned_cordons(snap: ClusterSnapshot, intents: Sequence[Intent]) -> dict[int, list[str]]:
-    """broker -> the dirs declared cordoned (KIP-1066) by LogDirCordons and BrokerDecommissions, which an
-    execution keeps cordoned while it moves. Only brokers of ``snap`` with dirs (alive) are named; ``*``
-    stands for every dir the broker has, written out (the executor compares entries one by one)."""
-    out: dict[int, list[str]] = {}
-    for c in declared_cordons(intents):
-        broker = snap.broker(c.broker)
-        if broker is None:
-            continue
-        paths = broker.dir_paths if c.whole_broker else c.log_dirs
-        out.setdefault(c.broker, [])
-        out[c.broker] += [p for p in paths if p not in out[c.broker] and broker.dir(p) is not None]
-    return {b: dirs for b, dirs in out.items() if dirs}
-
-
 ACCEPTED = frozenset({st.EXECUTING, st.PAUSED, st.COMPLETED})
 
 
@@ -201,53 +171,17 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
     Paused, Completed) whose broker the cluster no longer has at all (a dead broker no replica names any
     more: its decommission emptied it) has that broker dropped, since no replica is on it; with none left
     it is not planned (and so converges). A broker unknown from the start is still bad input (a typo)."""
-    spec: dict[str, Any] = dict(body.get("spec") or {})
+    spec: dict[str, Any] = dict(spec_of(body))
     doc = {"kind": body["kind"], "spec": spec, "metadata": {"name": body["metadata"]["name"]}}
     if body["kind"] != "BrokerDecommission" or (body.get("status") or {}).get("phase") not in ACCEPTED:
         return doc
     try:
-        intent = parse_spec(body["kind"], spec, "spec", body["metadata"]["name"])
+        intent = parse_resource(body)
     except BadInputError:
         return doc  # planned as it is: the planner names what is wrong
     assert isinstance(intent, BrokerDecommission)
     spec["brokers"] = [b for b in intent.brokers if snap.broker(b) is not None]
     return doc if spec["brokers"] else None
-
-
-def with_cordons(snap: ClusterSnapshot, cordoned: Mapping[int, set[str]]) -> ClusterSnapshot:
-    """``snap`` with these brokers' dirs cordoned (the partitions are shared, not copied)."""
-    brokers = tuple(
-        replace(
-            b,
-            log_dirs=tuple(replace(d, cordoned=True) if d.path in cordoned[b.id] else d for d in b.log_dirs),
-        )
-        if b.id in cordoned
-        else b
-        for b in snap.brokers
-    )
-    return ClusterSnapshot(brokers, snap.partitions, snap.cluster_id)
-
-
-def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:
-    """The live brokers' log dirs with their cordon state, and no partitions: what syncing or removing
-    cordons needs, at a cost that follows brokers x dirs (DescribeLogDirs without replicas), not the
-    cluster's partitions. A dir whose cordon state DescribeLogDirs does not report is looked up in the
-    broker's ``cordoned.log.dirs``."""
-    _, live = gw.describe_cluster()
-    brokers: list[Broker] = []
-    for b, infos in sorted(gw.describe_log_dirs(live, partitions=()).items()):
-        configured: set[str] | None = None
-        if any(d.cordoned is None for d in infos):
-            target = ConfigTarget.broker(b)
-            entry = gw.describe_configs([target]).get(target, {}).get(CORDON_CONFIG)
-            value = (entry.value if entry is not None else None) or ""
-            configured = {p.strip() for p in value.split(",") if p.strip()}
-        dirs = tuple(
-            LogDir(d.path, cordoned=bool(d.cordoned) or d.path in (configured or ()), online=d.online)
-            for d in infos
-        )
-        brokers.append(Broker(b, None, dirs))
-    return ClusterSnapshot(tuple(brokers), ())
 
 
 def limits_of(spec: ClusterSpec) -> executor.Limits:
@@ -305,6 +239,9 @@ class Reconciler:
         self.wall = wall  # self-healing's "since" and "due" times are wall-clock (kept in the status)
         # (namespace, cluster) -> when its next tracked failure is due for a heal: the idle period ends then
         self._heal_due: dict[tuple[str, str], float] = {}
+        # (namespace, cluster) -> uids of its intent resources being deleted whose declared cordons were
+        # removed (SyncCordons): their delete handlers let them go (``uncordoned``)
+        self._uncordoned: dict[tuple[str, str], set[str]] = {}
 
     def store(
         self, namespace: str, cluster: str, owner: Mapping[str, Any], document: str = "execution"
@@ -320,12 +257,39 @@ class Reconciler:
 
     def cluster(self, namespace: str, name: str | None) -> dict[str, Any] | None:
         """The KafkaCluster ``name`` (None when it does not exist)."""
-        return self.kube.get_custom(GROUP, VERSION, namespace, "kafkaclusters", name) if name else None
+        return (
+            self.kube.get_custom(GROUP, VERSION, namespace, PLURALS["KafkaCluster"], name) if name else None
+        )
+
+    def uncordoned(self, namespace: str, cluster: str, uid: str) -> bool:
+        """Whether a reconcile of ``cluster`` (or its deletion) removed the cordons declared by the intent
+        resource ``uid``, which is being deleted (in this process: only the leader reconciles)."""
+        return uid in self._uncordoned.get((namespace, cluster), ())
+
+    def _leaving(self, namespace: str, cluster: str, listed: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The cluster's intent resources being deleted whose cordons were not removed yet (the uids of
+        those already gone are forgotten)."""
+        where = (namespace, cluster)
+        deleting = [b for b in listed if b["metadata"].get("deletionTimestamp")]
+        done = self._uncordoned.pop(where, set()) & {b["metadata"]["uid"] for b in deleting}
+        if done:
+            self._uncordoned[where] = done
+        return [b for b in deleting if b["metadata"]["uid"] not in done]
+
+    def _released(self, cluster: Mapping[str, Any], sync: SyncCordons, changes: CordonChanges | None) -> None:
+        """``sync`` was carried out (``changes``: what it changed, None when nothing could be): the
+        resources it released may go; what it removed or skipped is told on the KafkaCluster."""
+        meta = cluster["metadata"]
+        if sync.leaving:
+            self._uncordoned.setdefault((meta["namespace"], meta["name"]), set()).update(sync.leaving)
+        for line in described(changes) if changes is not None else ():
+            self.leadership.fence()
+            self.kube.event(cluster, "Normal", "Uncordoned", line)
 
     def intents_of(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for kind, plural in PLURALS.items():
-            for body in self.kube.list_custom(GROUP, VERSION, namespace, plural):
+        for kind in INTENT_KINDS:
+            for body in self.kube.list_custom(GROUP, VERSION, namespace, PLURALS[kind]):
                 if ClusterRef.name_of(body) == cluster:
                     body.setdefault("kind", kind)
                     out.append(body)
@@ -363,10 +327,16 @@ class Reconciler:
 
     def release(self, cluster: Mapping[str, Any]) -> str | None:
         """A KafkaCluster being deleted: its execution is cancelled and the cancel driven to its end (moves
-        in flight reverted, the throttles it set removed), so nothing the operator set in Kafka outlives
-        the resource (its record, a ConfigMap it owns, goes with it). One tick per call: returns None when
-        nothing is left, else what is still to do (the caller calls again). A cluster with no record, or a
-        finished one holding nothing, is not contacted."""
+        in flight reverted, the throttles it set removed), then the cordons of its intent resources deleted
+        with it are removed as a reconcile would (``SyncCordons``: no reconcile runs any more), so nothing
+        the operator set in Kafka outlives the resources (its record, a ConfigMap it owns, goes with it).
+        One tick per call: returns None when nothing is left, else what is still to do (the caller calls
+        again). A cluster with no record, or a finished one holding nothing, and no intent being deleted
+        with a cordon, is not contacted."""
+        left = self._cancel(cluster)
+        return left if left is not None else self._uncordon_leaving(cluster)
+
+    def _cancel(self, cluster: Mapping[str, Any]) -> str | None:
         meta = cluster["metadata"]
         store = self.store(meta["namespace"], meta["name"], cluster)
         try:
@@ -392,6 +362,31 @@ class Reconciler:
             return None
         return f"cancelling plan {record.doc.plan_id} before the cluster goes: executor phase {record.phase}"
 
+    def _uncordon_leaving(self, cluster: Mapping[str, Any]) -> str | None:
+        meta = cluster["metadata"]
+        listed = self.intents_of(meta["namespace"], meta["name"])
+        leaving = self._leaving(meta["namespace"], meta["name"], listed)
+        live, _ = parse([b for b in listed if not b["metadata"].get("deletionTimestamp")])
+        sync = cordon_sync([i for _, i in live], leaving)
+        changes = None
+        if declared_cordons(sync.released):
+            names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in leaving)
+            try:
+                settings = connection_settings(ClusterSpec.of(cluster), meta["namespace"], self.kube)
+                with FencedGateway(settings, self.leadership.fence) as gw:
+                    changes = sync_cordons(gw, sync.intents, sync.released, setting=False)
+            except BadInputError as e:
+                return f"cannot reach Kafka to remove the cordons of {names}: {e.message}"
+            except (
+                KafkaUnavailableError,
+                KafkaAuthorizationError,
+                KafkaAuthenticationError,
+                KafkaOperationError,
+            ) as e:
+                return f"removing the cordons of {names} before the cluster goes: {e.message}"
+        self._released(cluster, sync, changes)
+        return None
+
     # ---- one reconciliation ------------------------------------------------------------------------
 
     def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
@@ -399,10 +394,12 @@ class Reconciler:
         down (connection, executor limits, planner, self-healing)."""
         meta = cluster["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        bodies = [b for b in self.intents_of(ns, name) if not b["metadata"].get("deletionTimestamp")]
+        listed = self.intents_of(ns, name)
+        bodies = [b for b in listed if not b["metadata"].get("deletionTimestamp")]
+        leaving = self._leaving(ns, name, listed)  # their cordons are removed by this reconcile's sync
         conditions = (cluster.get("status") or {}).get("conditions")
 
-        def failed(reason: str, message: str, connected: bool, phase: str = "Unreachable") -> dict[str, Any]:
+        def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
@@ -429,7 +426,7 @@ class Reconciler:
         active = record is not None and record.phase not in TERMINAL
         where, print_ = (ns, name), fingerprint(cluster, bodies, record)
         settled = self._settled.pop(where, None)
-        quiet = not active and settled is not None and settled[0] == print_
+        quiet = not active and not leaving and settled is not None and settled[0] == print_
         due = self._heal_due.get(where)
         if due is not None and self.wall() >= due:
             quiet = False  # a tracked failure is due for a heal: Kafka is read now
@@ -444,7 +441,7 @@ class Reconciler:
                     executor.work_topics(record, limits) if record is not None and active else (),
                     when="checked before acting: nothing was changed",
                 )
-                one = _Pass(self, gw, cluster, spec, limits, bodies, store, record, conditions)
+                one = _Pass(self, gw, cluster, spec, limits, bodies, leaving, store, record, conditions)
                 status = one.run()
                 metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
                 if not active and one.settled:
@@ -453,7 +450,7 @@ class Reconciler:
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
         except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
-            return failed("KafkaNotAuthorized", e.message, True, "NotAuthorized")
+            return failed("KafkaNotAuthorized", e.message, True, st.NOT_AUTHORIZED)
         except KafkaAuthenticationError as e:
             return failed("KafkaAuthenticationFailed", e.message, connected=False)
         except KafkaUnavailableError as e:
@@ -474,13 +471,14 @@ class _Pass:
         spec: ClusterSpec,  # the cluster's spec, as the reconcile parsed it
         limits: executor.Limits,  # and the executor's limits it sets
         bodies: list[dict[str, Any]],
+        leaving: list[dict[str, Any]],  # the cluster's intent resources being deleted (``View.leaving``)
         store: ConfigMapStore,
         record: Execution | None,
         conditions: Sequence[Mapping[str, Any]] | None,  # the KafkaCluster's, as the reconcile read them
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
         self.spec, self.limits = spec, limits
-        self.view = View(bodies, record=record_view(record), cluster_conditions=conditions)
+        self.view = View(bodies, leaving, record=record_view(record), cluster_conditions=conditions)
         self.snap: ClusterSnapshot | None = None
         self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
         self.dirs: Mapping[int, Sequence[tuple[str, bool]]] = {}
@@ -582,7 +580,7 @@ class _Pass:
         elif isinstance(action, Tick):
             self._tick()
         elif isinstance(action, SyncCordons):
-            self._sync_cordons(action.intents)  # sets view.cordons_synced
+            self._sync_cordons(action)  # sets view.cordons_synced
         elif isinstance(action, CheckIntents):
             self._check(action.resources)
         elif isinstance(action, PlanIntents):
@@ -616,27 +614,18 @@ class _Pass:
         )
         self.view = replace(self.view, ticked=True, record=record_view(record, before))
 
-    def _sync_cordons(self, intents: Sequence[Intent]) -> None:
-        """Set ``cordoned.log.dirs`` for the declared cordons (``declared_cordons``: LogDirCordons and the
-        brokers BrokerDecommissions retire) on brokers that support KIP-1066. With an execution in flight
-        only the brokers' dirs are read (``cordon_view``: its cost follows brokers x dirs), and nothing
-        when no cordon is declared; else the snapshot that planning reads next."""
+    def _sync_cordons(self, a: SyncCordons) -> None:
+        """Set ``cordoned.log.dirs`` for the declared cordons and remove those only deleted resources
+        declared (handlers/cordons.py) on brokers that support KIP-1066. With an execution in flight only
+        the brokers' dirs are read (``cordon_view``: its cost follows brokers x dirs), and nothing when no
+        cordon is declared; else the snapshot that planning reads next, which then shows the changes."""
         self.view = replace(self.view, cordons_synced=True)
         executing = self.record is not None and self.record.phase not in TERMINAL
         full = None if executing else self.snapshot()  # planning reads it next; the status shows it
-        if not declared_cordons(intents) or not self.gw.supports_cordon():
-            return
-        snap = full if full is not None else cordon_view(self.gw)
-        wanted = owned_cordons(snap, intents)
-        set_now: dict[int, set[str]] = {}
-        for b, paths in wanted.items():
-            broker = snap.broker(b)
-            missing = [p for p in paths if broker is not None and (d := broker.dir(p)) and not d.cordoned]
-            if missing:
-                self.gw.set_cordon(b, missing, True)
-                set_now[b] = set(missing)
-        if full is not None and set_now:  # planning sees what was just set (Kafka shows it a moment later)
-            self.snap = with_cordons(full, set_now)
+        changes = sync_cordons(self.gw, a.intents, a.released, full)
+        if full is not None and changes is not None:  # Kafka shows them a moment later
+            self.snap = with_cordons(full, changes)
+        self.rec._released(self.cluster, a, changes)
 
     def _check(self, resources: Sequence[Mapping[str, Any]]) -> None:
         """The partitions that break the executed intents' hard rules in a fresh snapshot (the tick that

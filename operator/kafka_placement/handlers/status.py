@@ -38,6 +38,7 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+CONNECTED, UNREACHABLE, NOT_AUTHORIZED = crd_parts.CONNECTED, crd_parts.UNREACHABLE, crd_parts.NOT_AUTHORIZED
 CLUSTER_CONDITION_TYPES = (READY, DEGRADED)  # merged by decide; SelfHealing is healing.py's
 # a KafkaCluster condition only while spec.selfHealing is declared
 SELF_HEALING = crd_parts.SELF_HEALING_CONDITION
@@ -151,13 +152,16 @@ def intent_status(
 
 
 def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
+    """``status.plan``: the plan's id, partition and replica moves, bytes and their lower bound. No batch
+    count: the executor does not submit fixed batches, it tops up the moves in flight as room frees
+    within its limits (moves and bytes, per broker and per cluster: ``spec.limits``), so the planner's
+    batches (the CLI summary's, ordered with ``--max-moves-per-broker``) would not describe it."""
     return {
         "id": plan_id,
         "moves": summary.get("partitionsChanged", 0),
         "replicaMoves": summary.get("replicaMoves", 0),
         "bytes": summary.get("bytesToMove", 0),
         "lowerBoundBytes": summary.get("lowerBoundBytes", 0),
-        "batches": (summary.get("batches") or {}).get("count", 0),
     }
 
 

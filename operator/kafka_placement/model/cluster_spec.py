@@ -35,7 +35,7 @@ from .crd_parts import (
 )
 from .errors import BadInputError
 from .self_healing import SelfHealingSpec
-from .spec_fields import child, custom, leaf, object_schema, parse_object
+from .spec_fields import child, custom, leaf, object_schema, parse_object, spec_of
 
 SECRET_NAME = "Name of the Secret in this namespace."
 CONNECTION_FIELDS = ("bootstrapServers", "tls", "sasl")  # an error there: the cluster cannot be reached
@@ -230,6 +230,22 @@ class SparkSpec:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SparkK8sDefaults:
+    """The spark-k8s job's settings that neither ``spec.planner.spark`` nor the operator's Helm values nor
+    the CLI's flags give: ``SparkK8sSettings``' defaults, which the CLI's flags show (spark/k8s.py,
+    cli/planning_cmds.py). The job's timeout is the CRD's default (``SparkSpec.timeout_seconds``)."""
+
+    launcher: Launcher = "Pod"
+    service_account: str = "kafka-placement-spark"
+    executor_instances: int = 2
+    memory: str = "2g"  # of the driver and of each executor
+    exchange_mount: str = "/exchange"  # where the Spark pods mount the exchange volume
+
+
+SPARK_K8S_DEFAULTS = SparkK8sDefaults()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlannerSpec:
     DESCRIPTION: ClassVar[str] = "Which planner engine runs, and its Spark settings."
@@ -297,7 +313,7 @@ class ClusterSpec:
     @staticmethod
     def of(body: Mapping[str, Any]) -> ClusterSpec:
         """The spec of a KafkaCluster resource (a missing spec is an empty one)."""
-        return ClusterSpec.parse(body.get("spec") or {})
+        return ClusterSpec.parse(spec_of(body))
 
     @staticmethod
     def schema() -> Schema:
@@ -317,6 +333,7 @@ def is_connection_error(e: BadInputError, where: str = "spec") -> bool:
 
 __all__ = [
     "CONNECTION_FIELDS",
+    "SPARK_K8S_DEFAULTS",
     "CaSecretRef",
     "CertSecretRef",
     "ClusterSpec",
@@ -325,6 +342,7 @@ __all__ = [
     "PlannerSpec",
     "SaslSecretRef",
     "SaslSpec",
+    "SparkK8sDefaults",
     "SparkSpec",
     "TlsSpec",
     "is_connection_error",

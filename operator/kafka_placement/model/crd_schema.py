@@ -2,9 +2,9 @@
 
 Structural OpenAPI v3 schemas (apiextensions.k8s.io/v1) of the four kinds of group
 ``kafkaplacement.io``, built as plain dicts so ``crds/`` and the chart's ``crds/`` are generated from
-here (``kafka-placement crds``) and a unit test fails on drift. The intent kinds' specs accept exactly
-what ``model/intents.py`` accepts (same names, types, enums and minimums); the KafkaCluster's spec is
-declared once with its parser in ``model/cluster_spec.py``. Every field has a description so
+here (``kafka-placement crds``) and a unit test fails on drift. Every kind's spec is declared once with
+its parser: the intent kinds' in ``model/intent_kinds.py``, the KafkaCluster's in
+``model/cluster_spec.py``. Every field has a description so
 ``kubectl explain`` documents the API.
 """
 
@@ -22,12 +22,8 @@ from .crd_parts import (
     CONDITION_TYPES,
     GROUP,
     HEADER,
-    LOG_DIR_PATTERN,
-    MAX_BROKERS,
-    MAX_NAME,
-    MAX_PATH,
-    MODES,
     PHASES,
+    PLURALS,
     VERSION,
     Schema,
     _arr,
@@ -38,7 +34,7 @@ from .crd_parts import (
     _obj,
     _str,
 )
-from .intents import ClusterRef, OperatorFields
+from .intent_kinds import spec_schema
 from .self_healing import status_schema
 
 
@@ -66,7 +62,6 @@ def _intent_status() -> Schema:
                     "lowerBoundBytes": _int(
                         "Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True
                     ),
-                    "batches": _int("Number of batches the moves are submitted in.", 0),
                 },
             ),
             "progress": _obj(
@@ -104,155 +99,6 @@ def _intent_columns() -> list[Schema]:
         _col("Moves", "integer", ".status.plan.moves", "Partition moves in the plan."),
         _col("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
     ]
-
-
-# ---- the kinds' specs -----------------------------------------------------------------------------
-
-
-def _broker_decommission_spec() -> Schema:
-    return _obj(
-        "Desired state: no replica may remain on these brokers.",
-        {
-            "clusterRef": ClusterRef.schema(),
-            "brokers": _arr(
-                "Ids of the brokers to empty (at least one, no duplicates).",
-                _int("A broker id.", 0),
-                minItems=1,
-                maxItems=MAX_BROKERS,
-                **{"x-kubernetes-list-type": "set"},
-            ),
-            "throttle": _int(
-                "Replication throttle in bytes per second for this decommission's moves; absent = the "
-                "KafkaCluster's throttleBytesPerSecond.",
-                1,
-                int64=True,
-            ),
-            "priority": _int(
-                "Higher priority decommissions' moves are batched first when several intents compete.",
-                default=0,
-            ),
-            **OperatorFields.schema(),
-        },
-        ["clusterRef", "brokers"],
-    )
-
-
-def _log_dir_cordon_spec() -> Schema:
-    return _obj(
-        "Desired state: no new replica on these log dirs of one broker; with drain, none left on them.",
-        {
-            "clusterRef": ClusterRef.schema(),
-            "broker": _int("Id of the broker whose log dirs are cordoned.", 0),
-            "logDirs": _arr(
-                'Absolute paths of the broker\'s log dirs, or ["*"] for all of them (the whole broker).',
-                _str('An absolute log dir path, or "*".', pattern=LOG_DIR_PATTERN, maxLength=MAX_PATH),
-                minItems=1,
-                maxItems=256,
-                **{
-                    "x-kubernetes-list-type": "set",
-                    "x-kubernetes-validations": [
-                        {
-                            "rule": "!self.exists(d, d == '*') || self.size() == 1",
-                            "message": '"*" means the whole broker and cannot be combined with paths',
-                        }
-                    ],
-                },
-            ),
-            "drain": _bool(
-                "When true, also move every existing replica off the cordoned dirs.", default=False
-            ),
-            **OperatorFields.schema(),
-        },
-        ["clusterRef", "broker", "logDirs"],
-    )
-
-
-def _glob_list(description: str, **extra: Any) -> Schema:
-    return _arr(
-        description,
-        _str(
-            "A glob pattern (fnmatch: *, ?, [seq]) matched against topic names.",
-            minLength=1,
-            maxLength=MAX_NAME,
-        ),
-        maxItems=1000,
-        **extra,
-    )
-
-
-def _placement_policy_spec() -> Schema:
-    return _obj(
-        "Placement rules for the topics it selects.",
-        {
-            "clusterRef": ClusterRef.schema(),
-            "topics": _obj(
-                "Topic selector: topics matching an include pattern and no exclude pattern. A topic may be "
-                "selected by at most one policy.",
-                {
-                    "include": _glob_list(
-                        "Glob patterns of the topics to include.", minItems=1, default=["*"]
-                    ),
-                    "exclude": _glob_list("Glob patterns of topics to leave out."),
-                },
-            ),
-            "rackAwareness": _obj(
-                "Multi-level rack spread (KIP-879): replicas spread evenly at the top level first, then "
-                "inside each unit, level by level.",
-                {
-                    "separator": _str(
-                        'Separator of the rack hierarchy ("/dc1/r2" with "/" -> [dc1, r2]).',
-                        minLength=1,
-                        maxLength=16,
-                        default="/",
-                    ),
-                    "levels": _int(
-                        "How many leading levels of the rack path count.", 1, maximum=8, default=1
-                    ),
-                },
-            ),
-            "replicationFactor": _int(
-                "Replication factor of the selected topics; absent = keep each partition's.", 1
-            ),
-            "balance": _obj(
-                "Balance goals; each is met when max/mean <= 1 + tolerance.",
-                {
-                    "brokers": _bool("Balance bytes and replicas across brokers.", default=False),
-                    "logDirs": _bool("Balance bytes across the log dirs of each broker.", default=False),
-                    "leaders": _bool("Balance partition leaders across brokers.", default=False),
-                    "tolerance": {
-                        "type": "number",
-                        "description": "Allowed imbalance as a fraction (0.05 = 5%).",
-                        "minimum": 0,
-                        "maximum": 10,
-                        "default": 0.05,
-                    },
-                },
-            ),
-            "preferredBrokers": _arr(
-                "Broker ids filled first (e.g. newly added brokers).",
-                _int("A broker id.", 0),
-                maxItems=MAX_BROKERS,
-            ),
-            "moveBudget": _obj(
-                "Limits on the moves this policy may cause (0 = unlimited).",
-                {
-                    "maxBytes": _int(
-                        "Most bytes this policy may move (0 = unlimited).", 0, int64=True, default=0
-                    ),
-                    "maxMoves": _int(
-                        "Most partition moves this policy may cause (0 = unlimited).", 0, default=0
-                    ),
-                },
-            ),
-            "mode": _str(
-                "Enforce: plan and execute moves. Advise: only report what would move.",
-                enum=list(MODES),
-                default="Enforce",
-            ),
-            **OperatorFields.schema(),
-        },
-        ["clusterRef"],
-    )
 
 
 def _kafka_cluster_spec() -> Schema:
@@ -297,7 +143,6 @@ def _kafka_cluster_status() -> Schema:
 
 def _crd(
     kind: str,
-    plural: str,
     short: str,
     description: str,
     spec: Schema,
@@ -320,7 +165,7 @@ def _crd(
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{plural}.{GROUP}",
+            "name": f"{PLURALS[kind]}.{GROUP}",
             "labels": {"app.kubernetes.io/part-of": "kafka-placement-operator"},
         },
         "spec": {
@@ -328,7 +173,7 @@ def _crd(
             "names": {
                 "kind": kind,
                 "listKind": f"{kind}List",
-                "plural": plural,
+                "plural": PLURALS[kind],
                 "singular": kind.lower(),
                 "shortNames": [short],
                 "categories": list(CATEGORIES),
@@ -361,7 +206,6 @@ def crd_documents() -> list[dict[str, Any]]:
     return [
         _crd(
             "KafkaCluster",
-            "kafkaclusters",
             "kpc",
             "A Kafka cluster the operator manages placement for: connection and defaults.",
             _kafka_cluster_spec(),
@@ -370,28 +214,25 @@ def crd_documents() -> list[dict[str, Any]]:
         ),
         _crd(
             "LogDirCordon",
-            "logdircordons",
             "ldc",
             "Cordon log dirs of a broker (no new replicas), optionally draining them.",
-            _log_dir_cordon_spec(),
+            spec_schema("LogDirCordon"),
             _intent_status(),
             _intent_columns(),
         ),
         _crd(
             "BrokerDecommission",
-            "brokerdecommissions",
             "bdc",
             "Move every replica off the listed brokers.",
-            _broker_decommission_spec(),
+            spec_schema("BrokerDecommission"),
             _intent_status(),
             _intent_columns(),
         ),
         _crd(
             "PlacementPolicy",
-            "placementpolicies",
             "kpp",
             "Placement rules (rack spread, replication factor, balance) for selected topics.",
-            _placement_policy_spec(),
+            spec_schema("PlacementPolicy"),
             _intent_status(),
             _intent_columns(),
         ),

@@ -1,22 +1,26 @@
 """Typed custom-resource specs whose fields are each declared once; parser and CRD schema derive from it.
 
 A spec is a frozen dataclass whose fields are declared with ``leaf`` (a JSON name and its OpenAPI
-schema: description, type, bounds, enum, pattern and ``default``), ``child`` (a nested spec class) or
-``custom`` (a schema and a reader of its own, e.g. ``selfHealing``'s ``SelfHealingSpec``). The CRD
+schema: description, type, bounds, enum, pattern and ``default``; a scalar, a map of scalars or an array
+of scalars), ``child`` (a nested spec class) or ``custom`` (a schema and a reader of its own, e.g.
+``selfHealing``'s ``SelfHealingSpec``). A field declared otherwise is not the spec's (an intent's
+``name``, taken from its metadata): the parser is given it (``parse_object(..., name=...)``). The CRD
 schema (``object_schema``) and the strict parser (``parse_object``) are both derived from those
 declarations, and a leaf's Python default *is* its schema's ``default``: the object the apiserver
 stores (defaults filled in) and the object the user wrote parse to the same value
-(tests/unit/test_cluster_spec.py checks it). The pattern of ``self_healing.py``'s status entries
+(tests/unit/model/test_cluster_spec.py checks it). The pattern of ``self_healing.py``'s status entries
 (``_field``), extended to whole specs with nested objects and defaults.
 
 Why not pydantic (the execution record's model): its JSON schema is not a structural OpenAPI schema
 (``$ref``, ``anyOf`` with null, titles; no ``x-kubernetes-*``, no control over the field order), so the
 CRD would need either a second description of every field or a translation layer; and ``model/`` must
-import on Spark workers, which have no pydantic (tests/unit/test_executor_imports.py).
+import on Spark workers, which have no pydantic (tests/unit/spark/test_executor_imports.py).
 
 The parser accepts exactly what the schema accepts: unknown fields are refused (the apiserver prunes
 them from what it stores), and so are values breaking type, minimum/maximum, minLength/maxLength,
-pattern, enum or maxProperties. A null is an absent field (the apiserver prunes the nulls of
+pattern, enum, maxProperties, minItems/maxItems or a ``set`` list's uniqueness (CEL rules are the spec
+class's own checks). A leaf's ``says`` words the errors of its minItems, set and pattern for the user
+(``must list at least one broker``). A null is an absent field (the apiserver prunes the nulls of
 non-nullable fields before defaulting). An integral number (``5.0``) is an integer, as for the
 apiserver. Every error is a ``BadInputError`` naming the field (``spec.limits.maxMovesInFlight: must be
 >= 1, got 0``).
@@ -26,13 +30,24 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from .crd_parts import Schema, _obj
 from .errors import BadInputError
-from .jsonio import INT64_MAX, as_bool, as_int, as_number, as_object, as_str, brief, check_fields
+from .jsonio import (
+    INT64_MAX,
+    as_bool,
+    as_int,
+    as_list,
+    as_number,
+    as_object,
+    as_str,
+    brief,
+    brief_list,
+    check_fields,
+)
 
 _KEY = "spec_field"
 S = TypeVar("S")  # a spec class: a dataclass of leaf / child / custom fields with a DESCRIPTION
@@ -46,15 +61,26 @@ class _Prop:
     read: Callable[[object, str], Any] | None = None  # a custom field's reader
     required: bool = False
     missing: str | None = None  # the message of a missing required field, at the field itself
+    says: Mapping[str, str] | None = None  # a leaf's own words for errors (``check_value``)
 
 
-def leaf(json: str, schema: Schema, *, required: bool = False, missing: str | None = None) -> Any:
-    """A scalar (or map) field: its default is ``schema["default"]``; without one it is None when absent,
-    unless ``required`` (``missing``: the message naming what to set, else the generic one)."""
-    meta = {_KEY: _Prop(json, schema=schema, required=required or missing is not None, missing=missing)}
+def leaf(
+    json: str,
+    schema: Schema,
+    *,
+    required: bool = False,
+    missing: str | None = None,
+    says: Mapping[str, str] | None = None,
+) -> Any:
+    """A scalar, map or array field: its default is ``schema["default"]`` (an array's as a tuple); without
+    one it is None when absent, unless ``required`` (``missing``: the message naming what to set, else the
+    generic one). ``says``: messages for a broken ``minItems``, ``set`` or ``pattern`` (``check_value``)."""
+    prop = _Prop(json, schema=schema, required=required or missing is not None, missing=missing, says=says)
+    meta = {_KEY: prop}
     if "default" in schema:
-        return field(default=schema["default"], metadata=meta)
-    return field(metadata=meta) if required or missing is not None else field(default=None, metadata=meta)
+        default = schema["default"]
+        return field(default=tuple(default) if isinstance(default, list) else default, metadata=meta)
+    return field(metadata=meta) if prop.required else field(default=None, metadata=meta)
 
 
 def child(json: str, cls: type[Any], *, required: bool = False, absent: bool = False) -> Any:
@@ -71,8 +97,14 @@ def custom(json: str, schema: Schema, read: Callable[[object, str], Any]) -> Any
     return field(default=None, metadata={_KEY: _Prop(json, schema=schema, read=read)})
 
 
+def spec_of(body: Mapping[str, Any]) -> Any:
+    """A custom resource's ``spec`` as stored, for a typed parser (an absent or null one is empty)."""
+    return body.get("spec") or {}
+
+
 def _props(cls: type[Any]) -> list[tuple[str, _Prop]]:
-    return [(f.name, f.metadata[_KEY]) for f in fields(cls)]
+    """The spec's fields (those declared with ``leaf``, ``child`` or ``custom``) in declaration order."""
+    return [(f.name, f.metadata[_KEY]) for f in fields(cls) if _KEY in f.metadata]
 
 
 def json_names(cls: type[Any]) -> tuple[str, ...]:
@@ -98,14 +130,18 @@ def object_schema(cls: type[Any]) -> Schema:
     return _obj(cls.DESCRIPTION, properties(cls), required)
 
 
-def parse_object(cls: type[S], raw: object, where: str, *, others: bool = False) -> S:
+def parse_object(
+    cls: type[S], raw: object, where: str, *, others: bool = False, also: Iterable[str] = (), **given: Any
+) -> S:
     """An instance of the spec class ``cls`` from a JSON object (``where``: its location, for errors).
-    ``others``: the object may hold fields of other parsers too (they are left to them)."""
+    ``others``: the object may hold fields of other parsers too (they are left to them); ``also``: the
+    names of such fields, when they are known (any other is refused). ``given``: the values of the class's
+    fields that are not the spec's (e.g. an intent's name)."""
     obj = as_object(raw, where)
     props = _props(cls)
     if not others:
-        check_fields(obj, where, [p.json for _, p in props])
-    kw: dict[str, Any] = {}
+        check_fields(obj, where, [*(p.json for _, p in props), *also])
+    kw: dict[str, Any] = dict(given)
     for name, p in props:
         value = obj.get(p.json)
         at = f"{where}.{p.json}"
@@ -121,13 +157,15 @@ def parse_object(cls: type[S], raw: object, where: str, *, others: bool = False)
             kw[name] = parse_object(p.nested, value, at)
         else:
             assert p.schema is not None
-            kw[name] = check_value(p.schema, value, at)
+            kw[name] = check_value(p.schema, value, at, p.says)
     return cls(**kw)
 
 
-def check_value(schema: Schema, value: object, where: str) -> Any:
-    """A scalar (or a map of scalars: ``additionalProperties``) checked against its schema; a map is
-    returned as a tuple of (key, value) pairs in the given order."""
+def check_value(schema: Schema, value: object, where: str, says: Mapping[str, str] | None = None) -> Any:
+    """A scalar (or a map of scalars: ``additionalProperties``, or an array of scalars) checked against its
+    schema; a map is returned as a tuple of (key, value) pairs in the given order, an array as a tuple.
+    ``says`` words the errors of ``minItems``, ``set`` (``{list}``: the array) and ``pattern``
+    (``{got}``: the value) instead of the generic messages."""
     kind = schema["type"]
     out: Any
     if kind == "integer":
@@ -140,7 +178,7 @@ def check_value(schema: Schema, value: object, where: str) -> Any:
         out = as_bool(value, where)
     elif kind == "string":
         out = as_str(value, where, allow_empty=True)
-        _check_string(schema, out, where)
+        _check_string(schema, out, where, says)
     elif kind == "object" and isinstance(schema.get("additionalProperties"), Mapping):
         obj = as_object(value, where)
         most = schema.get("maxProperties")
@@ -148,6 +186,8 @@ def check_value(schema: Schema, value: object, where: str) -> Any:
             raise BadInputError(f"at most {most} entries, got {len(obj)}", where)
         items = schema["additionalProperties"]
         out = tuple((str(k), check_value(items, v, f"{where}[{brief(k, 60)}]")) for k, v in obj.items())
+    elif kind == "array":
+        out = _check_array(schema, value, where, says or {})
     else:  # pragma: no cover  (a declaration error, caught by the unit tests' full spec)
         raise TypeError(f"{where}: schema type {kind!r} is not supported by spec_fields")
     enum = schema.get("enum")
@@ -156,7 +196,23 @@ def check_value(schema: Schema, value: object, where: str) -> Any:
     return out
 
 
-def _check_string(schema: Schema, text: str, where: str) -> None:
+def _check_array(schema: Schema, value: object, where: str, says: Mapping[str, str]) -> tuple[Any, ...]:
+    given = as_list(value, where)
+    fewest, most = schema.get("minItems", 0), schema.get("maxItems")
+    if len(given) < fewest:
+        raise BadInputError(
+            says.get("minItems", f"must hold at least {fewest} entries, got {len(given)}"), where
+        )
+    if most is not None and len(given) > most:
+        raise BadInputError(f"at most {most} entries, got {len(given)}", where)
+    out = tuple(check_value(schema["items"], v, f"{where}[{i}]", says) for i, v in enumerate(given))
+    if schema.get("x-kubernetes-list-type") == "set" and len(set(out)) != len(out):
+        listed = brief_list(out)
+        raise BadInputError(says.get("set", "duplicate entry in {list}").format(list=listed), where)
+    return out
+
+
+def _check_string(schema: Schema, text: str, where: str, says: Mapping[str, str] | None = None) -> None:
     shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
     if len(text) < shortest:
         raise BadInputError(
@@ -166,7 +222,9 @@ def _check_string(schema: Schema, text: str, where: str) -> None:
         raise BadInputError(f"longer than {longest} characters: {brief(text)}", where)
     pattern = schema.get("pattern")
     if pattern is not None and re.search(_end_of_text(pattern), text, re.ASCII) is None:
-        raise BadInputError(f"{brief(text)} does not match {pattern}", where)
+        words = (says or {}).get("pattern")  # (a pattern may hold braces: it is never a template)
+        shown = words.format(got=brief(text)) if words else f"{brief(text)} does not match {pattern}"
+        raise BadInputError(shown, where)
 
 
 def _end_of_text(pattern: str) -> str:
@@ -185,4 +243,5 @@ __all__ = [
     "object_schema",
     "parse_object",
     "properties",
+    "spec_of",
 ]

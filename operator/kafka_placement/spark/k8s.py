@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..kube.gateway import KubeError, KubeGateway
+from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
+from ..model.crd_parts import Launcher
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
@@ -76,23 +78,23 @@ class SparkK8sSettings:
     image: str
     exchange_claim: str
     exchange_dir: Path
-    exchange_mount: str = "/exchange"
-    service_account: str = "kafka-placement-spark"
+    exchange_mount: str = SPARK_K8S_DEFAULTS.exchange_mount
+    service_account: str = SPARK_K8S_DEFAULTS.service_account
     driver_cores: int = 1
-    driver_memory: str = "2g"
-    executor_instances: int = 2
+    driver_memory: str = SPARK_K8S_DEFAULTS.memory
+    executor_instances: int = SPARK_K8S_DEFAULTS.executor_instances
     executor_cores: int = 1
-    executor_memory: str = "2g"
+    executor_memory: str = SPARK_K8S_DEFAULTS.memory
     spark_version: str = "4.0.0"
     main_file: str = "local:///opt/kafka-placement/job.py"
     image_pull_policy: str = "IfNotPresent"
     extra_arguments: tuple[str, ...] = ()  # appended to the job's arguments, e.g. ("--shards", "64")
-    timeout_s: float = 1800.0
+    timeout_s: float = float(SparkSpec().timeout_seconds)  # the CRD's default (spec.planner.spark)
     poll_s: float = 5.0
     ttl: int = 3600
     keep_application: bool = False  # keep a COMPLETED application (default: delete it once read)
     keep_inputs: bool = False  # keep snapshot.json / intents.yaml in the run dir
-    launcher: Literal["Pod", "SparkApplication"] = "Pod"
+    launcher: Launcher = SPARK_K8S_DEFAULTS.launcher
     conf: tuple[tuple[str, str], ...] = ()  # more Spark settings for the Pod launcher's driver (last wins)
 
 
