@@ -79,7 +79,7 @@ bench: venv
 	$(PY) tests/bench/run_bench.py $(BENCH_ARGS)
 
 # The CRD field reference, generated from operator/kafka_placement/model/crd_schema.py;
-# tests/unit/test_reference_doc.py fails when the committed page drifts from it.
+# tests/unit/model/test_reference_doc.py fails when the committed page drifts from it.
 reference: venv
 	$(PY) scripts/gen_reference.py -o docs/reference.md
 

@@ -7,7 +7,7 @@
 The one source is ``kafka_placement.model.crd_schema.crd_documents()`` (the same dicts ``crds/`` is
 rendered from), read at run time: nothing about a field is written here. Per kind: its names, its
 ``kubectl get`` columns, then one table row per field of ``spec`` and ``status`` (path, type, default,
-allowed values and bounds, description). tests/unit/test_reference_doc.py regenerates the page and fails
+allowed values and bounds, description). tests/unit/model/test_reference_doc.py regenerates the page and fails
 on drift.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.bench.generator import scenario
-from tests.unit.test_metrics_tally import random_plan
+from tests.unit.planning.test_metrics_tally import random_plan
 
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents

@@ -1,7 +1,8 @@
 """Which rig-backed tests run on which rig: `make test` (scripts/test.sh) runs the lanes side by side,
 each with a rig of its own (its own state dir and ports), so the suite's waits on Kafka and Kubernetes
-overlap. A test file belongs to exactly one lane (tests/unit/test_lanes.py checks it): ``node`` has the
-tests that need the machine's one node (pods, the image, Helm), ``kafka`` the gateway, executor, security
+overlap. A test file belongs to exactly one lane (tests/unit/rig/test_lanes.py checks it): ``node`` has the
+tests that need the machine's one node (pods, the image, Helm) or its controller-manager (the garbage
+collector deleting what a deleted resource owned), ``kafka`` the gateway, executor, security
 and Spark standalone tests, ``operator`` the operator's end-to-end tests on the main cluster.
 
     python tests/rig/lanes.py names            # the lanes, one per line
@@ -51,6 +52,7 @@ LANES = (
             "tests/integration/test_node.py",
             "tests/integration/test_spark_k8s.py",
             "tests/e2e/test_helm_node.py",
+            "tests/e2e/test_operator_cluster_deletion.py",
             "tests/e2e/test_operator_spark_k8s.py",
             "tests/e2e/test_spark_pods.py",
         ),
@@ -89,7 +91,6 @@ LANES = (
         port_offset=-3000,
         paths=(
             "tests/e2e/test_operator.py",
-            "tests/e2e/test_operator_cluster_deletion.py",
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_leader.py",

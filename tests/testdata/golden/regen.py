@@ -1,7 +1,7 @@
 """Regenerate the golden scenarios (run deliberately, review the diff): python tests/testdata/golden/regen.py
 
 Each scenario directory holds the input (snapshot.json, intents.yaml) and the planner's reviewed output
-(plan.json, expected.json with the metrics that matter). tests/unit/test_golden.py replays them.
+(plan.json, expected.json with the metrics that matter). tests/unit/planning/test_golden.py replays them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 import kafka_placement
 from kafka_placement.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -53,6 +53,8 @@ def test_no_command_prints_help_and_exits_2(capsys: object) -> None:
         ("model/__init__.py", "import kafka_placement.kafka", "model imports nothing of ours"),
         ("handlers/reconciler.py", "import kubernetes", "one gateway to Kubernetes"),
         ("spark/k8s.py", "from kubernetes import client", "one gateway to Kubernetes"),
+        ("handlers/reconciler.py", "import confluent_kafka", "one gateway to Kafka"),
+        ("execution/executor.py", "from kafka.errors import KafkaError", "one gateway to Kafka"),
         ("handlers/decide.py", "import time", "decide and healing are pure"),
         ("handlers/decide.py", "import kafka_placement.kube.gateway", "decide and healing are pure"),
         ("handlers/healing.py", "import time", "decide and healing are pure"),

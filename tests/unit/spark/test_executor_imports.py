@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ON_WORKERS = {"pyspark", "pandas", "pyarrow"}
 IMPORT_NAMES = {"pyyaml": "yaml", "confluent-kafka": "confluent_kafka", "kafka-python": "kafka",
                 "prometheus-client": "prometheus_client"}  # fmt: skip

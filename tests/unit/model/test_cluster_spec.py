@@ -28,7 +28,7 @@ from kafka_placement.model.crd_schema import crd_documents
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.self_healing import BrokerFailure, LogDirFailure, SelfHealingSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def crd_spec_schema() -> dict[str, Any]:

@@ -78,7 +78,7 @@ def test_rack_paths_split_and_pad() -> None:
             "spec.drain",
             "true or false",
         ),
-        ("kind: PlacementPolicy\nspec: {mode: Force}\n", "spec.mode", "Enforce or Advise"),
+        ("kind: PlacementPolicy\nspec: {mode: Force}\n", "spec.mode", "must be one of Enforce, Advise"),
         ("kind: PlacementPolicy\nspec: {replicationFactor: 0}\n", "spec.replicationFactor", "must be >= 1"),
         ("kind: PlacementPolicy\nspec: {rackAwareness: {levels: 0}}\n", "rackAwareness.levels", ">= 1"),
         (

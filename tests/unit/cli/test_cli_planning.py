@@ -13,7 +13,7 @@ import pytest
 from kafka_placement.cli import main
 from kafka_placement.model.plan import Plan
 
-GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 THIS = Path(__file__).resolve()
 
 # absolute paths that only exist on a developer's or CI machine (a conventional path such as

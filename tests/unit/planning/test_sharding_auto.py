@@ -11,7 +11,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import optimize
 from kafka_placement.planning.sharding import ONE_SHARD_MAX_REPAIRS, auto_shards, sharded_optimize
 
-GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,7 @@ def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip(
     ],
 )
 def test_invalid_operator_fields_fail_the_intent_as_an_invalid_spec(spec: dict[str, Any], says: str) -> None:
-    """approval, approvedPlan and paused are parsed as the CRD declares them (model/intents.py
+    """approval, approvedPlan and paused are parsed as the CRD declares them (model/intent_kinds.py
     OperatorFields), next to the kind's own fields: a value the CRD refuses is an invalid spec."""
     d = decide(View([retire("bad", **spec), retire()]))
     assert phases(d) == {"bad": (st.FAILED, "InvalidSpec"), "retire-3": (st.PLANNING, "Planning")}
@@ -158,6 +158,31 @@ def test_planning_marks_only_pending_intents_and_syncs_the_declared_cordons() ->
     assert [type(i) for i in sync.intents] == [LogDirCordon, BrokerDecommission]
     synced = decide(View([cordon(), retire("old", phase=st.COMPLETED)], cordons_synced=True))
     assert [type(a) for a in synced.actions] == [PlanIntents]
+
+
+def test_the_cordons_of_resources_being_deleted_are_released_by_the_sync_not_by_their_handlers() -> None:
+    """A deleted LogDirCordon or BrokerDecommission (``leaving``) is uncordoned by the cluster's reconcile:
+    the sync keeps what the live intents declare and releases what the leaving ones declared (an invalid
+    one declares nothing but is let go too); its delete handler waits for that."""
+    broken = body("LogDirCordon", "broken", {"broker": 1})  # no logDirs: invalid
+    d = decide(View([retire()], leaving=[cordon(), broken]))
+    sync = d.actions[0]
+    assert isinstance(sync, SyncCordons) and [type(a) for a in d.actions] == [SyncCordons, PlanIntents]
+    assert [i.name for i in sync.intents] == ["retire-3"] and [i.name for i in sync.released] == ["c1"]
+    assert sync.leaving == ("uid-c1", "uid-broken")
+    assert "c1" not in phases(d) and "broken" not in phases(d)  # a resource going gets no status
+    # the last intent of a cluster deleted: released all the same, then done
+    alone = decide(View([], leaving=[retire()]))
+    (only,) = alone.actions
+    assert isinstance(only, SyncCordons) and only.intents == () and only.leaving == ("uid-retire-3",)
+    # with an execution in flight the sync comes first, with the cancel of the deleted participant
+    running = decide(
+        View([retire(phase=st.EXECUTING)], leaving=[cordon()], record=executing("uid-retire-3", "uid-c1"))
+    )
+    assert [type(a) for a in running.actions] == [SyncCordons, RequestCancel, Tick]
+    # Kafka unreachable: nothing is released (the handlers wait, as Kafka cannot be told)
+    failed = decide(View([], leaving=[cordon()], failure=Failure("ClusterUnreachable", "timed out", False)))
+    assert failed.actions == ()
 
 
 def test_a_running_planner_job_keeps_every_intent_planning_with_what_it_does() -> None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LINT = ROOT / "scripts" / "lint-dockerfile.sh"
 DOCKERFILE = ROOT / "Dockerfile"
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.unit.builders import RACKED_INTENTS, racked_cluster, snapshot
 from tests.unit.builders import intents as intents_of
-from tests.unit.test_planner_properties import cases
+from tests.unit.planning.test_planner_properties import cases
 
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # tests/ is not a package; make tests.bench importable however pytest is run
     sys.path.insert(0, str(ROOT))
 

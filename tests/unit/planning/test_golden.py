@@ -18,7 +18,7 @@ from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 
-GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 SCENARIOS = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir())
 
 

@@ -15,7 +15,7 @@ from kafka_placement.model.crd_schema import crd_documents, rendered_crds
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.intents import KINDS, parse_document, parse_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD_DIRS = [ROOT / "crds", ROOT / "charts" / "kafka-placement-operator" / "crds"]
 EXAMPLES = ROOT / "examples"
 REGENERATE = ".venv/bin/kafka-placement crds -o crds && cp crds/*.yaml charts/kafka-placement-operator/crds/"
@@ -196,7 +196,7 @@ def test_spark_fields_with_a_helm_value_have_no_schema_default() -> None:
 
 
 def test_the_intents_operator_fields_are_declared_once() -> None:
-    """clusterRef, approval, approvedPlan and paused: one declaration (model/intents.py) gives every
+    """clusterRef, approval, approvedPlan and paused: one declaration (model/intent_kinds.py) gives every
     intent kind's schema of them and the operator's parser (with the CRD's defaults)."""
     from kafka_placement.model.intents import OPERATOR_FIELDS, ClusterRef, OperatorFields
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.unit.test_decide import PLAN, SUMMARY, body, executing, phases, retire
+from tests.unit.handlers.test_decide import PLAN, SUMMARY, body, executing, phases, retire
 
 from kafka_placement.execution.record import (
     Execution,
@@ -29,6 +29,7 @@ from kafka_placement.handlers.decide import (
 )
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+from kafka_placement.model.throttle_state import ThrottleState
 
 LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 
@@ -113,7 +114,7 @@ def test_the_new_plan_builds_on_the_moves_in_flight_and_keeps_them(tmp_path: Pat
     old.submit(0, Submission.CONFIRMED, 5.0)
     old.count_submission(0)
     old.doc.copied[0] = 7
-    old.doc.throttles = type(old.doc.throttles).model_validate(
+    old.doc.throttles = ThrottleState.model_validate(
         {"brokers": [{"broker": 3, "config": "follower.replication.throttled.rate", "value": "9"}]}
     )
     old.save()

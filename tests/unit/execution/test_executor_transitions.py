@@ -1,5 +1,6 @@
-"""The execution record (v2) without Kafka: the transition table, progress arithmetic, encoding, the v1
-reader, the file store's compare-and-swap, malformed state files, execution order and batch limits."""
+"""The execution record (v2) without Kafka: the transition table, progress arithmetic, encoding, records of
+another version refused, the file store's compare-and-swap, malformed state files, execution order and batch
+limits."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from kafka_placement.execution.record import (
     PState,
     Rule,
     Submission,
-    TopicThrottle,
 )
 from kafka_placement.execution.store import FileStore, RecordConflict
 from kafka_placement.execution.view import View
@@ -32,6 +32,7 @@ from kafka_placement.kafka.types import LogDirInfo, OpError, Reassignment, Repli
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
+from kafka_placement.model.throttle_state import ThrottleState, TopicThrottle
 
 P, E = Phase, Event
 
@@ -244,44 +245,20 @@ def test_garbage_state_files_are_refused(tmp_path: Path, text: str) -> None:
         Execution.load(FileStore(path))
 
 
-def test_a_v1_record_resumes(tmp_path: Path) -> None:
-    v1 = {
-        "version": 1,
-        "planId": PLAN.plan_id,
-        "plan": PLAN.to_json(),
-        "bootstrapServers": "127.0.0.1:1",
-        "throttleRate": 1000,
-        "phase": "Moving",
-        "original": {
-            f"t-{i}": {"replicas": list(o.replicas), "logDirs": list(o.log_dirs), "sizeBytes": o.size}
-            for i, o in enumerate(BASELINE)
-        },
-        "submitted": {
-            "t-0": {"replicas": [1, 2], "submittedAt": 3.0, "state": "confirmed", "dirOnly": False},
-            "t-2": {"replicas": [3, 1], "submittedAt": 3.0, "state": "confirmed", "dirOnly": False},
-        },
-        "done": ["t-2"],
-        "dirMovesDone": [],
-        "dirMoves": {},
-        "throttles": {"brokers": [{"broker": 1, "config": "x", "previous": None}], "topics": []},
-        "cancelRequested": False,
-        "lastError": None,
-        "counters": {"ticks": 4, "submissions": {"t-0": 1, "t-2": 1}},
-        "samples": [],
-        "copied": {},
-        "createdAt": 1.0,
-        "updatedAt": 2.0,
-    }
+def test_a_record_of_another_version_is_refused_naming_its_version(tmp_path: Path) -> None:
+    """Version 1 (a pre-release format: the plan embedded, no ``kind``) is not read, nor a later version;
+    nothing is written."""
+    v1 = {"version": 1, "planId": PLAN.plan_id, "plan": PLAN.to_json(), "phase": "Moving", "throttles": {}}
+    later = {**json.loads(_execution(tmp_path).encode()), "version": 3}
     path = tmp_path / "state.json"
-    path.write_text(json.dumps(v1))
-    ex = Execution.load(FileStore(path))
-    assert ex is not None
-    assert ex.phase == P.MOVING and ex.doc.plan_id == PLAN.plan_id
-    assert ex.active() == [0] and ex.state(2) == PState.DONE and ex.doc.done_bytes == 20
-    assert ex.doc.counters.submissions == 2 and ex.doc.counters.resubmitted == 0
-    assert ex.doc.throttles.brokers[0].broker == 1
-    ex.save()  # written back as version 2
-    assert json.loads(path.read_text())["version"] == 2
+    for doc in (v1, later):
+        path.write_text(json.dumps(doc))
+        files = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+        with pytest.raises(BadInputError, match=r"state\.json") as e:
+            Execution.load(FileStore(path))
+        assert f"unsupported execution record version {doc['version']}" in e.value.message
+        assert "reads version 2 only" in e.value.message
+        assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == files
 
 
 def test_priority_then_freeing_then_small_first() -> None:
@@ -365,8 +342,8 @@ def test_work_topics_follow_the_moves_in_flight_not_the_plan(tmp_path: Path) -> 
     assert topics == ahead and len(topics) == 1 + executor.MIN_LOOKAHEAD
     far = targets[order[-1]].topic
     assert far not in topics
-    ex.doc.throttles.topics.append(
-        TopicThrottle(topic=far, config="leader.replication.throttled.replicas", entries=[])
+    ex.doc.throttles = ThrottleState(
+        topics=(TopicThrottle(topic=far, config="leader.replication.throttled.replicas", entries=()),)
     )
     assert far in executor.work_topics(ex, limits)
 
@@ -479,7 +456,7 @@ def test_throttles_of_a_dead_broker_stay_recorded_until_it_is_back(tmp_path: Pat
     removes them on a later sweep once the broker is back."""
     ex = _execution(tmp_path)
     rate = "follower.replication.throttled.rate"
-    ex.doc.throttles = type(ex.doc.throttles).model_validate(
+    ex.doc.throttles = ThrottleState.model_validate(
         {
             "brokers": [
                 {"broker": 1, "config": rate, "previous": None, "value": "9"},

@@ -21,7 +21,7 @@ from kafka_placement.planning.sharding import (
 from kafka_placement.planning.state import Assignment, ClusterLoads
 from kafka_placement.spark.engines import EngineSettings, choose
 
-GOLDEN = Path(__file__).resolve().parents[1] / "testdata" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 
 
 @pytest.mark.parametrize("name", ["all", "decommission", "drain", "rack-repair", "scale-out"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafka_placement.model.crd_schema import crd_documents
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "reference.md"
 
 

@@ -1,0 +1,201 @@
+"""Deleting a LogDirCordon or a BrokerDecommission: the cluster's reconcile (or its own deletion) removes
+the cordons, the intent's delete handler only waits for that (handlers/intent_common.py
+``wait_uncordoned``, handlers/reconciler.py ``release``), from plain values: a fake Kubernetes and Kafka.
+The rig tests (tests/e2e/test_operator.py) show the same against Kafka."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any, cast
+
+import kopf
+import pytest
+
+from kafka_placement.handlers import cordons, intent_common, reconciler
+from kafka_placement.handlers.decide import cordon_sync
+from kafka_placement.handlers.reconciler import Reconciler
+from kafka_placement.kafka.gateway import KafkaUnavailableError
+from kafka_placement.kube.gateway import KubeGateway
+from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
+
+GONE = "2026-11-27T19:00:00Z"
+
+
+def resource(kind: str, name: str, spec: dict[str, Any], deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "kafka", "uid": f"u-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = GONE
+    return {"kind": kind, "metadata": meta, "spec": {"clusterRef": {"name": "c"}, **spec}}
+
+
+CLUSTER = {
+    "kind": "KafkaCluster",
+    "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c", "deletionTimestamp": GONE},
+    "spec": {"bootstrapServers": "k:9092"},
+}
+PLURALS = {"LogDirCordon": "logdircordons", "BrokerDecommission": "brokerdecommissions"}
+
+
+class FakeKube:
+    """The KubeGateway calls of a cluster's deletion: its intents, its (absent) record, Events."""
+
+    def __init__(self, *intents: dict[str, Any], cluster: Mapping[str, Any] | None = CLUSTER) -> None:
+        self.intents = intents
+        self.cluster = cluster
+        self.events: list[tuple[str, str, str]] = []
+
+    def list_custom(self, group: str, version: str, ns: str, plural: str) -> list[dict[str, Any]]:
+        return [dict(b) for b in self.intents if PLURALS.get(b["kind"]) == plural]
+
+    def get_custom(self, group: str, version: str, ns: str, plural: str, name: str) -> Any:
+        return self.cluster
+
+    def read_config_map(self, ns: str, name: str) -> None:
+        return None
+
+    def event(self, obj: Mapping[str, Any], etype: str, reason: str, message: str) -> None:
+        self.events.append((etype, reason, message))
+
+    def patch_custom_status(self, *_: Any) -> None:
+        return None
+
+
+class FakeGateway:
+    """Kafka >= 4.3 whose brokers 1 and 3 have dirs /a and /b, all cordoned; records the cordon calls."""
+
+    def __init__(self, down: bool = False) -> None:
+        self.down = down
+        self.calls: list[tuple[int, list[str], bool]] = []
+
+    def __enter__(self) -> FakeGateway:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def supports_cordon(self) -> bool:
+        if self.down:
+            raise KafkaUnavailableError("no broker answered")
+        return True
+
+    def set_cordon(self, broker: int, dirs: list[str], cordoned: bool) -> None:
+        self.calls.append((broker, list(dirs), cordoned))
+
+
+VIEW = ClusterSnapshot(
+    tuple(Broker(b, None, (LogDir("/a", cordoned=True), LogDir("/b", cordoned=True))) for b in (1, 3)), ()
+)
+
+
+@pytest.fixture
+def kafka(monkeypatch: pytest.MonkeyPatch) -> FakeGateway:
+    gw = FakeGateway()
+    monkeypatch.setattr(reconciler, "FencedGateway", lambda settings, fence: gw)
+    monkeypatch.setattr(cordons, "cordon_view", lambda _: VIEW)
+    return gw
+
+
+def test_the_clusters_deletion_removes_the_cordons_of_the_intents_deleted_with_it(kafka: FakeGateway) -> None:
+    """A GitOps prune deletes intents and their cluster together: no reconcile runs any more, so the
+    cluster's deletion removes what the deleted intents declared and no remaining intent declares."""
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    retire = resource("BrokerDecommission", "retire", {"brokers": [3, 2]}, deleting=True)
+    kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
+    kube = FakeKube(drain, retire, kept)
+    rec = Reconciler(cast(KubeGateway, kube))
+    assert rec.release(CLUSTER) is None
+    assert kafka.calls == [(1, ["/a"], False), (3, ["/a"], False)]  # 3 /b still declared; 2 is not alive
+    assert rec.uncordoned("kafka", "c", "u-drain") and rec.uncordoned("kafka", "c", "u-retire")
+    assert not rec.uncordoned("kafka", "c", "u-kept")
+    assert [e[2] for e in kube.events] == [
+        "uncordoned /a on broker 1: only deleted resources declared them",
+        "uncordoned /a on broker 3: only deleted resources declared them",
+        "broker 2 is not alive: the cordons deleted resources declared on it stay, skipped",
+    ]
+    kafka.calls.clear()
+    assert rec.release(CLUSTER) is None and kafka.calls == []  # done: not asked again
+
+
+def test_the_cluster_is_not_contacted_when_no_deleted_intent_declares_a_cordon(kafka: FakeGateway) -> None:
+    policy = resource("PlacementPolicy", "p", {}, deleting=True)
+    kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
+    kafka.down = True  # would raise if asked
+    assert Reconciler(cast(KubeGateway, FakeKube(policy, kept))).release(CLUSTER) is None
+
+
+def test_kafka_unreachable_keeps_the_deleted_intents_until_it_answers(kafka: FakeGateway) -> None:
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    rec = Reconciler(cast(KubeGateway, FakeKube(drain)))
+    kafka.down = True
+    assert rec.release(CLUSTER) == (
+        "removing the cordons of LogDirCordon/drain before the cluster goes: no broker answered"
+    )
+    assert not rec.uncordoned("kafka", "c", "u-drain")
+    kafka.down = False
+    assert rec.release(CLUSTER) is None and rec.uncordoned("kafka", "c", "u-drain")
+
+
+def test_a_released_resource_is_forgotten_once_it_is_gone() -> None:
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    rec = Reconciler(cast(KubeGateway, FakeKube()))
+    assert rec._leaving("kafka", "c", [drain]) == [drain]
+    rec._released(CLUSTER, cordon_sync([], [drain]), None)
+    assert rec.uncordoned("kafka", "c", "u-drain") and rec._leaving("kafka", "c", [drain]) == []
+    assert rec._leaving("kafka", "c", []) == [] and not rec.uncordoned("kafka", "c", "u-drain")
+
+
+def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle cluster's reconcile does not read Kafka while nothing of ours changed (quiet); a resource
+    being deleted whose cordons are not removed yet makes it a full one, whose sync removes them."""
+    live = {**CLUSTER, "metadata": {k: v for k, v in CLUSTER["metadata"].items() if k != "deletionTimestamp"}}
+    kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    contacted: list[str] = []
+
+    def gateway(settings: Any, fence: Any) -> Any:
+        contacted.append("kafka")
+        raise KafkaUnavailableError("no broker answered")
+
+    monkeypatch.setattr(reconciler, "FencedGateway", gateway)
+    for leaving, reads in (([], False), ([drain], True)):
+        rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
+        rec._settled[("kafka", "c")] = (reconciler.fingerprint(live, [kept], None), rec.clock())
+        contacted.clear()
+        rec.reconcile(live)
+        assert contacted == (["kafka"] if reads else []), leaving
+    assert not rec.uncordoned("kafka", "c", "u-drain")  # Kafka did not answer: the handler waits
+
+
+@pytest.fixture
+def handler_of(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def handler(kube: FakeKube) -> Reconciler:
+        rec = Reconciler(cast(KubeGateway, kube))
+        monkeypatch.setattr(intent_common, "runtime", lambda: SimpleNamespace(reconciler=rec))
+        return rec
+
+    return handler
+
+
+def test_the_delete_handler_waits_for_the_reconcile_that_uncordons(handler_of: Any) -> None:
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    unreachable = {
+        **CLUSTER,
+        "status": {"conditions": [{"type": "Ready", "status": "False", "message": "no broker answered"}]},
+    }
+    rec = handler_of(FakeKube(drain, cluster=unreachable))
+    with pytest.raises(kopf.TemporaryError, match="remove the cordons this resource declared: no broker"):
+        intent_common.wait_uncordoned("LogDirCordon", drain)
+    rec._released(CLUSTER, cordon_sync([], [drain]), None)
+    intent_common.wait_uncordoned("LogDirCordon", drain)  # the reconcile did it: the resource may go
+
+
+def test_the_delete_handler_lets_go_at_once_when_nothing_is_to_uncordon(handler_of: Any) -> None:
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    handler_of(FakeKube(drain, cluster=None))  # its KafkaCluster does not exist: nothing can be reached
+    intent_common.wait_uncordoned("LogDirCordon", drain)
+    handler_of(FakeKube())
+    intent_common.wait_uncordoned("LogDirCordon", resource("LogDirCordon", "bad", {"broker": 1}))  # invalid
+    intent_common.wait_uncordoned("PlacementPolicy", resource("PlacementPolicy", "p", {}))
