@@ -1,4 +1,5 @@
-"""CLI commands of the pure planner: ``plan``, ``evaluate``, ``place`` (docs/architecture.md, "The CLI").
+"""CLI commands of the pure planner: ``plan``, ``evaluate``, ``report``, ``place`` (docs/architecture.md,
+"The CLI").
 
 Each command checks its outputs can be written before it reads or computes anything, and writes them
 all through ``_io.write_outputs`` (all or none). Integer flags are range-checked while parsing.
@@ -20,10 +21,13 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
+from ..planning.report import build_report
+from ..planning.report_html import render
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ._args import int_in, key_value
 from ._io import (
+    Output,
     check_outputs,
     existing_dir,
     json_output,
@@ -128,6 +132,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
     write_json(args.output, evaluate(snapshot, plan, intents))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    check_outputs([("-o", args.output)])
+    snapshot = read_snapshot_arg(args.snapshot)
+    plan = read_plan(args.plan)
+    intents = load_intents(args.intents) if args.intents else None
+    report = build_report(snapshot, plan, intents, args.max_moves_per_broker)
+    write_outputs([Output("-o", args.output, text=render(report))])
     return 0
 
 
@@ -241,6 +255,19 @@ def register(sub: Any) -> None:
     e.add_argument("--intents", help="also measure lower bound and violations against these intents")
     e.add_argument("-o", "--output", default="-")
     e.set_defaults(func=cmd_evaluate)
+
+    r = sub.add_parser("report", help="one self-contained HTML page of a plan: charts and tables")
+    r.add_argument("--snapshot", required=True)
+    r.add_argument("--plan", required=True)
+    r.add_argument("--intents", help="also show the lower bound, balance threshold and violations")
+    r.add_argument(
+        "--max-moves-per-broker",
+        type=int_in(1, INT32_MAX),
+        default=5,
+        help="per-broker limit of each batch, as given to `plan` (default %(default)s)",
+    )
+    r.add_argument("-o", "--output", required=True, help="the HTML file; - = stdout")
+    r.set_defaults(func=cmd_report)
 
     n = sub.add_parser("place", help="assign new partitions honouring cordons, decommissions and policies")
     n.add_argument("--snapshot", required=True)

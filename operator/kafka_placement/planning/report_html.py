@@ -1,0 +1,315 @@
+"""A plan's report (``report.Report``) as one self-contained HTML page: pure string building.
+
+No JavaScript, no external resource (no URL at all): charts are inline SVG bar charts, styles one
+inline CSS block with print rules. Every string that comes from the input (topics, racks, dir paths,
+plan id) is escaped with ``html.escape``. The summary numbers come first, then the charts, then the
+tables; every capped list says how much it shows. Lives beside the report's data (not in the CLI)
+so the operator can render the same page. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from html import escape
+from typing import Any
+
+from .report import Capped, Report
+
+MAX_BATCH_BARS = 200  # batches beyond this are charted in equal groups
+WIDTH, HEIGHT, PAD = 960, 220, 48
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1000px}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}td.n{text-align:right}
+svg{display:block;max-width:100%;height:auto}.before{fill:#9bb7d4}.after{fill:#d9822b}
+.in{fill:#4a9a5b}.out{fill:#c0504d}.bytes{fill:#6b7fbf}.line{stroke:#b00;stroke-dasharray:4 3}
+.mean{stroke:#555;stroke-dasharray:1 3}.cum{fill:none;stroke:#222}.axis{stroke:#888}
+text{font-size:10px;fill:#333}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px}
+.note{color:#555;font-style:italic}
+@media print{body{margin:0;max-width:none}h2{break-after:avoid}svg,tr{break-inside:avoid}}
+"""
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+LEGEND_COLOURS = {"before": "#9bb7d4", "after": "#d9822b", "in": "#4a9a5b", "out": "#c0504d"}
+
+
+def render(report: Report) -> str:
+    """The whole page."""
+    s = report.summary
+    title = f"Placement plan {escape(report.plan_id)}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{title}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{title}</h1>",
+        _headline(report),
+        "<h2>Summary</h2>",
+        _summary_table(report),
+        *_charts(report),
+        *_tables(report),
+        f'<p class="note">{len(s["batches"]["order"])} batches of at most '
+        f"{s['batches']['maxMovesPerBroker']} moves per broker.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _headline(r: Report) -> str:
+    lb = "not known (no intents given)" if r.lower_bound is None else _bytes(r.lower_bound)
+    ratio = "n/a" if r.ratio is None else f"{r.ratio:.4f}"
+    return (
+        f'<p id="headline"><b>Plan</b> {escape(r.plan_id)} &middot; <b>bytes to move</b> '
+        f"{_bytes(r.summary['bytesToMove'])} &middot; <b>lower bound</b> {lb} &middot; "
+        f"<b>ratio</b> {ratio}</p>"
+    )
+
+
+def _summary_table(r: Report) -> str:
+    s = r.summary
+    rows: list[tuple[str, Any]] = [
+        ("planId", r.plan_id),
+        *((k, s[k]) for k in ("partitionsChanged", "replicaMoves", "intraBrokerMoves", "leaderChanges")),
+        *((k, s[k]) for k in ("networkBytes", "intraBrokerBytes", "bytesToMove")),
+        ("lowerBoundBytes", r.lower_bound),
+        ("bytesOverLowerBound", r.ratio),
+        ("batches", s["batches"]["count"]),
+        ("hardViolationsAfter", s.get("hardViolationsAfter")),
+    ]
+    for when in ("Before", "After"):
+        for k, v in s[f"balance{when}"].items():
+            rows.append((f"{k} ({when.lower()})", v))
+    if r.with_intents:
+        for k, v in s["violationsAfter"].items():
+            rows.append((f"violations {k} (before → after)", f"{s['violationsBefore'][k]} → {v}"))
+    body = "".join(
+        f'<tr><th>{escape(k)}</th><td class="n" data-key="{escape(k)}">{escape(_plain(v))}</td></tr>'
+        for k, v in rows
+    )
+    return f'<table id="summary">{body}</table>'
+
+
+def _charts(r: Report) -> list[str]:
+    out = ["<h2>Load per broker (bytes), before and after</h2>", _note(r.brokers_count, "brokers")]
+    lines = [("mean after", float(r.summary["balanceAfter"]["brokerBytesMean"]), "mean")]
+    if r.threshold is not None:
+        lines.append(("balance threshold", r.threshold, "line"))
+    out.append(
+        _bars(
+            "chart-brokers",
+            [f"{b.broker}" for b in r.brokers],
+            [("before", [b.bytes[0] for b in r.brokers]), ("after", [b.bytes[1] for b in r.brokers])],
+            lines,
+        )
+    )
+    if r.dirs:
+        out += ["<h2>Dirs of the brokers that change (bytes)</h2>", _note(r.dir_brokers_count, "brokers")]
+        labels = [f"{d.broker}:{d.path}" for d in r.dirs]
+        out.append(
+            _bars(
+                "chart-dirs",
+                labels,
+                [("before", [d.bytes[0] for d in r.dirs]), ("after", [d.bytes[1] for d in r.dirs])],
+            )
+        )
+    for level in range(1, r.rack_levels + 1):
+        units = [u for u in r.units if u.level == level]
+        out += [f"<h2>Replicas per rack unit, level {level}</h2>"]
+        out.append(
+            _bars(
+                f"chart-racks-{level}",
+                [u.unit for u in units],
+                [("before", [u.replicas[0] for u in units]), ("after", [u.replicas[1] for u in units])],
+                fmt=_count,
+            )
+        )
+    if r.units_count.capped:
+        out.append(_note(r.units_count, "rack units"))
+    moving = [b for b in r.brokers if b.bytes_in or b.bytes_out]
+    out += ["<h2>Bytes moved per broker, in and out</h2>"]
+    out.append(
+        _bars(
+            "chart-flows",
+            [str(b.broker) for b in moving],
+            [("in", [b.bytes_in for b in moving]), ("out", [b.bytes_out for b in moving])],
+        )
+    )
+    out += [
+        "<h2>Batches in execution order (bytes per batch, line: cumulative)</h2>",
+        _batches(r.batch_bytes),
+    ]
+    return out
+
+
+def _tables(r: Report) -> list[str]:
+    out = ["<h2>Brokers</h2>", _note(r.brokers_count, "brokers")]
+    out.append(
+        _table(
+            "brokers",
+            [
+                "broker",
+                "rack",
+                "bytes before",
+                "bytes after",
+                "replicas",
+                "leaders",
+                "in",
+                "out",
+                "between dirs",
+            ],
+            [
+                [
+                    b.broker,
+                    b.rack or "",
+                    b.bytes[0],
+                    b.bytes[1],
+                    _pair(b.replicas),
+                    _pair(b.leaders),
+                    b.bytes_in,
+                    b.bytes_out,
+                    b.dir_bytes,
+                ]
+                for b in r.brokers
+            ],
+        )
+    )
+    if r.dirs:
+        out += ["<h2>Dirs</h2>", _note(r.dir_brokers_count, "brokers")]
+        rows = [
+            [d.broker, d.path, d.bytes[0], d.bytes[1], d.usable_bytes or "", "yes" if d.cordoned else ""]
+            for d in r.dirs
+        ]
+        out.append(
+            _table("dirs", ["broker", "dir", "bytes before", "bytes after", "usable", "cordoned"], rows)
+        )
+    if r.units:
+        out += ["<h2>Rack units</h2>", _note(r.units_count, "rack units")]
+        rows = [[u.level, u.unit, u.replicas[0], u.replicas[1]] for u in r.units]
+        out.append(_table("units", ["level", "unit", "replicas before", "replicas after"], rows))
+    out += ["<h2>Moves by topic</h2>", _note(r.topics_count, "topics, those moving the most bytes")]
+    rows = [[t.topic, t.partitions, t.replica_moves, t.bytes] for t in r.topics]
+    out.append(_table("topics", ["topic", "partitions", "replica moves", "bytes"], rows))
+    out += ["<h2>Largest moves</h2>", _note(r.moves_count, "partitions that change")]
+    rows = [[m.partition, m.size_bytes, _ids(m.replicas[0]), _ids(m.replicas[1]), m.bytes] for m in r.moves]
+    out.append(_table("moves", ["partition", "size", "replicas before", "after", "bytes copied"], rows))
+    return out
+
+
+def _table(ident: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{v}</td>' if isinstance(v, int) else f"<td>{escape(str(v))}</td>" for v in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f'<table id="{ident}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _bars(
+    ident: str,
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[int]]],
+    lines: Sequence[tuple[str, float, str]] = (),
+    fmt: Callable[[float], str] | None = None,
+) -> str:
+    """Grouped bars, one group per label (a ``<g class="group">`` with a tooltip), with reference lines;
+    ``fmt`` writes the axis values (default: bytes)."""
+    fmt = fmt or _short
+    if not labels:
+        return '<p class="note">nothing to chart</p>'
+    top = max([max(v, default=0) for _, v in series] + [v for _, v, _ in lines] + [1])
+    inner_w, inner_h = WIDTH - PAD - 8, HEIGHT - PAD
+    group_w = inner_w / len(labels)
+    bar_w = max(0.5, group_w * 0.8 / len(series))
+    show_labels = len(labels) <= 60
+    parts = [f'<svg id="{ident}" viewBox="0 0 {WIDTH} {HEIGHT + 30}" role="img">']
+    parts.append(f'<line class="axis" x1="{PAD}" y1="{inner_h + 8}" x2="{WIDTH - 8}" y2="{inner_h + 8}"/>')
+    parts.append(f'<text x="2" y="14">{escape(fmt(top))}</text>')
+    for i, label in enumerate(labels):
+        x0 = PAD + i * group_w + group_w * 0.1
+        tip = "; ".join(f"{name} {_plain(v[i])}" for name, v in series)
+        rects = []
+        for j, (name, values) in enumerate(series):
+            h = values[i] / top * inner_h
+            rects.append(
+                f'<rect class="{name}" x="{x0 + j * bar_w:.1f}" y="{inner_h + 8 - h:.1f}" '
+                f'width="{bar_w:.1f}" height="{h:.1f}"/>'
+            )
+        text = (
+            f'<text x="{x0 + group_w * 0.4:.1f}" y="{inner_h + 20}" text-anchor="middle">'
+            f"{escape(label[:14])}</text>"
+            if show_labels
+            else ""
+        )
+        parts.append(
+            f'<g class="group"><title>{escape(label)}: {escape(tip)}</title>{"".join(rects)}{text}</g>'
+        )
+    for name, value, css in lines:
+        y = inner_h + 8 - value / top * inner_h
+        parts.append(f'<line class="{css}" x1="{PAD}" y1="{y:.1f}" x2="{WIDTH - 8}" y2="{y:.1f}"/>')
+        parts.append(
+            f'<text x="{WIDTH - 8}" y="{y - 3:.1f}" text-anchor="end">{escape(name)} {fmt(value)}</text>'
+        )
+    parts.append("</svg>")
+    legend = "".join(
+        f'<span style="background:{LEGEND_COLOURS.get(name, "#6b7fbf")}"></span>{escape(name)} '
+        for name, _ in series
+    )
+    return "".join(parts) + f'<div class="legend">{legend}</div>'
+
+
+def _batches(sizes: Sequence[int]) -> str:
+    """Bytes per batch (grouped into at most ``MAX_BATCH_BARS`` bars) and their running total."""
+    if not sizes:
+        return '<p class="note">no batches</p>'
+    per = -(-len(sizes) // MAX_BATCH_BARS)
+    groups = [sum(sizes[i : i + per]) for i in range(0, len(sizes), per)]
+    labels = [
+        f"{i * per + 1}" if per == 1 else f"{i * per + 1}-{min(len(sizes), (i + 1) * per)}"
+        for i in range(len(groups))
+    ]
+    chart = _bars("chart-batches", labels, [("bytes", groups)])
+    total, running, points = max(1, sum(groups)), 0, []
+    inner_w, inner_h = WIDTH - PAD - 8, HEIGHT - PAD
+    for i, g in enumerate(groups):
+        running += g
+        points.append(
+            f"{PAD + (i + 1) * inner_w / len(groups):.1f},{inner_h + 8 - running / total * inner_h:.1f}"
+        )
+    line = f'<polyline class="cum" points="{PAD},{inner_h + 8} {" ".join(points)}"/>'
+    note = "" if per == 1 else f'<p class="note">{len(sizes)} batches, charted in groups of {per}.</p>'
+    return note + chart.replace("</svg>", line + "</svg>", 1)
+
+
+def _note(c: Capped, what: str) -> str:
+    return f'<p class="note">Showing {c.shown} of {c.total} {escape(what)}.</p>' if c.capped else ""
+
+
+def _plain(v: object) -> str:
+    return "n/a" if v is None else str(v)
+
+
+def _pair(v: tuple[int, int]) -> str:
+    return f"{v[0]} → {v[1]}"
+
+
+def _ids(v: tuple[int, ...]) -> str:
+    return ",".join(map(str, v))
+
+
+def _bytes(n: int) -> str:
+    return f"{n} B ({_short(n)})"
+
+
+def _short(n: float) -> str:
+    """Bytes in binary units (``12.3 GiB``)."""
+    unit = 0
+    while abs(n) >= 1024 and unit < len(UNITS) - 1:
+        n, unit = n / 1024, unit + 1
+    return f"{n:.1f} {UNITS[unit]}" if unit else f"{n:.0f} B"
+
+
+def _count(n: float) -> str:
+    return f"{n:.0f}"

@@ -1,0 +1,74 @@
+"""``kafka-placement report``: one self-contained HTML file, bad input exits 2 naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_placement.cli import main
+
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def args(name: str, *extra: str) -> list[str]:
+    d = GOLDEN / name
+    return ["report", "--snapshot", str(d / "snapshot.json"), "--plan", str(d / "plan.json"), *extra]
+
+
+def test_report_writes_one_html_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = run(
+        capsys, *args("all", "--intents", str(GOLDEN / "all" / "intents.yaml"), "-o", str(out))
+    )
+    assert code == 0, err
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "lower bound" in page
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
+
+
+def test_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, *args("drain", "-o", "-"))
+    assert code == 0, err
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("--plan", "missing.json"), "plan file not found"),
+        (("--snapshot", "missing.json"), "snapshot file not found"),
+        (("--plan", "PLAN_OF_ANOTHER"), "does not exist in the cluster"),
+        (("--intents", "BAD_INTENTS"), "bad.yaml"),
+        (("-o", "NO_DIR"), "does not exist"),
+    ],
+)
+def test_bad_input_exits_2_and_leaves_the_output_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str], message: str
+) -> None:
+    out = tmp_path / "report.html"
+    out.write_text("old")
+    (tmp_path / "bad.yaml").write_text("kind: BrokerDecommission\nspec: {brokers: [999]}\n")
+    values = {
+        "PLAN_OF_ANOTHER": str(tmp_path / "other.json"),
+        "BAD_INTENTS": str(tmp_path / "bad.yaml"),
+        "NO_DIR": str(tmp_path / "nowhere" / "r.html"),
+        "missing.json": str(tmp_path / "missing.json"),
+    }
+    (tmp_path / "other.json").write_text(
+        '{"version": 1, "partitions": '
+        '[{"topic": "nope", "partition": 0, "replicas": [1], "log_dirs": ["any"]}]}'
+    )
+    argv = args("decommission", "--intents", str(GOLDEN / "decommission" / "intents.yaml"), "-o", str(out))
+    flag, value = change
+    argv[argv.index(flag) + 1] = values.get(value, value)
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    assert message in err and "Traceback" not in err
+    assert out.read_text() == "old"
