@@ -462,9 +462,11 @@ def test_a_silent_broker_fails_the_call_and_the_client_closes_with_the_gateway()
                 call(gw)
             assert f"cannot reach Kafka at {silent.address}: " in raised.value.message
         del gw, raised
+        closed = time.monotonic()
         assert clients(AdminClient) == before  # the module's open gateways keep theirs
         time.sleep(4)  # librdkafka reconnects after ~1 s: a live client would have connected again
-        assert len(silent.opened) == 2 and not silent.open_now(), (silent.opened, silent.closed)
+        late = [t for t in silent.opened if t > closed]
+        assert len(silent.opened) >= 2 and not late and not silent.open_now(), (silent.opened, silent.closed)
 
 
 def test_a_kafka_python_client_whose_bootstrap_fails_leaves_no_thread() -> None:
