@@ -17,7 +17,8 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply, execution_record, snapshot, throttles_left
 
-pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(600)]
+# 900 s: the phase wait (420 s) plus the producer's flush (300 s) on a rig shared by three lanes
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
 
 PARTITIONS = 1500
 RETIRED = 1
