@@ -18,6 +18,8 @@ from tests.e2e.conftest import KafkaRig, Operator, get
 from tests.e2e.test_operator import apply, cluster_manifest, execution_record, fill, snapshot, throttles_left
 from tests.integration.conftest import wait_for
 
+from kafka_placement.handlers.store import configmap_name
+
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
 
 
@@ -53,6 +55,12 @@ def test_deleting_the_cluster_with_its_intent_mid_flight_reverts_and_clears_ever
     assert not get(kubectl, ns, "kafkacluster", "pruned")
     assert execution_record(kubectl, ns, "pruned") == {} or wait_for(
         "the record garbage-collected", lambda: execution_record(kubectl, ns, "pruned") == {}, 60
+    )
+    review = configmap_name("pruned", "plan")  # the plan's review ConfigMap goes with its cluster too
+    wait_for(
+        f"{review} garbage-collected",
+        lambda: kubectl("-n", ns, "get", "configmap", review, check=False).returncode != 0,
+        60,
     )
     assert kafka_py_admin.list_partition_reassignments() == {}
     snap = snapshot(kafka_rig)

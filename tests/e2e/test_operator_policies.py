@@ -140,6 +140,16 @@ def test_advise_policy_reports_what_would_move_and_moves_nothing(
     assert kubectl("-n", ns, "get", "configmap", configmap_name("prod"), check=False).returncode != 0
 
 
+def review_of(kubectl: Any, ns: str, body: dict[str, Any], plan_id: str) -> dict[str, str]:
+    """The data of the review ConfigMap the intent's status names, checked to show plan ``plan_id``."""
+    review = body["status"]["plan"]["review"]
+    assert review["configMap"] == configmap_name("prod", "plan") and review["brokersChanging"], review
+    out = kubectl("-n", ns, "get", "configmap", review["configMap"], "-o", "json")
+    data: dict[str, str] = json.loads(out.stdout)["data"]
+    assert data["planId"] == plan_id and json.loads(data["summary.json"])["partitionsChanged"] >= 1
+    return data
+
+
 def test_drift_asks_for_a_new_approval_and_a_stale_approval_runs_nothing(
     operator: Operator,
     kubectl: Any,
@@ -176,6 +186,11 @@ def test_drift_asks_for_a_new_approval_and_a_stale_approval_runs_nothing(
         waiting = wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("AwaitingApproval", "Failed"))
         assert waiting["status"]["phase"] == "AwaitingApproval", waiting["status"]
         plan_a = waiting["status"]["plan"]["id"]
+        # the plan can be read before it is approved: its review ConfigMap, named in the status
+        review = review_of(kubectl, ns, waiting, plan_a)
+        (one,) = [b for b in json.loads(review["brokers.json"])["brokers"] if b["broker"] == 1]
+        assert one["bytesOut"] or one["dirBytes"], one  # what leaves the drained dir
+        assert "<svg" in review["report.html"] and plan_a in review["report.html"]
 
         # drift: move one of the drained partitions off broker 1 behind the operator's back
         moved = parts[0]
@@ -212,6 +227,7 @@ def test_drift_asks_for_a_new_approval_and_a_stale_approval_runs_nothing(
         assert current_id != plan_a
         assert f"spec.approvedPlan: {current_id}" in body["status"]["message"]
         assert plan_a not in body["status"]["message"]
+        review_of(kubectl, ns, body, current_id)  # the review follows the changed plan
         assert kubectl("-n", ns, "get", "configmap", configmap_name("prod"), check=False).returncode != 0
         still = {
             p.partition: p.log_dirs[p.replicas.index(1)]

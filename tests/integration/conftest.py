@@ -253,15 +253,17 @@ def new_topic(
     kafka_rig: KafkaRig, kafka_admin: Any, request: pytest.FixtureRequest
 ) -> Iterator[TopicFactory]:
     """Factory: new_topic([[1, 2], [2, 3]], config={...}) creates a topic with that replica assignment on
-    the main cluster, waits until every broker knows it, returns its name; deletes it after the test."""
+    the main cluster, waits until every broker knows it, returns its name; deletes it after the test.
+    ``name_prefix`` replaces the name's default start (so a policy's glob can select it)."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     created: list[str] = []
 
-    def make(assignment: list[list[int]], config: dict[str, str] | None = None) -> str:
-        name = f"it-{request.node.name[:40].strip('_')}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace(
-            "]", ""
-        )
+    def make(
+        assignment: list[list[int]], config: dict[str, str] | None = None, name_prefix: str | None = None
+    ) -> str:
+        start = name_prefix if name_prefix is not None else f"it-{request.node.name[:40].strip('_')}-"
+        name = f"{start}{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
         topic = NewTopic(
             name, num_partitions=len(assignment), replica_assignment=assignment, config=config or {}
         )

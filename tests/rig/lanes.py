@@ -95,6 +95,7 @@ LANES = (
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_leader.py",
             "tests/e2e/test_operator_log_dir_failure.py",
+            "tests/e2e/test_operator_new_partitions.py",
             "tests/e2e/test_operator_owned_configs.py",
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_preemption.py",

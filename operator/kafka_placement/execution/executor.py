@@ -116,10 +116,10 @@ def _all_keys(ex: Execution) -> list[tuple[str, int]]:
     return [t.key for t in ex.plan.targets]
 
 
-def _validate(ex: Execution, gateway: KafkaGateway) -> None:
-    """Every partition, broker and dir of the plan exists (a full snapshot, once); the baseline is
-    stored; partitions already at target are done."""
-    snap = gateway.snapshot()
+def _validate(ex: Execution, gateway: KafkaGateway, scoped: bool = False) -> None:
+    """Every partition, broker and dir of the plan exists (a full snapshot, once; ``scoped``: of the plan's
+    partitions alone); the baseline is stored; partitions already at target are done."""
+    snap = gateway.snapshot(only=_all_keys(ex)) if scoped else gateway.snapshot()
     _bind_cluster(ex, snap.cluster_id)
     plan = ex.plan.plan
     plan.check_against(snap, "plan", live_only=True)
@@ -557,9 +557,10 @@ def _candidates(ex: Execution, limits: Limits) -> list[int]:
     return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
 
 
-def tick(gateway: KafkaGateway, ex: Execution, limits: Limits) -> View | None:
+def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False) -> View | None:
     """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
-    unreachable raises; so does a save that lost a race (``RecordConflict``), before acting."""
+    unreachable raises; so does a save that lost a race (``RecordConflict``), before acting. ``scoped``:
+    validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster."""
     ex.doc.counters.ticks += 1
     if ex.phase in TERMINAL:
         sweep(gateway, ex)
@@ -569,7 +570,7 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits) -> View | None:
         ex.save()
     if ex.phase == Phase.VALIDATING:
         try:
-            _validate(ex, gateway)
+            _validate(ex, gateway, scoped)
         except BadInputError as e:
             ex.error(e.message)
             ex.move(Event.INVALID)

@@ -528,6 +528,11 @@ def _gates(
             f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
+        review = plan_status.get("review")
+        if review:  # where to read it first (handlers/plan_review.py)
+            msg += (
+                f"; review it in ConfigMap {review['configMap']} (most changed: {review['brokersChanging']})"
+            )
         return Decision(
             statuses=_all(valid, st.AWAITING_APPROVAL, st.AWAITING_APPROVAL, msg, plan=plan_status)
         )

@@ -27,6 +27,7 @@ READ_ONLY = (
     "close",
     "servers",
     "snapshot",
+    "partition_counts",
     "describe_cluster",
     "broker_ids",
     "describe_partitions",

@@ -55,6 +55,12 @@ UNDER_REPLICATED = Gauge(
     ["cluster"],
 )
 
+LANE_PLANS = Counter(
+    "kafka_placement_new_partition_plans_total",
+    "Executions the new-partition lane started (new partitions that broke a rule, placed per the intents)",
+    ["cluster"],
+)
+
 
 def observe_progress(plan: str, throttle: int | None, in_flight: int, bytes_remaining: int) -> None:
     MOVES_IN_FLIGHT.labels(plan=plan).set(float(in_flight))

@@ -29,7 +29,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import kopf
 
@@ -48,18 +48,21 @@ from ..kafka.gateway import (
 from ..kube.gateway import KubeConflict, KubeError, KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
 from ..model.crd_parts import GROUP, PLURALS, VERSION
-from ..model.errors import BadInputError
+from ..model.errors import BadInputError, PlacementError
 from ..model.intents import (
     BrokerDecommission,
     ClusterRef,
     Intents,
     parse_resource,
 )
+from ..model.plan import Plan
 from ..model.self_healing import HealingState
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
 from ..planning.goals.replica_placement import unmet
-from . import healing, metrics
+from ..planning.report import Report, build_report
+from . import healing, metrics, plan_review
+from . import new_partitions as lane
 from . import status as st
 from .cordons import (
     CordonChanges,
@@ -75,6 +78,7 @@ from .decide import (
     Decision,
     Failure,
     PlanIntents,
+    Planned,
     RecordView,
     RequestCancel,
     StartExecution,
@@ -98,15 +102,23 @@ DEFAULT_RESYNC_S = 60.0
 
 
 def fingerprint(
-    cluster: Mapping[str, Any], bodies: Sequence[Mapping[str, Any]], record: Execution | None
+    cluster: Mapping[str, Any],
+    bodies: Sequence[Mapping[str, Any]],
+    record: Execution | None,
+    lane_plan: str | None = None,
 ) -> str:
     """What an idle reconcile's outcome depends on apart from Kafka: the KafkaCluster's and every intent's
-    spec (and uid), and the record's phase and plan. Statuses are left out: they are this operator's."""
+    spec (and uid), and the record's phase and plan. Statuses are left out: they are this operator's. An
+    ``approvedPlan`` naming ``lane_plan`` (the new-partition lane's plan awaiting approval) is left out
+    too: approving it is the lane's business, not a reason to re-plan the cluster (whose plan would have
+    another id, and ask for approval again)."""
     h = hashlib.sha256()
     h.update(json.dumps(spec_of(cluster), sort_keys=True, default=str).encode())
     for b in bodies:
-        meta = b["metadata"]
-        h.update(json.dumps([b["kind"], meta.get("uid"), spec_of(b)], sort_keys=True, default=str).encode())
+        meta, spec = b["metadata"], dict(spec_of(b))
+        if lane_plan is not None and spec.get("approvedPlan") == lane_plan:
+            del spec["approvedPlan"]
+        h.update(json.dumps([b["kind"], meta.get("uid"), spec], sort_keys=True, default=str).encode())
     if record is not None:
         h.update(f"{record.phase}\0{record.doc.plan_id}".encode())
     return h.hexdigest()
@@ -242,16 +254,22 @@ class Reconciler:
         # (namespace, cluster) -> uids of its intent resources being deleted whose declared cordons were
         # removed (SyncCordons): their delete handlers let them go (``uncordoned``)
         self._uncordoned: dict[tuple[str, str], set[str]] = {}
+        # (namespace, cluster) -> the new-partition lane's partition counts and pending partitions
+        self._watch: dict[tuple[str, str], lane.Watch] = {}
 
     def store(
-        self, namespace: str, cluster: str, owner: Mapping[str, Any], document: str = "execution"
+        self,
+        namespace: str,
+        cluster: str,
+        owner: Mapping[str, Any],
+        document: Literal["execution", "planning", "lane"] = "execution",
     ) -> ConfigMapStore:
-        """The cluster's execution record (or its planning run), written only through the leader fence."""
+        """The cluster's execution record (or its planning run, or the new-partition lane's record),
+        written only through the leader fence."""
         lead = self.leadership
         return ConfigMapStore(
-            self.kube, namespace, cluster, owner, fence=lead.fence, writer=lead.identity,
-            document="planning" if document == "planning" else "execution",
-        )  # fmt: skip
+            self.kube, namespace, cluster, owner, fence=lead.fence, writer=lead.identity, document=document
+        )
 
     # ---- Kubernetes reads and writes -------------------------------------------------------------
 
@@ -333,12 +351,14 @@ class Reconciler:
         One tick per call: returns None when nothing is left, else what is still to do (the caller calls
         again). A cluster with no record, or a finished one holding nothing, and no intent being deleted
         with a cordon, is not contacted."""
-        left = self._cancel(cluster)
+        left = self._cancel(cluster) or self._cancel(cluster, "lane")
         return left if left is not None else self._uncordon_leaving(cluster)
 
-    def _cancel(self, cluster: Mapping[str, Any]) -> str | None:
+    def _cancel(
+        self, cluster: Mapping[str, Any], document: Literal["execution", "lane"] = "execution"
+    ) -> str | None:
         meta = cluster["metadata"]
-        store = self.store(meta["namespace"], meta["name"], cluster)
+        store = self.store(meta["namespace"], meta["name"], cluster, document)
         try:
             record = Execution.load(store)
         except BadInputError:
@@ -401,6 +421,7 @@ class Reconciler:
 
         def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            self._settled.pop((ns, name), None)  # the next reconcile reads Kafka whole and decides afresh
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
             self._publish(d)
@@ -423,8 +444,16 @@ class Reconciler:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
             return failed("CorruptExecutionRecord", e.message, connected=True)
+        lane_store = self.store(ns, name, cluster, "lane")
+        try:
+            lane_record = Execution.load(lane_store)
+        except BadInputError as e:
+            return failed("CorruptExecutionRecord", e.message, connected=True)
         active = record is not None and record.phase not in TERMINAL
-        where, print_ = (ns, name), fingerprint(cluster, bodies, record)
+        lane_active = lane_record is not None and lane_record.phase not in TERMINAL
+        waiting = (cluster.get("status") or {}).get("newPartitions") or {}
+        lane_plan = waiting.get("planId") if waiting.get("phase") == lane.AWAITING_APPROVAL else None
+        where, print_ = (ns, name), fingerprint(cluster, bodies, record, lane_plan)
         settled = self._settled.pop(where, None)
         quiet = not active and not leaving and settled is not None and settled[0] == print_
         due = self._heal_due.get(where)
@@ -433,9 +462,21 @@ class Reconciler:
         if quiet and settled is not None and self.clock() - settled[1] < self.resync_s:
             self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
             metrics.RECONCILES.labels(cluster=name, kind="quiet").inc()
+            quiet = True
+        else:
+            quiet = False
+        # the lane's look and its execution's tick; a full re-plan waits while a lane execution runs
+        lane_only = quiet or (lane_active and not active)
+        if lane_only and settled is not None:
+            self._settled[where] = settled
+        if lane_only and not lane_active and not lane.enforced(bodies):
             return {}
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
+                if lane_only:
+                    return self._lane(
+                        gw, cluster, limits, bodies, record, lane_store, lane_record, full=False
+                    )
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
                 gw.check_authorized(
                     executor.work_topics(record, limits) if record is not None and active else (),
@@ -443,6 +484,13 @@ class Reconciler:
                 )
                 one = _Pass(self, gw, cluster, spec, limits, bodies, leaving, store, record, conditions)
                 status = one.run()
+                if one.snap is not None:  # the full re-plan covered every partition of it
+                    self._watch.setdefault(where, lane.Watch()).saw_snapshot(one.snap)
+                    if waiting.get("phase") in lane.WAITING:
+                        status["newPartitions"] = lane.left_to_replan(waiting)
+                status |= self._lane(
+                    gw, cluster, limits, bodies, record, lane_store, lane_record, full=one.snap is not None
+                )
                 metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
                 if not active and one.settled:
                     self._settled[where] = (print_, self.clock())
@@ -458,6 +506,72 @@ class Reconciler:
         except RecordConflict as e:  # another writer was first: nothing was sent; the next reconcile retries
             metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
             raise kopf.TemporaryError(e.message, delay=1) from None
+
+    def _lane(
+        self,
+        gw: KafkaGateway,
+        cluster: Mapping[str, Any],
+        limits: executor.Limits,
+        bodies: Sequence[Mapping[str, Any]],
+        main: Execution | None,
+        store: ConfigMapStore,
+        record: Execution | None,
+        *,
+        full: bool,
+    ) -> dict[str, Any]:
+        """One step of the new-partition lane (handlers/new_partitions.py): tick its execution in flight;
+        else (and unless this reconcile read the whole cluster) look at the partition counts, and plan the
+        new partitions that break a rule, starting their execution when approved. Returns the
+        KafkaCluster's ``status.newPartitions`` (nothing when the lane has nothing to say)."""
+        meta = cluster["metadata"]
+        where = (meta["namespace"], meta["name"])
+        previous = (cluster.get("status") or {}).get("newPartitions")
+        unthrottled = replace(limits, throttle=None, max_bytes_per_broker=None)
+        shown: dict[str, Any] | None = None
+        if record is not None and record.phase not in TERMINAL:
+            with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError)
+                executor.tick(gw, record, unthrottled, scoped=True)
+            shown = lane.record_status(record)
+            if record.phase not in TERMINAL:
+                return {"newPartitions": shown}
+        watch = self._watch.setdefault(where, lane.Watch())
+        valid, _ = parse(bodies)
+        enforced = [(b, i) for b, i in valid if lane.enforced([b])]
+        if full or not enforced:
+            return {"newPartitions": shown} if shown is not None else {}
+        watch.look(gw.partition_counts())
+        if not watch.pending:
+            return {"newPartitions": shown} if shown is not None else {}
+        snap = gw.snapshot(only=watch.pending)
+        documents = [d for d in (planning_document(b, snap) for b, _ in enforced) if d is not None]
+        try:
+            intents = Intents.from_documents(documents).with_reactive_cordon(not gw.supports_cordon())
+        except BadInputError:
+            return {}  # decide reports the invalid resource; the full re-plan covers the partitions
+        running = (
+            frozenset(main.plan.index) if main is not None and main.phase not in TERMINAL else frozenset()
+        )
+        out = lane.decide_lane(snap, enforced, intents.enforced_only(), running, previous)
+        for body, etype, reason, message in out.events:
+            self.leadership.fence()
+            self.kube.event(body, etype, reason, message)
+        if out.start is not None:
+            if record is not None:  # the last lane execution is over: its plan and baseline go
+                store.prune_blobs(set())
+            new = Execution.create(
+                store,
+                out.start,
+                limits=unthrottled.to_doc(),
+                bootstrap_servers=gw.settings.bootstrap_servers,
+                cluster_id=snap.cluster_id,
+                participants=list(out.participants),
+            )
+            new.save()
+            metrics.LANE_PLANS.labels(cluster=meta["name"]).inc()
+        if out.status is not None and out.status["phase"] in (lane.WATCHING, lane.EXECUTING):
+            watch.pending.clear()  # placed, planned, or left to the full re-plan (large, or in its plan)
+        status = out.status if out.status is not None and out.status["phase"] != lane.WATCHING else shown
+        return {"newPartitions": status} if status is not None else {}
 
 
 class _Pass:
@@ -661,7 +775,41 @@ class _Pass:
         # that died): those need the new plan's targets even when the planner wants nothing else
         if flight is not None and planned.plan is not None and (not planned.plan.empty or flight.stranded):
             planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live))
+        if planned.plan is not None and not planned.plan.empty:
+            planned = self._review(planned, planned.plan, snap, documents)
         self.view = replace(self.view, planned=planned)
+
+    def _review(
+        self, planned: Planned, plan: Plan, snap: ClusterSnapshot, documents: Sequence[Mapping[str, Any]]
+    ) -> Planned:
+        """The plan where its approver can read it (handlers/plan_review.py): its blob in the record's
+        store (blobs of plans no longer current pruned, the running execution's kept), the review
+        ConfigMap, and ``status.plan.review``. A failure to write them is told, never a reason not to plan."""
+        rec, meta = self.rec, self.cluster["metadata"]
+        reactive = not self.gw.supports_cordon()
+
+        def report() -> Report:
+            intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive)
+            return build_report(snap, plan, intents, self.limits.max_moves_per_broker)
+
+        try:
+            blob, data = plan_review.plan_blob(plan)
+            keep = {blob}
+            if self.record is not None:
+                keep |= {b for b in (self.record.doc.blobs.plan, self.record.doc.blobs.baseline) if b}
+            self.store.prune_blobs(keep)
+            self.store.put_blob(blob, data)
+            review = plan_review.publish(
+                rec.kube, meta["namespace"], self.cluster, plan.plan_id, report, self.limits,
+                rec.leadership.fence,
+            )  # fmt: skip
+        except (KubeError, PlacementError) as e:
+            rec.leadership.fence()
+            rec.kube.event(
+                self.cluster, "Warning", "PlanReviewNotWritten", f"plan {plan.plan_id}: {e}"[:1000]
+            )
+            return planned
+        return replace(planned, summary={**planned.summary, "review": review})
 
     def _start(self, a: StartExecution) -> None:
         snap = self.snapshot()

@@ -156,13 +156,15 @@ def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
     count: the executor does not submit fixed batches, it tops up the moves in flight as room frees
     within its limits (moves and bytes, per broker and per cluster: ``spec.limits``), so the planner's
     batches (the CLI summary's, ordered with ``--max-moves-per-broker``) would not describe it."""
-    return {
+    out = {
         "id": plan_id,
         "moves": summary.get("partitionsChanged", 0),
         "replicaMoves": summary.get("replicaMoves", 0),
         "bytes": summary.get("bytesToMove", 0),
         "lowerBoundBytes": summary.get("lowerBoundBytes", 0),
     }
+    review = summary.get("review")  # the reconcile's review ConfigMap (handlers/plan_review.py)
+    return {**out, "review": dict(review)} if review else out
 
 
 def advice_plan_status(summary: Mapping[str, Any]) -> dict[str, Any] | None:

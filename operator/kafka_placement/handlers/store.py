@@ -1,7 +1,10 @@
 """The operator's execution store: one cluster's record in ConfigMaps owned by its KafkaCluster.
 
 The same store, with ``document="planning"``, keeps the cluster's spark-k8s planning run
-(``kafka-placement-<cluster>-planning``, handlers/planner.py ``SparkRun``): a small document, no blobs.
+(``kafka-placement-<cluster>-planning``, handlers/planner.py ``SparkRun``): a small document, no blobs;
+with ``document="lane"``, the execution record of the new-partition lane (handlers/new_partitions.py,
+``kafka-placement-<cluster>-lane``), whose blobs are named ``lane-<name>`` and labelled
+``kafkaplacement.io/document: lane``, so neither record's pruning ever touches the other's blobs.
 All Kubernetes calls go through ``kube.gateway.KubeGateway``.
 
 ``ConfigMapStore`` implements the bytes-level ``Store`` contract of ``execution/store.py``:
@@ -56,6 +59,7 @@ DOC_KEY = "record.json.gz"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "kafka-placement-operator")
 CLUSTER = "kafkaplacement.io/cluster"
 BLOB = "kafkaplacement.io/blob"
+DOCUMENT = "kafkaplacement.io/document"  # on the lane record's blobs only (the main record's have none)
 INDEX = "kafkaplacement.io/chunk"
 CHUNKS = "kafkaplacement.io/chunks"
 SHA = "kafkaplacement.io/sha256"
@@ -68,6 +72,12 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 
 def configmap_name(cluster: str, document: str = "execution") -> str:
     return f"kafka-placement-{cluster}-{document}"
+
+
+def cluster_label(cluster: str) -> str:
+    """The value of the ``kafkaplacement.io/cluster`` label of the cluster's objects (a name longer than
+    a label value may be is labelled by its sha256)."""
+    return cluster if len(cluster) <= 63 else hashlib.sha256(cluster.encode()).hexdigest()[:63]
 
 
 def _gunzip(gz: bytes, limit: int = 1 << 40) -> bytes:
@@ -90,7 +100,7 @@ class ConfigMapStore:
         *,
         fence: Callable[[], None] = lambda: None,
         writer: str | None = None,
-        document: Literal["execution", "planning"] = "execution",
+        document: Literal["execution", "planning", "lane"] = "execution",
     ) -> None:
         if len(cluster) > MAX_CLUSTER or not DNS_SUBDOMAIN.match(cluster):
             raise PlacementError(
@@ -99,13 +109,18 @@ class ConfigMapStore:
             )
         self.kube, self.namespace, self.cluster = kube, namespace, cluster
         self.name = configmap_name(cluster, document)
-        self.label = cluster if len(cluster) <= 63 else hashlib.sha256(cluster.encode()).hexdigest()[:63]
+        self.label = cluster_label(cluster)
         meta, version = owner.get("metadata") or {}, owner.get("apiVersion", API_VERSION)
         ref = {"apiVersion": version, "kind": owner.get("kind", "KafkaCluster"), "controller": True}
         ref |= {"name": meta.get("name", cluster), "uid": meta.get("uid")}
         self.owner_refs = [ref] if ref["uid"] else None
         self._rv: str | None = None  # resourceVersion of the progress document last read or written
         self.fence, self.writer = fence, writer
+        self._lane = document == "lane"
+        # the blobs this store owns, as a label selector (the lane's are apart from the main record's)
+        self._blobs = f"{CLUSTER}={self.label},{BLOB}," + (
+            f"{DOCUMENT}=lane" if self._lane else f"!{DOCUMENT}"
+        )
 
     @property
     def where(self) -> str:
@@ -173,12 +188,12 @@ class ConfigMapStore:
         """Remove the progress document and every blob of this cluster."""
         self.fence()
         self.kube.delete_config_map(self.namespace, self.name)
-        self._delete_blobs(f"{CLUSTER}={self.label},{BLOB}")
+        self._delete_blobs(self._blobs)
 
     # ---- blobs -------------------------------------------------------------------------------------
 
     def _blob_cm(self, name: str, i: int) -> str:
-        cm = f"kafka-placement-{self.cluster}-blob-{name}-{i}"
+        cm = f"kafka-placement-{self.cluster}-blob-{'lane-' if self._lane else ''}{name}-{i}"
         if len(cm) > 253 or not DNS_SUBDOMAIN.match(cm):
             raise ValueError(f"blob name {name!r} does not make a valid ConfigMap name ({cm[:80]}...)")
         return cm
@@ -198,7 +213,8 @@ class ConfigMapStore:
         for i in [*range(1, len(parts)), 0]:  # chunk 0 last: it marks the blob complete
             ann = {CHUNKS: str(len(parts)), SHA: sha, CHUNK_SHA: hashlib.sha256(parts[i]).hexdigest()}
             cm = self._blob_cm(name, i)
-            body = self._body(cm, parts[i], {BLOB: name, INDEX: str(i)}, annotations=ann)
+            labels = {BLOB: name, INDEX: str(i), **({DOCUMENT: "lane"} if self._lane else {})}
+            body = self._body(cm, parts[i], labels, annotations=ann)
             try:
                 self.kube.create_config_map(self.namespace, body)
             except KubeConflict:
@@ -254,7 +270,7 @@ class ConfigMapStore:
     def prune_blobs(self, keep: set[str]) -> None:
         self.fence()
         kept = sorted(k for k in keep if BLOB_NAME.match(k))  # no other name can exist
-        selector = f"{CLUSTER}={self.label},{BLOB}"
+        selector = self._blobs
         self._delete_blobs(f"{selector},{BLOB} notin ({','.join(kept)})" if kept else selector)
 
     def _delete_blobs(self, selector: str) -> None:

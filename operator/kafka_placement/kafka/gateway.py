@@ -313,18 +313,32 @@ class KafkaGateway:
 
     # ---- cluster state -------------------------------------------------------------------------
 
-    def snapshot(self) -> ClusterSnapshot:
+    def snapshot(self, only: Iterable[PartitionKey] | None = None) -> ClusterSnapshot:
         """Brokers with racks and log dirs (usage, cordon, online), every partition's replicas, dirs,
-        leader, ISR and size (the largest replica). Internal topics are included."""
+        leader, ISR and size (the largest replica). Internal topics are included. With ``only``, the
+        partitions are just those (the ones that exist): DescribeTopics of their topics and DescribeLogDirs
+        filtered to them, so the cost follows those partitions and the brokers, not the cluster's size."""
         # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL (unless
         # this gateway's check_authorized passed: one check per reconcile or command)
         if not self._access_checked:
             self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
         cluster = self._describe_cluster("describe cluster")
         racks = {int(n.id): n.rack for n in cluster.nodes}
-        dirs = self.describe_log_dirs(racks)
+        wanted = None if only is None else set(only)
+        dirs = self.describe_log_dirs(racks, partitions=wanted)
         live = sorted(dirs)  # a broker the cluster lists that refused us has just died
-        metadata = self._current_metadata(dirs)
+        if wanted is None:
+            metadata = self._current_metadata(dirs)
+            described: Iterable[tuple[str, int, Sequence[Any], Any, Sequence[Any]]] = _from_metadata(metadata)
+            cluster_id = cluster.cluster_id or metadata.cluster_id
+        else:
+            states = self.describe_partitions({t for t, _ in wanted})
+            described = (
+                (p.topic, p.partition, p.replicas, p.leader, p.isr)
+                for k, p in sorted(states.items())
+                if k in wanted
+            )
+            cluster_id = cluster.cluster_id
         cordon_config = {
             b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
         }
@@ -348,37 +362,40 @@ class KafkaGateway:
             brokers[b] = Broker(b, racks.get(b) or None, tuple(log_dirs))
 
         partitions = []
-        for topic, tmd in sorted(metadata.topics.items()):
-            if tmd.error is not None:
-                log.warning("skipping topic %s: %s", topic, tmd.error)
+        for topic, number, replica_ids, leader_id, isr_ids in described:
+            replicas = tuple(int(r) for r in replica_ids)
+            if not replicas:
                 continue
-            for number, pmd in sorted(tmd.partitions.items()):
-                replicas = tuple(int(r) for r in pmd.replicas)
-                if not replicas:
-                    continue
-                for r in replicas:  # a replica on a broker that is not alive: lost, its dir unknown
-                    brokers.setdefault(r, Broker(r, None, (), alive=False))
-                leader = int(pmd.leader) if pmd.leader is not None and int(pmd.leader) in replicas else None
-                isr = tuple(int(i) for i in pmd.isrs if int(i) in replicas)
-                partitions.append(
-                    PartitionState(
-                        topic=topic,
-                        partition=int(number),
-                        replicas=replicas,
-                        log_dirs=tuple(
-                            where.get((topic, int(number), r)) or failed_dir_of(dirs.get(r, ()), r in isr)
-                            for r in replicas
-                        ),
-                        leader=leader,
-                        isr=isr,
-                        size_bytes=sizes.get((topic, int(number)), 0),
-                    )
+            for r in replicas:  # a replica on a broker that is not alive: lost, its dir unknown
+                brokers.setdefault(r, Broker(r, None, (), alive=False))
+            leader = int(leader_id) if leader_id is not None and int(leader_id) in replicas else None
+            isr = tuple(int(i) for i in isr_ids if int(i) in replicas)
+            partitions.append(
+                PartitionState(
+                    topic=topic,
+                    partition=number,
+                    replicas=replicas,
+                    log_dirs=tuple(
+                        where.get((topic, number, r)) or failed_dir_of(dirs.get(r, ()), r in isr)
+                        for r in replicas
+                    ),
+                    leader=leader,
+                    isr=isr,
+                    size_bytes=sizes.get((topic, number), 0),
                 )
+            )
         return ClusterSnapshot(
             brokers=tuple(brokers[b] for b in sorted(brokers)),
             partitions=tuple(partitions),
-            cluster_id=cluster.cluster_id or metadata.cluster_id,
+            cluster_id=cluster_id,
         )
+
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic's partition count (topics in error left out): one Metadata request, no log-dir,
+        config or offset read; what the new-partition watch compares between two looks."""
+        timeout = self.settings.request_timeout_s
+        metadata = self._call("list topics", lambda: self._admin().list_topics(timeout=timeout))
+        return {t: len(tmd.partitions) for t, tmd in metadata.topics.items() if tmd.error is None}
 
     def _current_metadata(self, dirs: Mapping[int, Sequence[LogDirInfo]]) -> Any:
         """The topics' metadata, read again (up to METADATA_READS times, METADATA_WAIT_S apart) while it
@@ -765,6 +782,16 @@ class KafkaGateway:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
+
+
+def _from_metadata(metadata: Any) -> Iterable[tuple[str, int, Sequence[Any], Any, Sequence[Any]]]:
+    """(topic, partition, replicas, leader, ISR) of every partition a Metadata response lists, sorted."""
+    for topic, tmd in sorted(metadata.topics.items()):
+        if tmd.error is not None:
+            log.warning("skipping topic %s: %s", topic, tmd.error)
+            continue
+        for number, pmd in sorted(tmd.partitions.items()):
+            yield topic, int(number), pmd.replicas, pmd.leader, pmd.isrs
 
 
 def _operations(authorized: Any) -> frozenset[str]:

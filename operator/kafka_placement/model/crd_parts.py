@@ -34,6 +34,16 @@ SELF_HEALING_CONDITION = "SelfHealing"
 CLUSTER_CONDITION_TYPES = (READY, DEGRADED, SELF_HEALING_CONDITION)
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
 CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED)  # a KafkaCluster's connection state
+# the new-partition lane's phases (KafkaCluster status.newPartitions.phase; handlers/new_partitions.py)
+NEW_PARTITION_PHASES = (
+    "Watching",
+    "AwaitingApproval",
+    "Paused",
+    "Executing",
+    "Completed",
+    "Failed",
+    "Blocked",
+)
 APPROVALS = ("Automatic", "Manual")
 MODES = ("Enforce", "Advise")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

@@ -22,6 +22,7 @@ from .crd_parts import (
     CONDITION_TYPES,
     GROUP,
     HEADER,
+    NEW_PARTITION_PHASES,
     PHASES,
     PLURALS,
     VERSION,
@@ -61,6 +62,21 @@ def _intent_status() -> Schema:
                     ),
                     "lowerBoundBytes": _int(
                         "Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True
+                    ),
+                    "review": _obj(
+                        "Where to read the plan before approving it.",
+                        {
+                            "configMap": _str(
+                                "ConfigMap with the plan's report (report.html), per-broker and per-dir "
+                                "load before/after, moves by topic, the largest moves, batches and an "
+                                "estimated duration.",
+                                maxLength=253,
+                            ),
+                            "brokersChanging": _str(
+                                "The brokers whose load changes most, with their bytes before and after.",
+                                maxLength=1000,
+                            ),
+                        },
                     ),
                 },
             ),
@@ -131,6 +147,22 @@ def _kafka_cluster_status() -> Schema:
             "phase": _str("Connection state.", enum=list(CLUSTER_PHASES)),
             "brokers": _arr("Brokers, racks and log dirs with usage and cordon state.", broker),
             "reassignmentsInFlight": _int("Partition reassignments in progress in Kafka.", 0),
+            "newPartitions": _obj(
+                "The new-partition lane: partitions created since the cluster was last read, placed per "
+                "the intents within seconds, also while an execution runs (its last plan and its state).",
+                {
+                    "phase": _str(
+                        "Watching, AwaitingApproval, Paused, Executing, Completed, Failed or Blocked.",
+                        enum=list(NEW_PARTITION_PHASES),
+                    ),
+                    "planId": _str(
+                        "The lane plan's id; with approval Manual, copy it to spec.approvedPlan.",
+                        maxLength=128,
+                    ),
+                    "partitions": _int("Partitions the lane plan moves.", 0, int64=True),
+                    "message": _str("What the lane did or waits for.", maxLength=1000),
+                },
+            ),
             **status_schema(),
             "conditions": _conditions(CLUSTER_CONDITION_TYPES),
             "observedGeneration": _int("The metadata.generation the status describes.", 0, int64=True),

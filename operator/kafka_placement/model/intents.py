@@ -50,7 +50,8 @@ class Intents:
     cordons: tuple[LogDirCordon, ...] = ()
     policies: tuple[PlacementPolicy, ...] = ()
     # The cluster cannot cordon dirs itself (Kafka < 4.3, no KIP-1066): enforce cordons reactively by
-    # moving replicas that appeared on a cordoned dir while they are still empty.
+    # moving replicas that appeared on a cordoned dir while they are still small
+    # (planning/state.py SMALL_REPLICA_BYTES).
     reactive_cordon: bool = False
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(

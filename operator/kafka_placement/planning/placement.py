@@ -3,8 +3,9 @@
 Each new partition gets ``rf`` brokers: maximally spread over the policy's rack hierarchy when it has
 one (otherwise over distinct racks when possible), preferred brokers first, then the brokers holding
 the fewest replicas, on their emptiest allowed dir. The leader is the chosen broker leading the
-fewest partitions, so leaders and followers spread like Kafka's own round-robin placement. The
-operator uses this to re-place newly created partitions while they are still empty. Pure: no I/O.
+fewest partitions, so leaders and followers spread like Kafka's own round-robin placement (the
+operator's new-partition lane repairs new partitions with the hard goal instead:
+handlers/new_partitions.py). Pure: no I/O.
 Arguments are checked as Kafka would: a legal topic name, partition numbers within int32, a
 replication factor within int16, and at most ``MAX_NEW_PARTITIONS`` partitions per call.
 """

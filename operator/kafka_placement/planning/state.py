@@ -21,6 +21,18 @@ Key = tuple[str, int]
 DirKey = tuple[int, str]
 
 
+# A replica of at most this many bytes is "new and small": on a cluster that cannot cordon dirs itself
+# (Kafka < 4.3, no KIP-1066) one found on a cordoned dir is moved off (reactive cordon), and the operator's
+# new-partition lane moves new partitions up to this size unthrottled (handlers/new_partitions.py). A
+# larger replica on a cordoned dir stays (a cordon keeps new replicas off; draining moves the rest).
+SMALL_REPLICA_BYTES = 64 * 1024 * 1024
+
+
+def small_replica(size: int | None) -> bool:
+    """``size`` (None: unknown) is at most ``SMALL_REPLICA_BYTES``."""
+    return size is not None and size <= SMALL_REPLICA_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class Eligibility:
     """Where replicas may stay and where new ones may go, derived from the intents."""
@@ -34,7 +46,7 @@ class Eligibility:
     racks: dict[int, str | None]
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
     keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
-    reactive_cordon: bool = False  # empty replicas on cordoned dirs must move (Kafka < 4.3)
+    reactive_cordon: bool = False  # small replicas on cordoned dirs must move (Kafka < 4.3)
     dead: frozenset[int] = frozenset()  # brokers not alive: their replicas are lost
 
     @staticmethod
@@ -101,8 +113,8 @@ class Eligibility:
             return False
         if path is None:
             return True
-        if self.reactive_cordon and size == 0 and (broker, path) in self.cordoned:
-            return False  # appeared on a cordoned dir the cluster could not protect; still empty: move it
+        if self.reactive_cordon and small_replica(size) and (broker, path) in self.cordoned:
+            return False  # appeared on a cordoned dir the cluster could not protect; still small: move it
         return (broker, path) not in self.drained
 
     def broker_may_keep(self, broker: int) -> bool:

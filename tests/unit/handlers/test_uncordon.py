@@ -148,24 +148,41 @@ def test_a_released_resource_is_forgotten_once_it_is_gone() -> None:
 def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """An idle cluster's reconcile does not read Kafka while nothing of ours changed (quiet); a resource
-    being deleted whose cordons are not removed yet makes it a full one, whose sync removes them."""
+    """An idle cluster's reconcile reads no more of Kafka than the new-partition lane's look (its topics'
+    partition counts) while nothing of ours changed (quiet); a resource being deleted whose cordons are
+    not removed yet makes it a full one, whose sync removes them."""
     live = {**CLUSTER, "metadata": {k: v for k, v in CLUSTER["metadata"].items() if k != "deletionTimestamp"}}
     kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
     drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
     contacted: list[str] = []
 
-    def gateway(settings: Any, fence: Any) -> Any:
-        contacted.append("kafka")
-        raise KafkaUnavailableError("no broker answered")
+    class Looking:
+        """Answers the lane's look; anything a full reconcile reads first fails (Kafka unreachable)."""
 
-    monkeypatch.setattr(reconciler, "FencedGateway", gateway)
-    for leaving, reads in (([], False), ([drain], True)):
+        def __init__(self, settings: Any, fence: Any) -> None:
+            pass
+
+        def __enter__(self) -> Looking:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+        def partition_counts(self) -> dict[str, int]:
+            contacted.append("look")
+            return {}
+
+        def check_authorized(self, *_: Any, **__: Any) -> None:
+            contacted.append("full")
+            raise KafkaUnavailableError("no broker answered")
+
+    monkeypatch.setattr(reconciler, "FencedGateway", Looking)
+    for leaving, reads in (([], ["look"]), ([drain], ["full"])):
         rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
         rec._settled[("kafka", "c")] = (reconciler.fingerprint(live, [kept], None), rec.clock())
         contacted.clear()
         rec.reconcile(live)
-        assert contacted == (["kafka"] if reads else []), leaving
+        assert contacted == reads, leaving
     assert not rec.uncordoned("kafka", "c", "u-drain")  # Kafka did not answer: the handler waits
 
 

@@ -1,0 +1,239 @@
+"""The plan where its approver can read it, before anything moves: ConfigMap
+``kafka-placement-<cluster>-plan`` (docs/operations.md, "Reviewing a plan").
+
+When the cluster's plan is made (and again only when its id changes), the reconcile writes one ConfigMap,
+owned by the KafkaCluster (so it goes with it), holding what ``kafka-placement report`` shows, from the
+same pure code (``planning/report.py``): ``summary.json`` (the plan's summary), ``brokers.json`` (per
+broker: bytes, replicas and leaders before/after, bytes copied in and out, bytes moved between its dirs),
+``dirs.json`` (the dirs of the brokers that change), ``topics.json`` (moves by topic), ``moves.json``
+(the largest moves), ``batches.json`` (bytes per batch, ordered with the executor's ``maxMovesPerBroker``)
+and ``estimate.json`` (the busiest broker's bytes in or out over the throttle: how long the copy takes at
+least), ``report.html`` (the self-contained page) and ``planBlob``: the name of the blob holding the
+whole plan (``plan-<id>``, gzip in chunks of at most 900 KiB, the execution record's own blob: the
+execution reads the plan the approver saw). Every list is capped (``report.MAX_*``), so the ConfigMap
+stays far below the 1 MiB object limit at any cluster size; should the page still be too large, it is
+stored gzipped (``binaryData["report.html.gz"]``) and ``data`` says so.
+
+The intents' ``status.plan.review`` names the ConfigMap and the brokers whose load changes most, so
+``kubectl describe`` shows them beside the plan id to approve.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..execution.executor import ASSUMED_UNTHROTTLED_RATE, Limits
+from ..kube.gateway import KubeConflict, KubeGateway
+from ..model.crd_parts import API_VERSION
+from ..model.plan import Plan
+from ..planning.report import BrokerRow, Report
+from ..planning.report_html import render
+from .store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
+
+PLAN_ID = "kafkaplacement.io/plan-id"
+MAX_DATA_BYTES = 900 * 1024  # the ConfigMap's text: below the 1 MiB object limit with room for metadata
+CHANGING = 5  # brokers named in status.plan.review.brokersChanging
+MAX_BATCHES = 500  # entries of batches.json (more batches are summed in groups)
+
+
+def name_of(cluster: str) -> str:
+    return configmap_name(cluster, "plan")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def brokers_changing(report: Report, n: int = CHANGING) -> str:
+    """The ``n`` brokers whose load the plan changes most: bytes gained or lost, and bytes moved between
+    their own dirs, e.g. ``broker 3 +2.0 MB (1.0 MB -> 3.0 MB), broker 1 5.0 MB between its dirs``."""
+
+    def change(r: BrokerRow) -> int:
+        return abs(r.bytes[1] - r.bytes[0]) + r.dir_bytes
+
+    def text(r: BrokerRow) -> str:
+        delta = r.bytes[1] - r.bytes[0]
+        parts = []
+        if delta:
+            sign = "+" if delta > 0 else "-"
+            parts.append(f"{sign}{_bytes(abs(delta))} ({_bytes(r.bytes[0])} -> {_bytes(r.bytes[1])})")
+        if r.dir_bytes:
+            parts.append(f"{_bytes(r.dir_bytes)} between its dirs")
+        return f"broker {r.broker} " + ", ".join(parts)
+
+    shown = sorted((r for r in report.brokers if change(r)), key=lambda r: (-change(r), r.broker))[:n]
+    return "; ".join(text(r) for r in shown)
+
+
+def estimate(report: Report, limits: Limits) -> dict[str, Any]:
+    """How long the copy takes at least: every broker copies in and out at most at the throttle (or the
+    rate assumed unthrottled), so the busiest broker's bytes set the pace."""
+    rate = limits.throttle or ASSUMED_UNTHROTTLED_RATE
+    busiest = max((max(r.bytes_in, r.bytes_out, r.dir_bytes) for r in report.brokers), default=0)
+    return {
+        "busiestBrokerBytes": busiest,
+        "bytesPerSecond": rate,
+        "throttled": limits.throttle is not None,
+        "seconds": round(busiest / rate, 1),
+    }
+
+
+def _batches(sizes: tuple[int, ...], per_broker: int) -> dict[str, Any]:
+    """Bytes per batch; beyond ``MAX_BATCHES`` batches, summed in groups (``groupedBy``) so the list stays
+    bounded however large the plan."""
+    per = max(1, -(-len(sizes) // MAX_BATCHES))
+    grouped = [sum(sizes[i : i + per]) for i in range(0, len(sizes), per)]
+    return {
+        "maxMovesPerBroker": per_broker,
+        "batches": len(sizes),
+        "groupedBy": per,
+        "bytesPerBatch": grouped,
+    }
+
+
+def review_data(report: Report, limits: Limits) -> tuple[dict[str, str], dict[str, str]]:
+    """The ConfigMap's ``data`` and ``binaryData`` for ``report`` (pure)."""
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, indent=1, sort_keys=True)
+
+    data = {
+        "planId": report.plan_id,
+        "brokersChanging": brokers_changing(report),
+        "planBlob": f"plan-{report.plan_id}",
+        "summary.json": dump(report.summary),
+        "brokers.json": dump(
+            {
+                "shown": report.brokers_count.shown,
+                "total": report.brokers_count.total,
+                "brokers": [
+                    {
+                        "broker": r.broker,
+                        "rack": r.rack,
+                        "bytes": list(r.bytes),
+                        "replicas": list(r.replicas),
+                        "leaders": list(r.leaders),
+                        "bytesIn": r.bytes_in,
+                        "bytesOut": r.bytes_out,
+                        "dirBytes": r.dir_bytes,
+                    }
+                    for r in report.brokers
+                ],
+            }
+        ),
+        "dirs.json": dump(
+            [
+                {
+                    "broker": d.broker,
+                    "path": d.path,
+                    "bytes": list(d.bytes),
+                    "usableBytes": d.usable_bytes,
+                    "cordoned": d.cordoned,
+                }
+                for d in report.dirs
+            ]
+        ),
+        "topics.json": dump(
+            {
+                "total": report.topics_count.total,
+                "topics": [
+                    {
+                        "topic": t.topic,
+                        "partitions": t.partitions,
+                        "replicaMoves": t.replica_moves,
+                        "bytes": t.bytes,
+                    }
+                    for t in report.topics
+                ],
+            }
+        ),
+        "moves.json": dump(
+            {
+                "total": report.moves_count.total,
+                "largest": [
+                    {
+                        "partition": m.partition,
+                        "sizeBytes": m.size_bytes,
+                        "from": list(m.replicas[0]),
+                        "to": list(m.replicas[1]),
+                        "bytes": m.bytes,
+                    }
+                    for m in report.moves
+                ],
+            }
+        ),
+        "batches.json": dump(_batches(report.batch_bytes, limits.max_moves_per_broker)),
+        "estimate.json": dump(estimate(report, limits)),
+    }
+    html = render(report)
+    size = sum(len(k) + len(v.encode()) for k, v in data.items())
+    if size + len(html.encode()) <= MAX_DATA_BYTES:
+        return {**data, "report.html": html}, {}
+    packed = base64.b64encode(gzip.compress(html.encode(), mtime=0)).decode("ascii")
+    note = "report.html is too large for the ConfigMap's text: binaryData report.html.gz holds it gzipped"
+    return {**data, "report.html.txt": note}, {"report.html.gz": packed}
+
+
+def publish(
+    kube: KubeGateway,
+    namespace: str,
+    cluster: Mapping[str, Any],
+    plan_id: str,
+    make_report: Callable[[], Report],
+    limits: Limits,
+    fence: Callable[[], None],
+) -> dict[str, str]:
+    """Write the review ConfigMap of plan ``plan_id`` (its report made by ``make_report``) unless it
+    already shows that plan; returns ``status.plan.review``: the ConfigMap's name and the brokers whose
+    load changes most. Every write passes ``fence`` (the leader's) first."""
+    meta = cluster["metadata"]
+    name = name_of(meta["name"])
+    old = kube.read_config_map(namespace, name)
+    if old is not None and (old["metadata"].get("annotations") or {}).get(PLAN_ID) == plan_id:
+        return {"configMap": name, "brokersChanging": (old.get("data") or {}).get("brokersChanging", "")}
+    report = make_report()
+    data, binary = review_data(report, limits)
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER: cluster_label(meta["name"])},
+            "annotations": {PLAN_ID: report.plan_id},
+            "ownerReferences": [
+                {
+                    "apiVersion": cluster.get("apiVersion", API_VERSION),
+                    "kind": "KafkaCluster",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "data": data,
+    }
+    if binary:
+        body["binaryData"] = binary
+    fence()
+    if old is None:
+        try:
+            kube.create_config_map(namespace, body)
+        except KubeConflict:
+            old = kube.read_config_map(namespace, name)
+    if old is not None:
+        body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+        kube.replace_config_map(namespace, body)
+    return {"configMap": name, "brokersChanging": data["brokersChanging"]}
+
+
+def plan_blob(plan: Plan) -> tuple[str, bytes]:
+    """The whole plan as the execution record stores it (``Execution.create``: the same blob)."""
+    return f"plan-{plan.plan_id}", json.dumps(plan.to_json(), separators=(",", ":")).encode()

@@ -1,0 +1,61 @@
+"""The review ConfigMap's content (handlers/plan_review.py): the same numbers as the planner's summary, the
+brokers that change most, an estimate at the throttle, and a bounded size at any cluster size."""
+
+from __future__ import annotations
+
+import json
+
+from tests.bench.generator import scenario
+from tests.unit.planning.test_report import golden
+
+from kafka_placement.execution.executor import Limits
+from kafka_placement.handlers import plan_review
+from kafka_placement.model.intents import Intents
+from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.report import build_report
+
+
+def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None:
+    snap, plan, intents = golden("all")
+    report = build_report(snap, plan, intents, 3)
+    data, binary = plan_review.review_data(report, Limits(max_moves_per_broker=3, throttle=10_000_000))
+    assert binary == {} and data["planId"] == plan.plan_id and data["planBlob"] == f"plan-{plan.plan_id}"
+    assert json.loads(data["summary.json"]) == report.summary
+    brokers = json.loads(data["brokers.json"])["brokers"]
+    assert {b["broker"] for b in brokers} == {b.id for b in snap.brokers}
+    copied = sum(b["bytesIn"] + b["dirBytes"] for b in brokers)
+    assert copied == report.summary["bytesToMove"] > 0
+    busiest = max(max(b["bytesIn"], b["bytesOut"], b["dirBytes"]) for b in brokers)
+    est = json.loads(data["estimate.json"])
+    assert est == {
+        "busiestBrokerBytes": busiest,
+        "bytesPerSecond": 10_000_000,
+        "throttled": True,
+        "seconds": round(busiest / 10_000_000, 1),
+    }
+    assert json.loads(data["batches.json"])["maxMovesPerBroker"] == 3
+    assert data["report.html"].startswith("<!DOCTYPE html>")
+    changing = data["brokersChanging"]
+    top = max(brokers, key=lambda b: (abs(b["bytes"][1] - b["bytes"][0]) + b["dirBytes"], -b["broker"]))
+    assert changing.startswith(f"broker {top['broker']} "), changing
+    assert 1 <= changing.count("broker ") <= plan_review.CHANGING
+
+
+def test_the_review_of_a_large_cluster_stays_within_one_configmap() -> None:
+    """400 brokers and 12,000 partitions: every list is capped, the ConfigMap's text stays under its
+    bound (the report's caps do not grow with the cluster, so this holds at 1M partitions as well)."""
+    snap, text = scenario("scale-out", brokers=400, partitions=12_000, topics=400)
+    intents = Intents.loads(text)
+    plan = compute_plan(snap, intents).plan
+    report = build_report(snap, plan, intents)
+    data, binary = plan_review.review_data(report, Limits())
+    size = sum(len(k) + len(v.encode()) for k, v in {**data, **binary}.items())
+    assert size <= plan_review.MAX_DATA_BYTES + 1024, size
+    assert len(json.loads(data["brokers.json"])["brokers"]) <= 300
+    assert len(json.loads(data["moves.json"])["largest"]) <= 50
+
+
+def test_batches_stay_bounded_however_many_there_are() -> None:
+    grouped = plan_review._batches(tuple(range(1, 2001)), 5)
+    assert grouped["batches"] == 2000 and grouped["groupedBy"] == 4
+    assert len(grouped["bytesPerBatch"]) == 500 and sum(grouped["bytesPerBatch"]) == sum(range(1, 2001))
