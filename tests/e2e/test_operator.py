@@ -59,9 +59,10 @@ def snapshot(rig: KafkaRig) -> Any:
         return gw.snapshot()
 
 
-def execution_record(kubectl: Any, ns: str, cluster: str) -> dict[str, Any]:
-    """The progress document of the executor's record in the cluster's ConfigMap ({} if none)."""
-    out = kubectl("-n", ns, "get", "configmap", configmap_name(cluster), "-o", "json", check=False)
+def execution_record(kubectl: Any, ns: str, cluster: str, document: str = "execution") -> dict[str, Any]:
+    """The progress document of the executor's record in the cluster's ConfigMap ({} if none); with
+    ``document="lane"``, the new-partition lane's."""
+    out = kubectl("-n", ns, "get", "configmap", configmap_name(cluster, document), "-o", "json", check=False)
     if out.returncode != 0:
         return {}
     data = json.loads(out.stdout).get("binaryData", {}).get(DOC_KEY)

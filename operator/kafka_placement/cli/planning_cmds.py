@@ -245,7 +245,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--reactive-cordon",
         action="store_true",
-        help="Kafka < 4.3 cannot cordon dirs: also move small replicas that appeared on cordoned dirs",
+        help="Kafka < 4.3 cannot cordon dirs: also move empty replicas that appeared on cordoned dirs",
     )
     p.set_defaults(func=cmd_plan)
 

@@ -545,7 +545,8 @@ class Reconciler:
         snap = gw.snapshot(only=watch.pending)
         documents = [d for d in (planning_document(b, snap) for b, _ in enforced) if d is not None]
         try:
-            intents = Intents.from_documents(documents).with_reactive_cordon(not gw.supports_cordon())
+            legacy = not gw.supports_cordon()  # new replicas up to the lane's bound leave cordoned dirs
+            intents = Intents.from_documents(documents).with_reactive_cordon(legacy, lane.LANE_MAX_BYTES)
         except BadInputError:
             return {}  # decide reports the invalid resource; the full re-plan covers the partitions
         running = (

@@ -50,9 +50,11 @@ class Intents:
     cordons: tuple[LogDirCordon, ...] = ()
     policies: tuple[PlacementPolicy, ...] = ()
     # The cluster cannot cordon dirs itself (Kafka < 4.3, no KIP-1066): enforce cordons reactively by
-    # moving replicas that appeared on a cordoned dir while they are still small
-    # (planning/state.py SMALL_REPLICA_BYTES).
+    # moving replicas that appeared on a cordoned dir while they hold at most ``reactive_max_bytes``: 0 (only
+    # empty ones) for a whole cluster's plan, which cannot tell a new replica from an old one; the
+    # operator's new-partition lane, which plans only new partitions, allows more (SMALL_REPLICA_BYTES).
     reactive_cordon: bool = False
+    reactive_max_bytes: int = 0
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -69,10 +71,12 @@ class Intents:
     def enforced_only(self) -> Intents:
         """The same intents without Advise-mode policies."""
         enforced = tuple(p for p in self.policies if p.enforced)
-        return Intents(self.decommissions, self.cordons, enforced, self.reactive_cordon)
+        return Intents(
+            self.decommissions, self.cordons, enforced, self.reactive_cordon, self.reactive_max_bytes
+        )
 
-    def with_reactive_cordon(self, reactive: bool = True) -> Intents:
-        return Intents(self.decommissions, self.cordons, self.policies, reactive)
+    def with_reactive_cordon(self, reactive: bool = True, max_bytes: int = 0) -> Intents:
+        return Intents(self.decommissions, self.cordons, self.policies, reactive, max_bytes)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""

@@ -21,16 +21,10 @@ Key = tuple[str, int]
 DirKey = tuple[int, str]
 
 
-# A replica of at most this many bytes is "new and small": on a cluster that cannot cordon dirs itself
-# (Kafka < 4.3, no KIP-1066) one found on a cordoned dir is moved off (reactive cordon), and the operator's
-# new-partition lane moves new partitions up to this size unthrottled (handlers/new_partitions.py). A
-# larger replica on a cordoned dir stays (a cordon keeps new replicas off; draining moves the rest).
+# A new partition of at most this many bytes is "still small": the operator's new-partition lane moves it
+# unthrottled (handlers/new_partitions.py), and on a cluster that cannot cordon dirs itself (Kafka < 4.3,
+# no KIP-1066) moves a new replica of up to this size off a cordoned dir (``Intents.reactive_max_bytes``).
 SMALL_REPLICA_BYTES = 64 * 1024 * 1024
-
-
-def small_replica(size: int | None) -> bool:
-    """``size`` (None: unknown) is at most ``SMALL_REPLICA_BYTES``."""
-    return size is not None and size <= SMALL_REPLICA_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +40,8 @@ class Eligibility:
     racks: dict[int, str | None]
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
     keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
-    reactive_cordon: bool = False  # small replicas on cordoned dirs must move (Kafka < 4.3)
+    reactive_cordon: bool = False  # new replicas on cordoned dirs must move (Kafka < 4.3)...
+    reactive_max_bytes: int = 0  # ...while they hold at most this (0: only empty ones)
     dead: frozenset[int] = frozenset()  # brokers not alive: their replicas are lost
 
     @staticmethod
@@ -90,8 +85,13 @@ class Eligibility:
                 if b not in intents.decommissioned and any((b, p) not in drained for p in paths)
             ),
             reactive_cordon=intents.reactive_cordon,
+            reactive_max_bytes=intents.reactive_max_bytes,
             dead=frozenset(b.id for b in snapshot.brokers if not b.alive),
         )
+
+    def reactive_moves(self, size: int | None) -> bool:
+        """A replica of ``size`` bytes (None: unknown) on a cordoned dir must move (reactive cordon)."""
+        return self.reactive_cordon and size is not None and size <= self.reactive_max_bytes
 
     def lost(self, replicas: Sequence[int], dirs: Sequence[str | None]) -> bool:
         """Every replica is on a dead broker or a failed dir: no copy is left to move or repair from."""
@@ -113,7 +113,7 @@ class Eligibility:
             return False
         if path is None:
             return True
-        if self.reactive_cordon and small_replica(size) and (broker, path) in self.cordoned:
+        if self.reactive_moves(size) and (broker, path) in self.cordoned:
             return False  # appeared on a cordoned dir the cluster could not protect; still small: move it
         return (broker, path) not in self.drained
 

@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--reactive-cordon",
         action="store_true",
-        help="the cluster cannot cordon dirs (Kafka < 4.3): move new small replicas off cordoned dirs",
+        help="the cluster cannot cordon dirs (Kafka < 4.3): move new empty replicas off cordoned dirs",
     )
     args = ap.parse_args(argv)
     try:

@@ -99,3 +99,18 @@ def test_only_enforced_valid_intents_make_the_lane_look() -> None:
     broken = resource("BrokerDecommission", "b", {"brokers": "x"})
     assert not lane.enforced([advise, broken])
     assert lane.enforced([advise, resource("BrokerDecommission", "d", {"brokers": [1]})])
+
+
+def test_below_kip_1066_a_new_partition_with_data_leaves_a_cordoned_dir() -> None:
+    """A cluster that cannot cordon dirs itself: the lane moves a new replica that already took writes
+    (up to LANE_MAX_BYTES) off the cordoned dir; the whole cluster's plan would only move an empty one."""
+    cordon = resource("LogDirCordon", "c1", {"broker": 1, "logDirs": ["/data/d0"]})
+    text = "kind: LogDirCordon\nmetadata: {name: c1}\nspec: {broker: 1, logDirs: [/data/d0]}\n"
+    snap = snapshot(RACKS, [("n", 0, [1, 3], [0, 0], 5_000_000)])
+    legacy = intents(text).with_reactive_cordon(True, lane.LANE_MAX_BYTES)
+    out = lane.decide_lane(snap, valid(cordon), legacy, frozenset(), None)
+    assert out.start is not None and out.participants == ("u-c1",)
+    (target,) = out.start.partitions
+    assert target.replicas == (1, 3) and target.log_dirs[0] == "/data/d1"
+    whole = intents(text).with_reactive_cordon(True)  # the full re-plan's rule: empty replicas only
+    assert lane.decide_lane(snap, valid(cordon), whole, frozenset(), None).start is None

@@ -245,21 +245,27 @@ def test_infeasible_advice_is_reported_without_blocking_the_enforced_plan() -> N
     assert "replication factor 3" in result.summary["advisories"]["error"]
 
 
-def test_reactive_cordon_moves_only_small_replicas_off_cordoned_dirs() -> None:
-    """Below KIP-1066 a replica that appeared on a cordoned dir is moved off while it holds at most
-    SMALL_REPLICA_BYTES (a new partition that took a few writes too); a larger one stays."""
-    from kafka_placement.planning.state import SMALL_REPLICA_BYTES
-
-    big = SMALL_REPLICA_BYTES + 1
-    parts = [("new", 0, [1, 2], [0, 0], SMALL_REPLICA_BYTES), ("old", 0, [1, 2], [0, 0], big)]
-    snap = snapshot({1: None, 2: None}, parts)
+def test_reactive_cordon_moves_only_empty_replicas_off_cordoned_dirs() -> None:
+    snap = snapshot({1: None, 2: None}, [("new", 0, [1, 2], [0, 0], 0), ("old", 0, [1, 2], [0, 0], 50)])
     text = "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0]}\n"
     assert compute_plan(snap, intents(text)).plan.empty  # Kafka >= 4.3 protects the dir itself
     result = compute_plan(snap, intents(text).with_reactive_cordon())
     (target,) = result.plan.partitions
     assert target.name == "new-0" and target.replicas == (1, 2)
     assert target.log_dirs == ("/data/d1", "/data/d0")
-    assert result.summary["bytesToMove"] == SMALL_REPLICA_BYTES  # one intra-broker copy of the small one
+    assert result.summary["bytesToMove"] == 0
+
+
+def test_reactive_cordon_with_a_byte_bound_moves_replicas_up_to_it() -> None:
+    """The new-partition lane's bound (``with_reactive_cordon(max_bytes=...)``): a new partition that took
+    a few writes still leaves a cordoned dir below KIP-1066; a larger one stays."""
+    bound = 1000
+    snap = snapshot(
+        {1: None, 2: None}, [("new", 0, [1, 2], [0, 0], bound), ("big", 0, [1, 2], [0, 0], bound + 1)]
+    )
+    text = "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0]}\n"
+    (target,) = compute_plan(snap, intents(text).with_reactive_cordon(True, bound)).plan.partitions
+    assert target.name == "new-0" and target.log_dirs == ("/data/d1", "/data/d0")
 
 
 def test_plan_id_is_the_canonical_hash_computed_once_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:

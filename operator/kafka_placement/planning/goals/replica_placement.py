@@ -27,7 +27,7 @@ from ...model.snapshot import ClusterSnapshot
 from ..context import PlanningContext, Verdict
 from ..repack import repack
 from ..room import eject_for
-from ..state import Eligibility, Key, small_replica
+from ..state import Eligibility, Key
 from ..topology import RackTree
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
@@ -350,14 +350,14 @@ def repair_reasons(
 ) -> tuple[str, ...]:
     """Why the hard goal must change a partition (each of ``REPAIR_REASONS`` that applies; empty: it
     leaves the partition alone): a replica on a decommissioned broker, on a drained dir, a
-    replica of at most ``SMALL_REPLICA_BYTES`` on a cordoned dir in
+    replica of at most ``reactive_max_bytes`` (0: empty) on a cordoned dir in
     reactive-cordon mode (``Eligibility.may_keep``), a replica count other
     than the target ``rf``, or a rack spread ``tree`` finds broken. Never a partition whose every replica
     is lost (``Eligibility.lost``): a move could copy from nothing."""
     if e.lost(replicas, dirs):
         return ()  # its data is gone (every replica on a dead broker or failed dir): nothing to copy
     pairs = list(zip(replicas, dirs, strict=True))
-    gone = e.reactive_cordon and small_replica(size)
+    gone = e.reactive_moves(size)
     found = (
         any(b in e.decommissioned for b in replicas),
         any(d is not None and (b, d) in e.drained for b, d in pairs),
