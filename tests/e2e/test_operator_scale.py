@@ -1,7 +1,9 @@
 """End to end at scale: the operator decommissions a broker holding thousands of small partitions with its
 default limits, under an idempotent producer, with the decommission's own throttle and priority; the
 record stays small in its ConfigMap, nothing is submitted twice, no throttle is left, and the status
-keeps showing the executed plan once the cluster has converged. Real apiserver and Kafka only.
+keeps showing the executed plan once the cluster has converged. A topic created on the retiring broker
+while it runs is moved off by the new-partition lane before the decommission ends (the lane never waits
+behind the execution, and neither submits a move twice). Real apiserver and Kafka only.
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
     thread = threading.Thread(target=producing)
     thread.start()
     rates_seen: set[str] = set()
+    fresh: str | None = None  # a topic created on the retiring broker while the decommission runs...
+    fresh_moved_meanwhile = False  # ...is moved off it by the new-partition lane before that ends
+
+    def fresh_replicas() -> list[list[int]]:
+        assert fresh is not None
+        md = kafka_admin.list_topics(topic=fresh, timeout=30).topics[fresh]
+        return [list(p.replicas) for p in md.partitions.values()]
+
     try:
         apply(
             kubectl,
@@ -79,6 +89,11 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
             phase = (body.get("status") or {}).get("phase")
             if phase in ("Completed", "Failed"):
                 break
+            if phase == "Executing" and fresh is None:
+                fresh = new_topic([[2, RETIRED], [3, RETIRED]], name_prefix="it-np-scale-")
+            elif phase == "Executing" and not fresh_moved_meanwhile:
+                reps = fresh_replicas()
+                fresh_moved_meanwhile = len(reps) == 2 and all(RETIRED not in r for r in reps)
             for node in kafka_rig.nodes:
                 resource = ConfigResource(ResourceType.BROKER, str(node.id))
                 try:  # a sample: one a busy broker answers late is skipped, the next one taken
@@ -95,6 +110,9 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
         thread.join(330)
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire", ("Completed",), timeout=30)
     assert unflushed == [0] and acked
+    assert fresh is not None and fresh_moved_meanwhile, (fresh, fresh_replicas() if fresh else None)
+    lane = execution_record(kubectl, ns, "big", "lane")
+    assert lane["phase"] == "Completed" and lane["counters"]["resubmitted"] == 0, lane
     assert rates_seen == {str(DECOMMISSION_THROTTLE)}, rates_seen  # the intent's rate, not the cluster's
     record = execution_record(kubectl, ns, "big")
     moved = sum(1 for i in range(PARTITIONS) if RETIRED in (i % 3 + 1, (i + 1) % 3 + 1))
