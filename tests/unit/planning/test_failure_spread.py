@@ -4,12 +4,16 @@ brokers as the rules allow, breaks no hard rule and keeps the other balance goal
 
 from __future__ import annotations
 
-from tests.unit.builders import intents, snapshot
+import functools
+
+import pytest
+from tests.unit.builders import RACKED_INTENTS, intents, racked_cluster, snapshot
 
 from kafka_placement.model.intents import RackAwareness
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.goals import FailureSpreadGoal, default_goals
 from kafka_placement.planning.optimizer import compute_plan, optimize
+from kafka_placement.planning.sharding import sharded_optimize
 from kafka_placement.planning.spread import FollowerRoom
 from kafka_placement.planning.topology import RackTree
 
@@ -133,3 +137,43 @@ def test_follower_room_counts_the_brokers_a_rack_spread_allows() -> None:
     assert room.allowed(1, 7) == 5  # a rack holds 2
     assert FollowerRoom(None, racks).allowed(1, 2) == 5
     assert FailureSpreadGoal().verdict(intents(OFF), {}) is None
+
+
+def test_the_sharded_pipeline_runs_the_goal_on_the_merged_plan() -> None:
+    """The Spark engine balances on the driver with ``merge_and_balance``: the goal runs there too."""
+    snap = concentrated()
+    decommission = "---\nkind: BrokerDecommission\nspec: {brokers: [6]}\n"
+    for shards in (1, 3):
+        run = functools.partial(sharded_optimize, shards=shards)
+        off = compute_plan(snap, intents(OFF + decommission), optimizer=run)
+        assert followers_of(snap, off.plan.to_json(), 1) == {2, 3}
+        on = compute_plan(snap, intents(SPREAD + decommission), optimizer=run)
+        assert followers_of(snap, on.plan.to_json(), 1) == {2, 3, 4, 5}  # 6 leaves
+        s = on.summary
+        assert s["hardViolationsAfter"] == 0 and s["failureSpread"]["brokersBelowTarget"] == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_on_random_racked_clusters_the_goal_breaks_no_rule_and_keeps_the_other_goals(seed: int) -> None:
+    """Every kind of intent at once on 18 brokers in 1-3-level racks, RF 1-5: with the goal the plan
+    breaks no hard rule, every balance goal met without it stays met, and fewer brokers (or as few) are
+    below their spread target."""
+    snap = racked_cluster(seed)
+    text = RACKED_INTENTS["everything"].replace(
+        "rackAwareness: {separator: /, levels: 2}}",
+        "rackAwareness: {separator: /, levels: 2}, balance: {brokers: true, logDirs: true, leaders: true}}",
+    )
+    assert "balance:" in text
+    on_text = text.replace("leaders: true}", "leaders: true, failureSpread: true}")
+    without = compute_plan(
+        snap, intents(on_text), optimizer=lambda s, i: optimize(s, i, default_goals()[:-1])
+    ).summary
+    with_goal = compute_plan(snap, intents(on_text)).summary
+    assert with_goal["hardViolationsAfter"] == 0
+    before = {g["goal"]: g for g in without["goals"]}
+    for g in with_goal["goals"]:
+        if g["goal"] != "FailureSpread" and before[g["goal"]]["met"]:
+            assert g["met"], g
+    spread, base = with_goal["failureSpread"], without["failureSpread"]
+    assert spread["brokersBelowTarget"] <= base["brokersBelowTarget"]
+    assert spread["followersShort"] < base["followersShort"] or base["followersShort"] == 0
