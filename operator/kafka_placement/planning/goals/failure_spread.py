@@ -15,8 +15,9 @@ the destination stays under the broker threshold and its dir under the dir thres
 dirs stay within theirs (or no worse). Only topics whose policy sets ``balance.failureSpread`` move.
 
 Cost: one pass over the partitions counts each leader's followers; then only brokers short of their
-target are worked on, each with at most ``TRIES`` rule checks, so at scale (brokers leading hundreds of
-partitions, spread already at its target) the goal costs that one pass.
+target are worked on, each with at most ``TRIES`` candidates and rule checks (the destinations sorted
+once per move), so at scale (brokers leading hundreds of partitions, spread already at its target) the
+goal costs that one pass.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..context import PlanningContext, Verdict
 from ..spread import FollowerRoom, spread_of, targets
 from ..state import Key
 
-TRIES = 2000  # rule checks per broker short of its target
+TRIES = 2000  # candidates plus rule checks per broker short of its target
 
 
 class FailureSpreadGoal:
@@ -91,21 +92,35 @@ class FailureSpreadGoal:
     ) -> None:
         """Give ``leader`` new followers until it reaches ``target`` or no move is allowed."""
         a, e = ctx.assignment, ctx.eligibility
-        free: list[
-            tuple[int, Key, int, int]
-        ] = []  # replicas the plan brings anyway: size, key, index, broker
-        costly: list[tuple[int, Key, int, int]] = []
-        for key in keys:
-            for i, f in enumerate(a.replicas[key][1:], 1):
-                if followers.get(f, 0) >= 2:
-                    held = key not in a.touched or ctx.held_dir(key, f)[0]
-                    (costly if held else free).append((a.size[key], key, i, f))
+        touched = a.touched
+
+        def candidates(arriving: bool) -> list[tuple[int, Key, int, int]]:
+            """(size, key, index, broker) of the followers that may move: those the plan brings to
+            their broker (``arriving``: a redirect, no extra copy), else those the snapshot has there
+            (listed only when the first kind did not reach the target); smallest first."""
+            out: list[tuple[int, Key, int, int]] = []
+            for key in keys:
+                changed = key in touched  # a partition no goal set has the snapshot's replicas
+                if arriving and not changed:
+                    continue
+                for i, f in enumerate(a.replicas[key][1:], 1):
+                    if followers.get(f, 0) >= 2:
+                        held = not changed or ctx.held_dir(key, f)[0]
+                        if held is not arriving:
+                            out.append((a.size[key], key, i, f))
+            out.sort()
+            return out
+
         tries = 0
-        for candidates in (free, costly):
-            candidates.sort()
-            for size, key, i, old in candidates:
-                if spread_of(followers) >= target or tries >= TRIES:
+        dests: list[int] | None = None  # brokers not following the leader, least loaded first
+        spread = spread_of(followers)
+        for arriving in (True, False):
+            if spread >= target or tries >= TRIES:
+                return
+            for size, key, i, old in candidates(arriving):
+                if spread >= target or tries >= TRIES:
                     return
+                tries += 1  # (a candidate costs a look even when no destination is checked)
                 reps = a.replicas[key]
                 if reps[i] != old or followers.get(old, 0) < 2:
                     continue  # moved already, or an earlier move made it the last of its kind
@@ -116,14 +131,15 @@ class FailureSpreadGoal:
                     continue
                 place = ctx.receiver_place(key)
                 rejected: set[Any] = set()
-                dests = sorted(
-                    (
-                        y
-                        for y in e.active_brokers
-                        if y != leader and not followers.get(y) and e.may_receive(y)
-                    ),
-                    key=lambda y: (limits.load(y), y),
-                )
+                if dests is None:  # sorted again only after a move changed loads and followers
+                    dests = sorted(
+                        (
+                            y
+                            for y in e.active_brokers
+                            if y != leader and not followers.get(y) and e.may_receive(y)
+                        ),
+                        key=lambda y: (limits.load(y), y),
+                    )
                 for y in dests:
                     if y in reps or place(y) in rejected:
                         continue
@@ -144,6 +160,8 @@ class FailureSpreadGoal:
                     ctx.charge(policy, size)
                     followers[old] -= 1
                     followers[y] = followers.get(y, 0) + 1
+                    spread += 1
+                    dests = None
                     break
 
 
