@@ -85,7 +85,7 @@ def row(size: str, name: str, goal: str, r: dict[str, Any], base: float) -> str:
     return (
         f"| {size} | {name} | {goal} | {r['min']} / {r['mean']:.2f} | {target} | {below} | {r['gb']:.1f} | "
         f"{ratio} | {r['hard']} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['goal']:.2f} | "
-        f"{r['cpu'] / base:.2f} |"
+        f"{100 * r['goal'] / base:.1f}% | {r['cpu'] / base:.2f} |"
     )
 
 
@@ -109,13 +109,14 @@ def main() -> None:
         "Spread = distinct followers of the partitions each broker leads, min / mean over leading "
         "brokers; target = the mean of what the rules allow each broker (`planning/spread.py`); below = "
         "brokers short of their target; wall s and CPU s = `compute_plan` (plan + summary) in wall-clock "
-        "and process CPU seconds (CPU time is the comparison: wall time on a shared machine varies by more "
-        "than the goal costs), goal s = the goal's own CPU seconds, x = CPU s / the same scenario's CPU s "
-        "without the goal.",
+        "and process CPU seconds; goal s = the goal's own CPU seconds; goal share = goal s / the same "
+        "scenario's CPU s without the goal (what the goal adds: the rest of the plan is the same code); "
+        "x = CPU s / CPU s without the goal, one run each (on a loaded shared machine a run's CPU time "
+        "varies by more than the goal costs: read x with the goal share).",
         "",
         "| size | scenario | failureSpread | spread min / mean | target | below | GB moved | moved / LB "
-        "| hard after | wall s | CPU s | goal s | x |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| hard after | wall s | CPU s | goal s | goal share | x |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     warm, text = scenario("all", brokers=12, partitions=2000, topics=20)
     run(warm, with_spread(text))  # (imports and first-call costs, counted in no row)
@@ -130,7 +131,7 @@ def main() -> None:
             for goal, r in (("off", off), ("on", on)):
                 lines.append(row(size, name, goal, r, off["cpu"]))
                 print(lines[-1], flush=True)
-    lines.append("")
+    lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}.", ""]
     write_section(Path(args.output), lines)
     print(f"wrote {args.output}")
 
