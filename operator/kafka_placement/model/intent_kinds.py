@@ -300,6 +300,14 @@ class Balance:
         "logDirs", _bool("Balance bytes across the log dirs of each broker.", default=False)
     )
     leaders: bool = leaf("leaders", _bool("Balance partition leaders across brokers.", default=False))
+    failure_spread: bool = leaf(
+        "failureSpread",
+        _bool(
+            "Spread the followers of the partitions each broker leads over as many other brokers as the"
+            " rules allow, so that a broker's failure moves its leadership onto many survivors.",
+            default=False,
+        ),
+    )
     tolerance: float = leaf(
         "tolerance",
         {
@@ -313,7 +321,7 @@ class Balance:
 
     @property
     def any(self) -> bool:
-        return self.brokers or self.log_dirs or self.leaders
+        return self.brokers or self.log_dirs or self.leaders or self.failure_spread
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,6 +41,7 @@ from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .reach import Reach
+from .spread import FollowerRoom, spread_of, targets
 from .state import DirKey, Eligibility
 from .topology import RackTree
 
@@ -344,7 +345,8 @@ class Tally:
     reach: Reach = field(default_factory=Reach)
     violations_before: Violations = field(default_factory=Violations)
     violations_change: Violations = field(default_factory=Violations)  # after the plan minus before
-    peers: dict[int, dict[int, int]] = field(default_factory=dict)  # leader -> follower -> partitions, after
+    # leader -> follower -> partitions, after the plan; under the leader itself: the partitions it leads
+    peers: dict[int, dict[int, int]] = field(default_factory=dict)
     under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
 
     def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
@@ -377,11 +379,12 @@ class Tally:
             self.violations_change.add(p, q, scope)
 
     def _pair(self, p: PartitionState, sign: int) -> None:
-        """Count (``sign`` -1: uncount) ``p``'s followers as its preferred leader's peers."""
+        """Count (``sign`` -1: uncount) ``p``'s followers as its preferred leader's peers (and ``p`` as
+        one partition it leads, under its own id)."""
         peers = self.peers.get(p.replicas[0])
         if peers is None:
             peers = self.peers[p.replicas[0]] = {}
-        for b in p.replicas[1:]:
+        for b in p.replicas:
             peers[b] = peers.get(b, 0) + sign
 
     @property
@@ -434,8 +437,28 @@ class Tally:
             out["violationsBefore"] = self.violations_before.finish(scope.elig)
             out["violationsAfter"] = self.violations_after.finish(scope.elig)
             out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
-        followers = [sum(1 for n in v.values() if n > 0) for b in active if (v := self.peers.get(b))]
-        out["failureSpread"] = _spread([n for n in followers if n])
+        followers = {b: {f: n for f, n in v.items() if f != b} for b in active if (v := self.peers.get(b))}
+        counts = {b: spread_of(v) for b, v in followers.items()}
+        out["failureSpread"] = _spread([n for n in counts.values() if n])
+        asked = [q for q in scope.intents.policies if q.balance.failure_spread] if scope.intents else []
+        if asked:
+            rooms = [
+                FollowerRoom(scope.trees.get(q.name), [b for b in active if scope.elig.may_receive(b)])
+                for q in asked
+            ]
+            led = {b: self.peers[b].get(b, 0) for b in followers}
+            goal = targets(followers, led, active, rooms)
+            below = {b: t - counts[b] for b, t in goal.items() if counts[b] < t}
+            out["failureSpread"].update(
+                {
+                    "target": _spread(list(goal.values())),
+                    "brokersBelowTarget": len(below),
+                    "followersShort": sum(below.values()),
+                }
+            )
+            # A broker's spread rises by reorders (free) and by redirecting replicas the plan moves
+            # anyway (no extra copy): no plan provably needs bytes for it, so the bound adds none.
+            out["lowerBound"]["failureSpread"] = 0
         return out
 
 

@@ -41,7 +41,13 @@ from ..model.intents import Intents, PlacementPolicy
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .context import PlanningContext
-from .goals import BrokerBalanceGoal, DirBalanceGoal, LeaderBalanceGoal, ReplicaPlacementGoal
+from .goals import (
+    BrokerBalanceGoal,
+    DirBalanceGoal,
+    FailureSpreadGoal,
+    LeaderBalanceGoal,
+    ReplicaPlacementGoal,
+)
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
 from .state import ClusterLoads, DirKey
@@ -175,7 +181,7 @@ def merge_and_balance(
         ctx.done.append(ReplicaPlacementGoal())
     else:  # the selection may have missed a partition: the hard goal over every partition
         run_goals(ctx, [ReplicaPlacementGoal()])
-    run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal()])
+    run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal(), FailureSpreadGoal()])
     return diff(ctx.snapshot, ctx)
 
 

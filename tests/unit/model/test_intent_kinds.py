@@ -46,7 +46,13 @@ FULL: dict[str, dict[str, Any]] = {
         "topics": {"include": ["orders-*"], "exclude": ["orders-tmp"]},
         "rackAwareness": {"separator": "-", "levels": 8},
         "replicationFactor": 32767,
-        "balance": {"brokers": True, "logDirs": True, "leaders": True, "tolerance": 10},
+        "balance": {
+            "brokers": True,
+            "logDirs": True,
+            "leaders": True,
+            "failureSpread": True,
+            "tolerance": 10,
+        },
         "preferredBrokers": [7, 7],
         "moveBudget": {"maxBytes": 2**40, "maxMoves": 2**31 - 1},
         "mode": "Advise",
@@ -82,6 +88,7 @@ def test_the_defaults_field_by_field() -> None:
         brokers=default["brokers"],
         log_dirs=default["logDirs"],
         leaders=default["leaders"],
+        failure_spread=default["failureSpread"],
         tolerance=default["tolerance"],
     )
     assert MoveBudget() == MoveBudget(max_bytes=default["maxBytes"], max_moves=default["maxMoves"])
@@ -131,6 +138,13 @@ def test_the_crds_spec_schema_is_the_models(kind: str) -> None:
         ("PlacementPolicy", {"rackAwareness": {"levels": 9}}, "spec.rackAwareness.levels", "must be <= 8"),
         ("PlacementPolicy", {"replicationFactor": 32768}, "spec.replicationFactor", "must be <= 32767"),
         ("PlacementPolicy", {"balance": {"tolerance": 10.5}}, "spec.balance.tolerance", "must be <= 10"),
+        (
+            "PlacementPolicy",
+            {"balance": {"failureSpread": "yes"}},
+            "spec.balance.failureSpread",
+            "true or false",
+        ),
+        ("PlacementPolicy", {"balance": {"failureSpread": 1}}, "spec.balance.failureSpread", "true or false"),
         ("PlacementPolicy", {"moveBudget": {"maxMoves": 2**31}}, "spec.moveBudget.maxMoves", "<= 2147483647"),
         ("PlacementPolicy", {"mode": "Force"}, "spec.mode", "must be one of Enforce, Advise, got 'Force'"),
         ("PlacementPolicy", {"approval": "Later", "topics": {"zz": 1}}, "spec.topics", "unknown field(s) zz"),
@@ -151,3 +165,13 @@ def test_the_operator_fields_are_accepted_and_left_to_their_own_parser() -> None
     assert isinstance(policy, PlacementPolicy) and policy.origin == "at" and policy.name == "spread"
     assert policy.matches("orders-eu") and not policy.matches("orders-tmp") and not policy.enforced
     assert policy.preferred_brokers == (7, 7)  # not a set: a repeated id changes nothing
+
+
+def test_failure_spread_is_off_unless_asked() -> None:
+    """``balance.failureSpread`` (issue 39): absent is false, so plans without it stay as they were; the
+    schema declares it a boolean with that default."""
+    assert parse_kind("PlacementPolicy", {"balance": {}}, "spec", "x").balance.failure_spread is False
+    on = parse_kind("PlacementPolicy", {"balance": {"failureSpread": True}}, "spec", "x")
+    assert on.balance.failure_spread is True and on.balance.any
+    field = crd_spec_schema("PlacementPolicy")["properties"]["balance"]["properties"]["failureSpread"]
+    assert (field["type"], field["default"]) == ("boolean", False)
