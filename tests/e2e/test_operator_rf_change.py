@@ -201,7 +201,10 @@ def test_policy_raises_and_lowers_the_replication_factor_under_a_producer(
                 },
             ),
         )
-        wait_phase(kubectl, operator, ns, "placementpolicy", "rf", ("Completed",), timeout=300)
+        first = wait_phase(
+            kubectl, operator, ns, "placementpolicy", "rf", ("Completed", "Failed"), timeout=300
+        )
+        assert first["status"]["phase"] == "Completed", first["status"]
 
         up = set_rf(kubectl, operator, ns, 3)
         assert up["status"]["plan"]["moves"] == PARTITIONS, up["status"]  # every partition gains a replica
