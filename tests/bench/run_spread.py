@@ -136,9 +136,10 @@ def main() -> None:
     print(f"wrote {args.output}")
 
 
-def write_section(path: Path, lines: list[str]) -> None:
-    """Replace this script's section of the file (or add it as the first section after the index of
+def write_section(path: Path, lines: list[str], heading: str = HEADING) -> None:
+    """Replace the section ``heading`` of the file (or add it as the first section after the index of
     current results)."""
+    HEADING = heading
     text = path.read_text()
     block = "\n".join(lines) + "\n"
     if HEADING in text:

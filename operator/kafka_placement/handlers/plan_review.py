@@ -3,7 +3,8 @@
 
 When the cluster's plan is made (and again only when its id changes), the reconcile writes one ConfigMap,
 owned by the KafkaCluster (so it goes with it), holding what ``kafka-placement report`` shows, from the
-same pure code (``planning/report.py``): ``summary.json`` (the plan's summary), ``brokers.json`` (per
+same pure code (``planning/report.py``): ``summary.json`` (the plan's summary, less the batches' order of
+every partition), ``brokers.json`` (per
 broker: bytes, replicas and leaders before/after, bytes copied in and out, bytes moved between its dirs),
 ``dirs.json`` (the dirs of the brokers that change), ``topics.json`` (moves by topic), ``moves.json``
 (the largest moves), ``batches.json`` (bytes per batch, ordered with the executor's ``maxMovesPerBroker``)
@@ -85,6 +86,13 @@ def estimate(report: Report, limits: Limits) -> dict[str, Any]:
     }
 
 
+def _bounded(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary without what grows with the plan: the batches' order of every partition (their count
+    stays; ``batches.json`` has their bytes)."""
+    batches = {k: v for k, v in (summary.get("batches") or {}).items() if k != "order"}
+    return {**summary, "batches": batches} if "batches" in summary else dict(summary)
+
+
 def _batches(sizes: tuple[int, ...], per_broker: int) -> dict[str, Any]:
     """Bytes per batch; beyond ``MAX_BATCHES`` batches, summed in groups (``groupedBy``) so the list stays
     bounded however large the plan."""
@@ -108,7 +116,7 @@ def review_data(report: Report, limits: Limits) -> tuple[dict[str, str], dict[st
         "planId": report.plan_id,
         "brokersChanging": brokers_changing(report),
         "planBlob": f"plan-{report.plan_id}",
-        "summary.json": dump(report.summary),
+        "summary.json": dump(_bounded(report.summary)),
         "brokers.json": dump(
             {
                 "shown": report.brokers_count.shown,
