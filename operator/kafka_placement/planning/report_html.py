@@ -16,6 +16,8 @@ from typing import Any
 from .report import Capped, Report
 
 MAX_BATCH_BARS = 200  # batches beyond this are charted in equal groups
+MAX_LABEL = 14  # characters of a bar group's label (the tooltip has it whole)
+CHAR_W, LINE_H = 6.5, 12  # a 10px label's widest average character and its line, in chart units
 WIDTH, HEIGHT, PAD = 960, 220, 48
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1000px}
@@ -223,8 +225,14 @@ def _bars(
     inner_w, inner_h = WIDTH - PAD - 8, HEIGHT - PAD
     group_w = inner_w / len(labels)
     bar_w = max(0.5, group_w * 0.8 / len(series))
-    show_labels = len(labels) <= 60
-    parts = [f'<svg id="{ident}" viewBox="0 0 {WIDTH} {HEIGHT + 30}" role="img">']
+    shown = [_shorten(label) for label in labels]
+    longest = max(len(label) for label in shown) * CHAR_W
+    # a label is written across its group when it fits there, else upright (bottom to top) below
+    # the axis, the chart growing to hold it; too many groups for a line of text each: no labels
+    show_labels = group_w >= LINE_H * 1.25
+    upright = show_labels and longest > group_w * 0.9
+    height = HEIGHT + (16 + longest if upright else 30)
+    parts = [f'<svg id="{ident}" viewBox="0 0 {WIDTH} {height:.0f}" role="img">']
     parts.append(f'<line class="axis" x1="{PAD}" y1="{inner_h + 8}" x2="{WIDTH - 8}" y2="{inner_h + 8}"/>')
     parts.append(f'<text x="2" y="14">{escape(fmt(top))}</text>')
     for i, label in enumerate(labels):
@@ -237,20 +245,29 @@ def _bars(
                 f'<rect class="{name}" x="{x0 + j * bar_w:.1f}" y="{inner_h + 8 - h:.1f}" '
                 f'width="{bar_w:.1f}" height="{h:.1f}"/>'
             )
-        text = (
-            f'<text x="{x0 + group_w * 0.4:.1f}" y="{inner_h + 20}" text-anchor="middle">'
-            f"{escape(label[:14])}</text>"
-            if show_labels
-            else ""
-        )
+        cx = x0 + group_w * 0.4
+        if not show_labels:
+            text = ""
+        elif upright:  # rotated about its anchor: text-anchor end puts the label's end at the axis
+            text = (
+                f'<text x="{cx:.1f}" y="{inner_h + 12}" text-anchor="end" dominant-baseline="central" '
+                f'transform="rotate(-90 {cx:.1f} {inner_h + 12})">{escape(shown[i])}</text>'
+            )
+        else:
+            text = f'<text x="{cx:.1f}" y="{inner_h + 20}" text-anchor="middle">{escape(shown[i])}</text>'
         parts.append(
             f'<g class="group"><title>{escape(label)}: {escape(tip)}</title>{"".join(rects)}{text}</g>'
         )
-    for name, value, css in lines:
+    taken: list[float] = []  # baselines of the reference lines' labels so far, from the top line down
+    for name, value, css in sorted(lines, key=lambda line: -line[1]):
         y = inner_h + 8 - value / top * inner_h
         parts.append(f'<line class="{css}" x1="{PAD}" y1="{y:.1f}" x2="{WIDTH - 8}" y2="{y:.1f}"/>')
+        ty = y - 3  # above its line, or below it when the label of a line just above is there
+        while ty < LINE_H or any(abs(ty - t) < LINE_H for t in taken):  # nor cut off at the top
+            ty = y + LINE_H - 1 if ty < y else ty + LINE_H
+        taken.append(ty)
         parts.append(
-            f'<text x="{WIDTH - 8}" y="{y - 3:.1f}" text-anchor="end">{escape(name)} {fmt(value)}</text>'
+            f'<text x="{WIDTH - 8}" y="{ty:.1f}" text-anchor="end">{escape(name)} {fmt(value)}</text>'
         )
     parts.append("</svg>")
     legend = "".join(
@@ -258,6 +275,15 @@ def _bars(
         for name, _ in series
     )
     return "".join(parts) + f'<div class="legend">{legend}</div>'
+
+
+def _shorten(label: str) -> str:
+    """At most ``MAX_LABEL`` characters, keeping both ends: dir labels (``broker:path``) differ in
+    their last characters (``/data-0``, ``/data-1``)."""
+    if len(label) <= MAX_LABEL:
+        return label
+    head = 4
+    return f"{label[:head]}…{label[head + 1 - MAX_LABEL :]}"
 
 
 def _batches(sizes: Sequence[int]) -> str:

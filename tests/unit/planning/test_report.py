@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import report as report_mod
 from kafka_placement.planning.optimizer import summarize
 from kafka_placement.planning.report import build_report
-from kafka_placement.planning.report_html import render
+from kafka_placement.planning.report_html import MAX_LABEL, _bars, _shorten, render
 
 GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "polyline"}
@@ -185,3 +186,19 @@ def test_long_lists_are_capped_and_say_so(monkeypatch: pytest.MonkeyPatch) -> No
     assert found.groups["chart-brokers"] == 3
     assert f"Showing 3 of {len(snap.brokers)} brokers" in page
     assert f"Showing 4 of {len(plan.partitions)} partitions" in page
+
+
+def test_labels_keep_both_ends_and_reference_line_labels_do_not_collide() -> None:
+    dirs = [f"{b}:/var/lib/kafka/data-{i}" for b in (1, 2) for i in (0, 1)]
+    short = [_shorten(d) for d in dirs]
+    assert len(set(short)) == len(dirs) and all(len(s) <= MAX_LABEL for s in short)
+    assert short[0].startswith("1:/") and short[0].endswith("data-0") and _shorten("dc1/r2") == "dc1/r2"
+    # a threshold just above the mean, the mean at the top: each label inside the chart, 12 units apart
+    svg = _bars(
+        "c", ["1", "2"], [("after", [100, 100])], [("mean", 100.0, "mean"), ("threshold", 99.0, "line")]
+    )
+    ys = sorted(float(y) for y in re.findall(r'<text x="952" y="([0-9.]+)" text-anchor="end">', svg))
+    assert len(ys) == 2 and ys[0] >= 12 and ys[1] - ys[0] >= 12
+    # many groups: labels upright, the chart taller
+    many = _bars("c", dirs * 5, [("after", list(range(20)))])
+    assert many.count('transform="rotate(-90') == 20 and 'viewBox="0 0 960 250"' not in many
