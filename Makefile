@@ -31,10 +31,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # Kafka jars from Maven Central; kube-apiserver, kubectl, the node's kubelet/kube-proxy/scheduler/
-# controller-manager, etcd and helm from the Go module proxy; containerd, runc, CNI plugins and iptables
-# unpacked from Debian packages; the broker plugin (broker-plugin/) built with Maven, its JUnit tests
-# included, rebuilt only when its sources change (all cached outside the repo); headless Chromium from
-# Debian's packages for the report's browser test (installed once, a no-op after).
+# controller-manager, etcd and helm from the Go module proxy; containerd, runc, CNI plugins, iptables and
+# promtool (the chart's alert rules are checked with it) unpacked from Debian packages; the broker plugin
+# (broker-plugin/) built with Maven, its JUnit tests included, rebuilt only when its sources change (all
+# cached outside the repo); headless Chromium from Debian's packages for the report's browser test
+# (installed once, a no-op after).
 rig-build: venv
 	@bash scripts/check-tools.sh java mvn go
 	bash tests/rig/kafka/fetch.sh
@@ -42,6 +43,7 @@ rig-build: venv
 	bash tests/rig/k8s/build.sh
 	bash tests/rig/node/fetch-debs.sh >/dev/null
 	bash scripts/install-chromium.sh >/dev/null
+	bash tests/rig/prometheus/fetch-promtool.sh >/dev/null
 
 # The rigs to bring up or down (scripts/rig.sh); `make test` runs several side by side (tests/rig/lanes.py).
 RIGS ?= main legacy secure k8s node spark

@@ -4,7 +4,10 @@ into a namespace that enforces the Restricted pod security standard. Both replic
 leads, one stands by), run as non-root on a read-only root filesystem, and the leader reconciles a
 BrokerDecommission and a draining LogDirCordon of the rig's Kafka to Completed through the node's pod
 network; with `planner.engine: spark` it plans inside its container what the local engine plans; the
-metrics answer through the Service (the apiserver's service proxy); `helm upgrade` rolls the pods;
+metrics answer through the Service (the apiserver's service proxy), every metric the chart's alert rules
+and dashboard name among them; the default PodDisruptionBudget covers both pods; `helm upgrade` rolls the
+pods and turns the monitoring values around (ServiceMonitor, PrometheusRule and dashboard on, the budget
+off; the prometheus-operator's kinds from stand-in CRDs made here);
 deleting the leader's pod hands the Lease over; `helm uninstall` (after the custom resources are deleted,
 their finalizers run by the pod) keeps the CRDs and removes everything else, leaving no throttle and no
 cordon in Kafka.
@@ -26,6 +29,15 @@ from typing import Any
 import pytest
 import yaml
 from tests.e2e.test_operator import snapshot, throttles_left
+from tests.integration.chart_monitoring import (
+    DASHBOARD_KEY,
+    MONITORING_ON,
+    dashboard,
+    dashboard_exprs,
+    exposed_names,
+    metric_names,
+    rule_exprs,
+)
 from tests.integration.conftest import KafkaRig, rig_json_path, wait_for
 from tests.integration.test_node import node_entry
 from tests.rig.image_rig import chart_image
@@ -59,8 +71,9 @@ def operator_image(rig_json: dict[str, Any]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def release_ns(k8s_rig: dict[str, Any], operator_image: str) -> Iterator[str]:
-    """A namespace enforcing the Restricted standard, for the release; deleted afterwards."""
+def release_ns(k8s_rig: dict[str, Any], operator_image: str, monitoring_crds: None) -> Iterator[str]:
+    """A namespace enforcing the Restricted standard, for the release; deleted afterwards (before the
+    stand-in monitoring CRDs go)."""
     ns = f"t-helm-node-{uuid.uuid4().hex[:6]}"
     kubectl = [str(k8s_rig["kubectl"]), "--kubeconfig", str(k8s_rig["kubeconfig"])]
     subprocess.run([*kubectl, "create", "namespace", ns], check=True, capture_output=True)
@@ -72,6 +85,54 @@ def release_ns(k8s_rig: dict[str, Any], operator_image: str) -> Iterator[str]:
     helm = [str(k8s_rig["helm"]), "--kubeconfig", str(k8s_rig["kubeconfig"])]
     subprocess.run([*helm, "uninstall", RELEASE, "-n", ns, "--wait"], capture_output=True, timeout=180)
     subprocess.run([*kubectl, "delete", "namespace", ns, "--wait=false"], capture_output=True)
+
+
+MONITORING_CRDS = {"servicemonitors": "ServiceMonitor", "prometheusrules": "PrometheusRule"}
+MONITORING_KINDS = ",".join(MONITORING_CRDS)
+
+
+@pytest.fixture(scope="module")
+def monitoring_crds(kubectl: Kubectl) -> Iterator[None]:
+    """The prometheus-operator's ServiceMonitor and PrometheusRule kinds, absent on the rig: stand-in CRDs
+    that accept any spec (the rules are checked by promtool in tests/integration/test_chart.py), made
+    only when missing and deleted afterwards."""
+    made = []
+    for plural, kind in MONITORING_CRDS.items():
+        name = f"{plural}.monitoring.coreos.com"
+        if kubectl("get", "crd", name, check=False).returncode == 0:
+            continue
+        schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+        crd = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": "monitoring.coreos.com",
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
+            },
+        }
+        kubectl("apply", "-f", "-", input=json.dumps(crd))
+        made.append(name)
+    if made:
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in made])
+    yield
+    if made:
+        kubectl("delete", "crd", *made, "--wait=false", check=False)
+
+
+def monitoring_objects(kubectl: Kubectl, ns: str) -> list[str]:
+    """The release's ServiceMonitor, PrometheusRule, PodDisruptionBudget and dashboard ConfigMap."""
+    out = kubectl(
+        "get", "servicemonitors,prometheusrules,poddisruptionbudgets,configmaps", "-n", ns,
+        "-l", f"app.kubernetes.io/instance={RELEASE}", "-o", "name",
+    ).stdout.split()  # fmt: skip
+    return sorted(o.split("/", 1)[0].split(".", 1)[0] + "/" + o.split("/", 1)[1] for o in out)
+
+
+def sets(values: tuple[str, ...]) -> list[str]:
+    return [a for v in values for a in ("--set", v)]
 
 
 def helm(k8s_rig: dict[str, Any], *args: str, timeout: float = 300) -> str:
@@ -118,6 +179,16 @@ def test_install_with_chart_defaults_runs_two_ready_non_root_read_only_pods(
     ns = release_ns
     helm(k8s_rig, "install", RELEASE, str(CHART), "-n", ns, "--wait", "--timeout", "5m")
     found = wait_for("two Ready pods", lambda: two_ready(kubectl, ns), 240, why=lambda: diagnose(kubectl, ns))
+    # of the monitoring values only the PodDisruptionBudget is on by default; it covers both pods
+    assert monitoring_objects(kubectl, ns) == [f"poddisruptionbudget/{FULLNAME}"]
+
+    def covered() -> dict[str, Any] | None:
+        pdb: dict[str, Any] = json.loads(kubectl("get", "pdb", FULLNAME, "-n", ns, "-o", "json").stdout)
+        status = pdb.get("status") or {}
+        return pdb if status.get("expectedPods") == 2 and status.get("currentHealthy") == 2 else None
+
+    pdb = wait_for("the budget counts two healthy pods", covered, 60, why=lambda: diagnose(kubectl, ns))
+    assert pdb["status"]["disruptionsAllowed"] == 1, pdb["status"]
     holder = wait_for(
         "a Lease holder", lambda: lease_holder(kubectl, ns), 60, why=lambda: diagnose(kubectl, ns)
     )
@@ -250,10 +321,18 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
     kubectl("delete", "kafkacluster", "by-local", "by-spark", "-n", ns, "--timeout=120s")
 
 
-def test_metrics_answer_through_the_service(kubectl: Kubectl, release_ns: str) -> None:
+def test_metrics_answer_through_the_service(
+    k8s_rig: dict[str, Any], kubectl: Kubectl, release_ns: str
+) -> None:
     path = f"/api/v1/namespaces/{release_ns}/services/{FULLNAME}-metrics:metrics/proxy/metrics"
     text = kubectl("get", "--raw", path).stdout
     assert "kafka_placement_leader " in text and "kafka_placement_reconciles_total" in text
+    # every metric the chart's alert rules and dashboard name is one the running operator declares
+    rendered = helm(k8s_rig, "template", RELEASE, str(CHART), "-n", release_ns, *sets(MONITORING_ON))
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    named = metric_names(rule_exprs(docs) + dashboard_exprs(dashboard(docs)))
+    assert len(named) >= 15, named
+    assert named - exposed_names(text) == set(), text
 
 
 def test_upgrade_with_changed_values_rolls_both_pods(
@@ -263,8 +342,16 @@ def test_upgrade_with_changed_values_rolls_both_pods(
     before = {p["metadata"]["name"] for p in pods(kubectl, ns)}
     helm(
         k8s_rig, "upgrade", RELEASE, str(CHART), "-n", ns, "--reuse-values",
-        "--set", "resources.limits.memory=3Gi", "--wait", "--timeout", "5m",
+        "--set", "resources.limits.memory=3Gi", *sets(MONITORING_ON[:3]),
+        "--set", "podDisruptionBudget.enabled=false", "--wait", "--timeout", "5m",
     )  # fmt: skip
+    assert monitoring_objects(kubectl, ns) == [
+        f"configmap/{FULLNAME}-dashboard",
+        f"prometheusrule/{FULLNAME}",
+        f"servicemonitor/{FULLNAME}",
+    ]
+    board = kubectl("get", "configmap", f"{FULLNAME}-dashboard", "-n", ns, "-o", "json").stdout
+    assert json.loads(json.loads(board)["data"][DASHBOARD_KEY])["panels"]
 
     def rolled() -> list[dict[str, Any]] | None:
         found = two_ready(kubectl, ns)
@@ -316,7 +403,8 @@ def test_uninstall_keeps_the_crds_and_removes_the_rest(
     for crd in CRDS:
         kubectl("get", "crd", f"{crd}.kafkaplacement.io")
     left = kubectl(
-        "get", "deployment,serviceaccount,service,role,rolebinding,configmap", "-n", ns,
+        "get", f"deployment,serviceaccount,service,role,rolebinding,configmap,pdb,{MONITORING_KINDS}",
+        "-n", ns,
         "-l", f"app.kubernetes.io/instance={RELEASE}", "-o", "name",
     ).stdout.split()  # fmt: skip
     assert left == []

@@ -17,6 +17,14 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.integration.chart_monitoring import (
+    DASHBOARD_KEY,
+    MONITORING_OFF,
+    MONITORING_ON,
+    dashboard,
+    dashboard_exprs,
+    rule_exprs,
+)
 
 pytestmark = pytest.mark.k8s
 
@@ -313,3 +321,159 @@ def test_two_replicas_without_leader_election_are_refused(helm: Helm, k8s_namesp
     deploy = next(d for d in one if d["kind"] == "Deployment")
     assert deploy["spec"]["strategy"]["type"] == "Recreate"
     assert not [d for d in one if d["metadata"]["name"].endswith("-leader-election")]
+
+
+# ---- monitoring: ServiceMonitor, PrometheusRule, Grafana dashboard, PodDisruptionBudget ------------------
+
+MONITORING_KINDS = ("ServiceMonitor", "PrometheusRule", "PodDisruptionBudget")
+
+
+def _monitoring(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The monitoring objects rendered, by kind (the dashboard's ConfigMap as ``Dashboard``)."""
+    out = {d["kind"]: d for d in docs if d["kind"] in MONITORING_KINDS}
+    for d in docs:
+        if d["kind"] == "ConfigMap" and DASHBOARD_KEY in d.get("data", {}):
+            out["Dashboard"] = d
+    return out
+
+
+def test_each_monitoring_value_renders_its_object_only_when_on(
+    helm: Helm, kubectl: Kubectl, k8s_namespace: str
+) -> None:
+    """Defaults: the PodDisruptionBudget only (the others need Prometheus or Grafana); each value on
+    renders its object, off removes it; the selectors find this release's Service and pods."""
+    assert set(_monitoring(_docs(_render(helm, k8s_namespace)))) == {"PodDisruptionBudget"}
+    assert _monitoring(_docs(_render(helm, k8s_namespace, *MONITORING_OFF))) == {}
+    single = _render(helm, k8s_namespace, "replicaCount=1", "leaderElection.enabled=false")
+    assert _monitoring(_docs(single)) == {}  # one pod: a budget would only block drains
+
+    text = _render(helm, k8s_namespace, *MONITORING_ON)
+    docs = _docs(text)
+    found = _monitoring(docs)
+    assert set(found) == {*MONITORING_KINDS, "Dashboard"}
+    service = next(d for d in docs if d["kind"] == "Service")
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    monitor = found["ServiceMonitor"]["spec"]
+    assert monitor["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["namespaceSelector"]["matchNames"] == [k8s_namespace]
+    assert [e["port"] for e in monitor["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]
+    # the Service's pods-only labels do not select it: the component label does
+    assert "app.kubernetes.io/component" in monitor["selector"]["matchLabels"]
+    pdb = found["PodDisruptionBudget"]["spec"]
+    assert pdb["selector"]["matchLabels"] == deploy["spec"]["selector"]["matchLabels"]
+    assert pdb["maxUnavailable"] == 1
+    # the rules select the series of the job the ServiceMonitor makes (named after the Service)
+    job = f'job="{service["metadata"]["name"]}", namespace="{k8s_namespace}"'
+    assert all(job in e for e in rule_exprs(docs))
+    assert found["Dashboard"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = dashboard(docs)
+    assert board["uid"] == "kafka-placement-operator" and dashboard_exprs(board)
+    # what the apiserver knows (the budget and the dashboard) is valid there; the prometheus-operator's
+    # kinds are not installed on the rig (tests/e2e/test_helm_node.py installs them with stand-in CRDs)
+    known = [d for d in docs if d["kind"] not in ("ServiceMonitor", "PrometheusRule")]
+    out = kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(known))
+    assert "poddisruptionbudget.policy/kpo-kafka-placement-operator created (server dry run)" in out.stdout
+    assert "configmap/kpo-kafka-placement-operator-dashboard created (server dry run)" in out.stdout
+
+    moved = _docs(_render(helm, k8s_namespace, *MONITORING_ON, "metrics.grafanaDashboard.namespace=grafana"))
+    assert _monitoring(moved)["Dashboard"]["metadata"]["namespace"] == "grafana"
+    refused = helm(
+        "template", "kpo", str(CHART), "--set", "metrics.serviceMonitor.enabled=true",
+        "--set", "metrics.service.enabled=false", check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "metrics.serviceMonitor.enabled needs" in refused.stderr
+
+
+def promtool() -> str:
+    """promtool from Debian's prometheus package, unpacked into the cache by `make rig-build`."""
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tests" / "rig" / "prometheus" / "fetch-promtool.sh")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"fetch-promtool.sh failed:\n{proc.stderr}"
+    return proc.stdout.strip().splitlines()[-1]
+
+
+# The alerts on series that show each condition, and on series that do not (promtool test rules): the
+# gauges of a process that no longer leads (instance b), Paused for less than the hold (c3), a constant
+# error count (c2), a few re-applications. Series: (metric, instance, cluster, phase, values).
+def _series(*rows: tuple[str, str, str, str, str]) -> list[dict[str, str]]:
+    out = []
+    for metric, instance, cluster, phase, values in rows:
+        labels = [f'job="J", instance="{instance}"']
+        labels += [f'cluster="{cluster}"'] if cluster else []
+        labels += [f'phase="{phase}"'] if phase else []
+        out.append({"series": f"kafka_placement_{metric}{{{', '.join(labels)}}}", "values": values})
+    return out
+
+
+def _expect(at: str, alert: str, *labels: dict[str, str]) -> dict[str, Any]:
+    return {"eval_time": at, "alertname": alert, "exp_alerts": [{"exp_labels": x} for x in labels]}
+
+
+WARNING, CRITICAL = {"severity": "warning"}, {"severity": "critical"}
+ALERT_TESTS: list[dict[str, Any]] = [
+    {
+        "interval": "1m",
+        "input_series": _series(
+            ("leader", "a", "", "", "1x60"),
+            ("leader", "b", "", "", "0x60"),
+            ("execution_phase", "a", "c1", "Paused", "1x60"),
+            ("execution_phase", "b", "c2", "Paused", "1x60"),
+            ("execution_phase", "a", "c3", "Paused", "0x20 1x40"),
+            ("execution_phase", "a", "c1", "Failed", "0x60"),
+            ("execution_phase", "a", "c2", "Failed", "1x60"),
+            ("owned_config_reapplied_total", "a", "", "", "0+1x60"),
+            ("under_replicated_partitions_not_ours", "a", "c1", "", "4x60"),
+            ("under_replicated_partitions_not_ours", "a", "c2", "", "0x60"),
+            ("reconcile_errors_total", "a", "c1", "", "0+2x60"),
+            ("reconcile_errors_total", "a", "c2", "", "3x60"),
+        ),
+        "alert_rule_test": [
+            _expect("45m", "KafkaPlacementExecutionPaused", {**WARNING, "cluster": "c1"}),
+            _expect("45m", "KafkaPlacementExecutionFailed", {**CRITICAL, "cluster": "c2"}),
+            _expect("45m", "KafkaPlacementUnderReplicatedNotMoving", {**WARNING, "cluster": "c1"}),
+            _expect("45m", "KafkaPlacementReconcileErrors", {**WARNING, "cluster": "c1"}),
+            _expect("45m", "KafkaPlacementOwnedConfigReapplied", WARNING),
+            _expect("45m", "KafkaPlacementNoLeader"),
+        ],
+    },
+    {
+        "interval": "1m",
+        "input_series": _series(
+            ("leader", "a", "", "", "1x5 0x30"),
+            ("owned_config_reapplied_total", "a", "", "", "0 1 2 2x30"),
+        ),
+        "alert_rule_test": [
+            _expect("4m", "KafkaPlacementNoLeader"),
+            _expect("10m", "KafkaPlacementNoLeader", CRITICAL),
+            _expect("20m", "KafkaPlacementOwnedConfigReapplied"),
+        ],
+    },
+]
+
+
+def test_the_alert_rules_pass_promtool(helm: Helm, tmp_path: Path) -> None:
+    """`promtool check rules` on the rendered rules, and `promtool test rules`: each alert fires on the
+    series that show its condition and stays silent otherwise (the job selector set to the tests')."""
+    docs = _docs(
+        _render(helm, "N", "metrics.prometheusRule.enabled=true", 'metrics.prometheusRule.selector=job="J"')
+    )
+    spec = next(d for d in docs if d["kind"] == "PrometheusRule")["spec"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(spec))
+    tool = promtool()
+
+    def run(*args: str) -> str:
+        proc = subprocess.run([tool, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"promtool {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+        return proc.stdout + proc.stderr
+
+    assert "SUCCESS: 6 rules found" in run("check", "rules", "rules.yaml")
+    # the expressions are tested; the annotations (text) would have to be repeated verbatim
+    for group in spec["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations")
+    (tmp_path / "bare.yaml").write_text(yaml.safe_dump(spec))
+    tests = {"rule_files": ["bare.yaml"], "evaluation_interval": "1m", "tests": ALERT_TESTS}
+    (tmp_path / "alerts_test.yaml").write_text(yaml.safe_dump(tests))
+    assert "SUCCESS" in run("test", "rules", "alerts_test.yaml")

@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
-MOVES_IN_FLIGHT = Gauge("kafka_placement_moves_in_flight", "Partition moves submitted and not done", ["plan"])
-BYTES_REMAINING = Gauge(
-    "kafka_placement_bytes_remaining", "Bytes the running plan still has to copy", ["plan"]
+from ..execution.progress import Progress
+from ..execution.record import TERMINAL, Execution, Phase
+from ..model.snapshot import PartitionState
+
+_PLAN = ["cluster", "plan"]
+MOVES_IN_FLIGHT = Gauge("kafka_placement_moves_in_flight", "Partition moves submitted and not done", _PLAN)
+BYTES_REMAINING = Gauge("kafka_placement_bytes_remaining", "Bytes the running plan still has to copy", _PLAN)
+BYTES_MOVED = Gauge("kafka_placement_bytes_moved", "Bytes the running plan has copied so far", _PLAN)
+BYTES_TOTAL = Gauge("kafka_placement_plan_bytes", "Bytes the running plan copies in all", _PLAN)
+PARTITIONS_DONE = Gauge("kafka_placement_partitions_done", "Partitions of the running plan moved", _PLAN)
+PARTITIONS_TOTAL = Gauge("kafka_placement_plan_partitions", "Partitions the running plan moves", _PLAN)
+ETA_SECONDS = Gauge(
+    "kafka_placement_eta_seconds",
+    "Seconds the running plan still needs at the rate observed so far (NaN until a rate is known)",
+    _PLAN,
 )
 THROTTLE_RATE = Gauge(
-    "kafka_placement_throttle_bytes_per_second", "Replication throttle set by the executor", ["plan"]
+    "kafka_placement_throttle_bytes_per_second", "Replication throttle set by the executor", _PLAN
+)
+_PROGRESS = (MOVES_IN_FLIGHT, BYTES_REMAINING, BYTES_MOVED, BYTES_TOTAL, PARTITIONS_DONE, PARTITIONS_TOTAL)
+EXECUTION_PHASE = Gauge(
+    "kafka_placement_execution_phase",
+    "1 for the phase of the cluster's current (or last) execution, 0 for the other phases; no series "
+    "before the cluster's first execution",
+    ["cluster", "phase"],
 )
 PLANNING_SECONDS = Histogram("kafka_placement_planning_seconds", "Time to compute a plan")
 OWNED_CONFIG_REAPPLIED = Counter(
@@ -54,6 +75,15 @@ UNDER_REPLICATED = Gauge(
     "every planning)",
     ["cluster"],
 )
+UNDER_REPLICATED_NOT_OURS = Gauge(
+    "kafka_placement_under_replicated_partitions_not_ours",
+    "Under-replicated partitions (as of the cluster's last full read) that the cluster's execution is not "
+    "moving: a replica behind for another reason (a slow or dead broker, another tool's reassignment)",
+    ["cluster"],
+)
+
+_lock = threading.Lock()
+_plans: dict[str, str] = {}  # cluster -> the plan its progress series are labelled with
 
 LANE_PLANS = Counter(
     "kafka_placement_new_partition_plans_total",
@@ -62,10 +92,56 @@ LANE_PLANS = Counter(
 )
 
 
-def observe_progress(plan: str, throttle: int | None, in_flight: int, bytes_remaining: int) -> None:
-    MOVES_IN_FLIGHT.labels(plan=plan).set(float(in_flight))
-    BYTES_REMAINING.labels(plan=plan).set(float(bytes_remaining))
-    THROTTLE_RATE.labels(plan=plan).set(float(throttle or 0))
+def observe_progress(cluster: str, plan: str, throttle: int | None, progress: Progress) -> None:
+    """The progress of the cluster's running plan (from the record, after a tick). The series of the
+    cluster's previous plan are removed: one plan's series per cluster at a time."""
+    with _lock:
+        old = _plans.get(cluster)
+        _plans[cluster] = plan
+    if old is not None and old != plan:
+        for g in (*_PROGRESS, ETA_SECONDS, THROTTLE_RATE):
+            with contextlib.suppress(KeyError):  # a series never set
+                g.remove(cluster, old)
+    values = (
+        progress.partitions_in_flight,
+        progress.bytes_remaining,
+        progress.bytes_moved,
+        progress.bytes_total,
+        progress.partitions_done,
+        progress.partitions_total,
+    )
+    for g, v in zip(_PROGRESS, values, strict=True):
+        g.labels(cluster=cluster, plan=plan).set(float(v))
+    eta = float("nan") if progress.eta_s is None else progress.eta_s
+    ETA_SECONDS.labels(cluster=cluster, plan=plan).set(eta)
+    THROTTLE_RATE.labels(cluster=cluster, plan=plan).set(float(throttle or 0))
+
+
+def observe_execution(cluster: str, record: Execution | None) -> None:
+    """The phase of the cluster's execution record, as a reconcile loaded it (nothing before the first)."""
+    if record is None:
+        return
+    current = record.phase
+    for phase in Phase:
+        EXECUTION_PHASE.labels(cluster=cluster, phase=phase.value).set(1.0 if phase == current else 0.0)
+
+
+def observe_under_replicated(
+    cluster: str, partitions: Iterable[PartitionState], record: Execution | None
+) -> None:
+    """Under-replicated partitions of a full read, and those of them the running execution does not move
+    (its partitions in flight: their new replicas catch up, out of sync on purpose)."""
+    ours: set[tuple[str, int]] = set()
+    if record is not None and record.phase not in TERMINAL:
+        targets = record.plan.targets
+        ours = {targets[i].key for i in record.doc.in_flight if 0 <= i < len(targets)}
+    under = not_ours = 0
+    for p in partitions:
+        if p.under_replicated:
+            under += 1
+            not_ours += p.key not in ours
+    UNDER_REPLICATED.labels(cluster=cluster).set(float(under))
+    UNDER_REPLICATED_NOT_OURS.labels(cluster=cluster).set(float(not_ours))
 
 
 LEADER = Gauge("kafka_placement_leader", "1 while this process holds the leader Lease and may write, else 0")

@@ -444,6 +444,7 @@ class Reconciler:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
             return failed("CorruptExecutionRecord", e.message, connected=True)
+        metrics.observe_execution(name, record)
         lane_store = self.store(ns, name, cluster, "lane")
         try:
             lane_record = Execution.load(lane_store)
@@ -630,8 +631,9 @@ class _Pass:
 
     def _cluster_status(self) -> dict[str, Any]:
         if self.snap is not None:
-            under = sum(1 for p in self.snap.partitions if p.under_replicated)
-            metrics.UNDER_REPLICATED.labels(cluster=self.cluster["metadata"]["name"]).set(under)
+            metrics.observe_under_replicated(
+                self.cluster["metadata"]["name"], self.snap.partitions, self.record
+            )
             return st.cluster_status(self.snap, self.in_flight)
         # an execution in flight: the brokers' dirs only (cost follows brokers x dirs, not partitions)
         _, live = self.gw.describe_cluster()
@@ -725,7 +727,7 @@ class _Pass:
             metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - before)
         progress = executor.progress(record)
         metrics.observe_progress(
-            record.doc.plan_id, limits.throttle, progress.partitions_in_flight, progress.bytes_remaining
+            self.cluster["metadata"]["name"], record.doc.plan_id, limits.throttle, progress
         )
         self.view = replace(self.view, ticked=True, record=record_view(record, before))
 

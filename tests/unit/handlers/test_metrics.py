@@ -1,0 +1,72 @@
+"""The operator's metrics helpers (handlers/metrics.py) on a real execution record: one plan's progress
+series per cluster, the phase gauge, and under-replicated partitions split by whether the execution moves
+them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from prometheus_client import REGISTRY
+
+from kafka_placement.execution.progress import compute_progress
+from kafka_placement.execution.record import Execution, LimitsDoc, Original, Phase, Submission
+from kafka_placement.execution.store import FileStore
+from kafka_placement.handlers import metrics
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.snapshot import PartitionState
+
+PLAN = Plan.of(
+    [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 3), ("any", "any"))]
+)
+LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
+
+
+def _record(tmp_path: Path, name: str) -> Execution:
+    ex = Execution.create(FileStore(tmp_path / f"{name}.json"), PLAN, limits=LIMITS, cluster_id="c1")
+    ex.set_baseline([Original((1, 3), ("/d0", "/d0"), 100), Original((1, 3), ("/d0", "/d0"), 50)], {})
+    return ex
+
+
+def _value(name: str, **labels: str) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
+
+
+def test_a_new_plan_replaces_the_clusters_progress_series(tmp_path: Path) -> None:
+    first, second = _record(tmp_path, "a"), _record(tmp_path, "b")
+    metrics.observe_progress("m1", "plan-a", 1000, compute_progress(first))
+    assert _value("kafka_placement_plan_bytes", cluster="m1", plan="plan-a") == 100 + 50  # one copy each
+    assert _value("kafka_placement_plan_partitions", cluster="m1", plan="plan-a") == 2
+    assert _value("kafka_placement_throttle_bytes_per_second", cluster="m1", plan="plan-a") == 1000
+    eta = _value("kafka_placement_eta_seconds", cluster="m1", plan="plan-a")
+    assert eta is not None and math.isnan(eta)  # no rate observed yet
+    metrics.observe_progress("m1", "plan-b", None, compute_progress(second))
+    assert _value("kafka_placement_plan_bytes", cluster="m1", plan="plan-a") is None
+    assert _value("kafka_placement_bytes_remaining", cluster="m1", plan="plan-a") is None
+    assert _value("kafka_placement_throttle_bytes_per_second", cluster="m1", plan="plan-b") == 0
+    assert _value("kafka_placement_bytes_moved", cluster="m1", plan="plan-b") == 0
+
+
+def test_the_phase_gauge_is_one_for_the_records_phase_only(tmp_path: Path) -> None:
+    metrics.observe_execution("m2", None)
+    assert _value("kafka_placement_execution_phase", cluster="m2", phase="Pending") is None
+    metrics.observe_execution("m2", _record(tmp_path, "p"))
+    assert _value("kafka_placement_execution_phase", cluster="m2", phase="Pending") == 1
+    assert (
+        sum(_value("kafka_placement_execution_phase", cluster="m2", phase=p.value) or 0 for p in Phase) == 1
+    )
+
+
+def test_under_replicated_partitions_the_execution_moves_are_ours(tmp_path: Path) -> None:
+    ex = _record(tmp_path, "u")
+    ex.submit(0, Submission.CONFIRMED, now=1.0)  # t-0 in flight: its new replica is behind on purpose
+    parts = [
+        PartitionState("t", 0, (1, 2), ("/d0", "/d0"), leader=1, isr=(1,)),
+        PartitionState("t", 1, (2, 3), ("/d0", "/d0"), leader=2, isr=(2,)),
+        PartitionState("u", 0, (1, 2), ("/d0", "/d0"), leader=1, isr=(1, 2)),
+    ]
+    metrics.observe_under_replicated("m3", parts, ex)
+    assert _value("kafka_placement_under_replicated_partitions", cluster="m3") == 2
+    assert _value("kafka_placement_under_replicated_partitions_not_ours", cluster="m3") == 1
+    metrics.observe_under_replicated("m3", parts, None)  # no execution: none is ours
+    assert _value("kafka_placement_under_replicated_partitions_not_ours", cluster="m3") == 2
