@@ -11,22 +11,27 @@ die() { echo "promtool: $*" >&2; exit 1; }
 command -v apt-get >/dev/null 2>&1 || die "apt-get not found: promtool comes from Debian's prometheus package"
 command -v dpkg-deb >/dev/null 2>&1 || die "dpkg-deb not found"
 
-v=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}')
-[ -n "$v" ] && [ "$v" != "(none)" ] || die "no candidate version of Debian package 'prometheus' (run apt-get update?)"
+candidate() { apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}'; }
+v=$(candidate)
+if [ -z "$v" ] || [ "$v" = "(none)" ]; then  # a fresh machine's package lists may be empty: read them once
+  apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
+  v=$(candidate)
+fi
+[ -n "$v" ] && [ "$v" != "(none)" ] || die "no candidate version of Debian package 'prometheus'"
 DEST="$KP_CACHE/prometheus/$v"
-TOOL="$DEST/root/usr/bin/promtool"
-if [ -x "$TOOL" ] && [ -f "$DEST/root/.complete" ]; then
+TOOL="$DEST/unpacked/usr/bin/promtool"
+if [ -x "$TOOL" ] && [ -f "$DEST/unpacked/.complete" ]; then
   echo "promtool: cached (prometheus=$v)" >&2
   echo "$TOOL"
   exit 0
 fi
-rm -rf "$DEST"; mkdir -p "$DEST/pkgs" "$DEST/root"
+rm -rf "$DEST"; mkdir -p "$DEST/pkgs" "$DEST/unpacked"
 cd "$DEST/pkgs"
 apt-get download -q "prometheus=$v" >"$DEST/download.log" 2>&1 || die "apt-get download failed: $(tail -3 "$DEST/download.log")"
-dpkg-deb -x ./prometheus_*.deb "$DEST/root"
+dpkg-deb -x ./prometheus_*.deb "$DEST/unpacked"
 [ -x "$TOOL" ] || die "usr/bin/promtool missing after unpacking"
 "$TOOL" --version >/dev/null 2>&1 || die "$TOOL does not run"
 rm -rf "$DEST/pkgs"
-touch "$DEST/root/.complete"
+touch "$DEST/unpacked/.complete"
 echo "promtool: unpacked prometheus=$v" >&2
 echo "$TOOL"
