@@ -294,6 +294,12 @@ class Original:
         return (0 if self.in_sync <= self.min_isr else 1, self.in_sync)
 
 
+def plan_blob(plan: Plan) -> tuple[str, bytes]:
+    """The blob holding ``plan`` whole (Kafka's reassignment JSON), content-addressed by its id: what
+    ``Execution.create`` stores and the operator's plan review names before approval."""
+    return f"plan-{plan.plan_id}", json.dumps(plan.to_json(), separators=(",", ":")).encode()
+
+
 class ExecutionPlan:
     """The plan with its baseline, indexed once: per plan index the brokers a move adds, removes and
     moves between dirs, its bytes to copy, its priority and throttle, and the execution order (the
@@ -429,8 +435,8 @@ class Execution:
     ) -> Execution:
         """A new record in phase Pending; stores the plan blob (once per plan id) but not the document:
         the caller saves it (after any further checks)."""
-        blob = f"plan-{plan.plan_id}"
-        store.put_blob(blob, json.dumps(plan.to_json(), separators=(",", ":")).encode())
+        blob, data = plan_blob(plan)
+        store.put_blob(blob, data)
         now = time.time()
         doc = RecordDoc(
             plan_id=plan.plan_id,

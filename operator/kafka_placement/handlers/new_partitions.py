@@ -99,12 +99,16 @@ def enforced(bodies: Iterable[Body]) -> bool:
     then has the lane rules to keep (a look costs one Metadata request per reconcile)."""
     for b in bodies:
         try:
-            intent = parse_resource(b)
+            if is_enforced(parse_resource(b)):
+                return True
         except BadInputError:
             continue
-        if not isinstance(intent, PlacementPolicy) or intent.enforced:
-            return True
     return False
+
+
+def is_enforced(intent: Intent) -> bool:
+    """Not an Advise-mode policy: its rules are kept, not only reported."""
+    return not isinstance(intent, PlacementPolicy) or intent.enforced
 
 
 def applies(intent: Intent, topics: Iterable[str], brokers: Iterable[int], intents: Intents) -> bool:

@@ -30,7 +30,6 @@ from typing import Any
 from ..execution.executor import ASSUMED_UNTHROTTLED_RATE, Limits
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
-from ..model.plan import Plan
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
 from .store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
@@ -240,8 +239,3 @@ def publish(
         body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         kube.replace_config_map(namespace, body)
     return {"configMap": name, "brokersChanging": data["brokersChanging"]}
-
-
-def plan_blob(plan: Plan) -> tuple[str, bytes]:
-    """The whole plan as the execution record stores it (``Execution.create``: the same blob)."""
-    return f"plan-{plan.plan_id}", json.dumps(plan.to_json(), separators=(",", ":")).encode()

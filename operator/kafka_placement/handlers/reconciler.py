@@ -34,7 +34,7 @@ from typing import Any, Literal
 import kopf
 
 from ..execution import executor, supersede
-from ..execution.record import TERMINAL, Execution, Phase
+from ..execution.record import TERMINAL, Execution, Phase, plan_blob
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
@@ -537,7 +537,7 @@ class Reconciler:
                 return {"newPartitions": shown}
         watch = self._watch.setdefault(where, lane.Watch())
         valid, _ = parse(bodies)
-        enforced = [(b, i) for b, i in valid if lane.enforced([b])]
+        enforced = [(b, i) for b, i in valid if lane.is_enforced(i)]
         if full or not enforced:
             return {"newPartitions": shown} if shown is not None else {}
         watch.look(gw.partition_counts())
@@ -796,7 +796,7 @@ class _Pass:
             return build_report(snap, plan, intents, self.limits.max_moves_per_broker)
 
         try:
-            blob, data = plan_review.plan_blob(plan)
+            blob, data = plan_blob(plan)
             keep = {blob}
             if self.record is not None:
                 keep |= {b for b in (self.record.doc.blobs.plan, self.record.doc.blobs.baseline) if b}
