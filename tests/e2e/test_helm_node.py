@@ -307,7 +307,7 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
         return plan if plan.get("id") else None
 
     spark = wait_for(
-        "the spark engine's plan", lambda: advised("spark"), 300, why=lambda: diagnose(kubectl, ns)
+        "the spark engine's plan", lambda: advised("spark"), 600, why=lambda: diagnose(kubectl, ns)
     )
     local = wait_for(
         "the local engine's plan", lambda: advised("local"), 120, why=lambda: diagnose(kubectl, ns)

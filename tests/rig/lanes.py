@@ -72,7 +72,6 @@ LANES = (
             "tests/integration/test_kafka_rig.py",
             "tests/integration/test_leader_lease.py",
             "tests/integration/test_reactive_cordon.py",
-            "tests/integration/test_record_store.py",
             "tests/integration/test_replica_selector.py",
             "tests/integration/test_report_browser.py",  # no rig: headless Chromium
             "tests/integration/test_security.py",
@@ -82,6 +81,7 @@ LANES = (
             "tests/integration/test_spark_smoke.py",
             "tests/integration/test_spark_standalone.py",
             "tests/e2e/test_operator_legacy_decommission.py",
+            "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
         ),
     ),
@@ -92,6 +92,7 @@ LANES = (
         port_offset=-3000,
         paths=(
             "tests/e2e/test_operator.py",
+            "tests/integration/test_record_store.py",  # the k8s rig alone: here to even out the lanes
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_leader.py",
