@@ -9,10 +9,12 @@ offset and when it last advanced); ``estimates(state, window_s)`` reads each par
 Bytes in over an interval: the log end offset's advance times the bytes per offset. While the log start
 offset stays put (nothing deleted), the size's growth over that advance is exactly the bytes of the new
 offsets; once retention deleted segments (the start offset moved) or compaction shrank the log (the size
-did not grow), the bytes per offset are the log's average, size / (end - start), of the newer look (of
-the older one if the newer holds no offsets). Compaction's gaps make that average a lower bound, never a
-negative or unbounded rate. The rate is an exponentially weighted mean of the intervals' rates with the
-time constant ``window_s`` (an interval of length dt weighs ``1 - exp(-dt / window_s)``).
+did not grow), the bytes per offset are the log's average, size / (end - start), the smaller of the two
+looks' (a start offset moved by DeleteRecords leaves the segments below it, and their bytes in the size,
+until the broker's next retention check), and the growth, when positive, a floor. Compaction's gaps
+make that average a lower bound, never a negative or unbounded rate. The rate is an exponentially
+weighted mean of the intervals' rates with the time constant ``window_s`` (an interval of length dt
+weighs ``1 - exp(-dt / window_s)``).
 
 Bad input, each handled, never a negative or absurd rate:
 - a partition seen once (no history): unknown;
@@ -32,8 +34,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..model.snapshot import ClusterSnapshot
 from ..model.traffic import PartitionKey, PartitionLook, TrafficLook
 
 DEFAULT_WINDOW_S = 300.0  # minutes, not hours: the rate follows a shift of load within a few windows
@@ -81,10 +84,13 @@ def bytes_in(before: PartitionLook, after: PartitionLook) -> float | None:
     growth = after.size_bytes - before.size_bytes
     if after.start_offset == before.start_offset and growth > 0:
         return float(growth)  # nothing deleted: the growth is the new offsets' bytes
-    for look in (after, before):
-        if look.span > 0:
-            return advance * look.size_bytes / look.span
-    return None
+    averages = [look.size_bytes / look.span for look in (before, after) if look.span > 0]
+    if not averages:
+        return None
+    # Segments below a moved start offset may still be counted in the size (DeleteRecords leaves them
+    # to the next retention check): the smaller average; and the growth is a floor (deleted bytes only
+    # ever lower it).
+    return max(float(growth), advance * min(averages))
 
 
 def recreated(before: PartitionLook, after: PartitionLook) -> bool:
@@ -177,3 +183,15 @@ def broker_totals(
         if t.read_fanout is not None:
             fanouts[leader] = fanouts.get(leader, 0) + t.read_fanout
     return {b: Traffic(rates.get(b), fanouts.get(b)) for b in sorted(set(rates) | set(fanouts))}
+
+
+def with_traffic(snapshot: ClusterSnapshot, traffic: Mapping[PartitionKey, Traffic]) -> ClusterSnapshot:
+    """``snapshot`` with each partition's known estimates (``bytesInPerSec``, ``readFanout``); a
+    partition without one keeps the field unknown (absent), never zero."""
+    parts = tuple(
+        replace(p, bytes_in_per_sec=t.bytes_in_per_sec, read_fanout=t.read_fanout)
+        if (t := traffic.get(p.key)) is not None
+        else p
+        for p in snapshot.partitions
+    )
+    return ClusterSnapshot(snapshot.brokers, parts, snapshot.cluster_id)

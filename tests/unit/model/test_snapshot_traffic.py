@@ -1,6 +1,6 @@
 """The snapshot's optional per-partition traffic fields, ``bytesInPerSec`` and ``readFanout``
-(DESIGN.md section 3): absent means unknown and stays absent through JSON and Parquet round trips;
-present values are checked; the golden snapshots (no traffic) are written back unchanged."""
+(docs/architecture.md, "Snapshot JSON"): absent means unknown and stays absent through JSON and Parquet
+round trips; present values are checked; the golden snapshots (no traffic) are written back unchanged."""
 
 from __future__ import annotations
 
