@@ -12,13 +12,17 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.traffic import Traffic, TrafficState, estimates, fold
 
 if TYPE_CHECKING:
     from conftest import KafkaRig, TopicFactory
@@ -163,6 +167,8 @@ def test_snapshot_traffic_window_estimates_rates_and_fanout(
         producer.close()
         for r in readers:
             r.close()
+        for f in kafka_admin.delete_consumer_groups(list(groups), request_timeout=30).values():
+            f.result(timeout=30)
 
     snapshot = ClusterSnapshot.loads(out.read_text())
     assert f"with traffic over {WINDOW_S} s" in stderr
@@ -180,3 +186,50 @@ def test_snapshot_traffic_window_estimates_rates_and_fanout(
             assert rate == 0, f"{topic}-{number}: no producer, yet {rate} B/s"
         expected = sum(1 for ts in groups.values() if topic in ts) if sent else 0
         assert fanout == expected, f"{topic}-{number}: fan-out {fanout}, {expected} groups read it"
+
+
+def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
+    kafka_rig: KafkaRig, kafka_admin: Any, kafka_wait: Callable[..., Any]
+) -> None:
+    """Deleted and created again between two looks: a new topic id (and offsets back at 0), so no rate
+    and no fan-out for it until a look of the new topic follows, never a negative one."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    name = f"it-recreated-{uuid.uuid4().hex[:8]}"
+    servers = kafka_rig.bootstrap_servers
+
+    def create() -> bool:
+        futures = kafka_admin.create_topics([NewTopic(name, 1, replica_assignment=[[1, 2]])])
+        futures[name].result(timeout=30)
+        return True
+
+    def produce(records: int) -> None:
+        producer = Producer({"bootstrap.servers": servers, "acks": "all"})
+        for _ in range(records):
+            producer.produce(name, b"x" * 1000, partition=0)
+        assert producer.flush(30) == 0
+
+    def look(gateway: KafkaGateway) -> Any:
+        def seen() -> Any:
+            _, lk = gateway.traffic_look()
+            return lk if (name, 0) in lk.partitions and lk.partitions[(name, 0)].end_offset > 0 else None
+
+        return kafka_wait(f"a look with {name}-0 holding records", seen)
+
+    create()
+    try:
+        with KafkaGateway(ConnectionSettings.from_command_config(None, servers)) as gateway:
+            produce(50)
+            before = look(gateway)
+            kafka_admin.delete_topics([name])[name].result(timeout=30)
+            kafka_wait(f"{name} created again", create)  # refused while the deletion is under way
+            produce(5)
+            after = look(gateway)
+    finally:
+        kafka_admin.delete_topics([name])[name].result(timeout=30)
+    old, new = before.partitions[(name, 0)], after.partitions[(name, 0)]
+    assert old.topic_id and new.topic_id and old.topic_id != new.topic_id
+    assert new.end_offset < old.end_offset
+    state = fold(fold(TrafficState(), before, 60), after, 60, min_interval_s=0)
+    assert estimates(state, 60)[(name, 0)] == Traffic(None, None)
