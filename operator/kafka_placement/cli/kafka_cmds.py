@@ -28,6 +28,8 @@ from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError, PlacementError
+from ..model.snapshot import ClusterSnapshot
+from ..planning import traffic
 from ._io import check_outputs, read_plan, write_json
 
 
@@ -57,17 +59,47 @@ def _gateway(args: argparse.Namespace) -> KafkaGateway:
 
 def _snapshot(args: argparse.Namespace) -> int:
     check_outputs([("-o", args.output)])  # a bad -o fails before connecting
+    window, looks = args.traffic_window, args.traffic_looks
+    if window is not None:
+        if not (math.isfinite(window) and window > 0):
+            raise BadInputError(f"must be a positive number of seconds, got {window:g}", "--traffic-window")
+        if not 2 <= looks <= MAX_LOOKS:
+            raise BadInputError(f"must be 2 to {MAX_LOOKS}, got {looks}", "--traffic-looks")
+        if window / (looks - 1) < traffic.MIN_INTERVAL_S:
+            raise BadInputError(
+                f"{looks} looks over {window:g} s are closer than {traffic.MIN_INTERVAL_S:g} s apart: "
+                "give a longer window or fewer looks",
+                "--traffic-window",
+            )
     with _gateway(args) as gateway:
-        snapshot = gateway.snapshot()
+        snapshot = gateway.snapshot() if window is None else _sampled(gateway, window, looks)
     write_json(args.output, snapshot.to_json())
     dirs = sum(len(b.log_dirs) for b in snapshot.brokers)
     if args.output not in (None, "-"):
+        sampled = sum(1 for p in snapshot.partitions if p.bytes_in_per_sec is not None)
         print(
             f"snapshot of {gateway.servers}: {len(snapshot.brokers)} brokers, {dirs} log dirs, "
-            f"{len(snapshot.partitions)} partitions -> {args.output}",
+            f"{len(snapshot.partitions)} partitions"
+            + ("" if window is None else f" ({sampled} with traffic over {window:g} s)")
+            + f" -> {args.output}",
             file=sys.stderr,
         )
     return 0
+
+
+MAX_LOOKS = 1000
+
+
+def _sampled(gateway: KafkaGateway, window: float, looks: int) -> ClusterSnapshot:
+    """``looks`` looks spaced evenly over ``window`` seconds, folded (planning/traffic.py), and the last
+    look's snapshot with each partition's estimates."""
+    state = traffic.TrafficState()
+    start = time.monotonic()
+    for i in range(looks):
+        time.sleep(max(0.0, start + i * window / (looks - 1) - time.monotonic()))
+        snapshot, look = gateway.traffic_look()
+        state = traffic.fold(state, look, window)
+    return traffic.with_traffic(snapshot, traffic.estimates(state, window))
 
 
 # ---- execute / status / cancel / verify ------------------------------------------------------------
@@ -510,5 +542,20 @@ def register(sub: Any) -> None:
     )
     add_connection_args(p)
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="snapshot JSON file (- = stdout)")
+    p.add_argument(
+        "--traffic-window",
+        type=float,
+        metavar="SECONDS",
+        help="also sample traffic over this many seconds: each partition's bytesInPerSec (log end "
+        "offset advance x bytes per offset) and readFanout (consumer groups whose committed offsets "
+        "advanced); partitions without a measure leave the fields out (unknown)",
+    )
+    p.add_argument(
+        "--traffic-looks",
+        type=int,
+        default=2,
+        metavar="N",
+        help="looks at the cluster spread evenly over the window, first and last at its ends (default 2)",
+    )
     p.set_defaults(func=_snapshot)
     _register_execution(sub)

@@ -28,6 +28,7 @@ READ_ONLY = (
     "servers",
     "snapshot",
     "partition_counts",
+    "traffic_look",
     "describe_cluster",
     "broker_ids",
     "describe_partitions",

@@ -29,7 +29,8 @@ from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
-from . import access, failures
+from ..model.traffic import PartitionLook, TrafficLook
+from . import access, failures, traffic
 from .connection import ConnectionSettings
 from .types import (
     CORDON_CONFIG,
@@ -389,6 +390,21 @@ class KafkaGateway:
             partitions=tuple(partitions),
             cluster_id=cluster_id,
         )
+
+    def traffic_look(self) -> tuple[ClusterSnapshot, TrafficLook]:
+        """A snapshot and one look at the traffic (kafka/traffic.py): every partition's earliest and
+        latest offsets, with its size from the snapshot and its topic's id, and every consumer group's
+        committed offsets. The look's time is the wall clock's when the offsets were read."""
+        snap = self.snapshot()
+        timeout = self.settings.request_timeout_s
+        ids = traffic.topic_ids(self._admin, self._call, snap.topics(), timeout)
+        started = time.time()
+        ends = traffic.list_offsets(self._admin, self._call, [p.key for p in snap.partitions], timeout)
+        at = (started + time.time()) / 2
+        groups = traffic.committed_offsets(self._admin, self._call, timeout)
+        sizes = {p.key: p.size_bytes for p in snap.partitions}
+        looks = {k: PartitionLook(s, e, sizes[k], ids.get(k[0])) for k, (s, e) in ends.items()}
+        return snap, TrafficLook(at, looks, groups)
 
     def partition_counts(self) -> dict[str, int]:
         """Every topic's partition count (topics in error left out): one Metadata request, no log-dir,

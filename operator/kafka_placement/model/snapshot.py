@@ -10,6 +10,10 @@ listed with ``alive: false`` (JSON: the field is written only then), no rack and
 are lost, and a move off it copies from a live in-sync replica.
 Broker ids and partition numbers are Kafka's non-negative int32s, byte counts signed 64-bit, topic
 names legal Kafka names.
+A partition's traffic, when it was sampled (``kafka-placement snapshot --traffic-window``), is in the
+optional ``bytesInPerSec`` (a non-negative number) and ``readFanout`` (the number of consumer groups
+reading it); an absent field means unknown, never zero, and stays absent when the snapshot is written
+again (``None`` here).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .jsonio import (
     as_int32,
     as_int32_list,
     as_list,
+    as_number,
     as_object,
     as_str,
     as_topic,
@@ -81,6 +86,8 @@ class PartitionState:
     leader: int | None = None
     isr: tuple[int, ...] = ()
     size_bytes: int = 0
+    bytes_in_per_sec: float | None = None  # None: unknown (not sampled)
+    read_fanout: int | None = None  # consumer groups reading it; None: unknown
 
     @property
     def key(self) -> tuple[str, int]:
@@ -160,6 +167,7 @@ class ClusterSnapshot:
                 "leader": p.leader,
                 "isr": list(p.isr),
                 "sizeBytes": p.size_bytes,
+                **_traffic_fields(p),
             }
             for p in self.partitions
         ]
@@ -177,9 +185,29 @@ class ClusterSnapshot:
         return _parse_snapshot(load_json(text, source), source)
 
 
+def _traffic_fields(p: PartitionState) -> dict[str, Any]:
+    """The traffic fields that are known (absent: unknown)."""
+    out: dict[str, Any] = {}
+    if p.bytes_in_per_sec is not None:
+        out["bytesInPerSec"] = p.bytes_in_per_sec
+    if p.read_fanout is not None:
+        out["readFanout"] = p.read_fanout
+    return out
+
+
 _BROKER_FIELDS = ("id", "rack", "logDirs", "alive")
 _DIR_FIELDS = ("path", "totalBytes", "usableBytes", "cordoned", "online")
-_PARTITION_FIELDS = ("topic", "partition", "replicas", "logDirs", "leader", "isr", "sizeBytes")
+_PARTITION_FIELDS = (
+    "topic",
+    "partition",
+    "replicas",
+    "logDirs",
+    "leader",
+    "isr",
+    "sizeBytes",
+    "bytesInPerSec",
+    "readFanout",
+)
 
 
 def _parse_dir(raw: object, where: str) -> LogDir:
@@ -266,7 +294,21 @@ def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> 
         leader=leader,
         isr=isr,
         size_bytes=as_int(obj.get("sizeBytes", 0), f"{where}.sizeBytes", minimum=0),
+        bytes_in_per_sec=_rate(obj, where),
+        read_fanout=_fanout(obj, where),
     )
+
+
+def _rate(obj: Mapping[str, Any], where: str) -> float | None:
+    """``bytesInPerSec``: absent or null is unknown; present, a non-negative number."""
+    value = obj.get("bytesInPerSec")
+    return None if value is None else as_number(value, f"{where}.bytesInPerSec", minimum=0)
+
+
+def _fanout(obj: Mapping[str, Any], where: str) -> int | None:
+    """``readFanout``: absent or null is unknown; present, a non-negative count."""
+    value = obj.get("readFanout")
+    return None if value is None else as_int(value, f"{where}.readFanout", minimum=0, maximum=2**31 - 1)
 
 
 def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:

@@ -2,7 +2,8 @@
 
 A Parquet snapshot is a directory holding ``brokers.json`` (the snapshot's brokers, small) and
 ``partitions.parquet`` (one row per partition: topic, partition, replicas, dirs, leader, isr, size),
-which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document. A Parquet plan
+which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document; a snapshot with
+traffic adds the nullable columns ``bytes_in_per_sec`` and ``read_fanout`` (null: unknown). A Parquet plan
 is a file whose name ends in ``.parquet``: one row per plan entry (topic, partition, replicas,
 log_dirs), the same content as the JSON plan and validated the same way when read.
 """
@@ -24,6 +25,7 @@ from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
 PARTITION_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
+TRAFFIC_COLUMNS = ("bytes_in_per_sec", "read_fanout")  # a snapshot file's, not the Spark tasks' rows
 
 
 def partitions_schema() -> Any:
@@ -101,7 +103,15 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     doc = snapshot.to_json()
     doc["partitions"] = []
     (directory / "brokers.json").write_text(json.dumps(doc))
-    pq.write_table(partitions_table(snapshot.partitions), directory / "partitions.parquet")
+    parts = snapshot.partitions
+    table = partitions_table(parts)
+    if any(p.bytes_in_per_sec is not None or p.read_fanout is not None for p in parts):
+        import pyarrow as pa
+
+        table = table.append_column(
+            "bytes_in_per_sec", pa.array([p.bytes_in_per_sec for p in parts], pa.float64())
+        ).append_column("read_fanout", pa.array([p.read_fanout for p in parts], pa.int32()))
+    pq.write_table(table, directory / "partitions.parquet")
 
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
@@ -118,7 +128,9 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
         )
     doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
     ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
-    cols = _read_columns(table_path, PARTITION_COLUMNS, "Parquet snapshot")
+    cols = _read_columns(table_path, PARTITION_COLUMNS, "Parquet snapshot", optional=TRAFFIC_COLUMNS)
+    rates = cols.get("bytes_in_per_sec") or [None] * len(cols["topic"])
+    fanouts = cols.get("read_fanout") or [None] * len(cols["topic"])
     doc = {
         **doc,
         "partitions": [
@@ -130,8 +142,12 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
                 "leader": lead,
                 "isr": i,
                 "sizeBytes": s,
+                "bytesInPerSec": rate,
+                "readFanout": fanout,
             }
-            for t, n, r, d, lead, i, s in zip(*(cols[c] for c in PARTITION_COLUMNS), strict=True)
+            for t, n, r, d, lead, i, s, rate, fanout in zip(
+                *(cols[c] for c in PARTITION_COLUMNS), rates, fanouts, strict=True
+            )
         ],
     }
     return ClusterSnapshot.from_json(doc, source=str(table_path))
@@ -140,8 +156,11 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
 _PLAN_COLUMNS = ("topic", "partition", "replicas", "log_dirs")
 
 
-def _read_columns(path: Path, names: tuple[str, ...], what: str) -> dict[str, list[Any]]:
-    """The named columns of a Parquet file as Python lists; anything unreadable is bad input."""
+def _read_columns(
+    path: Path, names: tuple[str, ...], what: str, optional: tuple[str, ...] = ()
+) -> dict[str, list[Any]]:
+    """The named columns of a Parquet file as Python lists (and those of ``optional`` it has); anything
+    unreadable is bad input."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -150,7 +169,8 @@ def _read_columns(path: Path, names: tuple[str, ...], what: str) -> dict[str, li
         missing = [c for c in names if c not in table.column_names]
         if missing:
             raise BadInputError(f"a {what} needs the columns {', '.join(missing)}", str(path))
-        return {c: table.column(c).to_pylist() for c in names}
+        present = names + tuple(c for c in optional if c in table.column_names)
+        return {c: table.column(c).to_pylist() for c in present}
     except (OSError, pa.ArrowException, ValueError, TypeError) as e:
         raise BadInputError(f"not a readable {what}: {clip(str(e))}", str(path)) from None
     except MemoryError:

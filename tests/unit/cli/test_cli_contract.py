@@ -401,3 +401,25 @@ def test_a_non_finite_number_in_a_snapshot_is_refused_at_its_location(
     run = run_cli(["plan", "--snapshot", str(snap), "--intents", str(D / "intents.yaml")])
     where = str(snap) + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path)
     assert run.code == 2 and f"{where}: not valid JSON: {constant} is not a number" in run.err, run.err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named", "says"),
+    [
+        (["--traffic-window", "0"], "--traffic-window", "positive"),
+        (["--traffic-window", "nan"], "--traffic-window", "positive"),
+        (["--traffic-window", "-5"], "--traffic-window", "positive"),
+        (["--traffic-window", "60", "--traffic-looks", "1"], "--traffic-looks", "2 to"),
+        (["--traffic-window", "3", "--traffic-looks", "10"], "--traffic-window", "closer than 1 s"),
+    ],
+)
+def test_bad_traffic_sampling_flags_are_bad_input_before_kafka_is_contacted(
+    tmp_path: Path, flags: list[str], named: str, says: str
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    with stand_in_kafka() as (kafka, contacted):
+        run = run_cli(["snapshot", "--bootstrap-server", kafka, *flags, "-o", str(out / "s.json")])
+        check_contract(run, names=[named], outdir=out, before=set(), codes=frozenset({2}))
+        assert says in run.err, run.err
+        assert not contacted()

@@ -1,0 +1,235 @@
+"""Traffic sampling against the real main cluster: ``kafka-placement snapshot --traffic-window`` while
+producers write at skewed, known rates (two hot partitions, a few cold ones, one idle) and two consumer
+groups read some topics. Each partition's ``bytesInPerSec`` is within 10% of what its producer sent per
+second, its ``readFanout`` is the number of groups reading it, and a partition whose log start offset
+moves during the window (DeleteRecords, what retention does to the offsets; the rig's brokers check
+retention every 5 minutes, Kafka's default, too seldom for a test) still gets its rate, not a negative or
+inflated one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.traffic import Traffic, TrafficState, estimates, fold
+
+if TYPE_CHECKING:
+    from conftest import KafkaRig, TopicFactory
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+
+CLI = Path(sys.executable).parent / "kafka-placement"
+RECORD = 4000  # value bytes; a record's own overhead on disk (~70 bytes with its batch) is under 2%
+WINDOW_S = 20
+HOT = {0: 80_000, 1: 40_000, 2: 8_000, 3: 8_000, 4: 8_000, 5: 0}  # partition -> value bytes per second
+OTHER = {0: 8_000, 1: 8_000}
+RETAINED = {0: 40_000}
+
+
+class PacedProducer:
+    """A thread that keeps every (topic, partition) at its rate: every 50 ms it sends the records that
+    bring the partition's bytes sent up to rate x time since start."""
+
+    def __init__(self, servers: str, rates: dict[tuple[str, int], int]) -> None:
+        from confluent_kafka import Producer
+
+        self.rates = rates
+        self.client = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 10})
+        self.stop = threading.Event()
+        self.failed: list[str] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+
+    def _run(self) -> None:
+        sent = dict.fromkeys(self.rates, 0)
+        start = time.monotonic()
+        value = b"v" * RECORD
+        while not self.stop.is_set():
+            elapsed = time.monotonic() - start
+            for (topic, partition), rate in self.rates.items():
+                while sent[(topic, partition)] + RECORD <= rate * elapsed:
+                    self.client.produce(topic, value, partition=partition, on_delivery=self._delivered)
+                    sent[(topic, partition)] += RECORD
+            self.client.poll(0)
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.client.flush(30)
+
+
+class Reader:
+    """A consumer group member reading ``topics`` from the beginning, committing every second."""
+
+    def __init__(self, servers: str, group: str, topics: list[str]) -> None:
+        from confluent_kafka import Consumer
+
+        self.client = Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": 1000,
+            }
+        )
+        self.client.subscribe(topics)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.client.poll(0.2)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.client.close()
+
+
+def test_snapshot_traffic_window_estimates_rates_and_fanout(
+    kafka_rig: KafkaRig,
+    kafka_admin: Any,
+    new_topic: TopicFactory,
+    kafka_wait: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    servers = kafka_rig.bootstrap_servers
+    hot = new_topic([[1, 2], [2, 3], [3, 1], [1, 3], [2, 1], [3, 2]])
+    other = new_topic([[1, 2], [2, 3]])
+    retained = new_topic([[3, 1]], config={"segment.bytes": "1048576", "retention.bytes": "1048576"})
+    rates = {
+        **{(hot, p): r for p, r in HOT.items()},
+        **{(other, p): r for p, r in OTHER.items()},
+        **{(retained, p): r for p, r in RETAINED.items()},
+    }
+    reading = {"g-both": [hot, other], "g-hot": [hot]}
+    groups = {f"{g}-{hot[-8:]}": topics for g, topics in reading.items()}
+    producer = PacedProducer(servers, {k: r for k, r in rates.items() if r})
+    readers = [Reader(servers, g, topics) for g, topics in groups.items()]
+    try:
+
+        def committed_everywhere() -> bool:  # every group committed on every partition it reads with data
+            for g, topics in groups.items():
+                f = kafka_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)])[g]
+                tps = f.result(timeout=10).topic_partitions
+                have = {(tp.topic, tp.partition) for tp in tps if tp.offset > 0}
+                if any(k not in have for k, r in rates.items() if r and k[0] in topics):
+                    return False
+            return True
+
+        kafka_wait("both groups committing on every partition they read", committed_everywhere)
+        out = tmp_path / "snapshot.json"
+        cli = subprocess.Popen(
+            [
+                str(CLI),
+                "snapshot",
+                "--bootstrap-server",
+                servers,
+                "--traffic-window",
+                str(WINDOW_S),
+                "-o",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(WINDOW_S / 2)  # mid-window: move the retained partition's log start offset
+        tp = TopicPartition(retained, 0)
+        end = kafka_admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(timeout=10).offset
+        for f in kafka_admin.delete_records([TopicPartition(retained, 0, end - 5)]).values():
+            assert f.result(timeout=10).low_watermark == end - 5
+        _, stderr = cli.communicate(timeout=WINDOW_S + 120)
+        assert cli.returncode == 0, stderr
+        assert not producer.failed, producer.failed[:3]
+    finally:
+        producer.close()
+        for r in readers:
+            r.close()
+        for f in kafka_admin.delete_consumer_groups(list(groups), request_timeout=30).values():
+            f.result(timeout=30)
+
+    snapshot = ClusterSnapshot.loads(out.read_text())
+    assert f"with traffic over {WINDOW_S} s" in stderr
+    measured = {}
+    for topic, number in rates:
+        p = snapshot.partition(topic, number)
+        assert p is not None
+        measured[(topic, number)] = (p.bytes_in_per_sec, p.read_fanout)
+    for (topic, number), sent in rates.items():
+        rate, fanout = measured[(topic, number)]
+        assert rate is not None, f"{topic}-{number}: no rate in {measured}"
+        if sent:
+            assert abs(rate - sent) <= 0.10 * sent, f"{topic}-{number}: {rate:.0f} B/s, sent {sent} B/s"
+        else:
+            assert rate == 0, f"{topic}-{number}: no producer, yet {rate} B/s"
+        expected = sum(1 for ts in groups.values() if topic in ts) if sent else 0
+        assert fanout == expected, f"{topic}-{number}: fan-out {fanout}, {expected} groups read it"
+
+
+def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
+    kafka_rig: KafkaRig, kafka_admin: Any, kafka_wait: Callable[..., Any]
+) -> None:
+    """Deleted and created again between two looks: a new topic id (and offsets back at 0), so no rate
+    and no fan-out for it until a look of the new topic follows, never a negative one."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    name = f"it-recreated-{uuid.uuid4().hex[:8]}"
+    servers = kafka_rig.bootstrap_servers
+
+    def create() -> bool:
+        futures = kafka_admin.create_topics([NewTopic(name, 1, replica_assignment=[[1, 2]])])
+        futures[name].result(timeout=30)
+        return True
+
+    def produce(records: int) -> None:
+        producer = Producer({"bootstrap.servers": servers, "acks": "all"})
+        for _ in range(records):
+            producer.produce(name, b"x" * 1000, partition=0)
+        assert producer.flush(30) == 0
+
+    def look(gateway: KafkaGateway) -> Any:
+        def seen() -> Any:
+            _, lk = gateway.traffic_look()
+            return lk if (name, 0) in lk.partitions and lk.partitions[(name, 0)].end_offset > 0 else None
+
+        return kafka_wait(f"a look with {name}-0 holding records", seen)
+
+    create()
+    try:
+        with KafkaGateway(ConnectionSettings.from_command_config(None, servers)) as gateway:
+            produce(50)
+            before = look(gateway)
+            kafka_admin.delete_topics([name])[name].result(timeout=30)
+            kafka_wait(f"{name} created again", create)  # refused while the deletion is under way
+            produce(5)
+            after = look(gateway)
+    finally:
+        kafka_admin.delete_topics([name])[name].result(timeout=30)
+    old, new = before.partitions[(name, 0)], after.partitions[(name, 0)]
+    assert old.topic_id and new.topic_id and old.topic_id != new.topic_id
+    assert new.end_offset < old.end_offset
+    state = fold(fold(TrafficState(), before, 60), after, 60, min_interval_s=0)
+    assert estimates(state, 60)[(name, 0)] == Traffic(None, None)
