@@ -29,6 +29,7 @@ from .crd_parts import (
     Launcher,
     OnConfigChange,
     Schema,
+    _bool,
     _int,
     _name,
     _str,
@@ -262,6 +263,57 @@ class PlannerSpec:
     spark: SparkSpec = child("spark", SparkSpec, absent=True)
 
 
+# ---- traffic sampling ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficSpec:
+    """``spec.traffic``: the operator's periodic traffic sampler (handlers/traffic.py)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Traffic sampling: every periodSeconds one look at every partition's offsets and the consumer "
+        "groups' commits, folded into bytes in per second and read fan-out over windowSeconds; per-broker "
+        "totals in status.traffic, the state in ConfigMap kafka-placement-<cluster>-traffic."
+    )
+    WINDOW_BELOW_PERIOD: ClassVar[str] = "windowSeconds must be >= periodSeconds"
+
+    enabled: bool = leaf("enabled", _bool("Whether the operator samples the traffic.", default=False))
+    window_seconds: int = leaf(
+        "windowSeconds",
+        _int(
+            "Time constant of the weighted rates (minutes, not hours: a shift of load shows within a "
+            "few windows); at least periodSeconds.",
+            1,
+            maximum=86400,
+            default=300,
+        ),
+    )
+    period_seconds: int = leaf(
+        "periodSeconds",
+        _int(
+            "Seconds between two looks (each costs a read per partition and per group).",
+            1,
+            maximum=86400,
+            default=60,
+        ),
+    )
+
+    def check(self, where: str = "spec.traffic") -> None:
+        """``BadInputError`` when the window is shorter than the period."""
+        if self.window_seconds < self.period_seconds:
+            raise BadInputError(
+                f"{self.WINDOW_BELOW_PERIOD} (got {self.window_seconds} < {self.period_seconds})",
+                f"{where}.windowSeconds",
+            )
+
+    @staticmethod
+    def schema() -> Schema:
+        s = object_schema(TrafficSpec)
+        rule = "self.windowSeconds >= self.periodSeconds"
+        s["x-kubernetes-validations"] = [{"rule": rule, "message": TrafficSpec.WINDOW_BELOW_PERIOD}]
+        return s
+
+
 # ---- the spec ------------------------------------------------------------------------------------------
 
 
@@ -270,6 +322,12 @@ def _self_healing(raw: object, where: str) -> SelfHealingSpec | InvalidPart:
         return SelfHealingSpec.parse(raw, where)
     except BadInputError as e:
         return InvalidPart(e.message)
+
+
+def _traffic(raw: object, where: str) -> TrafficSpec:
+    spec = parse_object(TrafficSpec, raw, where)
+    spec.check(where)
+    return spec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,6 +362,7 @@ class ClusterSpec:
     self_healing: SelfHealingSpec | InvalidPart | None = custom(
         "selfHealing", SelfHealingSpec.schema(), _self_healing
     )
+    traffic: TrafficSpec | None = custom("traffic", TrafficSpec.schema(), _traffic)
 
     @staticmethod
     def parse(raw: object, where: str = "spec") -> ClusterSpec:
@@ -318,6 +377,11 @@ class ClusterSpec:
     @staticmethod
     def schema() -> Schema:
         return object_schema(ClusterSpec)
+
+    @property
+    def sampling(self) -> TrafficSpec:
+        """``traffic``, every field at its default (sampling off) when absent."""
+        return self.traffic if self.traffic is not None else TrafficSpec()
 
     @property
     def spark(self) -> SparkSpec:
@@ -345,5 +409,6 @@ __all__ = [
     "SparkK8sDefaults",
     "SparkSpec",
     "TlsSpec",
+    "TrafficSpec",
     "is_connection_error",
 ]

@@ -121,6 +121,33 @@ def _kafka_cluster_spec() -> Schema:
     return ClusterSpec.schema()  # declared with its parser (model/cluster_spec.py)
 
 
+def _traffic_status() -> Schema:
+    broker = _obj(
+        "One broker's traffic (sums over its replicas whose partition has a known rate).",
+        {
+            "id": _int("Broker id.", 0),
+            "bytesInPerSec": _int(
+                "Bytes per second written to the broker's replicas, leaders and followers.", 0, int64=True
+            ),
+            "leaderBytesInPerSec": _int(
+                "Bytes per second produced to the partitions the broker leads.", 0, int64=True
+            ),
+            "replicasMeasured": _int("The broker's replicas with a known rate.", 0, int64=True),
+        },
+    )
+    return _obj(
+        "Traffic sampled per spec.traffic: per-broker totals of the partitions' weighted bytes in.",
+        {
+            "sampledAt": _str("When the last look was taken (RFC 3339)."),
+            "windowSeconds": _int("The window of the weighted rates.", 1),
+            "looks": _int("Looks taken so far (kept across operator restarts).", 0, int64=True),
+            "partitionsMeasured": _int("Partitions with a known rate.", 0, int64=True),
+            "brokers": _arr("Per broker, at most 2000.", broker, maxItems=2000),
+            "brokersOmitted": _int("Brokers beyond the 2000 listed.", 0),
+        },
+    )
+
+
 def _kafka_cluster_status() -> Schema:
     log_dir = _obj(
         "One log dir of the broker.",
@@ -163,6 +190,7 @@ def _kafka_cluster_status() -> Schema:
                     "message": _str("What the lane did or waits for.", maxLength=1000),
                 },
             ),
+            "traffic": _traffic_status(),
             **status_schema(),
             "conditions": _conditions(CLUSTER_CONDITION_TYPES),
             "observedGeneration": _int("The metadata.generation the status describes.", 0, int64=True),

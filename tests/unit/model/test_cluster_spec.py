@@ -22,6 +22,7 @@ from kafka_placement.model.cluster_spec import (
     SaslSpec,
     SparkSpec,
     TlsSpec,
+    TrafficSpec,
     is_connection_error,
 )
 from kafka_placement.model.crd_schema import crd_documents
@@ -68,6 +69,7 @@ SKELETON: dict[str, Any] = {
     "limits": {},
     "planner": {"spark": {}},
     "selfHealing": {"brokerFailure": {}, "logDirFailure": {}},
+    "traffic": {},
 }
 FULL: dict[str, Any] = {
     "bootstrapServers": "k1:9092,[::1]:9093",
@@ -106,6 +108,7 @@ FULL: dict[str, Any] = {
         "approval": "Manual",
         "maxConcurrentBrokerHeals": 2,
     },
+    "traffic": {"enabled": True, "windowSeconds": 120, "periodSeconds": 30},
 }
 
 
@@ -324,6 +327,7 @@ def test_the_schema_is_the_models() -> None:
         "limits",
         "planner",
         "selfHealing",
+        "traffic",
     ]
     assert spec["properties"]["selfHealing"] == SelfHealingSpec.schema()
     assert spec["properties"]["sasl"]["required"] == ["mechanism", "secretRef"]
@@ -337,3 +341,24 @@ def test_the_example_kafka_cluster_parses() -> None:
         if doc and doc.get("kind") == "KafkaCluster"
     ]
     assert specs and all(s.limits == LimitsSpec() for s in specs)  # the example spells the defaults out
+
+
+def test_traffic_sampling_is_off_by_default_and_its_window_is_at_least_its_period() -> None:
+    assert ClusterSpec.parse(MINIMAL).sampling == TrafficSpec(
+        enabled=False, window_seconds=300, period_seconds=60
+    )
+    assert ClusterSpec.parse(FULL).sampling == TrafficSpec(
+        enabled=True, window_seconds=120, period_seconds=30
+    )
+    ok = {**MINIMAL, "traffic": {"enabled": True, "windowSeconds": 5, "periodSeconds": 5}}
+    assert ClusterSpec.parse(ok).sampling.window_seconds == 5
+    bad = {**MINIMAL, "traffic": {"enabled": True, "windowSeconds": 10, "periodSeconds": 20}}
+    with pytest.raises(BadInputError) as e:
+        ClusterSpec.parse(bad)
+    assert e.value.location == "spec.traffic.windowSeconds" and "periodSeconds" in e.value.message
+    with pytest.raises(BadInputError, match=">= 1"):
+        ClusterSpec.parse({**MINIMAL, "traffic": {"periodSeconds": 0}})
+    rules = crd_spec_schema()["properties"]["traffic"]["x-kubernetes-validations"]
+    assert rules == [
+        {"rule": "self.windowSeconds >= self.periodSeconds", "message": TrafficSpec.WINDOW_BELOW_PERIOD}
+    ]
