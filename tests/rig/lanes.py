@@ -104,6 +104,7 @@ LANES = (
             "tests/e2e/test_operator_preemption.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
+            "tests/e2e/test_operator_traffic.py",
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending
             "tests/e2e/test_operator_scale.py",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import kopf
 
-from . import brokerdecommission, health, kafkacluster, logdircordon, placementpolicy
+from . import brokerdecommission, health, kafkacluster, logdircordon, placementpolicy, traffic
 
-MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy, health)
+MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy, health, traffic)
 
 
 @kopf.on.startup()

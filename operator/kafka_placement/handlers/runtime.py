@@ -11,13 +11,15 @@ import kopf
 
 from ..kube.gateway import KubeGateway
 from . import leader
-from .reconciler import Reconciler
+from .reconciler import Reconciler, connection_settings
+from .traffic_sampler import TrafficSampler
 
 
 @dataclass
 class Runtime:
     reconciler: Reconciler
     interval: float
+    sampler: TrafficSampler
 
 
 _RUNTIME: Runtime | None = None
@@ -32,8 +34,11 @@ def runtime() -> Runtime:
     global _RUNTIME
     if _RUNTIME is None:
         kube = KubeGateway.from_config(event_sink=_event)
+        lead = leader.current()
         _RUNTIME = Runtime(
-            Reconciler(kube, leader.current()), float(os.environ.get("KP_RECONCILE_INTERVAL", "5"))
+            Reconciler(kube, lead),
+            float(os.environ.get("KP_RECONCILE_INTERVAL", "5")),
+            TrafficSampler(kube, lead, lambda spec, ns: connection_settings(spec, ns, kube)),
         )
     return _RUNTIME
 

@@ -4,7 +4,9 @@ The same store, with ``document="planning"``, keeps the cluster's spark-k8s plan
 (``kafka-placement-<cluster>-planning``, handlers/planner.py ``SparkRun``): a small document, no blobs;
 with ``document="lane"``, the execution record of the new-partition lane (handlers/new_partitions.py,
 ``kafka-placement-<cluster>-lane``), whose blobs are named ``lane-<name>`` and labelled
-``kafkaplacement.io/document: lane``, so neither record's pruning ever touches the other's blobs.
+``kafkaplacement.io/document: lane``, so neither record's pruning ever touches the other's blobs; with
+``document="traffic"``, the traffic sampler's state (handlers/traffic_sampler.py), its blobs named
+``traffic-<name>`` and labelled ``kafkaplacement.io/document: traffic`` in the same way.
 All Kubernetes calls go through ``kube.gateway.KubeGateway``.
 
 ``ConfigMapStore`` implements the bytes-level ``Store`` contract of ``execution/store.py``:
@@ -59,7 +61,7 @@ DOC_KEY = "record.json.gz"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "kafka-placement-operator")
 CLUSTER = "kafkaplacement.io/cluster"
 BLOB = "kafkaplacement.io/blob"
-DOCUMENT = "kafkaplacement.io/document"  # on the lane record's blobs only (the main record's have none)
+DOCUMENT = "kafkaplacement.io/document"  # on the lane's and traffic's blobs (the main record's have none)
 INDEX = "kafkaplacement.io/chunk"
 CHUNKS = "kafkaplacement.io/chunks"
 SHA = "kafkaplacement.io/sha256"
@@ -100,7 +102,7 @@ class ConfigMapStore:
         *,
         fence: Callable[[], None] = lambda: None,
         writer: str | None = None,
-        document: Literal["execution", "planning", "lane"] = "execution",
+        document: Literal["execution", "planning", "lane", "traffic"] = "execution",
     ) -> None:
         if len(cluster) > MAX_CLUSTER or not DNS_SUBDOMAIN.match(cluster):
             raise PlacementError(
@@ -116,10 +118,10 @@ class ConfigMapStore:
         self.owner_refs = [ref] if ref["uid"] else None
         self._rv: str | None = None  # resourceVersion of the progress document last read or written
         self.fence, self.writer = fence, writer
-        self._lane = document == "lane"
-        # the blobs this store owns, as a label selector (the lane's are apart from the main record's)
+        self._tag = document if document in ("lane", "traffic") else None  # its blobs' document label
+        # the blobs this store owns, as a label selector (the lane's and traffic's apart from the main's)
         self._blobs = f"{CLUSTER}={self.label},{BLOB}," + (
-            f"{DOCUMENT}=lane" if self._lane else f"!{DOCUMENT}"
+            f"{DOCUMENT}={self._tag}" if self._tag else f"!{DOCUMENT}"
         )
 
     @property
@@ -193,7 +195,7 @@ class ConfigMapStore:
     # ---- blobs -------------------------------------------------------------------------------------
 
     def _blob_cm(self, name: str, i: int) -> str:
-        cm = f"kafka-placement-{self.cluster}-blob-{'lane-' if self._lane else ''}{name}-{i}"
+        cm = f"kafka-placement-{self.cluster}-blob-{f'{self._tag}-' if self._tag else ''}{name}-{i}"
         if len(cm) > 253 or not DNS_SUBDOMAIN.match(cm):
             raise ValueError(f"blob name {name!r} does not make a valid ConfigMap name ({cm[:80]}...)")
         return cm
@@ -213,7 +215,7 @@ class ConfigMapStore:
         for i in [*range(1, len(parts)), 0]:  # chunk 0 last: it marks the blob complete
             ann = {CHUNKS: str(len(parts)), SHA: sha, CHUNK_SHA: hashlib.sha256(parts[i]).hexdigest()}
             cm = self._blob_cm(name, i)
-            labels = {BLOB: name, INDEX: str(i), **({DOCUMENT: "lane"} if self._lane else {})}
+            labels = {BLOB: name, INDEX: str(i), **({DOCUMENT: self._tag} if self._tag else {})}
             body = self._body(cm, parts[i], labels, annotations=ann)
             try:
                 self.kube.create_config_map(self.namespace, body)

@@ -1,0 +1,226 @@
+"""The operator's traffic sampler: one look per ``spec.traffic.periodSeconds`` at a KafkaCluster, folded
+into its traffic state (planning/traffic.py), kept with the cluster and summed per broker for
+``status.traffic`` (docs/architecture.md, "Traffic sampling").
+
+Its own kopf timer (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so a
+look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
+fenced gateway and leader fence as the reconciler.
+
+The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (handlers/store.py):
+ConfigMap ``kafka-placement-<cluster>-traffic`` holds a small progress document (looks taken, the time
+of the last, the window, the name of the state's blob) and the columnar state
+(planning/traffic_state.py) is a blob ``state-<look>`` gzipped over as many ConfigMaps of 900 KiB as it
+needs (measured: 28 bytes of gzip per partition, ``STATE_GZ_BYTES_PER_PARTITION`` the bound tested, so
+~28,000 partitions a ConfigMap; 100,000 partitions take 4), written before the
+document that names it and the older blob pruned after: a look cut short leaves the previous state whole.
+After an operator restart (or a new leader) the state is loaded, so the rates continue; a state that
+does not read (damaged from outside) is dropped with a warning: the estimates start afresh, unknown,
+never wrong.
+
+``status.traffic`` is bounded: one entry per broker (``MAX_BROKERS``; ~120 bytes each), rates rounded to
+whole bytes per second, and written only when it differs from what the status holds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..execution.store import RecordConflict
+from ..kafka.connection import ConnectionSettings
+from ..kafka.gateway import KafkaAuthenticationError, KafkaAuthorizationError, KafkaUnavailableError
+from ..kube.gateway import KubeError, KubeGateway
+from ..model.cluster_spec import ClusterSpec, TrafficSpec
+from ..model.errors import BadInputError, PlacementError
+from ..model.snapshot import ClusterSnapshot
+from ..planning.traffic import Traffic, TrafficState, estimates, fold
+from ..planning.traffic_state import state_from_json, state_to_json
+from .fencing import FencedGateway
+from .leader import Leadership
+from .store import ConfigMapStore
+
+log = logging.getLogger(__name__)
+
+DOC_VERSION = 1
+MAX_BROKERS = 2000  # status.traffic lists at most this many brokers (~240 KB): 1000 brokers fit twice
+STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/handlers/test_traffic_sampler.py)
+
+
+def _rfc3339(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def traffic_status(
+    snapshot: ClusterSnapshot,
+    traffic: Mapping[tuple[str, int], Traffic],
+    at: float,
+    window_s: int,
+    looks: int,
+) -> dict[str, Any]:
+    """``status.traffic``: per broker the bytes in per second of every replica it holds (leaders and
+    followers: each replica writes what its leader takes in), of the partitions it leads, and the
+    replicas with a known rate; the look's time and the partitions with a known rate. Pure."""
+    total: dict[int, float] = {}
+    leader_in: dict[int, float] = {}
+    replicas: dict[int, int] = {}
+    measured = 0
+    for p in snapshot.partitions:
+        t = traffic.get(p.key)
+        if t is None or t.bytes_in_per_sec is None:
+            continue
+        measured += 1
+        for b in p.replicas:
+            total[b] = total.get(b, 0.0) + t.bytes_in_per_sec
+            replicas[b] = replicas.get(b, 0) + 1
+        if p.leader is not None:
+            leader_in[p.leader] = leader_in.get(p.leader, 0.0) + t.bytes_in_per_sec
+    brokers = sorted({b.id for b in snapshot.brokers} | set(total))
+    return {
+        "sampledAt": _rfc3339(at),
+        "windowSeconds": window_s,
+        "looks": looks,
+        "partitionsMeasured": measured,
+        "brokers": [
+            {
+                "id": b,
+                "bytesInPerSec": round(total.get(b, 0.0)),
+                "leaderBytesInPerSec": round(leader_in.get(b, 0.0)),
+                "replicasMeasured": replicas.get(b, 0),
+            }
+            for b in brokers[:MAX_BROKERS]
+        ],
+        "brokersOmitted": max(0, len(brokers) - MAX_BROKERS),
+    }
+
+
+def progress_doc(looks: int, at: float, window_s: int, blob: str) -> bytes:
+    return json.dumps(
+        {"version": DOC_VERSION, "looks": looks, "at": at, "windowSeconds": window_s, "blob": blob}
+    ).encode()
+
+
+def read_progress(raw: bytes, where: str) -> tuple[int, float, str]:
+    """(looks, time of the last look, blob name) of a progress document; ``BadInputError`` otherwise."""
+    try:
+        doc = json.loads(raw)
+        looks, at, blob = int(doc["looks"]), float(doc["at"]), str(doc["blob"])
+        if doc.get("version") != DOC_VERSION or looks < 0:
+            raise ValueError(f"version {doc.get('version')}, looks {looks}")
+    except (ValueError, KeyError, TypeError) as e:
+        raise BadInputError(f"not a traffic progress document: {e}", where) from None
+    return looks, at, blob
+
+
+@dataclass
+class _Cluster:
+    """What the sampler keeps in memory of one cluster between looks."""
+
+    uid: str
+    store: ConfigMapStore
+    state: TrafficState
+    looks: int
+    at: float  # wall-clock time of the last look (0: none)
+
+
+class TrafficSampler:
+    """Takes the looks of every KafkaCluster whose ``spec.traffic.enabled`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        kube: KubeGateway,
+        leadership: Leadership,
+        settings_of: Callable[[ClusterSpec, str], ConnectionSettings],
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube, self.leadership, self.settings_of, self.wall = kube, leadership, settings_of, wall
+        self._clusters: dict[tuple[str, str], _Cluster] = {}
+
+    def _load(self, cluster: Mapping[str, Any]) -> _Cluster:
+        meta = cluster["metadata"]
+        ns, name, uid = meta["namespace"], meta["name"], meta.get("uid", "")
+        lead = self.leadership
+        store = ConfigMapStore(
+            self.kube, ns, name, cluster, fence=lead.fence, writer=lead.identity, document="traffic"
+        )
+        fresh = _Cluster(uid, store, TrafficState(), 0, 0.0)
+        try:
+            raw = store.load()
+            if raw is None:
+                return fresh
+            looks, at, blob = read_progress(raw, store.where)
+            data = store.get_blob(blob)
+            if data is None:
+                raise BadInputError(f"blob {blob} is missing", store.where)
+            state = state_from_json(json.loads(data), f"{store.where} blob {blob}")
+        except (BadInputError, ValueError) as e:
+            log.warning("KafkaCluster %s/%s: traffic state dropped, starting afresh: %s", ns, name, e)
+            return fresh
+        log.info("KafkaCluster %s/%s: traffic state loaded (%d looks)", ns, name, looks)
+        return _Cluster(uid, store, state, looks, at)
+
+    def forget(self, namespace: str, name: str) -> None:
+        self._clusters.pop((namespace, name), None)
+
+    def tick(self, cluster: Mapping[str, Any]) -> dict[str, Any] | None:
+        """One look if one is due: the new ``status.traffic`` when it changed (None: unchanged, not due,
+        or sampling off; ``{}`` clears a status of a sampling turned off)."""
+        meta = cluster["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        shown = (cluster.get("status") or {}).get("traffic")
+        try:
+            spec = ClusterSpec.of(cluster)
+        except BadInputError:
+            return None  # the reconcile reports an invalid spec (InvalidSpec condition)
+        sampling = spec.sampling
+        if not sampling.enabled:
+            self.forget(ns, name)
+            return {} if shown else None
+        c = self._clusters.get((ns, name))
+        if c is None or c.uid != meta.get("uid", ""):
+            c = self._clusters[(ns, name)] = self._load(cluster)
+        now = self.wall()
+        if c.at and 0 <= now - c.at < sampling.period_seconds:
+            return None
+        try:
+            return self._look(c, spec, sampling, ns, shown)
+        except RecordConflict as e:  # another writer (a new leader's claim): reload before the next look
+            log.warning("KafkaCluster %s/%s: traffic state not saved: %s", ns, name, e)
+            self.forget(ns, name)
+            return None
+        except (KafkaUnavailableError, KafkaAuthorizationError, KafkaAuthenticationError) as e:
+            log.warning("KafkaCluster %s/%s: no traffic look: %s", ns, name, e.message)
+        except (BadInputError, PlacementError, KubeError) as e:
+            log.warning("KafkaCluster %s/%s: traffic sampling failed: %s", ns, name, e)
+        c.at = now  # a failed look waits a period too (never a tight retry loop)
+        return None
+
+    def _look(
+        self, c: _Cluster, spec: ClusterSpec, sampling: TrafficSpec, ns: str, shown: object
+    ) -> dict[str, Any] | None:
+        with FencedGateway(self.settings_of(spec, ns), self.leadership.fence) as gw:
+            snapshot, look = gw.traffic_look()
+        window = float(sampling.window_seconds)
+        state = fold(c.state, look, window)
+        looks = c.looks + 1
+        blob = f"state-{looks}"
+        c.store.put_blob(blob, json.dumps(state_to_json(state), separators=(",", ":")).encode())
+        c.store.save(progress_doc(looks, look.at, sampling.window_seconds, blob))
+        c.store.prune_blobs({blob})
+        c.state, c.looks, c.at = state, looks, look.at
+        status = traffic_status(snapshot, estimates(state, window), look.at, sampling.window_seconds, looks)
+        return None if status == shown else status
+
+
+__all__ = [
+    "MAX_BROKERS",
+    "STATE_GZ_BYTES_PER_PARTITION",
+    "TrafficSampler",
+    "progress_doc",
+    "read_progress",
+    "traffic_status",
+]

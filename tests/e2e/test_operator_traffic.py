@@ -1,0 +1,83 @@
+"""The operator's traffic sampler end to end: a KafkaCluster with ``spec.traffic`` enabled (a 20 s window,
+a look every 5 s) while a paced producer writes known rates to a topic of three partitions, two replicas
+each: ``status.traffic`` gives every broker the bytes in of its replicas (leaders and followers) and of
+the partitions it leads, within 15% of what was sent. Then the operator restarts: the state is loaded from
+its ConfigMap, so the look count goes on and the rates are there after the first look of the new
+process (a fresh state would have none until its second)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+import pytest
+from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.test_operator import apply, execution_record
+from tests.integration.test_traffic import PacedProducer
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(240)]
+
+RATES = {0: 60_000, 1: 30_000, 2: 20_000}  # partition -> value bytes per second
+ASSIGNMENT = [[1, 2], [2, 3], [3, 1]]  # replicas; the first is the leader
+
+
+def wait_traffic(
+    kubectl: Any, op: Operator, ns: str, name: str, looks: int, timeout: float = 60
+) -> dict[str, Any]:
+    """status.traffic once it counts at least ``looks`` looks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        traffic = (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("traffic") or {}
+        if traffic.get("looks", 0) >= looks:
+            return traffic
+        assert time.monotonic() < deadline, f"status.traffic {traffic} after {timeout} s\n{op.tail()}"
+        time.sleep(0.5)
+
+
+def assert_rates(traffic: dict[str, Any], tolerance: float = 0.15) -> None:
+    expected: dict[int, float] = {}
+    leading: dict[int, float] = {}
+    for p, replicas in enumerate(ASSIGNMENT):
+        for b in replicas:
+            expected[b] = expected.get(b, 0) + RATES[p]
+        leading[replicas[0]] = leading.get(replicas[0], 0) + RATES[p]
+    by_id = {b["id"]: b for b in traffic["brokers"]}
+    for b, rate in expected.items():
+        got = by_id[b]
+        assert abs(got["bytesInPerSec"] - rate) <= tolerance * rate, (b, got, rate)
+        assert abs(got["leaderBytesInPerSec"] - leading[b]) <= tolerance * leading[b], (b, got, leading)
+        assert got["replicasMeasured"] >= 2
+
+
+def test_status_traffic_per_broker_and_its_state_survives_a_restart(
+    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, new_topic: Any
+) -> None:
+    ns = k8s_namespace
+    topic = new_topic(ASSIGNMENT)
+    producer = PacedProducer(kafka_rig.bootstrap_servers, {(topic, p): r for p, r in RATES.items()})
+    try:
+        apply(
+            kubectl,
+            ns,
+            (
+                "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: sampled}\n"
+                f"spec: {{bootstrapServers: '{kafka_rig.bootstrap_servers}', "
+                "traffic: {enabled: true, windowSeconds: 20, periodSeconds: 5}}\n"
+            ),
+        )
+        before = wait_traffic(kubectl, operator, ns, "sampled", looks=4)
+        assert before["windowSeconds"] == 20 and before["partitionsMeasured"] >= len(RATES)
+        assert_rates(before)
+        stored = execution_record(kubectl, ns, "sampled", "traffic")
+        assert stored["looks"] >= before["looks"] and stored["blob"] == f"state-{stored['looks']}"
+
+        operator.kill(signal.SIGTERM)  # releases the Lease: the next process leads at once
+        looks = get(kubectl, ns, "kafkacluster", "sampled")["status"]["traffic"]["looks"]
+        operator.start()
+        after = wait_traffic(kubectl, operator, ns, "sampled", looks=looks + 1, timeout=120)
+        assert after["looks"] == looks + 1  # counted on from the stored state, not from 1
+        assert_rates(after)  # rates at the first look of the new process: the state was loaded
+        assert not producer.failed, producer.failed[:3]
+    finally:
+        producer.close()
