@@ -186,7 +186,8 @@ def _solve(
         cp_model.INFEASIBLE: "infeasible",
     }.get(code, "unknown")
     if name in ("infeasible", "unknown"):
-        return Optimum(name, None, None, reachable if name != "infeasible" else None, {}, solver.wall_time)
+        known = False if reachable is False else None  # (proven unreachable before; else undecided)
+        return Optimum(name, None, None, known, {}, solver.wall_time)
     replicas: dict[Key, tuple[int, ...]] = {}
     for p in snapshot.partitions:
         if any((p.key, b) in x for b in e.dirs):

@@ -69,11 +69,19 @@ def with_room(snap: ClusterSnapshot, leaving: int, room: float, weights: list[fl
 _MINIMUM: dict[tuple[int, int], float] = {}
 
 
-def tight(snap: ClusterSnapshot, leaving: int, slack: float, seed: int, intents: str) -> ClusterSnapshot:
+def tight(
+    snap: ClusterSnapshot,
+    leaving: int,
+    slack: float,
+    seed: int,
+    intents: str,
+    steps: int = 8,
+    step_limit: float = 3.0,
+) -> ClusterSnapshot:
     """Decommission ``leaving`` where the other dirs' usable bytes are random weights (0.5-1.5) x a room
-    that is (1 + slack) x the smallest room with which the solver still finds a plan (bisection, 8
-    steps; a step the solver cannot decide in 3 deterministic seconds counts as infeasible, which can
-    only raise the minimum)."""
+    that is (1 + slack) x the smallest room with which the solver still finds a plan (bisection,
+    ``steps`` steps; a step the solver cannot decide in ``step_limit`` deterministic seconds counts as
+    infeasible, which can only raise the minimum)."""
     rng = random.Random(seed)
     n_dirs = sum(len(b.log_dirs) for b in snap.brokers if b.id != leaving)
     weights = [rng.uniform(0.5, 1.5) for _ in range(n_dirs)]
@@ -81,11 +89,12 @@ def tight(snap: ClusterSnapshot, leaving: int, slack: float, seed: int, intents:
         need = sum(p.size_bytes for p in snap.partitions if leaving in p.replicas)
         lo, hi = need / sum(weights), 2 * need / sum(weights)
         parsed = Intents.loads(intents)
-        while solve(with_room(snap, leaving, hi, weights), parsed, dirs=True, time_limit=3).bytes is None:
+        room = with_room
+        while solve(room(snap, leaving, hi, weights), parsed, dirs=True, time_limit=step_limit).bytes is None:
             lo, hi = hi, hi * 2
-        for _ in range(8):
+        for _ in range(steps):
             mid = (lo + hi) / 2
-            found = solve(with_room(snap, leaving, mid, weights), parsed, dirs=True, time_limit=3)
+            found = solve(room(snap, leaving, mid, weights), parsed, dirs=True, time_limit=step_limit)
             lo, hi = (lo, mid) if found.bytes is not None else (mid, hi)
         _MINIMUM[(seed, leaving)] = hi
     return with_room(snap, leaving, _MINIMUM[(seed, leaving)] * (1 + slack), weights)
@@ -298,11 +307,11 @@ _SIDES = (lambda r: r["before"], lambda r: r)
 
 
 def write_section(path: Path, section: list[str]) -> None:
-    """Replace this benchmark's section of ``path`` (or append it), keeping every other section."""
+    """Replace the section of ``path`` titled ``section[0]`` (or append it), keeping every other one."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     lines = text.rstrip("\n").split("\n")
-    if SECTION in lines:
-        start = lines.index(SECTION)
+    if section[0] in lines:
+        start = lines.index(section[0])
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
         lines[start:end] = [*section, ""] if end < len(lines) else section
     else:
