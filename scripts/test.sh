@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: lint and the unit tests first (minutes; a failure stops here), then the rig-backed tests:
 # in the lanes of tests/rig/lanes.py side by side, each against a rig of its own that scripts/with-rig.sh
-# brings up and always tears down (KP_TEST_LANES=serial: in one pytest against one rig instead). Each lane's output is printed whole when both have ended; the exit
-# status is 0 only if every step passed. $PYTEST_ARGS is passed to every pytest run.
+# brings up and always tears down (KP_TEST_LANES=serial: in one pytest against one rig instead). Each
+# lane's output is printed whole when all have ended; the exit status is 0 only if every step passed.
+# $PYTEST_ARGS is passed to every pytest run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
