@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.e2e.conftest import clear_cordons
 from tests.e2e.test_operator import snapshot, throttles_left
 from tests.integration.chart_monitoring import (
     DASHBOARD_KEY,
@@ -41,6 +42,8 @@ from tests.integration.chart_monitoring import (
 from tests.integration.conftest import KafkaRig, rig_json_path, wait_for
 from tests.integration.test_node import node_entry
 from tests.rig.image_rig import chart_image
+
+from kafka_placement.kafka.connection import ConnectionSettings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 
@@ -71,9 +74,12 @@ def operator_image(rig_json: dict[str, Any]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def release_ns(k8s_rig: dict[str, Any], operator_image: str, monitoring_crds: None) -> Iterator[str]:
+def release_ns(
+    k8s_rig: dict[str, Any], rig_json: dict[str, Any], operator_image: str, monitoring_crds: None
+) -> Iterator[str]:
     """A namespace enforcing the Restricted standard, for the release; deleted afterwards (before the
-    stand-in monitoring CRDs go)."""
+    stand-in monitoring CRDs go), and then no cordon is left on the rig's Kafka (the tests marked
+    ``keeps_cordons`` leave theirs to the uninstall test, which may not have run)."""
     ns = f"t-helm-node-{uuid.uuid4().hex[:6]}"
     kubectl = [str(k8s_rig["kubectl"]), "--kubeconfig", str(k8s_rig["kubeconfig"])]
     subprocess.run([*kubectl, "create", "namespace", ns], check=True, capture_output=True)
@@ -85,6 +91,10 @@ def release_ns(k8s_rig: dict[str, Any], operator_image: str, monitoring_crds: No
     helm = [str(k8s_rig["helm"]), "--kubeconfig", str(k8s_rig["kubeconfig"])]
     subprocess.run([*helm, "uninstall", RELEASE, "-n", ns, "--wait"], capture_output=True, timeout=180)
     subprocess.run([*kubectl, "delete", "namespace", ns, "--wait=false"], capture_output=True)
+    # not through the kafka_rig fixture: every test of the module would then clear the cordons after it
+    clear_cordons(
+        ConnectionSettings(bootstrap_servers=KafkaRig.from_json(rig_json["kafka"]).bootstrap_servers)
+    )
 
 
 MONITORING_CRDS = {"servicemonitors": "ServiceMonitor", "prometheusrules": "PrometheusRule"}
@@ -211,60 +221,6 @@ def test_install_with_chart_defaults_runs_two_ready_non_root_read_only_pods(
         assert java.returncode == 0 and "17." in java.stderr, java.stderr
 
 
-def test_the_leader_pod_decommissions_a_broker_of_the_rigs_kafka(
-    k8s_rig: dict[str, Any],
-    kubectl: Kubectl,
-    release_ns: str,
-    rig_json: dict[str, Any],
-    kafka_rig: KafkaRig,
-    new_topic: Any,
-    kafka_admin: Any,
-) -> None:
-    ns = release_ns
-    bootstrap = rig_json["kafka"]["podBootstrapServers"]  # the brokers' listener on the node's bridge
-    topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(60)])
-    drained = kafka_rig.node(2).log_dirs[0]
-    docs = [
-        {
-            "apiVersion": "kafkaplacement.io/v1alpha1",
-            "kind": "KafkaCluster",
-            "metadata": {"name": "rig"},
-            "spec": {"bootstrapServers": bootstrap, "throttleBytesPerSecond": 10_000_000},
-        },
-        {
-            "apiVersion": "kafkaplacement.io/v1alpha1",
-            "kind": "BrokerDecommission",
-            "metadata": {"name": "retire-3"},
-            "spec": {"clusterRef": {"name": "rig"}, "brokers": [3]},
-        },
-        {
-            "apiVersion": "kafkaplacement.io/v1alpha1",
-            "kind": "LogDirCordon",
-            "metadata": {"name": "drain-2"},
-            "spec": {"clusterRef": {"name": "rig"}, "broker": 2, "logDirs": [drained], "drain": True},
-        },
-    ]
-    kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def finished(kind: str, name: str, timeout: float) -> str:
-        def phase() -> str | None:
-            out = kubectl("get", kind, name, "-n", ns, "-o", "json").stdout
-            got = (json.loads(out).get("status") or {}).get("phase")
-            return got if got in ("Completed", "Failed") else None
-
-        return str(wait_for(f"{kind} {name} done", phase, timeout, why=lambda: diagnose(kubectl, ns)))
-
-    assert finished("brokerdecommission", "retire-3", 300) == "Completed"
-    assert finished("logdircordon", "drain-2", 120) == "Completed"
-    snap = snapshot(kafka_rig)
-    assert any(p.topic == topic for p in snap.partitions)
-    for p in snap.partitions:
-        assert 3 not in p.replicas, p
-        assert (2, drained) not in zip(p.replicas, p.log_dirs, strict=True), p
-    assert snap.broker(2).dir(drained).cordoned  # type: ignore[union-attr]  # the KIP-1066 cordon
-    assert throttles_left(kafka_admin, kafka_rig) == {}
-
-
 def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
     kubectl: Kubectl, release_ns: str, rig_json: dict[str, Any], new_topic: Any
 ) -> None:
@@ -319,6 +275,61 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
     assert ran.returncode == 0 and ran.stdout.strip(), f"no Spark JVM in the leader's container: {ran.stderr}"
     kubectl("delete", "placementpolicy", "spread-local", "spread-spark", "-n", ns, "--timeout=120s")
     kubectl("delete", "kafkacluster", "by-local", "by-spark", "-n", ns, "--timeout=120s")
+
+
+@pytest.mark.keeps_cordons  # the uninstall test checks that the pod lifts them
+def test_the_leader_pod_decommissions_a_broker_of_the_rigs_kafka(
+    k8s_rig: dict[str, Any],
+    kubectl: Kubectl,
+    release_ns: str,
+    rig_json: dict[str, Any],
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    kafka_admin: Any,
+) -> None:
+    ns = release_ns
+    bootstrap = rig_json["kafka"]["podBootstrapServers"]  # the brokers' listener on the node's bridge
+    topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(60)])
+    drained = kafka_rig.node(2).log_dirs[0]
+    docs = [
+        {
+            "apiVersion": "kafkaplacement.io/v1alpha1",
+            "kind": "KafkaCluster",
+            "metadata": {"name": "rig"},
+            "spec": {"bootstrapServers": bootstrap, "throttleBytesPerSecond": 10_000_000},
+        },
+        {
+            "apiVersion": "kafkaplacement.io/v1alpha1",
+            "kind": "BrokerDecommission",
+            "metadata": {"name": "retire-3"},
+            "spec": {"clusterRef": {"name": "rig"}, "brokers": [3]},
+        },
+        {
+            "apiVersion": "kafkaplacement.io/v1alpha1",
+            "kind": "LogDirCordon",
+            "metadata": {"name": "drain-2"},
+            "spec": {"clusterRef": {"name": "rig"}, "broker": 2, "logDirs": [drained], "drain": True},
+        },
+    ]
+    kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def finished(kind: str, name: str, timeout: float) -> str:
+        def phase() -> str | None:
+            out = kubectl("get", kind, name, "-n", ns, "-o", "json").stdout
+            got = (json.loads(out).get("status") or {}).get("phase")
+            return got if got in ("Completed", "Failed") else None
+
+        return str(wait_for(f"{kind} {name} done", phase, timeout, why=lambda: diagnose(kubectl, ns)))
+
+    assert finished("brokerdecommission", "retire-3", 300) == "Completed"
+    assert finished("logdircordon", "drain-2", 120) == "Completed"
+    snap = snapshot(kafka_rig)
+    assert any(p.topic == topic for p in snap.partitions)
+    for p in snap.partitions:
+        assert 3 not in p.replicas, p
+        assert (2, drained) not in zip(p.replicas, p.log_dirs, strict=True), p
+    assert snap.broker(2).dir(drained).cordoned  # type: ignore[union-attr]  # the KIP-1066 cordon
+    assert throttles_left(kafka_admin, kafka_rig) == {}
 
 
 def test_metrics_answer_through_the_service(
@@ -397,6 +408,12 @@ def test_uninstall_keeps_the_crds_and_removes_the_rest(
     kafka_admin: Any,
 ) -> None:
     ns = release_ns
+
+    def cordoned() -> list[tuple[int, str]]:
+        return [(b.id, d.path) for b in snapshot(kafka_rig).brokers for d in b.log_dirs if d.cordoned]
+
+    kept = cordoned()  # what the decommission test's resources declared: broker 3 whole, a dir of broker 2
+    assert {b for b, _ in kept} == {2, 3} and len(kept) == 1 + len(kafka_rig.node(3).log_dirs), kept
     kubectl("delete", "brokerdecommission,logdircordon", "--all", "-n", ns, "--timeout=120s")
     kubectl("delete", "kafkacluster", "--all", "-n", ns, "--timeout=120s")
     helm(k8s_rig, "uninstall", RELEASE, "-n", ns, "--wait", "--timeout", "3m")
@@ -415,5 +432,4 @@ def test_uninstall_keeps_the_crds_and_removes_the_rest(
     assert mine == []
     wait_for("no operator pod", lambda: pods(kubectl, ns) == [], 120, why=lambda: diagnose(kubectl, ns))
     assert throttles_left(kafka_admin, kafka_rig) == {}
-    cordoned = [(b.id, d.path) for b in snapshot(kafka_rig).brokers for d in b.log_dirs if d.cordoned]
-    assert cordoned == []  # the LogDirCordon's finalizer, run by the pod, lifted its cordon
+    assert cordoned() == []  # the resources' finalizers, run by the pod, lifted their cordons
