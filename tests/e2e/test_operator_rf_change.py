@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import snapshot
 from tests.e2e.test_operator_policies import TWO_LEVELS, apply, patch_spec, resource
+from tests.integration.conftest import read_to_end
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(900)]
 
@@ -149,36 +149,6 @@ def set_rf(kubectl: Any, op: Operator, ns: str, rf: int) -> dict[str, Any]:
     return body
 
 
-def read_all(rig: KafkaRig, topic: str) -> dict[int, list[tuple[int, int]]]:
-    """Every record of ``topic`` as (offset, key) per partition, read from the beginning to the end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": rig.bootstrap_servers,
-            "group.id": f"rf-check-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_uncommitted",
-        }
-    )
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(PARTITIONS)
-        }
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        read: dict[int, list[tuple[int, int]]] = {p: [] for p in range(PARTITIONS)}
-        deadline = time.monotonic() + 180
-        while any((read[p][-1][0] + 1 if read[p] else 0) < ends[p] for p in range(PARTITIONS)):
-            assert time.monotonic() < deadline, f"read {[len(v) for v in read.values()]} of ends {ends}"
-            msg = consumer.poll(1)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            read[msg.partition()].append((msg.offset(), int(msg.key())))
-        return read
-    finally:
-        consumer.close()
-
-
 def test_policy_raises_and_lowers_the_replication_factor_under_a_producer(
     operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, new_topic: Any, kafka_wait: Any
 ) -> None:
@@ -223,7 +193,10 @@ def test_policy_raises_and_lowers_the_replication_factor_under_a_producer(
     assert sampler.samples > 0 and sampler.smallest[0] >= MIN_ISR, sampler.smallest
     assert all(len(reps) == 2 for reps, _ in settled.values()), settled
 
-    read = read_all(kafka_rig, topic)
+    read = {
+        p: [(offset, int(key or b"-1")) for offset, key, _ in records]
+        for p, records in read_to_end(kafka_rig.bootstrap_servers, topic, PARTITIONS).items()
+    }
     for p in range(PARTITIONS):
         acked = sorted(producing.acked[p])
         keys = [k for _, k in read[p]]

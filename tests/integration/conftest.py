@@ -239,6 +239,41 @@ def wait_for(
         time.sleep(every)
 
 
+Record = tuple[int, bytes | None, bytes | None]  # offset, key, value
+
+
+def read_to_end(servers: str, topic: str, partitions: int, timeout: float = 180.0) -> dict[int, list[Record]]:
+    """Every record of ``topic`` per partition, read from the beginning up to the end offsets it has when
+    called (not "until a quiet moment": a loaded machine's first fetch may take longer than any quiet
+    period); past ``timeout`` it fails naming how far each partition got."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": servers,
+            "group.id": f"read-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)
+        }
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        read: dict[int, list[Record]] = {p: [] for p in range(partitions)}
+        deadline = time.monotonic() + timeout
+        while any((read[p][-1][0] + 1 if read[p] else 0) < ends[p] for p in range(partitions)):
+            assert time.monotonic() < deadline, f"read {[len(v) for v in read.values()]} of ends {ends}"
+            for msg in consumer.consume(num_messages=1000, timeout=1):
+                assert msg.error() is None, msg.error()
+                read[msg.partition()].append((msg.offset(), msg.key(), msg.value()))
+        return read
+    finally:
+        consumer.close()
+
+
 @pytest.fixture(scope="session")
 def kafka_wait() -> Callable[..., Any]:
     """`wait_for(what, check, timeout=60)` as a fixture: bounded polling for the tests."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import read_to_end, wait_for
 from tests.integration.test_executor_broker_down import node_running, rig_node, throttle_configs
 
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -94,28 +94,6 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
 
 
-def read_all(servers: str, topic: str) -> list[int]:
-    """Every record of the topic, read with read_committed off from the beginning until a quiet second."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": f"check-{topic}", "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])  # offset 0: the beginning
-        out: list[int] = []
-        quiet = time.monotonic()
-        while time.monotonic() - quiet < 5:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error() is not None:
-                continue
-            out.append(int(msg.value()))
-            quiet = time.monotonic()
-        return out
-    finally:
-        consumer.close()
-
-
 def test_a_crashed_broker_is_decommissioned(
     kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
@@ -176,7 +154,7 @@ def test_a_crashed_broker_is_decommissioned(
         for p in after.values():
             assert len(p.replicas) == 2 and DEAD not in p.replicas, p
             assert set(p.isr) == set(p.replicas), p  # back in sync on the live brokers
-        read = read_all(servers, topic)
+        read = [int(v or b"-1") for rs in read_to_end(servers, topic, PARTITIONS).values() for _, _, v in rs]
         assert len(read) == len(set(read)), "a record was read twice"
         assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"
     finally:
