@@ -42,6 +42,18 @@ def _lease_namespace(args: argparse.Namespace) -> str:
     return str(ns)
 
 
+class TimerSuccesses(logging.Filter):
+    """Drops kopf's INFO line for every successful timer run: the reconcile ticks every second per
+    KafkaCluster, which buried what the operator did under "Timer 'reconcile_cluster' succeeded." lines.
+    A timer's failure, retry or warning still shows, and so does everything with ``--verbose``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        message = record.getMessage()
+        return not (message.startswith("Timer '") and message.endswith("' succeeded."))
+
+
 def cmd_operator(args: argparse.Namespace) -> int:
     if not args.namespace and not args.all_namespaces:
         raise BadInputError("give --namespace NS (repeatable) or --all-namespaces", "operator")
@@ -64,6 +76,8 @@ def cmd_operator(args: argparse.Namespace) -> int:
     del register
     kopf.configure(verbose=args.verbose)
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python logs every connection at INFO
+    if not args.verbose:
+        logging.getLogger("kopf.objects").addFilter(TimerSuccesses())
     if args.metrics_port:  # metrics, /healthz and /readyz
         health.serve(args.metrics_port, args.metrics_address)
     run: dict[str, Any] = {
