@@ -24,7 +24,7 @@ def operator_env() -> dict[str, str]:
 
 
 def reconciles(op: Operator, cluster: str) -> dict[str, float]:
-    """kafka_placement_reconciles_total of ``cluster`` by kind (full, execution, quiet)."""
+    """kafka_placement_reconciles_total of ``cluster`` (namespace/name) by kind (full, execution, quiet)."""
     return {
         s.labels["kind"]: s.value
         for s in metric_samples(op, "kafka_placement_reconciles_total")
@@ -69,9 +69,9 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
     first = converged(kubectl, ns)
 
     # idle and unchanged: the reconciles go on (every 2 s) without reading Kafka
-    before = reconciles(operator, "idle")
+    before = reconciles(operator, f"{ns}/idle")
     time.sleep(7)
-    after = reconciles(operator, "idle")
+    after = reconciles(operator, f"{ns}/idle")
     assert after.get("quiet", 0) - before.get("quiet", 0) >= 2, (before, after, operator.tail())
     assert after.get("full", 0) - before.get("full", 0) <= 1, (before, after)  # a resync may fall in
 
@@ -83,7 +83,7 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
             p.replicas for p in snapshot(kafka_rig).partitions if (p.topic, p.partition) == (topic, 1)
         )
 
-    before_drift = reconciles(operator, "idle")
+    before_drift = reconciles(operator, f"{ns}/idle")
     kafka_wait("broker 3 back in partition 1", lambda: 3 in replicas_of_1())
     deadline = time.monotonic() + 90  # resync (10 s) + interval (2 s) + planning, on a loaded machine
     while True:
@@ -94,16 +94,16 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
             pytest.fail(f"the drift was not re-planned within 90 s: {status}\n{operator.tail()}")
         time.sleep(0.5)
     # found by a resync, the only reconcile that reads Kafka while nothing changed in Kubernetes
-    assert reconciles(operator, "idle").get("full", 0) > before_drift.get("full", 0)
+    assert reconciles(operator, f"{ns}/idle").get("full", 0) > before_drift.get("full", 0)
     converged(kubectl, ns)
     assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)
 
     # a spec change is acted on at the next reconcile, inside the resync period
-    before = reconciles(operator, "idle")
+    before = reconciles(operator, f"{ns}/idle")
     kubectl(
         "-n", ns, "patch", "brokerdecommission", "retire-3", "--type=merge", "-p", '{"spec":{"priority":3}}'
     )
     deadline = time.monotonic() + 8
-    while reconciles(operator, "idle").get("full", 0) == before.get("full", 0):
+    while reconciles(operator, f"{ns}/idle").get("full", 0) == before.get("full", 0):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.3)

@@ -316,7 +316,8 @@ def test_metrics_endpoint_reports_planning_time_and_reconcile_errors(
         for s in family.samples
     }
     assert samples[("kafka_placement_planning_seconds_count", ())] >= 1, text
-    assert samples[("kafka_placement_reconcile_errors_total", (("cluster", "gone"),))] >= 1, text
+    # labelled namespace/name: a cluster of the same name in another namespace is another series
+    assert samples[("kafka_placement_reconcile_errors_total", (("cluster", f"{ns}/gone"),))] >= 1, text
 
 
 def _cluster(rig: KafkaRig, name: str = "prod") -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 
 from ..model.crd_parts import GROUP, PLURALS, VERSION
-from . import leader
+from . import leader, metrics
 from .intent_common import require_leader
 from .runtime import INTERVAL, runtime
 
@@ -54,8 +54,11 @@ def release(body: kopf.Body, **_: Any) -> None:
     2 s. Past RELEASE_TIMEOUT_S since the deletion (Kafka unreachable all along) the cluster goes anyway,
     with a Warning Event naming what may be left."""
     require_leader()
+    meta = body.get("metadata", {})
+    label = metrics.cluster_label(meta.get("namespace", ""), meta.get("name", ""))
     left = runtime().reconciler.release(body)
     if left is None:
+        metrics.forget_cluster(label)  # no series of a deleted cluster stays on the metrics endpoint
         return
     stamp = body.get("metadata", {}).get("deletionTimestamp")
     since = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
@@ -68,5 +71,6 @@ def release(body: kopf.Body, **_: Any) -> None:
             "(cordoned.log.dirs) may be left on the brokers: remove them with kafka-configs"
         )
         kopf.warn(body, reason="NotCancelled", message=msg)
+        metrics.forget_cluster(label)
         return
     raise kopf.TemporaryError(left, delay=2)

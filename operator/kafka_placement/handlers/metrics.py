@@ -1,4 +1,7 @@
-"""Prometheus metrics of the operator (served by ``kafka-placement operator --metrics-port``)."""
+"""Prometheus metrics of the operator (served by ``kafka-placement operator --metrics-port``).
+
+A KafkaCluster's series carry ``cluster="<namespace>/<name>"`` (``cluster_label``): two clusters of the
+same name in two namespaces are two series. A deleted cluster's series go with it (``forget_cluster``)."""
 
 from __future__ import annotations
 
@@ -90,6 +93,44 @@ LANE_PLANS = Counter(
     "Executions the new-partition lane started (new partitions that broke a rule, placed per the intents)",
     ["cluster"],
 )
+
+
+def cluster_label(namespace: str, name: str) -> str:
+    """The ``cluster`` label of a KafkaCluster's series."""
+    return f"{namespace}/{name}"
+
+
+def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
+    """Every metric labelled by cluster, with its label names in order."""
+    plan = ("cluster", "plan")
+    return (
+        *((g, plan) for g in (*_PROGRESS, ETA_SECONDS, THROTTLE_RATE)),
+        (EXECUTION_PHASE, ("cluster", "phase")),
+        (RECONCILES, ("cluster", "kind")),
+        (RECONCILE_ERRORS, ("cluster",)),
+        (DEAD_BROKERS, ("cluster",)),
+        (OFFLINE_LOG_DIRS, ("cluster",)),
+        (UNDER_REPLICATED, ("cluster",)),
+        (UNDER_REPLICATED_NOT_OURS, ("cluster",)),
+        (LANE_PLANS, ("cluster",)),
+    )
+
+
+def forget_cluster(cluster: str) -> None:
+    """Remove every series of a deleted cluster: a dashboard or alert must not show its last phase or
+    gauges for ever (a scrape reads what the process holds)."""
+    with _lock:
+        _plans.pop(cluster, None)
+    for metric, names in _by_cluster():
+        keys = {
+            tuple(s.labels[n] for n in names)
+            for family in metric.collect()
+            for s in family.samples
+            if s.labels.get("cluster") == cluster and all(n in s.labels for n in names)
+        }
+        for key in keys:
+            with contextlib.suppress(KeyError):  # removed meanwhile
+                metric.remove(*key)
 
 
 def observe_progress(cluster: str, plan: str, throttle: int | None, progress: Progress) -> None:

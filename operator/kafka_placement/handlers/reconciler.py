@@ -414,13 +414,14 @@ class Reconciler:
         down (connection, executor limits, planner, self-healing)."""
         meta = cluster["metadata"]
         ns, name = meta["namespace"], meta["name"]
+        label = metrics.cluster_label(ns, name)
         listed = self.intents_of(ns, name)
         bodies = [b for b in listed if not b["metadata"].get("deletionTimestamp")]
         leaving = self._leaving(ns, name, listed)  # their cordons are removed by this reconcile's sync
         conditions = (cluster.get("status") or {}).get("conditions")
 
         def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
             self._settled.pop((ns, name), None)  # the next reconcile reads Kafka whole and decides afresh
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
@@ -444,7 +445,7 @@ class Reconciler:
             record = Execution.load(store)
         except BadInputError as e:  # a corrupt record: never act on it, say where it is
             return failed("CorruptExecutionRecord", e.message, connected=True)
-        metrics.observe_execution(name, record)
+        metrics.observe_execution(label, record)
         lane_store = self.store(ns, name, cluster, "lane")
         try:
             lane_record = Execution.load(lane_store)
@@ -462,7 +463,7 @@ class Reconciler:
             quiet = False  # a tracked failure is due for a heal: Kafka is read now
         if quiet and settled is not None and self.clock() - settled[1] < self.resync_s:
             self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
-            metrics.RECONCILES.labels(cluster=name, kind="quiet").inc()
+            metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
             quiet = True
         else:
             quiet = False
@@ -492,7 +493,7 @@ class Reconciler:
                 status |= self._lane(
                     gw, cluster, limits, bodies, record, lane_store, lane_record, full=one.snap is not None
                 )
-                metrics.RECONCILES.labels(cluster=name, kind="execution" if active else "full").inc()
+                metrics.RECONCILES.labels(cluster=label, kind="execution" if active else "full").inc()
                 if not active and one.settled:
                     self._settled[where] = (print_, self.clock())
                 return status
@@ -505,7 +506,7 @@ class Reconciler:
         except KafkaUnavailableError as e:
             return failed("ClusterUnreachable", e.message, connected=False)
         except RecordConflict as e:  # another writer was first: nothing was sent; the next reconcile retries
-            metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+            metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
             raise kopf.TemporaryError(e.message, delay=1) from None
 
     def _lane(
@@ -569,7 +570,7 @@ class Reconciler:
                 participants=list(out.participants),
             )
             new.save()
-            metrics.LANE_PLANS.labels(cluster=meta["name"]).inc()
+            metrics.LANE_PLANS.labels(cluster=metrics.cluster_label(meta["namespace"], meta["name"])).inc()
         if out.status is not None and out.status["phase"] in (lane.WATCHING, lane.EXECUTING):
             watch.pending.clear()  # placed, planned, or left to the full re-plan (large, or in its plan)
         status = out.status if out.status is not None and out.status["phase"] != lane.WATCHING else shown
@@ -631,8 +632,9 @@ class _Pass:
 
     def _cluster_status(self) -> dict[str, Any]:
         if self.snap is not None:
+            meta = self.cluster["metadata"]
             metrics.observe_under_replicated(
-                self.cluster["metadata"]["name"], self.snap.partitions, self.record
+                metrics.cluster_label(meta["namespace"], meta["name"]), self.snap.partitions, self.record
             )
             return st.cluster_status(self.snap, self.in_flight)
         # an execution in flight: the brokers' dirs only (cost follows brokers x dirs, not partitions)
@@ -682,8 +684,9 @@ class _Pass:
         rec._heal_due.pop(where, None)
         if out.wake_at is not None:
             rec._heal_due[where] = out.wake_at
-        metrics.DEAD_BROKERS.labels(cluster=meta["name"]).set(len(out.state.dead_brokers))
-        metrics.OFFLINE_LOG_DIRS.labels(cluster=meta["name"]).set(len(out.state.offline_log_dirs))
+        label = metrics.cluster_label(meta["namespace"], meta["name"])
+        metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
+        metrics.OFFLINE_LOG_DIRS.labels(cluster=label).set(len(out.state.offline_log_dirs))
         conditions = st.with_condition(
             status.get("conditions") or [], current, st.SELF_HEALING, out.condition
         )
@@ -726,8 +729,12 @@ class _Pass:
         if record.doc.defence.reapplied > before:
             metrics.OWNED_CONFIG_REAPPLIED.inc(record.doc.defence.reapplied - before)
         progress = executor.progress(record)
+        meta = self.cluster["metadata"]
         metrics.observe_progress(
-            self.cluster["metadata"]["name"], record.doc.plan_id, limits.throttle, progress
+            metrics.cluster_label(meta["namespace"], meta["name"]),
+            record.doc.plan_id,
+            limits.throttle,
+            progress,
         )
         self.view = replace(self.view, ticked=True, record=record_view(record, before))
 

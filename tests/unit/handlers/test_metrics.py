@@ -70,3 +70,44 @@ def test_under_replicated_partitions_the_execution_moves_are_ours(tmp_path: Path
     assert _value("kafka_placement_under_replicated_partitions_not_ours", cluster="m3") == 1
     metrics.observe_under_replicated("m3", parts, None)  # no execution: none is ours
     assert _value("kafka_placement_under_replicated_partitions_not_ours", cluster="m3") == 2
+
+
+def test_a_deleted_clusters_series_are_removed_and_only_its_own(tmp_path: Path) -> None:
+    """Two clusters named alike in two namespaces are two series; deleting one removes all of its series
+    (progress, phase, counters, gauges) and none of the other's."""
+    a, b = metrics.cluster_label("team-a", "prod"), metrics.cluster_label("team-b", "prod")
+    assert a != b
+    for label in (a, b):
+        record = _record(tmp_path, label.replace("/", "-"))
+        metrics.observe_progress(label, "plan-x", 1000, compute_progress(record))
+        metrics.observe_execution(label, record)
+        metrics.RECONCILES.labels(cluster=label, kind="full").inc()
+        metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
+        metrics.DEAD_BROKERS.labels(cluster=label).set(1)
+        metrics.LANE_PLANS.labels(cluster=label).inc()
+        metrics.observe_under_replicated(label, [], record)
+
+    metrics.forget_cluster(a)
+
+    def series(label: str) -> list[str]:
+        return sorted(
+            s.name
+            for family in REGISTRY.collect()
+            for s in family.samples
+            if s.labels.get("cluster") == label
+        )
+
+    assert series(a) == []
+    kept = series(b)
+    for name in (
+        "kafka_placement_plan_bytes",
+        "kafka_placement_execution_phase",
+        "kafka_placement_reconciles_total",
+        "kafka_placement_reconcile_errors_total",
+        "kafka_placement_dead_brokers",
+        "kafka_placement_new_partition_plans_total",
+        "kafka_placement_under_replicated_partitions",
+    ):
+        assert name in kept, (name, kept)
+    metrics.forget_cluster(b)
+    assert series(b) == []
