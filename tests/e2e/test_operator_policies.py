@@ -319,6 +319,20 @@ def test_metrics_endpoint_reports_planning_time_and_reconcile_errors(
     # labelled namespace/name: a cluster of the same name in another namespace is another series
     assert samples[("kafka_placement_reconcile_errors_total", (("cluster", f"{ns}/gone"),))] >= 1, text
 
+    # a deleted cluster's series go with it (its decommission stays: deleting it would have the release
+    # remove its cordon through the unreachable Kafka, for up to RELEASE_TIMEOUT_S)
+    kubectl("-n", ns, "delete", "kafkacluster", "gone", "--timeout=120s")
+
+    def series_of_gone() -> list[str]:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            families = text_string_to_metric_families(response.read().decode())
+        return [s.name for f in families for s in f.samples if s.labels.get("cluster") == f"{ns}/gone"]
+
+    deadline = time.monotonic() + 30  # the delete handler removes them once it let the cluster go
+    while left := series_of_gone():
+        assert time.monotonic() < deadline, f"series of the deleted cluster: {left}"
+        time.sleep(0.5)
+
 
 def _cluster(rig: KafkaRig, name: str = "prod") -> list[dict[str, Any]]:
     """The KafkaCluster ``name`` on the rig (a manifest for ``apply``)."""

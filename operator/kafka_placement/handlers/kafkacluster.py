@@ -29,21 +29,28 @@ log = logging.getLogger(__name__)
 @kopf.timer(GROUP, VERSION, PLURALS["KafkaCluster"], interval=INTERVAL, initial_delay=1.0, idle=None)
 def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     lead = leader.current()
-    name = f"{body.get('metadata', {}).get('namespace')}/{body.get('metadata', {}).get('name')}"
+    meta = body.get("metadata", {})
+    name = metrics.cluster_label(str(meta.get("namespace")), str(meta.get("name")))  # also the series' label
     if not lead.is_leader():
         log.debug("not the leader (%s): skipping KafkaCluster %s", lead.identity, name)
         return
+    uid = str(meta.get("uid"))
     try:
         status = runtime().reconciler.reconcile(body)
     except leader.NotLeader as e:
         log.warning("KafkaCluster %s: stopped mid-reconcile: %s", name, e.message)
         return
+    finally:
+        # kopf runs the delete handler while a reconcile may still be in flight: one that ends after the
+        # handler removed the cluster's series must not bring them back
+        if metrics.forgotten(name, uid):
+            metrics.forget_cluster(name, uid)
     if not lead.is_leader():  # the status of a reconcile that outlived the lease is not written
         log.warning(
             "KafkaCluster %s: the leader Lease ran out during the reconcile; status not written", name
         )
         return
-    status["observedGeneration"] = body.get("metadata", {}).get("generation")
+    status["observedGeneration"] = meta.get("generation")
     patch.status.update(status)
 
 
@@ -55,10 +62,10 @@ def release(body: kopf.Body, **_: Any) -> None:
     with a Warning Event naming what may be left."""
     require_leader()
     meta = body.get("metadata", {})
-    label = metrics.cluster_label(meta.get("namespace", ""), meta.get("name", ""))
+    label, uid = metrics.cluster_label(meta.get("namespace", ""), meta.get("name", "")), str(meta.get("uid"))
     left = runtime().reconciler.release(body)
     if left is None:
-        metrics.forget_cluster(label)  # no series of a deleted cluster stays on the metrics endpoint
+        metrics.forget_cluster(label, uid)  # no series of a deleted cluster stays on the endpoint
         return
     stamp = body.get("metadata", {}).get("deletionTimestamp")
     since = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
@@ -71,6 +78,6 @@ def release(body: kopf.Body, **_: Any) -> None:
             "(cordoned.log.dirs) may be left on the brokers: remove them with kafka-configs"
         )
         kopf.warn(body, reason="NotCancelled", message=msg)
-        metrics.forget_cluster(label)
+        metrics.forget_cluster(label, uid)
         return
     raise kopf.TemporaryError(left, delay=2)

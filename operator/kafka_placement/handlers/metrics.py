@@ -116,11 +116,16 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
     )
 
 
-def forget_cluster(cluster: str) -> None:
-    """Remove every series of a deleted cluster: a dashboard or alert must not show its last phase or
-    gauges for ever (a scrape reads what the process holds)."""
+_forgotten: set[tuple[str, str]] = set()  # (cluster, uid) of the deleted clusters
+
+
+def forget_cluster(cluster: str, uid: str) -> None:
+    """Remove every series of a deleted cluster (``uid``: the KafkaCluster object's, so that one created
+    again under its name is not forgotten): a dashboard or alert must not show its last phase or gauges
+    for ever (a scrape reads what the process holds)."""
     with _lock:
         _plans.pop(cluster, None)
+        _forgotten.add((cluster, uid))
     for metric, names in _by_cluster():
         keys = {
             tuple(s.labels[n] for n in names)
@@ -131,6 +136,12 @@ def forget_cluster(cluster: str) -> None:
         for key in keys:
             with contextlib.suppress(KeyError):  # removed meanwhile
                 metric.remove(*key)
+
+
+def forgotten(cluster: str, uid: str) -> bool:
+    """The cluster object was deleted and its series removed (``forget_cluster``)."""
+    with _lock:
+        return (cluster, uid) in _forgotten
 
 
 def observe_progress(cluster: str, plan: str, throttle: int | None, progress: Progress) -> None:

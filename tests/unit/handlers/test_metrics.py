@@ -87,7 +87,8 @@ def test_a_deleted_clusters_series_are_removed_and_only_its_own(tmp_path: Path) 
         metrics.LANE_PLANS.labels(cluster=label).inc()
         metrics.observe_under_replicated(label, [], record)
 
-    metrics.forget_cluster(a)
+    metrics.forget_cluster(a, "uid-a")
+    assert metrics.forgotten(a, "uid-a") and not metrics.forgotten(a, "uid-new")
 
     def series(label: str) -> list[str]:
         return sorted(
@@ -109,5 +110,5 @@ def test_a_deleted_clusters_series_are_removed_and_only_its_own(tmp_path: Path) 
         "kafka_placement_under_replicated_partitions",
     ):
         assert name in kept, (name, kept)
-    metrics.forget_cluster(b)
+    metrics.forget_cluster(b, "uid-b")
     assert series(b) == []
