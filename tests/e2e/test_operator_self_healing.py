@@ -146,7 +146,8 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
     left under-replicated: the heal reports Completed, every partition of the topic is back at RF 2 on live
     brokers and in sync, every acknowledged record is read once, no throttle is left. Then broker 3 is
     restarted and the heal deleted (its finalizer uncordons the broker)."""
-    from tests.integration.test_dead_broker import PARTITIONS, Producer, read_all
+    from tests.integration.conftest import read_to_end
+    from tests.integration.test_dead_broker import PARTITIONS, Producer
     from tests.integration.test_executor_broker_down import throttle_configs
 
     from kafka_placement.kafka.connection import ConnectionSettings
@@ -213,7 +214,7 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
         assert took["kafka_placement_heal_duration_seconds_count"] == 1 and seconds >= 5, (
             took
         )  # the delay included
-        read = read_all(servers, topic)
+        read = [int(v or b"-1") for rs in read_to_end(servers, topic, PARTITIONS).values() for _, _, v in rs]
         assert len(read) == len(set(read)), "a record was read twice"
         assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"
     finally:
