@@ -5,10 +5,10 @@ enforces the Restricted pod security standard gets the driver's service account 
 makes them) and the exchange volume: a PersistentVolumeClaim bound to a hostPath PersistentVolume on
 this machine, so the CLI and the operator read and write the same files as the pods. Then:
 
-- ``kafka-placement plan --engine spark-k8s`` (launcher Pod) plans the golden and 6,000-partition
-  scenarios with executors in their own pods: the plan is the local engine's where one shard plans and
-  the in-process sharded pipeline's otherwise (as on the standalone cluster), and the kubelet started
-  executor pods of the run;
+- ``kafka-placement plan --engine spark-k8s`` (launcher Pod) plans a golden scenario and a 6,000-partition
+  one (``POD_CASES``; the standalone test plans every case) with executors in their own pods: the plan is
+  the local engine's where one shard plans and the in-process sharded pipeline's otherwise (as on the
+  standalone cluster), and the kubelet started executor pods of the run;
 - infeasible intents: the driver exits 3 and the CLI exits 3 with the local engine's reason;
 - executors that cannot be scheduled and a run that outlives its timeout: the driver pod is deleted and
   its executor pods go with it (garbage collection by owner);
@@ -165,7 +165,14 @@ def pods_of(spark: dict[str, Any], run_id: str) -> list[str]:
     return got.stdout.split()
 
 
-@pytest.mark.parametrize("name", list(cases()))
+# one case that plans as one shard and one that is sharded: every case's plan is checked on a real Spark
+# cluster by tests/integration/test_spark_standalone.py (all in one application, lane kafka); what pods add
+# (launcher, exchange volume, executor pods, the run's clean-up) is the same for every case, and each run
+# here starts a driver and executors (a minute or more on the node's two cores)
+POD_CASES = ("all", "all-6000")  # 137 partitions to repair: one shard; 4,182: sharded
+
+
+@pytest.mark.parametrize("name", POD_CASES)
 def test_plans_on_driver_and_executor_pods_equal_the_engines_plans(
     spark_ns: dict[str, Any], k8s_rig: dict[str, Any], tmp_path: Path, name: str
 ) -> None:

@@ -84,6 +84,7 @@ LANES = (
             "tests/e2e/test_operator_legacy_decommission.py",
             "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
+            "tests/e2e/test_operator_leader.py",  # main + k8s only: here to even out the lanes
         ),
     ),
     Lane(
@@ -96,7 +97,6 @@ LANES = (
             "tests/integration/test_record_store.py",  # the k8s rig alone: here to even out the lanes
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_idle.py",
-            "tests/e2e/test_operator_leader.py",
             "tests/e2e/test_operator_log_dir_failure.py",
             "tests/e2e/test_operator_new_partitions.py",
             "tests/e2e/test_operator_owned_configs.py",
