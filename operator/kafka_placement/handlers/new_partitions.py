@@ -73,13 +73,30 @@ def new_keys(counts: Mapping[str, int], known: Mapping[str, int]) -> list[Key]:
     return [(t, i) for t, n in sorted(counts.items()) for i in range(known.get(t, 0), n)]
 
 
+LOOK_PACE = 10.0  # the next look no sooner than this many times the last one's duration after it
+
+
 @dataclass
 class Watch:
     """What one cluster's lane knows between reconciles (in memory: a restarted or new leader starts with
-    a full reconcile, whose snapshot seeds it)."""
+    a full reconcile, whose snapshot seeds it).
+
+    A look's Metadata response lists every partition with its replicas (about 40 bytes each at RF 3:
+    ~40 MB and seconds of parsing at a million partitions), so looks are paced by their own cost: the
+    next one is due ``LOOK_PACE`` times the last one's duration after it started, which keeps the looks
+    to about a tenth of the time. A small cluster (a look of milliseconds) is looked at every reconcile;
+    one whose look takes 2 s, every 20 s."""
 
     known: dict[str, int] | None = None  # partition counts at the last look
     pending: set[Key] = field(default_factory=set)  # new partitions not yet handed to a lane execution
+    next_look: float = 0.0  # clock time from which the next look is due
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_look
+
+    def paced(self, started: float, ended: float) -> None:
+        """A look ran from ``started`` to ``ended`` (clock seconds): when the next one is due."""
+        self.next_look = started + LOOK_PACE * max(0.0, ended - started)
 
     def saw_snapshot(self, snapshot: ClusterSnapshot) -> None:
         """A full snapshot was read: it is the baseline, and the full re-plan covers every partition in it."""

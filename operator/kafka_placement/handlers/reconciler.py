@@ -539,9 +539,11 @@ class Reconciler:
         watch = self._watch.setdefault(where, lane.Watch())
         valid, _ = parse(bodies)
         enforced = [(b, i) for b, i in valid if lane.is_enforced(i)]
-        if full or not enforced:
+        started = self.clock()
+        if full or not enforced or not watch.due(started):  # paced by the looks' own cost (Watch)
             return {"newPartitions": shown} if shown is not None else {}
         watch.look(gw.partition_counts())
+        watch.paced(started, self.clock())
         if not watch.pending:
             return {"newPartitions": shown} if shown is not None else {}
         snap = gw.snapshot(only=watch.pending)

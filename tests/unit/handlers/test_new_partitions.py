@@ -48,6 +48,20 @@ def test_a_look_finds_new_topics_and_grown_ones_and_forgets_deleted_ones() -> No
     assert lane.new_keys({"a": 5}, {"a": 3}) == [("a", 3), ("a", 4)]
 
 
+def test_looks_are_paced_by_their_own_cost() -> None:
+    """A look of milliseconds leaves the next due at once (every reconcile); one of 2 s (a million
+    partitions' Metadata) leaves the next due LOOK_PACE x 2 s after it started."""
+    w = lane.Watch()
+    assert w.due(0.0)
+    w.paced(100.0, 100.004)
+    assert w.due(100.05)  # the next reconcile, a second later or less
+    w.paced(200.0, 202.0)
+    assert not w.due(202.5) and not w.due(200.0 + lane.LOOK_PACE * 2.0 - 0.1)
+    assert w.due(200.0 + lane.LOOK_PACE * 2.0)
+    w.paced(300.0, 299.0)  # a clock that went back: no pause
+    assert w.due(300.0)
+
+
 def test_new_partitions_in_one_dc_are_spread_by_the_hard_goal_alone() -> None:
     snap = snapshot(RACKS, [("t1", 0, [1, 2], [0, 0], 10), ("t1", 1, [3, 1], [0, 0], 10)])
     out = lane.decide_lane(snap, valid(policy()), intents(POLICY), frozenset(), None)
