@@ -81,8 +81,8 @@ class Watch:
     """What one cluster's lane knows between reconciles (in memory: a restarted or new leader starts with
     a full reconcile, whose snapshot seeds it).
 
-    A look's Metadata response lists every partition with its replicas (about 40 bytes each at RF 3:
-    ~40 MB and seconds of parsing at a million partitions), so looks are paced by their own cost: the
+    A look's Metadata response lists every partition with its replicas and ISR (~42 bytes each at RF 3 by
+    the protocol's field sizes: ~40 MB at a million partitions), so looks are paced by their own cost: the
     next one is due ``LOOK_PACE`` times the last one's duration after it started, which keeps the looks
     to about a tenth of the time. A small cluster (a look of milliseconds) is looked at every reconcile;
     one whose look takes 2 s, every 20 s."""
