@@ -34,9 +34,11 @@ _repr.maxstring = _repr.maxother = _repr.maxlong = ECHO_LIMIT
 def brief(value: object, limit: int = ECHO_LIMIT) -> str:
     """A bounded ``repr`` of an input value for messages: at most ``limit`` characters, shallow.
 
-    The one helper every message that echoes user input uses (strings are quoted like ``repr``)."""
+    The one helper every message that echoes user input uses (strings are quoted like ``repr``). A string
+    that fits in ``limit`` is shown whole (a file path asked for with a larger limit was cut in the
+    middle at ``ECHO_LIMIT`` before)."""
     try:
-        text = _repr.repr(value)
+        text = repr(value) if isinstance(value, str) and len(value) <= limit else _repr.repr(value)
     except (RecursionError, MemoryError, ValueError):  # ValueError: int too large to convert
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
