@@ -2,20 +2,28 @@
 into its traffic state (planning/traffic.py), kept with the cluster and summed per broker for
 ``status.traffic`` (docs/architecture.md, "Traffic sampling").
 
-Its own kopf timer (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so a
-look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
-fenced gateway and leader fence as the reconciler.
+Its own kopf daemon (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so
+a look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
+fenced gateway and leader fence as the reconciler. One gateway serves a cluster's looks (its clients'
+connections, the access check and the topic ids it has read are reused) for ``GATEWAY_LOOKS`` looks,
+then a fresh one (ACLs and topic ids checked again); it is closed earlier when the connection settings
+change, a look fails, the cluster stops sampling or is deleted, or leadership is lost (``forget``).
 
 The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (handlers/store.py):
 ConfigMap ``kafka-placement-<cluster>-traffic`` holds a small progress document (looks taken, the time
-of the last, the window, the name of the state's blob) and the columnar state
+of the last, the name of the state's blob) and the columnar state
 (planning/traffic_state.py) is a blob ``state-<look>`` gzipped over as many ConfigMaps of 900 KiB as it
 needs (measured: 28 bytes of gzip per partition, ``STATE_GZ_BYTES_PER_PARTITION`` the bound tested, so
 ~28,000 partitions a ConfigMap; 100,000 partitions take 4), written before the
 document that names it and the older blob pruned after: a look cut short leaves the previous state whole.
-After an operator restart (or a new leader) the state is loaded, so the rates continue; a state that
-does not read (damaged from outside) is dropped with a warning: the estimates start afresh, unknown,
-never wrong.
+The state is saved at the first look and then once the looks have advanced ``SAVE_FRACTION`` of the
+window since the last save (every look when the period is that long): at 1M partitions a save writes
+~28 MB, so a 60 s period and the default 300 s window save every third look. After an operator restart
+(or a new leader) the last saved state is loaded and the rates continue: the looks taken since it are
+lost (at most ``SAVE_FRACTION`` of a window; ``looks`` counts on from the saved one), but not their
+bytes, since the next look's interval runs from the saved look and measures every byte appended since.
+A state that does not read (damaged from outside) is dropped with a warning: the estimates start
+afresh, unknown, never wrong.
 
 ``status.traffic`` is bounded: one entry per broker (``MAX_BROKERS``; ~120 bytes each), rates rounded to
 whole bytes per second, and written only when it differs from what the status holds.
@@ -48,6 +56,8 @@ log = logging.getLogger(__name__)
 
 DOC_VERSION = 1
 MAX_BROKERS = 2000  # status.traffic lists at most this many brokers (~240 KB): 1000 brokers fit twice
+GATEWAY_LOOKS = 10  # looks one gateway serves: the access check and the topic ids read once per 10
+SAVE_FRACTION = 0.5  # the state is saved once the looks advanced this fraction of the window
 STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/handlers/test_traffic_sampler.py)
 
 
@@ -98,10 +108,16 @@ def traffic_status(
     }
 
 
-def progress_doc(looks: int, at: float, window_s: int, blob: str) -> bytes:
-    return json.dumps(
-        {"version": DOC_VERSION, "looks": looks, "at": at, "windowSeconds": window_s, "blob": blob}
-    ).encode()
+def progress_doc(looks: int, at: float, blob: str) -> bytes:
+    """The progress document (its other fields are ignored on reading: a document of an older release
+    also held the window, which the spec gives)."""
+    return json.dumps({"version": DOC_VERSION, "looks": looks, "at": at, "blob": blob}).encode()
+
+
+def save_due(saved_at: float, at: float, window_s: float) -> bool:
+    """Whether the look at ``at`` saves the state (the last save at ``saved_at``, 0: none): the first,
+    then once the looks advanced ``SAVE_FRACTION`` of the window (a clock set back saves too)."""
+    return not saved_at or at < saved_at or at - saved_at >= SAVE_FRACTION * window_s
 
 
 def read_progress(raw: bytes, where: str) -> tuple[int, float, str]:
@@ -125,6 +141,15 @@ class _Cluster:
     state: TrafficState
     looks: int
     at: float  # wall-clock time of the last look (0: none)
+    saved_at: float  # time of the look whose state is stored (0: none)
+    gateway: FencedGateway | None = None
+    settings: ConnectionSettings | None = None  # the gateway's
+    gateway_looks: int = 0  # looks the gateway served
+
+    def close(self) -> None:
+        gateway, self.gateway, self.settings, self.gateway_looks = self.gateway, None, None, 0
+        if gateway is not None:
+            gateway.close()
 
 
 class TrafficSampler:
@@ -147,7 +172,7 @@ class TrafficSampler:
         store = ConfigMapStore(
             self.kube, ns, name, cluster, fence=lead.fence, writer=lead.identity, document="traffic"
         )
-        fresh = _Cluster(uid, store, TrafficState(), 0, 0.0)
+        fresh = _Cluster(uid, store, TrafficState(), 0, 0.0, 0.0)
         try:
             raw = store.load()
             if raw is None:
@@ -161,10 +186,35 @@ class TrafficSampler:
             log.warning("KafkaCluster %s/%s: traffic state dropped, starting afresh: %s", ns, name, e)
             return fresh
         log.info("KafkaCluster %s/%s: traffic state loaded (%d looks)", ns, name, looks)
-        return _Cluster(uid, store, state, looks, at)
+        return _Cluster(uid, store, state, looks, at, at)
 
     def forget(self, namespace: str, name: str) -> None:
-        self._clusters.pop((namespace, name), None)
+        """Drop what is kept of a cluster and close its gateway (sampling off, cluster deleted,
+        leadership lost: the next look loads the stored state afresh)."""
+        c = self._clusters.pop((namespace, name), None)
+        if c is not None:
+            c.close()
+
+    def wait_s(self, cluster: Mapping[str, Any], at_most: float) -> float:
+        """Seconds until the cluster's next look is due, at most ``at_most`` (and never below 0.1)."""
+        meta = cluster["metadata"]
+        c = self._clusters.get((meta["namespace"], meta["name"]))
+        try:
+            period = ClusterSpec.of(cluster).sampling.period_seconds
+        except BadInputError:
+            return at_most
+        if c is None or not c.at:
+            return at_most
+        return max(0.1, min(at_most, c.at + period - self.wall()))
+
+    def _gateway(self, c: _Cluster, spec: ClusterSpec, ns: str) -> FencedGateway:
+        settings = self.settings_of(spec, ns)
+        if c.gateway is not None and (c.settings != settings or c.gateway_looks >= GATEWAY_LOOKS):
+            c.close()
+        if c.gateway is None:
+            c.gateway, c.settings = FencedGateway(settings, self.leadership.fence), settings
+        c.gateway_looks += 1
+        return c.gateway
 
     def tick(self, cluster: Mapping[str, Any]) -> dict[str, Any] | None:
         """One look if one is due: the new ``status.traffic`` when it changed (None: unchanged, not due,
@@ -182,6 +232,7 @@ class TrafficSampler:
             return {} if shown else None
         c = self._clusters.get((ns, name))
         if c is None or c.uid != meta.get("uid", ""):
+            self.forget(ns, name)
             c = self._clusters[(ns, name)] = self._load(cluster)
         now = self.wall()
         if c.at and 0 <= now - c.at < sampling.period_seconds:
@@ -196,31 +247,36 @@ class TrafficSampler:
             log.warning("KafkaCluster %s/%s: no traffic look: %s", ns, name, e.message)
         except (BadInputError, PlacementError, KubeError) as e:
             log.warning("KafkaCluster %s/%s: traffic sampling failed: %s", ns, name, e)
+        c.close()  # the next look connects afresh
         c.at = now  # a failed look waits a period too (never a tight retry loop)
         return None
 
     def _look(
         self, c: _Cluster, spec: ClusterSpec, sampling: TrafficSpec, ns: str, shown: object
     ) -> dict[str, Any] | None:
-        with FencedGateway(self.settings_of(spec, ns), self.leadership.fence) as gw:
-            snapshot, look = gw.traffic_look()
+        snapshot, look = self._gateway(c, spec, ns).traffic_look()
         window = float(sampling.window_seconds)
         state = fold(c.state, look, window)
         looks = c.looks + 1
-        blob = f"state-{looks}"
-        c.store.put_blob(blob, json.dumps(state_to_json(state), separators=(",", ":")).encode())
-        c.store.save(progress_doc(looks, look.at, sampling.window_seconds, blob))
-        c.store.prune_blobs({blob})
+        if save_due(c.saved_at, look.at, window):
+            blob = f"state-{looks}"
+            c.store.put_blob(blob, json.dumps(state_to_json(state), separators=(",", ":")).encode())
+            c.store.save(progress_doc(looks, look.at, blob))
+            c.store.prune_blobs({blob})
+            c.saved_at = look.at
         c.state, c.looks, c.at = state, looks, look.at
         status = traffic_status(snapshot, estimates(state, window), look.at, sampling.window_seconds, looks)
         return None if status == shown else status
 
 
 __all__ = [
+    "GATEWAY_LOOKS",
     "MAX_BROKERS",
+    "SAVE_FRACTION",
     "STATE_GZ_BYTES_PER_PARTITION",
     "TrafficSampler",
     "progress_doc",
     "read_progress",
+    "save_due",
     "traffic_status",
 ]

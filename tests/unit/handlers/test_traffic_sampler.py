@@ -58,7 +58,9 @@ def test_status_of_a_thousand_brokers_is_small_and_more_than_the_bound_are_count
 
 
 def test_the_progress_document_round_trips_and_a_bad_one_is_bad_input() -> None:
-    assert read_progress(progress_doc(12, 1.5, 300, "state-12"), "cm") == (12, 1.5, "state-12")
+    assert read_progress(progress_doc(12, 1.5, "state-12"), "cm") == (12, 1.5, "state-12")
+    older = b'{"version": 1, "looks": 3, "at": 2.0, "windowSeconds": 300, "blob": "state-3"}'
+    assert read_progress(older, "cm") == (3, 2.0, "state-3")  # an older release's, window and all
     for bad in (b"{", b"[]", b'{"version": 2, "looks": 1, "at": 0, "blob": "x"}', b'{"looks": 1}'):
         with pytest.raises(BadInputError):
             read_progress(bad, "cm")
