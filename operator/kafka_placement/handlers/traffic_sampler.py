@@ -43,10 +43,12 @@ from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaAuthenticationError, KafkaAuthorizationError, KafkaUnavailableError
 from ..kube.gateway import KubeError, KubeGateway
+from ..model.capacity import Capacity, CapacitySpec
 from ..model.cluster_spec import ClusterSpec, TrafficSpec
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
-from ..planning.traffic import Traffic, TrafficState, estimates, fold
+from ..planning.loads import BrokerLoad, broker_loads
+from ..planning.traffic import Traffic, TrafficState, estimates, fold, with_traffic
 from ..planning.traffic_state import state_from_json, state_to_json
 from .fencing import FencedGateway
 from .leader import Leadership
@@ -65,16 +67,36 @@ def _rfc3339(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _capacity(capacity: Capacity, load: BrokerLoad) -> dict[str, Any]:
+    """A broker's declared capacity and its utilisation (load / capacity, 3 decimals), known fields only."""
+    caps = {"networkIn": capacity.network_in, "networkOut": capacity.network_out, "disk": capacity.disk}
+    shares = load.utilisation(capacity)
+    return {
+        "capacity": {k: v for k, v in caps.items() if v is not None},
+        "utilisation": {k: round(v, 3) for k, v in shares.items() if v is not None},
+    }
+
+
 def traffic_status(
     snapshot: ClusterSnapshot,
     traffic: Mapping[tuple[str, int], Traffic],
     at: float,
     window_s: int,
     looks: int,
+    capacity: CapacitySpec | None = None,
 ) -> dict[str, Any]:
     """``status.traffic``: per broker the bytes in per second of every replica it holds (leaders and
-    followers: each replica writes what its leader takes in), of the partitions it leads, and the
-    replicas with a known rate; the look's time and the partitions with a known rate. Pure."""
+    followers: each replica writes what its leader takes in: its network in), of the partitions it
+    leads, its network out (planning/loads.py) and the replicas with a known rate; with ``capacity``
+    its declared capacity and utilisation (an override naming a broker the cluster lacks:
+    ``capacityError`` instead); the look's time and the partitions with a known rate. Pure."""
+    loads = broker_loads(with_traffic(snapshot, traffic))
+    capacity_error: str | None = None
+    if capacity is not None:
+        try:
+            capacity.unknown_brokers(b.id for b in snapshot.brokers)
+        except BadInputError as e:
+            capacity_error, capacity = str(e), None
     total: dict[int, float] = {}
     leader_in: dict[int, float] = {}
     replicas: dict[int, int] = {}
@@ -100,11 +122,15 @@ def traffic_status(
                 "id": b,
                 "bytesInPerSec": round(total.get(b, 0.0)),
                 "leaderBytesInPerSec": round(leader_in.get(b, 0.0)),
+                "networkOutBytesPerSec": round(loads[b].network_out) if b in loads else 0,
+                "diskBytes": loads[b].disk if b in loads else 0,
                 "replicasMeasured": replicas.get(b, 0),
+                **(_capacity(capacity.of(b), loads.get(b, BrokerLoad())) if capacity else {}),
             }
             for b in brokers[:MAX_BROKERS]
         ],
         "brokersOmitted": max(0, len(brokers) - MAX_BROKERS),
+        **({"capacityError": capacity_error} if capacity_error else {}),
     }
 
 
@@ -265,7 +291,9 @@ class TrafficSampler:
             c.store.prune_blobs({blob})
             c.saved_at = look.at
         c.state, c.looks, c.at = state, looks, look.at
-        status = traffic_status(snapshot, estimates(state, window), look.at, sampling.window_seconds, looks)
+        status = traffic_status(
+            snapshot, estimates(state, window), look.at, sampling.window_seconds, looks, spec.capacity
+        )
         return None if status == shown else status
 
 
