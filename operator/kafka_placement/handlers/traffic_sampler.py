@@ -2,20 +2,28 @@
 into its traffic state (planning/traffic.py), kept with the cluster and summed per broker for
 ``status.traffic`` (docs/architecture.md, "Traffic sampling").
 
-Its own kopf timer (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so a
-look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
-fenced gateway and leader fence as the reconciler.
+Its own kopf daemon (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so
+a look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
+fenced gateway and leader fence as the reconciler. One gateway serves a cluster's looks (its clients'
+connections, the access check and the topic ids it has read are reused) for ``GATEWAY_LOOKS`` looks,
+then a fresh one (ACLs and topic ids checked again); it is closed earlier when the connection settings
+change, a look fails, the cluster stops sampling or is deleted, or leadership is lost (``forget``).
 
 The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (handlers/store.py):
 ConfigMap ``kafka-placement-<cluster>-traffic`` holds a small progress document (looks taken, the time
-of the last, the window, the name of the state's blob) and the columnar state
+of the last, the name of the state's blob) and the columnar state
 (planning/traffic_state.py) is a blob ``state-<look>`` gzipped over as many ConfigMaps of 900 KiB as it
 needs (measured: 28 bytes of gzip per partition, ``STATE_GZ_BYTES_PER_PARTITION`` the bound tested, so
 ~28,000 partitions a ConfigMap; 100,000 partitions take 4), written before the
 document that names it and the older blob pruned after: a look cut short leaves the previous state whole.
-After an operator restart (or a new leader) the state is loaded, so the rates continue; a state that
-does not read (damaged from outside) is dropped with a warning: the estimates start afresh, unknown,
-never wrong.
+The state is saved at the first look and then once the looks have advanced ``SAVE_FRACTION`` of the
+window since the last save (every look when the period is that long): at 1M partitions a save writes
+~28 MB, so a 60 s period and the default 300 s window save every third look. After an operator restart
+(or a new leader) the last saved state is loaded and the rates continue: the looks taken since it are
+lost (at most ``SAVE_FRACTION`` of a window; ``looks`` counts on from the saved one), but not their
+bytes, since the next look's interval runs from the saved look and measures every byte appended since.
+A state that does not read (damaged from outside) is dropped with a warning: the estimates start
+afresh, unknown, never wrong.
 
 ``status.traffic`` is bounded: one entry per broker (``MAX_BROKERS``; ~120 bytes each), rates rounded to
 whole bytes per second, and written only when it differs from what the status holds.
@@ -35,10 +43,12 @@ from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaAuthenticationError, KafkaAuthorizationError, KafkaUnavailableError
 from ..kube.gateway import KubeError, KubeGateway
+from ..model.capacity import Capacity, CapacitySpec
 from ..model.cluster_spec import ClusterSpec, TrafficSpec
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
-from ..planning.traffic import Traffic, TrafficState, estimates, fold
+from ..planning.loads import BrokerLoad, broker_loads
+from ..planning.traffic import Traffic, TrafficState, estimates, fold, with_traffic
 from ..planning.traffic_state import state_from_json, state_to_json
 from .fencing import FencedGateway
 from .leader import Leadership
@@ -48,11 +58,23 @@ log = logging.getLogger(__name__)
 
 DOC_VERSION = 1
 MAX_BROKERS = 2000  # status.traffic lists at most this many brokers (~240 KB): 1000 brokers fit twice
+GATEWAY_LOOKS = 10  # looks one gateway serves: the access check and the topic ids read once per 10
+SAVE_FRACTION = 0.5  # the state is saved once the looks advanced this fraction of the window
 STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/handlers/test_traffic_sampler.py)
 
 
 def _rfc3339(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _capacity(capacity: Capacity, load: BrokerLoad) -> dict[str, Any]:
+    """A broker's declared capacity and its utilisation (load / capacity, 3 decimals), known fields only."""
+    caps = {"networkIn": capacity.network_in, "networkOut": capacity.network_out, "disk": capacity.disk}
+    shares = load.utilisation(capacity)
+    return {
+        "capacity": {k: v for k, v in caps.items() if v is not None},
+        "utilisation": {k: round(v, 3) for k, v in shares.items() if v is not None},
+    }
 
 
 def traffic_status(
@@ -61,10 +83,20 @@ def traffic_status(
     at: float,
     window_s: int,
     looks: int,
+    capacity: CapacitySpec | None = None,
 ) -> dict[str, Any]:
     """``status.traffic``: per broker the bytes in per second of every replica it holds (leaders and
-    followers: each replica writes what its leader takes in), of the partitions it leads, and the
-    replicas with a known rate; the look's time and the partitions with a known rate. Pure."""
+    followers: each replica writes what its leader takes in: its network in), of the partitions it
+    leads, its network out (planning/loads.py) and the replicas with a known rate; with ``capacity``
+    its declared capacity and utilisation (an override naming a broker the cluster lacks:
+    ``capacityError`` instead); the look's time and the partitions with a known rate. Pure."""
+    loads = broker_loads(with_traffic(snapshot, traffic))
+    capacity_error: str | None = None
+    if capacity is not None:
+        try:
+            capacity.unknown_brokers(b.id for b in snapshot.brokers)
+        except BadInputError as e:
+            capacity_error, capacity = str(e), None
     total: dict[int, float] = {}
     leader_in: dict[int, float] = {}
     replicas: dict[int, int] = {}
@@ -90,18 +122,28 @@ def traffic_status(
                 "id": b,
                 "bytesInPerSec": round(total.get(b, 0.0)),
                 "leaderBytesInPerSec": round(leader_in.get(b, 0.0)),
+                "networkOutBytesPerSec": round(loads[b].network_out) if b in loads else 0,
+                "diskBytes": loads[b].disk if b in loads else 0,
                 "replicasMeasured": replicas.get(b, 0),
+                **(_capacity(capacity.of(b), loads.get(b, BrokerLoad())) if capacity else {}),
             }
             for b in brokers[:MAX_BROKERS]
         ],
         "brokersOmitted": max(0, len(brokers) - MAX_BROKERS),
+        **({"capacityError": capacity_error} if capacity_error else {}),
     }
 
 
-def progress_doc(looks: int, at: float, window_s: int, blob: str) -> bytes:
-    return json.dumps(
-        {"version": DOC_VERSION, "looks": looks, "at": at, "windowSeconds": window_s, "blob": blob}
-    ).encode()
+def progress_doc(looks: int, at: float, blob: str) -> bytes:
+    """The progress document (its other fields are ignored on reading: a document of an older release
+    also held the window, which the spec gives)."""
+    return json.dumps({"version": DOC_VERSION, "looks": looks, "at": at, "blob": blob}).encode()
+
+
+def save_due(saved_at: float, at: float, window_s: float) -> bool:
+    """Whether the look at ``at`` saves the state (the last save at ``saved_at``, 0: none): the first,
+    then once the looks advanced ``SAVE_FRACTION`` of the window (a clock set back saves too)."""
+    return not saved_at or at < saved_at or at - saved_at >= SAVE_FRACTION * window_s
 
 
 def read_progress(raw: bytes, where: str) -> tuple[int, float, str]:
@@ -125,6 +167,15 @@ class _Cluster:
     state: TrafficState
     looks: int
     at: float  # wall-clock time of the last look (0: none)
+    saved_at: float  # time of the look whose state is stored (0: none)
+    gateway: FencedGateway | None = None
+    settings: ConnectionSettings | None = None  # the gateway's
+    gateway_looks: int = 0  # looks the gateway served
+
+    def close(self) -> None:
+        gateway, self.gateway, self.settings, self.gateway_looks = self.gateway, None, None, 0
+        if gateway is not None:
+            gateway.close()
 
 
 class TrafficSampler:
@@ -147,7 +198,7 @@ class TrafficSampler:
         store = ConfigMapStore(
             self.kube, ns, name, cluster, fence=lead.fence, writer=lead.identity, document="traffic"
         )
-        fresh = _Cluster(uid, store, TrafficState(), 0, 0.0)
+        fresh = _Cluster(uid, store, TrafficState(), 0, 0.0, 0.0)
         try:
             raw = store.load()
             if raw is None:
@@ -161,10 +212,35 @@ class TrafficSampler:
             log.warning("KafkaCluster %s/%s: traffic state dropped, starting afresh: %s", ns, name, e)
             return fresh
         log.info("KafkaCluster %s/%s: traffic state loaded (%d looks)", ns, name, looks)
-        return _Cluster(uid, store, state, looks, at)
+        return _Cluster(uid, store, state, looks, at, at)
 
     def forget(self, namespace: str, name: str) -> None:
-        self._clusters.pop((namespace, name), None)
+        """Drop what is kept of a cluster and close its gateway (sampling off, cluster deleted,
+        leadership lost: the next look loads the stored state afresh)."""
+        c = self._clusters.pop((namespace, name), None)
+        if c is not None:
+            c.close()
+
+    def wait_s(self, cluster: Mapping[str, Any], at_most: float) -> float:
+        """Seconds until the cluster's next look is due, at most ``at_most`` (and never below 0.1)."""
+        meta = cluster["metadata"]
+        c = self._clusters.get((meta["namespace"], meta["name"]))
+        try:
+            period = ClusterSpec.of(cluster).sampling.period_seconds
+        except BadInputError:
+            return at_most
+        if c is None or not c.at:
+            return at_most
+        return max(0.1, min(at_most, c.at + period - self.wall()))
+
+    def _gateway(self, c: _Cluster, spec: ClusterSpec, ns: str) -> FencedGateway:
+        settings = self.settings_of(spec, ns)
+        if c.gateway is not None and (c.settings != settings or c.gateway_looks >= GATEWAY_LOOKS):
+            c.close()
+        if c.gateway is None:
+            c.gateway, c.settings = FencedGateway(settings, self.leadership.fence), settings
+        c.gateway_looks += 1
+        return c.gateway
 
     def tick(self, cluster: Mapping[str, Any]) -> dict[str, Any] | None:
         """One look if one is due: the new ``status.traffic`` when it changed (None: unchanged, not due,
@@ -182,6 +258,7 @@ class TrafficSampler:
             return {} if shown else None
         c = self._clusters.get((ns, name))
         if c is None or c.uid != meta.get("uid", ""):
+            self.forget(ns, name)
             c = self._clusters[(ns, name)] = self._load(cluster)
         now = self.wall()
         if c.at and 0 <= now - c.at < sampling.period_seconds:
@@ -196,31 +273,38 @@ class TrafficSampler:
             log.warning("KafkaCluster %s/%s: no traffic look: %s", ns, name, e.message)
         except (BadInputError, PlacementError, KubeError) as e:
             log.warning("KafkaCluster %s/%s: traffic sampling failed: %s", ns, name, e)
+        c.close()  # the next look connects afresh
         c.at = now  # a failed look waits a period too (never a tight retry loop)
         return None
 
     def _look(
         self, c: _Cluster, spec: ClusterSpec, sampling: TrafficSpec, ns: str, shown: object
     ) -> dict[str, Any] | None:
-        with FencedGateway(self.settings_of(spec, ns), self.leadership.fence) as gw:
-            snapshot, look = gw.traffic_look()
+        snapshot, look = self._gateway(c, spec, ns).traffic_look()
         window = float(sampling.window_seconds)
         state = fold(c.state, look, window)
         looks = c.looks + 1
-        blob = f"state-{looks}"
-        c.store.put_blob(blob, json.dumps(state_to_json(state), separators=(",", ":")).encode())
-        c.store.save(progress_doc(looks, look.at, sampling.window_seconds, blob))
-        c.store.prune_blobs({blob})
+        if save_due(c.saved_at, look.at, window):
+            blob = f"state-{looks}"
+            c.store.put_blob(blob, json.dumps(state_to_json(state), separators=(",", ":")).encode())
+            c.store.save(progress_doc(looks, look.at, blob))
+            c.store.prune_blobs({blob})
+            c.saved_at = look.at
         c.state, c.looks, c.at = state, looks, look.at
-        status = traffic_status(snapshot, estimates(state, window), look.at, sampling.window_seconds, looks)
+        status = traffic_status(
+            snapshot, estimates(state, window), look.at, sampling.window_seconds, looks, spec.capacity
+        )
         return None if status == shown else status
 
 
 __all__ = [
+    "GATEWAY_LOOKS",
     "MAX_BROKERS",
+    "SAVE_FRACTION",
     "STATE_GZ_BYTES_PER_PARTITION",
     "TrafficSampler",
     "progress_doc",
     "read_progress",
+    "save_due",
     "traffic_status",
 ]

@@ -95,6 +95,8 @@ class KafkaGateway:
         self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
         self._access_checked = False  # check_authorized passed: DESCRIBE on the cluster and every topic
+        self._topic_ids: dict[str, str] = {}  # traffic_look: the ids read, for this gateway's life
+        self._traffic_offsets: dict[PartitionKey, tuple[int, int]] = {}  # traffic_look: the last look's
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -394,13 +396,25 @@ class KafkaGateway:
     def traffic_look(self) -> tuple[ClusterSnapshot, TrafficLook]:
         """A snapshot and one look at the traffic (kafka/traffic.py): every partition's earliest and
         latest offsets, with its size from the snapshot and its topic's id, and every consumer group's
-        committed offsets. The look's time is the wall clock's when the offsets were read."""
+        committed offsets. The look's time is the wall clock's when the offsets were read.
+
+        A gateway that takes several looks (the operator's sampler keeps one per cluster for a few) reads
+        the ids of the topics it has not seen yet, and of those whose offsets went back since its last
+        look (deleted and created again), not of every topic every look: DescribeTopics follows the
+        partitions like the snapshot's metadata, so it would double a look's cost. A topic created again
+        whose offsets passed the old ones between two looks keeps its old id until the next gateway."""
         snap = self.snapshot()
         timeout = self.settings.request_timeout_s
-        ids = traffic.topic_ids(self._admin, self._call, snap.topics(), timeout)
         started = time.time()
         ends = traffic.list_offsets(self._admin, self._call, [p.key for p in snap.partitions], timeout)
         at = (started + time.time()) / 2
+        last, self._traffic_offsets = self._traffic_offsets, ends
+        back = {k[0] for k, (s, e) in ends.items() if k in last and (e < last[k][1] or s < last[k][0])}
+        topics = snap.topics()
+        unread = sorted({t for t in topics if t not in self._topic_ids} | back)
+        if unread:
+            self._topic_ids.update(traffic.topic_ids(self._admin, self._call, unread, timeout))
+        self._topic_ids = ids = {t: self._topic_ids[t] for t in topics if t in self._topic_ids}
         groups = traffic.committed_offsets(self._admin, self._call, timeout)
         sizes = {p.key: p.size_bytes for p in snap.partitions}
         looks = {k: PartitionLook(s, e, sizes[k], ids.get(k[0])) for k, (s, e) in ends.items()}

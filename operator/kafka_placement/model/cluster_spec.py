@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .capacity import CapacitySpec
 from .crd_parts import (
     BOOTSTRAP_PATTERN,
     ENGINES,
@@ -363,6 +364,7 @@ class ClusterSpec:
         "selfHealing", SelfHealingSpec.schema(), _self_healing
     )
     traffic: TrafficSpec | None = custom("traffic", TrafficSpec.schema(), _traffic)
+    capacity: CapacitySpec | None = child("capacity", CapacitySpec)
 
     @staticmethod
     def parse(raw: object, where: str = "spec") -> ClusterSpec:

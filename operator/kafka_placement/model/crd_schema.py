@@ -132,7 +132,33 @@ def _traffic_status() -> Schema:
             "leaderBytesInPerSec": _int(
                 "Bytes per second produced to the partitions the broker leads.", 0, int64=True
             ),
+            "networkOutBytesPerSec": _int(
+                "Bytes per second fetched from the broker: over the partitions it leads, bytes in x "
+                "(followers + read fan-out).",
+                0,
+                int64=True,
+            ),
+            "diskBytes": _int("Bytes of the broker's replicas (the largest replica's size).", 0, int64=True),
             "replicasMeasured": _int("The broker's replicas with a known rate.", 0, int64=True),
+            "capacity": _obj(
+                "The broker's capacity per spec.capacity (known fields only).",
+                {
+                    "networkIn": _int("Network in, bytes per second.", 1, int64=True),
+                    "networkOut": _int("Network out, bytes per second.", 1, int64=True),
+                    "disk": _int("Disk, bytes.", 1, int64=True),
+                },
+            ),
+            "utilisation": _obj(
+                "Load / capacity per resource with a known capacity (1.0 = full).",
+                {
+                    "networkIn": {"type": "number", "description": "bytesInPerSec / capacity.networkIn."},
+                    "networkOut": {
+                        "type": "number",
+                        "description": "networkOutBytesPerSec / capacity.networkOut.",
+                    },
+                    "disk": {"type": "number", "description": "diskBytes / capacity.disk."},
+                },
+            ),
         },
     )
     return _obj(
@@ -144,6 +170,9 @@ def _traffic_status() -> Schema:
             "partitionsMeasured": _int("Partitions with a known rate.", 0, int64=True),
             "brokers": _arr("Per broker, at most 2000.", broker, maxItems=2000),
             "brokersOmitted": _int("Brokers beyond the 2000 listed.", 0),
+            "capacityError": _str(
+                "Why no capacity is shown: spec.capacity names a broker the cluster does not have."
+            ),
         },
     )
 

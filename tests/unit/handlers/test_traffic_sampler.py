@@ -18,6 +18,7 @@ from kafka_placement.handlers.traffic_sampler import (
     read_progress,
     traffic_status,
 )
+from kafka_placement.model.capacity import BrokerCapacity, Capacity, CapacitySpec
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.traffic import PartitionLook
 from kafka_placement.planning.traffic import PartitionTraffic, Traffic, TrafficState
@@ -38,11 +39,51 @@ def test_status_sums_every_replica_and_the_leaders_apart_and_skips_unknown_rates
     assert status["sampledAt"] == "2023-11-14T22:13:20Z"
     assert (status["windowSeconds"], status["looks"], status["partitionsMeasured"]) == (300, 7, 2)
     by_id = {b["id"]: b for b in status["brokers"]}
-    assert by_id[1] == {"id": 1, "bytesInPerSec": 1000, "leaderBytesInPerSec": 1000, "replicasMeasured": 1}
-    assert by_id[2] == {"id": 2, "bytesInPerSec": 1250, "leaderBytesInPerSec": 250, "replicasMeasured": 2}
-    assert by_id[3] == {"id": 3, "bytesInPerSec": 250, "leaderBytesInPerSec": 0, "replicasMeasured": 1}
-    assert by_id[4] == {"id": 4, "bytesInPerSec": 0, "leaderBytesInPerSec": 0, "replicasMeasured": 0}
+    # network out: bytes in x (followers + fan-out) of the partitions led: 1000.4 x (1 + 1), 250 x 1
+    common = {"diskBytes": 0}
+    assert by_id[1] == {
+        "id": 1, "bytesInPerSec": 1000, "leaderBytesInPerSec": 1000, "networkOutBytesPerSec": 2001,
+        "replicasMeasured": 1, **common,
+    }  # fmt: skip
+    assert by_id[2] == {
+        "id": 2, "bytesInPerSec": 1250, "leaderBytesInPerSec": 250, "networkOutBytesPerSec": 250,
+        "replicasMeasured": 2, **common,
+    }  # fmt: skip
+    assert by_id[3] == {
+        "id": 3, "bytesInPerSec": 250, "leaderBytesInPerSec": 0, "networkOutBytesPerSec": 0,
+        "replicasMeasured": 1, **common,
+    }  # fmt: skip
+    assert by_id[4] == {
+        "id": 4, "bytesInPerSec": 0, "leaderBytesInPerSec": 0, "networkOutBytesPerSec": 0,
+        "replicasMeasured": 0, **common,
+    }  # fmt: skip
     assert status["brokersOmitted"] == 0
+
+
+def test_status_shows_each_brokers_capacity_and_utilisation_or_why_not() -> None:
+    snap = snapshot(
+        {1: None, 2: None, 3: None},
+        [("t", 0, [1, 2], [0, 0], 4000), ("t", 1, [2, 3], [0, 0], 1000)],
+    )
+    traffic = {("t", 0): Traffic(1000.0, 2), ("t", 1): Traffic(500.0, 0)}
+    capacity = CapacitySpec(
+        default=Capacity(network_in=10_000, network_out=6000),
+        brokers=(BrokerCapacity(id=2, network_in=2000, disk=10_000),),
+    )
+    by_id = {b["id"]: b for b in traffic_status(snap, traffic, 0.0, 300, 2, capacity)["brokers"]}
+    # broker 1: in 1000 of 10,000; out 1000 x (1 follower + 2 groups) = 3000 of 6000; disk unknown
+    assert by_id[1]["capacity"] == {"networkIn": 10_000, "networkOut": 6000}
+    assert by_id[1]["utilisation"] == {"networkIn": 0.1, "networkOut": 0.5}
+    # broker 2 (override over the default): in 1500 of 2000; out 500 x 1 of 6000; disk 5000 of 10,000
+    assert by_id[2]["capacity"] == {"networkIn": 2000, "networkOut": 6000, "disk": 10_000}
+    assert by_id[2]["utilisation"] == {"networkIn": 0.75, "networkOut": 0.083, "disk": 0.5}
+    assert by_id[2]["diskBytes"] == 5000
+    unknown = CapacitySpec(brokers=(BrokerCapacity(id=9, disk=1),))
+    status = traffic_status(snap, traffic, 0.0, 300, 2, unknown)
+    assert status["capacityError"] == (
+        "spec.capacity.brokers[0].id: broker 9 is not a broker of the cluster (brokers: 1, 2, 3)"
+    )
+    assert all("capacity" not in b and "utilisation" not in b for b in status["brokers"])
 
 
 def test_status_of_a_thousand_brokers_is_small_and_more_than_the_bound_are_counted_not_listed() -> None:
@@ -53,12 +94,19 @@ def test_status_of_a_thousand_brokers_is_small_and_more_than_the_bound_are_count
     status = traffic_status(snap, traffic, 0.0, 300, 1)
     assert len(status["brokers"]) == MAX_BROKERS and status["brokersOmitted"] == 500
     per_broker = len(json.dumps(status)) / MAX_BROKERS
-    assert per_broker < 120  # so 1000 brokers are ~120 KB of the 1.5 MiB an object may have
+    assert per_broker < 180  # so 1000 brokers are ~180 KB of the 1.5 MiB an object may have
     assert 1000 * per_broker < 256 * 1024
+    full = Capacity(network_in=10**9, network_out=10**9, disk=10**13)
+    with_capacity = traffic_status(snap, traffic, 0.0, 300, 1, CapacitySpec(default=full))
+    per_broker = len(json.dumps(with_capacity)) / MAX_BROKERS
+    assert per_broker < 360  # with capacity and utilisation: 2000 brokers within 720 KB
+    assert MAX_BROKERS * per_broker < 720 * 1024
 
 
 def test_the_progress_document_round_trips_and_a_bad_one_is_bad_input() -> None:
-    assert read_progress(progress_doc(12, 1.5, 300, "state-12"), "cm") == (12, 1.5, "state-12")
+    assert read_progress(progress_doc(12, 1.5, "state-12"), "cm") == (12, 1.5, "state-12")
+    older = b'{"version": 1, "looks": 3, "at": 2.0, "windowSeconds": 300, "blob": "state-3"}'
+    assert read_progress(older, "cm") == (3, 2.0, "state-3")  # an older release's, window and all
     for bad in (b"{", b"[]", b'{"version": 2, "looks": 1, "at": 0, "blob": "x"}', b'{"looks": 1}'):
         with pytest.raises(BadInputError):
             read_progress(bad, "cm")

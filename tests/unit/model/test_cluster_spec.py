@@ -328,6 +328,7 @@ def test_the_schema_is_the_models() -> None:
         "planner",
         "selfHealing",
         "traffic",
+        "capacity",
     ]
     assert spec["properties"]["selfHealing"] == SelfHealingSpec.schema()
     assert spec["properties"]["sasl"]["required"] == ["mechanism", "secretRef"]

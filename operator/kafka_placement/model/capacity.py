@@ -1,0 +1,133 @@
+# ruff: noqa: RUF009  (leaf/custom return dataclasses.field specifiers, like field(): nothing is shared)
+"""``KafkaCluster.spec.capacity``: what each broker can carry (network in and out, bytes per second; disk,
+bytes), a default and per-broker overrides, typed and with its CRD schema from one declaration
+(``spec_fields.py``).
+
+A broker's capacity is, field by field, its override's, else the default's, else unknown (None): a
+capacity nobody declared is never made up. Every value is a positive integer (the CRD's ``minimum`` and
+the parser refuse zero and negatives); an override names a broker once (the CRD's list-map key ``id``, and
+the parser). Whether the brokers named exist is only known against a cluster: ``unknown_brokers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .crd_parts import Schema, _arr, _int
+from .errors import BadInputError
+from .jsonio import as_list
+from .spec_fields import child, custom, leaf, object_schema, parse_object
+
+MAX_OVERRIDES = 10_000
+
+
+def _bytes(description: str) -> Schema:
+    return _int(description, 1, int64=True)
+
+
+NETWORK_IN = "Network in, bytes per second (producers and replication into the broker); at least 1."
+NETWORK_OUT = "Network out, bytes per second (consumers and followers fetching from it); at least 1."
+DISK = "Disk, bytes (all its log dirs); at least 1."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capacity:
+    """One broker's capacity (or the default's): a field left out is unknown."""
+
+    DESCRIPTION: ClassVar[str] = "Capacity of a broker: each field absent = unknown."
+
+    network_in: int | None = leaf("networkInBytesPerSec", _bytes(NETWORK_IN))
+    network_out: int | None = leaf("networkOutBytesPerSec", _bytes(NETWORK_OUT))
+    disk: int | None = leaf("diskBytes", _bytes(DISK))
+
+    def over(self, default: Capacity) -> Capacity:
+        """This capacity, its unknown fields taken from ``default``."""
+        return Capacity(
+            network_in=default.network_in if self.network_in is None else self.network_in,
+            network_out=default.network_out if self.network_out is None else self.network_out,
+            disk=default.disk if self.disk is None else self.disk,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerCapacity:
+    """An override: broker ``id``'s capacity (its fields absent: the default's)."""
+
+    DESCRIPTION: ClassVar[str] = "One broker's capacity, over the default field by field."
+
+    id: int = leaf("id", _int("Broker id (must be a broker of the cluster).", 0), required=True)
+    network_in: int | None = leaf("networkInBytesPerSec", _bytes(NETWORK_IN))
+    network_out: int | None = leaf("networkOutBytesPerSec", _bytes(NETWORK_OUT))
+    disk: int | None = leaf("diskBytes", _bytes(DISK))
+
+    @property
+    def capacity(self) -> Capacity:
+        return Capacity(network_in=self.network_in, network_out=self.network_out, disk=self.disk)
+
+
+def _brokers_schema() -> Schema:
+    s = _arr(
+        "Per-broker overrides (a broker once), over the default field by field.",
+        object_schema(BrokerCapacity),
+        maxItems=MAX_OVERRIDES,
+    )
+    s["x-kubernetes-list-type"] = "map"
+    s["x-kubernetes-list-map-keys"] = ["id"]
+    return s
+
+
+def _brokers(raw: object, where: str) -> tuple[BrokerCapacity, ...]:
+    items = as_list(raw, where)
+    if len(items) > MAX_OVERRIDES:
+        raise BadInputError(f"at most {MAX_OVERRIDES} entries, got {len(items)}", where)
+    out = tuple(parse_object(BrokerCapacity, v, f"{where}[{i}]") for i, v in enumerate(items))
+    seen: set[int] = set()
+    for i, b in enumerate(out):
+        if b.id in seen:
+            raise BadInputError(f"broker {b.id} is listed twice", f"{where}[{i}].id")
+        seen.add(b.id)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacitySpec:
+    """``spec.capacity``: a default and per-broker overrides (see the module docstring)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Broker capacities (network in/out bytes per second, disk bytes): a default and per-broker "
+        "overrides; status.traffic shows each broker's load beside its capacity."
+    )
+
+    default: Capacity = child("default", Capacity, absent=True)
+    brokers: tuple[BrokerCapacity, ...] | None = custom("brokers", _brokers_schema(), _brokers)
+
+    def of(self, broker: int) -> Capacity:
+        """Broker ``broker``'s capacity (its override over the default)."""
+        for b in self.brokers or ():
+            if b.id == broker:
+                return b.capacity.over(self.default)
+        return self.default
+
+    def unknown_brokers(self, brokers: Iterable[int], where: str = "spec.capacity") -> None:
+        """``BadInputError`` naming the first override whose broker is not one of ``brokers``."""
+        known = set(brokers)
+        for i, b in enumerate(self.brokers or ()):
+            if b.id not in known:
+                listed = ", ".join(map(str, sorted(known)[:20])) + (", ..." if len(known) > 20 else "")
+                raise BadInputError(
+                    f"broker {b.id} is not a broker of the cluster (brokers: {listed})",
+                    f"{where}.brokers[{i}].id",
+                )
+
+    @staticmethod
+    def parse(raw: object, where: str = "spec.capacity") -> CapacitySpec:
+        return parse_object(CapacitySpec, raw, where)
+
+    @staticmethod
+    def schema() -> Schema:
+        return object_schema(CapacitySpec)
+
+
+__all__ = ["BrokerCapacity", "Capacity", "CapacitySpec"]
