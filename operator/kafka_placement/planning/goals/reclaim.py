@@ -12,19 +12,25 @@ plan brought to ``o`` (redirected elsewhere: still one copy), a replica whose pa
 another holder that may take it back (which holder of a repaired partition leaves is free), or
 failing those a replica ``o`` held, copied elsewhere for its bytes when smaller than the saving.
 Every change keeps every earlier goal's rules (``PlanningContext.accepts``), every dir's room, and
-leaves no broker that receives above the threshold. Bounded by ``CHECKS`` rule checks per pass and
-``PASSES`` passes; deterministic (partitions and brokers in sorted order).
+leaves no broker that receives above the threshold. Bounded (``CHECKS`` rule checks and ``WORK``
+replicas and brokers examined per run, ``PASSES`` passes, ``ROOM_STEPS`` moves to make room);
+deterministic (partitions and brokers in sorted order).
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..context import PlanningContext
 from ..state import Key
 
-CHECKS = 20_000  # rule checks of one pass
+CHECKS = 2_000  # rule checks of one run, in all
+WORK = 30_000  # replicas and brokers examined by one run, in all (rule checks aside)
+ROOM_STEPS = 4  # replicas moved off a broker to make room for one returning
+ROOM_ITEMS = 16  # replicas of that broker tried per move (each side of the size that is enough)
 PASSES = 3  # passes over the plan's partitions (a pass ends early when it changes nothing)
 
 
@@ -55,6 +61,7 @@ class Reclaimer:
         self.threshold = threshold
         self.receivers = receivers
         self.checks = 0
+        self.work = 0
         self.balanced = ctx.balanced_topics("brokers")
         self.before: dict[int, float] = {}  # dir excess (``_dir_excess``) of brokers before a reclaim
 
@@ -62,10 +69,9 @@ class Reclaimer:
         """Reclaim what can be; the bytes saved."""
         saved = 0
         for _ in range(PASSES):
-            self.checks = 0
             found = 0
             for key in self._candidates():
-                if self.checks > CHECKS:
+                if self._spent():
                     break
                 found += self._reclaim(key)
             saved += found
@@ -73,11 +79,15 @@ class Reclaimer:
                 break
         return saved
 
+    def _spent(self) -> bool:
+        return self.checks > CHECKS or self.work > WORK
+
     # ---- partitions and their holders ------------------------------------------------------------
 
     def _candidates(self) -> list[Key]:
         """Partitions the plan copies somewhere, largest first."""
         a = self.ctx.assignment
+        self.work += len(a.touched)
         out = [k for k in a.touched if k[0] in self.balanced and self._free(k) and self._newcomers(k)]
         out.sort(key=lambda k: (-a.size[k], k))
         return out
@@ -100,7 +110,9 @@ class Reclaimer:
         a, e = self.ctx.assignment, self.ctx.eligibility
         size, reps = a.size[key], a.replicas[key]
         out = []
-        for b, d in sorted(self._origin(key).items()):
+        origin = self._origin(key)
+        self.work += len(origin)
+        for b, d in sorted(origin.items()):
             if b in reps or d is None or b in e.decommissioned or not e.broker_may_keep(b):
                 continue
             if e.may_keep(b, d, size) and (b, d) not in e.drained and a.fits(b, d, size):
@@ -120,7 +132,7 @@ class Reclaimer:
         size = a.size[key]
         for n in self._newcomers(key):
             for o, path in self._returnable(key):
-                if self.checks > CHECKS:
+                if self._spent():
                     return 0
                 if not self._ok(key, n, o):
                     continue
@@ -153,27 +165,28 @@ class Reclaimer:
 
     def _make_room(self, broker: int, returned: Key, saving: int) -> list[tuple[_Step, str | None]]:
         """Move replicas off ``broker`` (not ``returned``'s) until it is under the threshold, for less
-        than ``saving`` bytes: free ones first (one that is enough, else the largest), then one paid
-        replica. The moves made (with the dir each left); the caller undoes them if not enough."""
+        than ``saving`` bytes: free ones first (the smallest that is enough alone, else the largest),
+        then one paid replica, at most ``ROOM_STEPS`` moves. The moves made (with the dir each left);
+        the caller undoes them if not enough."""
         a = self.ctx.assignment
         done: list[tuple[_Step, str | None]] = []
         tried: set[Key] = {returned}
-        while a.broker_bytes[broker] > self.threshold and self.checks <= CHECKS:
+        items = sorted(
+            (a.size[k], k) for k in a.by_broker[broker] if k[0] in self.balanced and self._free(k)
+        )
+        self.work += len(items)
+        while a.broker_bytes[broker] > self.threshold and len(done) < ROOM_STEPS and not self._spent():
             over = a.broker_bytes[broker] - self.threshold
-            items = sorted(
-                (a.size[k], k)
-                for k in a.by_broker[broker]
-                if k not in tried and k[0] in self.balanced and self._free(k)
-            )
-            enough = [x for x in items if x[0] >= over]
-            free = [x for x in enough if not self.ctx.held_dir(x[1], broker)[0]]
-            free += [x for x in items if x not in free]
-            step = self._free_step(free, broker, tried)
+            cut = bisect.bisect_left(items, (math.ceil(over), ("", -1)))
+            enough = [x for x in items[cut:] if x[1] not in tried][:ROOM_ITEMS]
+            smaller = [x for x in reversed(items[:cut]) if x[1] not in tried][:ROOM_ITEMS]
+            step = self._free_step([*enough, *smaller], broker, tried)
             if step is None:
                 spent = sum(s.cost for s, _ in done)
                 step = self._paid_step(enough, broker, saving - spent)
             if step is None:
                 break
+            tried.add(step.key)
             done.append((step, self._do(step)))
         return done
 
@@ -182,9 +195,9 @@ class Reclaimer:
         redirected, or one whose partition may return to a holder it dropped."""
         a = self.ctx.assignment
         for size, key in items:
-            if self.checks > CHECKS:
+            if self._spent():
                 return None
-            tried.add(key)
+            self.work += 1
             if self.ctx.held_dir(key, broker)[0]:
                 for o, path in self._returnable(key):
                     if a.broker_bytes[o] + size <= self.threshold and self._ok(key, broker, o):
@@ -199,7 +212,7 @@ class Reclaimer:
         """The smallest of ``items`` (each enough alone) held in the snapshot, copied elsewhere for
         less than ``budget`` bytes."""
         for size, key in items:
-            if size >= budget or self.checks > CHECKS:
+            if size >= budget or self._spent():
                 return None
             if self.ctx.held_dir(key, broker)[0]:
                 step = self._destination(key, broker, size)
@@ -213,7 +226,8 @@ class Reclaimer:
         size, reps = a.size[key], a.replicas[key]
         place, rejected = self.ctx.receiver_place(key), set()
         for load, dest in self.receivers.order:
-            if load + size > self.threshold or self.checks > CHECKS:
+            self.work += 1
+            if load + size > self.threshold or self._spent():
                 return None
             if dest in reps or place(dest) in rejected:
                 continue
