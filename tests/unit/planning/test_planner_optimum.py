@@ -27,6 +27,14 @@ BLOCKED += [(4, [2, 4], 20), (5, [2, 3], 20), (6, [2, 4], 10)]
 TIGHT: Parts = [(0, [4, 3], 30), (1, [4, 3], 10), (2, [4, 1], 10), (3, [4, 2], 30), (4, [4, 1], 40)]
 TIGHT += [(5, [4, 2], 30)]
 CROWDED: Parts = [(0, [4, 1], 50), (1, [4, 2], 20)]
+DCS: dict[int, str | None] = {1: "/dc2", 2: "/dc1", 3: "/dc2", 4: "/dc1", 5: "/dc2"}
+REPAIRED: Parts = [(0, [1, 3], 50), (1, [2, 1], 90), (2, [1, 5], 10), (3, [1, 4], 40)]
+SPREAD_AND_BALANCE = (
+    "kind: BrokerDecommission\nspec: {brokers: [5]}\n---\n"
+    + BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 1}\n  balance:").replace(
+        "0.05", "0.1"
+    )
+)
 
 
 def one_dir(
@@ -83,6 +91,20 @@ def test_tight_room_moves_a_kept_replica_out_of_the_way() -> None:
     assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
 
 
+def test_a_copy_balance_pays_for_again_is_taken_back() -> None:
+    # Broker 5 leaves; partition 0 has both replicas in dc2, one must go to dc1 (brokers 2, 4).
+    # 380 bytes on 4 brokers: threshold 1.1 x 95 = 104.5; broker 1 holds 190. The repair copies 0
+    # (50) off broker 1 and 2 (10) from broker 5 to broker 3; balance then sheds 3 (40) and the
+    # replica of 2 broker 1 still held (10 more) from broker 1: 110 bytes. Partition 2 copied once,
+    # from broker 5 only, keeps broker 1 at 100: 100 bytes, the optimum.
+    result = compute_plan(one_dir(DCS, REPAIRED, {}), intents(SPREAD_AND_BALANCE))
+    s = result.summary
+    assert s["hardViolationsAfter"] == 0
+    assert all(g["met"] for g in s["goals"]), s["goals"]
+    assert s["bytesToMove"] == 100
+    assert 1 in {t.partition: t.replicas for t in result.plan.partitions}[2]
+
+
 def test_unreachable_balance_is_reported_as_such() -> None:
     # Three DCs, RF 3 (one replica per DC), dc1 has one broker: it holds every partition, a third of
     # the bytes, where the threshold is 1.05 x 1/5: no plan can meet it, and the summary says why.
@@ -102,13 +124,14 @@ def test_reachable_balance_is_not_reported_unreachable() -> None:
 
 
 def hand_made() -> list[tuple[ClusterSnapshot, str]]:
-    """The four clusters above, as (snapshot, intents)."""
+    """The five clusters above, as (snapshot, intents)."""
     rack = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
     return [
         (one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), BALANCE),
         (one_dir(TWO_DCS, BLOCKED, {}), rack),
         (one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0}), DECOMMISSION_4),
         (one_dir(dict.fromkeys(range(1, 5)), CROWDED, {1: 20, 2: 30, 3: 40, 4: 0}), DECOMMISSION_4),
+        (one_dir(DCS, REPAIRED, {}), SPREAD_AND_BALANCE),
     ]
 
 

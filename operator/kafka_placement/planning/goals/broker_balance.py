@@ -23,6 +23,7 @@ from typing import Any
 from ...model.intents import Intents
 from ..context import PlanningContext, Verdict, balance_verdict
 from ..state import Key
+from .reclaim import reclaim
 
 SWAP_CHECKS = 4000  # rule checks per blocked broker when looking for an exchange
 SWAP_DESTS = 16  # least-loaded brokers considered as the other side of an exchange
@@ -61,6 +62,8 @@ class BrokerBalanceGoal:
                 self._shed(ctx, broker, threshold, receivers, by_bytes, arriving_only=True)
             if load[broker] > threshold:
                 self._shed(ctx, broker, threshold, receivers, by_bytes)
+        if by_bytes:  # copies the repair and the shedding made that balance lets the plan take back
+            reclaim(ctx, threshold, receivers)
 
     def _shed(
         self,
