@@ -213,7 +213,7 @@ class _Flows:
             q = metrics.after_move(p, t)
             moved = dict.fromkeys(metrics.MOVEMENT, 0)
             metrics.count_move(moved, p, q)
-            size, old = p.size_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
+            size, old = p.copy_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
             for b, d in zip(q.replicas, q.log_dirs, strict=True):
                 if b not in old:
                     out.bytes_in[b] = out.bytes_in.get(b, 0) + size
