@@ -6,6 +6,8 @@ the batches and the report alike (tests/integration/test_tiered_storage.py measu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafka_placement.model.errors import BadInputError
@@ -13,7 +15,10 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import batching, metrics
+from kafka_placement.planning.report import build_report
+from kafka_placement.planning.report_html import render
 from kafka_placement.planning.state import Eligibility
+from kafka_placement.spark.io import read_snapshot, write_parquet
 
 LOCAL = 2_000_000  # the tiered partition's local bytes (its total, tiered included, is far more)
 PLAIN = 8_000_000
@@ -99,3 +104,22 @@ def test_a_move_of_a_tiered_partition_costs_its_local_bytes_everywhere() -> None
         if (p := parts[t.name]) is not None
     }
     assert changes == {"tiered-0": LOCAL, "plain-0": PLAIN}
+
+
+def test_the_report_says_the_bytes_of_tiered_topics_are_local_bytes() -> None:
+    plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS))
+    r = build_report(snap, plan)
+    assert r.tiered == (1, LOCAL)
+    page = render(r)
+    assert 'id="tiered"' in page and "1 of the partitions changed are of topics with remote storage" in page
+    unknown = build_report(ClusterSnapshot.from_json(_doc()), plan)  # not known to be tiered: no claim
+    assert unknown.tiered == (0, 0) and 'id="tiered"' not in render(unknown)
+
+
+def test_remote_storage_fields_survive_a_parquet_snapshot(tmp_path: Path) -> None:
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=True))
+    write_parquet(snap, tmp_path / "snap")
+    again = read_snapshot(tmp_path / "snap")
+    assert again == snap and again.topic_storage == snap.topic_storage
+    assert again.follower_fetch_last_tiered_offset is True
