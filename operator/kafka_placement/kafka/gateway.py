@@ -327,7 +327,7 @@ class KafkaGateway:
         (one DescribeConfigs of the topics; unknown if refused). Internal topics are included. With
         ``only``, the partitions are just those (the ones that exist): DescribeTopics of their topics and
         DescribeLogDirs filtered to them, so the cost follows those partitions and the brokers, not the
-        cluster's size."""
+        cluster's size (and no topic config is read: their remote storage is unknown)."""
         # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL (unless
         # this gateway's check_authorized passed: one check per reconcile or command)
         if not self._access_checked:
@@ -394,7 +394,9 @@ class KafkaGateway:
                     size_bytes=sizes.get((topic, number), 0),
                 )
             )
-        storage, fetch_last_tiered = self._topic_storage(sorted({p.topic for p in partitions}), live)
+        storage, fetch_last_tiered = (
+            self._topic_storage(sorted({p.topic for p in partitions}), live) if wanted is None else ((), None)
+        )
         return ClusterSnapshot(
             brokers=tuple(brokers[b] for b in sorted(brokers)),
             partitions=tuple(partitions),
