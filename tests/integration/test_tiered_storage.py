@@ -9,10 +9,12 @@ The bytes received are the new replica's local log size (DescribeLogDirs) right 
 exposes no JMX (``ReplicationBytesInPerSec`` is broker-wide anyway), and a new replica starts empty and
 grows only by what it fetches from the leader (producers stopped; local retention only deletes segments
 that are already tiered, and the leader's local log is already within it). The tiered one copies about
-its local bytes (within 10% of the plan), far less than its total; the plain one copies its total. Every
-record reads back afterwards, the tiered ones from the remote storage.
+its local bytes (within 10% of the plan), far less than its total; the plain one copies its total. Then,
+with ``follower.fetch.last.tiered.offset.enable`` (KIP-1023) turned on, the snapshot says so and moving the
+tiered partition back copies less than the plan counts (only what is not tiered yet): the local size is
+an upper bound there. Every record reads back afterwards, the tiered ones from the remote storage.
 
-Cost: about 40 s (two JVMs start and stop, about 20 s of it; 16 MB written, 9 MB copied).
+Cost: about 45 s on an idle machine (two JVMs start and stop, about 20 s of it; 16 MB written, 9 MB copied).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ NAME = "tiered"
 RECORDS = 8000
 RECORD_BYTES = 1000
 MIB = 1 << 20
+FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
 TIERED = {
     "remote.storage.enable": "true",
     "local.retention.bytes": str(MIB),
@@ -113,10 +116,31 @@ def read_back(servers: str, topic: str) -> set[int]:
     return seen
 
 
+def move(servers: str, tmp_path: Path, before: dict[str, Any], topic: str, to: int) -> tuple[int, int]:
+    """Partition 0 of ``topic`` moved to broker ``to`` by ``kafka-placement execute``: (the bytes the plan
+    predicts, from the snapshot ``before``; the bytes the new replica holds right after the move)."""
+    plan = tmp_path / f"plan-{topic}-{to}.json"
+    target = {"topic": topic, "partition": 0, "replicas": [to], "log_dirs": ["any"]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [target]}))
+    snap = tmp_path / f"before-{topic}-{to}.json"
+    snap.write_text(json.dumps(before))
+    evaluated = json.loads(cli("evaluate", "--snapshot", str(snap), "--plan", str(plan)).stdout)
+    predicted = int(evaluated["networkBytes"])
+    assert predicted == evaluated["bytesToMove"] == sizes(before)[topic][1]
+    done = cli(
+        "execute", "--bootstrap-server", servers, "--plan", str(plan),
+        "--state", str(tmp_path / f"state-{topic}-{to}.json"), "--wait", "--poll-seconds", "0.5",
+    )  # fmt: skip
+    assert "[Completed]" in done.stdout, done.stdout
+    replicas, received = sizes(snapshot(servers, tmp_path / f"after-{topic}-{to}.json"))[topic]
+    assert replicas == [to]
+    return predicted, received
+
+
 def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
     tiered: str, tmp_path: Path
 ) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
     admin = AdminClient({"bootstrap.servers": tiered})
     created = admin.create_topics(
@@ -145,26 +169,25 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
     assert before["followerFetchLastTieredOffset"] is False  # Kafka's default: from the local log start
 
     for topic in ("tiered", "plain"):
-        plan = tmp_path / f"plan-{topic}.json"
-        target = {"topic": topic, "partition": 0, "replicas": [2], "log_dirs": ["any"]}
-        plan.write_text(json.dumps({"version": 1, "partitions": [target]}))
-        evaluated = json.loads(
-            cli("evaluate", "--snapshot", str(tmp_path / "before.json"), "--plan", str(plan)).stdout
-        )
-        predicted = evaluated["networkBytes"]
-        assert predicted == evaluated["bytesToMove"] == sizes(before)[topic][1]
-        done = cli(
-            "execute", "--bootstrap-server", tiered, "--plan", str(plan),
-            "--state", str(tmp_path / f"state-{topic}.json"), "--wait", "--poll-seconds", "0.5",
-        )  # fmt: skip
-        assert "[Completed]" in done.stdout, done.stdout
-        replicas, received = sizes(snapshot(tiered, tmp_path / f"after-{topic}.json"))[topic]
-        assert replicas == [2]
+        predicted, received = move(tiered, tmp_path, before, topic, 2)
         assert abs(received - predicted) <= 0.1 * predicted, (topic, received, predicted)
         if topic == "tiered":  # far less than the total: the tiered segments were not copied
             assert received < 0.5 * total, (received, total)
         else:
             assert received >= RECORDS * RECORD_BYTES, received
+
+    # KIP-1023 (a dynamic broker config): a new follower starts after the last tiered offset, so it copies
+    # less than the local bytes the plan counts, an upper bound (the leader's local log keeps at least one
+    # tiered segment: local retention keeps 1 MiB, the active segment holds less)
+    for broker in ("1", "2"):
+        kip1023 = ConfigEntry(FETCH_LAST_TIERED, "true", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource("broker", broker, incremental_configs=[kip1023])
+        for f in admin.incremental_alter_configs([resource]).values():
+            f.result(30)
+    again = snapshot(tiered, tmp_path / "again.json")
+    assert again["followerFetchLastTieredOffset"] is True
+    predicted, received = move(tiered, tmp_path, again, "tiered", 1)
+    assert predicted == sizes(again)["tiered"][1] and received < predicted, (received, predicted)
 
     for topic in ("tiered", "plain"):
         assert read_back(tiered, topic) == set(range(RECORDS)), topic
