@@ -22,7 +22,7 @@ per topic whose config was read: ``remoteStorageEnable`` (its ``remote.storage.e
 
 A partition's ``sizeBytes`` is what its largest replica holds on its broker's disk (DescribeLogDirs counts
 the local log only): for a remote-storage topic the tiered segments no longer on the broker are not in it.
-``PartitionState.copy_bytes`` is the one definition of what a move copies (module ``copy_bytes``).
+``PartitionState.copy_bytes`` is the one definition of what a move copies.
 """
 
 from __future__ import annotations
