@@ -60,6 +60,7 @@ _KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from 
 CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
+TOPICS_PER_CONFIG_REQUEST = 1000  # DescribeConfigs: topics per request (each returns all its ~40 configs)
 # the topic configs the snapshot records (tiered storage, KIP-405) and the brokers' KIP-1023 switch
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
@@ -887,9 +888,14 @@ def _operations(authorized: Any) -> frozenset[str]:
 
 
 def _config_batches(targets: Sequence[ConfigTarget]) -> list[list[ConfigTarget]]:
-    """librdkafka takes at most one broker resource per request: one batch per broker, topics together."""
+    """librdkafka takes at most one broker resource per request: one batch per broker, topics together
+    up to ``TOPICS_PER_CONFIG_REQUEST`` a request (every topic's ~40 entries come back: the snapshot of a
+    cluster of 10,000 topics reads ten bounded responses, not one of tens of MB)."""
     topics = [t for t in targets if t.kind == "topic"]
-    return [[t] for t in targets if t.kind == "broker"] + ([topics] if topics else [])
+    step = TOPICS_PER_CONFIG_REQUEST
+    return [[t] for t in targets if t.kind == "broker"] + [
+        topics[i : i + step] for i in range(0, len(topics), step)
+    ]
 
 
 def _names(batch: Sequence[ConfigTarget]) -> str:
