@@ -208,8 +208,15 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     ours = our_throttles_in_kafka(gateway, topic, brokers)
     assert ours[f"3:{FOLLOWER_RATE}"] == "200000" and "0:3" in ours[FOLLOWER_REPLICAS], ours
 
+    def removed() -> bool:
+        now = our_throttles_in_kafka(gateway, topic, brokers)
+        return now[LEADER_REPLICAS] == "" and all(now[f"{b}:{LEADER_RATE}"] is None for b in brokers)
+
     for n in (1, 2):  # removed by someone else: put back, counted (once seen on two ticks)
         remove_throttles(gateway, topic, brokers)
+        # KRaft propagates each broker's config on its own: a tick between two brokers' updates would
+        # re-apply a part, and the rest, seen later, would count as a further change
+        kafka_wait("the removal seen on every broker", removed, 30)
         tick_until(gateway, ex, limits, lambda n=n: ex.doc.defence.reapplied == n)
         assert ex.phase == Phase.MOVING
         kafka_wait(
@@ -219,6 +226,12 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
 
     # a third time within the window (now lowering the rates): hold, do not fight
     lower_rates(gateway, brokers)
+
+    def lowered() -> bool:
+        now = our_throttles_in_kafka(gateway, topic, brokers)
+        return all(now[f"{b}:{FOLLOWER_RATE}"] == "50000" for b in brokers)
+
+    kafka_wait("the lowered rates seen on every broker", lowered, 30)
     tick_until(gateway, ex, limits, lambda: ex.doc.defence.held_until is not None)
     assert ex.doc.defence.reapplied == 2
     assert ex.phase == Phase.PAUSED
