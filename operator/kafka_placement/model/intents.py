@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .capacity import CapacitySpec
 from .crd_parts import MAX_NAME
 from .errors import BadInputError
 from .intent_kinds import (
@@ -55,6 +56,9 @@ class Intents:
     # operator's new-partition lane, which plans only new partitions, allows more (SMALL_REPLICA_BYTES).
     reactive_cordon: bool = False
     reactive_max_bytes: int = 0
+    # The brokers' capacities (KafkaCluster.spec.capacity; the CLI's --capacity): the network capacity
+    # goal's limits (None: none declared, the goal is off).
+    capacity: CapacitySpec | None = None
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -71,12 +75,14 @@ class Intents:
     def enforced_only(self) -> Intents:
         """The same intents without Advise-mode policies."""
         enforced = tuple(p for p in self.policies if p.enforced)
-        return Intents(
-            self.decommissions, self.cordons, enforced, self.reactive_cordon, self.reactive_max_bytes
-        )
+        return replace(self, policies=enforced)
 
     def with_reactive_cordon(self, reactive: bool = True, max_bytes: int = 0) -> Intents:
-        return Intents(self.decommissions, self.cordons, self.policies, reactive, max_bytes)
+        return replace(self, reactive_cordon=reactive, reactive_max_bytes=max_bytes)
+
+    def with_capacity(self, capacity: CapacitySpec | None) -> Intents:
+        """The same intents with the brokers' capacities (the network capacity goal's limits)."""
+        return replace(self, capacity=capacity)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""

@@ -129,8 +129,17 @@ def summarize(
     under = sorted(found.under_replicated)
     summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
     summary["underReplicatedInPlan"] = under
+    net = metrics.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
+    if net is not None:  # (only with traffic or capacities: summaries without them are as before)
+        summary["traffic"] = net
+        summary["balanceBefore"].update(net.pop("balanceBefore"))
+        summary["balanceAfter"].update(net.pop("balanceAfter"))
     summary["goals"] = goal_report(intents, summary)
     return summary
+
+
+def _asks_network(intents: Intents) -> bool:
+    return any(p.balance.network_in or p.balance.network_out for p in intents.policies)
 
 
 def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any]]:
