@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .crd_parts import Schema, _arr, _int
 from .errors import BadInputError
@@ -136,6 +136,22 @@ class CapacitySpec:
                     f"broker {b.id} is not a broker of the cluster (brokers: {listed})",
                     f"{where}.brokers[{i}].id",
                 )
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as written (``parse`` reads it back equal): the intents file's ``capacity``."""
+
+        def fields(c: Capacity | BrokerCapacity) -> dict[str, int]:
+            named = (
+                ("networkInBytesPerSec", c.network_in),
+                ("networkOutBytesPerSec", c.network_out),
+                ("diskBytes", c.disk),
+            )
+            return {k: v for k, v in named if v is not None}
+
+        out: dict[str, Any] = {"default": fields(self.default), "maxShare": self.max_share}
+        if self.brokers is not None:
+            out["brokers"] = [{"id": b.id, **fields(b)} for b in self.brokers]
+        return out
 
     @staticmethod
     def parse(raw: object, where: str = "spec.capacity") -> CapacitySpec:

@@ -1,7 +1,9 @@
 """Declared intents: the specs of the custom resources, parsed strictly (docs/architecture.md).
 
 An intents file is a multi-document YAML stream of ``{kind, spec}`` (optionally with ``metadata.name``
-and ``apiVersion``, so a custom resource manifest is itself a valid intent document). ``kind`` and
+and ``apiVersion``, so a custom resource manifest is itself a valid intent document), and at most one
+``{capacity: ...}`` document: the brokers' capacities, exactly ``KafkaCluster.spec.capacity``'s shape
+(``capacity.py``; the operator takes them from the KafkaCluster). ``kind`` and
 ``spec`` are exactly the custom resources' (declared once, with their CRD schema, in
 ``intent_kinds.py``); ``clusterRef``, ``approval``, ``approvedPlan`` and ``paused`` are accepted and
 ignored here (they belong to the operator). Every error names the document and field. Cross-checks
@@ -113,8 +115,15 @@ class Intents:
         decommissions: list[BrokerDecommission] = []
         cordons: list[LogDirCordon] = []
         policies: list[PlacementPolicy] = []
+        capacity: CapacitySpec | None = None
         for n, doc in docs:
             where = f"{source}: document {n}"
+            if isinstance(doc, Mapping) and "capacity" in doc and "kind" not in doc:
+                if capacity is not None:
+                    raise BadInputError("a second capacity document; declare capacities once", where)
+                check_fields(doc, where, ("capacity",))
+                capacity = CapacitySpec.parse(doc["capacity"], f"{where}.capacity")
+                continue
             parsed = parse_document(doc, where, default_name=f"doc{n}")
             if not in_file:
                 parsed = replace(parsed, origin="")
@@ -124,7 +133,7 @@ class Intents:
                 cordons.append(parsed)
             else:
                 policies.append(parsed)
-        return Intents(tuple(decommissions), tuple(cordons), tuple(policies))
+        return Intents(tuple(decommissions), tuple(cordons), tuple(policies), capacity=capacity)
 
 
 def parse_document(doc: object, where: str, default_name: str = "") -> Intent:
