@@ -645,6 +645,7 @@ def traffic(
     brokers = sorted(
         snapshot.broker_ids, key=lambda b: (-max(after["in"].get(b, 0.0), after["out"].get(b, 0.0)), b)
     )
+    bound = _network_in_bound(snapshot, intents, before["in"], limits["in"] if state == "on" else {}, active)
     return {
         "partitionsWithRate": rated,
         "partitionsWithoutRate": unrated,
@@ -654,9 +655,54 @@ def traffic(
         "brokersOverLimitAfter": over(after) if state == "on" else None,
         "brokerCount": len(brokers),
         "brokers": [row(b) for b in sorted(brokers[:MAX_TRAFFIC_BROKERS])],
+        "lowerBoundNetworkInBytes": bound,
         "balanceBefore": _traffic_balance(before, active) if rated else {},
         "balanceAfter": _traffic_balance(after, active) if rated else {},
     }
+
+
+def _network_in_bound(
+    snapshot: ClusterSnapshot,
+    intents: Intents | None,
+    net_in: dict[int, float],
+    limits: dict[int, float],
+    active: Sequence[int],
+) -> int:
+    """Bytes any plan meeting ``balance.networkIn`` and the network in limits must copy off brokers that
+    keep data: a broker above its threshold (or limit) by E bytes/s must lose replicas whose rates sum to
+    at least E (arrivals only add to it); the fewest bytes that can carry E are at least the fractional
+    knapsack of its replicas by bytes per byte/s. Summed over brokers (each replica leaving a broker is a
+    copy of its own). 0 when a policy changes a replication factor (the total network in changes)."""
+    policies = intents.policies if intents is not None else ()
+    if any(q.replication_factor for q in policies) or not active:
+        return 0
+    tols = [q.balance.tolerance for q in policies if q.balance.network_in]
+    threshold = (1 + min(tols)) * sum(net_in.get(b, 0.0) for b in net_in) / len(active) if tols else None
+    excess: dict[int, float] = {}
+    for b in active:
+        e = 0.0 if threshold is None else net_in.get(b, 0.0) - threshold
+        if b in limits:
+            e = max(e, net_in.get(b, 0.0) - limits[b])
+        if e > 1e-6:
+            excess[b] = e
+    if not excess:
+        return 0
+    held: dict[int, list[tuple[float, float, int]]] = {b: [] for b in excess}
+    for p in snapshot.partitions:
+        r = p.bytes_in_per_sec
+        if r:
+            for b in p.replicas:
+                if b in held:
+                    held[b].append((p.size_bytes / r, r, p.size_bytes))
+    total = 0.0
+    for b, need in excess.items():
+        for per, r, size in sorted(held[b]):
+            if need <= 0:
+                break
+            take = min(r, need)
+            total += per * take if take < r else size
+            need -= take
+    return int(total)
 
 
 def _add_traffic(

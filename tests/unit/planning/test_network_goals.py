@@ -105,7 +105,10 @@ def test_network_in_balance_moves_the_cheapest_bytes_per_rate() -> None:
     snap = with_rates(snap, rates)
     text = "kind: PlacementPolicy\nspec: {balance: {networkIn: true, tolerance: 0.2}}\n"
     s = compute_plan(snap, intents(text)).summary
-    assert s["bytesToMove"] < 1000 * MB
+    assert s["bytesToMove"] == MB  # the small hot one, not the 1 GB one
+    # the bound: broker 1 (20 MB/s in, threshold 1.2 x 16) must shed 0.8 MB/s; the cheapest carrier holds
+    # 1 MB per 10 MB/s, so at least 80 kB leave it
+    assert s["lowerBound"]["networkIn"] == 80_000 == s["lowerBoundBytes"]
     assert s["balanceAfter"]["networkInMaxMean"] <= 1.2
 
 
