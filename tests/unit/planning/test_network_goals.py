@@ -249,3 +249,21 @@ def test_the_sharded_pipeline_runs_the_network_goals_too() -> None:
     loads = [after[b].network_in for b in range(1, 8)]
     assert after[8].network_in == 0
     assert max(loads) / (sum(loads) / len(loads)) <= 1.1 + 1e-9
+
+
+def test_leader_balance_hands_no_leadership_to_a_broker_at_its_network_out_limit() -> None:
+    # broker 1 leads all 12 partitions (followers 2 and 3); broker 2's network out may carry 1.5
+    # partitions' worth (limit 0.8 x 2,000 B/s; each led partition sends 1,000 B/s to its follower and
+    # 1 group): leader balance moves leadership to broker 3 rather than over broker 2's limit
+    parts = [("t", i, [1, 2, 3], [0, 0, 0], 10) for i in range(12)]
+    snap = with_rates(snapshot({1: None, 2: None, 3: None}, parts), {("t", i): 333.0 for i in range(12)})
+    cap = CapacitySpec(
+        default=Capacity(network_out=10**9), brokers=(BrokerCapacity(id=2, network_out=2_000),)
+    )
+    result = compute_plan(
+        snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n").with_capacity(cap)
+    )
+    after = broker_loads(apply_plan(snap, result.plan))
+    assert after[2].network_out <= 0.8 * 2_000
+    assert result.summary["leaderChanges"] > 0 and result.summary["bytesToMove"] == 0
+    assert after[3].network_out > after[2].network_out

@@ -154,6 +154,7 @@ class _Shedder:
         receivers = [b for b in e.active_brokers if e.may_receive(b)]
         candidates = sorted(self._mine(broker, leading), key=lambda k: (a.size[k] / a.rate[k], k))
         tries = 0
+        dests: list[int] | None = None  # least network in first; sorted again only after a move
         for key in candidates:
             if excess() <= EPS or tries >= TRIES:
                 return
@@ -166,7 +167,9 @@ class _Shedder:
                 continue
             if not limits.source_keeps(broker, a.dirs[key][index], size):
                 continue
-            for dest in sorted(receivers, key=lambda b: (a.net_in.get(b, 0.0), b)):
+            if dests is None:
+                dests = sorted(receivers, key=lambda b: (a.net_in.get(b, 0.0), b))
+            for dest in dests:
                 if dest in reps or not takes(dest, key, index) or not limits.broker_takes(dest, size):
                     continue
                 tries += 1
@@ -182,6 +185,7 @@ class _Shedder:
                 a.move(key, index, dest, path)
                 if policy is not None:
                     ctx.charge(policy, size)
+                dests = None
                 break
 
 
