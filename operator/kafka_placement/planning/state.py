@@ -249,27 +249,35 @@ class Assignment:
         a.broker_leaders = dict.fromkeys(ids, 0)
         leaders, led = np.unique(brokers[np.cumsum(counts) - counts], return_counts=True)
         a.broker_leaders.update(zip(leaders.tolist(), led.tolist(), strict=True))
-        a._traffic_of(parts, ids)
+        a._traffic_of(parts, ids, brokers, counts)
         return a
 
-    def _traffic_of(self, parts: Sequence[Any], brokers: Sequence[int]) -> None:
-        """The rates of the snapshot's partitions that have one, and each broker's network in and out."""
+    def _traffic_of(self, parts: Sequence[Any], ids: Sequence[int], brokers: Any, counts: Any) -> None:
+        """The rates of the snapshot's partitions that have one, and each broker's network in and out,
+        summed over arrays (``brokers``: each replica's broker, partition by partition; ``counts``: each
+        partition's replicas), as ``of`` laid them out."""
+        import numpy as np
+
         rated = [p for p in parts if p.bytes_in_per_sec is not None]
         if not rated:
             return
         self.rate = {p.key: float(p.bytes_in_per_sec) for p in rated}
         self.fanout = {p.key: p.read_fanout for p in rated if p.read_fanout}
-        self.net_in = dict.fromkeys(brokers, 0.0)
-        self.net_out = dict.fromkeys(brokers, 0.0)
-        self.lead_in = dict.fromkeys(brokers, 0.0)
-        net_in, net_out, lead_in = self.net_in, self.net_out, self.lead_in
-        for p in rated:
-            r = self.rate[p.key]
-            for b in p.replicas:
-                net_in[b] = net_in.get(b, 0.0) + r
-            leader = p.replicas[0]
-            net_out[leader] = net_out.get(leader, 0.0) + self.out_of(p.key, len(p.replicas))
-            lead_in[leader] = lead_in.get(leader, 0.0) + r
+        n = len(parts)
+        rate = np.fromiter((p.bytes_in_per_sec or 0.0 for p in parts), np.float64, n)
+        fanout = np.fromiter((p.read_fanout or 0 for p in parts), np.float64, n)
+        found, at = np.unique(brokers, return_inverse=True)
+        width = len(found)
+        net_in = np.bincount(at, weights=np.repeat(rate, counts), minlength=width)
+        lead_at = at[np.cumsum(counts) - counts]  # each partition's leader (its first replica)
+        net_out = np.bincount(lead_at, weights=rate * (counts - 1 + fanout), minlength=width)
+        lead_in = np.bincount(lead_at, weights=rate, minlength=width)
+        self.net_in = dict.fromkeys(ids, 0.0)
+        self.net_out = dict.fromkeys(ids, 0.0)
+        self.lead_in = dict.fromkeys(ids, 0.0)
+        sums = zip(found.tolist(), net_in.tolist(), net_out.tolist(), lead_in.tolist(), strict=True)
+        for b, x, y, z in sums:
+            self.net_in[b], self.net_out[b], self.lead_in[b] = x, y, z
 
     def out_of(self, key: Key, replicas: int) -> float:
         """What the leader of ``key`` sends per second with ``replicas`` replicas (0 without a rate)."""

@@ -50,6 +50,7 @@ class _Shedder:
     def __init__(self, ctx: PlanningContext, hard: bool, topics: frozenset[str] | None) -> None:
         self.ctx = ctx
         self.tries = 0
+        self._led: dict[int, list[Key]] = {}  # per broker, its leaderships by weight (``_make_room``)
         self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
         self.topics = topics  # None: every topic
         self.limits = BalanceLimits.of(ctx)
@@ -78,6 +79,7 @@ class _Shedder:
         and that every earlier goal accepts. A follower short of room first hands lighter leaderships of
         its own to its followers with room (a chain of two hand-overs; undone when it falls short)."""
         self.tries = 0
+        self._led = {}
         for key in sorted(self._mine(broker, True), key=lambda k: (-weight(k), k)):
             if excess() <= EPS or self.tries >= TRIES:
                 return
@@ -122,11 +124,14 @@ class _Shedder:
         ``v`` has room for ``w``; False (and nothing changed) when it cannot."""
         a = self.ctx.assignment
         done: list[tuple[Key, int]] = []
-        for key in sorted(self._mine(v, True), key=lambda k: (-weight(k), k)):
+        led = self._led.get(v)
+        if led is None:  # (once per broker and hand-over pass: v's leaderships only shrink meanwhile)
+            led = self._led[v] = sorted(self._mine(v, True), key=lambda k: (-weight(k), k))
+        for key in led:
             if room(v) >= w or self.tries >= TRIES:
                 break
             x = weight(key)
-            if x >= w:
+            if x >= w or a.replicas[key][0] != v:
                 continue
             for f in sorted(self._may_lead(key), key=lambda b: (-room(b), b)):
                 if f != avoid and room(f) >= x and self._lead(key, f):
