@@ -14,6 +14,9 @@ a balance goal unmet, e.g. because of its move budget, may move less):
   (each such byte must leave its broker), when a policy asks for broker balance.
 - ``dirExcess``: the same per dir within each broker, against an upper bound of the broker's final load
   (bytes a lower replication factor may drop from a dir count as leaving it without a copy).
+- ``networkIn`` (a snapshot with rates, ``traffic``; folded in by ``optimizer.summarize``): a broker above
+  its network in threshold or limit by E bytes/s must lose replicas carrying E; the fractional knapsack of
+  its replicas by bytes per byte/s bounds the bytes that takes.
 
 Decommission and RF-growth copies never leave a broker that keeps data. Every other copy leaves one,
 and broker ``b`` must lose at least ``max(brokerExcess_b, dirExcess_b, drained_b)`` bytes (one byte may

@@ -51,21 +51,29 @@ class _Shedder:
         self.ctx = ctx
         self.tries = 0
         self._led: dict[int, list[Key]] = {}  # per broker, its leaderships by weight (``_make_room``)
+        self._on: dict[int, list[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
         self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
         self.topics = topics  # None: every topic
         self.limits = BalanceLimits.of(ctx)
 
     def _mine(self, broker: int, leading: bool | None) -> list[Key]:
-        """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows)."""
+        """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows). Its
+        rated partitions are listed once per goal (``_on``); those that left it since are skipped, and
+        those that arrived are not seen: a broker receives only while under the goal's limit, so it is
+        never one that sheds afterwards."""
         a = self.ctx.assignment
-        rate, reps_of, topics = a.rate, a.replicas, self.topics
-        return [
-            k
-            for k in a.by_broker[broker]
-            if rate.get(k, 0.0) > 0
-            and (topics is None or k[0] in topics)
-            and (leading is None or (reps_of[k][0] == broker) == leading)
-        ]
+        reps_of = a.replicas
+        on = self._on.get(broker)
+        if on is None:
+            rate, topics = a.rate, self.topics
+            on = self._on[broker] = [
+                k for k in a.by_broker[broker] if rate.get(k, 0.0) > 0 and (topics is None or k[0] in topics)
+            ]
+        if leading is None:
+            return [k for k in on if broker in reps_of[k]]
+        if leading:
+            return [k for k in on if reps_of[k][0] == broker]
+        return [k for k in on if reps_of[k][0] != broker and broker in reps_of[k]]
 
     def hand_over(
         self,
