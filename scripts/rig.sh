@@ -38,9 +38,10 @@ case $action in
     if has spark; then $PY tests/rig/spark_rig.py down || status=1; fi
     if has node; then $PY tests/rig/node_rig.py down || status=1; fi
     if has k8s; then $PY tests/rig/k8s_rig.py down || status=1; fi
-    for name in secure legacy main five; do  # five: tests/e2e/test_operator_correlated_failure.py's
-      if [[ $name == five ]] && ! has main; then continue; fi
-      if [[ $name == five ]] || has "$name"; then $PY tests/rig/kafka_rig.py down --name "$name" || status=1; fi
+    # five: tests/e2e/test_operator_correlated_failure.py's; tiered: tests/integration/test_tiered_storage.py's
+    for name in secure legacy main five tiered; do
+      if [[ $name == five || $name == tiered ]] && ! has main; then continue; fi
+      if [[ $name == five || $name == tiered ]] || has "$name"; then $PY tests/rig/kafka_rig.py down --name "$name" || status=1; fi
     done
     if has node; then $PY tests/rig/node_rig.py net-down || status=1; fi
     exit $status

@@ -5,6 +5,8 @@
                                         # with the broker plugin's replica selector (follower fetching)
     kafka_rig.py up     --name legacy   # 2 nodes x 2 log dirs, metadata.version 4.2-IV1 (pre-KIP-1066)
     kafka_rig.py up     --name secure   # 2 nodes x 2 log dirs, SASL_SSL (SCRAM-SHA-512) + mutual TLS, ACLs
+    kafka_rig.py up     --name tiered   # 2 nodes x 1 log dir, tiered storage (KIP-405) on Kafka's own
+                                        # LocalTieredStorage (a shared dir): started by its test only
     kafka_rig.py status --name main
     kafka_rig.py stop-node  --name main --node 3   # SIGTERM one node's JVM (data kept)
     kafka_rig.py start-node --name main --node 3   # start it again (same config and data)
@@ -106,13 +108,17 @@ class Profile:
     release_version: str | None  # None: the storage tool's default (latest production)
     mtls_base_port: int = 0  # > 0: secured (SASL_SSL on base_port, mutual TLS here); see kafka_security.py
     replica_selector: bool = False  # the broker plugin on the classpath, replica.selector.class set
+    tiered: bool = False  # remote log storage on, LocalTieredStorage (the kafka-storage test jar)
 
 
 PROFILES: dict[str, Profile] = {
     "main": Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 29092, 29192, None, replica_selector=True),
     "legacy": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29392, 29492, "4.2-IV1"),
     "secure": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29592, 29692, None, 29792),
+    "tiered": Profile(2, 1, ("/dc1/r1", "/dc2/r1"), 28292, 28392, None, tiered=True),
 }
+# Kafka's test remote storage manager: a directory shared by the brokers stands for the object store.
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 GENERIC = Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 0, 0, None)
 
 
@@ -168,6 +174,11 @@ class Cluster:
     pod_address: str = ""  # a plaintext listener on this address (the node rig's bridge) for pods
     plugin_jars: tuple[Path, ...] = ()  # on the brokers' classpath after Kafka's jars
     replica_selector: str = ""  # replica.selector.class ("": Kafka's default, the leader)
+    tiered: bool = False  # remote log storage (KIP-405) on LocalTieredStorage in remote_dir
+
+    @property
+    def remote_dir(self) -> Path:
+        return self.data_dir / "remote"
 
     @property
     def pod_bootstrap(self) -> str:
@@ -235,6 +246,11 @@ def default_libs(version: str) -> Path:
     return cache / "kafka" / version / "libs"
 
 
+def tiered_storage_jar(libs: Path, version: str) -> Path:
+    """The kafka-storage test jar (LocalTieredStorage) fetch.sh keeps beside ``libs``."""
+    return libs.parent / "tiered" / f"kafka-storage-{version}-test.jar"
+
+
 def broker_plugin_jar() -> Path:
     """Where scripts/build-broker-plugin.sh caches the jar of the current broker-plugin/ sources."""
     try:
@@ -252,6 +268,12 @@ def broker_plugin_jar() -> Path:
 
 def check_plugins(jars: Sequence[Path]) -> None:
     missing = [str(j) for j in jars if not j.is_file()]
+    if any(j.name.endswith("-test.jar") for j in jars if not j.is_file()):
+        raise RigError(
+            f"kafka rig: Kafka's tiered storage test jar is missing ({', '.join(missing)}): run "
+            "`bash tests/rig/kafka/fetch.sh` (or `make rig-build`)",
+            2,
+        )
     if missing:
         raise RigError(
             f"kafka rig: the broker plugin's jar is not built ({', '.join(missing)} is missing): run "
@@ -484,6 +506,22 @@ def server_properties(cluster: Cluster, node: Node) -> str:
     }
     if cluster.replica_selector:
         props["replica.selector.class"] = cluster.replica_selector
+    if cluster.tiered:
+        props.update(
+            {
+                "remote.log.storage.system.enable": "true",
+                "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+                "rsm.config.dir": str(cluster.remote_dir),
+                "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+                "rlmm.config.remote.log.metadata.topic.replication.factor": min(2, n),
+                "rlmm.config.remote.log.metadata.topic.num.partitions": 1,
+                # tier and delete locally within seconds, not minutes (defaults 30 s, 5 min and a first
+                # retention check 30 s after start)
+                "remote.log.manager.task.interval.ms": 500,
+                "log.retention.check.interval.ms": 1000,
+                "log.initial.task.delay.ms": 0,
+            }
+        )
     if cluster.pod_address and not cluster.security:
         pods = f"PODS://{cluster.pod_address}:{node.port + POD_PORT_SHIFT}"
         props["listeners"] = f"{props['listeners']},{pods}"
@@ -683,7 +721,9 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
     rig_dir = Path(args.rig_dir).resolve()
     data_dir = rig_dir / f"kafka-{args.name}"
     version = args.kafka_version
+    libs = Path(args.libs).resolve() if args.libs else default_libs(version)
     plugins = (broker_plugin_jar(),) if profile.replica_selector else ()
+    tiered = (tiered_storage_jar(libs, version),) if profile.tiered else ()
     return Cluster(
         name=args.name,
         nodes=tuple(
@@ -701,12 +741,13 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         dirs=dirs,
         release_version=release,
         kafka_version=version,
-        libs=Path(args.libs).resolve() if args.libs else default_libs(version),
+        libs=libs,
         rig_dir=rig_dir,
         secure=secure,
         pod_address="" if secure else args.pod_address,
-        plugin_jars=plugins,
+        plugin_jars=plugins + tiered,
         replica_selector=REPLICA_SELECTOR if plugins else "",
+        tiered=profile.tiered,
     )
 
 
@@ -775,6 +816,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 {
                     "pluginJars": [str(j) for j in cluster.plugin_jars],
                     "replicaSelector": cluster.replica_selector,
+                    **({"tiered": True, "remoteDir": str(cluster.remote_dir)} if cluster.tiered else {}),
                 }
                 if cluster.plugin_jars
                 else {}
@@ -920,6 +962,7 @@ def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster
         pod_address=str(entry.get("podAddress", "")),
         plugin_jars=tuple(Path(str(j)) for j in entry.get("pluginJars", [])),
         replica_selector=str(entry.get("replicaSelector", "")),
+        tiered=bool(entry.get("tiered", False)),
     )
 
 

@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
 from tests.rig.probes import node_processes, rig_bridges, rig_jvms, rig_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# the rig's fixed ports (kafka_rig.py profiles main/legacy/secure, k8s_rig.py, spark_rig.py): brokers,
+# the rig's fixed ports (kafka_rig.py profiles main/legacy/secure/tiered, k8s_rig.py, spark_rig.py): brokers,
 # controllers, mutual-TLS listeners, etcd, apiserver, Spark master and workers; shifted by
 # KP_RIG_PORT_OFFSET as the rig scripts shift them, so each checkout checks its own rig's ports
 _DEFAULT_PORTS = (
@@ -42,6 +42,8 @@ _DEFAULT_PORTS = (
     *range(29792, 29794),
     *range(29892, 29897),  # the five-node cluster of tests/e2e/test_operator_correlated_failure.py
     *range(29992, 29997),
+    *range(28292, 28294),  # the tiered-storage cluster of tests/integration/test_tiered_storage.py
+    *range(28392, 28394),
     23790,
     23800,
     26443,

@@ -131,7 +131,8 @@ def _validate(ex: Execution, gateway: KafkaGateway, scoped: bool = False) -> Non
         in_sync = len(set(p.isr) & set(p.replicas))
         a = ex.doc.adopted.get(i)  # a move in flight taken over from a superseded plan: as that one found it
         replicas, dirs = (tuple(a.replicas), tuple(a.log_dirs)) if a is not None else (p.replicas, p.log_dirs)
-        baseline.append(Original(replicas, dirs, p.size_bytes, in_sync, min_isr.get(t.topic, 0)))
+        # what each new replica copies (progress and ETA): local bytes only for a tiered topic
+        baseline.append(Original(replicas, dirs, p.copy_bytes, in_sync, min_isr.get(t.topic, 0)))
     usage = {
         (b.id, d.path): 1.0 - d.usable_bytes / d.total_bytes
         for b in snap.brokers

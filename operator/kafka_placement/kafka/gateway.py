@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
-from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
 from ..model.traffic import PartitionLook, TrafficLook
 from . import access, failures, traffic
 from .connection import ConnectionSettings
@@ -60,6 +60,12 @@ _KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from 
 CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
+TOPICS_PER_CONFIG_REQUEST = 1000  # DescribeConfigs: topics per request (each returns all its ~40 configs)
+# the topic configs the snapshot records (tiered storage, KIP-405) and the brokers' KIP-1023 switch
+REMOTE_STORAGE_ENABLE = "remote.storage.enable"
+LOCAL_RETENTION_BYTES = "local.retention.bytes"
+LOCAL_RETENTION_MS = "local.retention.ms"
+FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
 _librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 _librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
 
@@ -318,9 +324,11 @@ class KafkaGateway:
 
     def snapshot(self, only: Iterable[PartitionKey] | None = None) -> ClusterSnapshot:
         """Brokers with racks and log dirs (usage, cordon, online), every partition's replicas, dirs,
-        leader, ISR and size (the largest replica). Internal topics are included. With ``only``, the
-        partitions are just those (the ones that exist): DescribeTopics of their topics and DescribeLogDirs
-        filtered to them, so the cost follows those partitions and the brokers, not the cluster's size."""
+        leader, ISR and size (the largest replica's local log), and each topic's remote storage settings
+        (one DescribeConfigs of the topics; unknown if refused). Internal topics are included. With
+        ``only``, the partitions are just those (the ones that exist): DescribeTopics of their topics and
+        DescribeLogDirs filtered to them, so the cost follows those partitions and the brokers, not the
+        cluster's size (and no topic config is read: their remote storage is unknown)."""
         # topics or dirs we may not DESCRIBE would be silently missing: refuse, naming the ACL (unless
         # this gateway's check_authorized passed: one check per reconcile or command)
         if not self._access_checked:
@@ -387,11 +395,49 @@ class KafkaGateway:
                     size_bytes=sizes.get((topic, number), 0),
                 )
             )
+        storage, fetch_last_tiered = (
+            self._topic_storage(sorted({p.topic for p in partitions}), live) if wanted is None else ((), None)
+        )
         return ClusterSnapshot(
             brokers=tuple(brokers[b] for b in sorted(brokers)),
             partitions=tuple(partitions),
             cluster_id=cluster_id,
+            topic_storage=storage,
+            follower_fetch_last_tiered_offset=fetch_last_tiered,
         )
+
+    def _topic_storage(
+        self, topics: Sequence[str], live: Sequence[int]
+    ) -> tuple[tuple[TopicStorage, ...], bool | None]:
+        """Each topic's remote storage settings (one DescribeConfigs request for all of them) and, when one
+        has remote storage on, the KIP-1023 switch of one live broker (one more request). A principal
+        without DESCRIBE_CONFIGS, or a topic deleted meanwhile, leaves them unknown: they describe what a
+        move copies, they are not needed to plan it."""
+        if not topics:
+            return (), None
+        try:
+            described = self.describe_configs(ConfigTarget.topic(t) for t in topics)
+        except PlacementError as e:
+            log.warning("snapshot: topics' remote storage settings unknown (%s)", e)
+            return (), None
+        storage = tuple(
+            TopicStorage(
+                target.name,
+                _config_bool(entries.get(REMOTE_STORAGE_ENABLE)),
+                _config_int(entries.get(LOCAL_RETENTION_BYTES)),
+                _config_int(entries.get(LOCAL_RETENTION_MS)),
+            )
+            for target, entries in sorted(described.items(), key=lambda kv: kv[0].name)
+        )
+        if not live or not any(t.remote for t in storage):
+            return storage, None
+        broker = ConfigTarget.broker(min(live))
+        try:
+            value = self.describe_configs([broker]).get(broker, {}).get(FETCH_LAST_TIERED)
+        except PlacementError as e:
+            log.warning("snapshot: broker %s's %s unknown (%s)", broker.name, FETCH_LAST_TIERED, e)
+            return storage, None
+        return storage, _config_bool(value)
 
     def traffic_look(self) -> tuple[ClusterSnapshot, TrafficLook]:
         """A snapshot and one look at the traffic (kafka/traffic.py): every partition's earliest and
@@ -824,15 +870,32 @@ def _from_metadata(metadata: Any) -> Iterable[tuple[str, int, Sequence[Any], Any
             yield topic, int(number), pmd.replicas, pmd.leader, pmd.isrs
 
 
+def _config_bool(entry: ConfigValue | None) -> bool | None:
+    """A boolean config entry's value; ``None``: absent (an older Kafka) or not a boolean."""
+    value = None if entry is None or entry.value is None else entry.value.strip().lower()
+    return {"true": True, "false": False}.get(value or "")
+
+
+def _config_int(entry: ConfigValue | None) -> int | None:
+    """An integer config entry's value; ``None``: absent or not an integer."""
+    value = None if entry is None or entry.value is None else entry.value.strip()
+    return int(value) if value and re.fullmatch(r"-?[0-9]{1,18}", value) else None
+
+
 def _operations(authorized: Any) -> frozenset[str]:
     """The names of KIP-430 authorized operations (AclOperation values; None: none reported)."""
     return frozenset(str(getattr(op, "name", op)) for op in authorized or ())
 
 
 def _config_batches(targets: Sequence[ConfigTarget]) -> list[list[ConfigTarget]]:
-    """librdkafka takes at most one broker resource per request: one batch per broker, topics together."""
+    """librdkafka takes at most one broker resource per request: one batch per broker, topics together
+    up to ``TOPICS_PER_CONFIG_REQUEST`` a request (every topic's ~40 entries come back: the snapshot of a
+    cluster of 10,000 topics reads ten bounded responses, not one of tens of MB)."""
     topics = [t for t in targets if t.kind == "topic"]
-    return [[t] for t in targets if t.kind == "broker"] + ([topics] if topics else [])
+    step = TOPICS_PER_CONFIG_REQUEST
+    return [[t] for t in targets if t.kind == "broker"] + [
+        topics[i : i + step] for i in range(0, len(topics), step)
+    ]
 
 
 def _names(batch: Sequence[ConfigTarget]) -> str:

@@ -14,6 +14,15 @@ A partition's traffic, when it was sampled (``kafka-placement snapshot --traffic
 optional ``bytesInPerSec`` (a non-negative number) and ``readFanout`` (the number of consumer groups
 reading it); an absent field means unknown, never zero, and stays absent when the snapshot is written
 again (``None`` here).
+A topic's remote storage (tiered storage, KIP-405) is in the optional top-level ``topics`` list, one entry
+per topic whose config was read: ``remoteStorageEnable`` (its ``remote.storage.enable``) and
+``localRetentionBytes`` / ``localRetentionMs`` (its ``local.retention.bytes`` / ``.ms``: -2 follows
+``retention.*``, -1 unlimited); the optional ``followerFetchLastTieredOffset`` is the brokers'
+``follower.fetch.last.tiered.offset.enable`` (KIP-1023). Absent means unknown.
+
+A partition's ``sizeBytes`` is what its largest replica holds on its broker's disk (DescribeLogDirs counts
+the local log only): for a remote-storage topic the tiered segments no longer on the broker are not in it.
+``PartitionState.copy_bytes`` is the one definition of what a move copies.
 """
 
 from __future__ import annotations
@@ -101,6 +110,29 @@ class PartitionState:
     def under_replicated(self) -> bool:
         return len(set(self.isr)) < len(self.replicas)
 
+    @property
+    def copy_bytes(self) -> int:
+        """The bytes a new replica of this partition copies (a replica move to another broker, or to another
+        dir of its broker): its local size, ``size_bytes``. For a topic with remote storage (KIP-405) that is
+        what the leader still holds locally, not the topic's total: a new follower builds its remote-log
+        state (leader epochs, producer snapshot) from the remote storage and fetches from the leader's
+        local-log-start offset, so tiered segments are never copied. With
+        ``follower.fetch.last.tiered.offset.enable`` (KIP-1023) it starts after the last tiered offset
+        instead and copies less: the local size is then the upper bound the planner counts (the tiered
+        bytes still held locally are not measured). Every byte count of movement (bytes to move, the
+        lower bound, batches, progress and ETA) is a sum of this."""
+        return self.size_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStorage:
+    """A topic's remote (tiered) storage settings as read from its config; ``None``: unknown."""
+
+    topic: str
+    remote: bool | None = None  # remote.storage.enable
+    local_retention_bytes: int | None = None  # local.retention.bytes (-2: retention.bytes, -1: unlimited)
+    local_retention_ms: int | None = None  # local.retention.ms (-2: retention.ms, -1: unlimited)
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
@@ -109,14 +141,27 @@ class ClusterSnapshot:
     brokers: tuple[Broker, ...]
     partitions: tuple[PartitionState, ...]
     cluster_id: str | None = None
+    topic_storage: tuple[TopicStorage, ...] = ()  # the topics whose storage config is known
+    follower_fetch_last_tiered_offset: bool | None = None  # KIP-1023 on the brokers; None: unknown
     _broker_index: dict[int, Broker] = field(default_factory=dict, repr=False, compare=False)
     _partition_index: dict[tuple[str, int], PartitionState] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _storage_index: dict[str, TopicStorage] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._broker_index.update({b.id: b for b in self.brokers})
         self._partition_index.update({p.key: p for p in self.partitions})
+        self._storage_index.update({t.topic: t for t in self.topic_storage})
+
+    def storage(self, topic: str) -> TopicStorage | None:
+        """The topic's remote storage settings, if read."""
+        return self._storage_index.get(topic)
+
+    def remote_storage(self, topic: str) -> bool | None:
+        """Whether the topic has remote (tiered) storage on; ``None``: unknown."""
+        found = self._storage_index.get(topic)
+        return None if found is None else found.remote
 
     def broker(self, broker_id: int) -> Broker | None:
         return self._broker_index.get(broker_id)
@@ -171,6 +216,10 @@ class ClusterSnapshot:
             }
             for p in self.partitions
         ]
+        if self.topic_storage:
+            doc["topics"] = [_storage_fields(t) for t in self.topic_storage]
+        if self.follower_fetch_last_tiered_offset is not None:
+            doc["followerFetchLastTieredOffset"] = self.follower_fetch_last_tiered_offset
         return doc
 
     def dumps(self) -> str:
@@ -195,6 +244,19 @@ def _traffic_fields(p: PartitionState) -> dict[str, Any]:
     return out
 
 
+def _storage_fields(t: TopicStorage) -> dict[str, Any]:
+    """A topic's entry of ``topics``: the fields that are known."""
+    out: dict[str, Any] = {"topic": t.topic}
+    if t.remote is not None:
+        out["remoteStorageEnable"] = t.remote
+    if t.local_retention_bytes is not None:
+        out["localRetentionBytes"] = t.local_retention_bytes
+    if t.local_retention_ms is not None:
+        out["localRetentionMs"] = t.local_retention_ms
+    return out
+
+
+_TOPIC_FIELDS = ("topic", "remoteStorageEnable", "localRetentionBytes", "localRetentionMs")
 _BROKER_FIELDS = ("id", "rack", "logDirs", "alive")
 _DIR_FIELDS = ("path", "totalBytes", "usableBytes", "cordoned", "online")
 _PARTITION_FIELDS = (
@@ -311,9 +373,41 @@ def _fanout(obj: Mapping[str, Any], where: str) -> int | None:
     return None if value is None else as_int(value, f"{where}.readFanout", minimum=0, maximum=2**31 - 1)
 
 
+def _retention(obj: Mapping[str, Any], name: str, where: str) -> int | None:
+    """A local retention: absent or null is unknown; present, -2, -1 or a non-negative count."""
+    value = obj.get(name)
+    return None if value is None else as_int(value, f"{where}.{name}", minimum=-2)
+
+
+def _parse_topic(raw: object, where: str) -> TopicStorage:
+    obj = as_object(raw, where)
+    check_fields(obj, where, _TOPIC_FIELDS)
+    topic = as_topic(require(obj, "topic", where), f"{where}.topic")
+    remote = obj.get("remoteStorageEnable")
+    return TopicStorage(
+        topic=topic,
+        remote=None if remote is None else as_bool(remote, f"{where}.remoteStorageEnable"),
+        local_retention_bytes=_retention(obj, "localRetentionBytes", where),
+        local_retention_ms=_retention(obj, "localRetentionMs", where),
+    )
+
+
+def _parse_topics(raw: object, source: str) -> tuple[TopicStorage, ...]:
+    topics = tuple(
+        _parse_topic(t, f"{source}.topics[{i}]") for i, t in enumerate(as_list(raw, f"{source}.topics"))
+    )
+    seen: set[str] = set()
+    for i, t in enumerate(topics):
+        if t.topic in seen:
+            raise BadInputError(f"duplicate topic {brief(t.topic)}", f"{source}.topics[{i}]")
+        seen.add(t.topic)
+    return topics
+
+
 def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
     obj = as_object(doc, source)
-    check_fields(obj, source, ("version", "clusterId", "brokers", "partitions"))
+    fields = ("version", "clusterId", "brokers", "partitions", "topics", "followerFetchLastTieredOffset")
+    check_fields(obj, source, fields)
     version = as_int(obj.get("version", SNAPSHOT_VERSION), f"{source}.version")
     if version != SNAPSHOT_VERSION:
         raise BadInputError(f"unsupported snapshot version {version} (supported: {SNAPSHOT_VERSION})", source)
@@ -336,8 +430,13 @@ def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
             raise BadInputError(f"duplicate partition {p.name}", f"{source}.partitions[{i}]")
         seen.add(p.key)
     cid = obj.get("clusterId")
+    kip1023 = obj.get("followerFetchLastTieredOffset")
     return ClusterSnapshot(
         brokers=brokers,
         partitions=parts,
         cluster_id=None if cid is None else as_str(cid, f"{source}.clusterId"),
+        topic_storage=_parse_topics(obj.get("topics", []), source),
+        follower_fetch_last_tiered_offset=(
+            None if kip1023 is None else as_bool(kip1023, f"{source}.followerFetchLastTieredOffset")
+        ),
     )

@@ -43,7 +43,7 @@ def change_of(p: PartitionState, t: PartitionTarget, elig: Eligibility) -> Chang
         for b, d in zip(p.replicas, p.log_dirs, strict=True)
         if b in involved
     )
-    return Change(t.name, p.size_bytes, frozenset(involved), freeing)
+    return Change(t.name, p.copy_bytes, frozenset(involved), freeing)
 
 
 def changes(snapshot: ClusterSnapshot, plan: Plan, elig: Eligibility) -> list[Change]:

@@ -3,7 +3,9 @@
 ``apply_plan`` replays a plan on a snapshot (what Kafka would hold afterwards); ``evaluate`` compares
 before and after. The **lower bound** of bytes that must move, per scenario (each term is a byte count
 no plan meeting every hard rule and every requested balance goal can avoid copying; a plan that leaves
-a balance goal unmet, e.g. because of its move budget, may move less):
+a balance goal unmet, e.g. because of its move budget, may move less). A copy costs the partition's
+``copy_bytes``, its local size: for a topic with remote storage (KIP-405) the bytes its leader still holds
+locally, not the tiered ones (model/snapshot.py); disk balance counts local bytes too, what a disk holds:
 
 - ``forced``: for each partition, ``rf_target - (replicas that may stay where they are)`` copies of its
   size, where a replica may stay unless its broker is decommissioned or its dir drained; this covers
@@ -202,7 +204,7 @@ class Bound:
         elig = scope.elig
         if elig.lost(p.replicas, p.log_dirs):
             return  # no copy left: no plan can move it (replica_placement.repair_reasons)
-        size = p.size_bytes
+        size = p.copy_bytes  # what each copy costs (== the bytes leaving a disk: both are the local size)
         stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, size)]
         on_decom = sum(1 for b in p.replicas if b in elig.decommissioned)
         on_drain = len(p.replicas) - len(stay) - on_decom
@@ -477,20 +479,22 @@ class Tally:
 
 def count_move(out: dict[str, int], p: PartitionState, q: PartitionState) -> None:
     """Add to the movement counters ``out`` what moving partition ``p`` to ``q`` copies (nothing when
-    its replicas, their order and dirs stay)."""
+    its replicas, their order and dirs stay): each new replica copies ``p.copy_bytes`` (local bytes only
+    for a tiered topic)."""
     if q.replicas == p.replicas and q.log_dirs == p.log_dirs:
         return
     out["partitionsChanged"] += 1
     old = dict(zip(p.replicas, p.log_dirs, strict=True))
+    copy = p.copy_bytes
     for b, d in zip(q.replicas, q.log_dirs, strict=True):
         if b not in old:
             out["replicaMoves"] += 1
-            out["networkBytes"] += p.size_bytes
-            out["bytesToMove"] += p.size_bytes
+            out["networkBytes"] += copy
+            out["bytesToMove"] += copy
         elif d is not None and old[b] is not None and d != old[b]:
             out["intraBrokerMoves"] += 1
-            out["intraBrokerBytes"] += p.size_bytes
-            out["bytesToMove"] += p.size_bytes
+            out["intraBrokerBytes"] += copy
+            out["bytesToMove"] += copy
     if q.replicas[0] != p.replicas[0]:
         out["leaderChanges"] += 1
 

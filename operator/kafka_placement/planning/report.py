@@ -106,6 +106,8 @@ class Report:
     moves: tuple[MoveRow, ...]
     moves_count: Capped
     batch_bytes: tuple[int, ...]  # bytes copied by each batch, in execution order
+    # partitions changed and bytes copied of topics with remote storage (KIP-405): local bytes only
+    tiered: tuple[int, int] = (0, 0)
 
     @property
     def lower_bound(self) -> int | None:
@@ -170,6 +172,7 @@ def build_report(
     units, levels, unit_total = _units(snapshot, rules, brokers)
     topics = sorted(flows.topics.values(), key=lambda t: (-t.bytes, t.topic))
     moves = heapq.nsmallest(MAX_MOVES, flows.moves, key=lambda m: (-m.bytes, m.partition))
+    tiered = [t for t in topics if snapshot.remote_storage(t.topic)]
     return Report(
         plan_id=plan.plan_id,
         summary=summary,
@@ -189,6 +192,7 @@ def build_report(
         batch_bytes=tuple(
             sum(flows.bytes_of.get(n, 0) for n in batch) for batch in summary["batches"]["order"]
         ),
+        tiered=(sum(t.partitions for t in tiered), sum(t.bytes for t in tiered)),
     )
 
 
@@ -213,7 +217,7 @@ class _Flows:
             q = metrics.after_move(p, t)
             moved = dict.fromkeys(metrics.MOVEMENT, 0)
             metrics.count_move(moved, p, q)
-            size, old = p.size_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
+            size, old = p.copy_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
             for b, d in zip(q.replicas, q.log_dirs, strict=True):
                 if b not in old:
                     out.bytes_in[b] = out.bytes_in.get(b, 0) + size

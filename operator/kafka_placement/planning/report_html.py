@@ -45,6 +45,7 @@ def render(report: Report) -> str:
         f"<title>{title}</title><style>{STYLE}</style></head><body>",
         f"<h1>{title}</h1>",
         _headline(report),
+        *_tiered_note(report),
         "<h2>Summary</h2>",
         _summary_table(report),
         *_charts(report),
@@ -64,6 +65,18 @@ def _headline(r: Report) -> str:
         f"{_bytes(r.summary['bytesToMove'])} &middot; <b>lower bound</b> {lb} &middot; "
         f"<b>ratio</b> {ratio}</p>"
     )
+
+
+def _tiered_note(r: Report) -> list[str]:
+    """What the bytes of partitions of tiered topics mean (none: no note)."""
+    partitions, copied = r.tiered
+    if not partitions:
+        return []
+    return [
+        f'<p class="note" id="tiered">{partitions} of the partitions changed are of topics with remote '
+        f"storage (tiered, KIP-405): their {_bytes(copied)} are local bytes, what a new replica copies from "
+        "its leader; their tiered segments stay in the remote storage and are not copied.</p>"
+    ]
 
 
 def _summary_table(r: Report) -> str:

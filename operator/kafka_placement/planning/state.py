@@ -208,6 +208,8 @@ class Assignment:
 
         parts = snapshot.partitions
         keys = [p.key for p in parts]
+        # one number per partition serves as disk load and as move cost: the local size is both (a
+        # replica's copy_bytes, model/snapshot.py, is its size_bytes)
         part_sizes = [p.size_bytes for p in parts]
         a = Assignment(  # (one key tuple per partition, shared by every dict)
             replicas=dict(zip(keys, (list(p.replicas) for p in parts), strict=True)),

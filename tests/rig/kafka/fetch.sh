@@ -2,6 +2,9 @@
 # Download the Apache Kafka jars the test rig (and the benchmarks) run, from Maven Central, with Maven.
 #   KAFKA_VERSION (default 4.3.1) picks the release; KP_CACHE (default ~/.cache/kafka-placement) the cache.
 # Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo.
+# Kafka's own test remote storage manager (LocalTieredStorage, KIP-405), from the kafka-storage test jar
+# (classifier `test`), lands apart in $KP_CACHE/kafka/<version>/tiered: only the rig's `tiered` cluster puts
+# it on its classpath.
 # Idempotent: a complete cache (marked by libs/.complete) is reused; concurrent callers are serialised
 # with a lock. The last line on stdout is the libs directory.
 set -euo pipefail
@@ -11,13 +14,34 @@ KP_CACHE="${KP_CACHE:-$HOME/.cache/kafka-placement}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DEST="$KP_CACHE/kafka/$KAFKA_VERSION"
 LIBS="$DEST/libs"
+TIERED="$DEST/tiered"
 
 die() { echo "kafka fetch: $*" >&2; exit 1; }
 
 [[ "$KAFKA_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+([.-][A-Za-z0-9.-]+)?$ ]] \
   || die "KAFKA_VERSION '$KAFKA_VERSION' is not a release version like 4.3.1"
 
-if [ -f "$LIBS/.complete" ]; then
+# the kafka-storage test jar (LocalTieredStorage) in $TIERED, once; needs the lock held
+fetch_tiered() {
+  local jar="kafka-storage-$KAFKA_VERSION-test.jar" tlog="$KP_CACHE/logs/kafka-fetch-tiered-$KAFKA_VERSION.log"
+  [ -f "$TIERED/$jar" ] && return 0
+  command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (Debian: apt-get install maven)"
+  echo "kafka fetch: downloading $jar (LocalTieredStorage) from Maven Central (log: $tlog)" >&2
+  rm -rf "$TIERED.tmp"
+  if ! MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}" mvn -B -q -Dstyle.color=never \
+      -f "$HERE/pom.xml" \
+      -Dmaven.repo.local="$KP_CACHE/m2" \
+      dependency:copy \
+      -Dartifact="org.apache.kafka:kafka-storage:$KAFKA_VERSION:jar:test" \
+      -DoutputDirectory="$TIERED.tmp" >"$tlog" 2>&1 || [ ! -f "$TIERED.tmp/$jar" ]; then
+    rm -rf "$TIERED.tmp"
+    die "Maven could not download $jar; full log: $tlog"
+  fi
+  rm -rf "$TIERED"
+  mv "$TIERED.tmp" "$TIERED"
+}
+
+if [ -f "$LIBS/.complete" ] && [ -f "$TIERED/kafka-storage-$KAFKA_VERSION-test.jar" ]; then
   echo "kafka fetch: cached Kafka $KAFKA_VERSION jars" >&2
   echo "$LIBS"
   exit 0
@@ -32,6 +56,7 @@ mkdir -p "$DEST" "$KP_CACHE/logs"
 exec 9>"$DEST/.fetch.lock"
 flock 9   # another caller may be downloading the same version: wait for it, then reuse its result
 if [ -f "$LIBS/.complete" ]; then
+  fetch_tiered
   echo "$LIBS"
   exit 0
 fi
@@ -63,5 +88,6 @@ touch "$tmp/.complete"
 rm -rf "$LIBS"
 mv "$tmp" "$LIBS"
 trap - EXIT
+fetch_tiered
 echo "kafka fetch: $(ls "$LIBS" | wc -l) jars in $(( $(date +%s) - start ))s" >&2
 echo "$LIBS"

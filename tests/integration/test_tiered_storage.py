@@ -1,0 +1,193 @@
+"""What a move of a tiered partition (KIP-405) really copies, measured on Kafka: the rig's ``tiered``
+cluster (``kafka_rig.py up --name tiered``: two nodes, remote storage on Kafka's own LocalTieredStorage,
+up for this test only) holds a topic with remote storage and a 1 MiB local retention, most of it tiered,
+and a plain topic of the same total size. Each one's partition moves to the other broker through
+``kafka-placement execute``; the plan's predicted bytes (``evaluate``: networkBytes) are compared with the
+bytes the new replica's broker received.
+
+The bytes received are the new replica's local log size (DescribeLogDirs) right after the move: the rig
+exposes no JMX (``ReplicationBytesInPerSec`` is broker-wide anyway), and a new replica starts empty and
+grows only by what it fetches from the leader (producers stopped; local retention only deletes segments
+that are already tiered, and the leader's local log is already within it). The tiered one copies about
+its local bytes (within 10% of the plan), far less than its total; the plain one copies its total. Then,
+with ``follower.fetch.last.tiered.offset.enable`` (KIP-1023) turned on, the snapshot says so and moving the
+tiered partition back copies less than the plan counts (only what is not tiered yet): the local size is
+an upper bound there. Every record reads back afterwards, the tiered ones from the remote storage.
+
+Cost: about 45 s on an idle machine (two JVMs start and stop, about 20 s of it; 16 MB written, 9 MB copied).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+
+RIG_CLI = Path(__file__).resolve().parents[1] / "rig" / "kafka_rig.py"
+CLI = Path(sys.executable).parent / "kafka-placement"
+NAME = "tiered"
+RECORDS = 8000
+RECORD_BYTES = 1000
+MIB = 1 << 20
+FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
+TIERED = {
+    "remote.storage.enable": "true",
+    "local.retention.bytes": str(MIB),
+    "segment.bytes": str(MIB),  # Kafka's smallest: segments roll, tier and go locally within seconds
+    "retention.bytes": "-1",
+}
+
+
+def rig(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(RIG_CLI), *args, "--name", NAME], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done
+
+
+@pytest.fixture(scope="module")
+def tiered() -> Iterator[str]:
+    """The tiered cluster's bootstrap servers, up for this module only."""
+    up = rig("up")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        status = rig("status", "--json")
+        assert status.returncode == 0, status.stderr + status.stdout
+        yield str(json.loads(status.stdout)["bootstrapServers"])
+    finally:
+        down = rig("down")
+        assert down.returncode == 0, down.stderr + down.stdout
+
+
+def snapshot(servers: str, out: Path) -> dict[str, Any]:
+    cli("snapshot", "--bootstrap-server", servers, "-o", str(out))
+    return dict(json.loads(out.read_text()))
+
+
+def sizes(snap: dict[str, Any]) -> dict[str, tuple[list[int], int]]:
+    return {p["topic"]: (p["replicas"], p["sizeBytes"]) for p in snap["partitions"] if p["partition"] == 0}
+
+
+def produce(servers: str, topics: list[str]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 20})
+    filler = b"x" * (RECORD_BYTES - 8)
+    for i in range(RECORDS):
+        for topic in topics:
+            producer.produce(topic, i.to_bytes(8, "big") + filler)
+        if i % 500 == 499:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def read_back(servers: str, topic: str) -> set[int]:
+    """The sequence numbers of every record of partition 0, read from offset 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": f"read-{topic}", "enable.auto.commit": False}
+    )
+    seen: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 60
+        while len(seen) < RECORDS and time.monotonic() < deadline:
+            for m in consumer.consume(500, timeout=1.0):
+                assert m.error() is None, m.error()
+                value = m.value()
+                assert value is not None and len(value) == RECORD_BYTES
+                seen.add(int.from_bytes(value[:8], "big"))
+    finally:
+        consumer.close()
+    return seen
+
+
+def move(servers: str, tmp_path: Path, before: dict[str, Any], topic: str, to: int) -> tuple[int, int]:
+    """Partition 0 of ``topic`` moved to broker ``to`` by ``kafka-placement execute``: (the bytes the plan
+    predicts, from the snapshot ``before``; the bytes the new replica holds right after the move)."""
+    plan = tmp_path / f"plan-{topic}-{to}.json"
+    target = {"topic": topic, "partition": 0, "replicas": [to], "log_dirs": ["any"]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [target]}))
+    snap = tmp_path / f"before-{topic}-{to}.json"
+    snap.write_text(json.dumps(before))
+    evaluated = json.loads(cli("evaluate", "--snapshot", str(snap), "--plan", str(plan)).stdout)
+    predicted = int(evaluated["networkBytes"])
+    assert predicted == evaluated["bytesToMove"] == sizes(before)[topic][1]
+    done = cli(
+        "execute", "--bootstrap-server", servers, "--plan", str(plan),
+        "--state", str(tmp_path / f"state-{topic}-{to}.json"), "--wait", "--poll-seconds", "0.5",
+    )  # fmt: skip
+    assert "[Completed]" in done.stdout, done.stdout
+    replicas, received = sizes(snapshot(servers, tmp_path / f"after-{topic}-{to}.json"))[topic]
+    assert replicas == [to]
+    return predicted, received
+
+
+def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
+    tiered: str, tmp_path: Path
+) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": tiered})
+    created = admin.create_topics(
+        [
+            NewTopic("tiered", 1, replica_assignment=[[1]], config=TIERED),
+            NewTopic("plain", 1, replica_assignment=[[1]], config={"segment.bytes": str(MIB)}),
+        ]
+    )
+    for f in created.values():
+        f.result(30)
+    produce(tiered, ["tiered", "plain"])
+
+    # bounded wait until the tiered partition's rolled segments are in the remote storage and gone locally
+    deadline = time.monotonic() + 90
+    while True:
+        before = snapshot(tiered, tmp_path / "before.json")
+        local, total = sizes(before)["tiered"][1], sizes(before)["plain"][1]
+        if local <= 3 * MIB or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert total >= RECORDS * RECORD_BYTES and local <= 3 * MIB, (local, total)
+    storage = {t["topic"]: t for t in before["topics"]}
+    assert storage["tiered"]["remoteStorageEnable"] is True
+    assert storage["tiered"]["localRetentionBytes"] == MIB
+    assert storage["plain"]["remoteStorageEnable"] is False
+    assert before["followerFetchLastTieredOffset"] is False  # Kafka's default: from the local log start
+
+    for topic in ("tiered", "plain"):
+        predicted, received = move(tiered, tmp_path, before, topic, 2)
+        assert abs(received - predicted) <= 0.1 * predicted, (topic, received, predicted)
+        if topic == "tiered":  # far less than the total: the tiered segments were not copied
+            assert received < 0.5 * total, (received, total)
+        else:
+            assert received >= RECORDS * RECORD_BYTES, received
+
+    # KIP-1023 (a dynamic broker config): a new follower starts after the last tiered offset, so it copies
+    # less than the local bytes the plan counts, an upper bound (the leader's local log keeps at least one
+    # tiered segment: local retention keeps 1 MiB, the active segment holds less)
+    for broker in ("1", "2"):
+        kip1023 = ConfigEntry(FETCH_LAST_TIERED, "true", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource("broker", broker, incremental_configs=[kip1023])
+        for f in admin.incremental_alter_configs([resource]).values():
+            f.result(30)
+    again = snapshot(tiered, tmp_path / "again.json")
+    assert again["followerFetchLastTieredOffset"] is True
+    predicted, received = move(tiered, tmp_path, again, "tiered", 1)
+    assert predicted == sizes(again)["tiered"][1] and received < predicted, (received, predicted)
+
+    for topic in ("tiered", "plain"):
+        assert read_back(tiered, topic) == set(range(RECORDS)), topic

@@ -1,0 +1,125 @@
+"""Tiered storage (KIP-405) in the snapshot and the cost model: the optional ``topics`` list
+(``remoteStorageEnable``, ``localRetentionBytes``/``Ms``) and ``followerFetchLastTieredOffset`` round trip,
+absent means unknown, bad values are refused; a move of a remote-storage partition costs its local size
+(``sizeBytes``, what DescribeLogDirs reports: the leader's local log), in bytes to move, the lower bound,
+the batches and the report alike (tests/integration/test_tiered_storage.py measures it on Kafka)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.intents import Intents
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import batching, metrics
+from kafka_placement.planning.report import build_report
+from kafka_placement.planning.report_html import render
+from kafka_placement.planning.state import Eligibility
+from kafka_placement.spark.io import read_snapshot, write_parquet
+
+LOCAL = 2_000_000  # the tiered partition's local bytes (its total, tiered included, is far more)
+PLAIN = 8_000_000
+
+
+def _doc(**extra: object) -> dict[str, object]:
+    dirs = [{"path": "/d"}]
+    return {
+        "version": 1,
+        "brokers": [{"id": 1, "rack": "r1", "logDirs": dirs}, {"id": 2, "rack": "r2", "logDirs": dirs}],
+        "partitions": [
+            {"topic": "tiered", "partition": 0, "replicas": [1], "logDirs": ["/d"], "sizeBytes": LOCAL},
+            {"topic": "plain", "partition": 0, "replicas": [1], "logDirs": ["/d"], "sizeBytes": PLAIN},
+        ],
+        **extra,
+    }
+
+
+TOPICS = [
+    {"topic": "plain", "remoteStorageEnable": False, "localRetentionBytes": -2, "localRetentionMs": -2},
+    {"topic": "tiered", "remoteStorageEnable": True, "localRetentionBytes": 1048576, "localRetentionMs": -2},
+]
+
+
+def test_remote_storage_fields_round_trip_and_absent_is_unknown() -> None:
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=False))
+    assert snap.remote_storage("tiered") is True and snap.remote_storage("plain") is False
+    assert snap.remote_storage("other") is None
+    tiered = snap.storage("tiered")
+    assert tiered is not None and (tiered.local_retention_bytes, tiered.local_retention_ms) == (1048576, -2)
+    assert snap.follower_fetch_last_tiered_offset is False
+    doc = snap.to_json()
+    assert doc["topics"] == TOPICS and doc["followerFetchLastTieredOffset"] is False
+    assert ClusterSnapshot.loads(snap.dumps()) == snap
+    bare = ClusterSnapshot.from_json(_doc())
+    assert bare.remote_storage("tiered") is None and bare.follower_fetch_last_tiered_offset is None
+    assert "topics" not in bare.to_json() and "followerFetchLastTieredOffset" not in bare.to_json()
+    partial = ClusterSnapshot.from_json(_doc(topics=[{"topic": "tiered"}]))
+    assert partial.remote_storage("tiered") is None
+    assert partial.to_json()["topics"] == [{"topic": "tiered"}]
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ({"topics": [TOPICS[0], TOPICS[0]]}, "snapshot.topics[1]"),
+        (
+            {"topics": [{"topic": "t", "remoteStorageEnable": "yes"}]},
+            "snapshot.topics[0].remoteStorageEnable",
+        ),
+        ({"topics": [{"topic": "t", "localRetentionBytes": -3}]}, "snapshot.topics[0].localRetentionBytes"),
+        ({"topics": [{"topic": "t", "localRetentionMs": 1.5}]}, "snapshot.topics[0].localRetentionMs"),
+        ({"topics": [{"topic": "t", "remoteStorage": True}]}, "snapshot.topics[0]"),
+        ({"topics": [{"topic": "bad/name"}]}, "snapshot.topics[0].topic"),
+        ({"topics": {"t": {}}}, "snapshot.topics"),
+        ({"followerFetchLastTieredOffset": 1}, "snapshot.followerFetchLastTieredOffset"),
+    ],
+)
+def test_bad_remote_storage_fields_are_refused_with_their_location(
+    extra: dict[str, object], where: str
+) -> None:
+    with pytest.raises(BadInputError) as e:
+        ClusterSnapshot.from_json(_doc(**extra))
+    assert e.value.location == where
+
+
+def test_a_move_of_a_tiered_partition_costs_its_local_bytes_everywhere() -> None:
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=True))
+    tiered, plain = snap.partition("tiered", 0), snap.partition("plain", 0)
+    assert tiered is not None and plain is not None
+    # the one definition: local bytes (an upper bound with KIP-1023, which copies only the untiered part)
+    assert (tiered.copy_bytes, plain.copy_bytes) == (LOCAL, PLAIN)
+    plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
+    intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
+    summary = metrics.evaluate(snap, plan, intents)
+    assert summary["bytesToMove"] == summary["networkBytes"] == LOCAL + PLAIN
+    assert summary["lowerBoundBytes"] == LOCAL + PLAIN
+    elig = Eligibility.of(snap, intents)
+    parts = {t.name: snap.partition(t.topic, t.partition) for t in plan.partitions}
+    changes = {
+        t.name: batching.change_of(p, t, elig).size_bytes
+        for t in plan.partitions
+        if (p := parts[t.name]) is not None
+    }
+    assert changes == {"tiered-0": LOCAL, "plain-0": PLAIN}
+
+
+def test_the_report_says_the_bytes_of_tiered_topics_are_local_bytes() -> None:
+    plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS))
+    r = build_report(snap, plan)
+    assert r.tiered == (1, LOCAL)
+    page = render(r)
+    assert 'id="tiered"' in page and "1 of the partitions changed are of topics with remote storage" in page
+    unknown = build_report(ClusterSnapshot.from_json(_doc()), plan)  # not known to be tiered: no claim
+    assert unknown.tiered == (0, 0) and 'id="tiered"' not in render(unknown)
+
+
+def test_remote_storage_fields_survive_a_parquet_snapshot(tmp_path: Path) -> None:
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=True))
+    write_parquet(snap, tmp_path / "snap")
+    again = read_snapshot(tmp_path / "snap")
+    assert again == snap and again.topic_storage == snap.topic_storage
+    assert again.follower_fetch_last_tiered_offset is True
