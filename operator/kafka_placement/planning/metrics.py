@@ -700,7 +700,7 @@ def _network_in_bound(
         if r:
             for b in p.replicas:
                 if b in held:
-                    held[b].append((p.size_bytes / r, r, p.size_bytes))
+                    held[b].append((p.copy_bytes / r, r, p.copy_bytes))
     total = 0.0
     for b, need in excess.items():
         for per, r, size in sorted(held[b]):
