@@ -48,10 +48,35 @@ from kafka_placement.model.capacity import Capacity, CapacitySpec  # noqa: E402
 from kafka_placement.model.errors import InfeasibleError  # noqa: E402
 from kafka_placement.model.intents import Intents  # noqa: E402
 from kafka_placement.model.snapshot import ClusterSnapshot  # noqa: E402
+from kafka_placement.planning.goals import (  # noqa: E402
+    LeaderBytesInBalanceGoal,
+    NetworkCapacityGoal,
+    NetworkInBalanceGoal,
+    NetworkOutBalanceGoal,
+)
 from kafka_placement.planning.metrics import apply_plan  # noqa: E402
 from kafka_placement.planning.optimizer import compute_plan  # noqa: E402
 
 HEADING = "## Network goals"
+RUNS = 2  # each plan is made twice; the lower CPU time is shown (the machine is shared)
+
+_goal_seconds = [0.0]
+
+
+def _timed(cls: Any) -> None:
+    """Count the CPU seconds of ``cls.optimize`` in ``_goal_seconds``."""
+    inner = cls.optimize
+
+    def optimize(self: Any, ctx: Any) -> None:
+        t = time.process_time()
+        inner(self, ctx)
+        _goal_seconds[0] += time.process_time() - t
+
+    cls.optimize = optimize
+
+
+for _cls in (NetworkCapacityGoal, NetworkInBalanceGoal, NetworkOutBalanceGoal, LeaderBytesInBalanceGoal):
+    _timed(_cls)
 BASE = (
     "kind: PlacementPolicy\nmetadata: {name: net}\nspec:\n  topics: {include: ['*']}\n"
     "  balance: {brokers: true, leaders: true, tolerance: 0.1}\n"
@@ -125,12 +150,18 @@ def run(
     truth: ClusterSnapshot, planned_on: ClusterSnapshot, intents: Intents, limits: tuple[float, float]
 ) -> dict[str, Any]:
     """Plan ``planned_on``; measure the plan on ``truth`` against the (network in, out) ``limits``."""
-    t, cpu = time.perf_counter(), time.process_time()
-    try:
-        result = compute_plan(planned_on, intents)
-    except InfeasibleError as e:
-        return {"error": e.message[:120], "seconds": time.perf_counter() - t}
-    spent, cpu = time.perf_counter() - t, time.process_time() - cpu
+    best: tuple[float, float, float] | None = None  # (CPU s, wall s, the network goals' CPU s)
+    for _ in range(RUNS):
+        _goal_seconds[0] = 0.0
+        t, cpu = time.perf_counter(), time.process_time()
+        try:
+            result = compute_plan(planned_on, intents)
+        except InfeasibleError as e:
+            return {"error": e.message[:120], "seconds": time.perf_counter() - t}
+        took = (time.process_time() - cpu, time.perf_counter() - t, _goal_seconds[0])
+        best = took if best is None or took < best else best
+    assert best is not None
+    cpu, spent, goals = best
     s = result.summary
     after = apply_plan(truth, result.plan)
     net_in, net_out = loads(after)
@@ -148,6 +179,7 @@ def run(
         "leaders": s["leaderChanges"],
         "seconds": spent,
         "cpu": cpu,
+        "goals": goals,
     }
 
 
@@ -177,11 +209,13 @@ def main() -> None:
         "rates (before: the first row's); over = brokers above the limit after; moved / LB = bytes "
         "moved over the lower bound of the true instance (its network in term included: "
         "`planning/metrics.py`); x = CPU s over the plan without network goals' (CPU, not wall: the "
-        "machine is shared).",
+        "machine is shared; each plan made twice, the lower CPU shown); network goals CPU s = the four "
+        "network goals' own `optimize` (the rest of a plan with them differs too: other goals' moves are "
+        "checked against theirs, and the summary adds the traffic section and the bound's pass).",
         "",
         "| size | plan | in max/mean | out max/mean | over limit | GB moved | moved / LB | leader changes "
-        "| wall s | CPU s | x | |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| wall s | CPU s | x | network goals CPU s | |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for spec in args.sizes.split(","):
         n, brokers = (int(x) for x in spec.split(":"))
@@ -209,8 +243,8 @@ def main() -> None:
         size = f"{n // 1000}k x {brokers}"
         lines.append(
             f"| {size} | before | {ratio(net_in):.3f} | {ratio(net_out):.3f} | {over_before} | - | - | - | - "
-            f"| - | - | (limits {limits[0] / mean_in:.2f} / {limits[1] / mean_out:.2f} x mean; floor: the "
-            f"hottest partition {top_in / mean_in:.2f} / {top_out / mean_out:.2f} x mean) |"
+            f"| - | - | - | (limits {limits[0] / mean_in:.2f} / {limits[1] / mean_out:.2f} x mean; floor: "
+            f"the hottest partition {top_in / mean_in:.2f} / {top_out / mean_out:.2f} x mean) |"
         )
         print(lines[-1], flush=True)
         plain = run(truth, truth, Intents.loads(BASE), limits)
@@ -229,7 +263,8 @@ def main() -> None:
                 x = r["cpu"] / plain["cpu"]
                 lines.append(
                     f"| {size} | {name} | {r['in']:.3f} | {r['out']:.3f} | {r['over']} | {r['gb']:.1f} | "
-                    f"{lb} | {r['leaders']} | {r['seconds']:.1f} | {r['cpu']:.1f} | {x:.2f} | |"
+                    f"{lb} | {r['leaders']} | {r['seconds']:.1f} | {r['cpu']:.1f} | {x:.2f} | "
+                    f"{r['goals']:.1f} | |"
                 )
             print(lines[-1], flush=True)
     lines += [

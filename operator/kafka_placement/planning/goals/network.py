@@ -37,6 +37,7 @@ from ..state import Key
 from .failure_spread import BalanceLimits
 
 TRIES = 4000  # rule checks per broker shed
+ROOM_LOOKS = 32  # leaderships a follower short of room tries to hand on, per partition it would take
 EPS = 1e-6  # bytes per second: float sums drift by far less
 
 
@@ -135,12 +136,14 @@ class _Shedder:
         led = self._led.get(v)
         if led is None:  # (once per broker and hand-over pass: v's leaderships only shrink meanwhile)
             led = self._led[v] = sorted(self._mine(v, True), key=lambda k: (-weight(k), k))
+        looked = 0
         for key in led:
-            if room(v) >= w or self.tries >= TRIES:
+            if room(v) >= w or self.tries >= TRIES or looked >= ROOM_LOOKS:
                 break
             x = weight(key)
             if x >= w or a.replicas[key][0] != v:
                 continue
+            looked += 1
             for f in sorted(self._may_lead(key), key=lambda b: (-room(b), b)):
                 if f != avoid and room(f) >= x and self._lead(key, f):
                     done.append((key, v))
