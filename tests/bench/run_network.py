@@ -196,7 +196,7 @@ def main() -> None:
         "",
         f"Produced by `{command.strip()}` on {when}, {os.cpu_count()} cores (load average "
         f"{os.getloadavg()[0]:.1f} at the start; the machine is shared with other work, so times are "
-        "indicative, one run each). Generated clusters (RF 3, 3 DCs x 2 racks, one topic per 500 "
+        "indicative). Generated clusters (RF 3, 3 DCs x 2 racks, one topic per 500 "
         "partitions) with skewed traffic: Zipf (0.8) over topics and Zipf (1.0) over each topic's "
         "partitions, a fan-out of 0-3 groups per topic. Intents: "
         "`balance: {brokers, leaders, networkIn, networkOut, tolerance: 0.1}` "
