@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..execution.store import Store
 from ..kube.gateway import KubeGateway
+from ..model.capacity import CapacitySpec
 from ..model.cluster_spec import ClusterSpec, PlannerSpec, SparkSpec
 from ..model.crd_parts import LAUNCHERS
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
@@ -144,19 +145,20 @@ def _spark_conf(spec_conf: Sequence[tuple[str, str]], env: Mapping[str, str]) ->
 APPROVAL_FIELDS = ("approval", "approvedPlan", "paused")  # gate execution, do not change the plan
 
 
-def intents_yaml(documents: Sequence[Mapping[str, Any]]) -> str:
-    """The intent resources as the job's intents file (a multi-document YAML stream of kind/spec)."""
-    return yaml.safe_dump_all(
-        [
-            {
-                "kind": d["kind"],
-                "metadata": {"name": d["metadata"]["name"]},
-                "spec": {k: v for k, v in d["spec"].items() if k not in APPROVAL_FIELDS},
-            }
-            for d in documents
-        ],
-        sort_keys=True,
-    )
+def intents_yaml(documents: Sequence[Mapping[str, Any]], capacity: CapacitySpec | None = None) -> str:
+    """The intent resources as the job's intents file (a multi-document YAML stream of kind/spec), and
+    the cluster's capacities (a ``capacity`` document) when it declares them."""
+    docs: list[dict[str, Any]] = [
+        {
+            "kind": d["kind"],
+            "metadata": {"name": d["metadata"]["name"]},
+            "spec": {k: v for k, v in d["spec"].items() if k not in APPROVAL_FIELDS},
+        }
+        for d in documents
+    ]
+    if capacity is not None:
+        docs.append({"capacity": capacity.to_json()})
+    return yaml.safe_dump_all(docs, sort_keys=True)
 
 
 def placement_key(snapshot: ClusterSnapshot, intents_text: str, settings: SparkK8sSettings) -> str:
@@ -200,8 +202,13 @@ class SparkRun(BaseModel):
         store.save(self.model_dump_json().encode())
 
 
-def _intents_of(documents: Sequence[Mapping[str, Any]], reactive_cordon: bool) -> Intents:
-    return Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
+def _intents_of(
+    documents: Sequence[Mapping[str, Any]], reactive_cordon: bool, capacity: CapacitySpec | None = None
+) -> Intents:
+    """The intents the planner gets: the resources' specs, and the KafkaCluster's ``spec.capacity``
+    (the network capacity goal's limits)."""
+    intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
+    return intents.with_capacity(capacity)
 
 
 def plan_cluster(
@@ -223,13 +230,14 @@ def plan_cluster(
     engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
-            intents = _intents_of(documents, reactive_cordon)
+            intents = _intents_of(documents, reactive_cordon, spec.capacity)
             result = plan_with(snapshot, intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary)
         _intents_of(documents, reactive_cordon)  # the specs are checked here as for the other engines
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
         replan = float(spec.spark.replan_seconds)
-        return _spark_k8s_step(kube, runs, snapshot, intents_yaml(documents), settings, replan, now())
+        text = intents_yaml(documents, spec.capacity)
+        return _spark_k8s_step(kube, runs, snapshot, text, settings, replan, now())
     except InfeasibleError as e:
         return Planned(error_reason="Infeasible", error=e.message)
     except BadInputError as e:

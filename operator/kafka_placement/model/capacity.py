@@ -6,14 +6,16 @@ bytes), a default and per-broker overrides, typed and with its CRD schema from o
 A broker's capacity is, field by field, its override's, else the default's, else unknown (None): a
 capacity nobody declared is never made up. Every value is a positive integer (the CRD's ``minimum`` and
 the parser refuse zero and negatives); an override names a broker once (the CRD's list-map key ``id``, and
-the parser). Whether the brokers named exist is only known against a cluster: ``unknown_brokers``.
+the parser). ``maxShare`` (default 0.8) is the share of a broker's network capacity the planner may plan
+it up to (planning/goals/network.py). Whether the brokers named exist is only known against a cluster:
+``unknown_brokers``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .crd_parts import Schema, _arr, _int
 from .errors import BadInputError
@@ -21,6 +23,7 @@ from .jsonio import as_list
 from .spec_fields import child, custom, leaf, object_schema, parse_object
 
 MAX_OVERRIDES = 10_000
+DEFAULT_MAX_SHARE = 0.8  # headroom for bursts and for a failed broker's leaders moving over
 
 
 def _bytes(description: str) -> Schema:
@@ -101,6 +104,19 @@ class CapacitySpec:
     )
 
     default: Capacity = child("default", Capacity, absent=True)
+    max_share: float = leaf(
+        "maxShare",
+        {
+            "type": "number",
+            "description": (
+                "The share of each broker's network capacity the planner may plan it up to (a hard"
+                " limit: no plan takes a broker above it; brokers above it shed load); 0.8 = 80%."
+            ),
+            "minimum": 0.01,
+            "maximum": 1,
+            "default": DEFAULT_MAX_SHARE,
+        },
+    )
     brokers: tuple[BrokerCapacity, ...] | None = custom("brokers", _brokers_schema(), _brokers)
 
     def of(self, broker: int) -> Capacity:
@@ -121,6 +137,22 @@ class CapacitySpec:
                     f"{where}.brokers[{i}].id",
                 )
 
+    def to_json(self) -> dict[str, Any]:
+        """The spec as written (``parse`` reads it back equal): the intents file's ``capacity``."""
+
+        def fields(c: Capacity | BrokerCapacity) -> dict[str, int]:
+            named = (
+                ("networkInBytesPerSec", c.network_in),
+                ("networkOutBytesPerSec", c.network_out),
+                ("diskBytes", c.disk),
+            )
+            return {k: v for k, v in named if v is not None}
+
+        out: dict[str, Any] = {"default": fields(self.default), "maxShare": self.max_share}
+        if self.brokers is not None:
+            out["brokers"] = [{"id": b.id, **fields(b)} for b in self.brokers]
+        return out
+
     @staticmethod
     def parse(raw: object, where: str = "spec.capacity") -> CapacitySpec:
         return parse_object(CapacitySpec, raw, where)
@@ -130,4 +162,4 @@ class CapacitySpec:
         return object_schema(CapacitySpec)
 
 
-__all__ = ["BrokerCapacity", "Capacity", "CapacitySpec"]
+__all__ = ["DEFAULT_MAX_SHARE", "BrokerCapacity", "Capacity", "CapacitySpec"]

@@ -308,6 +308,22 @@ class Balance:
             default=False,
         ),
     )
+    network_in: bool = leaf(
+        "networkIn",
+        _bool(
+            "Balance network in (bytes per second into each broker: every replica's partition's bytes in)"
+            " across brokers; needs traffic in the snapshot (docs/operations.md).",
+            default=False,
+        ),
+    )
+    network_out: bool = leaf(
+        "networkOut",
+        _bool(
+            "Balance network out (bytes per second a broker's led partitions send to followers and"
+            " consumer groups) and the leaders' bytes in across brokers; needs traffic in the snapshot.",
+            default=False,
+        ),
+    )
     tolerance: float = leaf(
         "tolerance",
         {
@@ -321,7 +337,14 @@ class Balance:
 
     @property
     def any(self) -> bool:
-        return self.brokers or self.log_dirs or self.leaders or self.failure_spread
+        return (
+            self.brokers
+            or self.log_dirs
+            or self.leaders
+            or self.failure_spread
+            or self.network_in
+            or self.network_out
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

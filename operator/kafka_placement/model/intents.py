@@ -1,7 +1,9 @@
 """Declared intents: the specs of the custom resources, parsed strictly (docs/architecture.md).
 
 An intents file is a multi-document YAML stream of ``{kind, spec}`` (optionally with ``metadata.name``
-and ``apiVersion``, so a custom resource manifest is itself a valid intent document). ``kind`` and
+and ``apiVersion``, so a custom resource manifest is itself a valid intent document), and at most one
+``{capacity: ...}`` document: the brokers' capacities, exactly ``KafkaCluster.spec.capacity``'s shape
+(``capacity.py``; the operator takes them from the KafkaCluster). ``kind`` and
 ``spec`` are exactly the custom resources' (declared once, with their CRD schema, in
 ``intent_kinds.py``); ``clusterRef``, ``approval``, ``approvedPlan`` and ``paused`` are accepted and
 ignored here (they belong to the operator). Every error names the document and field. Cross-checks
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .capacity import CapacitySpec
 from .crd_parts import MAX_NAME
 from .errors import BadInputError
 from .intent_kinds import (
@@ -55,6 +58,9 @@ class Intents:
     # operator's new-partition lane, which plans only new partitions, allows more (SMALL_REPLICA_BYTES).
     reactive_cordon: bool = False
     reactive_max_bytes: int = 0
+    # The brokers' capacities (KafkaCluster.spec.capacity; the CLI's --capacity): the network capacity
+    # goal's limits (None: none declared, the goal is off).
+    capacity: CapacitySpec | None = None
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -71,12 +77,14 @@ class Intents:
     def enforced_only(self) -> Intents:
         """The same intents without Advise-mode policies."""
         enforced = tuple(p for p in self.policies if p.enforced)
-        return Intents(
-            self.decommissions, self.cordons, enforced, self.reactive_cordon, self.reactive_max_bytes
-        )
+        return replace(self, policies=enforced)
 
     def with_reactive_cordon(self, reactive: bool = True, max_bytes: int = 0) -> Intents:
-        return Intents(self.decommissions, self.cordons, self.policies, reactive, max_bytes)
+        return replace(self, reactive_cordon=reactive, reactive_max_bytes=max_bytes)
+
+    def with_capacity(self, capacity: CapacitySpec | None) -> Intents:
+        """The same intents with the brokers' capacities (the network capacity goal's limits)."""
+        return replace(self, capacity=capacity)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""
@@ -107,8 +115,15 @@ class Intents:
         decommissions: list[BrokerDecommission] = []
         cordons: list[LogDirCordon] = []
         policies: list[PlacementPolicy] = []
+        capacity: CapacitySpec | None = None
         for n, doc in docs:
             where = f"{source}: document {n}"
+            if isinstance(doc, Mapping) and "capacity" in doc and "kind" not in doc:
+                if capacity is not None:
+                    raise BadInputError("a second capacity document; declare capacities once", where)
+                check_fields(doc, where, ("capacity",))
+                capacity = CapacitySpec.parse(doc["capacity"], f"{where}.capacity")
+                continue
             parsed = parse_document(doc, where, default_name=f"doc{n}")
             if not in_file:
                 parsed = replace(parsed, origin="")
@@ -118,7 +133,7 @@ class Intents:
                 cordons.append(parsed)
             else:
                 policies.append(parsed)
-        return Intents(tuple(decommissions), tuple(cordons), tuple(policies))
+        return Intents(tuple(decommissions), tuple(cordons), tuple(policies), capacity=capacity)
 
 
 def parse_document(doc: object, where: str, default_name: str = "") -> Intent:

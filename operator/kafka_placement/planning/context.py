@@ -67,6 +67,9 @@ class PlanningContext:
     done: list[Goal] = field(default_factory=list)
     spent: dict[str, Spent] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # A goal whose ``accepts`` judges each broker by its own load (the network goals) is done: receivers
+    # of one place no longer share a verdict, and leader reorders are checked too (``reorder_ok``).
+    per_broker_rules: bool = False
     _balanced: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # balanced_topics
 
     @staticmethod
@@ -93,8 +96,15 @@ class PlanningContext:
         in place of another: its place in the partition's rack tree (one place for every broker without
         a tree). Brokers of one place get one verdict, so a search for a destination skips a place once
         one of its brokers was rejected (the brokers of a rack spread's other units, tens per move)."""
+        if self.per_broker_rules:
+            return _itself
         tree = self.tree_for(key)
         return _anywhere if tree is None else tree.place
+
+    def reorder_ok(self, key: Key, replicas: Sequence[int]) -> bool:
+        """Whether a reorder of ``key``'s replicas (a new preferred leader, no data moved) is accepted:
+        always, unless a goal judging brokers by their network load is done (``per_broker_rules``)."""
+        return not self.per_broker_rules or self.accepts(key, replicas)
 
     def held_dir(self, key: Key, broker: int) -> tuple[bool, str | None]:
         """Whether the snapshot has this partition's replica on ``broker``, and on which dir (None when
@@ -133,6 +143,11 @@ class PlanningContext:
         spent = self.spent.setdefault(policy.name, Spent())
         spent.moves += moves
         spent.bytes += size
+
+
+def _itself(broker: int) -> int:
+    """Each broker its own place (``per_broker_rules``)."""
+    return broker
 
 
 def _anywhere(broker: int) -> None:

@@ -16,6 +16,9 @@ locally, not the tiered ones (model/snapshot.py); disk balance counts local byte
   (each such byte must leave its broker), when a policy asks for broker balance.
 - ``dirExcess``: the same per dir within each broker, against an upper bound of the broker's final load
   (bytes a lower replication factor may drop from a dir count as leaving it without a copy).
+- ``networkIn`` (a snapshot with rates, ``traffic``; folded in by ``optimizer.summarize``): a broker above
+  its network in threshold or limit by E bytes/s must lose replicas carrying E; the fractional knapsack of
+  its replicas by bytes per byte/s bounds the bytes that takes.
 
 Decommission and RF-growth copies never leave a broker that keeps data. Every other copy leaves one,
 and broker ``b`` must lose at least ``max(brokerExcess_b, dirExcess_b, drained_b)`` bytes (one byte may
@@ -71,7 +74,17 @@ def after_move(p: PartitionState, t: PartitionTarget) -> PartitionState:
     """Partition ``p`` once moved to ``t`` (``any`` dir: the dir it had on that broker, else unknown)."""
     old = dict(zip(p.replicas, p.log_dirs, strict=True))
     dirs = tuple((old.get(b) if d == ANY_DIR else d) for b, d in zip(t.replicas, t.log_dirs, strict=True))
-    return PartitionState(p.topic, p.partition, t.replicas, dirs, t.replicas[0], t.replicas, p.size_bytes)
+    return PartitionState(
+        p.topic,
+        p.partition,
+        t.replicas,
+        dirs,
+        t.replicas[0],
+        t.replicas,
+        p.size_bytes,
+        p.bytes_in_per_sec,
+        p.read_fanout,
+    )
 
 
 @dataclass(slots=True)
@@ -567,3 +580,153 @@ def add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
     """Add ``theirs`` into ``mine``, key by key."""
     for k, v in theirs.items():
         mine[k] = mine.get(k, 0) + v
+
+
+MAX_TRAFFIC_BROKERS = 100  # brokers listed in the summary's traffic (the busiest after the plan)
+
+
+def traffic(
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    intents: Intents | None,
+    active: Sequence[int],
+    asked: bool = False,
+) -> dict[str, Any] | None:
+    """The plan's traffic section (None: no rate in the snapshot, no capacity declared and no network
+    goal ``asked``): per broker
+    network in, network out and leaders' bytes in before and after (``planning/loads.py``'s
+    definitions; a partition without a rate counts nothing and is counted in ``partitionsWithoutRate``),
+    their max/mean over ``active`` brokers, and the network capacity goal's state and limits. One pass
+    over the partitions for before, one over the plan's entries for after (the same for every engine)."""
+    cap = intents.capacity if intents is not None else None
+    before: dict[str, dict[int, float]] = {"in": {}, "out": {}, "lead": {}}
+    rated = unrated = 0
+    for p in snapshot.partitions:
+        if p.bytes_in_per_sec is None:
+            unrated += 1
+            continue
+        rated += 1
+        _add_traffic(before, p.replicas, p.bytes_in_per_sec, p.read_fanout or 0, 1.0)
+    if not rated and cap is None and not asked:
+        return None
+    after = {k: dict(v) for k, v in before.items()}
+    for t in plan.partitions:
+        q = snapshot.partition(t.topic, t.partition)
+        if q is not None and q.bytes_in_per_sec is not None:
+            _add_traffic(after, q.replicas, q.bytes_in_per_sec, q.read_fanout or 0, -1.0)
+            _add_traffic(after, t.replicas, q.bytes_in_per_sec, q.read_fanout or 0, 1.0)
+    limits: dict[str, dict[int, float]] = {"in": {}, "out": {}}
+    if cap is not None:
+        for b in snapshot.broker_ids:
+            c = cap.of(b)
+            if c.network_in is not None:
+                limits["in"][b] = cap.max_share * c.network_in
+            if c.network_out is not None:
+                limits["out"][b] = cap.max_share * c.network_out
+    if cap is None:
+        state = "off: no network capacity declared (KafkaCluster.spec.capacity, plan --capacity)"
+    elif not rated:
+        state = "off: no rate in the snapshot (bytesInPerSec)"
+    elif not (limits["in"] or limits["out"]):
+        state = "off: the capacity declares no network in or out"
+    else:
+        state = "on"
+
+    def over(loads: dict[str, dict[int, float]]) -> int:
+        return sum(
+            1
+            for what in ("in", "out")
+            for b, lim in limits[what].items()
+            if loads[what].get(b, 0.0) > lim * (1 + 1e-9) + 1e-6
+        )
+
+    def row(b: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": b}
+        for name, what in (("networkIn", "in"), ("networkOut", "out"), ("leaderBytesIn", "lead")):
+            out[name] = [round(before[what].get(b, 0.0), 1), round(after[what].get(b, 0.0), 1)]
+        for name, what in (("networkInLimit", "in"), ("networkOutLimit", "out")):
+            if b in limits[what]:
+                out[name] = round(limits[what][b], 1)
+        return out
+
+    brokers = sorted(
+        snapshot.broker_ids, key=lambda b: (-max(after["in"].get(b, 0.0), after["out"].get(b, 0.0)), b)
+    )
+    bound = _network_in_bound(snapshot, intents, before["in"], limits["in"] if state == "on" else {}, active)
+    return {
+        "partitionsWithRate": rated,
+        "partitionsWithoutRate": unrated,
+        "capacityGoal": state,
+        "maxShare": cap.max_share if cap is not None else None,
+        "brokersOverLimitBefore": over(before) if state == "on" else None,
+        "brokersOverLimitAfter": over(after) if state == "on" else None,
+        "brokerCount": len(brokers),
+        "brokers": [row(b) for b in sorted(brokers[:MAX_TRAFFIC_BROKERS])],
+        "lowerBoundNetworkInBytes": bound,
+        "balanceBefore": _traffic_balance(before, active) if rated else {},
+        "balanceAfter": _traffic_balance(after, active) if rated else {},
+    }
+
+
+def _network_in_bound(
+    snapshot: ClusterSnapshot,
+    intents: Intents | None,
+    net_in: dict[int, float],
+    limits: dict[int, float],
+    active: Sequence[int],
+) -> int:
+    """Bytes any plan meeting ``balance.networkIn`` and the network in limits must copy off brokers that
+    keep data: a broker above its threshold (or limit) by E bytes/s must lose replicas whose rates sum to
+    at least E (arrivals only add to it); the fewest bytes that can carry E are at least the fractional
+    knapsack of its replicas by bytes per byte/s. Summed over brokers (each replica leaving a broker is a
+    copy of its own). 0 when a policy changes a replication factor (the total network in changes)."""
+    policies = intents.policies if intents is not None else ()
+    if any(q.replication_factor for q in policies) or not active:
+        return 0
+    tols = [q.balance.tolerance for q in policies if q.balance.network_in]
+    threshold = (1 + min(tols)) * sum(net_in.get(b, 0.0) for b in net_in) / len(active) if tols else None
+    excess: dict[int, float] = {}
+    for b in active:
+        e = 0.0 if threshold is None else net_in.get(b, 0.0) - threshold
+        if b in limits:
+            e = max(e, net_in.get(b, 0.0) - limits[b])
+        if e > 1e-6:
+            excess[b] = e
+    if not excess:
+        return 0
+    held: dict[int, list[tuple[float, float, int]]] = {b: [] for b in excess}
+    for p in snapshot.partitions:
+        r = p.bytes_in_per_sec
+        if r:
+            for b in p.replicas:
+                if b in held:
+                    held[b].append((p.copy_bytes / r, r, p.copy_bytes))
+    total = 0.0
+    for b, need in excess.items():
+        for per, r, size in sorted(held[b]):
+            if need <= 0:
+                break
+            take = min(r, need)
+            total += per * take if take < r else size
+            need -= take
+    return int(total)
+
+
+def _add_traffic(
+    loads: dict[str, dict[int, float]], replicas: Sequence[int], rate: float, fanout: int, sign: float
+) -> None:
+    net_in, net_out, lead = loads["in"], loads["out"], loads["lead"]
+    for b in replicas:
+        net_in[b] = net_in.get(b, 0.0) + sign * rate
+    leader = replicas[0]
+    net_out[leader] = net_out.get(leader, 0.0) + sign * rate * (len(replicas) - 1 + fanout)
+    lead[leader] = lead.get(leader, 0.0) + sign * rate
+
+
+def _traffic_balance(loads: dict[str, dict[int, float]], active: Sequence[int]) -> dict[str, Any]:
+    """Network in, network out and the leaders' bytes in: max/mean over the active brokers."""
+    return {
+        "networkInMaxMean": _ratio([loads["in"].get(b, 0.0) for b in active]),
+        "networkOutMaxMean": _ratio([loads["out"].get(b, 0.0) for b in active]),
+        "leaderBytesInMaxMean": _ratio([loads["lead"].get(b, 0.0) for b in active]),
+    }

@@ -129,8 +129,33 @@ def summarize(
     under = sorted(found.under_replicated)
     summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
     summary["underReplicatedInPlan"] = under
+    net = metrics.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
+    if net is not None:  # (only with traffic or capacities: summaries without them are as before)
+        summary["traffic"] = net
+        summary["balanceBefore"].update(net.pop("balanceBefore"))
+        summary["balanceAfter"].update(net.pop("balanceAfter"))
+        _bound_network(summary, net.pop("lowerBoundNetworkInBytes"))
     summary["goals"] = goal_report(intents, summary)
     return summary
+
+
+def _bound_network(summary: dict[str, Any], network_in: int) -> None:
+    """Fold the network in term into the lower bound: its copies leave brokers that keep data, as the
+    drain, rack-repair and balance copies do (one copy may serve both), never the decommission and
+    replication-factor ones (``metrics``' module docstring)."""
+    lb = summary.get("lowerBound")
+    if lb is None:
+        return
+    lb["networkIn"] = network_in
+    forced = lb["decommission"] + lb["rfGrowth"]
+    lb["total"] = forced + max(lb["total"] - forced, network_in)
+    summary["lowerBoundBytes"] = lb["total"]
+    moved = summary["bytesToMove"]
+    summary["bytesOverLowerBound"] = round(moved / lb["total"], 4) if lb["total"] else None
+
+
+def _asks_network(intents: Intents) -> bool:
+    return any(p.balance.network_in or p.balance.network_out for p in intents.policies)
 
 
 def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any]]:

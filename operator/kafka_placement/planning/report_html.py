@@ -187,6 +187,28 @@ def _tables(r: Report) -> list[str]:
             ],
         )
     )
+    traffic = r.summary.get("traffic")
+    if traffic and traffic.get("brokers") and traffic.get("partitionsWithRate"):
+        shown, total = len(traffic["brokers"]), traffic["brokerCount"]
+        out += [
+            "<h2>Traffic per broker (bytes/s), before and after</h2>",
+            f"<p>{shown} of {total} brokers (the busiest after the plan); network capacity goal: "
+            f"{escape(str(traffic['capacityGoal']))}; partitions without a rate: "
+            f"{traffic['partitionsWithoutRate']}.</p>",
+        ]
+        rows = [
+            [
+                t["id"],
+                _rate_pair(t["networkIn"]),
+                _rate_pair(t["networkOut"]),
+                _rate_pair(t["leaderBytesIn"]),
+                _rate(t.get("networkInLimit")),
+                _rate(t.get("networkOutLimit")),
+            ]
+            for t in traffic["brokers"]
+        ]
+        head = ["broker", "network in", "network out", "leaders' bytes in", "in limit", "out limit"]
+        out.append(_table("traffic", head, rows))
     if r.dirs:
         out += ["<h2>Dirs</h2>", _note(r.dir_brokers_count, "brokers")]
         rows = [
@@ -332,6 +354,14 @@ def _plain(v: object) -> str:
 
 def _pair(v: tuple[int, int]) -> str:
     return f"{v[0]} → {v[1]}"
+
+
+def _rate(v: float | None) -> str:
+    return "" if v is None else f"{v / 1e6:.2f} MB/s"
+
+
+def _rate_pair(v: Sequence[float]) -> str:
+    return f"{_rate(v[0])} → {_rate(v[1])}"
 
 
 def _ids(v: tuple[int, ...]) -> str:

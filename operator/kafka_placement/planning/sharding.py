@@ -41,13 +41,7 @@ from ..model.intents import Intents, PlacementPolicy
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .context import PlanningContext
-from .goals import (
-    BrokerBalanceGoal,
-    DirBalanceGoal,
-    FailureSpreadGoal,
-    LeaderBalanceGoal,
-    ReplicaPlacementGoal,
-)
+from .goals import ReplicaPlacementGoal, balance_goals
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
 from .state import ClusterLoads, DirKey
@@ -181,7 +175,7 @@ def merge_and_balance(
         ctx.done.append(ReplicaPlacementGoal())
     else:  # the selection may have missed a partition: the hard goal over every partition
         run_goals(ctx, [ReplicaPlacementGoal()])
-    run_goals(ctx, [BrokerBalanceGoal(), DirBalanceGoal(), LeaderBalanceGoal(), FailureSpreadGoal()])
+    run_goals(ctx, balance_goals())  # the network goals too: the global ``ctx`` keeps the traffic loads
     return diff(ctx.snapshot, ctx)
 
 

@@ -4,6 +4,12 @@
 cordoned, drained, capacity). ``Assignment`` is the placement being planned: replicas and dirs per
 partition with incrementally maintained loads (bytes, replicas, leaders per broker and per dir), so
 goals can evaluate a candidate move in O(1). Pure: no I/O, no clock.
+
+Traffic (a snapshot with ``bytesInPerSec``): the assignment also keeps each broker's network in (the sum
+over its replicas of their partition's bytes in) and network out (over the partitions it leads, bytes in x
+(followers + read fan-out)), as ``planning/loads.py`` defines them, updated by every mutation at a cost of
+the partition's replicas. A partition without a rate counts nothing (it is neither hot nor idle: unknown);
+a snapshot without any rate keeps no traffic state at all (``rate`` empty), so planning is unchanged.
 """
 
 from __future__ import annotations
@@ -185,6 +191,13 @@ class Assignment:
     free: dict[DirKey, int | None] = field(default_factory=dict)
     by_broker: dict[int, dict[Key, str | None]] = field(default_factory=dict)  # partitions -> their dir there
     touched: set[Key] = field(default_factory=set)  # partitions whose replicas, order or dirs were set
+    # traffic (module docstring): bytes in per second and read fan-out of the partitions with a rate, and
+    # each broker's network in and out; all empty when the snapshot has no rate
+    rate: dict[Key, float] = field(default_factory=dict)
+    fanout: dict[Key, int] = field(default_factory=dict)
+    net_in: dict[int, float] = field(default_factory=dict)
+    net_out: dict[int, float] = field(default_factory=dict)
+    lead_in: dict[int, float] = field(default_factory=dict)  # the bytes in of the partitions it leads
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
@@ -238,7 +251,57 @@ class Assignment:
         a.broker_leaders = dict.fromkeys(ids, 0)
         leaders, led = np.unique(brokers[np.cumsum(counts) - counts], return_counts=True)
         a.broker_leaders.update(zip(leaders.tolist(), led.tolist(), strict=True))
+        a._traffic_of(parts, ids, brokers, counts)
         return a
+
+    def _traffic_of(self, parts: Sequence[Any], ids: Sequence[int], brokers: Any, counts: Any) -> None:
+        """The rates of the snapshot's partitions that have one, and each broker's network in and out,
+        summed over arrays (``brokers``: each replica's broker, partition by partition; ``counts``: each
+        partition's replicas), as ``of`` laid them out."""
+        import numpy as np
+
+        rated = [p for p in parts if p.bytes_in_per_sec is not None]
+        if not rated:
+            return
+        self.rate = {p.key: float(p.bytes_in_per_sec) for p in rated}
+        self.fanout = {p.key: p.read_fanout for p in rated if p.read_fanout}
+        n = len(parts)
+        rate = np.fromiter((p.bytes_in_per_sec or 0.0 for p in parts), np.float64, n)
+        fanout = np.fromiter((p.read_fanout or 0 for p in parts), np.float64, n)
+        found, at = np.unique(brokers, return_inverse=True)
+        width = len(found)
+        net_in = np.bincount(at, weights=np.repeat(rate, counts), minlength=width)
+        lead_at = at[np.cumsum(counts) - counts]  # each partition's leader (its first replica)
+        net_out = np.bincount(lead_at, weights=rate * (counts - 1 + fanout), minlength=width)
+        lead_in = np.bincount(lead_at, weights=rate, minlength=width)
+        self.net_in = dict.fromkeys(ids, 0.0)
+        self.net_out = dict.fromkeys(ids, 0.0)
+        self.lead_in = dict.fromkeys(ids, 0.0)
+        sums = zip(found.tolist(), net_in.tolist(), net_out.tolist(), lead_in.tolist(), strict=True)
+        for b, x, y, z in sums:
+            self.net_in[b], self.net_out[b], self.lead_in[b] = x, y, z
+
+    def out_of(self, key: Key, replicas: int) -> float:
+        """What the leader of ``key`` sends per second with ``replicas`` replicas (0 without a rate)."""
+        r = self.rate.get(key)
+        return 0.0 if r is None else r * (replicas - 1 + self.fanout.get(key, 0))
+
+    def _traffic_swap(self, key: Key, old: Sequence[int], new: Sequence[int]) -> None:
+        """Network in and out after ``key``'s replicas went from ``old`` to ``new`` (in order)."""
+        r = self.rate.get(key)
+        if r is None:
+            return
+        net_in, net_out = self.net_in, self.net_out
+        for b in old:
+            if b not in new:
+                net_in[b] -= r
+        for b in new:
+            if b not in old:
+                net_in[b] = net_in.get(b, 0.0) + r
+        net_out[old[0]] -= self.out_of(key, len(old))
+        net_out[new[0]] = net_out.get(new[0], 0.0) + self.out_of(key, len(new))
+        self.lead_in[old[0]] -= r
+        self.lead_in[new[0]] = self.lead_in.get(new[0], 0.0) + r
 
     def policy(self, key: Key) -> PlacementPolicy | None:
         return self.topic_policy.get(key[0])
@@ -306,6 +369,8 @@ class Assignment:
             after = list(zip(replicas, dirs, strict=True))
             leaders[before[0][0]] -= 1
             leaders[after[0][0]] += 1
+            if self.rate:
+                self._traffic_swap(key, replicas_of[key], replicas)
             for pair in before:
                 if pair not in after:
                     by_broker[pair[0]].pop(key, None)
@@ -334,6 +399,8 @@ class Assignment:
         and entered, whose other loads the caller updates."""
         old_r, old_d = self.replicas[key], self.dirs[key]
         self.broker_leaders[old_r[0]] -= 1
+        if self.rate:
+            self._traffic_swap(key, old_r, replicas)
         before = list(zip(old_r, old_d, strict=True))
         after = list(zip(replicas, dirs, strict=True))
         if len(set(before)) == len(before) and len(set(after)) == len(after):
@@ -357,6 +424,12 @@ class Assignment:
         """Reorder so the replica at ``index`` becomes the preferred leader (moves no data)."""
         reps = list(self.replicas[key])
         dirs = list(self.dirs[key])
+        if key in self.rate:  # the same replicas: only the leaders' network out changes
+            out = self.out_of(key, len(reps))
+            self.net_out[reps[0]] -= out
+            self.net_out[reps[index]] += out
+            self.lead_in[reps[0]] -= self.rate[key]
+            self.lead_in[reps[index]] += self.rate[key]
         reps[0], reps[index] = reps[index], reps[0]
         dirs[0], dirs[index] = dirs[index], dirs[0]
         self.broker_leaders[reps[index]] -= 1  # the same replicas and dirs: only the leader counts change

@@ -149,3 +149,20 @@ def test_spark_conf_comes_from_the_helm_values_then_the_spec() -> None:
                 False,
                 env={**HELM, "KAFKA_PLACEMENT_SPARK_CONF": bad_env},
             )
+
+
+def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
+    from dataclasses import replace
+
+    from kafka_placement.handlers.planner import plan_cluster
+
+    snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
+    hot = replace(snap, partitions=(replace(snap.partitions[0], bytes_in_per_sec=50e6),))
+    capacity = {"default": {"networkInBytesPerSec": 60_000_000}, "maxShare": 0.8}
+    spec = cluster({"planner": {"engine": "local"}, "capacity": capacity})
+    planned = plan_cluster(None, None, "ns", spec, hot, [], False)  # type: ignore[arg-type]
+    assert planned.error_reason == "Infeasible" and "broker 1: network in 50.0 MB/s" in (planned.error or "")
+    # spark-k8s: the job's intents file carries it
+    text = intents_yaml([], spec.capacity)
+    assert Intents.loads(text).capacity == spec.capacity
+    assert Intents.loads(intents_yaml([])).capacity is None

@@ -70,6 +70,7 @@ SKELETON: dict[str, Any] = {
     "planner": {"spark": {}},
     "selfHealing": {"brokerFailure": {}, "logDirFailure": {}},
     "traffic": {},
+    "capacity": {},
 }
 FULL: dict[str, Any] = {
     "bootstrapServers": "k1:9092,[::1]:9093",

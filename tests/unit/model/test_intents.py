@@ -132,3 +132,24 @@ def test_intents_naming_what_the_cluster_lacks_are_rejected(text: str, location:
 def test_empty_stream_is_no_intents() -> None:
     assert Intents.loads("").empty
     assert Intents.loads("---\n---\n").empty
+
+
+def test_an_intents_file_may_declare_the_brokers_capacities_once() -> None:
+    from kafka_placement.model.capacity import BrokerCapacity, Capacity, CapacitySpec
+
+    text = (
+        "kind: PlacementPolicy\nspec: {balance: {networkIn: true}}\n---\n"
+        "capacity: {default: {networkInBytesPerSec: 100}, maxShare: 0.5, brokers: [{id: 2, diskBytes: 9}]}\n"
+    )
+    got = Intents.loads(text, "i.yaml")
+    assert got.capacity == CapacitySpec(
+        default=Capacity(network_in=100), max_share=0.5, brokers=(BrokerCapacity(id=2, disk=9),)
+    )
+    assert got.policies[0].balance.network_in and got.enforced_only().capacity == got.capacity
+    assert CapacitySpec.parse(got.capacity.to_json()) == got.capacity  # type: ignore[union-attr]
+    with pytest.raises(BadInputError, match=r"i.yaml: document 3: a second capacity document"):
+        Intents.loads(text + "---\ncapacity: {}\n", "i.yaml")
+    with pytest.raises(BadInputError, match=r"document 2.capacity.maxShare: must be <= 1"):
+        Intents.loads("kind: PlacementPolicy\nspec: {}\n---\ncapacity: {maxShare: 2}\n", "i.yaml")
+    with pytest.raises(BadInputError, match=r"document 1"):
+        Intents.loads("capacity: {}\nextra: 1\n", "i.yaml")

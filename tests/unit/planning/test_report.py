@@ -202,3 +202,18 @@ def test_labels_keep_both_ends_and_reference_line_labels_do_not_collide() -> Non
     # many groups: labels upright, the chart taller
     many = _bars("c", dirs * 5, [("after", list(range(20)))])
     assert many.count('transform="rotate(-90') == 20 and 'viewBox="0 0 960 250"' not in many
+
+
+def test_traffic_per_broker_before_and_after_is_in_the_report_only_with_rates() -> None:
+    from dataclasses import replace
+
+    snap, plan, intents = golden("decommission")
+    assert "traffic" not in parse(render(build_report(snap, plan, intents))).tables
+    rated = replace(snap, partitions=tuple(replace(p, bytes_in_per_sec=1e6) for p in snap.partitions))
+    r = build_report(rated, plan, intents)
+    rows = parse(render(r)).tables["traffic"]
+    listed = r.summary["traffic"]["brokers"]
+    assert len(rows) == 1 + len(listed) > 1  # (the header row)
+    # a decommissioned broker's network in goes to 0 after the plan
+    gone = next(t for t in listed if t["id"] in intents.decommissioned)
+    assert gone["networkIn"][0] > 0 and gone["networkIn"][1] == 0

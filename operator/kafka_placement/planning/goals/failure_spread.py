@@ -233,3 +233,6 @@ class _Limits:
             return max(d.values()) / mean if mean else 1.0
 
         return ratio(after) <= max(1 + self.dir_tolerance, ratio(now)) + 1e-9
+
+
+BalanceLimits = _Limits  # (the network goals keep the same balance thresholds when they move replicas)

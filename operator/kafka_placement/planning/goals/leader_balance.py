@@ -129,8 +129,18 @@ class LeaderBalanceGoal:
     name = "LeaderBalance"
     is_hard = False
 
+    def __init__(self) -> None:
+        self._limit: int | None = None  # the ceiling of leaders per broker (once optimize ran)
+
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
-        return True
+        """A later goal may not give a broker at the ceiling one more leader (only the network goals
+        change leaders after this one)."""
+        if self._limit is None or not replicas:
+            return True
+        current = ctx.assignment.replicas.get(key)
+        if current is not None and current and current[0] == replicas[0]:
+            return True
+        return ctx.assignment.broker_leaders.get(replicas[0], 0) + 1 <= self._limit
 
     def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
         """Preferred leaders max/mean after the plan."""
@@ -144,6 +154,7 @@ class LeaderBalanceGoal:
             return
         mean = sum(a.broker_leaders[b] for b in active) / len(active)
         limit = max(math.ceil(mean), math.floor((1 + tol) * mean))
+        self._limit = limit
         if max(a.broker_leaders[b] for b in active) <= limit:
             return
         graph = _Handovers.of(ctx, active)
@@ -251,12 +262,22 @@ class LeaderBalanceGoal:
                 for _, key, row in sorted(candidates):
                     if n == 0:
                         break
-                    a.make_leader(key, a.replicas[key].index(broker))
+                    index = a.replicas[key].index(broker)
+                    if not ctx.reorder_ok(key, _led_by(a.replicas[key], index)):
+                        continue  # a network goal refuses this broker the partition's traffic
+                    a.make_leader(key, index)
                     graph.hand_over(row, v)
                     handed.add(row)
                     n -= 1
                 short = short or n > 0
         return short
+
+
+def _led_by(replicas: list[int], index: int) -> list[int]:
+    """``replicas`` reordered so the one at ``index`` leads (``Assignment.make_leader``'s order)."""
+    out = list(replicas)
+    out[0], out[index] = out[index], out[0]
+    return out
 
 
 def _unchanged(original: PartitionState | None, replicas: list[int]) -> bool:

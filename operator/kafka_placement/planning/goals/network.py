@@ -1,0 +1,492 @@
+"""Network goals, on a snapshot with traffic (``bytesInPerSec``, ``readFanout``; ``state.py`` keeps each
+broker's network in, network out and leaders' bytes in as the plan changes).
+
+- ``NetworkCapacityGoal`` (hard): no broker is planned above ``maxShare`` (default 0.8) of its declared
+  network in or out capacity (``KafkaCluster.spec.capacity``; the CLI's ``--capacity``). Every later goal's
+  move that would take a broker over its limit is refused (``accepts``). A broker already over sheds load:
+  network out first by handing leaderships to followers (a reorder moves no data), then replicas, the
+  fewest bytes per byte/s shed first (followers for network in: they carry no network out). A broker still
+  over afterwards makes the plan infeasible (``InfeasibleError`` naming the broker, its load, its capacity
+  and the share: exit 3, Blocked). Off when no network capacity is declared or the snapshot has no rate.
+- ``NetworkInBalanceGoal`` (soft, ``balance.networkIn``): network in max/mean <= 1 + tolerance, by moving
+  followers (then leaders) of the goal's topics off brokers above the threshold, fewest bytes per byte/s
+  first, within the policy's move budget, to brokers that stay under it.
+- ``NetworkOutBalanceGoal`` (soft, ``balance.networkOut``): network out max/mean <= 1 + tolerance, by
+  leadership hand-overs first (free), then by moving leader replicas.
+- ``LeaderBytesInBalanceGoal`` (soft, also ``balance.networkOut``: the leaders' bytes in is what a
+  broker's produce requests cost, and network out is its multiple by followers and readers): leaders' bytes
+  in max/mean <= 1 + tolerance, by hand-overs only, none taking a broker over the network out threshold.
+
+A partition without a rate counts nothing and never moves for these goals. Each balance goal refuses later
+goals' moves that take a broker over its threshold, and moves only what every earlier goal accepts
+(placement rules, capacity, the broker and dir balance thresholds, the leader ceiling). Work is bounded:
+``TRIES`` rule checks per broker shed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...model.capacity import DEFAULT_MAX_SHARE
+from ...model.errors import InfeasibleError
+from ...model.intents import Intents
+from ..context import PlanningContext, Verdict, balance_verdict
+from ..state import Key
+from .failure_spread import BalanceLimits
+
+TRIES = 4000  # rule checks per broker shed
+ROOM_LOOKS = 32  # leaderships a follower short of room tries to hand on, per partition it would take
+EPS = 1e-6  # bytes per second: float sums drift by far less
+
+
+def _mb(rate: float) -> str:
+    return f"{rate / 1e6:.1f} MB/s"
+
+
+class _Shedder:
+    """Moves load off one broker: hand-overs of leadership, then replica moves (module docstring)."""
+
+    def __init__(self, ctx: PlanningContext, hard: bool, topics: frozenset[str] | None) -> None:
+        self.ctx = ctx
+        self.tries = 0
+        self._led: dict[int, list[Key]] = {}  # per broker, its leaderships by weight (``_make_room``)
+        self._on: dict[int, list[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
+        self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
+        self.topics = topics  # None: every topic
+        self.limits = BalanceLimits.of(ctx)
+
+    def _mine(self, broker: int, leading: bool | None) -> list[Key]:
+        """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows). Its
+        rated partitions are listed once per goal (``_on``); those that left it since are skipped, and
+        those that arrived are not seen: a broker receives only while under the goal's limit, so it is
+        never one that sheds afterwards."""
+        a = self.ctx.assignment
+        reps_of = a.replicas
+        on = self._on.get(broker)
+        if on is None:
+            rate, topics = a.rate, self.topics
+            on = self._on[broker] = [
+                k for k in a.by_broker[broker] if rate.get(k, 0.0) > 0 and (topics is None or k[0] in topics)
+            ]
+        if leading is None:
+            return [k for k in on if broker in reps_of[k]]
+        if leading:
+            return [k for k in on if reps_of[k][0] == broker]
+        return [k for k in on if reps_of[k][0] != broker and broker in reps_of[k]]
+
+    def hand_over(
+        self,
+        broker: int,
+        excess: Callable[[], float],
+        weight: Callable[[Key], float],
+        room: Callable[[int], float],
+    ) -> None:
+        """Hand the leadership of ``broker``'s partitions to followers while ``excess()`` > 0: the
+        heaviest first, each to the follower with the most ``room`` (at least its weight) that may lead it
+        and that every earlier goal accepts. A follower short of room first hands lighter leaderships of
+        its own to its followers with room (a chain of two hand-overs; undone when it falls short)."""
+        self.tries = 0
+        self._led = {}
+        for key in sorted(self._mine(broker, True), key=lambda k: (-weight(k), k)):
+            if excess() <= EPS or self.tries >= TRIES:
+                return
+            w = weight(key)
+            able = sorted(self._may_lead(key), key=lambda b: (-room(b), b))
+            for b in able:
+                if room(b) >= w and self._lead(key, b):
+                    break
+            else:
+                for b in able:  # (most room first)
+                    if self._make_room(b, w, broker, weight, room) and self._lead(key, b):
+                        break
+
+    def _may_lead(self, key: Key) -> list[int]:
+        """The followers of ``key`` that may lead it: brokers that keep data, in sync (or new to it)."""
+        reps = self.ctx.assignment.replicas[key]
+        original = self.ctx.snapshot.partition(*key)
+        keeping = self.ctx.eligibility.keeping
+        return [
+            b
+            for b in reps[1:]
+            if b in keeping and (original is None or b not in original.replicas or b in original.isr)
+        ]
+
+    def _lead(self, key: Key, b: int) -> bool:
+        """Make ``b`` lead ``key`` if every earlier goal accepts it."""
+        a = self.ctx.assignment
+        self.tries += 1
+        reps = a.replicas[key]
+        index = reps.index(b)
+        new = list(reps)
+        new[0], new[index] = new[index], new[0]
+        if not self.ctx.accepts(key, new):
+            return False
+        a.make_leader(key, index)
+        return True
+
+    def _make_room(
+        self, v: int, w: float, avoid: int, weight: Callable[[Key], float], room: Callable[[int], float]
+    ) -> bool:
+        """Hand leaderships lighter than ``w`` from ``v`` to its followers (not ``avoid``) with room until
+        ``v`` has room for ``w``; False (and nothing changed) when it cannot."""
+        a = self.ctx.assignment
+        done: list[tuple[Key, int]] = []
+        led = self._led.get(v)
+        if led is None:  # (once per broker and hand-over pass: v's leaderships only shrink meanwhile)
+            led = self._led[v] = sorted(self._mine(v, True), key=lambda k: (-weight(k), k))
+        looked = 0
+        for key in led:
+            if room(v) >= w or self.tries >= TRIES or looked >= ROOM_LOOKS:
+                break
+            x = weight(key)
+            if x >= w or a.replicas[key][0] != v:
+                continue
+            looked += 1
+            for f in sorted(self._may_lead(key), key=lambda b: (-room(b), b)):
+                if f != avoid and room(f) >= x and self._lead(key, f):
+                    done.append((key, v))
+                    break
+        if room(v) >= w:
+            return True
+        for key, back in reversed(done):  # undo: the chain fell short
+            a.make_leader(key, a.replicas[key].index(back))
+        return False
+
+    def move_replicas(
+        self,
+        broker: int,
+        excess: Callable[[], float],
+        takes: Callable[[int, Key, int], bool],
+        leading: bool | None,
+    ) -> None:
+        """Move replicas of ``broker``'s partitions (``leading``: only those it leads / follows; None:
+        both) to other brokers while ``excess()`` > 0, fewest bytes per byte/s first; a destination must
+        ``takes(dest, key, index)``, be accepted by every earlier goal, keep the broker and dir balance
+        thresholds and have a dir with room; a soft goal's move stays within its policy's move budget."""
+        ctx = self.ctx
+        a, e, limits = ctx.assignment, ctx.eligibility, self.limits
+        receivers = [b for b in e.active_brokers if e.may_receive(b)]
+        candidates = sorted(self._mine(broker, leading), key=lambda k: (a.size[k] / a.rate[k], k))
+        tries = 0
+        dests: list[int] | None = None  # least network in first; sorted again only after a move
+        for key in candidates:
+            if excess() <= EPS or tries >= TRIES:
+                return
+            size, reps = a.size[key], a.replicas[key]
+            if broker not in reps:
+                continue
+            index = reps.index(broker)
+            policy = a.policy(key)
+            if not self.hard and (policy is None or not ctx.within_budget(policy, size)):
+                continue
+            if not limits.source_keeps(broker, a.dirs[key][index], size):
+                continue
+            if dests is None:
+                dests = sorted(receivers, key=lambda b: (a.net_in.get(b, 0.0), b))
+            for dest in dests:
+                if dest in reps or not takes(dest, key, index) or not limits.broker_takes(dest, size):
+                    continue
+                tries += 1
+                new = list(reps)
+                new[index] = dest
+                if not ctx.accepts(key, new):
+                    if tries >= TRIES:
+                        return
+                    continue
+                path = a.best_dir(e, dest, size)
+                if path is None or not limits.dir_takes(dest, path, size):
+                    continue
+                a.move(key, index, dest, path)
+                if policy is not None:
+                    ctx.charge(policy, size)
+                dests = None
+                break
+
+
+class NetworkCapacityGoal:
+    """No broker above ``maxShare`` of its network in or out capacity (hard)."""
+
+    name = "NetworkCapacity"
+    is_hard = True
+
+    def __init__(self) -> None:
+        self.limit_in: dict[int, float] = {}
+        self.limit_out: dict[int, float] = {}
+        self.active = False
+
+    def _limits(self, ctx: PlanningContext) -> None:
+        cap = ctx.intents.capacity
+        a = ctx.assignment
+        if cap is None or not a.rate:
+            return
+        for b in ctx.eligibility.dirs:
+            c = cap.of(b)
+            if c.network_in is not None:
+                self.limit_in[b] = cap.max_share * c.network_in
+            if c.network_out is not None:
+                self.limit_out[b] = cap.max_share * c.network_out
+        self.active = bool(self.limit_in or self.limit_out)
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        """Refused when a broker's network in or out would rise above its limit."""
+        if not self.active:
+            return True
+        a = ctx.assignment
+        r = a.rate.get(key)
+        if r is None:
+            return True
+        old = a.replicas[key]
+        for b in replicas:
+            lim = self.limit_in.get(b)
+            if lim is not None and b not in old and a.net_in[b] + r > lim + EPS:
+                return False
+        lead = replicas[0]
+        lim = self.limit_out.get(lead)
+        if lim is None:
+            return True
+        added = a.out_of(key, len(replicas)) - (a.out_of(key, len(old)) if old[0] == lead else 0.0)
+        return added <= 0 or a.net_out[lead] + added <= lim + EPS
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Brokers above their limit after the plan (met at 0); None when the goal is off."""
+        traffic = summary.get("traffic")
+        if not traffic or traffic.get("capacityGoal") != "on":
+            return None
+        over = traffic["brokersOverLimitAfter"]
+        return Verdict(over == 0, over, 0)
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        self._limits(ctx)
+        if not self.active:
+            if ctx.intents.capacity is not None:
+                ctx.notes.append(
+                    "network capacity goal off: "
+                    + ("no rate in the snapshot" if not ctx.assignment.rate else "no network capacity")
+                )
+            return
+        ctx.per_broker_rules = True
+        a = ctx.assignment
+        self._check_totals(ctx)
+        shed = _Shedder(ctx, hard=True, topics=None)
+
+        def takes(dest: int, key: Key, index: int) -> bool:  # (this goal is not among ``ctx.done`` yet)
+            new = list(a.replicas[key])
+            new[index] = dest
+            return self.accepts(ctx, key, new)
+
+        for b in sorted(self.limit_out, key=lambda b: (-a.net_out.get(b, 0.0), b)):
+            lim = self.limit_out[b]
+
+            def over_out(b: int = b, lim: float = lim) -> float:
+                return a.net_out.get(b, 0.0) - lim
+
+            if over_out() > EPS:
+                shed.hand_over(b, over_out, lambda k: a.out_of(k, len(a.replicas[k])), self._room_out(a))
+            if over_out() > EPS:
+                shed.move_replicas(b, over_out, takes, leading=True)
+        for b in sorted(self.limit_in, key=lambda b: (-a.net_in.get(b, 0.0), b)):
+            lim = self.limit_in[b]
+
+            def over_in(b: int = b, lim: float = lim) -> float:
+                return a.net_in.get(b, 0.0) - lim
+
+            if over_in() > EPS:
+                shed.move_replicas(b, over_in, takes, leading=False)
+            if over_in() > EPS:
+                shed.move_replicas(b, over_in, takes, leading=True)
+        self._check_after(ctx)
+
+    def _room_out(self, a: Any) -> Callable[[int], float]:
+        lim_out = self.limit_out
+
+        def room(b: int) -> float:
+            lim = lim_out.get(b)
+            return float("inf") if lim is None else lim - a.net_out.get(b, 0.0)
+
+        return room
+
+    def _check_totals(self, ctx: PlanningContext) -> None:
+        """Infeasible up front when the brokers' network in cannot fit under their limits together."""
+        a, active = ctx.assignment, ctx.eligibility.active_brokers
+        if not active or any(b not in self.limit_in for b in active):
+            return
+        total, room = sum(a.net_in.values()), sum(self.limit_in[b] for b in active)
+        if total > room + EPS:
+            share = ctx.intents.capacity.max_share if ctx.intents.capacity else DEFAULT_MAX_SHARE
+            raise InfeasibleError(
+                f"the partitions' network in totals {_mb(total)} over all replicas, above {share:.0%} of "
+                f"the brokers' network in capacity together ({_mb(room)}); add brokers or capacity",
+                "networkCapacity",
+            )
+
+    def _check_after(self, ctx: PlanningContext) -> None:
+        """Infeasible when a broker is still above a limit (the worst one named, with its numbers)."""
+        a = ctx.assignment
+        cap = ctx.intents.capacity
+        share = cap.max_share if cap is not None else DEFAULT_MAX_SHARE
+        worst: tuple[float, int, str, float, float] | None = None
+        for what, loads, limits in (("in", a.net_in, self.limit_in), ("out", a.net_out, self.limit_out)):
+            for b, lim in limits.items():
+                load = loads.get(b, 0.0)
+                if load > lim + EPS and (worst is None or load / lim > worst[0]):
+                    worst = (load / lim, b, what, load, lim)
+        if worst is not None:
+            _, b, what, load, lim = worst
+            raise InfeasibleError(
+                f"broker {b}: network {what} {_mb(load)} stays above {share:.0%} of its capacity "
+                f"{_mb(lim / share)} (limit {_mb(lim)}): no move within the rules brings it under",
+                "networkCapacity",
+            )
+
+
+class _BalanceGoal:
+    """A network balance goal: one load per broker, max/mean <= 1 + tolerance (module docstring)."""
+
+    name = ""
+    switch = ""  # the policy's balance field
+    summary_key = ""  # balanceAfter's max/mean
+    is_hard = False
+
+    def __init__(self) -> None:
+        self.threshold: float | None = None
+
+    def load(self, ctx: PlanningContext) -> dict[int, float]:
+        raise NotImplementedError
+
+    def added(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> dict[int, float]:
+        """What ``key`` getting ``replicas`` adds to each broker's load (the brokers that gain)."""
+        raise NotImplementedError
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        """Refused when a broker would rise above the threshold."""
+        if self.threshold is None or key not in ctx.assignment.rate:
+            return True
+        load = self.load(ctx)
+        return all(
+            load.get(b, 0.0) + w <= self.threshold + EPS
+            for b, w in self.added(ctx, key, replicas).items()
+            if w > 0
+        )
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Max/mean after the plan; unmet and saying why when the snapshot has no rate to balance."""
+        found = balance_verdict(intents, self.switch, summary["balanceAfter"].get(self.summary_key))
+        if found is not None and not summary.get("traffic", {}).get("partitionsWithRate"):
+            return replace(found, met=False, unreachable="no rate in the snapshot (bytesInPerSec)")
+        return found
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        tol = ctx.tolerance(self.switch)
+        a, active = ctx.assignment, ctx.eligibility.active_brokers
+        if tol is None or not a.rate or len(active) < 2:
+            if tol is not None and not a.rate:
+                ctx.notes.append(f"{self.name} off: no rate in the snapshot")
+            return
+        load = self.load(ctx)
+        mean = sum(load.get(b, 0.0) for b in active) / len(active)
+        if mean <= 0:
+            return
+        self.threshold = threshold = (1 + tol) * mean
+        ctx.per_broker_rules = True
+        shed = _Shedder(ctx, hard=False, topics=ctx.balanced_topics(self.switch))
+        for b in sorted(active, key=lambda b: (-load.get(b, 0.0), b)):
+
+            def excess(b: int = b) -> float:
+                return load.get(b, 0.0) - threshold
+
+            if excess() > EPS:
+                self.shed(ctx, shed, b, excess, threshold)
+
+    def shed(
+        self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
+    ) -> None:
+        raise NotImplementedError
+
+    def room(self, ctx: PlanningContext, threshold: float) -> Callable[[int], float]:
+        load = self.load(ctx)
+        return lambda b: threshold - load.get(b, 0.0)
+
+
+class NetworkInBalanceGoal(_BalanceGoal):
+    """Network in per broker: max/mean <= 1 + tolerance."""
+
+    name = "NetworkInBalance"
+    switch = "network_in"
+    summary_key = "networkInMaxMean"
+
+    def load(self, ctx: PlanningContext) -> dict[int, float]:
+        return ctx.assignment.net_in
+
+    def added(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> dict[int, float]:
+        old, r = ctx.assignment.replicas[key], ctx.assignment.rate[key]
+        return {b: r for b in replicas if b not in old}
+
+    def shed(
+        self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
+    ) -> None:
+        a = ctx.assignment
+
+        def takes(dest: int, key: Key, index: int) -> bool:
+            return a.net_in.get(dest, 0.0) + a.rate[key] <= threshold + EPS
+
+        shed.move_replicas(b, excess, takes, leading=False)
+        shed.move_replicas(b, excess, takes, leading=True)
+
+
+class NetworkOutBalanceGoal(_BalanceGoal):
+    """Network out per broker: max/mean <= 1 + tolerance."""
+
+    name = "NetworkOutBalance"
+    switch = "network_out"
+    summary_key = "networkOutMaxMean"
+
+    def load(self, ctx: PlanningContext) -> dict[int, float]:
+        return ctx.assignment.net_out
+
+    def added(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> dict[int, float]:
+        a = ctx.assignment
+        old = a.replicas[key]
+        out = a.out_of(key, len(replicas))
+        return {replicas[0]: out - (a.out_of(key, len(old)) if old[0] == replicas[0] else 0.0)}
+
+    def shed(
+        self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
+    ) -> None:
+        a = ctx.assignment
+        shed.hand_over(b, excess, lambda k: a.out_of(k, len(a.replicas[k])), self.room(ctx, threshold))
+
+        def takes(dest: int, key: Key, index: int) -> bool:
+            return a.net_out.get(dest, 0.0) + a.out_of(key, len(a.replicas[key])) <= threshold + EPS
+
+        shed.move_replicas(b, excess, takes, leading=True)
+
+
+class LeaderBytesInBalanceGoal(_BalanceGoal):
+    """The leaders' bytes in per broker: max/mean <= 1 + tolerance (switch: ``balance.networkOut``)."""
+
+    name = "LeaderBytesInBalance"
+    switch = "network_out"
+    summary_key = "leaderBytesInMaxMean"
+
+    def load(self, ctx: PlanningContext) -> dict[int, float]:
+        return ctx.assignment.lead_in
+
+    def added(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> dict[int, float]:
+        old = ctx.assignment.replicas[key]
+        return {} if old[0] == replicas[0] else {replicas[0]: ctx.assignment.rate[key]}
+
+    def shed(
+        self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
+    ) -> None:
+        a = ctx.assignment
+        shed.hand_over(b, excess, lambda k: a.rate[k], self.room(ctx, threshold))
+
+
+__all__ = [
+    "LeaderBytesInBalanceGoal",
+    "NetworkCapacityGoal",
+    "NetworkInBalanceGoal",
+    "NetworkOutBalanceGoal",
+]
