@@ -89,6 +89,7 @@ def test_status_traffic_per_broker_and_its_state_survives_a_restart(
         assert refused.returncode != 0 and "spec.capacity.default.diskBytes" in refused.stderr, refused
         before = wait_traffic(kubectl, operator, ns, "sampled", looks=4)
         assert before["windowSeconds"] == 20 and before["partitionsMeasured"] >= len(RATES)
+        assert isinstance(before["groupsRead"], int)  # in the CRD's schema: not pruned by the apiserver
         assert_rates(before)
         stored = execution_record(kubectl, ns, "sampled", "traffic")
         assert stored["blob"] == f"state-{stored['looks']}" and "windowSeconds" not in stored

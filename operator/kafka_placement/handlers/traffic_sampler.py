@@ -84,12 +84,15 @@ def traffic_status(
     window_s: int,
     looks: int,
     capacity: CapacitySpec | None = None,
+    groups_read: int | None = None,
 ) -> dict[str, Any]:
     """``status.traffic``: per broker the bytes in per second of every replica it holds (leaders and
     followers: each replica writes what its leader takes in: its network in), of the partitions it
     leads, its network out (planning/loads.py) and the replicas with a known rate; with ``capacity``
     its declared capacity and utilisation (an override naming a broker the cluster lacks:
-    ``capacityError`` instead); the look's time and the partitions with a known rate. Pure."""
+    ``capacityError`` instead); the look's time, the partitions with a known rate and, when given, the
+    consumer groups whose committed offsets the look read (only those the principal may describe: read
+    fan-out counts no other). Pure."""
     loads = broker_loads(with_traffic(snapshot, traffic))
     capacity_error: str | None = None
     if capacity is not None:
@@ -117,6 +120,7 @@ def traffic_status(
         "windowSeconds": window_s,
         "looks": looks,
         "partitionsMeasured": measured,
+        **({"groupsRead": groups_read} if groups_read is not None else {}),
         "brokers": [
             {
                 "id": b,
@@ -292,7 +296,13 @@ class TrafficSampler:
             c.saved_at = look.at
         c.state, c.looks, c.at = state, looks, look.at
         status = traffic_status(
-            snapshot, estimates(state, window), look.at, sampling.window_seconds, looks, spec.capacity
+            snapshot,
+            estimates(state, window),
+            look.at,
+            sampling.window_seconds,
+            looks,
+            spec.capacity,
+            groups_read=len(state.groups),
         )
         return None if status == shown else status
 

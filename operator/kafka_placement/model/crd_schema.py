@@ -168,6 +168,12 @@ def _traffic_status() -> Schema:
             "windowSeconds": _int("The window of the weighted rates.", 1),
             "looks": _int("Looks taken so far (kept across operator restarts).", 0, int64=True),
             "partitionsMeasured": _int("Partitions with a known rate.", 0, int64=True),
+            "groupsRead": _int(
+                "Consumer groups whose committed offsets the last look read: only groups the principal "
+                "may DESCRIBE; read fan-out counts no other.",
+                0,
+                int64=True,
+            ),
             "brokers": _arr("Per broker, at most 2000.", broker, maxItems=2000),
             "brokersOmitted": _int("Brokers beyond the 2000 listed.", 0),
             "capacityError": _str(

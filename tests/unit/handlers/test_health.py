@@ -71,3 +71,21 @@ def test_other_paths_serve_the_metrics(endpoint: tuple[str, health.Health]) -> N
     url, _ = endpoint
     status, text = get(f"{url}/metrics")
     assert status == 200 and "kafka_placement_leader" in text
+
+
+def test_the_beat_ends_when_kopf_stops() -> None:
+    """kopf's cleanup ends the beat: a task left running would hold every shutdown 5 s (kopf's wait for
+    the tasks still on its loop), the Lease's release included."""
+    import asyncio
+
+    async def run() -> tuple[bool, bool]:
+        await health.started()
+        (task,) = health._tasks
+        await asyncio.sleep(0)
+        running = not task.done()
+        await health.stopping()
+        await asyncio.sleep(0)
+        return running, task.cancelled()
+
+    assert asyncio.run(run()) == (True, True)
+    assert not health._tasks

@@ -38,6 +38,9 @@ def test_status_sums_every_replica_and_the_leaders_apart_and_skips_unknown_rates
     status = traffic_status(snap, traffic, at=1_700_000_000.0, window_s=300, looks=7)
     assert status["sampledAt"] == "2023-11-14T22:13:20Z"
     assert (status["windowSeconds"], status["looks"], status["partitionsMeasured"]) == (300, 7, 2)
+    assert "groupsRead" not in status  # not given: not claimed
+    # the groups the look read: 0 says the principal may describe none (fan-out counts no reader)
+    assert traffic_status(snap, traffic, 0.0, 300, 7, groups_read=0)["groupsRead"] == 0
     by_id = {b["id"]: b for b in status["brokers"]}
     # network out: bytes in x (followers + fan-out) of the partitions led: 1000.4 x (1 + 1), 250 x 1
     common = {"diskBytes": 0}
