@@ -8,6 +8,7 @@ inflated one."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -233,3 +234,72 @@ def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
     assert new.end_offset < old.end_offset
     state = fold(fold(TrafficState(), before, 60), after, 60, min_interval_s=0)
     assert estimates(state, 60)[(name, 0)] == Traffic(None, None)
+
+
+def network_in(snapshot: ClusterSnapshot, brokers: list[int]) -> dict[int, float]:
+    """Each broker's network in (planning/loads.py): the bytes in of every replica it holds."""
+    out = dict.fromkeys(brokers, 0.0)
+    for p in snapshot.partitions:
+        for b in p.replicas:
+            if b in out and p.bytes_in_per_sec:
+                out[b] += p.bytes_in_per_sec
+    return out
+
+
+def test_a_network_in_balance_plan_moves_the_traffic_as_predicted(
+    kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """Six partitions written at 30 KB/s each, all led by broker 1: a plan made from a traffic snapshot
+    with ``balance.networkIn`` is executed; a second traffic snapshot, taken from the brokers afterwards,
+    shows each broker's network in where the plan's summary predicted it and within the tolerance (3.0x
+    the mean before)."""
+    servers = kafka_rig.bootstrap_servers
+    brokers = [node.id for node in kafka_rig.nodes]
+    topic = new_topic([[1]] * 6)
+    rates = {(topic, p): 30_000 for p in range(6)}
+    tolerance = 0.2  # six equal partitions on three brokers: only two each meets it
+    (tmp_path / "intents.yaml").write_text(
+        "kind: PlacementPolicy\nmetadata: {name: net}\n"
+        f"spec: {{topics: {{include: ['{topic}']}}, balance: {{brokers: false, logDirs: false, "
+        f"leaders: false, networkIn: true, tolerance: {tolerance}}}}}\n"
+    )
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=WINDOW_S + 300)
+        assert done.returncode == 0, done.stderr + done.stdout
+        return done.stdout
+
+    def traffic_snapshot(name: str) -> ClusterSnapshot:
+        out = tmp_path / name
+        cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
+        return ClusterSnapshot.loads(out.read_text())
+
+    producer = PacedProducer(servers, rates)
+    try:
+        before = traffic_snapshot("before.json")
+        cli(
+            "plan", "--snapshot", str(tmp_path / "before.json"), "--intents", str(tmp_path / "intents.yaml"),
+            "-o", str(tmp_path / "plan.json"), "--summary", str(tmp_path / "summary.json"),
+        )  # fmt: skip
+        cli(
+            "execute", "--bootstrap-server", servers, "--plan", str(tmp_path / "plan.json"),
+            "--state", str(tmp_path / "state.json"), "--wait", "--poll-seconds", "0.5",
+        )  # fmt: skip
+        after = traffic_snapshot("after.json")
+        assert not producer.failed, producer.failed[:3]
+    finally:
+        producer.close()
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    rows = summary["traffic"]["brokers"]
+    predicted = {row["id"]: row["networkIn"][1] for row in rows if row["id"] in brokers}
+    measured_before, measured = network_in(before, brokers), network_in(after, brokers)
+    mean = sum(measured_before.values()) / len(brokers)
+    assert max(measured_before.values()) / mean > 1 + tolerance, measured_before  # unbalanced before
+    assert summary["balanceAfter"]["networkInMaxMean"] <= 1 + tolerance, summary["balanceAfter"]
+    for b in brokers:  # every broker where the plan put it, within the rates' 10% measuring error
+        assert abs(measured[b] - predicted[b]) <= 0.10 * 60_000, (b, measured, predicted)
+    mean_after = sum(measured.values()) / len(brokers)
+    assert max(measured.values()) / mean_after <= 1 + tolerance, measured
+    placed = [p.replicas[0] for p in after.partitions if p.topic == topic]
+    assert sorted(placed.count(b) for b in brokers) == [2] * len(brokers), placed
