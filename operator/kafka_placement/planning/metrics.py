@@ -624,7 +624,7 @@ def traffic(
             if c.network_out is not None:
                 limits["out"][b] = cap.max_share * c.network_out
     if cap is None:
-        state = "off: no network capacity declared (KafkaCluster.spec.capacity, or a capacity document in the intents)"
+        state = "off: no network capacity declared (KafkaCluster.spec.capacity, or the intents' capacity)"
     elif not rated:
         state = "off: no rate in the snapshot (bytesInPerSec)"
     elif not (limits["in"] or limits["out"]):
