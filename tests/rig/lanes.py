@@ -75,6 +75,7 @@ LANES = (
             "tests/integration/test_replica_selector.py",
             "tests/integration/test_report_browser.py",  # no rig: headless Chromium
             "tests/integration/test_security.py",
+            "tests/integration/test_traffic.py",
             "tests/integration/test_tiered_storage.py",  # its own 2-node cluster, about 40 s
             "tests/integration/test_spark_analysis.py",
             "tests/integration/test_spark_engine.py",
@@ -94,7 +95,6 @@ LANES = (
         paths=(
             "tests/e2e/test_operator.py",
             "tests/integration/test_record_store.py",  # the k8s rig alone: here to even out the lanes
-            "tests/integration/test_traffic.py",  # the main cluster alone: here to even out the lanes
             "tests/e2e/test_operator_leader.py",
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_idle.py",
