@@ -12,7 +12,17 @@ that leave the heuristic's first choice at most k times, k = 0, 1, ...) of at mo
 nodes; the cheapest complete packing found wins. Every hard rule is kept: a replica goes only to a
 broker that may hold it and not already holding its partition, on a dir that may receive it with
 room, and every partition the search touches ends maximally spread with its replication factor
-(checked again, with every dir's room, before anything is applied). Pure: no I/O, no clock.
+(checked again, with every dir's room, before anything is applied).
+
+When both searches above find nothing (the room is within a few percent of what an exact packing
+needs: keeping most replicas where they are leaves the room in the wrong dirs), a last search
+``reopen``s the repair: every replica of every partition the hard goal changes anyway is taken out
+and placed again, largest first, best fit first (a replica back on its own dir costs nothing, any
+other dir costs its bytes: a network or a local copy), by the same limited discrepancy branch and
+bound (``MAX_NODES`` nodes, ``FIT_OPTIONS`` dirs per replica; no eviction: every movable replica is
+already being placed). Bounded by ``FRESH_SLOTS`` replicas: on a large repair it does not run. It
+finds packings the eviction searches miss (kept replicas of several partitions trading dirs and
+brokers) at the price of more bytes, so it only runs when they found nothing. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -57,8 +67,10 @@ class Repacker:
         rules: Rules,
         order: Order,
         changing: Callable[[Key], bool],
+        reopen: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.reopen = reopen
         self.changing = changing
         self.rf = target_rf
         self.rules = rules
@@ -99,13 +111,16 @@ class Repacker:
 
     def _open(self, key: Key) -> None:
         """Take out the replicas of ``key`` that may not stay where they are or that this plan placed
-        (they are placed again by the search); queue one entry per replica the RF then lacks."""
+        (all of them when ``reopen`` and the partition may move: they are placed again by the search);
+        queue one entry per replica the RF then lacks."""
         e = self.ctx.eligibility
         size = self.ctx.assignment.size[key]
         here = self._placement(key)
+        reopen = self.reopen and key in self.movable
         for b, d in list(here.items()):
-            if not e.may_keep(b, d, size) or not e.broker_may_keep(b) or self.origin[key].get(b) != d:
-                self._leave(key, b)  # may not stay, or placed by this plan: placed again here
+            moved = not e.may_keep(b, d, size) or not e.broker_may_keep(b) or self.origin[key].get(b) != d
+            if reopen or moved:
+                self._leave(key, b)  # may not stay, placed by this plan, or reopened: placed again here
         while len(here) > self.rf(key):
             self._leave(key, max(here))
         for _ in range(self.rf(key) - len(here) - self.missing[key]):
@@ -214,17 +229,21 @@ class Repacker:
             for path in e.dirs[b]:
                 if not e.dir_may_receive(b, path) or (b, path) in e.drained:
                     continue
-                if self.origin[key].get(b) == path and b not in here:
+                home = self.origin[key].get(b) == path
+                if home and b not in here and not self.reopen:
                     continue  # back where it was moved out from: not a packing, a cycle
                 free = self.free.get((b, path))
                 if free is None or free >= size:
                     left = -1 if free is None else free - size
-                    fits.append(_Option(0, (left, b), b, path))
+                    if self.reopen:  # every replica is placed afresh: one away from home is a copy
+                        fits.append(_Option(0 if home else size, (left, not home, b), b, path))
+                    else:
+                        fits.append(_Option(0, (left, b), b, path))
                     continue
                 full.append(((b, path), size - free))
         fits.sort(key=lambda o: o.rank)
         fits = fits[:FIT_OPTIONS]
-        if slack < len(fits):
+        if slack < len(fits) or self.reopen:
             return fits
         evictions: list[_Option] = []
         for (b, path), need in full:
@@ -351,10 +370,14 @@ def repack(
     the hard goal's verdict on a partition's brokers, ``order`` its replica order (kept replicas
     stay in their slots); only partitions ``changing`` names (those the hard goal changes anyway)
     have replicas moved out of the way. The whole repair is packed afresh when it is small (every
-    replica it places is placed again: the greedy's choices may be what blocks), else only ``keys``."""
+    replica it places is placed again: the greedy's choices may be what blocks), else only ``keys``;
+    when neither finds a packing, every replica of those partitions is placed afresh (``reopen``)."""
     rest = (target_rf, rules, order, changing)
     fresh = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest)
     if len(fresh.pending) <= FRESH_SLOTS and fresh.search(MAX_NODES) is not None and fresh.apply():
         return True
     local = Repacker(ctx, keys, *rest)
-    return local.search(MAX_NODES) is not None and local.apply()
+    if local.search(MAX_NODES) is not None and local.apply():
+        return True
+    whole = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest, reopen=True)
+    return len(whole.pending) <= FRESH_SLOTS and whole.search(MAX_NODES) is not None and whole.apply()

@@ -27,6 +27,8 @@ BLOCKED += [(4, [2, 4], 20), (5, [2, 3], 20), (6, [2, 4], 10)]
 TIGHT: Parts = [(0, [4, 3], 30), (1, [4, 3], 10), (2, [4, 1], 10), (3, [4, 2], 30), (4, [4, 1], 40)]
 TIGHT += [(5, [4, 2], 30)]
 CROWDED: Parts = [(0, [4, 1], 50), (1, [4, 2], 20)]
+RESEAT: Parts = [(0, [4, 2, 1], 20), (1, [4, 1], 30), (2, [4, 2, 3], 20)]
+CHAIN: Parts = [(0, [4, 3], 30), (1, [4, 3, 1], 20), (2, [4, 1, 2], 20), (3, [4, 1], 20)]
 DCS: dict[int, str | None] = {1: "/dc2", 2: "/dc1", 3: "/dc2", 4: "/dc1", 5: "/dc2"}
 REPAIRED: Parts = [(0, [1, 3], 50), (1, [2, 1], 90), (2, [1, 5], 10), (3, [1, 4], 40)]
 SPREAD_AND_BALANCE = (
@@ -91,6 +93,37 @@ def test_tight_room_moves_a_kept_replica_out_of_the_way() -> None:
     assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
 
 
+def test_a_kept_replica_leaves_a_full_broker_for_a_replica_that_has_nowhere_else() -> None:
+    # Broker 4 leaves; broker 1 has no room. Partition 2 (RF 3) must take broker 1, the only broker
+    # it is not on; partition 0 (RF 3) must stay there. Only partition 1's kept replica on broker 1
+    # (30) can leave to make room: partition 1 ends on brokers 2 and 3 (60 bytes), 0 gets broker 3
+    # and 2 broker 1 (20 each): 100 bytes, the only plan. The eviction searches, which keep kept
+    # replicas where they are until a dir needs room, did not find it (exit 3); the repair packed
+    # afresh (every replica of the repaired partitions placed again, home first) does.
+    snap = one_dir(dict.fromkeys(range(1, 5)), RESEAT, {1: 0, 2: 80, 3: 50, 4: 0})
+    result = compute_plan(snap, intents(DECOMMISSION_4))
+    s = result.summary
+    assert s["hardViolationsAfter"] == 0
+    assert s["bytesToMove"] == 100
+    placed = {t.partition: sorted(t.replicas) for t in result.plan.partitions}
+    assert placed == {0: [1, 2, 3], 1: [2, 3], 2: [1, 2, 3]}
+
+
+def test_a_chain_of_two_evictions_makes_room() -> None:
+    # Broker 4 leaves. Partition 2 (RF 3) must take broker 3 (room 10 < 20): partition 0's kept
+    # replica (30) leaves broker 3; partition 0 then needs broker 1 (room 20 < 30, and brokers 1 and
+    # 2 are its only choices besides 3): partition 3's kept replica (20) leaves broker 1 and goes to
+    # brokers 2 and 3. 30 + 30 (0) + 20 (1) + 20 (2) + 20 + 20 (3) = 140 bytes, the optimum; no
+    # dir ends over its room, every RF kept.
+    snap = one_dir(dict.fromkeys(range(1, 5)), CHAIN, {1: 20, 2: 80, 3: 10, 4: 0})
+    result = compute_plan(snap, intents(DECOMMISSION_4))
+    s = result.summary
+    assert s["hardViolationsAfter"] == 0
+    assert s["bytesToMove"] == 140
+    placed = {t.partition: sorted(t.replicas) for t in result.plan.partitions}
+    assert placed == {0: [1, 2], 1: [1, 2, 3], 2: [1, 2, 3], 3: [2, 3]}
+
+
 def test_a_copy_balance_pays_for_again_is_taken_back() -> None:
     # Broker 5 leaves; partition 0 has both replicas in dc2, one must go to dc1 (brokers 2, 4).
     # 380 bytes on 4 brokers: threshold 1.1 x 95 = 104.5; broker 1 holds 190. The repair copies 0
@@ -124,7 +157,7 @@ def test_reachable_balance_is_not_reported_unreachable() -> None:
 
 
 def hand_made() -> list[tuple[ClusterSnapshot, str]]:
-    """The five clusters above, as (snapshot, intents)."""
+    """The seven clusters above, as (snapshot, intents)."""
     rack = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
     return [
         (one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), BALANCE),
@@ -132,6 +165,8 @@ def hand_made() -> list[tuple[ClusterSnapshot, str]]:
         (one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0}), DECOMMISSION_4),
         (one_dir(dict.fromkeys(range(1, 5)), CROWDED, {1: 20, 2: 30, 3: 40, 4: 0}), DECOMMISSION_4),
         (one_dir(DCS, REPAIRED, {}), SPREAD_AND_BALANCE),
+        (one_dir(dict.fromkeys(range(1, 5)), RESEAT, {1: 0, 2: 80, 3: 50, 4: 0}), DECOMMISSION_4),
+        (one_dir(dict.fromkeys(range(1, 5)), CHAIN, {1: 20, 2: 80, 3: 10, 4: 0}), DECOMMISSION_4),
     ]
 
 
@@ -178,3 +213,22 @@ def test_plans_match_the_exact_optimum_on_tiny_instances(seed: int) -> None:
         assert s["lowerBoundBytes"] <= opt.bytes
         if opt.balance_reachable:
             assert all(g["met"] for g in s["goals"] if g["goal"] == "BrokerBalance"), (text, s["goals"])
+
+
+def test_a_broker_shed_before_others_had_room_sheds_again() -> None:
+    # The generalisation benchmark's one balance miss (master seed 1696208009, scale-out #81: 47
+    # partitions, 23 brokers in 2 DCs, 2 empty, tolerance 0.076): broker 4 shed while broker 18,
+    # later in the order and still above the threshold, had no room for the exchange that clears
+    # it (4.13 GB for 3.53 GB); once every broker has shed, a second pass finds it (the solver meets
+    # the balance too).
+    pytest.importorskip("ortools")  # run_generalise imports the solver's module
+    from tests.bench.run_generalise import draw
+
+    from kafka_placement.model.intents import Intents
+
+    inst, _ = draw(1696208009, "scale-out", 81)
+    s = compute_plan(inst.snapshot, Intents.loads(inst.intents)).summary
+    assert s["hardViolationsAfter"] == 0
+    (goal,) = [g for g in s["goals"] if g["goal"] == "BrokerBalance"]
+    assert goal["met"], goal
+    assert s["balanceAfter"]["brokerBytesMaxMean"] <= 1.076

@@ -62,6 +62,12 @@ class BrokerBalanceGoal:
                 self._shed(ctx, broker, threshold, receivers, by_bytes, arriving_only=True)
             if load[broker] > threshold:
                 self._shed(ctx, broker, threshold, receivers, by_bytes)
+        # A broker shed while brokers after it were still above the threshold found no room there
+        # for an exchange; once every broker has shed, those have room: one more pass (bounded, and
+        # only over the brokers still above the threshold, usually none).
+        for broker in sorted(active, key=lambda b: (-load[b], b)):
+            if load[broker] > threshold:
+                self._shed(ctx, broker, threshold, receivers, by_bytes)
         if by_bytes:  # copies the repair and the shedding made that balance lets the plan take back
             reclaim(ctx, threshold, receivers)
 
