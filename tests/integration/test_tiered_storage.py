@@ -153,15 +153,19 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
         f.result(30)
     produce(tiered, ["tiered", "plain"])
 
-    # bounded wait until the tiered partition's rolled segments are in the remote storage and gone locally
-    deadline = time.monotonic() + 90
+    # bounded wait until the tiered partition's local log reached its end state: every rolled segment
+    # tiered, and local retention deleted all but one (Kafka keeps deleting the oldest while the rest still
+    # holds local.retention.bytes: one full segment of ~1 MB plus the active one remain). Stopping earlier
+    # (at 3 MiB, before) let retention shrink the log between the snapshot and the move: a copy of 1.08 MB
+    # against a prediction of 3.08 MB, seen once in CI
+    deadline = time.monotonic() + 120
     while True:
         before = snapshot(tiered, tmp_path / "before.json")
         local, total = sizes(before)["tiered"][1], sizes(before)["plain"][1]
-        if local <= 3 * MIB or time.monotonic() > deadline:
+        if local <= 1.5 * MIB or time.monotonic() > deadline:
             break
         time.sleep(1)
-    assert total >= RECORDS * RECORD_BYTES and local <= 3 * MIB, (local, total)
+    assert total >= RECORDS * RECORD_BYTES and local <= 1.5 * MIB, (local, total)
     storage = {t["topic"]: t for t in before["topics"]}
     assert storage["tiered"]["remoteStorageEnable"] is True
     assert storage["tiered"]["localRetentionBytes"] == MIB
