@@ -202,7 +202,7 @@ class SparkRun(BaseModel):
         store.save(self.model_dump_json().encode())
 
 
-def _intents_of(
+def planner_intents(
     documents: Sequence[Mapping[str, Any]], reactive_cordon: bool, capacity: CapacitySpec | None = None
 ) -> Intents:
     """The intents the planner gets: the resources' specs, and the KafkaCluster's ``spec.capacity``
@@ -230,10 +230,10 @@ def plan_cluster(
     engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
-            intents = _intents_of(documents, reactive_cordon, spec.capacity)
+            intents = planner_intents(documents, reactive_cordon, spec.capacity)
             result = plan_with(snapshot, intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary)
-        _intents_of(documents, reactive_cordon)  # the specs are checked here as for the other engines
+        planner_intents(documents, reactive_cordon)  # the specs are checked here as for the other engines
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
         replan = float(spec.spark.replan_seconds)
         text = intents_yaml(documents, spec.capacity)

@@ -92,7 +92,7 @@ from .decide import (
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
-from .planner import plan_cluster
+from .planner import plan_cluster, planner_intents
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
@@ -801,7 +801,7 @@ class _Pass:
         reactive = not self.gw.supports_cordon()
 
         def report() -> Report:
-            intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive)
+            intents = planner_intents(documents, reactive, self.spec.capacity)  # what the planner had
             return build_report(snap, plan, intents, self.limits.max_moves_per_broker)
 
         try:

@@ -12,6 +12,7 @@ from kafka_placement.handlers.planner import (
     engine_of,
     intents_yaml,
     placement_key,
+    planner_intents,
     spark_k8s_settings,
 )
 from kafka_placement.model.cluster_spec import ClusterSpec, SparkSpec
@@ -166,3 +167,5 @@ def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
     text = intents_yaml([], spec.capacity)
     assert Intents.loads(text).capacity == spec.capacity
     assert Intents.loads(intents_yaml([])).capacity is None
+    # the plan review's report measures the plan with the same intents (reconciler._review)
+    assert planner_intents([], False, spec.capacity).capacity == spec.capacity
