@@ -17,7 +17,7 @@ help:
 	@echo "make test       - set everything up: lint, unit tests, then the rig-backed tests in parallel lanes"
 	@echo "make test-unit  - pure unit tests only (no rig)"
 	@echo "make rig-up / rig-down / rig-status - the local Kafka + kube-apiserver rig"
-	@echo "make lint       - ruff, mypy --strict, import-linter layer contracts"
+	@echo "make lint       - ruff (check, format), mypy --strict, import-linter layer contracts"
 	@echo "make bench      - planner benchmark vs Kafka's --generate and a naive greedy -> docs/benchmarks.md"
 	@echo "make reference  - regenerate docs/reference.md (the custom resources' fields) from the CRD schemas"
 
@@ -63,11 +63,12 @@ rig-status: venv
 
 lint: venv
 	$(VENV)/bin/ruff check operator tests scripts
+	$(VENV)/bin/ruff format --check operator tests scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
 test-unit: venv
-	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+	$(PY) -m pytest tests/unit -q -n auto $(PYTEST_ARGS)
 
 # The whole suite: lint and the unit tests (stopping there on failure), then the rig-backed tests in
 # lanes side by side, each against its own rig, always torn down (scripts/test.sh, tests/rig/lanes.py).

@@ -10,7 +10,7 @@ PY=.venv/bin/python
 read -r -a extra <<<"${PYTEST_ARGS:-}"
 
 make --no-print-directory lint || { echo "test: lint failed; no test was run" >&2; exit 1; }
-$PY -m pytest tests/unit -q -p no:cacheprovider --durations=10 "${extra[@]}" \
+$PY -m pytest tests/unit -q -n auto -p no:cacheprovider --durations=10 "${extra[@]}" \
   || { echo "test: unit tests failed; the rig-backed tests were not run" >&2; exit 1; }
 make --no-print-directory rig-build || { echo "test: building the rig failed" >&2; exit 1; }
 

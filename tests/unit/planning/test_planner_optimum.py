@@ -31,12 +31,9 @@ RESEAT: Parts = [(0, [4, 2, 1], 20), (1, [4, 1], 30), (2, [4, 2, 3], 20)]
 CHAIN: Parts = [(0, [4, 3], 30), (1, [4, 3, 1], 20), (2, [4, 1, 2], 20), (3, [4, 1], 20)]
 DCS: dict[int, str | None] = {1: "/dc2", 2: "/dc1", 3: "/dc2", 4: "/dc1", 5: "/dc2"}
 REPAIRED: Parts = [(0, [1, 3], 50), (1, [2, 1], 90), (2, [1, 5], 10), (3, [1, 4], 40)]
-SPREAD_AND_BALANCE = (
-    "kind: BrokerDecommission\nspec: {brokers: [5]}\n---\n"
-    + BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 1}\n  balance:").replace(
-        "0.05", "0.1"
-    )
-)
+SPREAD_AND_BALANCE = "kind: BrokerDecommission\nspec: {brokers: [5]}\n---\n" + BALANCE.replace(
+    "  balance:", "  rackAwareness: {separator: /, levels: 1}\n  balance:"
+).replace("0.05", "0.1")
 
 
 def one_dir(

@@ -171,9 +171,7 @@ class Reclaimer:
         a = self.ctx.assignment
         done: list[tuple[_Step, str | None]] = []
         tried: set[Key] = {returned}
-        items = sorted(
-            (a.size[k], k) for k in a.by_broker[broker] if k[0] in self.balanced and self._free(k)
-        )
+        items = sorted((a.size[k], k) for k in a.by_broker[broker] if k[0] in self.balanced and self._free(k))
         self.work += len(items)
         while a.broker_bytes[broker] > self.threshold and len(done) < ROOM_STEPS and not self._spent():
             over = a.broker_bytes[broker] - self.threshold
