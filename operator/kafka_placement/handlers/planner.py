@@ -18,17 +18,17 @@ the following ones read its state (the intents stay Planning, the message says w
 until it completed, failed (a driver's bad-input or infeasible exit is reported as such) or ran out of
 ``timeoutSeconds``. A Spark job is not launched on every
 reconcile: its result (plan, or the error that stopped it) is reused while the intents and the
-placement (brokers, dirs, each partition's replicas and dirs) are unchanged, for at most
-``spec.planner.spark.replanSeconds``; so a converged cluster is verified by one job after each change,
-and a failed job is not relaunched in a loop. A run planning an older placement is deleted when the
-placement changes; a superseded run's pod or application and its exchange sub-directory are removed
-(a failed driver pod stays for ``kubectl logs`` until then). The record survives a restart or a new
+placement (brokers, dirs, each partition's replicas and dirs) are unchanged and the measured rates have
+not drifted beyond planning/plan_keeping.py's bound, for at most ``spec.planner.spark.replanSeconds``;
+so a converged cluster is verified by one job after each change, and a failed job is not relaunched in a
+loop. A run planning an older placement is deleted when the placement changes; a superseded run's pod or
+application and its exchange sub-directory are removed (a failed driver pod stays for ``kubectl logs``
+until then). The record survives a restart or a new
 leader, which picks the run up.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -48,6 +48,7 @@ from ..model.crd_parts import LAUNCHERS
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intents
 from ..model.snapshot import ClusterSnapshot
+from ..planning.plan_keeping import DEFAULT_TOLERANCE, Loads, drifted, inputs_key, loads_of, tolerance_of
 from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
 from ..spark.k8s import SparkK8sSettings
@@ -162,14 +163,9 @@ def intents_yaml(documents: Sequence[Mapping[str, Any]], capacity: CapacitySpec 
 
 
 def placement_key(snapshot: ClusterSnapshot, intents_text: str, settings: SparkK8sSettings) -> str:
-    """What a plan depends on, apart from sizes: intents, engine settings, brokers, dirs and placement."""
-    h = hashlib.sha256(intents_text.encode())
-    h.update(repr(settings).encode())
-    for b in snapshot.brokers:
-        h.update(repr((b.id, b.rack, [(d.path, d.online, d.cordoned) for d in b.log_dirs])).encode())
-    for p in snapshot.partitions:
-        h.update(f"{p.topic}\0{p.partition}\0{p.replicas}\0{p.log_dirs}\n".encode())
-    return h.hexdigest()
+    """What a plan depends on, apart from sizes and rates: intents, engine settings, brokers, dirs and
+    placement (rates: ``SparkRun.rates``)."""
+    return inputs_key(snapshot, intents_text, repr(settings))
 
 
 class SparkRun(BaseModel):
@@ -187,6 +183,9 @@ class SparkRun(BaseModel):
     finished_at: float | None = None
     error: str | None = Field(None, max_length=2000)
     reason: str | None = Field(None, max_length=40)  # the error's condition reason (Failed, Infeasible, ...)
+    # per broker the loads of the snapshot it planned (plan_keeping.Loads.to_json; absent in a record
+    # of an older release): its result is not reused once the rates drifted beyond plan_keeping's bound
+    rates: dict[str, list[float]] | None = None
 
     @staticmethod
     def load(store: Store) -> SparkRun | None:
@@ -233,11 +232,12 @@ def plan_cluster(
             intents = planner_intents(documents, reactive_cordon, spec.capacity)
             result = plan_with(snapshot, intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary)
-        planner_intents(documents, reactive_cordon)  # the specs are checked here as for the other engines
+        # the specs are checked here as for the other engines
+        tolerance = tolerance_of(planner_intents(documents, reactive_cordon))
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
         replan = float(spec.spark.replan_seconds)
         text = intents_yaml(documents, spec.capacity)
-        return _spark_k8s_step(kube, runs, snapshot, text, settings, replan, now())
+        return _spark_k8s_step(kube, runs, snapshot, text, settings, replan, now(), tolerance)
     except InfeasibleError as e:
         return Planned(error_reason="Infeasible", error=e.message)
     except BadInputError as e:
@@ -254,11 +254,17 @@ def _spark_k8s_step(
     settings: SparkK8sSettings,
     replan: float,
     now: float,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> Planned:
     key = placement_key(snapshot, text, settings)
     run = SparkRun.load(runs)
+    loads = loads_of(snapshot)
     if run is not None and run.key == key:
-        if run.state != "Submitted" and now - (run.finished_at or 0.0) < replan:
+        if (
+            run.state != "Submitted"
+            and now - (run.finished_at or 0.0) < replan
+            and not _drifted(run, loads, tolerance)
+        ):
             if run.state == "Failed":
                 return Planned(error_reason=run.reason or "Failed", error=run.error)
             try:
@@ -273,7 +279,7 @@ def _spark_k8s_step(
         if run.state != "Completed":
             k8s.delete_application(kube, settings, run.run_id)
         k8s.remove_run(settings.exchange_dir / run.run_id)
-    fresh = SparkRun(run_id=k8s.new_run_id(), key=key, submitted_at=now)
+    fresh = SparkRun(run_id=k8s.new_run_id(), key=key, submitted_at=now, rates=loads.to_json())
     fresh.save(runs)  # first: of two writers only one gets here (compare-and-swap), so one submission
     try:
         k8s.submit(kube, snapshot, text, settings, fresh.run_id)
@@ -281,6 +287,18 @@ def _spark_k8s_step(
         _finish(runs, fresh, now, e)
         raise
     return Planned(running=f"{k8s.describe(settings, fresh.run_id)} submitted; planning")
+
+
+def _drifted(run: SparkRun, now: Loads, tolerance: float) -> bool:
+    """Whether the rates drifted beyond plan_keeping's bound since the run's snapshot (sizes do not
+    count here: ``replanSeconds`` bounds them)."""
+    if run.rates is None:
+        return False
+    try:
+        planned = Loads.from_json(run.rates)
+    except (ValueError, IndexError, TypeError):
+        return True
+    return drifted(planned, now, tolerance, ("in", "out")) is not None
 
 
 def _poll(kube: KubeGateway, runs: Store, run: SparkRun, settings: SparkK8sSettings, now: float) -> Planned:

@@ -59,8 +59,11 @@ from ..model.plan import Plan
 from ..model.self_healing import HealingState
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
+from ..model.traffic import PartitionKey
 from ..planning.goals.replica_placement import unmet
+from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.report import Report, build_report
+from ..planning.traffic import Traffic, with_traffic
 from . import healing, metrics, plan_review
 from . import new_partitions as lane
 from . import status as st
@@ -92,7 +95,7 @@ from .decide import (
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
-from .planner import plan_cluster, planner_intents
+from .planner import intents_yaml, plan_cluster, planner_intents
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
@@ -240,8 +243,13 @@ class Reconciler:
         resync_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        rates: Callable[[Mapping[str, Any]], Mapping[PartitionKey, Traffic] | None] | None = None,
     ) -> None:
         self.kube = kube
+        # a KafkaCluster -> the traffic sampler's current estimates (None: none known): planning's rates
+        self.rates = rates or (lambda _cluster: None)
+        # (namespace, cluster) -> the last plan made and not yet executed, kept while plan_keeping says so
+        self._kept: dict[tuple[str, str], KeptPlan] = {}
         self.leadership: Leadership = leadership or Unelected()
         env = os.environ.get("KP_RESYNC_SECONDS")
         self.resync_s = resync_s if resync_s is not None else float(env) if env else DEFAULT_RESYNC_S
@@ -761,14 +769,54 @@ class _Pass:
         intents = Intents.from_documents(documents).with_reactive_cordon(not self.gw.supports_cordon())
         self.view = replace(self.view, unmet=unmet(snap, intents))
 
+    def _rated(self) -> tuple[ClusterSnapshot, bool]:
+        """The snapshot with the traffic sampler's current estimates (only partitions with a known one),
+        and whether the cluster samples and estimates are known; without sampling, the snapshot as read."""
+        live = self.snapshot()
+        rates = self.rec.rates(self.cluster)
+        if rates is None:
+            return live, not self.spec.sampling.enabled
+        return with_traffic(live, rates), True
+
+    def _kept_plan(
+        self, snap: ClusterSnapshot, documents: Sequence[Mapping[str, Any]], rates_known: bool
+    ) -> tuple[Planned | None, KeptPlan | None]:
+        """The plan kept from an earlier reconcile when plan_keeping's rule keeps it (then None), else
+        None and what a new plan is kept with (None: nothing to keep, e.g. an invalid intent)."""
+        rec, meta = self.rec, self.cluster["metadata"]
+        where = (meta["namespace"], meta["name"])
+        try:
+            intents = planner_intents(documents, not self.gw.supports_cordon(), self.spec.capacity)
+        except BadInputError:
+            rec._kept.pop(where, None)
+            return None, None
+        planner = json.dumps(spec_of(self.cluster).get("planner"), sort_keys=True, default=str)
+        key = inputs_key(snap, intents_yaml(documents, self.spec.capacity), planner)
+        kept = rec._kept.pop(where, None)
+        if kept is not None and kept.keep(key, loads_of(snap, kept.plan), rates_known) is None:
+            with contextlib.suppress(BadInputError):
+                kept.plan.check_against(snap, live_only=True)
+                rec._kept[where] = kept
+                return Planned(plan=kept.plan, summary=kept.summary), None
+        empty = KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(intents))
+        return None, empty
+
     def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
-        will be, keeping them (execution/supersede.py)."""
-        live = self.snapshot()
+        will be, keeping them (execution/supersede.py). Otherwise a plan made earlier and not executed
+        is kept while the intents, the placement and the loads it was planned from hold
+        (planning/plan_keeping.py): its id stays while the rates drift within the bound."""
+        live, rates_known = self._rated()
         flight = supersede.in_flight(self.record, live) if keeping_in_flight and self.record else None
         snap = supersede.planning_view(live, flight) if flight is not None else live
         documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
         meta = self.cluster["metadata"]
+        keep: KeptPlan | None = None
+        if flight is None:
+            kept, keep = self._kept_plan(snap, documents, rates_known)
+            if kept is not None:
+                self.view = replace(self.view, planned=kept)
+                return
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
@@ -787,8 +835,13 @@ class _Pass:
         # that died): those need the new plan's targets even when the planner wants nothing else
         if flight is not None and planned.plan is not None and (not planned.plan.empty or flight.stranded):
             planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live))
-        if planned.plan is not None and not planned.plan.empty:
-            planned = self._review(planned, planned.plan, snap, documents)
+        plan = planned.plan
+        if plan is not None and not plan.empty:
+            planned = self._review(planned, plan, snap, documents)
+            if keep is not None:
+                self.rec._kept[(meta["namespace"], meta["name"])] = replace(
+                    keep, plan=plan, summary=planned.summary, loads=loads_of(snap, plan)
+                )
         self.view = replace(self.view, planned=planned)
 
     def _review(
@@ -824,6 +877,8 @@ class _Pass:
         return replace(planned, summary={**planned.summary, "review": review})
 
     def _start(self, a: StartExecution) -> None:
+        meta = self.cluster["metadata"]
+        self.rec._kept.pop((meta["namespace"], meta["name"]), None)  # executed: never kept again
         snap = self.snapshot()
         old = self.record if a.supersedes is not None else None
         done = self.record if old is None and self.record is not None else None

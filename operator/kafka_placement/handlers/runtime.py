@@ -35,10 +35,11 @@ def runtime() -> Runtime:
     if _RUNTIME is None:
         kube = KubeGateway.from_config(event_sink=_event)
         lead = leader.current()
+        sampler = TrafficSampler(kube, lead, lambda spec, ns: connection_settings(spec, ns, kube))
         _RUNTIME = Runtime(
-            Reconciler(kube, lead),
+            Reconciler(kube, lead, rates=sampler.rates),  # plans with the sampler's current estimates
             float(os.environ.get("KP_RECONCILE_INTERVAL", "5")),
-            TrafficSampler(kube, lead, lambda spec, ns: connection_settings(spec, ns, kube)),
+            sampler,
         )
     return _RUNTIME
 

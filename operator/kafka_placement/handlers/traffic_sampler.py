@@ -47,6 +47,7 @@ from ..model.capacity import Capacity, CapacitySpec
 from ..model.cluster_spec import ClusterSpec, TrafficSpec
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
+from ..model.traffic import PartitionKey
 from ..planning.loads import BrokerLoad, broker_loads
 from ..planning.traffic import Traffic, TrafficState, estimates, fold, with_traffic
 from ..planning.traffic_state import state_from_json, state_to_json
@@ -224,6 +225,22 @@ class TrafficSampler:
         c = self._clusters.pop((namespace, name), None)
         if c is not None:
             c.close()
+
+    def rates(self, cluster: Mapping[str, Any]) -> dict[PartitionKey, Traffic] | None:
+        """The cluster's current estimates, for the reconcile's planning snapshot: read from the state in
+        memory (no Kafka or Kubernetes read; cost proportional to partitions). None when the cluster does
+        not sample, or this process has no state of it yet (no look since it led, none stored)."""
+        meta = cluster["metadata"]
+        c = self._clusters.get((meta["namespace"], meta["name"]))
+        if c is None or c.uid != meta.get("uid", "") or not c.at:
+            return None
+        try:
+            sampling = ClusterSpec.of(cluster).sampling
+        except BadInputError:
+            return None
+        if not sampling.enabled:
+            return None
+        return estimates(c.state, float(sampling.window_seconds))
 
     def wait_s(self, cluster: Mapping[str, Any], at_most: float) -> float:
         """Seconds until the cluster's next look is due, at most ``at_most`` (and never below 0.1)."""

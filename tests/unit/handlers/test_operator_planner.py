@@ -169,3 +169,26 @@ def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
     assert Intents.loads(intents_yaml([])).capacity is None
     # the plan review's report measures the plan with the same intents (reconciler._review)
     assert planner_intents([], False, spec.capacity).capacity == spec.capacity
+
+
+def test_a_spark_k8s_result_is_not_reused_once_the_rates_drifted_beyond_the_bound() -> None:
+    from dataclasses import replace
+
+    from kafka_placement.handlers.planner import SparkRun, _drifted
+    from kafka_placement.planning.plan_keeping import loads_of
+
+    snap = snapshot(
+        {1: None, 2: None, 3: None}, [("t", i, [1 + i % 3, 1 + (i + 1) % 3], [0, 0], 10) for i in range(6)]
+    )
+
+    def rated(rates: list[float]) -> Any:
+        parts = tuple(replace(p, bytes_in_per_sec=r) for p, r in zip(snap.partitions, rates, strict=True))
+        return replace(snap, partitions=parts)
+
+    planned = rated([1000.0] * 6)
+    run = SparkRun(run_id="r1", key="k", submitted_at=0.0, rates=loads_of(planned).to_json())
+    assert SparkRun.model_validate_json(run.model_dump_json()) == run  # kept in the planning record
+    assert not _drifted(run, loads_of(rated([1010.0, 990.0, 1000.0, 1005.0, 1000.0, 995.0])), 0.2)
+    assert _drifted(run, loads_of(rated([3000.0] + [1000.0] * 5)), 0.2)
+    assert not _drifted(run.model_copy(update={"rates": None}), loads_of(rated([3000.0] * 6)), 0.2)
+    assert _drifted(run, loads_of(snap), 0.2)  # rates gone (none measured now): drift as well

@@ -277,3 +277,24 @@ def test_a_gateway_reads_topic_ids_once_and_again_for_a_topic_whose_offsets_went
     assert described[1:] == [["t"]]
     assert third.partitions[("t", 0)].topic_id == "t-2" and third.partitions[("u", 0)].topic_id == "u-1"
     assert first.partitions[("t", 0)].topic_id == "t-1"
+
+
+def test_rates_for_planning_come_from_the_state_in_memory_and_only_while_sampling(rig: Any) -> None:
+    kube, clock, make = rig
+    sampler = make()
+    assert sampler.rates(cluster()) is None  # no state in this process yet
+    sampler.tick(cluster())
+    first = sampler.rates(cluster())
+    assert first is not None and first[("t", 0)].bytes_in_per_sec is None  # one look: no rate yet
+    clock.now += 5
+    sampler.tick(cluster())
+    writes = len(kube.writes)
+    made = len(ScriptedGateway.made)
+    rates = sampler.rates(cluster())
+    assert rates is not None and rates[("t", 0)].bytes_in_per_sec == pytest.approx(1000)
+    assert len(kube.writes) == writes and len(ScriptedGateway.made) == made  # no Kubernetes or Kafka use
+    assert ScriptedGateway.made[-1].looks == 2
+    assert sampler.rates(cluster(enabled=False)) is None  # sampling turned off: the reconcile plans without
+    other = cluster()
+    other["metadata"]["uid"] = "u2"  # recreated under the same name: not its state
+    assert sampler.rates(other) is None

@@ -1,0 +1,107 @@
+"""The reconcile plans with the sampler's rates and keeps a plan awaiting approval while they drift
+(handlers/reconciler.py, ``_Pass._plan``; the rule: planning/plan_keeping.py). A gateway that only hands
+out a snapshot stands for Kafka; the review ConfigMap is not written (``_review`` is replaced)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from tests.unit.planning.test_plan_keeping import cluster, jittered, skewed
+
+from kafka_placement.handlers import reconciler
+from kafka_placement.handlers.decide import Planned
+from kafka_placement.handlers.reconciler import Reconciler, _Pass, limits_of
+from kafka_placement.kube.gateway import KubeGateway
+from kafka_placement.model.cluster_spec import ClusterSpec
+from kafka_placement.model.plan import Plan
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.traffic import Traffic
+
+KAFKA_CLUSTER = {
+    "apiVersion": "kafkaplacement.io/v1alpha1",
+    "kind": "KafkaCluster",
+    "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c"},
+    "spec": {"bootstrapServers": "k:9092", "traffic": {"enabled": True}},
+}
+
+
+def policy(**extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "PlacementPolicy",
+        "metadata": {"name": "net", "namespace": "kafka", "uid": "u-p"},
+        "spec": {
+            "clusterRef": {"name": "c"},
+            "balance": {"networkIn": True, "tolerance": 0.2},
+            "approval": "Manual",
+            **extra,
+        },
+    }
+
+
+class Gateway:
+    """The three calls planning makes of Kafka."""
+
+    def __init__(self, snap: ClusterSnapshot) -> None:
+        self.snap = snap
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.snap
+
+    def list_reassignments(self) -> list[Any]:
+        return []
+
+    def supports_cordon(self) -> bool:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def no_review(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_Pass, "_review", lambda self, planned, *_: planned)
+
+
+def plan_once(rec: Reconciler, body: dict[str, Any], snap: ClusterSnapshot) -> Plan:
+    spec = ClusterSpec.of(KAFKA_CLUSTER)
+    one = _Pass(
+        rec, cast(Any, Gateway(snap)), KAFKA_CLUSTER, spec, limits_of(spec), [body], [], cast(Any, None),
+        None, None,
+    )  # fmt: skip
+    one._plan([body])
+    planned = one.view.planned
+    assert isinstance(planned, Planned) and planned.plan is not None, planned
+    return planned.plan
+
+
+def reconciles(rates: list[dict[int, float]], keep: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The plan ids of one reconcile after each of the sampler's looks (``rates[k]``: partition i's)."""
+    current: dict[str, Any] = {}
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: current["rates"])
+    if not keep:
+        monkeypatch.setattr(reconciler.KeptPlan, "keep", lambda *_a, **_k: "disabled")
+    ids = []
+    for k, step in enumerate(rates):
+        current["rates"] = {("t", i): Traffic(r, 0) for i, r in step.items()}
+        body = policy(approvedPlan="nothing-yet") if k == len(rates) - 1 else policy()
+        ids.append(plan_once(rec, body, cluster()).plan_id)
+    return ids
+
+
+def test_the_reconcile_plans_with_the_rates_and_keeps_the_plan_id_while_they_drift(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looks = [skewed(), jittered(1), jittered(2)]
+    kept = reconciles(looks, keep=True, monkeypatch=monkeypatch)
+    assert len(set(kept)) == 1, kept  # approval fields changed on the last: still the same plan
+    afresh = reconciles(looks, keep=False, monkeypatch=monkeypatch)
+    assert len(set(afresh)) == 3 and afresh[0] == kept[0], afresh  # without the rule: three approvals
+
+
+def test_rates_drifting_far_plan_again_and_no_rate_known_plans_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ids = reconciles([skewed(), skewed(1.0, 4.0)], keep=True, monkeypatch=monkeypatch)
+    assert ids[0] != ids[1]
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: None)  # sampler not loaded yet
+    plan = plan_once(rec, policy(), cluster())
+    assert plan.empty  # no rate in the snapshot: networkIn has nothing to balance
+    assert rec._kept == {}
