@@ -360,7 +360,12 @@ class Reconciler:
         again). A cluster with no record, or a finished one holding nothing, and no intent being deleted
         with a cordon, is not contacted."""
         left = self._cancel(cluster) or self._cancel(cluster, "lane")
-        return left if left is not None else self._uncordon_leaving(cluster)
+        left = left if left is not None else self._uncordon_leaving(cluster)
+        if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
+            where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
+            self._kept.pop(where, None)
+            self._settled.pop(where, None)
+        return left
 
     def _cancel(
         self, cluster: Mapping[str, Any], document: Literal["execution", "lane"] = "execution"

@@ -216,3 +216,14 @@ def test_the_delete_handler_lets_go_at_once_when_nothing_is_to_uncordon(handler_
     handler_of(FakeKube())
     intent_common.wait_uncordoned("LogDirCordon", resource("LogDirCordon", "bad", {"broker": 1}))  # invalid
     intent_common.wait_uncordoned("PlacementPolicy", resource("PlacementPolicy", "p", {}))
+
+
+def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka: FakeGateway) -> None:
+    """A namesake created later starts afresh: the deleted cluster's kept plan (planning/plan_keeping.py)
+    and its settled fingerprint go with it."""
+    rec = Reconciler(cast(KubeGateway, FakeKube()))
+    where = (CLUSTER["metadata"]["namespace"], CLUSTER["metadata"]["name"])
+    rec._kept[where] = cast(Any, "a kept plan")
+    rec._settled[where] = ("fingerprint", 0.0)
+    assert rec.release(CLUSTER) is None
+    assert where not in rec._kept and where not in rec._settled
