@@ -14,10 +14,11 @@ the load over the capacity, None where the capacity is unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model.capacity import Capacity, CapacitySpec
+from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 
 
@@ -73,4 +74,62 @@ def utilisation(
     return {b: load.utilisation(capacity.of(b)) for b, load in loads.items()}
 
 
-__all__ = ["BrokerLoad", "broker_loads", "utilisation"]
+# network in, network out and leaders' bytes in, per broker: "in", "out", "lead" -> broker -> bytes/s
+NetworkLoads = dict[str, dict[int, float]]
+
+
+def add_traffic(loads: NetworkLoads, replicas: Sequence[int], rate: float, fanout: int, sign: float) -> None:
+    """Add (``sign`` 1) or take away (-1) a partition's traffic on ``replicas``, the first its leader:
+    bytes in on each replica, network out and leaders' bytes in on the leader."""
+    if not replicas:
+        return
+    net_in, net_out, lead = loads["in"], loads["out"], loads["lead"]
+    for b in replicas:
+        net_in[b] = net_in.get(b, 0.0) + sign * rate
+    leader = replicas[0]
+    net_out[leader] = net_out.get(leader, 0.0) + sign * rate * (len(replicas) - 1 + fanout)
+    lead[leader] = lead.get(leader, 0.0) + sign * rate
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTraffic:
+    """The brokers' network loads on a snapshot's placement (``before``: its replicas as the snapshot
+    lists them, the first the leader) and after a plan (``after``); ``rated``/``unrated``: partitions
+    with and without a known bytes in (those without add nothing)."""
+
+    before: NetworkLoads
+    after: NetworkLoads
+    rated: int
+    unrated: int
+
+
+def plan_traffic(snapshot: ClusterSnapshot, plan: Plan | None = None) -> PlanTraffic:
+    """The network loads before and after ``plan`` (None: no plan, after = before): one pass over the
+    partitions, one over the plan's entries. The one definition the summary's traffic section
+    (planning/metrics.py) and the rule that keeps a plan (planning/plan_keeping.py) use."""
+    before: NetworkLoads = {"in": {}, "out": {}, "lead": {}}
+    rated = unrated = 0
+    for p in snapshot.partitions:
+        if p.bytes_in_per_sec is None:
+            unrated += 1
+            continue
+        rated += 1
+        add_traffic(before, p.replicas, p.bytes_in_per_sec, p.read_fanout or 0, 1.0)
+    after = {k: dict(v) for k, v in before.items()}
+    for t in plan.partitions if plan is not None else ():
+        q = snapshot.partition(t.topic, t.partition)
+        if q is not None and q.bytes_in_per_sec is not None:
+            add_traffic(after, q.replicas, q.bytes_in_per_sec, q.read_fanout or 0, -1.0)
+            add_traffic(after, t.replicas, q.bytes_in_per_sec, q.read_fanout or 0, 1.0)
+    return PlanTraffic(before, after, rated, unrated)
+
+
+__all__ = [
+    "BrokerLoad",
+    "NetworkLoads",
+    "PlanTraffic",
+    "add_traffic",
+    "broker_loads",
+    "plan_traffic",
+    "utilisation",
+]

@@ -45,6 +45,7 @@ from typing import Any
 from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from .loads import plan_traffic
 from .reach import Reach
 from .spread import FollowerRoom, spread_of, targets
 from .state import DirKey, Eligibility
@@ -599,22 +600,10 @@ def traffic(
     their max/mean over ``active`` brokers, and the network capacity goal's state and limits. One pass
     over the partitions for before, one over the plan's entries for after (the same for every engine)."""
     cap = intents.capacity if intents is not None else None
-    before: dict[str, dict[int, float]] = {"in": {}, "out": {}, "lead": {}}
-    rated = unrated = 0
-    for p in snapshot.partitions:
-        if p.bytes_in_per_sec is None:
-            unrated += 1
-            continue
-        rated += 1
-        _add_traffic(before, p.replicas, p.bytes_in_per_sec, p.read_fanout or 0, 1.0)
+    loads = plan_traffic(snapshot, plan)
+    before, after, rated, unrated = loads.before, loads.after, loads.rated, loads.unrated
     if not rated and cap is None and not asked:
         return None
-    after = {k: dict(v) for k, v in before.items()}
-    for t in plan.partitions:
-        q = snapshot.partition(t.topic, t.partition)
-        if q is not None and q.bytes_in_per_sec is not None:
-            _add_traffic(after, q.replicas, q.bytes_in_per_sec, q.read_fanout or 0, -1.0)
-            _add_traffic(after, t.replicas, q.bytes_in_per_sec, q.read_fanout or 0, 1.0)
     limits: dict[str, dict[int, float]] = {"in": {}, "out": {}}
     if cap is not None:
         for b in snapshot.broker_ids:
@@ -710,17 +699,6 @@ def _network_in_bound(
             total += per * take if take < r else size
             need -= take
     return int(total)
-
-
-def _add_traffic(
-    loads: dict[str, dict[int, float]], replicas: Sequence[int], rate: float, fanout: int, sign: float
-) -> None:
-    net_in, net_out, lead = loads["in"], loads["out"], loads["lead"]
-    for b in replicas:
-        net_in[b] = net_in.get(b, 0.0) + sign * rate
-    leader = replicas[0]
-    net_out[leader] = net_out.get(leader, 0.0) + sign * rate * (len(replicas) - 1 + fanout)
-    lead[leader] = lead.get(leader, 0.0) + sign * rate
 
 
 def _traffic_balance(loads: dict[str, dict[int, float]], active: Sequence[int]) -> dict[str, Any]:

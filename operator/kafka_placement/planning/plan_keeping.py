@@ -26,13 +26,14 @@ when a spark-k8s planning job's result may be reused (handlers/planner.py).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..model.intents import Intents
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from .loads import plan_traffic
 
 DRIFT_SHARE = 0.5  # a broker's load may drift by this share of the tolerance x the mean before a re-plan
 DEFAULT_TOLERANCE = 0.05  # Balance.tolerance's default: the bound's tolerance when no policy sets one
@@ -86,30 +87,11 @@ class Loads:
         return Loads(before, after, tuple(sorted(int(k) for k in doc)))
 
 
-def _add(
-    loads: dict[str, dict[int, float]], replicas: Sequence[int], rate: float | None, fanout: int, sign: float
-) -> None:
-    if rate is None or not replicas:
-        return
-    net_in, out = loads["in"], loads["out"]
-    for b in replicas:
-        net_in[b] = net_in.get(b, 0.0) + sign * rate
-    out[replicas[0]] = out.get(replicas[0], 0.0) + sign * rate * (len(replicas) - 1 + fanout)
-
-
 def loads_of(snapshot: ClusterSnapshot, plan: Plan | None = None) -> Loads:
-    """The brokers' loads on ``snapshot``'s placement and after ``plan`` (one pass over the partitions,
-    one over the plan's entries)."""
-    before: dict[str, dict[int, float]] = {m: {} for m in METRICS}
-    for p in snapshot.partitions:
-        _add(before, p.replicas, p.bytes_in_per_sec, p.read_fanout or 0, 1.0)
-    after = {m: dict(v) for m, v in before.items()}
-    for t in plan.partitions if plan is not None else ():
-        q = snapshot.partition(t.topic, t.partition)
-        if q is not None:
-            _add(after, q.replicas, q.bytes_in_per_sec, q.read_fanout or 0, -1.0)
-            _add(after, t.replicas, q.bytes_in_per_sec, q.read_fanout or 0, 1.0)
-    return Loads(before, after, snapshot.broker_ids)
+    """The brokers' loads on ``snapshot``'s placement and after ``plan`` (planning/loads.py's
+    ``plan_traffic``, the summary's own definition)."""
+    t = plan_traffic(snapshot, plan)
+    return Loads(t.before, t.after, snapshot.broker_ids)
 
 
 def tolerance_of(intents: Intents) -> float:
