@@ -49,7 +49,7 @@ pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 CLI = Path(sys.executable).parent / "kafka-placement"
 RUN_UID = 10001
 SERVICE_ACCOUNT, CLAIM, MOUNT = "kp-spark", "kp-exchange", "/exchange"
-# two cores on the rig's node: the driver and two executors ask for half a core each
+# two cores on the rig's node: the driver and each executor ask for half a core
 SMALL = ["spark.kubernetes.driver.request.cores=500m", "spark.kubernetes.executor.request.cores=500m"]
 
 SETUP = """\
@@ -130,14 +130,18 @@ def plan_on_pods(
     out: Path,
     *extra: str,
     timeout: float = 900,
+    executors: int = 1,
 ) -> subprocess.CompletedProcess[str]:
-    """``plan --engine spark-k8s`` on the rig; a run still going after ``timeout`` s fails the test."""
+    """``plan --engine spark-k8s`` on the rig with ``executors`` executor pods (one unless a test needs
+    tasks spread over several: each is a JVM on the node's two cores); a run still going after
+    ``timeout`` s fails the test."""
     args = [
         str(CLI), "plan", "--snapshot", str(snap), "--intents", str(intents), "--engine", "spark-k8s",
         "--spark-image", spark["image"], "--spark-namespace", spark["ns"],
         "--spark-service-account", SERVICE_ACCOUNT, "--exchange-claim", CLAIM,
         "--exchange-dir", str(spark["exchange"]), "--exchange-mount", MOUNT,
-        "--kubeconfig", str(k8s_rig["kubeconfig"]), "--spark-memory", "1g", "--spark-executors", "2",
+        "--kubeconfig", str(k8s_rig["kubeconfig"]), "--spark-memory", "1g",
+        "--spark-executors", str(executors),
         *[a for c in SMALL for a in ("--spark-conf", c)],
         "-o", str(out / "plan.json"), "--summary", str(out / "summary.json"), *extra,
     ]  # fmt: skip
@@ -179,7 +183,10 @@ def test_plans_on_driver_and_executor_pods_equal_the_engines_plans(
     snap, intents, text = cases()[name]
     (tmp_path / "snapshot.json").write_text(snap.dumps())
     (tmp_path / "intents.yaml").write_text(text)
-    proc = plan_on_pods(spark_ns, k8s_rig, tmp_path / "snapshot.json", tmp_path / "intents.yaml", tmp_path)
+    # the sharded case's shards run as tasks on two executor pods
+    executors = 2 if name == "all-6000" else 1
+    snap_file, intents_file = tmp_path / "snapshot.json", tmp_path / "intents.yaml"
+    proc = plan_on_pods(spark_ns, k8s_rig, snap_file, intents_file, tmp_path, executors=executors)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "engine spark-k8s" in proc.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -292,7 +299,7 @@ def test_a_cluster_mode_driver_pod_runs_the_job_through_the_images_driver_entry(
         "spark.kubernetes.driver.pod.name": f"kafka-placement-{run}",
         "spark.kubernetes.executor.podNamePrefix": f"kafka-placement-{run}",
         "spark.kubernetes.submission.waitAppCompletion": "true",
-        "spark.executor.instances": "2",
+        "spark.executor.instances": "1",
         "spark.driver.memory": "1g",
         "spark.executor.memory": "1g",
         "spark.pyspark.python": "python3",
@@ -345,7 +352,7 @@ spec:
   planner:
     engine: spark-k8s
     spark: {{launcher: Pod, image: '{image}', namespace: {spark_ns}, serviceAccount: {sa},
-             executorInstances: 2, memory: 1g, timeoutSeconds: 600}}
+             executorInstances: 1, memory: 1g, timeoutSeconds: 600}}
 ---
 apiVersion: kafkaplacement.io/v1alpha1
 kind: BrokerDecommission
