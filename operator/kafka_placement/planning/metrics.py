@@ -708,12 +708,15 @@ def _network_in_bound(
     if not excess:
         return 0
     held: dict[int, list[tuple[float, float, int]]] = {b: [] for b in excess}
+    over = held.keys()
     for p in snapshot.partitions:
         r = p.bytes_in_per_sec
-        if r:
+        if r and not over.isdisjoint(p.replicas):  # (one C call for a partition on no broker in excess)
+            size = p.copy_bytes
             for b in p.replicas:
-                if b in held:
-                    held[b].append((p.copy_bytes / r, r, p.copy_bytes))
+                found = held.get(b)
+                if found is not None:
+                    found.append((size / r, r, size))
     total = 0.0
     for b, need in excess.items():
         for per, r, size in sorted(held[b]):

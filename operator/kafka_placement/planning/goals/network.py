@@ -25,7 +25,7 @@ goals' moves that take a broker over its threshold, and moves only what every ea
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -187,7 +187,15 @@ class _Shedder:
         size_of, rate = a.size, a.rate
         candidates = [k for _, k in sorted([(size_of[k] / rate[k], k) for k in self._mine(broker, leading)])]
         tries = 0
-        dests: list[int] | None = None  # least network in first; sorted again only after a move
+        net_in = a.net_in
+
+        def by_load(b: int) -> tuple[float, int]:
+            return (net_in.get(b, 0.0), b)
+
+        # least network in first; a move changes only its two brokers' network in: they are put back in
+        # order (not a sort of every receiver per move)
+        dests = sorted(receivers, key=by_load)
+        receiving = set(receivers)
         for key in candidates:
             if excess() <= EPS or tries >= TRIES:
                 return
@@ -200,8 +208,6 @@ class _Shedder:
                 continue
             if not limits.source_keeps(broker, a.dirs[key][index], size):
                 continue
-            if dests is None:
-                dests = sorted(receivers, key=lambda b: (a.net_in.get(b, 0.0), b))
             for dest in dests:
                 if dest in reps or not takes(dest, key, index) or not limits.broker_takes(dest, size):
                     continue
@@ -218,7 +224,11 @@ class _Shedder:
                 a.move(key, index, dest, path)
                 if policy is not None:
                     ctx.charge(policy, size)
-                dests = None
+                changed = (dest, broker)
+                dests = [b for b in dests if b not in changed]
+                for b in changed:
+                    if b in receiving:
+                        insort(dests, b, key=by_load)
                 break
 
 
