@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import logging
 import re
@@ -30,7 +31,7 @@ from typing import Any
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
 from ..model.traffic import PartitionLook, TrafficLook
-from . import access, failures, traffic
+from . import access, failures, tiered, traffic
 from .connection import ConnectionSettings
 from .types import (
     CORDON_CONFIG,
@@ -398,6 +399,8 @@ class KafkaGateway:
         storage, fetch_last_tiered = (
             self._topic_storage(sorted({p.topic for p in partitions}), live) if wanted is None else ((), None)
         )
+        if fetch_last_tiered:
+            partitions = self._with_untiered(partitions, {t.topic for t in storage if t.remote})
         return ClusterSnapshot(
             brokers=tuple(brokers[b] for b in sorted(brokers)),
             partitions=tuple(partitions),
@@ -438,6 +441,30 @@ class KafkaGateway:
             log.warning("snapshot: broker %s's %s unknown (%s)", broker.name, FETCH_LAST_TIERED, e)
             return storage, None
         return storage, _config_bool(value)
+
+    def _with_untiered(self, partitions: list[PartitionState], remote: set[str]) -> list[PartitionState]:
+        """The partitions of the ``remote`` topics with their not-yet-tiered bytes (KIP-1023 is on:
+        kafka/tiered.py), the others as they are. Unknown (the local size counts) when Kafka refuses."""
+        sizes = {p.key: p.size_bytes for p in partitions if p.topic in remote}
+        if not sizes:
+            return partitions
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError as PyKafkaError
+
+        timeout_ms = int(self.settings.request_timeout_s * 1000)
+
+        def read() -> dict[tuple[str, int], int]:
+            offsets = functools.partial(self._py().list_partition_offsets, timeout_ms=timeout_ms)
+            return tiered.read_untiered(offsets, TopicPartition, sizes)
+
+        try:
+            found = self._call(f"list offsets of {len(sizes)} tiered partitions (last tiered)", read)
+        except (PlacementError, PyKafkaError) as e:
+            log.warning("snapshot: tiered partitions' not-yet-tiered bytes unknown (%s)", e)
+            return partitions
+        return [
+            dataclasses.replace(p, untiered_bytes=found[p.key]) if p.key in found else p for p in partitions
+        ]
 
     def traffic_look(self) -> tuple[ClusterSnapshot, TrafficLook]:
         """A snapshot and one look at the traffic (kafka/traffic.py): every partition's earliest and

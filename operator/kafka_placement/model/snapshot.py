@@ -18,7 +18,9 @@ A topic's remote storage (tiered storage, KIP-405) is in the optional top-level 
 per topic whose config was read: ``remoteStorageEnable`` (its ``remote.storage.enable``) and
 ``localRetentionBytes`` / ``localRetentionMs`` (its ``local.retention.bytes`` / ``.ms``: -2 follows
 ``retention.*``, -1 unlimited); the optional ``followerFetchLastTieredOffset`` is the brokers'
-``follower.fetch.last.tiered.offset.enable`` (KIP-1023). Absent means unknown.
+``follower.fetch.last.tiered.offset.enable`` (KIP-1023). Absent means unknown. When that switch is on, a
+partition of a remote-storage topic has the optional ``untieredBytes``: the bytes of its log after the last
+tiered offset, what a new follower then copies (absent: not read).
 
 A partition's ``sizeBytes`` is what its largest replica holds on its broker's disk (DescribeLogDirs counts
 the local log only): for a remote-storage topic the tiered segments no longer on the broker are not in it.
@@ -97,6 +99,9 @@ class PartitionState:
     size_bytes: int = 0
     bytes_in_per_sec: float | None = None  # None: unknown (not sampled)
     read_fanout: int | None = None  # consumer groups reading it; None: unknown
+    # KIP-1023: the bytes of its log after the last tiered offset (what a new follower copies when the
+    # brokers' follower.fetch.last.tiered.offset.enable is on); None: not read (switch off, not tiered)
+    untiered_bytes: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -118,10 +123,14 @@ class PartitionState:
         state (leader epochs, producer snapshot) from the remote storage and fetches from the leader's
         local-log-start offset, so tiered segments are never copied. With
         ``follower.fetch.last.tiered.offset.enable`` (KIP-1023) it starts after the last tiered offset
-        instead and copies less: the local size is then the upper bound the planner counts (the tiered
-        bytes still held locally are not measured). Every byte count of movement (bytes to move, the
-        lower bound, batches, progress and ETA) is a sum of this."""
-        return self.size_bytes
+        instead and copies less: only the bytes not tiered yet, ``untiered_bytes`` when the snapshot has
+        it (read for the partitions of remote-storage topics when the switch is on: the log end offset
+        minus the last tiered offset, KIP-1005, times the local log's bytes per offset), never more than
+        the local size. Every byte count of movement (bytes to move, the lower bound, batches, progress
+        and ETA) is a sum of this."""
+        if self.untiered_bytes is None:
+            return self.size_bytes
+        return min(self.size_bytes, self.untiered_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +250,8 @@ def _traffic_fields(p: PartitionState) -> dict[str, Any]:
         out["bytesInPerSec"] = p.bytes_in_per_sec
     if p.read_fanout is not None:
         out["readFanout"] = p.read_fanout
+    if p.untiered_bytes is not None:
+        out["untieredBytes"] = p.untiered_bytes
     return out
 
 
@@ -269,6 +280,7 @@ _PARTITION_FIELDS = (
     "sizeBytes",
     "bytesInPerSec",
     "readFanout",
+    "untieredBytes",
 )
 
 
@@ -358,6 +370,7 @@ def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> 
         size_bytes=as_int(obj.get("sizeBytes", 0), f"{where}.sizeBytes", minimum=0),
         bytes_in_per_sec=_rate(obj, where),
         read_fanout=_fanout(obj, where),
+        untiered_bytes=_untiered(obj, where),
     )
 
 
@@ -371,6 +384,12 @@ def _fanout(obj: Mapping[str, Any], where: str) -> int | None:
     """``readFanout``: absent or null is unknown; present, a non-negative count."""
     value = obj.get("readFanout")
     return None if value is None else as_int(value, f"{where}.readFanout", minimum=0, maximum=2**31 - 1)
+
+
+def _untiered(obj: Mapping[str, Any], where: str) -> int | None:
+    """``untieredBytes``: absent or null is not read; present, a non-negative byte count."""
+    value = obj.get("untieredBytes")
+    return None if value is None else as_int(value, f"{where}.untieredBytes", minimum=0)
 
 
 def _retention(obj: Mapping[str, Any], name: str, where: str) -> int | None:

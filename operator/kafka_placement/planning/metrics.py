@@ -5,7 +5,9 @@ before and after. The **lower bound** of bytes that must move, per scenario (eac
 no plan meeting every hard rule and every requested balance goal can avoid copying; a plan that leaves
 a balance goal unmet, e.g. because of its move budget, may move less). A copy costs the partition's
 ``copy_bytes``, its local size: for a topic with remote storage (KIP-405) the bytes its leader still holds
-locally, not the tiered ones (model/snapshot.py); disk balance counts local bytes too, what a disk holds:
+locally, not the tiered ones, and with KIP-1023 only the bytes not tiered yet (model/snapshot.py); disk
+balance counts local bytes, what a disk holds (its excess terms count each disk byte at the fewest copy
+bytes per disk byte of any partition: 1 unless KIP-1023 makes a copy cheaper than its disk bytes):
 
 - ``forced``: for each partition, ``rf_target - (replicas that may stay where they are)`` copies of its
   size, where a replica may stay unless its broker is decommissioned or its dir drained; this covers
@@ -198,6 +200,9 @@ class Bound:
     dropped: dict[int, int] = field(default_factory=dict)  # per broker: bytes a lower RF may drop
     dropped_dirs: dict[DirKey, int] = field(default_factory=dict)  # the same per dir
     drained_on: dict[int, int] = field(default_factory=dict)  # per broker: bytes on drained dirs
+    # the fewest copy bytes per disk byte of any partition (KIP-1023 copies less than a disk holds): the
+    # balance terms, disk bytes that must leave, cost at least this many copy bytes each
+    cheapest: float = 1.0
     _musts: dict[tuple[object, ...], int | None] = field(default_factory=dict)
 
     def add(self, p: PartitionState, scope: Scope, rf: int, tree: RackTree | None) -> None:
@@ -205,7 +210,9 @@ class Bound:
         elig = scope.elig
         if elig.lost(p.replicas, p.log_dirs):
             return  # no copy left: no plan can move it (replica_placement.repair_reasons)
-        size = p.copy_bytes  # what each copy costs (== the bytes leaving a disk: both are the local size)
+        size = p.copy_bytes  # what each copy costs (the local size, or less under KIP-1023)
+        if size < p.size_bytes:
+            self.cheapest = min(self.cheapest, size / p.size_bytes)
         stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, size)]
         on_decom = sum(1 for b in p.replicas if b in elig.decommissioned)
         on_drain = len(p.replicas) - len(stay) - on_decom
@@ -222,10 +229,11 @@ class Bound:
                 for b in stay:
                     self.rack_on[b] = self.rack_on.get(b, 0) + size
         if rf < len(p.replicas):  # replicas a lower RF drops leave their broker without a copy...
+            disk = p.size_bytes  # (disk bytes: they are taken off the disk loads)
             for b, d in zip(p.replicas, p.log_dirs, strict=True):
-                self.dropped[b] = self.dropped.get(b, 0) + size
+                self.dropped[b] = self.dropped.get(b, 0) + disk
                 if d is not None:
-                    self.dropped_dirs[(b, d)] = self.dropped_dirs.get((b, d), 0) + size
+                    self.dropped_dirs[(b, d)] = self.dropped_dirs.get((b, d), 0) + disk
             return  # ... and it may simply drop the drained one
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             if d is not None and (b, d) in elig.drained:
@@ -236,6 +244,7 @@ class Bound:
         self.drain += other.drain
         self.growth += other.growth
         self.rack += other.rack
+        self.cheapest = min(self.cheapest, other.cheapest)
         add_into(self.rack_on, other.rack_on)
         add_into(self.dropped, other.dropped)
         add_into(self.dropped_dirs, other.dropped_dirs)
@@ -273,7 +282,10 @@ class Bound:
         drained_on = {b: self.drained_on.get(b, 0) for b in active}
         # Bytes leaving each broker that keeps data: at least its broker excess, its dirs' excess and
         # its drained dirs (the same bytes may serve all three); rack repairs may also be those bytes.
-        leave = {b: max(broker_excess[b], dir_excess[b], drained_on[b]) for b in active}
+        # Counted as copies: the excesses are disk bytes, each costing at least ``cheapest`` copy bytes
+        # (1 unless KIP-1023 makes copies cheaper than the disk bytes they free)
+        r = self.cheapest
+        leave = {b: max(r * broker_excess[b], r * dir_excess[b], drained_on[b]) for b in active}
         leaving = int(sum(leave.values()))
         # Drain and rack-repair copies can serve a broker's leaving bytes only up to what they can
         # take from it (its drained replicas, its replicas of partitions breaking the spread); the
@@ -481,7 +493,8 @@ class Tally:
 def count_move(out: dict[str, int], p: PartitionState, q: PartitionState) -> None:
     """Add to the movement counters ``out`` what moving partition ``p`` to ``q`` copies (nothing when
     its replicas, their order and dirs stay): each new replica copies ``p.copy_bytes`` (local bytes only
-    for a tiered topic)."""
+    for a tiered topic; with KIP-1023 only those not tiered yet), a dir move within a broker the whole
+    local log (``size_bytes``: the future replica copies its current one)."""
     if q.replicas == p.replicas and q.log_dirs == p.log_dirs:
         return
     out["partitionsChanged"] += 1
@@ -494,8 +507,8 @@ def count_move(out: dict[str, int], p: PartitionState, q: PartitionState) -> Non
             out["bytesToMove"] += copy
         elif d is not None and old[b] is not None and d != old[b]:
             out["intraBrokerMoves"] += 1
-            out["intraBrokerBytes"] += copy
-            out["bytesToMove"] += copy
+            out["intraBrokerBytes"] += p.size_bytes
+            out["bytesToMove"] += p.size_bytes
     if q.replicas[0] != p.replicas[0]:
         out["leaderChanges"] += 1
 
@@ -684,12 +697,15 @@ def _network_in_bound(
     if not excess:
         return 0
     held: dict[int, list[tuple[float, float, int]]] = {b: [] for b in excess}
+    over = held.keys()
     for p in snapshot.partitions:
         r = p.bytes_in_per_sec
-        if r:
+        if r and not over.isdisjoint(p.replicas):  # (one C call for a partition on no broker in excess)
+            size = p.copy_bytes
             for b in p.replicas:
-                if b in held:
-                    held[b].append((p.copy_bytes / r, r, p.copy_bytes))
+                found = held.get(b)
+                if found is not None:
+                    found.append((size / r, r, size))
     total = 0.0
     for b, need in excess.items():
         for per, r, size in sorted(held[b]):

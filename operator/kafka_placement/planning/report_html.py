@@ -75,7 +75,8 @@ def _tiered_note(r: Report) -> list[str]:
     return [
         f'<p class="note" id="tiered">{partitions} of the partitions changed are of topics with remote '
         f"storage (tiered, KIP-405): their {_bytes(copied)} are local bytes, what a new replica copies from "
-        "its leader; their tiered segments stay in the remote storage and are not copied.</p>"
+        "its leader (with KIP-1023's follower.fetch.last.tiered.offset.enable, only those not tiered yet); "
+        "their tiered segments stay in the remote storage and are not copied.</p>"
     ]
 
 

@@ -198,6 +198,10 @@ class Assignment:
     net_in: dict[int, float] = field(default_factory=dict)
     net_out: dict[int, float] = field(default_factory=dict)
     lead_in: dict[int, float] = field(default_factory=dict)  # the bytes in of the partitions it leads
+    # per broker, the partitions with a rate > 0 it leads: built on first use (``rated_led``), then kept
+    # by every mutation (a set each: the network goals intersect them instead of scanning replicas)
+    _led: dict[int, set[Key]] | None = None
+    _hot: frozenset[Key] | None = None  # the partitions with a rate > 0 (``rated``)
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents, elig: Eligibility) -> Assignment:
@@ -281,6 +285,38 @@ class Assignment:
         for b, x, y, z in sums:
             self.net_in[b], self.net_out[b], self.lead_in[b] = x, y, z
 
+    def rated(self) -> frozenset[Key]:
+        """The partitions with a rate > 0 (computed once: rates do not change while planning)."""
+        if self._hot is None:
+            self._hot = frozenset(k for k, r in self.rate.items() if r > 0)
+        return self._hot
+
+    def rated_led(self, broker: int) -> set[Key]:
+        """The partitions with a rate > 0 that ``broker`` leads now (do not mutate). The index is built
+        at the first call, over the rated partitions, and kept exact by every mutation afterwards."""
+        led = self._led
+        if led is None:
+            led = self._led = {}
+            reps = self.replicas
+            for k, r in self.rate.items():
+                if r > 0:
+                    lead = reps[k][0]
+                    found = led.get(lead)
+                    if found is None:
+                        found = led[lead] = set()
+                    found.add(k)
+        found = led.get(broker)
+        if found is None:
+            found = led[broker] = set()
+        return found
+
+    def _relead(self, key: Key, old: int, new: int) -> None:
+        """``key`` (rated) is led by ``new`` instead of ``old``: the ``rated_led`` index, once built."""
+        led = self._led
+        if led is not None and old != new and self.rate[key] > 0:
+            led[old].discard(key)
+            led.setdefault(new, set()).add(key)
+
     def out_of(self, key: Key, replicas: int) -> float:
         """What the leader of ``key`` sends per second with ``replicas`` replicas (0 without a rate)."""
         r = self.rate.get(key)
@@ -302,6 +338,7 @@ class Assignment:
         net_out[new[0]] = net_out.get(new[0], 0.0) + self.out_of(key, len(new))
         self.lead_in[old[0]] -= r
         self.lead_in[new[0]] = self.lead_in.get(new[0], 0.0) + r
+        self._relead(key, old[0], new[0])
 
     def policy(self, key: Key) -> PlacementPolicy | None:
         return self.topic_policy.get(key[0])
@@ -430,6 +467,7 @@ class Assignment:
             self.net_out[reps[index]] += out
             self.lead_in[reps[0]] -= self.rate[key]
             self.lead_in[reps[index]] += self.rate[key]
+            self._relead(key, reps[0], reps[index])
         reps[0], reps[index] = reps[index], reps[0]
         dirs[0], dirs[index] = dirs[index], dirs[0]
         self.broker_leaders[reps[index]] -= 1  # the same replicas and dirs: only the leader counts change

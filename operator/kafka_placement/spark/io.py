@@ -3,7 +3,9 @@
 A Parquet snapshot is a directory holding ``brokers.json`` (the snapshot's brokers, small) and
 ``partitions.parquet`` (one row per partition: topic, partition, replicas, dirs, leader, isr, size),
 which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document; a snapshot with
-traffic adds the nullable columns ``bytes_in_per_sec`` and ``read_fanout`` (null: unknown). A Parquet plan
+traffic adds the nullable columns ``bytes_in_per_sec`` and ``read_fanout`` (null: unknown), one with
+KIP-1023's not-yet-tiered bytes the nullable ``untiered_bytes`` (the Spark tasks' own rows do not carry
+it: that engine's tally counts those partitions' local size, an upper bound). A Parquet plan
 is a file whose name ends in ``.parquet``: one row per plan entry (topic, partition, replicas,
 log_dirs), the same content as the JSON plan and validated the same way when read.
 """
@@ -25,7 +27,8 @@ from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
 PARTITION_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
-TRAFFIC_COLUMNS = ("bytes_in_per_sec", "read_fanout")  # a snapshot file's, not the Spark tasks' rows
+# a snapshot file's optional columns, not the Spark tasks' rows
+TRAFFIC_COLUMNS = ("bytes_in_per_sec", "read_fanout", "untiered_bytes")
 
 
 def partitions_schema() -> Any:
@@ -111,6 +114,10 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
         table = table.append_column(
             "bytes_in_per_sec", pa.array([p.bytes_in_per_sec for p in parts], pa.float64())
         ).append_column("read_fanout", pa.array([p.read_fanout for p in parts], pa.int32()))
+    if any(p.untiered_bytes is not None for p in parts):  # (KIP-1023: model/snapshot.py)
+        import pyarrow as pa
+
+        table = table.append_column("untiered_bytes", pa.array([p.untiered_bytes for p in parts], pa.int64()))
     pq.write_table(table, directory / "partitions.parquet")
 
 
@@ -131,6 +138,7 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     cols = _read_columns(table_path, PARTITION_COLUMNS, "Parquet snapshot", optional=TRAFFIC_COLUMNS)
     rates = cols.get("bytes_in_per_sec") or [None] * len(cols["topic"])
     fanouts = cols.get("read_fanout") or [None] * len(cols["topic"])
+    untiered = cols.get("untiered_bytes") or [None] * len(cols["topic"])
     doc = {
         **doc,
         "partitions": [
@@ -144,9 +152,10 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
                 "sizeBytes": s,
                 "bytesInPerSec": rate,
                 "readFanout": fanout,
+                "untieredBytes": tail,
             }
-            for t, n, r, d, lead, i, s, rate, fanout in zip(
-                *(cols[c] for c in PARTITION_COLUMNS), rates, fanouts, strict=True
+            for t, n, r, d, lead, i, s, rate, fanout, tail in zip(
+                *(cols[c] for c in PARTITION_COLUMNS), rates, fanouts, untiered, strict=True
             )
         ],
     }

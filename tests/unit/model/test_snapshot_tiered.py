@@ -1,4 +1,4 @@
-"""Tiered storage (KIP-405) in the snapshot and the cost model: the optional ``topics`` list
+"""Tiered storage (KIP-405, KIP-1023) in the snapshot and the cost model: the optional ``topics`` list
 (``remoteStorageEnable``, ``localRetentionBytes``/``Ms``) and ``followerFetchLastTieredOffset`` round trip,
 absent means unknown, bad values are refused; a move of a remote-storage partition costs its local size
 (``sizeBytes``, what DescribeLogDirs reports: the leader's local log), in bytes to move, the lower bound,
@@ -123,3 +123,79 @@ def test_remote_storage_fields_survive_a_parquet_snapshot(tmp_path: Path) -> Non
     again = read_snapshot(tmp_path / "snap")
     assert again == snap and again.topic_storage == snap.topic_storage
     assert again.follower_fetch_last_tiered_offset is True
+
+
+UNTIERED = 80_000  # KIP-1023: the tiered partition's bytes after its last tiered offset
+
+
+def _kip1023(untiered: object = UNTIERED) -> ClusterSnapshot:
+    doc = _doc(topics=TOPICS, followerFetchLastTieredOffset=True)
+    doc["partitions"][0]["untieredBytes"] = untiered  # type: ignore[index]
+    return ClusterSnapshot.from_json(doc)
+
+
+def test_with_kip1023_a_move_costs_the_untiered_bytes_everywhere_a_dir_move_its_local_bytes(
+    tmp_path: Path,
+) -> None:
+    snap = _kip1023()
+    tiered, plain = snap.partition("tiered", 0), snap.partition("plain", 0)
+    assert tiered is not None and plain is not None
+    assert (tiered.untiered_bytes, tiered.copy_bytes, plain.copy_bytes) == (UNTIERED, UNTIERED, PLAIN)
+    assert ClusterSnapshot.loads(snap.dumps()) == snap
+    assert snap.to_json()["partitions"][0]["untieredBytes"] == UNTIERED
+    assert "untieredBytes" not in snap.to_json()["partitions"][1]  # absent: not read
+    write_parquet(snap, tmp_path / "snap")
+    assert read_snapshot(tmp_path / "snap") == snap
+    plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
+    intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
+    summary = metrics.evaluate(snap, plan, intents)
+    assert summary["bytesToMove"] == summary["networkBytes"] == UNTIERED + PLAIN
+    assert summary["lowerBoundBytes"] == UNTIERED + PLAIN
+    elig = Eligibility.of(snap, intents)
+    assert batching.change_of(tiered, plan.partitions[0], elig).size_bytes == UNTIERED
+    # a dir move within the broker copies the whole local log (the future replica copies its current one)
+    two_dirs = _doc(topics=TOPICS, followerFetchLastTieredOffset=True)
+    for b in two_dirs["brokers"]:  # type: ignore[attr-defined]
+        b["logDirs"] = [{"path": "/d"}, {"path": "/e"}]
+    two_dirs["partitions"][0]["untieredBytes"] = UNTIERED  # type: ignore[index]
+    moved = metrics.movement(
+        ClusterSnapshot.from_json(two_dirs), Plan((PartitionTarget("tiered", 0, (1,), ("/e",)),))
+    )
+    assert moved["intraBrokerBytes"] == moved["bytesToMove"] == LOCAL and moved["networkBytes"] == 0
+    # never more than the local size; a negative count is refused
+    big = _kip1023(LOCAL * 3).partition("tiered", 0)
+    assert big is not None and big.copy_bytes == LOCAL
+    with pytest.raises(BadInputError) as e:
+        _kip1023(-1)
+    assert e.value.location == "snapshot.partitions[0] (tiered-0).untieredBytes"
+
+
+def test_with_copies_cheaper_than_their_disk_bytes_the_lower_bound_stays_below_the_plan() -> None:
+    """Broker balance: the bytes leaving a broker above its threshold are disk bytes; under KIP-1023 each
+    costs fewer copy bytes, so the bound counts them at the cheapest copy per disk byte (never above
+    what the plan copies)."""
+    from kafka_placement.planning.optimizer import compute_plan
+
+    dirs = [{"path": "/d"}]
+    parts = [
+        {
+            "topic": "tiered", "partition": i, "replicas": [1], "logDirs": ["/d"], "sizeBytes": 1_000_000,
+            "untieredBytes": 10_000 * (1 + i % 3),
+        }
+        for i in range(12)
+    ]  # fmt: skip
+    snap = ClusterSnapshot.from_json(
+        {
+            "version": 1,
+            "brokers": [{"id": b, "rack": f"r{b}", "logDirs": dirs} for b in (1, 2, 3)],
+            "partitions": parts,
+            "topics": [TOPICS[1]],
+            "followerFetchLastTieredOffset": True,
+        }
+    )
+    intents = Intents.loads("kind: PlacementPolicy\nspec: {balance: {brokers: true, tolerance: 0.1}}\n")
+    s = compute_plan(snap, intents).summary
+    assert 0 < s["lowerBoundBytes"] <= s["bytesToMove"] <= 8 * 30_000, s["lowerBound"]
+    # broker 1 holds 12 MB against a threshold of 1.1 x 4 MB: 7.6 MB must leave it, at 1% (the cheapest
+    # copy per disk byte) at least 76 kB of copies (counted as disk bytes, the bound would exceed the plan)
+    assert s["lowerBoundBytes"] >= 0.01 * (12e6 - 1.1 * 4e6) - 1

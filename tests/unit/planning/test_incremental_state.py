@@ -113,6 +113,34 @@ def test_loads_stay_exact_through_moves_dir_changes_and_reorders() -> None:
     assert a.dir_bytes == fresh.dir_bytes and a.dir_replicas == fresh.dir_replicas
 
 
+def test_the_rated_leaderships_index_stays_exact_through_moves_and_reorders() -> None:
+    """``Assignment.rated_led`` (the network goals' leaderships per broker, built at first use, then
+    kept by every mutation) equals the partitions with a rate > 0 each broker leads, recounted."""
+    ctx = _context(3)
+    a, rng = ctx.assignment, random.Random(4)
+    keys = sorted(a.replicas)
+    a.rate = {k: float(rng.choice([0, 1, 5, 20])) for k in keys if rng.random() < 0.8}
+    a.net_in, a.net_out, a.lead_in = ({b: 0.0 for b in BROKERS} for _ in range(3))  # (not checked here)
+    for step in range(1500):
+        if step == 300:
+            a.rated_led(1)  # the index is built after some mutations, then kept
+        key = rng.choice(keys)
+        reps, dirs = list(a.replicas[key]), list(a.dirs[key])
+        kind = rng.randrange(3)
+        if kind == 0:
+            i = rng.randrange(len(reps))
+            a.move(key, i, rng.choice([b for b in BROKERS if b not in reps]), dirs[i])
+        elif kind == 1:
+            a.make_leader(key, rng.randrange(1, len(reps)))
+        else:
+            rng.shuffle(order := list(range(len(reps))))
+            a.set_placement(key, [reps[j] for j in order], [dirs[j] for j in order])
+    for b in BROKERS:
+        expected = {k for k, r in a.rate.items() if r > 0 and a.replicas[k][0] == b}
+        assert a.rated_led(b) == expected, b
+    assert a.rated() == {k for k, r in a.rate.items() if r > 0}
+
+
 def test_the_plan_is_every_partition_left_changed_though_diff_reads_only_those_set() -> None:
     ctx = _context(3)
     a, rng, snap = ctx.assignment, random.Random(4), ctx.snapshot

@@ -25,6 +25,7 @@ goals' moves that take a broker over its threshold, and moves only what every ea
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -51,30 +52,41 @@ class _Shedder:
     def __init__(self, ctx: PlanningContext, hard: bool, topics: frozenset[str] | None) -> None:
         self.ctx = ctx
         self.tries = 0
-        self._led: dict[int, list[Key]] = {}  # per broker, its leaderships by weight (``_make_room``)
-        self._on: dict[int, list[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
+        # per broker, its leaderships by weight, heaviest first: (-weights, keys) (``_make_room``)
+        self._led: dict[int, tuple[list[float], list[Key]]] = {}
+        self._on: dict[int, set[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
+        self._hot: frozenset[Key] | None = None  # ``_movable``
         self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
         self.topics = topics  # None: every topic
         self.limits = BalanceLimits.of(ctx)
 
     def _mine(self, broker: int, leading: bool | None) -> list[Key]:
-        """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows). Its
-        rated partitions are listed once per goal (``_on``); those that left it since are skipped, and
-        those that arrived are not seen: a broker receives only while under the goal's limit, so it is
-        never one that sheds afterwards."""
+        """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows), in no
+        particular order (every caller sorts them by a total order). Its rated partitions are listed once
+        per goal (``_on``); those that left it since are skipped, and those that arrived are not seen: a
+        broker receives only while under the goal's limit, so it is never one that sheds afterwards. The
+        filters are set intersections with the assignment's indexes (its partitions per broker, the rated
+        ones it leads: ``Assignment.rated_led``), not a look at each partition's replicas."""
         a = self.ctx.assignment
-        reps_of = a.replicas
         on = self._on.get(broker)
         if on is None:
-            rate, topics = a.rate, self.topics
-            on = self._on[broker] = [
-                k for k in a.by_broker[broker] if rate.get(k, 0.0) > 0 and (topics is None or k[0] in topics)
-            ]
-        if leading is None:
-            return [k for k in on if broker in reps_of[k]]
+            on = self._on[broker] = set(self._movable().intersection(a.by_broker[broker]))
         if leading:
-            return [k for k in on if reps_of[k][0] == broker]
-        return [k for k in on if reps_of[k][0] != broker and broker in reps_of[k]]
+            return list(on & a.rated_led(broker))
+        held = on.intersection(a.by_broker[broker])  # (iterates the smaller: set vs dict)
+        if leading is None:
+            return list(held)
+        return list(held - a.rated_led(broker))
+
+    def _movable(self) -> frozenset[Key]:
+        """The partitions with a rate > 0 of the goal's topics (once per goal)."""
+        if self._hot is None:
+            a, topics = self.ctx.assignment, self.topics
+            hot = a.rated()
+            if topics is not None and not topics.issuperset(a.topic_policy):
+                hot = frozenset(k for k in hot if k[0] in topics)
+            self._hot = hot
+        return self._hot
 
     def hand_over(
         self,
@@ -89,10 +101,11 @@ class _Shedder:
         its own to its followers with room (a chain of two hand-overs; undone when it falls short)."""
         self.tries = 0
         self._led = {}
-        for key in sorted(self._mine(broker, True), key=lambda k: (-weight(k), k)):
+        # (a weight is computed once per sort: hand-overs and moves keep each partition's replica count)
+        for neg, key in sorted([(-weight(k), k) for k in self._mine(broker, True)]):
             if excess() <= EPS or self.tries >= TRIES:
                 return
-            w = weight(key)
+            w = -neg
             able = sorted(self._may_lead(key), key=lambda b: (-room(b), b))
             for b in able:
                 if room(b) >= w and self._lead(key, b):
@@ -135,13 +148,16 @@ class _Shedder:
         done: list[tuple[Key, int]] = []
         led = self._led.get(v)
         if led is None:  # (once per broker and hand-over pass: v's leaderships only shrink meanwhile)
-            led = self._led[v] = sorted(self._mine(v, True), key=lambda k: (-weight(k), k))
+            found = sorted([(-weight(k), k) for k in self._mine(v, True)])
+            led = self._led[v] = ([neg for neg, _ in found], [k for _, k in found])
+        negs, keys = led
         looked = 0
-        for key in led:
+        # the heaviest first, from the first lighter than ``w`` (the heavier ones are never handed on)
+        for i in range(bisect_right(negs, -w), len(keys)):
             if room(v) >= w or self.tries >= TRIES or looked >= ROOM_LOOKS:
                 break
-            x = weight(key)
-            if x >= w or a.replicas[key][0] != v:
+            key, x = keys[i], -negs[i]
+            if a.replicas[key][0] != v:
                 continue
             looked += 1
             for f in sorted(self._may_lead(key), key=lambda b: (-room(b), b)):
@@ -168,9 +184,18 @@ class _Shedder:
         ctx = self.ctx
         a, e, limits = ctx.assignment, ctx.eligibility, self.limits
         receivers = [b for b in e.active_brokers if e.may_receive(b)]
-        candidates = sorted(self._mine(broker, leading), key=lambda k: (a.size[k] / a.rate[k], k))
+        size_of, rate = a.size, a.rate
+        candidates = [k for _, k in sorted([(size_of[k] / rate[k], k) for k in self._mine(broker, leading)])]
         tries = 0
-        dests: list[int] | None = None  # least network in first; sorted again only after a move
+        net_in = a.net_in
+
+        def by_load(b: int) -> tuple[float, int]:
+            return (net_in.get(b, 0.0), b)
+
+        # least network in first; a move changes only its two brokers' network in: they are put back in
+        # order (not a sort of every receiver per move)
+        dests = sorted(receivers, key=by_load)
+        receiving = set(receivers)
         for key in candidates:
             if excess() <= EPS or tries >= TRIES:
                 return
@@ -183,8 +208,6 @@ class _Shedder:
                 continue
             if not limits.source_keeps(broker, a.dirs[key][index], size):
                 continue
-            if dests is None:
-                dests = sorted(receivers, key=lambda b: (a.net_in.get(b, 0.0), b))
             for dest in dests:
                 if dest in reps or not takes(dest, key, index) or not limits.broker_takes(dest, size):
                     continue
@@ -201,7 +224,11 @@ class _Shedder:
                 a.move(key, index, dest, path)
                 if policy is not None:
                     ctx.charge(policy, size)
-                dests = None
+                changed = (dest, broker)
+                dests = [b for b in dests if b not in changed]
+                for b in changed:
+                    if b in receiving:
+                        insort(dests, b, key=by_load)
                 break
 
 
