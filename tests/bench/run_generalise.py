@@ -22,7 +22,8 @@ Each instance is planned (``compute_plan``) and solved (``tests/bench/optimum.py
 from the plan) in one of ``--jobs`` processes (at most 2: the machine is shared). Per family: plan /
 optimum (median, p99, worst), plans that miss broker balance where the solver meets it, false
 "infeasible" (the planner exits 3 where the solver has a plan) and optima the solver did not prove.
-Writes its section of docs/benchmarks.md.
+Writes its section of docs/benchmarks.md; `--rows a.json,b.json` writes it from earlier runs' rows (`--json`),
+one block per draw (the issue asks for two draws).
 """
 
 from __future__ import annotations
@@ -193,42 +194,18 @@ def worst_rows(rows: list[dict[str, Any]], k: int) -> list[str]:
     return lines
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=None, help="master seed (default: drawn at run time)")
-    ap.add_argument("-n", type=int, default=100, help="instances per family")
-    ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--only", default="", help="family:index,... (re-run single instances)")
-    ap.add_argument("--time-limit", type=float, default=3.0, help="solver deterministic seconds")
-    ap.add_argument("--jobs", type=int, default=2, choices=(1, 2))
-    ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
-    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
-    ap.add_argument("--json", default="", help="also write the rows to this JSON file (one per line)")
-    ap.add_argument("--rows", default="", help="rows (--json) of an earlier run: tables only, no solving")
-    args = ap.parse_args()
-    if args.rows:
-        lines = Path(args.rows).read_text().splitlines()
-        args.seed = json.loads(lines[0])["master"]
-    master = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-    print(f"master seed {master}", flush=True)
-    families = [x for x in args.families.split(",") if x]
-    if args.only:
-        picks = [p.split(":") for p in args.only.split(",")]
-        jobs = [(master, fam, int(i), args.time_limit) for fam, i in picks]
-    else:
-        jobs = [(master, fam, i, args.time_limit) for i in range(args.n) for fam in families]
+def solve_all(
+    jobs: list[tuple[int, str, int, float]], json_path: str, procs: int, master: int
+) -> tuple[list[dict[str, Any]], datetime.datetime, float]:
+    """Plan and solve every job in ``procs`` processes (rows also written to ``json_path`` as they
+    come, with a first line naming the master seed); the rows, the start and the load then."""
     started = datetime.datetime.now(datetime.UTC)
-    load_before = os.getloadavg()[0]
+    load = os.getloadavg()[0]
     rows: list[dict[str, Any]] = []
-    if args.rows:
-        head = json.loads(lines[0])
-        rows = [json.loads(x) for x in lines[1:]]
-        started = datetime.datetime.fromisoformat(head["started"])
-        load_before, jobs = head["load"], []
-    out = open(args.json, "w") if args.json else None  # noqa: SIM115  (written as rows come)
+    out = open(json_path, "w") if json_path else None  # noqa: SIM115  (written as rows come)
     if out is not None:
-        out.write(json.dumps({"master": master, "started": started.isoformat(), "load": load_before}) + "\n")
-    with multiprocessing.Pool(args.jobs, maxtasksperchild=20) as pool:
+        out.write(json.dumps({"master": master, "started": started.isoformat(), "load": load}) + "\n")
+    with multiprocessing.Pool(procs, maxtasksperchild=20) as pool:
         for row in pool.imap_unordered(one, jobs):
             rows.append(row)
             if out is not None:
@@ -245,27 +222,33 @@ def main() -> None:
                 f"({row.get('planSeconds', 0):.1f} s / {row.get('solverSeconds', 0):.1f} s)",
                 flush=True,
             )
-    rows = [r for r in rows if r["scenario"] in families]
-    rows.sort(key=lambda r: (families.index(r["scenario"]), r["index"]))
-    load_after = os.getloadavg()[0]
     if out is not None:
         out.close()
+    return rows, started, load
+
+
+def block(
+    rows: list[dict[str, Any]],
+    families: list[str],
+    master: int,
+    started: datetime.datetime,
+    load: float,
+    jobs: int,
+    time_limit: float,
+) -> list[str]:
+    """One draw's paragraph, distribution table and worst instances."""
+    rows = sorted(
+        (r for r in rows if r["scenario"] in families),
+        key=lambda r: (families.index(r["scenario"]), r["index"]),
+    )
     n = max(sum(1 for r in rows if r["scenario"] == fam) for fam in families)
-    command = f"python tests/bench/run_generalise.py --seed {master} -n {n} --time-limit {args.time_limit}"
-    section = [
-        SECTION,
-        "",
+    command = f"python tests/bench/run_generalise.py --seed {master} -n {n} --time-limit {time_limit}"
+    return [
         f"Produced by `{command}` on {started.strftime('%Y-%m-%d %H:%M UTC')} (master seed {master} drawn "
         f"at run time; the command reproduces the run), {os.cpu_count()} cores shared with other work "
-        f"(load average {load_before:.1f} at the start, {load_after:.1f} at the end), {len(rows)} "
-        f"instances, {args.jobs} solver processes of one worker each, {args.time_limit:g} deterministic "
-        "seconds per solve. Families and shapes: see the docstring of `tests/bench/run_generalise.py`. "
-        "Plan / optimum is the planner's bytes to move over the best plan the solver found under the "
-        "planner's own rules (`tests/bench/optimum.py`, started from the plan: never above 1); an "
-        "unproven optimum can only understate the gap. Where the solver proves the requested broker "
-        "balance out of reach (a rack spread forcing more bytes on a data centre's brokers than the "
-        "threshold), its reference is the optimum without balance, which does not measure a plan that "
-        "still evens brokers out: those instances are counted apart.",
+        f"(load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} when this was written), "
+        f"{len(rows)} instances, {jobs} solver process(es) of one worker each, {time_limit:g} deterministic "
+        "seconds per solve.",
         "",
         *tables(rows, families),
         "",
@@ -274,6 +257,59 @@ def main() -> None:
         "",
         *worst_rows(rows, 8),
     ]
+
+
+INTRO = (
+    "Families and shapes: see the docstring of `tests/bench/run_generalise.py`. "
+    "Plan / optimum is the planner's bytes to move over the best plan the solver found under the "
+    "planner's own rules (`tests/bench/optimum.py`, started from the plan: never above 1); an "
+    "unproven optimum can only understate the gap. Where the solver proves the requested broker "
+    "balance out of reach (a rack spread forcing more bytes on a data centre's brokers than the "
+    "threshold), its reference is the optimum without balance, which does not measure a plan that "
+    "still evens brokers out: those instances are counted apart."
+)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=None, help="master seed (default: drawn at run time)")
+    ap.add_argument("-n", type=int, default=100, help="instances per family")
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--only", default="", help="family:index,... (re-run single instances)")
+    ap.add_argument("--time-limit", type=float, default=3.0, help="solver deterministic seconds")
+    ap.add_argument("--jobs", type=int, default=2, choices=(1, 2))
+    ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
+    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--json", default="", help="also write the rows to this JSON file (one per line)")
+    ap.add_argument(
+        "--rows", default="", help="rows (--json) of earlier runs, comma-separated: tables only, one per draw"
+    )
+    args = ap.parse_args()
+    families = [x for x in args.families.split(",") if x]
+    blocks: list[list[str]] = []
+    if args.rows:
+        for name in args.rows.split(","):
+            lines = Path(name).read_text().splitlines()
+            head = json.loads(lines[0])
+            rows = [json.loads(x) for x in lines[1:]]
+            started = datetime.datetime.fromisoformat(head["started"])
+            blocks.append(
+                block(rows, families, head["master"], started, head["load"], args.jobs, args.time_limit)
+            )
+    else:
+        master = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+        print(f"master seed {master}", flush=True)
+        if args.only:
+            picks = [p.split(":") for p in args.only.split(",")]
+            jobs = [(master, fam, int(i), args.time_limit) for fam, i in picks]
+        else:
+            jobs = [(master, fam, i, args.time_limit) for i in range(args.n) for fam in families]
+        rows, started, load = solve_all(jobs, args.json, args.jobs, master)
+        blocks.append(block(rows, families, master, started, load, args.jobs, args.time_limit))
+    section = [SECTION, "", INTRO, ""]
+    for i, b in enumerate(blocks):
+        section += ([f"### Draw {i + 1}", ""] if len(blocks) > 1 else []) + b + [""]
+    section = section[:-1]
     print("\n".join(section))
     if not args.print:
         path = Path(args.output)

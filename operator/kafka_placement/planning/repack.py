@@ -17,12 +17,15 @@ room, and every partition the search touches ends maximally spread with its repl
 When both searches above find nothing (the room is within a few percent of what an exact packing
 needs: keeping most replicas where they are leaves the room in the wrong dirs), a last search
 ``reopen``s the repair: every replica of every partition the hard goal changes anyway is taken out
-and placed again, largest first, best fit first (a replica back on its own dir costs nothing, any
-other dir costs its bytes: a network or a local copy), by the same limited discrepancy branch and
+and placed again, largest first, its own dir first (back home costs nothing, any other dir costs
+its bytes: a network or a local copy), then best fit, by the same limited discrepancy branch and
 bound (``MAX_NODES`` nodes, ``FIT_OPTIONS`` dirs per replica; no eviction: every movable replica is
-already being placed). Bounded by ``FRESH_SLOTS`` replicas: on a large repair it does not run. It
-finds packings the eviction searches miss (kept replicas of several partitions trading dirs and
-brokers) at the price of more bytes, so it only runs when they found nothing. Pure: no I/O, no clock.
+already being placed; a branch is cut when its bytes plus the copies every packing still owes, the
+replicas with no home left to go back to, reach the best found). When home first finds no packing,
+best fit first (home or not) is tried once more: it finds packings home first misses, at more
+bytes. Bounded by ``FRESH_SLOTS`` replicas: on a large repair it does not run. It finds packings
+the eviction searches miss (kept replicas of several partitions trading dirs and brokers) at the
+price of more bytes, so it only runs when they found nothing. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -68,9 +71,11 @@ class Repacker:
         order: Order,
         changing: Callable[[Key], bool],
         reopen: bool = False,
+        home_first: bool = True,
     ) -> None:
         self.ctx = ctx
         self.reopen = reopen
+        self.home_first = home_first
         self.changing = changing
         self.rf = target_rf
         self.rules = rules
@@ -97,6 +102,10 @@ class Repacker:
         self.work = 0
         self.best: int | None = None
         self.solution: dict[Key, dict[int, str | None]] | None = None
+        # reopen: replicas of each partition that can go home to no dir (a copy whatever the packing)
+        self.unavoidable = {k: self._away(k) for k in self.missing} if reopen else {}
+        self.paid: dict[Key, int] = {}
+        self.floor = sum(n * self.ctx.assignment.size[k] for k, n in self.unavoidable.items())
 
     # ---- state --------------------------------------------------------------------------------------
 
@@ -155,6 +164,21 @@ class Repacker:
 
     # ---- search -------------------------------------------------------------------------------------
 
+    def _away(self, key: Key) -> int:
+        """How many of the replicas ``key`` still lacks cannot go back to their own dir (each such one
+        is a copy in any packing): a bound on the bytes still to pay, for pruning."""
+        e, here = self.ctx.eligibility, self.where[key]
+        homes = sum(
+            1
+            for b, d in self.origin[key].items()
+            if b not in here
+            and d is not None
+            and self._may_hold(key, b)
+            and e.dir_may_receive(b, d)
+            and (b, d) not in e.drained
+        )
+        return max(0, self.missing[key] - homes)
+
     def search(self, nodes: int) -> int | None:
         """Limited discrepancy search (paths that leave the heuristic's first choice at most k times,
         k = 0, 1, 2, ...) within ``nodes`` nodes; the extra bytes of the best packing found."""
@@ -186,8 +210,13 @@ class Repacker:
         for i, opt in enumerate(self._options(key, slack)):
             if i > slack:
                 break
-            if self.best is not None and extra + opt.extra >= self.best:
+            owed = 0  # the floor this option pays off: a copy the partition had to make anyway
+            if opt.extra and self.paid.get(key, 0) < self.unavoidable.get(key, 0):
+                owed = self.ctx.assignment.size[key]
+            if self.best is not None and extra + opt.extra + self.floor - owed >= self.best:
                 continue
+            self.floor -= owed
+            self.paid[key] = self.paid.get(key, 0) + (1 if owed else 0)
             moved = [(k, b, self._leave(k, b)) for k, b in opt.evict]
             for k, _, _ in moved:
                 self._queue(k)
@@ -195,6 +224,8 @@ class Repacker:
             self._enter(key, opt.broker, opt.path)
             self._search(extra + opt.extra, slack - i)
             self._leave(key, opt.broker)
+            self.floor += owed
+            self.paid[key] -= 1 if owed else 0
             for k, b, d in reversed(moved):
                 self.evicted[k] -= 1
                 self._unqueue(k)
@@ -236,7 +267,8 @@ class Repacker:
                 if free is None or free >= size:
                     left = -1 if free is None else free - size
                     if self.reopen:  # every replica is placed afresh: one away from home is a copy
-                        fits.append(_Option(0 if home else size, (left, not home, b), b, path))
+                        rank = (not home, left, b) if self.home_first else (left, not home, b)
+                        fits.append(_Option(0 if home else size, rank, b, path))
                     else:
                         fits.append(_Option(0, (left, b), b, path))
                     continue
@@ -379,5 +411,11 @@ def repack(
     local = Repacker(ctx, keys, *rest)
     if local.search(MAX_NODES) is not None and local.apply():
         return True
-    whole = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest, reopen=True)
-    return len(whole.pending) <= FRESH_SLOTS and whole.search(MAX_NODES) is not None and whole.apply()
+    every = [*keys, *(k for k in ctx.assignment.replicas if changing(k))]
+    for home_first in (True, False):
+        whole = Repacker(ctx, every, *rest, reopen=True, home_first=home_first)
+        if len(whole.pending) > FRESH_SLOTS:
+            return False
+        if whole.search(MAX_NODES) is not None and whole.apply():
+            return True
+    return False
