@@ -33,6 +33,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -201,13 +202,24 @@ class SparkRun(BaseModel):
         store.save(self.model_dump_json().encode())
 
 
-def planner_intents(
-    documents: Sequence[Mapping[str, Any]], reactive_cordon: bool, capacity: CapacitySpec | None = None
-) -> Intents:
-    """The intents the planner gets: the resources' specs, and the KafkaCluster's ``spec.capacity``
-    (the network capacity goal's limits)."""
-    intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
-    return intents.with_capacity(capacity)
+@dataclass(frozen=True, slots=True)
+class PlanInputs:
+    """What one reconcile plans from, parsed once and handed down (the kept plan's key, the planner, the
+    plan review): the intent documents' parsed ``intents`` with the KafkaCluster's ``spec.capacity``
+    (the network capacity goal's limits), and ``text``, the spark-k8s job's intents file
+    (``intents_yaml``: approval fields left out, so approving changes neither the key nor the job)."""
+
+    intents: Intents
+    text: str
+
+    @staticmethod
+    def of(
+        documents: Sequence[Mapping[str, Any]], reactive_cordon: bool, capacity: CapacitySpec | None = None
+    ) -> PlanInputs:
+        """Parse ``documents``; BadInputError names the resource and field an invalid one breaks."""
+        intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
+        text = intents_yaml(documents, capacity)
+        return PlanInputs(intents.with_capacity(capacity), text)
 
 
 def plan_cluster(
@@ -216,11 +228,11 @@ def plan_cluster(
     namespace: str,
     spec: ClusterSpec,
     snapshot: ClusterSnapshot,
-    documents: Sequence[Mapping[str, Any]],
+    inputs: PlanInputs,
     reactive_cordon: bool,
     now: Callable[[], float] = time.time,
 ) -> Planned:
-    """Plan the intent ``documents`` of a cluster in ``namespace`` with the engine its ``spec`` names.
+    """Plan the parsed ``inputs`` of a cluster in ``namespace`` with the engine its ``spec`` names.
 
     ``local``, ``spark`` and ``auto`` plan here and now. ``spark-k8s`` takes one step per call, never
     waiting: submit a run when none plans this placement, else read its application's state; a completed
@@ -229,15 +241,12 @@ def plan_cluster(
     engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
-            intents = planner_intents(documents, reactive_cordon, spec.capacity)
-            result = plan_with(snapshot, intents, EngineSettings(engine=engine))
+            result = plan_with(snapshot, inputs.intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary)
-        # the specs are checked here as for the other engines
-        tolerance = tolerance_of(planner_intents(documents, reactive_cordon))
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
         replan = float(spec.spark.replan_seconds)
-        text = intents_yaml(documents, spec.capacity)
-        return _spark_k8s_step(kube, runs, snapshot, text, settings, replan, now(), tolerance)
+        tolerance = tolerance_of(inputs.intents)
+        return _spark_k8s_step(kube, runs, snapshot, inputs.text, settings, replan, now(), tolerance)
     except InfeasibleError as e:
         return Planned(error_reason="Infeasible", error=e.message)
     except BadInputError as e:

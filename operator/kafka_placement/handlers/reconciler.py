@@ -95,7 +95,7 @@ from .decide import (
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
-from .planner import intents_yaml, plan_cluster, planner_intents
+from .planner import PlanInputs, plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
@@ -783,28 +783,19 @@ class _Pass:
             return live, not self.spec.sampling.enabled
         return with_traffic(live, rates), True
 
-    def _kept_plan(
-        self, snap: ClusterSnapshot, documents: Sequence[Mapping[str, Any]], rates_known: bool
-    ) -> tuple[Planned | None, KeptPlan | None]:
-        """The plan kept from an earlier reconcile when plan_keeping's rule keeps it (then None), else
-        None and what a new plan is kept with (None: nothing to keep, e.g. an invalid intent)."""
+    def _kept_plan(self, snap: ClusterSnapshot, inputs: PlanInputs, rates_known: bool) -> Planned | KeptPlan:
+        """The plan kept from an earlier reconcile when plan_keeping's rule keeps it, else what a new
+        plan is kept with (its key and the loads it is planned from)."""
         rec, meta = self.rec, self.cluster["metadata"]
         where = (meta["namespace"], meta["name"])
-        try:
-            intents = planner_intents(documents, not self.gw.supports_cordon(), self.spec.capacity)
-        except BadInputError:
-            rec._kept.pop(where, None)
-            return None, None
-        planner = json.dumps(spec_of(self.cluster).get("planner"), sort_keys=True, default=str)
-        key = inputs_key(snap, intents_yaml(documents, self.spec.capacity), planner)
+        key = inputs_key(snap, inputs.text, repr(self.spec.planner))
         kept = rec._kept.pop(where, None)
         if kept is not None and kept.keep(key, loads_of(snap, kept.plan), rates_known) is None:
             with contextlib.suppress(BadInputError):
                 kept.plan.check_against(snap, live_only=True)
                 rec._kept[where] = kept
-                return Planned(plan=kept.plan, summary=kept.summary), None
-        empty = KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(intents))
-        return None, empty
+                return Planned(plan=kept.plan, summary=kept.summary)
+        return KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(inputs.intents))
 
     def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
@@ -816,12 +807,20 @@ class _Pass:
         snap = supersede.planning_view(live, flight) if flight is not None else live
         documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
         meta = self.cluster["metadata"]
+        reactive = not self.gw.supports_cordon()
+        try:
+            inputs = PlanInputs.of(documents, reactive, self.spec.capacity)  # once per reconcile
+        except BadInputError as e:
+            self.rec._kept.pop((meta["namespace"], meta["name"]), None)
+            self.view = replace(self.view, planned=Planned(error_reason="InvalidInput", error=e.message))
+            return
         keep: KeptPlan | None = None
         if flight is None:
-            kept, keep = self._kept_plan(snap, documents, rates_known)
-            if kept is not None:
+            kept = self._kept_plan(snap, inputs, rates_known)
+            if isinstance(kept, Planned):
                 self.view = replace(self.view, planned=kept)
                 return
+            keep = kept
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
@@ -831,8 +830,8 @@ class _Pass:
                 meta["namespace"],
                 self.spec,
                 snap,
-                documents,
-                not self.gw.supports_cordon(),
+                inputs,
+                reactive,
             )
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
@@ -842,24 +841,21 @@ class _Pass:
             planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live))
         plan = planned.plan
         if plan is not None and not plan.empty:
-            planned = self._review(planned, plan, snap, documents)
+            planned = self._review(planned, plan, snap, inputs.intents)
             if keep is not None:
                 self.rec._kept[(meta["namespace"], meta["name"])] = replace(
                     keep, plan=plan, summary=planned.summary, loads=loads_of(snap, plan)
                 )
         self.view = replace(self.view, planned=planned)
 
-    def _review(
-        self, planned: Planned, plan: Plan, snap: ClusterSnapshot, documents: Sequence[Mapping[str, Any]]
-    ) -> Planned:
+    def _review(self, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents) -> Planned:
         """The plan where its approver can read it (handlers/plan_review.py): its blob in the record's
         store (blobs of plans no longer current pruned, the running execution's kept), the review
-        ConfigMap, and ``status.plan.review``. A failure to write them is told, never a reason not to plan."""
+        ConfigMap, and ``status.plan.review``, measured with the intents the planner had. A failure to
+        write them is told, never a reason not to plan."""
         rec, meta = self.rec, self.cluster["metadata"]
-        reactive = not self.gw.supports_cordon()
 
         def report() -> Report:
-            intents = planner_intents(documents, reactive, self.spec.capacity)  # what the planner had
             return build_report(snap, plan, intents, self.limits.max_moves_per_broker)
 
         try:

@@ -14,6 +14,7 @@ from kafka_placement.handlers.decide import Planned
 from kafka_placement.handlers.reconciler import Reconciler, _Pass, limits_of
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
+from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.traffic import Traffic
@@ -105,3 +106,40 @@ def test_rates_drifting_far_plan_again_and_no_rate_known_plans_without(
     plan = plan_once(rec, policy(), cluster())
     assert plan.empty  # no rate in the snapshot: networkIn has nothing to balance
     assert rec._kept == {}
+
+
+def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[Intents] = []
+    real = Intents.from_documents
+
+    def counted(docs: Any, source: str = "intents") -> Intents:
+        parsed.append(real(docs, source))
+        return parsed[-1]
+
+    monkeypatch.setattr(Intents, "from_documents", staticmethod(counted))
+    reviewed: list[Intents] = []
+    monkeypatch.setattr(
+        _Pass, "_review", lambda self, planned, plan, snap, intents: reviewed.append(intents) or planned
+    )
+    look = {("t", i): Traffic(r, 0) for i, r in skewed().items()}
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: look)
+    plan = plan_once(rec, policy(), cluster())
+    assert not plan.empty and len(parsed) == 1  # the kept plan's key, the planner and the review
+    assert len(reviewed) == 1 and reviewed[0].policies == parsed[0].policies
+    assert plan_once(rec, policy(), cluster()).plan_id == plan.plan_id and len(parsed) == 2  # kept
+
+
+def test_an_invalid_intent_is_invalid_input_and_keeps_no_plan() -> None:
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: None)
+    bad = policy(balance={"networkIn": True, "tolerance": -1})
+    spec = ClusterSpec.of(KAFKA_CLUSTER)
+    one = _Pass(
+        rec, cast(Any, Gateway(cluster())), KAFKA_CLUSTER, spec, limits_of(spec), [bad], [], cast(Any, None),
+        None, None,
+    )  # fmt: skip
+    one._plan([bad])
+    planned = one.view.planned
+    assert isinstance(planned, Planned) and planned.error_reason == "InvalidInput", planned
+    assert "tolerance" in (planned.error or "") and rec._kept == {}

@@ -9,10 +9,10 @@ import pytest
 from tests.unit.builders import snapshot
 
 from kafka_placement.handlers.planner import (
+    PlanInputs,
     engine_of,
     intents_yaml,
     placement_key,
-    planner_intents,
     spark_k8s_settings,
 )
 from kafka_placement.model.cluster_spec import ClusterSpec, SparkSpec
@@ -161,14 +161,15 @@ def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
     hot = replace(snap, partitions=(replace(snap.partitions[0], bytes_in_per_sec=50e6),))
     capacity = {"default": {"networkInBytesPerSec": 60_000_000}, "maxShare": 0.8}
     spec = cluster({"planner": {"engine": "local"}, "capacity": capacity})
-    planned = plan_cluster(None, None, "ns", spec, hot, [], False)  # type: ignore[arg-type]
+    inputs = PlanInputs.of([], False, spec.capacity)
+    planned = plan_cluster(None, None, "ns", spec, hot, inputs, False)  # type: ignore[arg-type]
     assert planned.error_reason == "Infeasible" and "broker 1: network in 50.0 MB/s" in (planned.error or "")
     # spark-k8s: the job's intents file carries it
     text = intents_yaml([], spec.capacity)
     assert Intents.loads(text).capacity == spec.capacity
     assert Intents.loads(intents_yaml([])).capacity is None
     # the plan review's report measures the plan with the same intents (reconciler._review)
-    assert planner_intents([], False, spec.capacity).capacity == spec.capacity
+    assert inputs.intents.capacity == spec.capacity and inputs.text == text
 
 
 def test_a_spark_k8s_result_is_not_reused_once_the_rates_drifted_beyond_the_bound() -> None:
