@@ -23,7 +23,9 @@ from typing import Any
 import kopf
 
 from ..kube.gateway import KubeError
+from ..model.cluster_spec import ClusterSpec
 from ..model.crd_parts import GROUP, PLURALS, VERSION
+from ..model.errors import BadInputError
 from . import leader
 from .runtime import runtime
 
@@ -35,8 +37,11 @@ log = logging.getLogger(__name__)
 
 def wanted(spec: Mapping[str, Any], status: Mapping[str, Any], **_: Any) -> bool:
     """The daemon's filter: sampling on, or a ``status.traffic`` of a sampling turned off to clear."""
-    traffic = spec.get("traffic") or {}
-    return bool(traffic.get("enabled")) or bool(status.get("traffic"))
+    try:
+        enabled = ClusterSpec.parse(spec).sampling.enabled
+    except BadInputError:  # the reconcile says why; a sampler left running stops on its next look
+        enabled = False
+    return enabled or bool(status.get("traffic"))
 
 
 def once(body: Mapping[str, Any]) -> float:

@@ -244,10 +244,14 @@ def test_a_cluster_that_does_not_sample_costs_no_gateway_and_clears_its_status(r
 
 
 def test_the_daemon_exists_only_for_a_sampling_cluster_or_a_status_to_clear() -> None:
-    assert handler.wanted({"traffic": {"enabled": True}}, {})
-    assert not handler.wanted({"traffic": {"enabled": False}}, {})
-    assert not handler.wanted({}, {})
-    assert handler.wanted({}, {"traffic": {"looks": 1}})
+    k = {"bootstrapServers": "k:9092"}
+    assert handler.wanted({**k, "traffic": {"enabled": True}}, {})
+    assert not handler.wanted({**k, "traffic": {"enabled": False}}, {})
+    assert not handler.wanted(k, {})
+    assert handler.wanted(k, {"traffic": {"looks": 1}})
+    # an invalid spec samples nothing (the reconcile reports it), but a status to clear is still cleared
+    assert not handler.wanted({**k, "traffic": {"enabled": True, "periodSeconds": -1}}, {})
+    assert handler.wanted({"traffic": {"enabled": True}}, {"traffic": {"looks": 1}})
 
 
 def test_a_gateway_reads_topic_ids_once_and_again_for_a_topic_whose_offsets_went_back(
