@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,20 @@ def cases() -> list[tuple[str, ClusterSnapshot, Intents]]:
     for name in ("all", "scale-out"):
         snap, text = scenario(name, brokers=24, partitions=6000, topics=40, seed=11)
         out.append((f"{name}-6000", snap, Intents.loads(text)))
+    # the optional fields reach the Spark tasks: KIP-1023's untiered bytes (what a move copies) and traffic
+    name, snap, intents = out[1]
+    parts = tuple(
+        replace(
+            p,
+            untiered_bytes=p.size_bytes // (2 + i % 3),
+            bytes_in_per_sec=float(1000 * (i % 7)),
+            read_fanout=i % 3,
+        )
+        if i % 4
+        else p
+        for i, p in enumerate(snap.partitions)
+    )
+    out.append((f"{name}-tiered-traffic", replace(snap, partitions=parts), intents))
     return out
 
 

@@ -4,8 +4,8 @@ A Parquet snapshot is a directory holding ``brokers.json`` (the snapshot's broke
 ``partitions.parquet`` (one row per partition: topic, partition, replicas, dirs, leader, isr, size),
 which Spark or pyarrow read column-wise without parsing a multi-gigabyte JSON document; a snapshot with
 traffic adds the nullable columns ``bytes_in_per_sec`` and ``read_fanout`` (null: unknown), one with
-KIP-1023's not-yet-tiered bytes the nullable ``untiered_bytes`` (the Spark tasks' own rows do not carry
-it: that engine's tally counts those partitions' local size, an upper bound). A Parquet plan
+KIP-1023's not-yet-tiered bytes the nullable ``untiered_bytes``; the Spark engine's tasks get the same
+columns. A Parquet plan
 is a file whose name ends in ``.parquet``: one row per plan entry (topic, partition, replicas,
 log_dirs), the same content as the JSON plan and validated the same way when read.
 """
@@ -27,7 +27,7 @@ from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 
 PARTITION_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
-# a snapshot file's optional columns, not the Spark tasks' rows
+# optional columns: a snapshot file's and the Spark tasks' rows carry those some partition has
 TRAFFIC_COLUMNS = ("bytes_in_per_sec", "read_fanout", "untiered_bytes")
 
 
@@ -48,7 +48,11 @@ def arrow_table(columns: Iterable[Sequence[Any]], schema: Any) -> Any:
 
 
 def partitions_table(parts: Sequence[PartitionState]) -> Any:
-    """The partitions as an Arrow table: one row each (an unknown dir or leader is null)."""
+    """The partitions as an Arrow table: one row each (an unknown dir or leader is null), and each optional
+    column of ``TRAFFIC_COLUMNS`` that some partition has a value of (null where it has none): a snapshot
+    file's columns, and the Spark tasks' rows (whose tallies then count what the driver's would)."""
+    import pyarrow as pa
+
     columns = (
         [p.topic for p in parts],
         [p.partition for p in parts],
@@ -58,7 +62,12 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         [p.isr for p in parts],
         [p.size_bytes for p in parts],
     )
-    return arrow_table(columns, partitions_schema())
+    table = arrow_table(columns, partitions_schema())
+    for name, kind in zip(TRAFFIC_COLUMNS, (pa.float64(), pa.int32(), pa.int64()), strict=True):
+        values = [getattr(p, name) for p in parts]
+        if any(v is not None for v in values):
+            table = table.append_column(name, pa.array(values, kind))
+    return table
 
 
 def ipc_bytes(table: Any) -> bytes:
@@ -93,10 +102,19 @@ def ipc_slices(table: Any, at_least: int, most_bytes: int) -> list[bytes]:
 
 def partitions_of(batch: Any) -> Iterator[PartitionState]:
     """The partitions of an Arrow batch or table holding ``partitions_table``'s columns (and maybe more),
-    in row order."""
-    columns = (batch.column(c).to_pylist() for c in PARTITION_COLUMNS)
-    for topic, number, reps, dirs, leader, isr, size in zip(*columns, strict=True):
-        yield PartitionState(topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size)
+    in row order; an optional column the batch lacks is None in every partition."""
+    columns = [batch.column(c).to_pylist() for c in PARTITION_COLUMNS]
+    names = set(batch.schema.names)
+    rows = batch.num_rows
+    rates, fanouts, untiered = (
+        batch.column(c).to_pylist() if c in names else [None] * rows for c in TRAFFIC_COLUMNS
+    )
+    for (topic, number, reps, dirs, leader, isr, size), rate, fanout, tail in zip(
+        zip(*columns, strict=True), rates, fanouts, untiered, strict=True
+    ):
+        yield PartitionState(
+            topic, number, tuple(reps), tuple(dirs), leader, tuple(isr), size, rate, fanout, tail
+        )
 
 
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
@@ -106,18 +124,7 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     doc = snapshot.to_json()
     doc["partitions"] = []
     (directory / "brokers.json").write_text(json.dumps(doc))
-    parts = snapshot.partitions
-    table = partitions_table(parts)
-    if any(p.bytes_in_per_sec is not None or p.read_fanout is not None for p in parts):
-        import pyarrow as pa
-
-        table = table.append_column(
-            "bytes_in_per_sec", pa.array([p.bytes_in_per_sec for p in parts], pa.float64())
-        ).append_column("read_fanout", pa.array([p.read_fanout for p in parts], pa.int32()))
-    if any(p.untiered_bytes is not None for p in parts):  # (KIP-1023: model/snapshot.py)
-        import pyarrow as pa
-
-        table = table.append_column("untiered_bytes", pa.array([p.untiered_bytes for p in parts], pa.int64()))
+    table = partitions_table(snapshot.partitions)
     pq.write_table(table, directory / "partitions.parquet")
 
 

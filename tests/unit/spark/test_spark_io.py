@@ -24,6 +24,21 @@ def test_partitions_round_trip_through_an_arrow_table_and_its_batches() -> None:
     extra = table.append_column("t_replicas", pa.array([[9]] * 3, pa.list_(pa.int32())))
     batches = extra.to_batches(max_chunksize=2)
     assert len(batches) == 2 and [p for b in batches for p in partitions_of(b)] == parts
+    assert table.schema.names == ["topic", "partition", "replicas", "dirs", "leader", "isr", "size"]
+
+
+def test_the_optional_fields_travel_as_nullable_columns_only_when_some_partition_has_them() -> None:
+    """Traffic and KIP-1023's untiered bytes reach the tasks (their tallies count what a move copies)."""
+    parts = [
+        PartitionState("a", 0, (1, 2), ("/d0", "/d1"), 1, (1, 2), 10, untiered_bytes=4),
+        PartitionState("a", 1, (2, 1), ("/d0", "/d1"), 2, (2, 1), 10),
+        PartitionState("b", 0, (1, 2), ("/d0", "/d1"), 1, (1, 2), 10, bytes_in_per_sec=2.5, read_fanout=3),
+    ]
+    table = partitions_table(parts)
+    assert table.schema.names[7:] == ["bytes_in_per_sec", "read_fanout", "untiered_bytes"]
+    assert list(partitions_of(ipc_table(ipc_bytes(table)))) == parts
+    assert [p.copy_bytes for p in partitions_of(table)] == [4, 10, 10]
+    assert partitions_table(parts[:2]).schema.names[7:] == ["untiered_bytes"]
 
 
 def _parts(n: int) -> list[PartitionState]:
