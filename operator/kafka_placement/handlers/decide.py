@@ -35,6 +35,7 @@ from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
 from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_resource
 from ..model.plan import Plan
+from ..planning.metrics import Tally
 from . import status as st
 from .healing import CREATED_BY, SELF_HEALING
 
@@ -90,6 +91,8 @@ class Planned:
     error_reason: str | None = None  # Infeasible, InvalidInput, or the error's own reason
     error: str | None = None
     running: str | None = None  # a planner job still running (spark-k8s): what it is doing
+    # the planner's tally of ``plan`` (in-process engines): the plan review reuses it (not compared)
+    tally: Tally | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

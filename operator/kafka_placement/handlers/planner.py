@@ -242,7 +242,7 @@ def plan_cluster(
     try:
         if engine != "spark-k8s":
             result = plan_with(snapshot, inputs.intents, EngineSettings(engine=engine))
-            return Planned(plan=result.plan, summary=result.summary)
+            return Planned(plan=result.plan, summary=result.summary, tally=result.tally)
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
         replan = float(spec.spark.replan_seconds)
         tolerance = tolerance_of(inputs.intents)

@@ -838,7 +838,7 @@ class _Pass:
         # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker
         # that died): those need the new plan's targets even when the planner wants nothing else
         if flight is not None and planned.plan is not None and (not planned.plan.empty or flight.stranded):
-            planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live))
+            planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live), tally=None)
         plan = planned.plan
         if plan is not None and not plan.empty:
             planned = self._review(planned, plan, snap, inputs.intents)
@@ -855,8 +855,9 @@ class _Pass:
         write them is told, never a reason not to plan."""
         rec, meta = self.rec, self.cluster["metadata"]
 
-        def report() -> Report:
-            return build_report(snap, plan, intents, self.limits.max_moves_per_broker)
+        def report() -> Report:  # the planner's tally of this plan when it made one
+            found = planned.tally if planned.plan is plan else None
+            return build_report(snap, plan, intents, self.limits.max_moves_per_broker, found)
 
         try:
             blob, data = plan_blob(plan)

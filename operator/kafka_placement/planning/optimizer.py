@@ -10,7 +10,7 @@ their extra moves are only reported (``advisories``), never put in the plan.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.errors import InfeasibleError
@@ -25,10 +25,13 @@ from .state import Eligibility
 
 @dataclass(frozen=True, slots=True)
 class PlanResult:
-    """A plan and its summary (moves, bytes, lower bound, balance, violations, batches)."""
+    """A plan and its summary (moves, bytes, lower bound, balance, violations, batches), and the tally of
+    the partitions the summary was made from (under the enforced intents): a report of the same plan on
+    the same snapshot reuses it (``report.build_report``) instead of counting every partition again."""
 
     plan: Plan
     summary: dict[str, Any]
+    tally: metrics.Tally | None = field(default=None, compare=False, repr=False)
 
 
 Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
@@ -93,14 +96,20 @@ def compute_plan(
     validate_against(intents, snapshot)
     enforced = intents.enforced_only()
     plan = run(snapshot, enforced)
-    summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measure, batches)
+    tallied: list[metrics.Tally] = []
+
+    def measured(s: ClusterSnapshot, p: Plan, scope: metrics.Scope) -> metrics.Tally:
+        tallied.append((measure or metrics.tally)(s, p, scope))
+        return tallied[-1]
+
+    summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measured, batches)
     advised = [p for p in intents.policies if not p.enforced]
     if advised:
         try:
             full = run(snapshot, intents)
         except InfeasibleError as e:  # advice that cannot be followed must not block the enforced plan
             summary["advisories"] = {"policies": [p.name for p in advised], "error": e.message}
-            return PlanResult(plan, summary)
+            return PlanResult(plan, summary, tallied[0])
         extra = Plan.of([t for t in full.partitions if plan.by_key().get(t.key) != t])
         moved = metrics.movement(snapshot, extra)
         summary["advisories"] = {
@@ -109,7 +118,7 @@ def compute_plan(
             "bytesToMove": moved["bytesToMove"],
             "plan": extra.to_json(),
         }
-    return PlanResult(plan, summary)
+    return PlanResult(plan, summary, tallied[0])
 
 
 def summarize(

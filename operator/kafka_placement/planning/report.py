@@ -123,16 +123,19 @@ def build_report(
     plan: Plan,
     intents: Intents | None = None,
     max_moves_per_broker: int = MAX_PER_BROKER,
+    tally: metrics.Tally | None = None,
 ) -> Report:
     """The report of ``plan`` on ``snapshot`` (measured against the enforced ``intents``, as the planner
-    measured it; without intents against none: no lower bound). Bad plans or intents: BadInputError."""
+    measured it; without intents against none: no lower bound). ``tally``: the planner's tally of this
+    plan on this snapshot under these intents (``PlanResult.tally``), not counted again. Bad plans or
+    intents: BadInputError."""
     if intents is not None:
         validate_against(intents, snapshot)
     rules = intents.enforced_only() if intents is not None else Intents()
     tallies: list[metrics.Tally] = []
 
     def measure(s: ClusterSnapshot, p: Plan, scope: metrics.Scope) -> metrics.Tally:
-        tallies.append(metrics.tally(s, p, scope))
+        tallies.append(tally if tally is not None else metrics.tally(s, p, scope))
         return tallies[-1]
 
     summary = summarize(snapshot, rules, plan, max_moves_per_broker, measure)

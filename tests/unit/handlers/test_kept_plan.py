@@ -108,7 +108,7 @@ def test_rates_drifting_far_plan_again_and_no_rate_known_plans_without(
     assert rec._kept == {}
 
 
-def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them(
+def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them_and_its_tally(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     parsed: list[Intents] = []
@@ -120,9 +120,13 @@ def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them(
 
     monkeypatch.setattr(Intents, "from_documents", staticmethod(counted))
     reviewed: list[Intents] = []
-    monkeypatch.setattr(
-        _Pass, "_review", lambda self, planned, plan, snap, intents: reviewed.append(intents) or planned
-    )
+
+    def review(self: _Pass, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents) -> Planned:
+        assert planned.plan is plan and planned.tally is not None  # the review counts no partition again
+        reviewed.append(intents)
+        return planned
+
+    monkeypatch.setattr(_Pass, "_review", review)
     look = {("t", i): Traffic(r, 0) for i, r in skewed().items()}
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: look)
     plan = plan_once(rec, policy(), cluster())

@@ -12,7 +12,7 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import report as report_mod
-from kafka_placement.planning.optimizer import summarize
+from kafka_placement.planning.optimizer import compute_plan, summarize
 from kafka_placement.planning.report import build_report
 from kafka_placement.planning.report_html import MAX_LABEL, _bars, _shorten, render
 
@@ -118,6 +118,24 @@ def test_golden_report_is_well_formed_self_contained_and_matches_the_summary(nam
     assert between_dirs == summary["intraBrokerBytes"]
     assert sum(report.batch_bytes) == summary["bytesToMove"]
     assert sum(int(r[3]) for r in found.tables["topics"][1:]) == summary["bytesToMove"]
+
+
+@pytest.mark.parametrize("name", ["all", "drain", "scale-out"])
+def test_a_report_with_the_planners_tally_is_the_report_counted_afresh(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's plan review reuses the tally the planner made (PlanResult.tally): the same report,
+    from one count of the partitions instead of two, and the tally is not changed by a report."""
+    snap, _, intents = golden(name)
+    result = compute_plan(snap, intents, max_moves_per_broker=5)
+    assert result.tally is not None and not result.plan.empty
+    afresh = build_report(snap, result.plan, intents, 2)
+    counted: list[object] = []
+    real = report_mod.metrics.tally
+    monkeypatch.setattr(report_mod.metrics, "tally", lambda *a: counted.append(a) or real(*a))
+    reused = build_report(snap, result.plan, intents, 2, result.tally)
+    assert counted == [] and reused == afresh
+    assert build_report(snap, result.plan, intents, 2, result.tally) == afresh  # reusable
 
 
 def test_rack_units_are_counted_at_every_level_of_the_policy() -> None:
