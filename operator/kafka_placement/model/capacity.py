@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from .crd_parts import Schema, _arr, _int
 from .errors import BadInputError
-from .jsonio import as_list
+from .jsonio import as_list, check_unique
 from .spec_fields import child, custom, leaf, object_schema, parse_object
 
 MAX_OVERRIDES = 10_000
@@ -86,11 +86,7 @@ def _brokers(raw: object, where: str) -> tuple[BrokerCapacity, ...]:
     if len(items) > MAX_OVERRIDES:
         raise BadInputError(f"at most {MAX_OVERRIDES} entries, got {len(items)}", where)
     out = tuple(parse_object(BrokerCapacity, v, f"{where}[{i}]") for i, v in enumerate(items))
-    seen: set[int] = set()
-    for i, b in enumerate(out):
-        if b.id in seen:
-            raise BadInputError(f"broker {b.id} is listed twice", f"{where}[{i}].id")
-        seen.add(b.id)
+    check_unique((b.id for b in out), "broker {} is listed twice".format, lambda i: f"{where}[{i}].id")
     return out
 
 

@@ -13,7 +13,7 @@ import functools
 import math
 import re
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import BadInputError
@@ -152,6 +152,17 @@ def as_list(value: object, where: str) -> Sequence[Any]:
     if not isinstance(value, list | tuple):
         raise BadInputError(f"expected an array, got {type_name(value)}", where)
     return value
+
+
+def check_unique(
+    keys: Iterable[Hashable], message: Callable[[Any], str], where: Callable[[int], str]
+) -> None:
+    """BadInputError at the first key seen before: ``message(key)`` at ``where(its index)``."""
+    seen: set[Hashable] = set()
+    for i, key in enumerate(keys):
+        if key in seen:
+            raise BadInputError(message(key), where(i))
+        seen.add(key)
 
 
 def as_int_list(

@@ -49,6 +49,7 @@ from .jsonio import (
     brief,
     brief_list,
     check_fields,
+    check_unique,
     require,
 )
 
@@ -415,11 +416,9 @@ def _parse_topics(raw: object, source: str) -> tuple[TopicStorage, ...]:
     topics = tuple(
         _parse_topic(t, f"{source}.topics[{i}]") for i, t in enumerate(as_list(raw, f"{source}.topics"))
     )
-    seen: set[str] = set()
-    for i, t in enumerate(topics):
-        if t.topic in seen:
-            raise BadInputError(f"duplicate topic {brief(t.topic)}", f"{source}.topics[{i}]")
-        seen.add(t.topic)
+    check_unique(
+        (t.topic for t in topics), lambda t: f"duplicate topic {brief(t)}", lambda i: f"{source}.topics[{i}]"
+    )
     return topics
 
 
@@ -434,20 +433,19 @@ def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
         _parse_broker(b, f"{source}.brokers[{i}]")
         for i, b in enumerate(as_list(require(obj, "brokers", source), f"{source}.brokers"))
     )
-    index: dict[int, Broker] = {}
-    for i, b in enumerate(brokers):
-        if b.id in index:
-            raise BadInputError(f"duplicate broker id {b.id}", f"{source}.brokers[{i}].id")
-        index[b.id] = b
+    check_unique(
+        (b.id for b in brokers), "duplicate broker id {}".format, lambda i: f"{source}.brokers[{i}].id"
+    )
+    index = {b.id: b for b in brokers}
     parts = tuple(
         _parse_partition(p, f"{source}.partitions[{i}]", index)
         for i, p in enumerate(as_list(require(obj, "partitions", source), f"{source}.partitions"))
     )
-    seen: set[tuple[str, int]] = set()
-    for i, p in enumerate(parts):
-        if p.key in seen:
-            raise BadInputError(f"duplicate partition {p.name}", f"{source}.partitions[{i}]")
-        seen.add(p.key)
+    check_unique(
+        (p.key for p in parts),
+        lambda k: f"duplicate partition {k[0]}-{k[1]}",
+        lambda i: f"{source}.partitions[{i}]",
+    )
     cid = obj.get("clusterId")
     kip1023 = obj.get("followerFetchLastTieredOffset")
     return ClusterSnapshot(
