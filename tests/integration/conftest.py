@@ -365,6 +365,7 @@ def kubectl(k8s_rig: dict[str, Any]) -> Kubectl:
             )
         return proc
 
+    run.kubeconfig = str(k8s_rig["kubeconfig"])  # type: ignore[attr-defined]  (e2e's get() reads with it)
     return run
 
 
