@@ -134,9 +134,11 @@ class BrokerBalanceGoal:
                 ctx, broker, finish[1], threshold, receivers, load, movable, failed
             ):
                 continue
-            if arriving_only or not self._swap(
-                ctx, broker, threshold, receivers, load, movable, failed, by_bytes
-            ):
+            if arriving_only:
+                return
+            if self._relay(ctx, broker, threshold, receivers, load, movable, by_bytes):
+                continue
+            if not self._swap(ctx, broker, threshold, receivers, load, movable, failed, by_bytes):
                 return
 
     @staticmethod
@@ -271,6 +273,109 @@ class BrokerBalanceGoal:
                     items.pop(n)
                     break
         return True
+
+    def _relay(
+        self,
+        ctx: PlanningContext,
+        broker: int,
+        threshold: float,
+        receivers: _ByLoad,
+        load: dict[int, int],
+        movable: dict[str | None, list[tuple[int, Key]]],
+        by_bytes: bool,
+    ) -> bool:
+        """When no single move can leave ``broker``: move one of its replicas to a broker that has no
+        room for it yet, making that room by sending replicas the plan brings to that broker to other
+        brokers instead (each still one copy). It costs the replica's bytes alone, where an exchange
+        costs both sides' (a repair that filled the brokers with room first otherwise leaves a broker
+        holding two large replicas above the threshold, and exchanges of large replicas follow). The
+        smallest replica that clears the excess first, then the largest below it."""
+        a = ctx.assignment
+        if not by_bytes:
+            return False
+        excess = load[broker] - threshold
+        mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)  # failed: no plain move
+        order = [m for m in mine if m[0] >= excess] + [m for m in reversed(mine) if m[0] < excess]
+        checks = 0
+        for w, d, key in order:
+            policy = a.policy(key)
+            if policy is None or not ctx.within_budget(policy, a.size[key]):
+                continue
+            reps = a.replicas[key]
+            index = reps.index(broker)
+            for _, dest in receivers.order[:SWAP_DESTS]:
+                if dest == broker or dest in reps:
+                    continue
+                checks += 1
+                if checks > SWAP_CHECKS:
+                    return False
+                cand = list(reps)
+                cand[index] = dest
+                if not ctx.accepts(key, cand):
+                    continue
+                redirects = self._room_by_redirect(ctx, dest, load[dest] + w - threshold, broker, threshold)
+                if redirects is None:
+                    continue
+                undo: list[tuple[Key, int, int, str | None]] = []
+                for k, i, to, there in redirects:
+                    undo.append((k, i, dest, a.dirs[k][i]))
+                    a.move(k, i, to, there)
+                path = _home_dir(ctx, key, dest) or a.best_dir(ctx.eligibility, dest, a.size[key])
+                if path is None:  # the dir room did not follow the broker's
+                    for k, i, back, old in reversed(undo):
+                        a.move(k, i, back, old)
+                    continue
+                a.move(key, index, dest, path)
+                ctx.charge(policy, a.size[key])
+                receivers.moved(broker, dest, *(to for _, _, to, _ in redirects))
+                _drop(movable[d], (w, key))
+                return True
+        return False
+
+    @staticmethod
+    def _room_by_redirect(
+        ctx: PlanningContext, dest: int, need: float, broker: int, threshold: float
+    ) -> list[tuple[Key, int, int, str]] | None:
+        """Replicas the plan brings to ``dest`` sent to other brokers under the threshold instead
+        (key, slot, broker, dir), freeing at least ``need`` bytes on ``dest``; [] when it has room,
+        None when they cannot. Largest first, one per other broker (their dirs' room then holds)."""
+        if need <= 0:
+            return []
+        a, e = ctx.assignment, ctx.eligibility
+        balanced = ctx.balanced_topics("brokers")
+        arriving = sorted(
+            (
+                (a.size[k], k)
+                for k in a.by_broker[dest]
+                if k in a.touched and k[0] in balanced and not ctx.held_dir(k, dest)[0]
+            ),
+            reverse=True,
+        )
+        used: set[int] = {broker, dest}
+        out: list[tuple[Key, int, int, str]] = []
+        freed = 0
+        for v, k in arriving:
+            reps = a.replicas[k]
+            i = reps.index(dest)
+            for z in sorted(e.active_brokers, key=lambda b: (a.broker_bytes[b], b)):
+                if a.broker_bytes[z] + v > threshold:
+                    break
+                if z in used or z in reps or not e.may_receive(z):
+                    continue
+                cand = list(reps)
+                cand[i] = z
+                if not ctx.accepts(k, cand):
+                    continue
+                path = _home_dir(ctx, k, z) or a.best_dir(e, z, v)
+                if path is None:
+                    continue
+                out.append((k, i, z, path))
+                used.add(z)
+                freed += v
+                break
+            if freed >= need:
+                return out
+        return None
 
     def _swap_ok(self, ctx: PlanningContext, key: Key, broker: int, dest: int, other: Key) -> bool:
         a, e = ctx.assignment, ctx.eligibility
