@@ -91,7 +91,7 @@ def planning_view(snap: ClusterSnapshot, flight: InFlight) -> ClusterSnapshot:
         isr = tuple(b for b in p.isr if b in o.replicas)
         leader = p.leader if p.leader in o.replicas else (isr[0] if isr else None)
         parts.append(replace(p, replicas=o.replicas, log_dirs=o.log_dirs, isr=isr, leader=leader))
-    return ClusterSnapshot(seen.brokers, tuple(parts), seen.cluster_id)
+    return replace(seen, partitions=tuple(parts))
 
 
 def keeping_flight(plan: Plan, flight: InFlight, snap: ClusterSnapshot) -> Plan:
@@ -124,7 +124,7 @@ def as_if_done(snap: ClusterSnapshot, running: dict[tuple[str, int], PartitionTa
         now = dict(zip(p.replicas, p.log_dirs, strict=True))
         dirs = tuple(d if d != ANY_DIR else now.get(b) for b, d in zip(t.replicas, t.log_dirs, strict=True))
         parts.append(replace(p, replicas=t.replicas, log_dirs=dirs, leader=t.replicas[0], isr=t.replicas))
-    return ClusterSnapshot(snap.brokers, tuple(parts), snap.cluster_id)
+    return replace(snap, partitions=tuple(parts))
 
 
 def keeping_in_flight(plan: Plan, running: dict[tuple[str, int], PartitionTarget]) -> Plan:

@@ -108,7 +108,7 @@ def with_cordons(snap: ClusterSnapshot, changes: CordonChanges) -> ClusterSnapsh
         )
         for b in snap.brokers
     )
-    return ClusterSnapshot(brokers, snap.partitions, snap.cluster_id)
+    return replace(snap, brokers=brokers)
 
 
 def cordon_view(gw: KafkaGateway) -> ClusterSnapshot:

@@ -30,7 +30,7 @@ Event on each participant says when a lane plan waits for approval, starts, or c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..execution.record import TERMINAL, Execution, Phase
@@ -176,12 +176,11 @@ def decide_lane(
     ``valid`` resources, leaving out those of the running execution's plan (``running``) and those over
     ``LANE_MAX_BYTES``; gate the plan on its participants' approval and pause. ``previous``: the last
     ``status.newPartitions`` (an Event is posted only when the lane's state changes)."""
-    small = ClusterSnapshot(
-        brokers=snapshot.brokers,
+    small = replace(
+        snapshot,
         partitions=tuple(
             p for p in snapshot.partitions if p.key not in running and p.size_bytes <= LANE_MAX_BYTES
         ),
-        cluster_id=snapshot.cluster_id,
     )
     try:
         plan = lane_plan(small, intents)

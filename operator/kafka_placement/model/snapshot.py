@@ -146,23 +146,24 @@ class TopicStorage:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """An immutable picture of a cluster; indexes are built once at construction."""
+    """An immutable picture of a cluster; indexes are built once at construction, each snapshot its own
+    (``dataclasses.replace(snapshot, partitions=...)`` gives a snapshot with the other fields kept, the
+    topics' storage and KIP-1023's switch included, and indexes of its own partitions)."""
 
     brokers: tuple[Broker, ...]
     partitions: tuple[PartitionState, ...]
     cluster_id: str | None = None
     topic_storage: tuple[TopicStorage, ...] = ()  # the topics whose storage config is known
     follower_fetch_last_tiered_offset: bool | None = None  # KIP-1023 on the brokers; None: unknown
-    _broker_index: dict[int, Broker] = field(default_factory=dict, repr=False, compare=False)
-    _partition_index: dict[tuple[str, int], PartitionState] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    _storage_index: dict[str, TopicStorage] = field(default_factory=dict, repr=False, compare=False)
+    _broker_index: dict[int, Broker] = field(init=False, repr=False, compare=False)
+    _partition_index: dict[tuple[str, int], PartitionState] = field(init=False, repr=False, compare=False)
+    _storage_index: dict[str, TopicStorage] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._broker_index.update({b.id: b for b in self.brokers})
-        self._partition_index.update({p.key: p for p in self.partitions})
-        self._storage_index.update({t.topic: t for t in self.topic_storage})
+        # not init fields: ``replace`` must not hand the new snapshot the old one's dicts to fill
+        object.__setattr__(self, "_broker_index", {b.id: b for b in self.brokers})
+        object.__setattr__(self, "_partition_index", {p.key: p for p in self.partitions})
+        object.__setattr__(self, "_storage_index", {t.topic: t for t in self.topic_storage})
 
     def storage(self, topic: str) -> TopicStorage | None:
         """The topic's remote storage settings, if read."""

@@ -41,7 +41,7 @@ driver merges their tallies: the same code, so the same summary. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model.intents import Intents, PlacementPolicy, validate_against
@@ -70,7 +70,7 @@ def apply_plan(snapshot: ClusterSnapshot, plan: Plan, source: str | None = None)
     plan.check_against(snapshot, source)
     targets = plan.by_key()
     parts = [p if (t := targets.get(p.key)) is None else after_move(p, t) for p in snapshot.partitions]
-    return ClusterSnapshot(snapshot.brokers, tuple(parts), snapshot.cluster_id)
+    return replace(snapshot, partitions=tuple(parts))
 
 
 def after_move(p: PartitionState, t: PartitionTarget) -> PartitionState:

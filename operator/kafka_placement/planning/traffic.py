@@ -194,4 +194,4 @@ def with_traffic(snapshot: ClusterSnapshot, traffic: Mapping[PartitionKey, Traff
         else p
         for p in snapshot.partitions
     )
-    return ClusterSnapshot(snapshot.brokers, parts, snapshot.cluster_id)
+    return replace(snapshot, partitions=parts)

@@ -199,3 +199,24 @@ def test_with_copies_cheaper_than_their_disk_bytes_the_lower_bound_stays_below_t
     # broker 1 holds 12 MB against a threshold of 1.1 x 4 MB: 7.6 MB must leave it, at 1% (the cheapest
     # copy per disk byte) at least 76 kB of copies (counted as disk bytes, the bound would exceed the plan)
     assert s["lowerBoundBytes"] >= 0.01 * (12e6 - 1.1 * 4e6) - 1
+
+
+def test_derived_snapshots_keep_the_storage_fields_and_own_their_indexes() -> None:
+    """A snapshot made from another (rates added, a plan applied, cordons synced) keeps the topics' storage
+    and KIP-1023's switch; its lookups are its own partitions, and the first snapshot's stay its own (the
+    indexes were once shared dicts that a derived snapshot overwrote)."""
+    from dataclasses import replace
+
+    from kafka_placement.planning.traffic import Traffic, with_traffic
+
+    snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=True))
+    bigger = replace(snap, partitions=tuple(replace(p, size_bytes=p.size_bytes + 1) for p in snap.partitions))
+    assert snap.partition("plain", 0).size_bytes == PLAIN  # type: ignore[union-attr]
+    assert bigger.partition("plain", 0).size_bytes == PLAIN + 1  # type: ignore[union-attr]
+    rated = with_traffic(snap, {("plain", 0): Traffic(5.0, 1)})
+    moved = metrics.apply_plan(snap, Plan.of([PartitionTarget("tiered", 0, (2,), ("/d",))]))
+    for derived in (rated, moved):
+        assert derived.remote_storage("tiered") is True and derived.follower_fetch_last_tiered_offset is True
+    assert rated.partition("plain", 0).bytes_in_per_sec == 5.0  # type: ignore[union-attr]
+    assert snap.partition("plain", 0).bytes_in_per_sec is None  # type: ignore[union-attr]
+    assert moved.partition("tiered", 0).replicas == (2,) and snap.partition("tiered", 0).replicas == (1,)  # type: ignore[union-attr]
