@@ -198,9 +198,11 @@ class Assignment:
     net_in: dict[int, float] = field(default_factory=dict)
     net_out: dict[int, float] = field(default_factory=dict)
     lead_in: dict[int, float] = field(default_factory=dict)  # the bytes in of the partitions it leads
-    # per broker, the partitions with a rate > 0 it leads: built on first use (``rated_led``), then kept
-    # by every mutation (a set each: the network goals intersect them instead of scanning replicas)
+    # per broker, the partitions with a rate > 0 it leads (``rated_led``) and those it holds
+    # (``rated_on``): both built on first use, in one pass over the rated partitions, then kept by every
+    # mutation (a set each: the network goals intersect them instead of scanning replicas)
     _led: dict[int, set[Key]] | None = None
+    _on: dict[int, set[Key]] | None = None
     _hot: frozenset[Key] | None = None  # the partitions with a rate > 0 (``rated``)
 
     @staticmethod
@@ -293,22 +295,46 @@ class Assignment:
 
     def rated_led(self, broker: int) -> set[Key]:
         """The partitions with a rate > 0 that ``broker`` leads now (do not mutate). The index is built
-        at the first call, over the rated partitions, and kept exact by every mutation afterwards."""
-        led = self._led
-        if led is None:
-            led = self._led = {}
-            reps = self.replicas
-            for k, r in self.rate.items():
-                if r > 0:
-                    lead = reps[k][0]
-                    found = led.get(lead)
-                    if found is None:
-                        found = led[lead] = set()
-                    found.add(k)
+        at the first call (``_index_rated``) and kept exact by every mutation afterwards."""
+        led = self._led if self._led is not None else self._index_rated()[0]
         found = led.get(broker)
         if found is None:
             found = led[broker] = set()
         return found
+
+    def rated_on(self, broker: int) -> set[Key]:
+        """The partitions with a rate > 0 that have a replica on ``broker`` now (do not mutate): the
+        rated part of ``by_broker[broker]``, without a look at each of its partitions (at a million
+        partitions, intersecting a broker's partitions with the rated ones cost ~10 ms per broker)."""
+        on = self._on if self._on is not None else self._index_rated()[1]
+        found = on.get(broker)
+        if found is None:
+            found = on[broker] = set()
+        return found
+
+    def _index_rated(self) -> tuple[dict[int, set[Key]], dict[int, set[Key]]]:
+        """Both indexes of the rated partitions (``rated_led``, ``rated_on``), in one pass over them."""
+        led: dict[int, set[Key]] = {b: set() for b in self.by_broker}
+        on: dict[int, set[Key]] = {b: set() for b in self.by_broker}
+        reps = self.replicas
+        for k, r in self.rate.items():
+            if r > 0:
+                found = reps[k]
+                led.setdefault(found[0], set()).add(k)
+                for b in found:
+                    on.setdefault(b, set()).add(k)
+        self._led, self._on = led, on
+        return led, on
+
+    def _rated_leaves(self, key: Key, broker: int) -> None:
+        """``key`` no longer has a replica on ``broker``: the ``rated_on`` index, once built."""
+        if self._on is not None and self.rate.get(key, 0.0) > 0:
+            self._on[broker].discard(key)
+
+    def _rated_enters(self, key: Key, broker: int) -> None:
+        """``key`` has a replica on ``broker`` now: the ``rated_on`` index, once built."""
+        if self._on is not None and self.rate.get(key, 0.0) > 0:
+            self._on.setdefault(broker, set()).add(key)
 
     def _relead(self, key: Key, old: int, new: int) -> None:
         """``key`` (rated) is led by ``new`` instead of ``old``: the ``rated_led`` index, once built."""
@@ -353,6 +379,7 @@ class Assignment:
         self.broker_bytes[broker] -= size
         self.broker_replicas[broker] -= 1
         self.by_broker[broker].pop(key, None)
+        self._rated_leaves(key, broker)
         if path is not None:
             self.dir_bytes[(broker, path)] -= size
             self.dir_replicas[(broker, path)] -= 1
@@ -364,6 +391,7 @@ class Assignment:
         self.broker_bytes[broker] += size
         self.broker_replicas[broker] += 1
         self.by_broker[broker][key] = path
+        self._rated_enters(key, broker)
         if path is not None:
             self.dir_bytes[(broker, path)] += size
             self.dir_replicas[(broker, path)] += 1
@@ -411,9 +439,11 @@ class Assignment:
             for pair in before:
                 if pair not in after:
                     by_broker[pair[0]].pop(key, None)
+                    self._rated_leaves(key, pair[0])
             for pair in after:
                 if pair not in before:
                     by_broker[pair[0]][key] = pair[1]
+                    self._rated_enters(key, pair[0])
             replicas_of[key] = list(replicas)
             dirs_of[key] = list(dirs)
             self.touched.add(key)

@@ -22,7 +22,7 @@ from kafka_placement.planning.goals.dir_balance import DirBalanceGoal
 from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
 from kafka_placement.planning.metrics import movement
 from kafka_placement.planning.optimizer import diff
-from kafka_placement.planning.state import Assignment
+from kafka_placement.planning.state import Assignment, ClusterLoads
 
 BROKERS = {b: f"/r{b % 3}" for b in range(1, 10)}
 
@@ -113,9 +113,11 @@ def test_loads_stay_exact_through_moves_dir_changes_and_reorders() -> None:
     assert a.dir_bytes == fresh.dir_bytes and a.dir_replicas == fresh.dir_replicas
 
 
-def test_the_rated_leaderships_index_stays_exact_through_moves_and_reorders() -> None:
-    """``Assignment.rated_led`` (the network goals' leaderships per broker, built at first use, then
-    kept by every mutation) equals the partitions with a rate > 0 each broker leads, recounted."""
+def test_the_rated_indexes_stay_exact_through_moves_and_reorders() -> None:
+    """``Assignment.rated_led`` and ``rated_on`` (the network goals' leaderships and partitions per
+    broker, built at first use, then kept by every mutation: moves, dir changes, reorders, the sharded
+    engine's ``set_placements``) equal the partitions with a rate > 0 each broker leads / holds,
+    recounted."""
     ctx = _context(3)
     a, rng = ctx.assignment, random.Random(4)
     keys = sorted(a.replicas)
@@ -123,21 +125,29 @@ def test_the_rated_leaderships_index_stays_exact_through_moves_and_reorders() ->
     a.net_in, a.net_out, a.lead_in = ({b: 0.0 for b in BROKERS} for _ in range(3))  # (not checked here)
     for step in range(1500):
         if step == 300:
-            a.rated_led(1)  # the index is built after some mutations, then kept
+            a.rated_on(1)  # the indexes are built after some mutations, then kept
         key = rng.choice(keys)
         reps, dirs = list(a.replicas[key]), list(a.dirs[key])
-        kind = rng.randrange(3)
+        kind = rng.randrange(5)
         if kind == 0:
             i = rng.randrange(len(reps))
             a.move(key, i, rng.choice([b for b in BROKERS if b not in reps]), dirs[i])
         elif kind == 1:
             a.make_leader(key, rng.randrange(1, len(reps)))
+        elif kind == 2:  # one replica to the other dir of its broker (it stays on the broker)
+            i = rng.randrange(len(reps))
+            a.move(key, i, reps[i], "/data/d1" if dirs[i] == "/data/d0" else "/data/d0")
+        elif kind == 3:  # the sharded engine's merge (its loads' change is not checked here)
+            i = rng.randrange(len(reps))
+            reps[i] = rng.choice([b for b in BROKERS if b not in reps])
+            a.set_placements([(key, reps, dirs)], ClusterLoads({}, {}, {}, {}))
         else:
             rng.shuffle(order := list(range(len(reps))))
             a.set_placement(key, [reps[j] for j in order], [dirs[j] for j in order])
     for b in BROKERS:
-        expected = {k for k, r in a.rate.items() if r > 0 and a.replicas[k][0] == b}
-        assert a.rated_led(b) == expected, b
+        led = {k for k, r in a.rate.items() if r > 0 and a.replicas[k][0] == b}
+        assert a.rated_led(b) == led, b
+        assert a.rated_on(b) == {k for k, r in a.rate.items() if r > 0 and b in a.replicas[k]}, b
     assert a.rated() == {k for k, r in a.rate.items() if r > 0}
 
 

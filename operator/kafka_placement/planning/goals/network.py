@@ -28,6 +28,7 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from heapq import heapify, heappop
 from typing import Any
 
 from ...model.capacity import DEFAULT_MAX_SHARE
@@ -46,31 +47,47 @@ def _mb(rate: float) -> str:
     return f"{rate / 1e6:.1f} MB/s"
 
 
+def _first(pair: tuple[float, Key]) -> float:
+    return pair[0]
+
+
 class _Shedder:
     """Moves load off one broker: hand-overs of leadership, then replica moves (module docstring)."""
 
-    def __init__(self, ctx: PlanningContext, hard: bool, topics: frozenset[str] | None) -> None:
+    def __init__(
+        self,
+        ctx: PlanningContext,
+        hard: bool,
+        topics: frozenset[str] | None,
+        weight: Callable[[Key], float] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.tries = 0
-        # per broker, its leaderships by weight, heaviest first: (-weights, keys) (``_make_room``)
-        self._led: dict[int, tuple[list[float], list[Key]]] = {}
+        self.weight = weight  # what a leadership weighs for ``hand_over`` (one measure per goal)
+        self._pass = 0  # ``hand_over`` passes so far
+        # per broker, its leaderships by weight, heaviest first (``_make_room``): the pass they were
+        # listed in, (-weight, key) pairs and the keys listed
+        self._led: dict[int, tuple[int, list[tuple[float, Key]], set[Key]]] = {}
         self._on: dict[int, set[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
-        self._hot: frozenset[Key] | None = None  # ``_movable``
+        self._restrict: tuple[frozenset[str] | None] | None = None  # ``_topics``
         self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
         self.topics = topics  # None: every topic
         self.limits = BalanceLimits.of(ctx)
 
     def _mine(self, broker: int, leading: bool | None) -> list[Key]:
         """The partitions with a rate on ``broker`` (``leading``: only those it leads / follows), in no
-        particular order (every caller sorts them by a total order). Its rated partitions are listed once
-        per goal (``_on``); those that left it since are skipped, and those that arrived are not seen: a
-        broker receives only while under the goal's limit, so it is never one that sheds afterwards. The
-        filters are set intersections with the assignment's indexes (its partitions per broker, the rated
-        ones it leads: ``Assignment.rated_led``), not a look at each partition's replicas."""
+        particular order (every caller sorts them by a total order). Its rated partitions of the goal's
+        topics are listed once per goal (``_on``, from the assignment's index ``Assignment.rated_on``);
+        those that left it since are skipped, and those that arrived are not seen: a broker receives
+        only while under the goal's limit, so it is never one that sheds afterwards. The filters are set
+        intersections with the assignment's indexes (its partitions per broker, the rated ones it leads:
+        ``Assignment.rated_led``), not a look at each partition's replicas."""
         a = self.ctx.assignment
         on = self._on.get(broker)
         if on is None:
-            on = self._on[broker] = set(self._movable().intersection(a.by_broker[broker]))
+            found = a.rated_on(broker)
+            topics = self._topics()
+            on = self._on[broker] = set(found) if topics is None else {k for k in found if k[0] in topics}
         if leading:
             return list(on & a.rated_led(broker))
         held = on.intersection(a.by_broker[broker])  # (iterates the smaller: set vs dict)
@@ -78,33 +95,27 @@ class _Shedder:
             return list(held)
         return list(held - a.rated_led(broker))
 
-    def _movable(self) -> frozenset[Key]:
-        """The partitions with a rate > 0 of the goal's topics (once per goal)."""
-        if self._hot is None:
-            a, topics = self.ctx.assignment, self.topics
-            hot = a.rated()
-            if topics is not None and not topics.issuperset(a.topic_policy):
-                hot = frozenset(k for k in hot if k[0] in topics)
-            self._hot = hot
-        return self._hot
+    def _topics(self) -> frozenset[str] | None:
+        """The goal's topics, None when that is every topic of the assignment (once per goal)."""
+        if self._restrict is None:
+            topics = self.topics
+            whole = topics is None or topics.issuperset(self.ctx.assignment.topic_policy)
+            self._restrict = (None if whole else topics,)
+        return self._restrict[0]
 
-    def hand_over(
-        self,
-        broker: int,
-        excess: Callable[[], float],
-        weight: Callable[[Key], float],
-        room: Callable[[int], float],
-    ) -> None:
+    def hand_over(self, broker: int, excess: Callable[[], float], room: Callable[[int], float]) -> None:
         """Hand the leadership of ``broker``'s partitions to followers while ``excess()`` > 0: the
         heaviest first, each to the follower with the most ``room`` (at least its weight) that may lead it
         and that every earlier goal accepts. A follower short of room first hands lighter leaderships of
         its own to its followers with room (a chain of two hand-overs; undone when it falls short)."""
+        a = self.ctx.assignment
         self.tries = 0
-        self._led = {}
-        # (a weight is computed once per sort: hand-overs and moves keep each partition's replica count)
-        for neg, key in sorted([(-weight(k), k) for k in self._mine(broker, True)]):
+        self._pass += 1
+        for neg, key in list(self._listed(broker)):  # (a copy: only other brokers' lists change meanwhile)
             if excess() <= EPS or self.tries >= TRIES:
                 return
+            if a.replicas[key][0] != broker:  # (listed in an earlier pass, led by another broker since)
+                continue
             w = -neg
             able = sorted(self._may_lead(key), key=lambda b: (-room(b), b))
             for b in able:
@@ -112,7 +123,7 @@ class _Shedder:
                     break
             else:
                 for b in able:  # (most room first)
-                    if self._make_room(b, w, broker, weight, room) and self._lead(key, b):
+                    if self._make_room(b, w, broker, room) and self._lead(key, b):
                         break
 
     def _may_lead(self, key: Key) -> list[int]:
@@ -139,24 +150,42 @@ class _Shedder:
         a.make_leader(key, index)
         return True
 
-    def _make_room(
-        self, v: int, w: float, avoid: int, weight: Callable[[Key], float], room: Callable[[int], float]
-    ) -> bool:
+    def _listed(self, v: int) -> list[tuple[float, Key]]:
+        """``v``'s leaderships (``_mine``) by weight, heaviest first, as (-weight, key) pairs: listed
+        once per goal and brought up to date once per hand-over pass (within a pass ``v``'s leaderships
+        only shrink). Pairs of partitions ``v`` no longer leads stay listed: the caller skips them. At a
+        million partitions a broker leads thousands: weighing them all again on each pass cost seconds."""
+        found = self._led.get(v)
+        if found is not None and found[0] == self._pass:
+            return found[1]
+        weight = self.weight
+        assert weight is not None, "a goal that hands leaderships over weighs them"
+        # (a weight is computed once per partition and goal: hand-overs and moves keep replica counts)
+        if found is None:
+            pairs = sorted([(-weight(k), k) for k in self._mine(v, True)])
+            listed = {k for _, k in pairs}
+        else:
+            _, pairs, listed = found
+            new = [k for k in self._mine(v, True) if k not in listed]
+            for k in new:
+                insort(pairs, (-weight(k), k))
+            listed.update(new)
+        self._led[v] = (self._pass, pairs, listed)
+        return pairs
+
+    def _make_room(self, v: int, w: float, avoid: int, room: Callable[[int], float]) -> bool:
         """Hand leaderships lighter than ``w`` from ``v`` to its followers (not ``avoid``) with room until
         ``v`` has room for ``w``; False (and nothing changed) when it cannot."""
         a = self.ctx.assignment
         done: list[tuple[Key, int]] = []
-        led = self._led.get(v)
-        if led is None:  # (once per broker and hand-over pass: v's leaderships only shrink meanwhile)
-            found = sorted([(-weight(k), k) for k in self._mine(v, True)])
-            led = self._led[v] = ([neg for neg, _ in found], [k for _, k in found])
-        negs, keys = led
+        pairs = self._listed(v)
         looked = 0
         # the heaviest first, from the first lighter than ``w`` (the heavier ones are never handed on)
-        for i in range(bisect_right(negs, -w), len(keys)):
+        for i in range(bisect_right(pairs, -w, key=_first), len(pairs)):
             if room(v) >= w or self.tries >= TRIES or looked >= ROOM_LOOKS:
                 break
-            key, x = keys[i], -negs[i]
+            neg, key = pairs[i]
+            x = -neg
             if a.replicas[key][0] != v:
                 continue
             looked += 1
@@ -185,7 +214,10 @@ class _Shedder:
         a, e, limits = ctx.assignment, ctx.eligibility, self.limits
         receivers = [b for b in e.active_brokers if e.may_receive(b)]
         size_of, rate = a.size, a.rate
-        candidates = [k for _, k in sorted([(size_of[k] / rate[k], k) for k in self._mine(broker, leading)])]
+        # fewest bytes per byte/s first: a heap, popped only as far as the shedding goes (a broker holds
+        # thousands of rated partitions; a few hundred are looked at)
+        candidates = [(size_of[k] / rate[k], k) for k in self._mine(broker, leading)]
+        heapify(candidates)
         tries = 0
         net_in = a.net_in
 
@@ -196,9 +228,10 @@ class _Shedder:
         # order (not a sort of every receiver per move)
         dests = sorted(receivers, key=by_load)
         receiving = set(receivers)
-        for key in candidates:
+        while candidates:
             if excess() <= EPS or tries >= TRIES:
                 return
+            key = heappop(candidates)[1]
             size, reps = a.size[key], a.replicas[key]
             if broker not in reps:
                 continue
@@ -224,10 +257,9 @@ class _Shedder:
                 a.move(key, index, dest, path)
                 if policy is not None:
                     ctx.charge(policy, size)
-                changed = (dest, broker)
-                dests = [b for b in dests if b not in changed]
-                for b in changed:
+                for b in (dest, broker):
                     if b in receiving:
+                        dests.remove(b)
                         insort(dests, b, key=by_load)
                 break
 
@@ -296,7 +328,7 @@ class NetworkCapacityGoal:
         ctx.per_broker_rules = True
         a = ctx.assignment
         self._check_totals(ctx)
-        shed = _Shedder(ctx, hard=True, topics=None)
+        shed = _Shedder(ctx, hard=True, topics=None, weight=lambda k: a.out_of(k, len(a.replicas[k])))
 
         def takes(dest: int, key: Key, index: int) -> bool:  # (this goal is not among ``ctx.done`` yet)
             new = list(a.replicas[key])
@@ -310,7 +342,7 @@ class NetworkCapacityGoal:
                 return a.net_out.get(b, 0.0) - lim
 
             if over_out() > EPS:
-                shed.hand_over(b, over_out, lambda k: a.out_of(k, len(a.replicas[k])), self._room_out(a))
+                shed.hand_over(b, over_out, self._room_out(a))
             if over_out() > EPS:
                 shed.move_replicas(b, over_out, takes, leading=True)
         for b in sorted(self.limit_in, key=lambda b: (-a.net_in.get(b, 0.0), b)):
@@ -417,7 +449,8 @@ class _BalanceGoal:
             return
         self.threshold = threshold = (1 + tol) * mean
         ctx.per_broker_rules = True
-        shed = _Shedder(ctx, hard=False, topics=ctx.balanced_topics(self.switch))
+        topics = ctx.balanced_topics(self.switch)
+        shed = _Shedder(ctx, hard=False, topics=topics, weight=self.lead_weight(ctx))
         for b in sorted(active, key=lambda b: (-load.get(b, 0.0), b)):
 
             def excess(b: int = b) -> float:
@@ -430,6 +463,10 @@ class _BalanceGoal:
         self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
     ) -> None:
         raise NotImplementedError
+
+    def lead_weight(self, ctx: PlanningContext) -> Callable[[Key], float] | None:
+        """What a leadership weighs when this goal hands leaderships over (None: it does not)."""
+        return None
 
     def room(self, ctx: PlanningContext, threshold: float) -> Callable[[int], float]:
         load = self.load(ctx)
@@ -478,11 +515,15 @@ class NetworkOutBalanceGoal(_BalanceGoal):
         out = a.out_of(key, len(replicas))
         return {replicas[0]: out - (a.out_of(key, len(old)) if old[0] == replicas[0] else 0.0)}
 
+    def lead_weight(self, ctx: PlanningContext) -> Callable[[Key], float]:
+        a = ctx.assignment
+        return lambda k: a.out_of(k, len(a.replicas[k]))
+
     def shed(
         self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
     ) -> None:
         a = ctx.assignment
-        shed.hand_over(b, excess, lambda k: a.out_of(k, len(a.replicas[k])), self.room(ctx, threshold))
+        shed.hand_over(b, excess, self.room(ctx, threshold))
 
         def takes(dest: int, key: Key, index: int) -> bool:
             return a.net_out.get(dest, 0.0) + a.out_of(key, len(a.replicas[key])) <= threshold + EPS
@@ -507,8 +548,10 @@ class LeaderBytesInBalanceGoal(_BalanceGoal):
     def shed(
         self, ctx: PlanningContext, shed: _Shedder, b: int, excess: Callable[[], float], threshold: float
     ) -> None:
-        a = ctx.assignment
-        shed.hand_over(b, excess, lambda k: a.rate[k], self.room(ctx, threshold))
+        shed.hand_over(b, excess, self.room(ctx, threshold))
+
+    def lead_weight(self, ctx: PlanningContext) -> Callable[[Key], float]:
+        return ctx.assignment.rate.__getitem__
 
 
 __all__ = [
