@@ -297,20 +297,14 @@ class Assignment:
         """The partitions with a rate > 0 that ``broker`` leads now (do not mutate). The index is built
         at the first call (``_index_rated``) and kept exact by every mutation afterwards."""
         led = self._led if self._led is not None else self._index_rated()[0]
-        found = led.get(broker)
-        if found is None:
-            found = led[broker] = set()
-        return found
+        return led.setdefault(broker, set())
 
     def rated_on(self, broker: int) -> set[Key]:
         """The partitions with a rate > 0 that have a replica on ``broker`` now (do not mutate): the
         rated part of ``by_broker[broker]``, without a look at each of its partitions (at a million
         partitions, intersecting a broker's partitions with the rated ones cost ~10 ms per broker)."""
         on = self._on if self._on is not None else self._index_rated()[1]
-        found = on.get(broker)
-        if found is None:
-            found = on[broker] = set()
-        return found
+        return on.setdefault(broker, set())
 
     def _index_rated(self) -> tuple[dict[int, set[Key]], dict[int, set[Key]]]:
         """Both indexes of the rated partitions (``rated_led``, ``rated_on``), in one pass over them."""

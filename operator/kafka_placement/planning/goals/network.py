@@ -69,9 +69,10 @@ class _Shedder:
         # listed in, (-weight, key) pairs and the keys listed
         self._led: dict[int, tuple[int, list[tuple[float, Key]], set[Key]]] = {}
         self._on: dict[int, set[Key]] = {}  # per broker, its partitions with a rate (``_mine``)
-        self._restrict: tuple[frozenset[str] | None] | None = None  # ``_topics``
         self.hard = hard  # a hard goal's moves ignore move budgets (as the placement goal's)
-        self.topics = topics  # None: every topic
+        # the goal's topics; None: every topic (also when the goal's topics are all the assignment's)
+        whole = topics is None or topics.issuperset(ctx.assignment.topic_policy)
+        self.topics = None if whole else topics
         self.limits = BalanceLimits.of(ctx)
 
     def _mine(self, broker: int, leading: bool | None) -> list[Key]:
@@ -85,8 +86,7 @@ class _Shedder:
         a = self.ctx.assignment
         on = self._on.get(broker)
         if on is None:
-            found = a.rated_on(broker)
-            topics = self._topics()
+            found, topics = a.rated_on(broker), self.topics
             on = self._on[broker] = set(found) if topics is None else {k for k in found if k[0] in topics}
         if leading:
             return list(on & a.rated_led(broker))
@@ -94,14 +94,6 @@ class _Shedder:
         if leading is None:
             return list(held)
         return list(held - a.rated_led(broker))
-
-    def _topics(self) -> frozenset[str] | None:
-        """The goal's topics, None when that is every topic of the assignment (once per goal)."""
-        if self._restrict is None:
-            topics = self.topics
-            whole = topics is None or topics.issuperset(self.ctx.assignment.topic_policy)
-            self._restrict = (None if whole else topics,)
-        return self._restrict[0]
 
     def hand_over(self, broker: int, excess: Callable[[], float], room: Callable[[int], float]) -> None:
         """Hand the leadership of ``broker``'s partitions to followers while ``excess()`` > 0: the
