@@ -307,9 +307,11 @@ def new_topic(
         from confluent_kafka.admin import AdminClient
 
         for node in kafka_rig.nodes:  # every broker's metadata cache has every partition with a leader
-            one = AdminClient({"bootstrap.servers": f"{node.host}:{node.port}"})
 
-            def known(one: Any = one) -> bool:
+            def known(node: Any = node) -> bool:
+                # A fresh client knows only its bootstrap broker, so its one request is answered by that
+                # broker; a reused client would ask whichever broker it likes once it has learned them all.
+                one = AdminClient({"bootstrap.servers": f"{node.host}:{node.port}"})
                 md = one.list_topics(topic=name, timeout=5).topics.get(name)
                 return (
                     md is not None

@@ -130,6 +130,7 @@ def test_plan_below_min_isr_is_refused_before_anything_moves(
 ) -> None:
     topic = new_topic([[1, 2], [2, 3]], config={"min.insync.replicas": "2"})
     before = replicas(gateway, topic)
+    assert before == {0: (1, 2), 1: (2, 3)}  # the gateway sees the new topic (else the last check is void)
     throttles_before = our_throttles_in_kafka(gateway, topic, [1, 2, 3])
     plan = tmp_path / "plan.json"
     plan.write_text(
