@@ -70,6 +70,7 @@ LANES = (
             "tests/integration/test_executor_scale.py",
             "tests/integration/test_gateway.py",
             "tests/integration/test_kafka_rig.py",
+            "tests/integration/test_kept_plan_leader.py",
             "tests/integration/test_leader_lease.py",
             "tests/integration/test_reactive_cordon.py",
             "tests/integration/test_replica_selector.py",

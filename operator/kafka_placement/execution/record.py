@@ -294,10 +294,15 @@ class Original:
         return (0 if self.in_sync <= self.min_isr else 1, self.in_sync)
 
 
+def plan_blob_name(plan_id: str) -> str:
+    """The name of the blob holding plan ``plan_id`` (``plan_blob``)."""
+    return f"plan-{plan_id}"
+
+
 def plan_blob(plan: Plan) -> tuple[str, bytes]:
     """The blob holding ``plan`` whole (Kafka's reassignment JSON), content-addressed by its id: what
     ``Execution.create`` stores and the operator's plan review names before approval."""
-    return f"plan-{plan.plan_id}", json.dumps(plan.to_json(), separators=(",", ":")).encode()
+    return plan_blob_name(plan.plan_id), json.dumps(plan.to_json(), separators=(",", ":")).encode()
 
 
 class ExecutionPlan:

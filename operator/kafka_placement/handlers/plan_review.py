@@ -17,6 +17,13 @@ stored gzipped (``binaryData["report.html.gz"]``) and ``data`` says so.
 
 The intents' ``status.plan.review`` names the ConfigMap and the brokers whose load changes most, so
 ``kubectl describe`` shows them beside the plan id to approve.
+
+The ConfigMap also carries ``keptPlan`` (``KeptPlanRecord``): what the rule that keeps a plan awaiting
+approval (planning/plan_keeping.py) needs besides the plan itself, so that an operator that becomes the
+leader (after a restart or a failover) keeps the plan shown instead of planning again from rates that
+drifted a little, which would ask for approval again. It is written with the plan, rewritten alone when
+the same plan is made from other loads, and left out when larger than ``MAX_KEPT_BYTES`` (an Advise
+policy's advice may be large): a new leader then plans afresh.
 """
 
 from __future__ import annotations
@@ -25,17 +32,25 @@ import base64
 import gzip
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..execution.executor import ASSUMED_UNTHROTTLED_RATE, Limits
+from ..execution.record import plan_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
+from ..model.plan import Plan
+from ..planning.plan_keeping import KeptPlan, Loads
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
+from .status import status_summary
 from .store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
 
 PLAN_ID = "kafkaplacement.io/plan-id"
 MAX_DATA_BYTES = 900 * 1024  # the ConfigMap's text: below the 1 MiB object limit with room for metadata
+KEPT_PLAN = "keptPlan"  # the data key of the KeptPlanRecord
+MAX_KEPT_BYTES = 64 * 1024  # a larger record is not written (the plan is then not kept across leaders)
 CHANGING = 5  # brokers named in status.plan.review.brokersChanging
 MAX_BATCHES = 500  # entries of batches.json (more batches are summed in groups)
 
@@ -105,8 +120,78 @@ def _batches(sizes: tuple[int, ...], per_broker: int) -> dict[str, Any]:
     }
 
 
-def review_data(report: Report, limits: Limits) -> tuple[dict[str, str], dict[str, str]]:
-    """The ConfigMap's ``data`` and ``binaryData`` for ``report`` (pure)."""
+class KeptPlanRecord(BaseModel):
+    """What keeps plan ``plan_id`` across a leader change (data key ``keptPlan``, typed and versioned):
+    the kept plan's inputs key, tolerance and loads (plan_keeping.KeptPlan) and the part of its summary
+    the status reads (status.status_summary). The plan itself is the blob ``planBlob`` names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    plan_id: str = Field(pattern=r"^[0-9a-f]{6,64}$")
+    key: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tolerance: float = Field(ge=0)
+    loads: dict[str, list[float]]  # plan_keeping.Loads.to_json: per broker in, out before and after
+    summary: dict[str, Any]
+
+    @staticmethod
+    def of(kept: KeptPlan) -> KeptPlanRecord:
+        return KeptPlanRecord(
+            plan_id=kept.plan.plan_id,
+            key=kept.key,
+            tolerance=kept.tolerance,
+            loads=kept.loads.to_json(),
+            summary=status_summary(kept.summary),
+        )
+
+    def text(self) -> str | None:
+        """The record as the ConfigMap holds it; None when larger than ``MAX_KEPT_BYTES``."""
+        out = self.model_dump_json()
+        return out if len(out.encode()) <= MAX_KEPT_BYTES else None
+
+    def kept(self, plan: Plan, review: Mapping[str, str]) -> KeptPlan:
+        """The kept plan, ``plan`` being the one the record names, its summary with ``review``."""
+        if plan.plan_id != self.plan_id:
+            raise ValueError(f"the record keeps plan {self.plan_id}, not {plan.plan_id}")
+        summary = {**self.summary, "review": dict(review)}
+        return KeptPlan(plan, summary, self.key, Loads.from_json(self.loads), self.tolerance)
+
+
+def kept_text(kept: KeptPlan | None) -> str | None:
+    """``data["keptPlan"]`` for ``kept`` (None: no key, nothing kept or too large)."""
+    return KeptPlanRecord.of(kept).text() if kept is not None else None
+
+
+def read_kept(
+    kube: KubeGateway, namespace: str, cluster: Mapping[str, Any]
+) -> tuple[KeptPlanRecord, dict[str, str]] | str | None:
+    """The kept plan's record in the cluster's review ConfigMap, with the ``status.plan.review`` it shows;
+    None when there is none to keep (no ConfigMap, no ``keptPlan``), else why it cannot be used (a
+    ConfigMap another KafkaCluster owns, plan ids that disagree, a record that does not parse)."""
+    meta = cluster["metadata"]
+    name = name_of(meta["name"])
+    cm = kube.read_config_map(namespace, name)
+    data = (cm or {}).get("data") or {}
+    if cm is None or KEPT_PLAN not in data:
+        return None
+    owners = {o.get("uid") for o in cm["metadata"].get("ownerReferences") or []}
+    if meta.get("uid") not in owners:
+        return f"ConfigMap {namespace}/{name} is not owned by this KafkaCluster"
+    try:
+        record = KeptPlanRecord.model_validate_json(data[KEPT_PLAN])
+    except ValidationError as e:
+        return f"ConfigMap {namespace}/{name}: {KEPT_PLAN} is not a kept plan record: {str(e)[:300]}"
+    shown = {(cm["metadata"].get("annotations") or {}).get(PLAN_ID), data.get("planId")}
+    if shown != {record.plan_id} or data.get("planBlob") != plan_blob_name(record.plan_id):
+        shows = ", ".join(sorted(map(str, shown)))
+        return f"ConfigMap {namespace}/{name}: {KEPT_PLAN} is for plan {record.plan_id}, it shows {shows}"
+    return record, {"configMap": name, "brokersChanging": data.get("brokersChanging", "")}
+
+
+def review_data(
+    report: Report, limits: Limits, kept: str | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The ConfigMap's ``data`` and ``binaryData`` for ``report`` (pure), with ``kept`` as ``keptPlan``."""
 
     def dump(value: Any) -> str:
         return json.dumps(value, indent=1, sort_keys=True)
@@ -114,7 +199,7 @@ def review_data(report: Report, limits: Limits) -> tuple[dict[str, str], dict[st
     data = {
         "planId": report.plan_id,
         "brokersChanging": brokers_changing(report),
-        "planBlob": f"plan-{report.plan_id}",
+        "planBlob": plan_blob_name(report.plan_id),
         "summary.json": dump(_bounded(report.summary)),
         "brokers.json": dump(
             {
@@ -179,6 +264,8 @@ def review_data(report: Report, limits: Limits) -> tuple[dict[str, str], dict[st
         "batches.json": dump(_batches(report.batch_bytes, limits.max_moves_per_broker)),
         "estimate.json": dump(estimate(report, limits)),
     }
+    if kept is not None:
+        data[KEPT_PLAN] = kept
     html = render(report)
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size + len(html.encode()) <= MAX_DATA_BYTES:
@@ -196,17 +283,23 @@ def publish(
     make_report: Callable[[], Report],
     limits: Limits,
     fence: Callable[[], None],
+    kept: str | None = None,
 ) -> dict[str, str]:
     """Write the review ConfigMap of plan ``plan_id`` (its report made by ``make_report``) unless it
-    already shows that plan; returns ``status.plan.review``: the ConfigMap's name and the brokers whose
-    load changes most. Every write passes ``fence`` (the leader's) first."""
+    already shows that plan (then only its ``keptPlan``, when ``kept`` differs); returns
+    ``status.plan.review``: the ConfigMap's name and the brokers whose load changes most. Every write
+    passes ``fence`` (the leader's) first."""
     meta = cluster["metadata"]
     name = name_of(meta["name"])
     old = kube.read_config_map(namespace, name)
     if old is not None and (old["metadata"].get("annotations") or {}).get(PLAN_ID) == plan_id:
-        return {"configMap": name, "brokersChanging": (old.get("data") or {}).get("brokersChanging", "")}
+        shown = old.get("data") or {}
+        if shown.get(KEPT_PLAN) != kept:  # the same plan, made from other loads (or no longer kept)
+            fence()
+            kube.patch_config_map(namespace, name, {"data": {KEPT_PLAN: kept}})
+        return {"configMap": name, "brokersChanging": shown.get("brokersChanging", "")}
     report = make_report()
-    data, binary = review_data(report, limits)
+    data, binary = review_data(report, limits, kept)
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import kopf
 
 from ..execution import executor, supersede
-from ..execution.record import TERMINAL, Execution, Phase, plan_blob
+from ..execution.record import TERMINAL, Execution, Phase, plan_blob, plan_blob_name
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
 from ..kafka.connection import ConnectionSettings
@@ -250,6 +250,9 @@ class Reconciler:
         self.rates = rates or (lambda _cluster: None)
         # (namespace, cluster) -> the last plan made and not yet executed, kept while plan_keeping says so
         self._kept: dict[tuple[str, str], KeptPlan] = {}
+        # clusters whose kept plan was looked for in their review ConfigMap (once per process: a leader
+        # that loses its Lease exits, so a new leadership is a new process; handlers/plan_review.py)
+        self._kept_read: set[tuple[str, str]] = set()
         self.leadership: Leadership = leadership or Unelected()
         env = os.environ.get("KP_RESYNC_SECONDS")
         self.resync_s = resync_s if resync_s is not None else float(env) if env else DEFAULT_RESYNC_S
@@ -364,6 +367,7 @@ class Reconciler:
         if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
             where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
             self._kept.pop(where, None)
+            self._kept_read.discard(where)
             self._settled.pop(where, None)
         return left
 
@@ -790,12 +794,47 @@ class _Pass:
         where = (meta["namespace"], meta["name"])
         key = inputs_key(snap, inputs.text, repr(self.spec.planner))
         kept = rec._kept.pop(where, None)
+        if kept is None and where not in rec._kept_read:  # this process's first plan of the cluster
+            rec._kept_read.add(where)
+            kept = self._kept_from_review(key)
         if kept is not None and kept.keep(key, loads_of(snap, kept.plan), rates_known) is None:
             with contextlib.suppress(BadInputError):
                 kept.plan.check_against(snap, live_only=True)
                 rec._kept[where] = kept
                 return Planned(plan=kept.plan, summary=kept.summary)
         return KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(inputs.intents))
+
+    def _kept_from_review(self, key: str) -> KeptPlan | None:
+        """The plan an earlier leader kept (the review ConfigMap's ``keptPlan`` and the plan's blob), unless
+        the execution record already ran it or it was made from other inputs than ``key`` (its blob is not
+        read then). A record that cannot be used (a missing or corrupt blob, plan ids that disagree) is
+        told in a Normal Event ``KeptPlanNotUsed``; the cluster is planned afresh."""
+        rec, meta = self.rec, self.cluster["metadata"]
+        try:
+            found = plan_review.read_kept(rec.kube, meta["namespace"], self.cluster)
+            if not isinstance(found, tuple):
+                why = found
+            elif self.record is not None and self.record.doc.plan_id == found[0].plan_id:
+                return None  # executed (or cancelled) already: never kept again
+            elif found[0].key != key:
+                return None  # the intents or the placement changed since: not worth reading the plan
+            else:
+                record, review = found
+                raw = self.store.get_blob(plan_blob_name(record.plan_id))
+                if raw is None:
+                    why = f"the blob of plan {record.plan_id} is missing"
+                else:
+                    source = f"{self.store.where}: {plan_blob_name(record.plan_id)}"
+                    plan = Plan.loads(raw.decode("utf-8", "replace"), source)
+                    if plan.plan_id == record.plan_id:
+                        return record.kept(plan, review)
+                    why = f"the blob of plan {record.plan_id} holds plan {plan.plan_id}"
+        except (KubeError, BadInputError) as e:
+            why = e.message
+        if why is not None:
+            rec.leadership.fence()
+            rec.kube.event(self.cluster, "Normal", "KeptPlanNotUsed", f"planning afresh: {why}"[:1000])
+        return None
 
     def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
@@ -841,18 +880,27 @@ class _Pass:
             planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live), tally=None)
         plan = planned.plan
         if plan is not None and not plan.empty:
-            planned = self._review(planned, plan, snap, inputs.intents)
+            made = None
             if keep is not None:
-                self.rec._kept[(meta["namespace"], meta["name"])] = replace(
-                    keep, plan=plan, summary=planned.summary, loads=loads_of(snap, plan)
-                )
+                made = replace(keep, plan=plan, summary=planned.summary, loads=loads_of(snap, plan))
+            planned = self._review(planned, plan, snap, inputs.intents, made)
+            if made is not None:
+                self.rec._kept[(meta["namespace"], meta["name"])] = replace(made, summary=planned.summary)
         self.view = replace(self.view, planned=planned)
 
-    def _review(self, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents) -> Planned:
+    def _review(
+        self,
+        planned: Planned,
+        plan: Plan,
+        snap: ClusterSnapshot,
+        intents: Intents,
+        kept: KeptPlan | None = None,
+    ) -> Planned:
         """The plan where its approver can read it (handlers/plan_review.py): its blob in the record's
         store (blobs of plans no longer current pruned, the running execution's kept), the review
-        ConfigMap, and ``status.plan.review``, measured with the intents the planner had. A failure to
-        write them is told, never a reason not to plan."""
+        ConfigMap (with ``kept``, what keeps the plan across a leader change), and
+        ``status.plan.review``, measured with the intents the planner had. A failure to write them is
+        told, never a reason not to plan."""
         rec, meta = self.rec, self.cluster["metadata"]
 
         def report() -> Report:  # the planner's tally of this plan when it made one
@@ -868,7 +916,7 @@ class _Pass:
             self.store.put_blob(blob, data)
             review = plan_review.publish(
                 rec.kube, meta["namespace"], self.cluster, plan.plan_id, report, self.limits,
-                rec.leadership.fence,
+                rec.leadership.fence, plan_review.kept_text(kept),
             )  # fmt: skip
         except (KubeError, PlacementError) as e:
             rec.leadership.fence()

@@ -167,6 +167,15 @@ def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
     return {**out, "review": dict(review)} if review else out
 
 
+STATUS_SUMMARY_KEYS = ("partitionsChanged", "replicaMoves", "bytesToMove", "lowerBoundBytes", "advisories")
+
+
+def status_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a plan's summary the intents' status reads (``plan_status`` and the advice): what a
+    kept plan carries across a leader change (handlers/plan_review.py, ``KeptPlanRecord``)."""
+    return {k: summary[k] for k in STATUS_SUMMARY_KEYS if k in summary}
+
+
 def advice_plan_status(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     """``status.plan`` of an Advise-mode policy: the moves it advises (never executed)."""
     adv = summary.get("advisories") or {}

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from tests.unit.planning.test_plan_keeping import cluster, jittered, skewed
 
-from kafka_placement.handlers import reconciler
+from kafka_placement.handlers import plan_review, reconciler
 from kafka_placement.handlers.decide import Planned
 from kafka_placement.handlers.reconciler import Reconciler, _Pass, limits_of
 from kafka_placement.kube.gateway import KubeGateway
@@ -59,6 +59,7 @@ class Gateway:
 @pytest.fixture(autouse=True)
 def no_review(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_Pass, "_review", lambda self, planned, *_: planned)
+    monkeypatch.setattr(_Pass, "_kept_from_review", lambda self, key: None)  # no review ConfigMap either
 
 
 def plan_once(rec: Reconciler, body: dict[str, Any], snap: ClusterSnapshot) -> Plan:
@@ -121,7 +122,10 @@ def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them_and_its
     monkeypatch.setattr(Intents, "from_documents", staticmethod(counted))
     reviewed: list[Intents] = []
 
-    def review(self: _Pass, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents) -> Planned:
+    def review(
+        self: _Pass, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents, kept: Any
+    ) -> Planned:
+        assert kept is not None and kept.plan is plan  # written with the plan: kept across leaders
         assert planned.plan is plan and planned.tally is not None  # the review counts no partition again
         reviewed.append(intents)
         return planned
@@ -147,3 +151,43 @@ def test_an_invalid_intent_is_invalid_input_and_keeps_no_plan() -> None:
     planned = one.view.planned
     assert isinstance(planned, Planned) and planned.error_reason == "InvalidInput", planned
     assert "tolerance" in (planned.error or "") and rec._kept == {}
+
+
+def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The record written with the plan (plan_review.KeptPlanRecord, through its JSON) is what a new
+    process keeps the plan with: the same id under rates that drifted within the bound, where planning
+    afresh gives another; drifted beyond it, a new plan."""
+    written: list[str | None] = []
+
+    def review(self: _Pass, planned: Planned, plan: Plan, snap: Any, intents: Any, kept: Any) -> Planned:
+        written.append(plan_review.kept_text(kept))
+        return Planned(plan=planned.plan, summary={**planned.summary, "review": {"configMap": "cm"}})
+
+    monkeypatch.setattr(_Pass, "_review", review)
+    look: dict[str, Any] = {"rates": {("t", i): Traffic(r, 0) for i, r in skewed().items()}}
+    first = plan_once(
+        Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"]), policy(), cluster()
+    )
+    assert len(written) == 1 and written[0] is not None
+    record = plan_review.KeptPlanRecord.model_validate_json(written[0])
+    assert record.plan_id == first.plan_id and "review" not in record.summary
+    restored: list[Any] = []
+
+    def from_review(self: _Pass, key: str) -> Any:
+        restored.append(record.kept(first, {"configMap": "cm", "brokersChanging": ""}))
+        return restored[-1]
+
+    look["rates"] = {("t", i): Traffic(r, 0) for i, r in jittered(1).items()}
+    afresh = plan_once(
+        Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"]), policy(), cluster()
+    )
+    assert afresh.plan_id != first.plan_id  # without the record the new leader asks for approval again
+    monkeypatch.setattr(_Pass, "_kept_from_review", from_review)
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"])
+    assert plan_once(rec, policy(), cluster()).plan_id == first.plan_id and len(restored) == 1
+    assert plan_once(rec, policy(), cluster()).plan_id == first.plan_id and len(restored) == 1  # read once
+    look["rates"] = {("t", i): Traffic(r, 0) for i, r in skewed(1.0, 4.0).items()}
+    rec = Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"])
+    assert plan_once(rec, policy(), cluster()).plan_id != first.plan_id  # drifted: planned again

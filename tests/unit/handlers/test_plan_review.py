@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from pydantic import ValidationError
 from tests.bench.generator import scenario
 from tests.unit.planning.test_report import golden
 
 from kafka_placement.execution.executor import Limits
 from kafka_placement.handlers import plan_review
 from kafka_placement.model.intents import Intents
+from kafka_placement.model.plan import Plan
 from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.plan_keeping import KeptPlan, loads_of
 from kafka_placement.planning.report import build_report
 
 
@@ -66,3 +70,27 @@ def test_batches_stay_bounded_however_many_there_are() -> None:
     grouped = plan_review._batches(tuple(range(1, 2001)), 5)
     assert grouped["batches"] == 2000 and grouped["groupedBy"] == 4
     assert len(grouped["bytesPerBatch"]) == 500 and sum(grouped["bytesPerBatch"]) == sum(range(1, 2001))
+
+
+def test_the_kept_plan_record_round_trips_and_is_left_out_when_too_large() -> None:
+    snap, plan, intents = golden("all")
+    loads = loads_of(snap, plan)
+    summary = {"partitionsChanged": 3, "replicaMoves": 4, "bytesToMove": 5, "lowerBoundBytes": 2, "x": 1}
+    kept = KeptPlan(plan, {**summary, "review": {"configMap": "old"}}, "ab" * 32, loads, 0.1)
+    text = plan_review.kept_text(kept)
+    assert text is not None
+    data, _ = plan_review.review_data(build_report(snap, plan, intents), Limits(), text)
+    assert data[plan_review.KEPT_PLAN] == text
+    record = plan_review.KeptPlanRecord.model_validate_json(text)
+    back = record.kept(plan, {"configMap": "cm", "brokersChanging": "broker 1"})
+    assert back.key == kept.key and back.tolerance == 0.1 and back.plan is plan
+    assert back.keep(kept.key, loads) is None  # the loads survive the JSON within the drift bound
+    # the status's part of the summary, and the review the ConfigMap shows now
+    assert back.summary == {**{k: v for k, v in summary.items() if k != "x"}, "review": {
+        "configMap": "cm", "brokersChanging": "broker 1"}}  # fmt: skip
+    with pytest.raises(ValueError, match="keeps plan"):
+        record.kept(Plan(()), {})
+    huge = {**summary, "advisories": {"plan": {"partitions": ["x" * 100] * 1000}}}
+    assert plan_review.kept_text(KeptPlan(plan, huge, "ab" * 32, loads, 0.1)) is None
+    with pytest.raises(ValidationError):
+        plan_review.KeptPlanRecord.model_validate_json(text.replace('"version":1', '"version":2'))
