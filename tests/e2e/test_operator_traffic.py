@@ -9,7 +9,8 @@ fresh state would have none until its second).
 Then the operator plans with those rates (issue 41, item 4 on the operator's path): a second topic of three
 hot partitions, all on brokers 1 and 3, puts broker 1's network in at 1.3x the mean. A PlacementPolicy with
 ``balance.networkIn`` (tolerance 0.2, Manual) gets a plan whose id stays the same across two more looks of
-drifting rates (each reconcile plans again: the plan is kept, planning/plan_keeping.py); switched to
+drifting rates (each reconcile plans again: the plan is kept, planning/plan_keeping.py), and across a
+restart of the operator (the new process keeps it from the review ConfigMap, planning nothing); switched to
 Automatic, exactly that plan executes, and the per-broker network in measured afterwards meets the
 tolerance."""
 
@@ -20,7 +21,7 @@ import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
+from tests.e2e.conftest import KafkaRig, Operator, get, metric_samples, wait_phase
 from tests.e2e.test_operator import apply, execution_record
 from tests.integration.test_traffic import PacedProducer
 
@@ -72,6 +73,12 @@ def assert_rates(traffic: dict[str, Any], tolerance: float = 0.15) -> None:
         assert got["utilisation"]["networkIn"] == pytest.approx(got["bytesInPerSec"] / cap_in, abs=1e-3)
         out = got["networkOutBytesPerSec"] / CAPACITY_OUT
         assert got["utilisation"]["networkOut"] == pytest.approx(out, abs=1e-3)
+
+
+def full_reconciles(op: Operator, cluster: str) -> float:
+    """The process's full reconciles (Kafka read and planned or a plan kept) of ``cluster``."""
+    samples = metric_samples(op, "kafka_placement_reconciles_total")
+    return sum(s.value for s in samples if s.labels == {"cluster": cluster, "kind": "full"})
 
 
 def max_mean(traffic: dict[str, Any]) -> float:
@@ -141,6 +148,18 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         later = wait_traffic(kubectl, operator, ns, "sampled", looks=shown["looks"] + 1, timeout=30)
         drifting = [b["bytesInPerSec"] for b in later["brokers"]]
         assert drifting != [b["bytesInPerSec"] for b in shown["brokers"]]
+        still = get(kubectl, ns, "placementpolicy", "net")["status"]
+        assert still["phase"] == "AwaitingApproval" and still["plan"]["id"] == plan_id, (plan_id, still)
+
+        # a restart (as a failover): the new process keeps the plan shown from the review ConfigMap's
+        # keptPlan, planning nothing, through its first full reconciles
+        operator.kill(signal.SIGTERM)
+        operator.start()
+        deadline = time.monotonic() + 60
+        while full_reconciles(operator, f"{ns}/sampled") < 2:
+            assert time.monotonic() < deadline, operator.tail()
+            time.sleep(1)
+        assert not metric_samples(operator, "kafka_placement_planning_seconds_count")[0].value
         still = get(kubectl, ns, "placementpolicy", "net")["status"]
         assert still["phase"] == "AwaitingApproval" and still["plan"]["id"] == plan_id, (plan_id, still)
 

@@ -15,7 +15,7 @@ from kafka_placement.handlers import plan_review
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.planning.optimizer import compute_plan
-from kafka_placement.planning.plan_keeping import KeptPlan, loads_of
+from kafka_placement.planning.plan_keeping import KeptPlan, Loads, loads_of
 from kafka_placement.planning.report import build_report
 
 
@@ -90,7 +90,20 @@ def test_the_kept_plan_record_round_trips_and_is_left_out_when_too_large() -> No
         "configMap": "cm", "brokersChanging": "broker 1"}}  # fmt: skip
     with pytest.raises(ValueError, match="keeps plan"):
         record.kept(Plan(()), {})
-    huge = {**summary, "advisories": {"plan": {"partitions": ["x" * 100] * 1000}}}
+    huge = {**summary, "advisories": {"plan": {"partitions": ["x" * 100] * 4000}}}
     assert plan_review.kept_text(KeptPlan(plan, huge, "ab" * 32, loads, 0.1)) is None
     with pytest.raises(ValidationError):
         plan_review.KeptPlanRecord.model_validate_json(text.replace('"version":1', '"version":2'))
+
+
+def test_the_kept_plan_record_of_2000_brokers_at_gigabytes_per_second_is_kept() -> None:
+    """The record grows with the brokers (their loads): at the scale users run it stays under the bound,
+    so a large cluster's plan is kept across leaders too, and the review with it under the ConfigMap's."""
+    brokers = tuple(range(1, 2001))
+    side = {m: {b: 1_234_567_890.123 + b for b in brokers} for m in ("in", "out")}
+    snap, plan, intents = golden("all")
+    summary = {"partitionsChanged": 10**6, "replicaMoves": 10**6, "bytesToMove": 10**15, "lowerBoundBytes": 1}
+    text = plan_review.kept_text(KeptPlan(plan, summary, "ab" * 32, Loads(side, side, brokers), 0.05))
+    assert text is not None and 100_000 < len(text) <= plan_review.MAX_KEPT_BYTES
+    data, binary = plan_review.review_data(build_report(snap, plan, intents), Limits(), text)
+    assert sum(len(k) + len(v.encode()) for k, v in {**data, **binary}.items()) <= plan_review.MAX_DATA_BYTES
