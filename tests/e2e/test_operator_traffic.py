@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, get, metric_samples, wait_phase
+from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples, wait_phase
 from tests.e2e.test_operator import apply, execution_record
 from tests.integration.test_traffic import PacedProducer
 
@@ -154,6 +154,7 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         # a restart (as a failover): the new process keeps the plan shown from the review ConfigMap's
         # keptPlan, planning nothing, through its first full reconciles
         operator.kill(signal.SIGTERM)
+        operator.metrics_port = free_port()  # the new process's metrics: its plans and reconciles
         operator.start()
         deadline = time.monotonic() + 60
         while full_reconciles(operator, f"{ns}/sampled") < 2:
