@@ -25,7 +25,17 @@ replicas with no home left to go back to, reach the best found). When home first
 best fit first (home or not) is tried once more: it finds packings home first misses, at more
 bytes. Bounded by ``FRESH_SLOTS`` replicas: on a large repair it does not run. It finds packings
 the eviction searches miss (kept replicas of several partitions trading dirs and brokers) at the
-price of more bytes, so it only runs when they found nothing. Pure: no I/O, no clock.
+price of more bytes, so it only runs when they found nothing.
+
+When none of them packs (they are heuristic within their budgets: a packing can need exactly one kept
+replica moved, which a limited discrepancy search may never reach), an **exact** search runs before the
+repair is called infeasible, on clusters of at most ``ROOM_DIRS`` dirs: sets of at most ``MAX_RELEASE``
+kept replicas of the repaired partitions are moved out of the way, cheapest first (the empty set first),
+and for each a depth-first search tries every dir with room for every replica to place, cut when the
+replicas left need more bytes than the dirs that can take the smallest of them have (room smaller than
+every replica left is wasted). The first set that packs is the cheapest: the packing itself copies
+nothing more. Bounded by ``RELEASE_SETS`` sets, ``RELEASE_NODES`` nodes and ``RELEASE_WORK`` dirs
+examined. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -44,6 +54,11 @@ COVER_NODES = 64  # nodes of the subset search for one dir's replicas to move ou
 FIT_OPTIONS = 6  # dirs tried where the replica fits as it is
 EVICT_OPTIONS = 4  # dirs tried that need replicas moved out first
 EVICTIONS = 2  # times one partition's replica may be moved out again on one search path
+ROOM_DIRS = 400  # the exact search runs on clusters of at most this many dirs (its room bound scans them)
+MAX_RELEASE = 2  # kept replicas the exact search may move out of the way
+RELEASE_SETS = 2_000  # sets of them it tries, cheapest first
+RELEASE_NODES = 200_000  # its search nodes over all the sets
+RELEASE_WORK = 10_000_000  # its dirs examined (options and room bound) over all the sets
 
 Rules = Callable[[Key, Sequence[int]], bool]  # the hard goal's verdict on a partition's brokers
 Order = Callable[[Sequence[int], Sequence[int]], list[int]]  # (current, target) -> replica order
@@ -72,9 +87,11 @@ class Repacker:
         changing: Callable[[Key], bool],
         reopen: bool = False,
         home_first: bool = True,
+        exact: bool = False,
     ) -> None:
         self.ctx = ctx
         self.reopen = reopen
+        self.exact = exact
         self.home_first = home_first
         self.changing = changing
         self.rf = target_rf
@@ -106,6 +123,8 @@ class Repacker:
         self.unavoidable = {k: self._away(k) for k in self.missing} if reopen else {}
         self.paid: dict[Key, int] = {}
         self.floor = sum(n * self.ctx.assignment.size[k] for k, n in self.unavoidable.items())
+        self.receivers = self._receivers() if exact else []
+        self.max_work = RELEASE_WORK if exact else MAX_WORK
 
     # ---- state --------------------------------------------------------------------------------------
 
@@ -179,6 +198,39 @@ class Repacker:
         )
         return max(0, self.missing[key] - homes)
 
+    def _receivers(self) -> list[DirKey]:
+        """The dirs a replica may be placed on (whatever the partition), for the room bound; none when
+        one of them has no known room (the bound says nothing then) or when there are more than
+        ``ROOM_DIRS`` (the bound's scan would cost more than it saves)."""
+        e = self.ctx.eligibility
+        out = [
+            (b, path)
+            for b in sorted(e.dirs)
+            if e.may_receive(b) or e.broker_may_keep(b)
+            for path in e.dirs[b]
+            if e.dir_may_receive(b, path) and (b, path) not in e.drained
+        ]
+        if len(out) > ROOM_DIRS or any(self.free.get(dk) is None for dk in out):
+            return []
+        return out
+
+    def _room_short(self) -> bool:
+        """Whether the replicas still to place cannot fit whatever the packing: their bytes exceed the
+        room of the dirs that can take at least the smallest of them (room smaller than every replica
+        left is wasted). A relaxation (it ignores which broker may take which replica), so it never
+        cuts a branch that holds a packing."""
+        if not self.receivers or not self.pending:
+            return False
+        smallest = -self.pending[-1][0]
+        need = -sum(s for s, _ in self.pending)
+        self.work += len(self.receivers)
+        room = 0
+        for dk in self.receivers:
+            f = self.free[dk] or 0
+            if f >= smallest:
+                room += f
+        return need > room
+
     def search(self, nodes: int) -> int | None:
         """Limited discrepancy search (paths that leave the heuristic's first choice at most k times,
         k = 0, 1, 2, ...) within ``nodes`` nodes; the extra bytes of the best packing found."""
@@ -189,12 +241,53 @@ class Repacker:
             self._search(0, k)
         return self.best
 
+    def release_search(self) -> int | None:
+        """The cheapest set of at most ``MAX_RELEASE`` replicas, kept where they are, whose moving
+        elsewhere lets every replica to place fit (``exact``: a depth-first search over every dir with
+        room, cut by the room bound); the set's bytes (the plan's extra copies). Sets are tried cheapest
+        first, the first that packs wins: a packing costs nothing beyond the set. Bounded by
+        ``RELEASE_SETS`` sets and ``RELEASE_NODES`` nodes in all."""
+        size = self.ctx.assignment.size
+        kept = sorted(
+            (size[k], k, b)
+            for k in self.where
+            if k in self.movable
+            for b, d in self.where[k].items()
+            if d is not None and self.origin[k].get(b) == d
+        )
+        sets: list[tuple[int, tuple[tuple[Key, int], ...]]] = [(0, ())]
+        sets += [(s, ((k, b),)) for s, k, b in kept]
+        if MAX_RELEASE >= 2:
+            sets += [
+                (kept[i][0] + kept[j][0], ((kept[i][1], kept[i][2]), (kept[j][1], kept[j][2])))
+                for i in range(len(kept))
+                for j in range(i + 1, min(len(kept), i + 1 + RELEASE_SETS))
+                if kept[i][1] != kept[j][1]
+            ]
+        sets.sort()
+        self.limit = RELEASE_NODES
+        for cost, release in sets[:RELEASE_SETS]:
+            if self._spent():
+                break
+            moved = [(k, b, self._leave(k, b)) for k, b in release]
+            for k, _, _ in moved:
+                self._queue(k)
+            self._search(0, len(self.pending))
+            for k, b, d in reversed(moved):
+                self._unqueue(k)
+                if self.solution is None:
+                    self._enter(k, b, d)
+            if self.solution is not None:
+                self.best = cost
+                return cost
+        return None
+
     def apply(self) -> bool:
         """Apply the best packing found to the assignment; whether it was (and kept every rule)."""
         return self.solution is not None and self._apply(self.solution)
 
     def _spent(self) -> bool:
-        return self.nodes >= self.limit or self.work >= MAX_WORK
+        return self.nodes >= self.limit or self.work >= self.max_work
 
     def _search(self, extra: int, slack: int) -> None:
         if self._spent():
@@ -205,6 +298,8 @@ class Repacker:
                 self.solution = {k: dict(v) for k, v in self.where.items()}
             return
         self.nodes += 1
+        if self._room_short():
+            return
         _, key = self.pending[0]
         self._unqueue(key)
         for i, opt in enumerate(self._options(key, slack)):
@@ -274,6 +369,8 @@ class Repacker:
                     continue
                 full.append(((b, path), size - free))
         fits.sort(key=lambda o: o.rank)
+        if self.exact:  # every dir where it fits, nothing moved out of the way
+            return fits
         fits = fits[:FIT_OPTIONS]
         if slack < len(fits) or self.reopen:
             return fits
@@ -418,4 +515,5 @@ def repack(
             return False
         if whole.search(MAX_NODES) is not None and whole.apply():
             return True
-    return False
+    exact = Repacker(ctx, every, *rest, exact=True)
+    return bool(exact.receivers) and exact.release_search() is not None and exact.apply()
