@@ -27,9 +27,10 @@ bytes. Bounded by ``FRESH_SLOTS`` replicas: on a large repair it does not run. I
 the eviction searches miss (kept replicas of several partitions trading dirs and brokers) at the
 price of more bytes, so it only runs when they found nothing.
 
-When none of them packs (they are heuristic within their budgets: a packing can need exactly one kept
-replica moved, which a limited discrepancy search may never reach), an **exact** search runs before the
-repair is called infeasible, on clusters of at most ``ROOM_DIRS`` dirs: sets of at most ``MAX_RELEASE``
+Beside the last one (they are heuristic within their budgets: a packing can need exactly one kept
+replica moved, which a limited discrepancy search may never reach, or find one copying far more), an
+**exact** search runs on clusters of at most ``ROOM_DIRS`` dirs, and its packing is taken when the last
+search finds none or one copying more bytes: sets of at most ``MAX_RELEASE``
 kept replicas of the repaired partitions are moved out of the way, cheapest first (the empty set first),
 and for each a depth-first search tries every dir with room for every replica to place, cut when the
 replicas left need more bytes than the dirs that can take the smallest of them have (room smaller than
@@ -244,9 +245,9 @@ class Repacker:
     def release_search(self) -> int | None:
         """The cheapest set of at most ``MAX_RELEASE`` replicas, kept where they are, whose moving
         elsewhere lets every replica to place fit (``exact``: a depth-first search over every dir with
-        room, cut by the room bound); the set's bytes (the plan's extra copies). Sets are tried cheapest
-        first, the first that packs wins: a packing costs nothing beyond the set. Bounded by
-        ``RELEASE_SETS`` sets and ``RELEASE_NODES`` nodes in all."""
+        room, cut by the room bound); the bytes the packing copies (the replicas to place and the set).
+        Sets are tried cheapest first, the first that packs wins: a packing costs nothing beyond the
+        set. Bounded by ``RELEASE_SETS`` sets, ``RELEASE_NODES`` nodes and ``RELEASE_WORK`` dirs."""
         size = self.ctx.assignment.size
         kept = sorted(
             (size[k], k, b)
@@ -265,6 +266,7 @@ class Repacker:
                 if kept[i][1] != kept[j][1]
             ]
         sets.sort()
+        placing = -sum(s for s, _ in self.pending)  # copied whatever the packing
         self.limit = RELEASE_NODES
         for cost, release in sets[:RELEASE_SETS]:
             if self._spent():
@@ -278,8 +280,8 @@ class Repacker:
                 if self.solution is None:
                     self._enter(k, b, d)
             if self.solution is not None:
-                self.best = cost
-                return cost
+                self.best = placing + cost
+                return self.best
         return None
 
     def apply(self) -> bool:
@@ -500,7 +502,9 @@ def repack(
     stay in their slots); only partitions ``changing`` names (those the hard goal changes anyway)
     have replicas moved out of the way. The whole repair is packed afresh when it is small (every
     replica it places is placed again: the greedy's choices may be what blocks), else only ``keys``;
-    when neither finds a packing, every replica of those partitions is placed afresh (``reopen``)."""
+    when neither finds a packing, every replica of those partitions is placed afresh (``reopen``), and
+    on a small cluster the exact search's packing is taken instead when it copies less (or when
+    ``reopen`` finds none)."""
     rest = (target_rf, rules, order, changing)
     fresh = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest)
     if len(fresh.pending) <= FRESH_SLOTS and fresh.search(MAX_NODES) is not None and fresh.apply():
@@ -509,11 +513,16 @@ def repack(
     if local.search(MAX_NODES) is not None and local.apply():
         return True
     every = [*keys, *(k for k in ctx.assignment.replicas if changing(k))]
+    exact = Repacker(ctx, every, *rest, exact=True)
+    small = exact.receivers and len(exact.pending) <= FRESH_SLOTS
+    cheapest = exact.release_search() if small else None  # bytes copied
     for home_first in (True, False):
         whole = Repacker(ctx, every, *rest, reopen=True, home_first=home_first)
         if len(whole.pending) > FRESH_SLOTS:
-            return False
-        if whole.search(MAX_NODES) is not None and whole.apply():
+            break
+        found = whole.search(MAX_NODES)  # bytes copied
+        if found is not None and (cheapest is None or found <= cheapest) and whole.apply():
             return True
-    exact = Repacker(ctx, every, *rest, exact=True)
-    return bool(exact.receivers) and exact.release_search() is not None and exact.apply()
+        if found is not None and cheapest is not None:
+            break  # the exact search's packing copies less
+    return cheapest is not None and exact.apply()

@@ -285,6 +285,21 @@ def test_a_blocked_broker_sheds_into_room_made_by_redirecting_the_repairs_copies
     assert s["bytesToMove"] <= 1.01 * 56_514_000_000, s["bytesToMove"]
 
 
+def tight(
+    brokers: int, partitions: int, dcs: int, racks: int, seed: int, room: dict[int, int]
+) -> ClusterSnapshot:
+    """A generated cluster (RF 2, one dir per broker, two topics) with the dirs' usable bytes ``room``."""
+    from tests.bench.generator import cluster
+
+    snap = cluster(
+        brokers=brokers, partitions=partitions, topics=2, rf=2, dcs=dcs, racks_per_dc=racks, dirs=1, seed=seed
+    )
+    doc = snap.to_json()
+    for b in doc["brokers"]:
+        b["logDirs"][0].update(totalBytes=1 << 50, usableBytes=room[b["id"]])
+    return ClusterSnapshot.from_json(doc)
+
+
 def test_when_no_search_packs_a_kept_replica_of_a_repaired_partition_is_moved_out_of_the_way() -> None:
     # The generalisation benchmark's tight capacity #49 (master seed 2397300333: 51 partitions, 8
     # brokers in 3 DCs, RF 2, one dir each, broker 3 leaves, 1.1% more room than the data needs; the
@@ -293,17 +308,25 @@ def test_when_no_search_packs_a_kept_replica_of_a_repaired_partition_is_moved_ou
     # packing either: exit 3, "infeasible", where the solver proves a plan of 30.00 GB. That plan moves
     # the kept replica of topic-001 13 on broker 2 out of the way; the exact search that tries such
     # moves cheapest first finds it, at the proven optimum.
-    from tests.bench.generator import cluster
-
     from kafka_placement.model.intents import Intents
 
-    snap = cluster(brokers=8, partitions=51, topics=2, rf=2, dcs=3, racks_per_dc=1, dirs=1, seed=379567900)
-    doc = snap.to_json()
     room = {1: 2606211813, 2: 2518693329, 3: 0, 4: 5706972510, 5: 3487343726, 6: 5395586707}
-    room |= {7: 3284871250, 8: 3934336534}
-    for b in doc["brokers"]:
-        b["logDirs"][0].update(totalBytes=1 << 50, usableBytes=room[b["id"]])
-    text = "kind: BrokerDecommission\nspec: {brokers: [3]}\n"
-    s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(text)).summary
+    snap = tight(8, 51, 3, 1, 379567900, room | {7: 3284871250, 8: 3934336534})
+    s = compute_plan(snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [3]}\n")).summary
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 30_000_716_788  # the solver's proven optimum
+
+
+def test_the_exact_packing_is_taken_when_the_reopened_search_copies_more() -> None:
+    # Tight capacity #40 of the same draw (73 partitions, 11 brokers in one DC, broker 1 leaves, 1.2%
+    # more room than needed): the eviction searches found no packing and the reopened one found a
+    # packing copying 42.74 GB, 1.777x the solver's proven optimum of 24.05 GB, which moves two kept
+    # replicas (topic-001 9 and 23, on broker 8) out of the way: what the exact search finds.
+    from kafka_placement.model.intents import Intents
+
+    room = {1: 0, 2: 2387964660, 3: 1532230210, 4: 1934040848, 5: 1579863633, 6: 1900423585}
+    room |= {7: 3537499669, 8: 1552159278, 9: 3837195013, 10: 1892767303, 11: 3625242774}
+    snap = tight(11, 73, 1, 2, 1952811531, room)
+    s = compute_plan(snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")).summary
+    assert s["hardViolationsAfter"] == 0
+    assert s["bytesToMove"] == 24_051_226_589  # the solver's proven optimum
