@@ -506,13 +506,13 @@ def repack(
     on a small cluster the exact search's packing is taken instead when it copies less (or when
     ``reopen`` finds none)."""
     rest = (target_rf, rules, order, changing)
-    fresh = Repacker(ctx, [*keys, *(k for k in ctx.assignment.replicas if changing(k))], *rest)
+    every = [*keys, *(k for k in ctx.assignment.replicas if changing(k))]
+    fresh = Repacker(ctx, every, *rest)
     if len(fresh.pending) <= FRESH_SLOTS and fresh.search(MAX_NODES) is not None and fresh.apply():
         return True
     local = Repacker(ctx, keys, *rest)
     if local.search(MAX_NODES) is not None and local.apply():
         return True
-    every = [*keys, *(k for k in ctx.assignment.replicas if changing(k))]
     exact = Repacker(ctx, every, *rest, exact=True)
     small = exact.receivers and len(exact.pending) <= FRESH_SLOTS
     cheapest = exact.release_search() if small else None  # bytes copied
