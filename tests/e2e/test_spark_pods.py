@@ -243,12 +243,14 @@ def test_a_run_past_its_timeout_is_deleted_with_its_executor_pods(
     (tmp_path / "intents.yaml").write_text(text)
     proc = plan_on_pods(
         spark_ns, k8s_rig, tmp_path / "snapshot.json", tmp_path / "intents.yaml", tmp_path,
-        "--spark-timeout", "60", "--spark-conf", "spark.executor.memory=200g",  # no node fits an executor
-        timeout=240,  # the run's own timeout is 60 s: a run that ignored it fails here
+        # the run's own timeout is 120 s: long enough for a driver started on a loaded node to ask for its
+        # executors (once, three lanes beside it, 60 s was not); a run that ignored it fails at 300 s
+        "--spark-timeout", "120", "--spark-conf", "spark.executor.memory=200g",  # no node fits an executor
+        timeout=300,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
-    assert "did not finish within 60 s" in last and "it was deleted" in last, last
+    assert "did not finish within 120 s" in last and "it was deleted" in last, last
     driver = last.split("Spark driver pod ", 1)[1].split(" ", 1)[0].split("/", 1)[1]
     run_id = driver.removeprefix("kafka-placement-")
     pending = {
@@ -256,7 +258,8 @@ def test_a_run_past_its_timeout_is_deleted_with_its_executor_pods(
         for e in events(spark_ns)
         if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"].startswith(f"{driver}-exec-")
     }
-    assert pending, "the executor pods were never asked for"
+    seen = sorted({(e["involvedObject"]["name"], e.get("reason")) for e in events(spark_ns)})
+    assert pending, f"the executor pods were never asked for; events: {seen}"
     deadline = time.monotonic() + 90
     while left := pods_of(spark_ns, run_id):
         assert time.monotonic() < deadline, f"left behind: {left}"
