@@ -6,7 +6,21 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# ---- builder: wheels of the project and its dependencies ----------------------------------------
+# ---- deps: wheels of the dependencies, from pyproject.toml alone --------------------------------
+# A stage of its own, so that a change to operator/ reuses it and the runtime's layer built from it: a
+# rebuild after a code change downloads, builds and installs nothing but the project's own wheel.
+FROM ${PYTHON_IMAGE} AS deps
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml ./
+RUN mkdir /deps \
+    && python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+        > /deps/requirements.txt \
+    && pip wheel --no-cache-dir --wheel-dir /deps -r /deps/requirements.txt
+
+# ---- builder: the project's own wheel -----------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -15,7 +29,7 @@ WORKDIR /src
 # pyproject.toml and the sources only: the README and docs/ are not in the build context (.dockerignore)
 COPY pyproject.toml ./
 COPY operator/ operator/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # ---- runtime ------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -38,11 +52,15 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" "${JAVA_HOME}" \
     && apt-get clean \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
-RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels /wheels/kafka_placement_operator-*.whl \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
     && groupadd --gid 10001 kafka-placement \
     && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin kafka-placement
+RUN --mount=type=bind,from=deps,source=/deps,target=/deps \
+    pip install --no-cache-dir --no-index --find-links=/deps -r /deps/requirements.txt
+# the project itself, its dependencies checked against what the layer above installed
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-cache-dir --no-index --no-deps /wheels/kafka_placement_operator-*.whl \
+    && pip check
 # the Spark job's entry point where a SparkApplication's mainApplicationFile expects it (spark/k8s.py)
 COPY operator/kafka_placement/spark/job.py /opt/kafka-placement/job.py
 USER 10001:10001

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.conftest import TEST_JVM_OPTS
 from tests.e2e.conftest import Operator, wait_phase
 from tests.e2e.test_helm_node import operator_image  # noqa: F401  (the image, imported into the node)
 from tests.e2e.test_operator import apply, fill, snapshot, throttles_left
@@ -50,7 +51,11 @@ CLI = Path(sys.executable).parent / "kafka-placement"
 RUN_UID = 10001
 SERVICE_ACCOUNT, CLAIM, MOUNT = "kp-spark", "kp-exchange", "/exchange"
 # two cores on the rig's node: the driver and each executor ask for half a core
-SMALL = ["spark.kubernetes.driver.request.cores=500m", "spark.kubernetes.executor.request.cores=500m"]
+SMALL = [
+    "spark.kubernetes.driver.request.cores=500m",
+    "spark.kubernetes.executor.request.cores=500m",
+    *(f"spark.{jvm}.extraJavaOptions={TEST_JVM_OPTS}" for jvm in ("driver", "executor")),  # tests/conftest.py
+]
 
 SETUP = """\
 apiVersion: v1

@@ -57,6 +57,16 @@ def spark_entry(rig_json: dict[str, Any]) -> dict[str, Any]:
     return dict(rig_entry(rig_json, "spark"))
 
 
+def spark_driver_env(entry: dict[str, Any]) -> dict[str, str]:
+    """The environment of a driver on this machine for the rig's standalone cluster: none of this
+    environment's Spark settings but the tests' JVM options (tests/conftest.py), the workers' Python, and
+    an address the loopback workers reach."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    if "SPARK_SUBMIT_OPTS" in os.environ:
+        env["SPARK_SUBMIT_OPTS"] = os.environ["SPARK_SUBMIT_OPTS"]
+    return {**env, "PYSPARK_PYTHON": entry["workerPython"], "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
 # ============================================================================ 2. Kafka
 
 KAFKA_TIMEOUT_S = 60.0  # every wait on Kafka in the tests is bounded by this

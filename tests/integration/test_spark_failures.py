@@ -16,7 +16,6 @@ Needs `make rig-up` (the Spark rig is part of it). Nothing is mocked.
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -27,6 +26,7 @@ from typing import Any
 
 import pytest
 from tests.bench.generator import scenario
+from tests.integration.conftest import spark_driver_env
 from tests.rig import spark_rig
 
 from kafka_placement.model.intents import Intents
@@ -36,15 +36,6 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "testdata" / "golden"
 CLI = [str(Path(sys.executable).parent / "kafka-placement")]
-
-
-def driver_env(entry: dict[str, Any]) -> dict[str, str]:
-    """The environment of a driver on this machine for the rig's cluster (the workers' Python)."""
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))},
-        "PYSPARK_PYTHON": entry["workerPython"],
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
 
 
 def plan_cli(
@@ -61,7 +52,7 @@ def plan_cli(
             [*CLI, "plan", "--snapshot", str(case / "snapshot.json"), "--intents", str(case / "intents.yaml"),
              "--engine", "spark", "--spark-master", master, "-o", str(tmp / "plan.json"),
              "--summary", str(tmp / "summary.json"), *extra],
-            capture_output=True, text=True, env=driver_env(entry), timeout=timeout, cwd=tmp,
+            capture_output=True, text=True, env=spark_driver_env(entry), timeout=timeout, cwd=tmp,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         pytest.fail(f"plan --engine spark --spark-master {master} still running after {timeout:g} s")
@@ -212,7 +203,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_not_the_plan(
         proc = subprocess.run(
             [sys.executable, "-c", KILLER, spark_entry["master"], str(case), str(spare.pid), str(port),
              str(shards), str(tmp_path / "out.json"), SHARDS_STAGE],
-            capture_output=True, text=True, env=driver_env(spark_entry), timeout=900, cwd=tmp_path,
+            capture_output=True, text=True, env=spark_driver_env(spark_entry), timeout=900, cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-4000:]
     finally:

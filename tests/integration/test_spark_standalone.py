@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 from tests.bench.generator import scenario
+from tests.integration.conftest import spark_driver_env
 
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
@@ -85,11 +85,7 @@ def standalone_run(spark_entry: dict[str, Any], tmp_path_factory: pytest.TempPat
         (root / "cases" / name).mkdir(parents=True)
         (root / "cases" / name / "snapshot.json").write_text(snap.dumps())
         (root / "cases" / name / "intents.yaml").write_text(text)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))},
-        "PYSPARK_PYTHON": spark_entry["workerPython"],  # the workers' Python, as on a real cluster
-        "SPARK_LOCAL_IP": "127.0.0.1",  # the driver, reachable from the loopback workers
-    }
+    env = spark_driver_env(spark_entry)  # the workers' Python, as on a real cluster
     out = root / "out.json"
     proc = subprocess.run(
         [sys.executable, "-c", DRIVER, spark_entry["master"], str(root / "cases"), str(out)],

@@ -48,7 +48,8 @@ def test_builtin_fallback_checks_pass_on_the_dockerfile_and_catch_violations(tmp
 def test_dockerfile_conventions() -> None:
     text = DOCKERFILE.read_text(encoding="utf-8")
     froms = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.MULTILINE)
-    assert [alias for _, alias in froms] == ["builder", "runtime"], "multi-stage: builder, then runtime"
+    stages = [alias for _, alias in froms]
+    assert stages == ["deps", "builder", "runtime"], "multi-stage: the dependencies, the project, the runtime"
     assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.MULTILINE)
     assert "openjdk-17-jre-headless" in text
     assert re.search(r"^USER 10001(:10001)?$", text, re.MULTILINE)
@@ -56,7 +57,10 @@ def test_dockerfile_conventions() -> None:
     assert 'CMD ["operator", "--all-namespaces"]' in text
     for env in ("HOME=/tmp", "PYTHONDONTWRITEBYTECODE=1"):
         assert env in text, env
-    assert "pip wheel --no-cache-dir --wheel-dir /wheels ." in text
+    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ." in text
+    # the dependencies' layer is built from pyproject.toml alone: nothing copied into its stage but that
+    deps = text[text.index(" AS deps") : text.index(" AS builder")]
+    assert re.findall(r"^COPY (\S+)", deps, re.MULTILINE) == ["pyproject.toml"], deps
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     for entry in (".venv", ".rig", "tests/bench/out", ".mypy_cache", ".pytest_cache"):
         assert entry in ignored, entry
