@@ -42,6 +42,7 @@ examined. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -72,6 +73,35 @@ class _Option:
     broker: int
     path: str
     evict: list[tuple[Key, int]] = field(default_factory=list)  # (partition, broker) leaving the dir
+
+
+Release = tuple[tuple[Key, int], ...]  # kept replicas (partition, broker) moved out of the way
+
+
+def release_sets(
+    kept: Sequence[tuple[int, Key, int]], limit: int, pairs: bool = True
+) -> list[tuple[int, Release]]:
+    """The ``limit`` cheapest sets of kept replicas to move out of the way, cheapest first: the empty
+    set, each replica of ``kept`` (size, partition, broker; sorted) alone and, with ``pairs``, each two
+    of different partitions at most ``limit`` apart in ``kept``. Ties go by the replicas, so the answer
+    is the first ``limit`` of all those sets sorted. The pairs come off a heap in order of their bytes
+    (``kept`` is sorted, so ``(i, j + 1)`` never costs less than ``(i, j)``) until ``limit`` of them and
+    every one tied with the last are out: O(n + limit log n), not the n x limit pairs."""
+    sets: list[tuple[int, Release]] = [(0, ())]
+    sets += [(size, ((k, b),)) for size, k, b in kept]
+    n = len(kept)
+    heap = [(kept[i][0] + kept[i + 1][0], i, i + 1) for i in range(n - 1)] if pairs else []
+    heapq.heapify(heap)
+    found, last = 0, -1
+    while heap and (found < limit or heap[0][0] == last):
+        last, i, j = heapq.heappop(heap)
+        if j + 1 < min(n, i + 1 + limit):
+            heapq.heappush(heap, (kept[i][0] + kept[j + 1][0], i, j + 1))
+        if kept[i][1] != kept[j][1]:
+            sets.append((last, ((kept[i][1], kept[i][2]), (kept[j][1], kept[j][2]))))
+            found += 1
+    sets.sort()
+    return sets[:limit]
 
 
 class Repacker:
@@ -256,19 +286,9 @@ class Repacker:
             for b, d in self.where[k].items()
             if d is not None and self.origin[k].get(b) == d
         )
-        sets: list[tuple[int, tuple[tuple[Key, int], ...]]] = [(0, ())]
-        sets += [(s, ((k, b),)) for s, k, b in kept]
-        if MAX_RELEASE >= 2:
-            sets += [
-                (kept[i][0] + kept[j][0], ((kept[i][1], kept[i][2]), (kept[j][1], kept[j][2])))
-                for i in range(len(kept))
-                for j in range(i + 1, min(len(kept), i + 1 + RELEASE_SETS))
-                if kept[i][1] != kept[j][1]
-            ]
-        sets.sort()
         placing = -sum(s for s, _ in self.pending)  # copied whatever the packing
         self.limit = RELEASE_NODES
-        for cost, release in sets[:RELEASE_SETS]:
+        for cost, release in release_sets(kept, RELEASE_SETS, pairs=MAX_RELEASE >= 2):
             if self._spent():
                 break
             moved = [(k, b, self._leave(k, b)) for k, b in release]
