@@ -20,14 +20,9 @@ RUN mkdir /deps \
         > /deps/requirements.txt \
     && pip wheel --no-cache-dir --wheel-dir /deps -r /deps/requirements.txt
 
-# ---- builder: the project's own wheel -----------------------------------------------------------
-FROM ${PYTHON_IMAGE} AS builder
-ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PYTHONDONTWRITEBYTECODE=1
-WORKDIR /src
-# pyproject.toml and the sources only: the README and docs/ are not in the build context (.dockerignore)
-COPY pyproject.toml ./
+# ---- builder: the project's own wheel (on the deps stage: its settings and pyproject.toml) -------
+FROM deps AS builder
+# the sources only: the README and docs/ are not in the build context (.dockerignore)
 COPY operator/ operator/
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
