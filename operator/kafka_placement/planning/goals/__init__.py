@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..context import Goal
 from .broker_balance import BrokerBalanceGoal
 from .dir_balance import DirBalanceGoal
+from .exact_placement import ExactPlacementGoal
 from .failure_spread import FailureSpreadGoal
 from .leader_balance import LeaderBalanceGoal
 from .network import (
@@ -22,7 +23,9 @@ def default_goals() -> list[Goal]:
     1. ``ReplicaPlacement`` (hard): decommissions, cordons and drains, replication factor, rack spread;
     2. ``NetworkCapacity`` (hard; a snapshot with traffic and declared network capacities): no broker
        above ``capacity.maxShare`` of its network in or out;
-    3. ``BrokerBalance``: bytes across brokers; 4. ``DirBalance``: bytes across each broker's dirs;
+    3. ``BrokerBalance``: bytes across brokers, then ``ExactPlacement`` (small clusters only: the cheapest
+       placement under the rules above, ``planning/exact.py``, when it copies less or meets a balance
+       the greedy steps missed); 4. ``DirBalance``: bytes across each broker's dirs;
     5. ``LeaderBalance``: preferred leaders per broker;
     6. ``NetworkInBalance`` (``balance.networkIn``): network in per broker;
     7. ``NetworkOutBalance`` (``balance.networkOut``): network out per broker, hand-overs first;
@@ -36,6 +39,7 @@ def default_goals() -> list[Goal]:
         ReplicaPlacementGoal(),
         NetworkCapacityGoal(),
         BrokerBalanceGoal(),
+        ExactPlacementGoal(),
         DirBalanceGoal(),
         LeaderBalanceGoal(),
         NetworkInBalanceGoal(),
@@ -53,6 +57,7 @@ def balance_goals() -> list[Goal]:
 __all__ = [
     "BrokerBalanceGoal",
     "DirBalanceGoal",
+    "ExactPlacementGoal",
     "FailureSpreadGoal",
     "LeaderBalanceGoal",
     "LeaderBytesInBalanceGoal",

@@ -65,10 +65,23 @@ class ReplicaPlacementGoal:
                     problems.append(e)
         if full:
             problems += self._place_full(ctx, full)
+        if problems and all(e.rule == "dir-capacity" for e in problems) and self._exact(ctx):
+            problems = []
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more partitions cannot be placed)" if len(problems) > 1 else ""
             raise InfeasibleError(first.detail + more, first.rule, first.partition)
+
+    @staticmethod
+    def _exact(ctx: PlanningContext) -> bool:
+        """No packing found on full dirs: on a small cluster the exact program (``planning/exact.py``)
+        may still find one, moving kept replicas of the repaired partitions as far as it needs."""
+        from .. import exact  # (it builds on this goal's rules)
+
+        if not exact.applicable(ctx):
+            return False
+        found = exact.solve(ctx, exact.movable(ctx, balance=False), None)
+        return found is not None and exact.apply(ctx, found, None)
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         e = ctx.eligibility

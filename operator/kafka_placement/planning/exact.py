@@ -1,0 +1,364 @@
+"""Exact placement on small clusters: the fewest bytes copied under the hard rules (and broker balance),
+as a mixed-integer program solved by HiGHS (scipy's ``milp``). Pure: no I/O, no clock.
+
+The greedy goals and the bounded repacking searches are fast at any size but can miss the cheapest plan
+by a few percent (a data centre that must sit just under the balance threshold, a dir that fits its
+replicas only in one packing) or, on very full dirs, find no packing where one exists. On a small
+problem the exact program is cheap (well under a second for a few thousand variables), so the planner
+runs it there and takes its placement when it copies fewer bytes, or when the greedy one misses the
+balance the program meets, or when the greedy searches found no packing at all.
+
+The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
+
+- one binary per (partition, broker that may hold it) for each *movable* partition: one the hard goal
+  must change (``repair_reasons`` on the snapshot: a decommissioned broker, a drained or reactive
+  cordoned dir, the replication factor, a broken rack spread) or, when broker balance is asked, one of
+  a topic whose enforced policy asks for it; a broker may hold it when it holds it in the snapshot and
+  may keep it (not decommissioned, a dir that is not drained, the replica not on a failed dir), or may
+  receive new replicas; exactly the target replication factor per partition;
+- when any dir's usable bytes are known, one binary per (partition, broker, dir) too: the replica stays
+  on its dir when it may (no copy), or takes a dir that may receive (a local copy when its broker held
+  it); each dir's bytes after stay within its bytes before plus its usable bytes (``Assignment.free``);
+  without known room the dirs are chosen afterwards as the hard goal chooses them (``best_dir``);
+- KIP-879 spread (``RackTree``): at every unit holding replicas, a child that is not full (a member
+  broker under it holds none) holds at most one replica fewer than any sibling;
+- broker balance: every broker that keeps data holds at most ``limit`` bytes after the plan (the
+  balance goal's threshold, (1 + tolerance) x the mean after the plan);
+- objective: the bytes the plan copies as the summary counts them (``metrics.count_move``): a new replica
+  copies ``copy_bytes``, a dir change within a broker ``size_bytes``.
+
+Bounds, deterministic (never wall time: the same input gives the same plan on a busy machine): the
+program is built only when it has at most ``MAX_VARIABLES`` binaries, and HiGHS explores at most
+``MAX_NODES`` branch-and-bound nodes; a solution is taken only after it is checked again with exact
+integers against every rule (``check``), so a rounding inside the solver can never place a replica
+against a rule. Not run with move budgets, preferred brokers or network capacities (rules the program
+does not model): the greedy plan stands there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..model.snapshot import PartitionState
+from .context import PlanningContext
+from .goals.replica_placement import ReplicaPlacementGoal, repair_reasons, replication_factor
+from .state import DirKey, Key
+from .topology import RackTree
+
+MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's partitions
+MAX_VARIABLES = 3_000  # binaries of the program
+MAX_NODES = 500  # HiGHS branch-and-bound nodes (each a few milliseconds at MAX_VARIABLES)
+HIGHS_OPTIONS: dict[str, float | int] = {}
+
+Placements = dict[Key, tuple[list[int], list[str | None]]]
+
+
+@dataclass(slots=True)
+class _Program:
+    """The program under construction: objective, bounds and rows as sparse triples."""
+
+    cost: list[float] = field(default_factory=list)
+    rows: list[list[tuple[int, float]]] = field(default_factory=list)
+    low: list[float] = field(default_factory=list)
+    high: list[float] = field(default_factory=list)
+
+    def var(self, cost: float = 0.0) -> int:
+        self.cost.append(cost)
+        return len(self.cost) - 1
+
+    def row(self, terms: list[tuple[int, float]], low: float, high: float) -> None:
+        self.rows.append(terms)
+        self.low.append(low)
+        self.high.append(high)
+
+
+def applicable(ctx: PlanningContext) -> bool:
+    """Whether the program may run: a cluster of at most ``MAX_PARTITIONS`` partitions whose intents
+    ask only for rules it models (else the greedy plan stands)."""
+    if len(ctx.snapshot.partitions) > MAX_PARTITIONS:
+        return False
+    for p in ctx.intents.policies:
+        if p.preferred_brokers or p.move_budget.max_bytes or p.move_budget.max_moves:
+            return False
+    cap = ctx.intents.capacity
+    if ctx.assignment.rate and cap is not None:
+        return not any(cap.of(b).network_in or cap.of(b).network_out for b in ctx.eligibility.dirs)
+    return True
+
+
+def movable(ctx: PlanningContext, balance: bool) -> list[PartitionState]:
+    """The partitions the program may place: those the hard goal changes (judged on the snapshot) and,
+    with ``balance``, those of topics whose enforced policy asks for broker balance."""
+    e, a = ctx.eligibility, ctx.assignment
+    balanced = ctx.balanced_topics("brokers") if balance else frozenset()
+    out = []
+    for p in ctx.snapshot.partitions:
+        if p.topic in balanced or repair_reasons(
+            e, p.replicas, p.log_dirs, p.size_bytes, replication_factor(ctx, p.key), ctx.tree_for(p.key)
+        ):
+            out.append(p)
+        elif a.replicas[p.key] != list(p.replicas) or a.dirs[p.key] != list(p.log_dirs):
+            return []  # a goal changed a partition the program would keep fixed: not this program's plan
+    return out
+
+
+def solve(
+    ctx: PlanningContext, parts: Sequence[PartitionState], limit: int | None, below: int | None = None
+) -> Placements | None:
+    """The cheapest placement of ``parts`` (every other partition as the snapshot has it) under the
+    hard rules and, with ``limit``, at most ``limit`` bytes on every broker that keeps data, copying
+    fewer than ``below`` bytes when given; None when the program is too large or has no solution within
+    its bounds."""
+    if not parts:
+        return None
+    e = ctx.eligibility
+    sized = any(v is not None for v in e.capacity.values())
+    dirs_mode = sized and all(d is not None for p in parts for d in p.log_dirs)
+    if sized and not dirs_mode:
+        return None  # room is known but a replica's dir is not: the program cannot count its dir
+    brokers = sorted(e.dirs)
+    candidates: dict[Key, list[tuple[int, list[str]]]] = {}
+    count = 0
+    for p in parts:
+        where = dict(zip(p.replicas, p.log_dirs, strict=True))
+        options = []
+        for b in brokers:
+            ok = _dirs_for(ctx, p, b, where)
+            if ok:
+                options.append((b, ok))
+                count += 1 + (len(ok) if dirs_mode else 0)
+        candidates[p.key] = options
+        if count > MAX_VARIABLES:
+            return None
+    m = _Program()
+    x: dict[tuple[Key, int], int] = {}
+    y: dict[tuple[Key, int, str], int] = {}
+    for p in parts:
+        key, where = p.key, dict(zip(p.replicas, p.log_dirs, strict=True))
+        holders: list[tuple[int, float]] = []
+        for b, ok in candidates[key]:
+            held = b in where
+            v = x[(key, b)] = m.var(0.0 if held else float(p.copy_bytes))
+            holders.append((v, 1.0))
+            if dirs_mode:
+                ys = []
+                for d in ok:
+                    stays = held and d == where[b] and e.may_keep(b, d, p.size_bytes)
+                    w = y[(key, b, d)] = m.var(0.0 if stays or not held else float(p.size_bytes))
+                    ys.append((w, 1.0))
+                m.row([*ys, (v, -1.0)], 0.0, 0.0)
+            elif held and not e.may_keep(b, where[b], p.size_bytes):
+                m.cost[v] = float(p.size_bytes)  # kept through a local copy off its dir
+        rf = replication_factor(ctx, key)
+        m.row(holders, rf, rf)
+        tree = ctx.tree_for(key)
+        if tree is not None:
+            _spread(m, tree, {b: x[(key, b)] for b, _ in candidates[key]}, rf)
+    moving = {p.key for p in parts}
+    fixed_broker: dict[int, int] = dict.fromkeys(brokers, 0)
+    fixed_dir: dict[DirKey, int] = {}
+    for q in ctx.snapshot.partitions:
+        if q.key in moving:
+            continue
+        for b, path in zip(q.replicas, q.log_dirs, strict=True):
+            fixed_broker[b] = fixed_broker.get(b, 0) + q.size_bytes
+            if path is not None:
+                fixed_dir[(b, path)] = fixed_dir.get((b, path), 0) + q.size_bytes
+    if limit is not None:
+        for b in e.active_brokers:
+            terms = [(x[(p.key, b)], float(p.size_bytes)) for p in parts if (p.key, b) in x]
+            m.row(terms, float("-inf"), float(limit - fixed_broker.get(b, 0)))
+    if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
+        m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
+    room = _room(ctx) if dirs_mode else {}
+    for place, most in room.items():
+        b, d = place
+        terms = [(y[(p.key, b, d)], float(p.size_bytes)) for p in parts if (p.key, b, d) in y]
+        if terms:
+            m.row(terms, float("-inf"), float(most - fixed_dir.get(place, 0)))
+    values = _run(m)
+    if values is None:
+        return None
+    found: Placements = {}
+    for p in parts:
+        chosen = [b for b, _ in candidates[p.key] if values[x[(p.key, b)]] > 0.5]
+        order = ReplicaPlacementGoal._order(p.replicas, chosen)
+        if dirs_mode:
+            picked = {b: d for b, ok in candidates[p.key] for d in ok if values[y[(p.key, b, d)]] > 0.5}
+            found[p.key] = (order, [picked.get(b) for b in order])
+        else:
+            found[p.key] = (order, [])  # dirs chosen when applied
+    return found
+
+
+def apply(ctx: PlanningContext, found: Placements, limit: int | None) -> bool:
+    """Set ``found`` on the working assignment (dirs the program did not choose: a kept replica stays on
+    its dir when it may, any other takes ``best_dir`` as the hard goal's do); undone, and False, when
+    ``check`` rejects the result."""
+    a, e = ctx.assignment, ctx.eligibility
+    before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in found}
+    for key, (replicas, dirs) in found.items():
+        if not dirs:
+            p = ctx.snapshot.partition(*key)
+            assert p is not None
+            where = dict(zip(p.replicas, p.log_dirs, strict=True))
+            dirs = []
+            for b in replicas:
+                d = where.get(b)
+                if b not in where or (d is not None and not e.may_keep(b, d, p.size_bytes)):
+                    d = a.best_dir(e, b, p.size_bytes, exclude=[d] if d else [])
+                dirs.append(d)
+        a.set_placement(key, replicas, dirs)
+    if check(ctx, found, limit):
+        return True
+    for key, (replicas, dirs) in before.items():
+        a.set_placement(key, replicas, dirs)
+    return False
+
+
+def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
+    """Every rule again, in exact integers, on the working assignment: each partition of ``keys`` with
+    its replication factor on brokers that may hold it, spread, on dirs that may hold it (no replica of
+    a new broker without a dir); every dir within its room; with ``limit``, every broker that keeps
+    data at or under it."""
+    a, e = ctx.assignment, ctx.eligibility
+    places: set[DirKey] = set()
+    for key in keys:
+        replicas, dirs = a.replicas[key], a.dirs[key]
+        p = ctx.snapshot.partition(*key)
+        if p is None or repair_reasons(
+            e, replicas, dirs, p.size_bytes, replication_factor(ctx, key), ctx.tree_for(key)
+        ):
+            return False
+        where = dict(zip(p.replicas, p.log_dirs, strict=True))
+        for b, d in zip(replicas, dirs, strict=True):
+            if b in where and d == where[b]:
+                continue
+            if d is None or not e.dir_may_receive(b, d) or (b, d) in e.offline:
+                return False
+            if b not in where and not e.may_receive(b):
+                return False
+            places.add((b, d))
+    if any((a.free.get(place) or 0) < 0 for place in places):
+        return False
+    return limit is None or all(a.broker_bytes[b] <= limit for b in e.active_brokers)
+
+
+def copied(ctx: PlanningContext, keys: Iterable[Key]) -> int:
+    """The bytes the working assignment copies for ``keys`` (``metrics.count_move``'s count)."""
+    a, total = ctx.assignment, 0
+    for key in keys:
+        p = ctx.snapshot.partition(*key)
+        if p is None:
+            continue
+        old = dict(zip(p.replicas, p.log_dirs, strict=True))
+        for b, d in zip(a.replicas[key], a.dirs[key], strict=True):
+            if b not in old:
+                total += p.copy_bytes
+            elif d is not None and old[b] is not None and d != old[b]:
+                total += p.size_bytes
+    return total
+
+
+def _dirs_for(
+    ctx: PlanningContext, p: PartitionState, broker: int, where: dict[int, str | None]
+) -> list[str]:
+    """The dirs of ``broker`` that may hold a replica of ``p`` (empty: the broker may not)."""
+    e = ctx.eligibility
+    if broker in where:
+        home = where[broker]
+        if broker in e.decommissioned or not e.broker_may_keep(broker):
+            return []
+        if home is not None and (broker, home) in e.offline:
+            return []  # on a failed dir: it leaves the broker
+        stays = [home] if home is not None and e.may_keep(broker, home, p.size_bytes) else []
+        others = [d for d in e.dirs[broker] if d != home and e.dir_may_receive(broker, d)]
+        others = [d for d in others if (broker, d) not in e.offline]
+        return stays + others if home is not None else list(e.dirs[broker])
+    if not e.may_receive(broker):
+        return []
+    return [d for d in e.dirs[broker] if e.dir_may_receive(broker, d) and (broker, d) not in e.offline]
+
+
+def _room(ctx: PlanningContext) -> dict[DirKey, int]:
+    """Each dir with known usable bytes: the most bytes it may hold after the plan."""
+    held: dict[DirKey, int] = {}
+    for p in ctx.snapshot.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                held[(b, d)] = held.get((b, d), 0) + p.size_bytes
+    e = ctx.eligibility
+    return {
+        place: held.get(place, 0) + free
+        for place, free in e.capacity.items()
+        if free is not None and place not in e.drained
+    }
+
+
+def _spread(m: _Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
+    """KIP-879 maximal spread of one partition's replicas over ``tree`` (``RackTree.violation``'s rule)."""
+    units: dict[tuple[str, ...], list[int]] = {}
+    for b in xs:
+        path = tree.path[b]
+        for depth in range(len(path) + 1):
+            units.setdefault(path[:depth], []).append(b)
+    members: dict[tuple[str, ...], int] = {}
+    for b in tree.members:
+        path = tree.path[b]
+        for depth in range(len(path) + 1):
+            members[path[:depth]] = members.get(path[:depth], 0) + 1
+    for unit in sorted(units):
+        if len(unit) >= tree.levels:
+            continue
+        kids = sorted({tree.path[b][: len(unit) + 1] for b in units[unit]})
+        if len(kids) < 2:
+            continue
+        for c2 in kids:
+            mem = [(xs[b], 1.0) for b in units[c2] if b in tree.members]
+            n_mem = members.get(c2, 0)
+            if n_mem == 0:
+                continue
+            still = m.var()  # 1: a member under c2 holds no replica (c2 is not full)
+            m.row([*mem, (still, 1.0)], float("-inf"), float(n_mem))
+            m.row([*mem, (still, float(n_mem))], float(n_mem), float("inf"))
+            for c1 in kids:
+                if c1 != c2:
+                    pair = [(xs[b], 1.0) for b in units[c1]] + [(xs[b], -1.0) for b in units[c2]]
+                    m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
+
+
+def _run(m: _Program) -> list[float] | None:
+    """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes, or None. Each
+    row and the objective are scaled by their largest coefficient (bytes in the tens of billions
+    otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers."""
+    import warnings
+
+    import numpy as np  # (here: most commands that load this module never plan)
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array, diags_array
+
+    rows, cols, vals = [], [], []
+    for i, terms in enumerate(m.rows):
+        for j, w in terms:
+            rows.append(i)
+            cols.append(j)
+            vals.append(w)
+    n = len(m.cost)
+    matrix = coo_array((vals, (rows, cols)), shape=(len(m.rows), n)).tocsr()
+    top = np.maximum(abs(matrix).max(axis=1).toarray().ravel(), 1.0)
+    cost = np.array(m.cost)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (scipy warns of the HiGHS options it does not list itself)
+        res = milp(
+            cost / max(float(cost.max(initial=0.0)), 1.0),
+            integrality=np.ones(n),
+            bounds=Bounds(0, 1),
+            constraints=LinearConstraint(
+                diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
+            ),
+            options={"node_limit": MAX_NODES, "disp": False, **HIGHS_OPTIONS},
+        )
+    if res.x is None:
+        return None
+    return [float(v) for v in res.x]

@@ -1,0 +1,54 @@
+"""The exact program as a goal (``planning/exact.py``): after the greedy repair and broker balance, on a
+small cluster, the cheapest placement that keeps every hard rule and the balance threshold replaces the
+greedy one when it copies fewer bytes, or when the greedy one left a broker above the threshold the
+program meets. It changes only replica sets and dirs; the goals after it (leaders, network, failure
+spread) work on its result as on the greedy one's. Not run when a policy asks for dir balance: that
+goal's local copies come after it and the program does not count them (a plan it finds cheaper could
+end dearer). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...model.intents import Intents
+from .. import exact
+from ..context import PlanningContext, Verdict
+from ..state import Key
+from .replica_placement import balance_threshold
+
+
+class ExactPlacementGoal:
+    """The cheapest placement under the hard rules and broker balance, on small clusters."""
+
+    name = "ExactPlacement"
+    is_hard = False
+
+    def optimize(self, ctx: PlanningContext) -> None:
+        if not exact.applicable(ctx) or ctx.tolerance("log_dirs") is not None:
+            return  # (dir balance after it makes local copies the program does not count)
+        threshold = balance_threshold(ctx)
+        limit = None if threshold is None else int(threshold)
+        parts = exact.movable(ctx, balance=limit is not None)
+        keys = [p.key for p in parts]
+        a = ctx.assignment
+        meets = limit is None or all(a.broker_bytes[b] <= limit for b in ctx.eligibility.active_brokers)
+        now = exact.copied(ctx, keys)
+        if meets and now == 0:
+            return
+        found = exact.solve(ctx, parts, limit, below=now if meets else None)
+        if found is None:
+            return
+        before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in found}
+        if exact.apply(ctx, found, limit) and meets and exact.copied(ctx, keys) >= now:
+            for key, (replicas, dirs) in before.items():  # (the bound says it cannot happen: kept safe)
+                a.set_placement(key, replicas, dirs)
+
+    def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
+        """Later goals are not held to the program's placement (it is a step, not a rule)."""
+        return True
+
+    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+        """Nothing a policy asks for: it has no entry in the summary's goals."""
+        return None

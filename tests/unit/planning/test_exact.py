@@ -1,0 +1,104 @@
+"""The exact program on small clusters (planning/exact.py): where the greedy steps lose bytes or find no
+packing, the plan is the optimum; a solution breaking a rule is never taken; the same input gives the
+same plan; large clusters never build the program."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.builders import intents
+from tests.unit.planning.test_planner_optimum import DECOMMISSION_4, one_dir
+
+from kafka_placement.model.errors import InfeasibleError
+from kafka_placement.model.intents import Intents
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import exact
+from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals import replica_placement
+from kafka_placement.planning.optimizer import compute_plan
+
+SPREAD_BALANCE = (
+    "kind: BrokerDecommission\nspec: {brokers: [1, 4]}\n---\n"
+    "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
+    "  rackAwareness: {separator: /, levels: 2}\n  balance: {brokers: true, tolerance: 0.054}\n"
+)
+
+
+def decommission_with_balance() -> tuple[ClusterSnapshot, Intents]:
+    """117 partitions, RF 2, 8 brokers in 3 data centres of 3 racks, brokers 1 and 4 leave, 2-level
+    spread and broker balance at 0.054 (tests/bench/generator.py; the generalisation benchmark's shape
+    where the greedy steps copied 0.4% more than the optimum)."""
+    from tests.bench.generator import cluster
+
+    snap = cluster(brokers=8, partitions=117, topics=4, rf=2, dcs=3, racks_per_dc=3, dirs=1, seed=953085035)
+    return snap, Intents.loads(SPREAD_BALANCE)
+
+
+def greedy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exact, "MAX_PARTITIONS", -1)
+
+
+def test_the_plan_is_the_optimum_where_the_greedy_steps_copy_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ortools")  # the bench extra, installed by make venv
+    from tests.bench.optimum import solve
+
+    snap, wanted = decommission_with_balance()
+    s = compute_plan(snap, wanted).summary
+    opt = solve(snap, wanted, time_limit=10)
+    assert opt.exact and opt.balance_reachable and opt.bytes is not None
+    assert abs(s["bytesToMove"] - opt.bytes) <= 1  # (the solver's objective is a float)
+    assert s["hardViolationsAfter"] == 0
+    assert all(g["met"] for g in s["goals"]), s["goals"]
+    greedy_only(monkeypatch)
+    assert compute_plan(snap, wanted).summary["bytesToMove"] > opt.bytes + 10**8  # what it improves on
+
+
+def test_the_same_input_gives_the_same_plan() -> None:
+    snap, wanted = decommission_with_balance()
+    assert compute_plan(snap, wanted).plan.plan_id == compute_plan(snap, wanted).plan.plan_id
+
+
+def test_full_dirs_the_searches_cannot_pack_are_packed_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Broker 4 leaves; partition 0 (50 bytes, also on broker 1) fits on no other broker as things are:
+    # brokers 2 and 3 have 30 and 40 bytes of room. The only plan moves partition 1's kept replica off
+    # broker 2 too (90 bytes). With the hard goal's own searches switched off, the program finds it.
+    snap = one_dir(
+        dict.fromkeys(range(1, 5)), [(0, [4, 1], 50), (1, [4, 2], 20)], {1: 20, 2: 30, 3: 40, 4: 0}
+    )
+    monkeypatch.setattr(replica_placement, "repack", lambda *a, **k: False)
+    monkeypatch.setattr(
+        replica_placement.ReplicaPlacementGoal,
+        "_pack",
+        lambda self, ctx, full: [InfeasibleError("no room", "dir-capacity", "t-0")],
+    )
+    result = compute_plan(snap, intents(DECOMMISSION_4))
+    assert result.summary["bytesToMove"] == 90 and result.summary["hardViolationsAfter"] == 0
+    assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
+    greedy_only(monkeypatch)
+    with pytest.raises(InfeasibleError):
+        compute_plan(snap, intents(DECOMMISSION_4))
+
+
+def test_a_solution_that_breaks_a_rule_is_never_taken() -> None:
+    snap = one_dir(
+        dict.fromkeys(range(1, 5)), [(0, [4, 1], 50), (1, [4, 2], 20)], {1: 20, 2: 30, 3: 40, 4: 0}
+    )
+    ctx = PlanningContext.of(snap, intents(DECOMMISSION_4))
+    a = ctx.assignment
+    before = {k: (list(v), list(a.dirs[k])) for k, v in a.replicas.items()}
+    too_full = {("t", 0): ([2, 1], ["/data/d0", "/data/d0"])}  # 50 bytes into broker 2's 30 of room
+    assert not exact.apply(ctx, too_full, None)
+    on_leaving = {("t", 1): ([4, 3], ["/data/d0", "/data/d0"])}  # keeps the decommissioned broker
+    assert not exact.apply(ctx, on_leaving, None)
+    assert {k: (list(v), list(a.dirs[k])) for k, v in a.replicas.items()} == before
+    assert a.free[(2, "/data/d0")] == 30
+    best = {("t", 0): ([1, 2], ["/data/d0", "/data/d0"]), ("t", 1): ([1, 3], ["/data/d0", "/data/d0"])}
+    assert not exact.apply(ctx, best, 60)  # broker 1 would hold 70 bytes, above a limit of 60
+    assert exact.apply(ctx, best, None)
+    assert a.free[(2, "/data/d0")] == 0 and a.replicas[("t", 1)] == [1, 3]
+
+
+def test_a_cluster_above_the_bound_never_builds_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, wanted = decommission_with_balance()
+    monkeypatch.setattr(exact, "MAX_PARTITIONS", len(snap.partitions) - 1)
+    monkeypatch.setattr(exact, "_run", lambda m: pytest.fail("the program was built"))
+    compute_plan(snap, wanted)
