@@ -114,6 +114,8 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         before = wait_traffic(kubectl, operator, ns, "sampled", looks=4)
         assert before["windowSeconds"] == 20 and before["partitionsMeasured"] >= len(RATES)
         assert isinstance(before["groupsRead"], int)  # in the CRD's schema: not pruned by the apiserver
+        assert isinstance(before["samplesSkipped"], dict)  # (the same), counts by reason
+        assert before["networkCapacityGoal"].startswith("on: "), before["networkCapacityGoal"]
         assert_rates(before)
         stored = execution_record(kubectl, ns, "sampled", "traffic")
         assert stored["blob"] == f"state-{stored['looks']}" and "windowSeconds" not in stored

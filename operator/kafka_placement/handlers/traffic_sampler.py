@@ -35,7 +35,7 @@ import datetime
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,7 @@ def traffic_status(
     looks: int,
     capacity: CapacitySpec | None = None,
     groups_read: int | None = None,
+    skipped: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """``status.traffic``: per broker the bytes in per second of every replica it holds (leaders and
     followers: each replica writes what its leader takes in: its network in), of the partitions it
@@ -93,7 +94,8 @@ def traffic_status(
     its declared capacity and utilisation (an override naming a broker the cluster lacks:
     ``capacityError`` instead); the look's time, the partitions with a known rate and, when given, the
     consumer groups whose committed offsets the look read (only those the principal may describe: read
-    fan-out counts no other). Pure."""
+    fan-out counts no other); the samples skipped so far by reason (``planning/traffic.py``) and whether
+    the network capacity goal is on (``networkCapacityGoal``: ``on`` or ``off: <why>``). Pure."""
     loads = broker_loads(with_traffic(snapshot, traffic))
     capacity_error: str | None = None
     if capacity is not None:
@@ -136,7 +138,25 @@ def traffic_status(
         ],
         "brokersOmitted": max(0, len(brokers) - MAX_BROKERS),
         **({"capacityError": capacity_error} if capacity_error else {}),
+        "samplesSkipped": dict(sorted((skipped or {}).items())),
+        "networkCapacityGoal": _capacity_goal(capacity, capacity_error, measured, brokers),
     }
+
+
+def _capacity_goal(
+    capacity: CapacitySpec | None, error: str | None, measured: int, brokers: Sequence[int]
+) -> str:
+    """Whether the plans keep every broker under ``maxShare`` of its declared network capacity, and if
+    not why (the goal needs declared network capacities and measured rates: planning/goals/network.py)."""
+    if error:
+        return "off: spec.capacity names a broker the cluster does not have (capacityError)"
+    if capacity is None:
+        return "off: spec.capacity is not set"
+    if not any(capacity.of(b).network_in or capacity.of(b).network_out for b in brokers):
+        return "off: spec.capacity declares no networkIn or networkOut"
+    if not measured:
+        return "off: no partition has a measured rate yet"
+    return f"on: no broker planned above {capacity.max_share:g} of its declared network capacity"
 
 
 def progress_doc(looks: int, at: float, blob: str) -> bytes:
@@ -320,6 +340,7 @@ class TrafficSampler:
             looks,
             spec.capacity,
             groups_read=len(state.groups),
+            skipped=state.skipped,
         )
         return None if status == shown else status
 

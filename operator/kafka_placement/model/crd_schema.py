@@ -179,6 +179,29 @@ def _traffic_status() -> Schema:
             "capacityError": _str(
                 "Why no capacity is shown: spec.capacity names a broker the cluster does not have."
             ),
+            "samplesSkipped": _obj(
+                "Samples skipped so far (kept across restarts), by reason; none gives a rate.",
+                {
+                    "failedRead": _int("A look that failed for a partition.", 0, int64=True),
+                    "recreated": _int(
+                        "The log went backwards or the topic id changed (deleted and created again): "
+                        "its history dropped.",
+                        0,
+                        int64=True,
+                    ),
+                    "clockBack": _int("A look not after the last one (a clock set back).", 0, int64=True),
+                    "tooClose": _int("A look too close to the last one.", 0, int64=True),
+                    "groupBack": _int(
+                        "A consumer group's committed offset went backwards (a reset, not reading).",
+                        0,
+                        int64=True,
+                    ),
+                },
+            ),
+            "networkCapacityGoal": _str(
+                "Whether plans keep every broker under maxShare of its declared network capacity: "
+                "'on: ...' or 'off: <why>' (no spec.capacity, no network capacity, no measured rate)."
+            ),
         },
     )
 

@@ -25,6 +25,12 @@ Bad input, each handled, never a negative or absurd rate:
 - a look that failed for a partition (negative offsets, start past end): ignored for that partition;
 - a partition missing from a look: kept for one window (a failed read), then forgotten (a deleted topic).
 
+Every sample skipped is counted by reason (``TrafficState.skipped``, kept with the state and shown in
+``status.traffic.samplesSkipped``): ``failedRead`` (a look that failed for a partition), ``recreated``
+(the log went backwards or the topic id changed: the history dropped), ``clockBack`` (a look not after
+the last), ``tooClose`` (closer than ``min_interval_s``) and ``groupBack`` (a group's committed offset
+went backwards: a reset, not reading).
+
 Read fan-out: the consumer groups whose committed offset on the partition advanced within the window
 (a group's first commit counts when the previous look read that group and it had none there). Known
 once the partition has one interval of history; a group reading nothing new is not counted.
@@ -65,6 +71,10 @@ class TrafficState:
 
     partitions: Mapping[PartitionKey, PartitionTraffic] = field(default_factory=dict)
     groups: frozenset[str] = frozenset()
+    skipped: Mapping[str, int] = field(default_factory=dict)  # samples skipped so far, by reason
+
+
+SKIP_REASONS = ("failedRead", "recreated", "clockBack", "tooClose", "groupBack")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,21 +120,25 @@ def fold(
     if not window_s > 0:
         raise ValueError(f"window_s must be positive, got {window_s}")
     out: dict[PartitionKey, PartitionTraffic] = {}
+    skipped = dict.fromkeys(SKIP_REASONS, 0)
     for key, plook in look.partitions.items():
         prev = state.partitions.get(key)
         if not plook.valid:
+            skipped["failedRead"] += 1
             if prev is not None:
                 out[key] = prev
             continue
         committed = {g: offsets[key] for g, offsets in look.committed.items() if key in offsets}
         if prev is None or recreated(prev.look, plook):
+            skipped["recreated"] += prev is not None
             out[key] = PartitionTraffic(look.at, plook, None, committed, {})
             continue
-        out[key] = _step(prev, plook, look.at, committed, state.groups, window_s, min_interval_s)
+        out[key] = _step(prev, plook, look.at, committed, state.groups, window_s, min_interval_s, skipped)
     for key, prev in state.partitions.items():  # not in this look: a failed read, or a deleted topic
         if key not in look.partitions and look.at - prev.at < window_s:
             out[key] = prev
-    return TrafficState(out, frozenset(look.committed))
+    total = {r: state.skipped.get(r, 0) + skipped[r] for r in SKIP_REASONS}
+    return TrafficState(out, frozenset(look.committed), {r: n for r, n in total.items() if n})
 
 
 def _step(
@@ -135,12 +149,15 @@ def _step(
     read_before: frozenset[str],
     window_s: float,
     min_interval_s: float,
+    skipped: dict[str, int],
 ) -> PartitionTraffic:
     dt = at - prev.at
     if dt <= 0:  # the clock was set back: a new baseline, the history kept (its times no later than now)
+        skipped["clockBack"] += 1
         advanced = {g: min(t, at) for g, t in prev.advanced.items()}
         return PartitionTraffic(at, plook, prev.rate, committed, advanced)
     if dt < min_interval_s:
+        skipped["tooClose"] += 1
         return prev
     rate = prev.rate
     appended = bytes_in(prev.look, plook)
@@ -152,6 +169,8 @@ def _step(
         old = prev.committed.get(group)
         if (old is None and group in read_before) or (old is not None and offset > old):
             advanced[group] = at
+        elif old is not None and offset < old:
+            skipped["groupBack"] += 1
     return PartitionTraffic(at, plook, rate, committed, advanced)
 
 

@@ -4,7 +4,8 @@ it with its cluster and go on after a restart. Pure: no I/O.
 One column per field, one row per partition (``topic``, ``partition``, ``at``, ``start``, ``end``,
 ``size``, ``topicId``, ``rate``), the group names once (``groups``) and per row the groups' committed
 offsets and last advances as ``[group index, value]`` pairs; ``read`` lists the groups the last look
-read. Its size follows the partitions and the groups reading them, whatever the number of looks. Read
+read; ``skipped`` the samples skipped so far by reason (absent: none). Its size follows the partitions and
+the groups reading them, whatever the number of looks. Read
 strictly: a malformed document is a ``BadInputError`` naming the location (a sampler then starts afresh:
 unknown estimates, never wrong ones).
 """
@@ -17,7 +18,7 @@ from typing import Any
 from ..model.errors import BadInputError
 from ..model.jsonio import as_int, as_int32, as_list, as_number, as_object, as_str, as_topic, check_fields
 from ..model.traffic import PartitionLook
-from .traffic import PartitionTraffic, TrafficState
+from .traffic import SKIP_REASONS, PartitionTraffic, TrafficState
 
 STATE_VERSION = 1
 _COLUMNS = ("topic", "partition", "at", "start", "end", "size", "topicId", "rate", "committed", "advanced")
@@ -45,12 +46,13 @@ def state_to_json(state: TrafficState) -> dict[str, Any]:
         "rate": [p.rate for p in rows],
         "committed": [[[index[g], o] for g, o in sorted(p.committed.items())] for p in rows],
         "advanced": [[[index[g], t] for g, t in sorted(p.advanced.items())] for p in rows],
+        **({"skipped": dict(sorted(state.skipped.items()))} if state.skipped else {}),
     }
 
 
 def state_from_json(doc: object, source: str = "traffic state") -> TrafficState:
     obj = as_object(doc, source)
-    check_fields(obj, source, ("version", "groups", "read", *_COLUMNS))
+    check_fields(obj, source, ("version", "groups", "read", "skipped", *_COLUMNS))
     version = as_int(obj.get("version"), f"{source}.version")
     if version != STATE_VERSION:
         raise BadInputError(f"unsupported traffic state version {version}", f"{source}.version")
@@ -98,7 +100,10 @@ def state_from_json(doc: object, source: str = "traffic state") -> TrafficState:
     read = frozenset(
         group(g, f"{source}.read[{i}]") for i, g in enumerate(as_list(obj.get("read", []), source))
     )
-    return TrafficState(partitions, read)
+    raw_skipped = as_object(obj.get("skipped", {}), f"{source}.skipped")
+    check_fields(raw_skipped, f"{source}.skipped", SKIP_REASONS)
+    skipped = {r: as_int(n, f"{source}.skipped.{r}", minimum=0) for r, n in raw_skipped.items()}
+    return TrafficState(partitions, read, skipped)
 
 
 def _offset(raw: object, where: str) -> int:

@@ -61,6 +61,33 @@ def test_status_sums_every_replica_and_the_leaders_apart_and_skips_unknown_rates
         "replicasMeasured": 0, **common,
     }  # fmt: skip
     assert status["brokersOmitted"] == 0
+    assert status["samplesSkipped"] == {}
+    assert status["networkCapacityGoal"] == "off: spec.capacity is not set"
+    skipped = {"recreated": 2, "clockBack": 1}
+    assert traffic_status(snap, traffic, 0.0, 300, 7, skipped=skipped)["samplesSkipped"] == {
+        "clockBack": 1,
+        "recreated": 2,
+    }
+
+
+def test_status_says_whether_the_network_capacity_goal_is_on_and_why_not() -> None:
+    snap = snapshot({1: None, 2: None}, [("t", 0, [1, 2], [0, 0], 10)])
+    known, unknown = {("t", 0): Traffic(5.0, 0)}, {("t", 0): Traffic(None, None)}
+    disk_only = CapacitySpec(default=Capacity(disk=100))
+    network = CapacitySpec(default=Capacity(network_in=1000))
+    goal = "networkCapacityGoal"
+    assert traffic_status(snap, known, 0.0, 300, 2, disk_only)[goal] == (
+        "off: spec.capacity declares no networkIn or networkOut"
+    )
+    assert traffic_status(snap, unknown, 0.0, 300, 1, network)[goal] == (
+        "off: no partition has a measured rate yet"
+    )
+    on = traffic_status(snap, known, 0.0, 300, 2, network)[goal]
+    assert on == "on: no broker planned above 0.8 of its declared network capacity"
+    wrong = CapacitySpec(brokers=(BrokerCapacity(id=9, network_in=5),))
+    assert traffic_status(snap, known, 0.0, 300, 2, wrong)[goal].startswith(
+        "off: spec.capacity names a broker"
+    )
 
 
 def test_status_shows_each_brokers_capacity_and_utilisation_or_why_not() -> None:

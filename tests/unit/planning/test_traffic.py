@@ -47,6 +47,7 @@ def test_a_partition_seen_once_is_unknown_not_zero() -> None:
 def test_steady_appends_give_the_size_growth_per_second() -> None:
     state = run(look(100, 0, 1000, 1_000_000), look(110, 0, 2000, 2_000_000))
     assert est(state).bytes_in_per_sec == pytest.approx(100_000)
+    assert state.skipped == {}  # nothing skipped
 
 
 def test_no_appends_is_a_known_zero() -> None:
@@ -101,6 +102,7 @@ def test_a_recreated_topic_offsets_reset_drops_the_history() -> None:
     assert est(before).bytes_in_per_sec == pytest.approx(100_000)
     reset = fold(before, look(20, 0, 10, 10_000), W)
     assert est(reset) == Traffic(None, None)  # no rate across the reset, nor a negative one
+    assert reset.skipped == {"recreated": 1}  # skipped and counted
     after = fold(reset, look(30, 0, 110, 110_000), W)
     assert est(after).bytes_in_per_sec == pytest.approx(10_000)  # the new topic's own rate
 
@@ -108,6 +110,7 @@ def test_a_recreated_topic_offsets_reset_drops_the_history() -> None:
 def test_a_recreated_topic_that_overtook_the_old_offsets_is_known_by_its_id() -> None:
     state = run(look(0, 0, 100, 100_000, topic_id="A"), look(10, 0, 5000, 5_000, topic_id="B"))
     assert est(state) == Traffic(None, None)
+    assert state.skipped == {"recreated": 1}
 
 
 def test_a_start_offset_going_back_is_a_reset() -> None:
@@ -119,6 +122,7 @@ def test_a_clock_set_back_gives_no_rate_and_becomes_the_baseline() -> None:
     state = run(look(100, 0, 1000, 1_000_000), look(110, 0, 2000, 2_000_000))
     back = fold(state, look(50, 0, 3000, 3_000_000), W)  # the clock went back 60 s
     assert est(back).bytes_in_per_sec == pytest.approx(100_000)  # kept, not absurd nor negative
+    assert back.skipped == {"clockBack": 1}
     after = fold(back, look(60, 0, 3500, 3_500_000), W)  # measured from the new baseline
     alpha = 1 - math.exp(-10 / W)
     assert est(after).bytes_in_per_sec == pytest.approx(100_000 + alpha * (50_000 - 100_000))
@@ -127,6 +131,7 @@ def test_a_clock_set_back_gives_no_rate_and_becomes_the_baseline() -> None:
 def test_the_same_time_twice_gives_no_rate() -> None:
     state = run(look(100, 0, 1000, 1_000_000), look(100, 0, 2000, 2_000_000))
     assert est(state) == Traffic(None, None)
+    assert state.skipped == {"clockBack": 1}
 
 
 def test_looks_closer_than_the_minimum_interval_are_skipped() -> None:
@@ -135,12 +140,16 @@ def test_looks_closer_than_the_minimum_interval_are_skipped() -> None:
     assert close.partitions[P] == first.partitions[P]
     later = fold(close, look(110, 0, 2000, 2_000_000), W)  # measured from the first look
     assert est(later).bytes_in_per_sec == pytest.approx(100_000)
+    assert later.skipped == {"tooClose": 1}  # counted, and kept by the later looks
 
 
 def test_a_failed_read_is_ignored_for_that_partition() -> None:
     first = run(look(100, 0, 1000, 1_000_000))
+    state = first
     for bad in (look(105, -1, -1, 0), look(105, 10, 5, 100), look(105, 0, 1000, -1)):
         assert fold(first, bad, W).partitions[P] == first.partitions[P]
+        state = fold(state, bad, W)
+    assert state.skipped == {"failedRead": 3}
 
 
 def test_weighted_rate_follows_the_window() -> None:
@@ -175,6 +184,7 @@ def test_a_groups_first_commit_counts_only_when_the_group_was_read_before() -> N
 def test_a_committed_offset_going_back_is_not_reading() -> None:
     state = run(look(0, 0, 100, 100, {"a": {P: 90}}), look(10, 0, 200, 200, {"a": {P: 0}}))
     assert est(state).read_fanout == 0
+    assert state.skipped == {"groupBack": 1}
 
 
 def test_fanout_forgets_groups_that_stopped_advancing_for_a_window() -> None:

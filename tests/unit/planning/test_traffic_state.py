@@ -55,6 +55,13 @@ def test_an_empty_state_round_trips() -> None:
     assert state_from_json(state_to_json(TrafficState())) == TrafficState()
 
 
+def test_the_skipped_samples_survive_a_restart() -> None:
+    state = fold(_state(3), _look(5.0, 200, {"a": 2}), W)  # the clock went back: 3 partitions
+    state = fold(state, _look(30.0, 300, {"a": 0}), W)  # group "a" reset on each of them
+    assert state.skipped == {"clockBack": 3, "groupBack": 3}
+    assert state_from_json(json.loads(json.dumps(state_to_json(state)))).skipped == state.skipped
+
+
 def _bad(mutate: Any) -> dict[str, Any]:
     doc = state_to_json(_state(3))
     mutate(doc)
@@ -73,6 +80,8 @@ def _bad(mutate: Any) -> dict[str, Any]:
         (lambda d: d["advanced"].__setitem__(0, [[0]]), "state.advanced[0][0]"),
         (lambda d: d["partition"].__setitem__(1, 0), "state.partition[1]"),
         (lambda d: d.update(extra=1), "state"),
+        (lambda d: d.update(skipped={"tooClose": -1}), "state.skipped.tooClose"),
+        (lambda d: d.update(skipped={"lost": 1}), "state.skipped"),
     ],
 )
 def test_a_malformed_state_is_bad_input_naming_where(mutate: Any, where: str) -> None:
