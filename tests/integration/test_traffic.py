@@ -303,3 +303,87 @@ def test_a_network_in_balance_plan_moves_the_traffic_as_predicted(
     assert max(measured.values()) / mean_after <= 1 + tolerance, measured
     placed = [p.replicas[0] for p in after.partitions if p.topic == topic]
     assert sorted(placed.count(b) for b in brokers) == [2] * len(brokers), placed
+
+
+def test_a_network_out_balance_plan_moves_network_out_and_leader_bytes_in_as_predicted(
+    kafka_rig: KafkaRig,
+    kafka_admin: Any,
+    new_topic: TopicFactory,
+    kafka_wait: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
+    """Six RF-2 partitions written at 30 KB/s each, all led by broker 1, and one consumer group reading
+    them: broker 1's network out is 6 x 30 KB/s x (1 follower + 1 group), the others' none. A plan made
+    from a traffic snapshot with ``balance.networkOut`` (leaderships handed over: no data moves) is
+    executed; a second traffic snapshot, taken afterwards, shows each broker's network out and leaders'
+    bytes in where the plan's summary predicted them (the rates' 10% measuring error), and balanced."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    from kafka_placement.planning.loads import broker_loads
+
+    servers = kafka_rig.bootstrap_servers
+    brokers = [node.id for node in kafka_rig.nodes]
+    topic = new_topic([[1, 2], [1, 3]] * 3)
+    rates = {(topic, p): 30_000 for p in range(6)}
+    tolerance = 0.2
+    (tmp_path / "intents.yaml").write_text(
+        "kind: PlacementPolicy\nmetadata: {name: net}\n"
+        f"spec: {{topics: {{include: ['{topic}']}}, balance: {{brokers: false, logDirs: false, "
+        f"leaders: false, networkOut: true, tolerance: {tolerance}}}}}\n"
+    )
+
+    def cli(*args: str) -> None:
+        done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=WINDOW_S + 300)
+        assert done.returncode == 0, done.stderr + done.stdout
+
+    def traffic_snapshot(name: str) -> ClusterSnapshot:
+        out = tmp_path / name
+        cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
+        return ClusterSnapshot.loads(out.read_text())
+
+    group = f"g-out-{topic[-8:]}"
+    producer = PacedProducer(servers, rates)
+    reader = Reader(servers, group, [topic])
+    try:
+
+        def committing() -> bool:  # the group committed on every partition: it reads them all
+            f = kafka_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+            tps = f.result(timeout=10).topic_partitions
+            return {tp.partition for tp in tps if tp.offset > 0} == set(range(6))
+
+        kafka_wait("the group committing on every partition", committing)
+        before = traffic_snapshot("before.json")
+        cli(
+            "plan", "--snapshot", str(tmp_path / "before.json"), "--intents", str(tmp_path / "intents.yaml"),
+            "-o", str(tmp_path / "plan.json"), "--summary", str(tmp_path / "summary.json"),
+        )  # fmt: skip
+        cli(
+            "execute", "--bootstrap-server", servers, "--plan", str(tmp_path / "plan.json"),
+            "--state", str(tmp_path / "state.json"), "--wait", "--poll-seconds", "0.5",
+        )  # fmt: skip
+        after = traffic_snapshot("after.json")
+        assert not producer.failed, producer.failed[:3]
+    finally:
+        producer.close()
+        reader.close()
+        for f in kafka_admin.delete_consumer_groups([group], request_timeout=30).values():
+            f.result(timeout=30)
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert all(p.read_fanout == 1 for p in before.partitions if p.topic == topic), before.partitions
+    assert summary["balanceBefore"]["networkOutMaxMean"] > 1 + tolerance  # all of it on broker 1
+    assert summary["balanceAfter"]["networkOutMaxMean"] <= 1 + tolerance, summary["balanceAfter"]
+    assert summary["bytesToMove"] == 0  # leaderships handed over, no replica copied
+    rows = {row["id"]: row for row in summary["traffic"]["brokers"]}
+    loads = broker_loads(after)
+    led: dict[int, float] = dict.fromkeys(brokers, 0.0)
+    for p in after.partitions:
+        if p.topic == topic:
+            assert p.read_fanout == 1 and p.leader is not None and p.bytes_in_per_sec is not None, p
+            led[p.leader] += p.bytes_in_per_sec
+    for b in brokers:  # measured on the brokers afterwards, where the plan put it
+        out, lead = rows[b]["networkOut"][1], rows[b]["leaderBytesIn"][1]
+        assert abs(loads[b].network_out - out) <= 0.10 * 360_000, (b, loads[b], rows[b])
+        assert abs(led[b] - lead) <= 0.10 * 180_000, (b, led, rows[b])
+    outs = [loads[b].network_out for b in brokers]
+    assert max(outs) / (sum(outs) / len(outs)) <= 1 + tolerance + 0.1, outs  # (+ the measuring error)
