@@ -15,7 +15,11 @@ tiered partition its ``untieredBytes`` (ListOffsets: the log end minus the last 
 and moving it back copies only what is not tiered yet: the plan predicts that, within 10%, far below the
 local size. Every record reads back afterwards, the tiered ones from the remote storage.
 
-Cost: about 45 s on an idle machine (two JVMs start and stop, about 20 s of it; 16 MB written, 9 MB copied).
+The same cluster checks retention every second, so a second test takes a traffic window across segments
+that retention deletes (the sampler's rate stays the rate sent).
+
+Cost: about 70 s on an idle machine (two JVMs start and stop, about 20 s of it; 16 MB written, 9 MB
+copied; then 8 MB written at 200 KB/s).
 """
 
 from __future__ import annotations
@@ -214,3 +218,44 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
 
     for topic in ("tiered", "plain"):
         assert read_back(tiered, topic) == set(range(RECORDS)), topic
+
+
+def test_a_traffic_window_across_segments_retention_deletes_gives_the_rate_sent(
+    tiered: str, tmp_path: Path
+) -> None:
+    """Real retention (issue 41: DeleteRecords only moves the start offset, the main rig checks retention
+    every 5 min): a plain topic with 1 MiB segments and 2 MiB retention, written at 200 KB/s on this
+    cluster (retention checked every second), loses its oldest segment about every 5 s. A 20 s traffic
+    window across those deletions gives the rate sent (within 10%), never a negative or inflated one."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+    from tests.integration.test_traffic import PacedProducer
+
+    admin = AdminClient({"bootstrap.servers": tiered})
+    config = {"segment.bytes": str(MIB), "retention.bytes": str(2 * MIB)}
+    for f in admin.create_topics(
+        [NewTopic("retained", 1, replica_assignment=[[1, 2]], config=config)]
+    ).values():
+        f.result(30)
+    tp = TopicPartition("retained", 0)
+
+    def log_start() -> int:
+        return int(admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(timeout=10).offset)
+
+    rate = 200_000
+    producer = PacedProducer(tiered, {("retained", 0): rate})
+    try:
+        deadline = time.monotonic() + 90
+        while log_start() == 0:  # past the retention: segments are being deleted
+            assert time.monotonic() < deadline, "retention deleted no segment in 90 s"
+            time.sleep(1)
+        first = log_start()
+        out = tmp_path / "traffic.json"
+        cli("snapshot", "--bootstrap-server", tiered, "--traffic-window", "20", "-o", str(out))
+        moved = log_start() - first
+        assert not producer.failed, producer.failed[:3]
+    finally:
+        producer.close()
+    assert moved > 0, "no segment deleted during the window"
+    p = next(p for p in json.loads(out.read_text())["partitions"] if p["topic"] == "retained")
+    assert abs(p["bytesInPerSec"] - rate) <= 0.10 * rate, (p["bytesInPerSec"], rate, moved)

@@ -2,9 +2,10 @@
 producers write at skewed, known rates (two hot partitions, a few cold ones, one idle) and two consumer
 groups read some topics. Each partition's ``bytesInPerSec`` is within 10% of what its producer sent per
 second, its ``readFanout`` is the number of groups reading it, and a partition whose log start offset
-moves during the window (DeleteRecords, what retention does to the offsets; the rig's brokers check
+moves during the window (DeleteRecords, what retention does to the offsets; the main rig's brokers check
 retention every 5 minutes, Kafka's default, too seldom for a test) still gets its rate, not a negative or
-inflated one."""
+inflated one. Real retention deleting segments during a window: test_tiered_storage.py, whose cluster
+checks retention every second."""
 
 from __future__ import annotations
 
