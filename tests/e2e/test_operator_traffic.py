@@ -178,6 +178,19 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         )
         assert max_mean(moved) <= 1 + TOLERANCE, moved  # measured from the brokers' offsets afterwards
         assert not producer.failed, producer.failed[:3]
+
+        # a capacity no plan can meet (every broker's network in limited below what it takes in): the
+        # policy fails Blocked, naming a broker and the numbers, and nothing moves
+        kubectl(
+            "-n", ns, "patch", "kafkacluster", "sampled", "--type=merge",
+            "-p", '{"spec": {"capacity": {"default": {"networkInBytesPerSec": 1000}, "brokers": null}}}',
+        )  # fmt: skip
+        failed = wait_phase(kubectl, operator, ns, "placementpolicy", "net", ("Failed",), 60)
+        blocked = {c["type"]: c for c in failed["status"]["conditions"]}["Blocked"]
+        assert blocked["status"] == "True" and blocked["reason"] == "Infeasible", blocked
+        message = failed["status"]["message"]
+        limit = 0.8 * 1000 * len(kafka_rig.nodes) / 1000  # maxShare x 1000 B/s x brokers, in kB/s
+        assert "[networkCapacity]" in message and f"({limit:.1f} kB/s)" in message, message
         # a daemon per sampling cluster: kopf logs nothing per look (a 1 s timer logged every tick), only
         # its end once, when the first process stopped
         assert operator.log.read_text(errors="replace").count("'sample_traffic' succeeded") <= 1

@@ -267,3 +267,9 @@ def test_leader_balance_hands_no_leadership_to_a_broker_at_its_network_out_limit
     assert after[2].network_out <= 0.8 * 2_000
     assert result.summary["leaderChanges"] > 0 and result.summary["bytesToMove"] == 0
     assert after[3].network_out > after[2].network_out
+
+
+def test_a_small_capacity_is_shown_in_its_own_unit_not_as_zero() -> None:
+    from kafka_placement.planning.goals.network import _mb
+
+    assert [_mb(r) for r in (50e6, 1e5, 2400.0, 99.4)] == ["50.0 MB/s", "0.1 MB/s", "2.4 kB/s", "99 B/s"]

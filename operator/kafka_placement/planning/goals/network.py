@@ -44,7 +44,11 @@ EPS = 1e-6  # bytes per second: float sums drift by far less
 
 
 def _mb(rate: float) -> str:
-    return f"{rate / 1e6:.1f} MB/s"
+    """A rate for a message: MB/s with one decimal, kB/s or B/s below 0.1 MB/s (never a 0.0 that hides
+    a small capacity)."""
+    if abs(rate) >= 1e5:
+        return f"{rate / 1e6:.1f} MB/s"
+    return f"{rate / 1e3:.1f} kB/s" if abs(rate) >= 100 else f"{rate:.0f} B/s"
 
 
 def _first(pair: tuple[float, Key]) -> float:
