@@ -143,6 +143,8 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         )
         waiting = wait_phase(kubectl, operator, ns, "placementpolicy", "net", ("AwaitingApproval",), 60)
         plan_id = waiting["status"]["plan"]["id"]
+        moving = waiting["status"]["plan"]["review"]["trafficChanging"]  # (kept by the CRD's schema)
+        assert moving.startswith("broker ") and " in " in moving and " out " in moving, moving
         # two more looks of drifting rates, reconciles in between: the same plan (this drift is small
         # enough that planning afresh may give it too; tests/unit/handlers/test_kept_plan.py has drift
         # that changes a fresh plan, and shows the reconcile keeps the shown one)

@@ -41,6 +41,7 @@ from ..execution.record import plan_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
 from ..model.plan import Plan
+from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, Loads
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
@@ -87,6 +88,35 @@ def brokers_changing(report: Report, n: int = CHANGING) -> str:
 
     shown = sorted((r for r in report.brokers if change(r)), key=lambda r: (-change(r), r.broker))[:n]
     return "; ".join(text(r) for r in shown)
+
+
+def traffic_changing(report: Report, n: int = CHANGING) -> str:
+    """With measured rates (the summary's ``traffic``), the ``n`` brokers whose network in and out the
+    plan changes most, e.g. ``broker 1 in 1.2 MB/s -> 0.6 MB/s, out 2.4 MB/s -> 1.2 MB/s``; empty
+    without rates or when the plan changes no broker's traffic."""
+    traffic = report.summary.get("traffic") or {}
+    if not traffic.get("partitionsWithRate"):
+        return ""
+
+    def change(t: dict[str, Any]) -> float:
+        return float(sum(abs(t[k][1] - t[k][0]) for k in ("networkIn", "networkOut")))
+
+    rows = [t for t in traffic.get("brokers") or [] if change(t) >= 1]
+    shown = sorted(rows, key=lambda t: (-change(t), t["id"]))[:n]
+    return "; ".join(
+        f"broker {t['id']} in {rate_text(t['networkIn'][0])} -> {rate_text(t['networkIn'][1])}, "
+        f"out {rate_text(t['networkOut'][0])} -> {rate_text(t['networkOut'][1])}"
+        for t in shown
+    )
+
+
+def review_status(data: Mapping[str, str], name: str) -> dict[str, str]:
+    """``status.plan.review`` from the review ConfigMap's ``data``: its name, the brokers whose load
+    changes most and, with rates, those whose traffic does."""
+    out = {"configMap": name, "brokersChanging": data.get("brokersChanging", "")}
+    if data.get("trafficChanging"):
+        out["trafficChanging"] = data["trafficChanging"]
+    return out
 
 
 def estimate(report: Report, limits: Limits) -> dict[str, Any]:
@@ -187,7 +217,7 @@ def read_kept(
     if shown != {record.plan_id} or data.get("planBlob") != plan_blob_name(record.plan_id):
         shows = ", ".join(sorted(map(str, shown)))
         return f"ConfigMap {namespace}/{name}: {KEPT_PLAN} is for plan {record.plan_id}, it shows {shows}"
-    return record, {"configMap": name, "brokersChanging": data.get("brokersChanging", "")}
+    return record, review_status(data, name)
 
 
 def review_data(
@@ -201,6 +231,7 @@ def review_data(
     data = {
         "planId": report.plan_id,
         "brokersChanging": brokers_changing(report),
+        "trafficChanging": traffic_changing(report),
         "planBlob": plan_blob_name(report.plan_id),
         "summary.json": dump(_bounded(report.summary)),
         "brokers.json": dump(
@@ -299,7 +330,7 @@ def publish(
         if shown.get(KEPT_PLAN) != kept:  # the same plan, made from other loads (or no longer kept)
             fence()
             kube.patch_config_map(namespace, name, {"data": {KEPT_PLAN: kept}})
-        return {"configMap": name, "brokersChanging": shown.get("brokersChanging", "")}
+        return review_status(shown, name)
     report = make_report()
     data, binary = review_data(report, limits, kept)
     body: dict[str, Any] = {
@@ -333,4 +364,4 @@ def publish(
     if old is not None:
         body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         kube.replace_config_map(namespace, body)
-    return {"configMap": name, "brokersChanging": data["brokersChanging"]}
+    return review_status(data, name)

@@ -76,6 +76,11 @@ def _intent_status() -> Schema:
                                 "The brokers whose load changes most, with their bytes before and after.",
                                 maxLength=1000,
                             ),
+                            "trafficChanging": _str(
+                                "With measured rates: the brokers whose network in and out change most, "
+                                "before and after.",
+                                maxLength=1000,
+                            ),
                         },
                     ),
                 },

@@ -67,6 +67,14 @@ def broker_loads(snapshot: ClusterSnapshot) -> dict[int, BrokerLoad]:
     }
 
 
+def rate_text(rate: float) -> str:
+    """A rate in bytes per second for people: MB/s with one decimal, kB/s or B/s below 0.1 MB/s (never
+    a 0.0 that hides a small capacity)."""
+    if abs(rate) >= 1e5:
+        return f"{rate / 1e6:.1f} MB/s"
+    return f"{rate / 1e3:.1f} kB/s" if abs(rate) >= 100 else f"{rate:.0f} B/s"
+
+
 def utilisation(
     loads: Mapping[int, BrokerLoad], capacity: CapacitySpec
 ) -> dict[int, dict[str, float | None]]:

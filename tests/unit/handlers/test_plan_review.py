@@ -52,6 +52,31 @@ def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None
     assert 1 <= changing.count("broker ") <= plan_review.CHANGING
 
 
+def test_with_rates_the_review_names_the_brokers_whose_traffic_changes_most() -> None:
+    from dataclasses import replace
+
+    snap, plan, intents = golden("decommission")
+    data, _ = plan_review.review_data(build_report(snap, plan, intents), Limits())
+    assert data["trafficChanging"] == ""  # no rates: nothing claimed
+    assert "trafficChanging" not in plan_review.review_status(data, "cm")
+    rated = replace(snap, partitions=tuple(replace(p, bytes_in_per_sec=2e6) for p in snap.partitions))
+    report = build_report(rated, plan, intents)
+    data, _ = plan_review.review_data(report, Limits())
+    status = plan_review.review_status(data, "cm")
+    assert status["trafficChanging"] == data["trafficChanging"] and len(status["trafficChanging"]) <= 1000
+    rows = report.summary["traffic"]["brokers"]
+
+    def change(t: dict[str, list[float]]) -> float:
+        return sum(abs(t[k][1] - t[k][0]) for k in ("networkIn", "networkOut"))
+
+    top = max(rows, key=lambda t: (change(t), -t["id"]))
+    first = status["trafficChanging"].split("; ")[0]
+    assert first.startswith(f"broker {top['id']} in {top['networkIn'][0] / 1e6:.1f} MB/s -> "), first
+    gone = next(t for t in rows if t["id"] in intents.decommissioned)  # all of its traffic leaves it
+    assert f"broker {gone['id']} in " in status["trafficChanging"] and gone["networkIn"][1] == 0
+    assert 1 <= status["trafficChanging"].count("broker ") <= plan_review.CHANGING
+
+
 def test_the_review_of_a_large_cluster_stays_within_one_configmap() -> None:
     """400 brokers and 12,000 partitions: every list is capped, the ConfigMap's text stays under its
     bound (the report's caps do not grow with the cluster, so this holds at 1M partitions as well)."""

@@ -35,20 +35,13 @@ from ...model.capacity import DEFAULT_MAX_SHARE
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ..context import PlanningContext, Verdict, balance_verdict
+from ..loads import rate_text
 from ..state import Key
 from .failure_spread import BalanceLimits
 
 TRIES = 4000  # rule checks per broker shed
 ROOM_LOOKS = 32  # leaderships a follower short of room tries to hand on, per partition it would take
 EPS = 1e-6  # bytes per second: float sums drift by far less
-
-
-def _mb(rate: float) -> str:
-    """A rate for a message: MB/s with one decimal, kB/s or B/s below 0.1 MB/s (never a 0.0 that hides
-    a small capacity)."""
-    if abs(rate) >= 1e5:
-        return f"{rate / 1e6:.1f} MB/s"
-    return f"{rate / 1e3:.1f} kB/s" if abs(rate) >= 100 else f"{rate:.0f} B/s"
 
 
 def _first(pair: tuple[float, Key]) -> float:
@@ -371,8 +364,9 @@ class NetworkCapacityGoal:
         if total > room + EPS:
             share = ctx.intents.capacity.max_share if ctx.intents.capacity else DEFAULT_MAX_SHARE
             raise InfeasibleError(
-                f"the partitions' network in totals {_mb(total)} over all replicas, above {share:.0%} of "
-                f"the brokers' network in capacity together ({_mb(room)}); add brokers or capacity",
+                f"the partitions' network in totals {rate_text(total)} over all replicas, above "
+                f"{share:.0%} of the brokers' network in capacity together ({rate_text(room)}); "
+                "add brokers or capacity",
                 "networkCapacity",
             )
 
@@ -390,8 +384,9 @@ class NetworkCapacityGoal:
         if worst is not None:
             _, b, what, load, lim = worst
             raise InfeasibleError(
-                f"broker {b}: network {what} {_mb(load)} stays above {share:.0%} of its capacity "
-                f"{_mb(lim / share)} (limit {_mb(lim)}): no move within the rules brings it under",
+                f"broker {b}: network {what} {rate_text(load)} stays above {share:.0%} of its capacity "
+                f"{rate_text(lim / share)} (limit {rate_text(lim)}): "
+                "no move within the rules brings it under",
                 "networkCapacity",
             )
 
