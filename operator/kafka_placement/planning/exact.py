@@ -47,7 +47,7 @@ from .state import DirKey, Key
 from .topology import RackTree
 
 MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's partitions
-MAX_VARIABLES = 3_000  # binaries of the program
+MAX_VARIABLES = 5_000  # binaries of the program (x only: 200 partitions on 24 brokers is 4,800)
 MAX_NODES = 500  # HiGHS branch-and-bound nodes (each a few milliseconds at MAX_VARIABLES)
 HIGHS_OPTIONS: dict[str, float | int] = {}
 
@@ -103,19 +103,28 @@ def movable(ctx: PlanningContext, balance: bool) -> list[PartitionState]:
     return out
 
 
+def sized(ctx: PlanningContext) -> bool:
+    """Whether any dir's usable bytes are known (the program can then place replicas on dirs)."""
+    return any(v is not None for v in ctx.eligibility.capacity.values())
+
+
 def solve(
-    ctx: PlanningContext, parts: Sequence[PartitionState], limit: int | None, below: int | None = None
+    ctx: PlanningContext,
+    parts: Sequence[PartitionState],
+    limit: int | None,
+    below: int | None = None,
+    dirs: bool = False,
 ) -> Placements | None:
     """The cheapest placement of ``parts`` (every other partition as the snapshot has it) under the
     hard rules and, with ``limit``, at most ``limit`` bytes on every broker that keeps data, copying
-    fewer than ``below`` bytes when given; None when the program is too large or has no solution within
-    its bounds."""
+    fewer than ``below`` bytes when given; with ``dirs``, on dirs within their room (else brokers only:
+    ``apply`` then chooses the dirs, and ``check`` tells whether they fit); None when the program is too
+    large or has no solution within its bounds."""
     if not parts:
         return None
     e = ctx.eligibility
-    sized = any(v is not None for v in e.capacity.values())
-    dirs_mode = sized and all(d is not None for p in parts for d in p.log_dirs)
-    if sized and not dirs_mode:
+    dirs_mode = dirs and sized(ctx)
+    if dirs_mode and not all(d is not None for p in parts for d in p.log_dirs):
         return None  # room is known but a replica's dir is not: the program cannot count its dir
     brokers = sorted(e.dirs)
     candidates: dict[Key, list[tuple[int, list[str]]]] = {}

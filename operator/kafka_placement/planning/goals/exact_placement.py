@@ -37,13 +37,18 @@ class ExactPlacementGoal:
         now = exact.copied(ctx, keys)
         if meets and now == 0:
             return
-        found = exact.solve(ctx, parts, limit, below=now if meets else None)
-        if found is None:
+        before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in keys}
+        # brokers first (a third of the binaries), the dirs then chosen as the greedy steps choose them;
+        # on dirs within their room only when that choice does not fit
+        for dirs in (False, True) if exact.sized(ctx) else (False,):
+            found = exact.solve(ctx, parts, limit, below=now if meets else None, dirs=dirs)
+            if found is not None and exact.apply(ctx, found, limit):
+                break
+        else:
             return
-        before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in found}
-        if exact.apply(ctx, found, limit) and meets and exact.copied(ctx, keys) >= now:
-            for key, (replicas, dirs) in before.items():  # (the bound says it cannot happen: kept safe)
-                a.set_placement(key, replicas, dirs)
+        if meets and exact.copied(ctx, keys) >= now:
+            for key, (replicas, placed) in before.items():  # (the bound says it cannot happen: kept safe)
+                a.set_placement(key, replicas, placed)
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         """Later goals are not held to the program's placement (it is a step, not a rule)."""

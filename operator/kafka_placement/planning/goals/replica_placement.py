@@ -80,7 +80,7 @@ class ReplicaPlacementGoal:
 
         if not exact.applicable(ctx):
             return False
-        found = exact.solve(ctx, exact.movable(ctx, balance=False), None)
+        found = exact.solve(ctx, exact.movable(ctx, balance=False), None, dirs=True)
         return found is not None and exact.apply(ctx, found, None)
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
