@@ -29,10 +29,10 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
 
 Bounds, deterministic (never wall time: the same input gives the same plan on a busy machine): the
 program is built only when it has at most ``MAX_VARIABLES`` binaries, and HiGHS explores at most
-``MAX_NODES`` branch-and-bound nodes; a solution is taken only after it is checked again with exact
-integers against every rule (``check``), so a rounding inside the solver can never place a replica
-against a rule. Not run with move budgets, preferred brokers or network capacities (rules the program
-does not model): the greedy plan stands there.
+``MAX_NODES`` branch-and-bound nodes and ``NODE_WORK`` nodes x binaries; a solution is taken only
+after it is checked again with exact integers against every rule (``check``), so a rounding inside the
+solver can never place a replica against a rule. Not run with move budgets, preferred brokers or network
+capacities (rules the program does not model): the greedy plan stands there.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ from .topology import RackTree
 
 MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's partitions
 MAX_VARIABLES = 5_000  # binaries of the program (x only: 200 partitions on 24 brokers is 4,800)
-MAX_NODES = 500  # HiGHS branch-and-bound nodes (each a few milliseconds at MAX_VARIABLES)
+MAX_NODES = 5_000  # HiGHS branch-and-bound nodes, at most
+NODE_WORK = 3_000_000  # and at most this many (nodes x binaries): 600 nodes at 5,000 binaries
 HIGHS_OPTIONS: dict[str, float | int] = {}
 
 Placements = dict[Key, tuple[list[int], list[str | None]]]
@@ -338,7 +339,8 @@ def _spread(m: _Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
 
 
 def _run(m: _Program) -> list[float] | None:
-    """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes, or None. Each
+    """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes and
+    ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), or None. Each
     row and the objective are scaled by their largest coefficient (bytes in the tens of billions
     otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers."""
     import warnings
@@ -366,7 +368,7 @@ def _run(m: _Program) -> list[float] | None:
             constraints=LinearConstraint(
                 diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
             ),
-            options={"node_limit": MAX_NODES, "disp": False, **HIGHS_OPTIONS},
+            options={"node_limit": min(MAX_NODES, NODE_WORK // n), "disp": False, **HIGHS_OPTIONS},
         )
     if res.x is None:
         return None
