@@ -237,6 +237,32 @@ def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
     assert estimates(state, 60)[(name, 0)] == Traffic(None, None)
 
 
+def cli(*args: str) -> str:
+    done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=WINDOW_S + 300)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout
+
+
+def traffic_snapshot(servers: str, out: Path) -> ClusterSnapshot:
+    cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
+    return ClusterSnapshot.loads(out.read_text())
+
+
+def measured_plan(servers: str, work: Path) -> tuple[ClusterSnapshot, ClusterSnapshot]:
+    """A traffic snapshot, the plan of ``work``/intents.yaml made from it (summary.json beside it), that
+    plan executed, and a traffic snapshot taken afterwards: the snapshots before and after."""
+    before = traffic_snapshot(servers, work / "before.json")
+    cli(
+        "plan", "--snapshot", str(work / "before.json"), "--intents", str(work / "intents.yaml"),
+        "-o", str(work / "plan.json"), "--summary", str(work / "summary.json"),
+    )  # fmt: skip
+    cli(
+        "execute", "--bootstrap-server", servers, "--plan", str(work / "plan.json"),
+        "--state", str(work / "state.json"), "--wait", "--poll-seconds", "0.5",
+    )  # fmt: skip
+    return before, traffic_snapshot(servers, work / "after.json")
+
+
 def network_in(snapshot: ClusterSnapshot, brokers: list[int]) -> dict[int, float]:
     """Each broker's network in (planning/loads.py): the bytes in of every replica it holds."""
     out = dict.fromkeys(brokers, 0.0)
@@ -265,28 +291,9 @@ def test_a_network_in_balance_plan_moves_the_traffic_as_predicted(
         f"leaders: false, networkIn: true, tolerance: {tolerance}}}}}\n"
     )
 
-    def cli(*args: str) -> str:
-        done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=WINDOW_S + 300)
-        assert done.returncode == 0, done.stderr + done.stdout
-        return done.stdout
-
-    def traffic_snapshot(name: str) -> ClusterSnapshot:
-        out = tmp_path / name
-        cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
-        return ClusterSnapshot.loads(out.read_text())
-
     producer = PacedProducer(servers, rates)
     try:
-        before = traffic_snapshot("before.json")
-        cli(
-            "plan", "--snapshot", str(tmp_path / "before.json"), "--intents", str(tmp_path / "intents.yaml"),
-            "-o", str(tmp_path / "plan.json"), "--summary", str(tmp_path / "summary.json"),
-        )  # fmt: skip
-        cli(
-            "execute", "--bootstrap-server", servers, "--plan", str(tmp_path / "plan.json"),
-            "--state", str(tmp_path / "state.json"), "--wait", "--poll-seconds", "0.5",
-        )  # fmt: skip
-        after = traffic_snapshot("after.json")
+        before, after = measured_plan(servers, tmp_path)
         assert not producer.failed, producer.failed[:3]
     finally:
         producer.close()
@@ -333,15 +340,6 @@ def test_a_network_out_balance_plan_moves_network_out_and_leader_bytes_in_as_pre
         f"leaders: false, networkOut: true, tolerance: {tolerance}}}}}\n"
     )
 
-    def cli(*args: str) -> None:
-        done = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=WINDOW_S + 300)
-        assert done.returncode == 0, done.stderr + done.stdout
-
-    def traffic_snapshot(name: str) -> ClusterSnapshot:
-        out = tmp_path / name
-        cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
-        return ClusterSnapshot.loads(out.read_text())
-
     group = f"g-out-{topic[-8:]}"
     producer = PacedProducer(servers, rates)
     reader = Reader(servers, group, [topic])
@@ -353,16 +351,7 @@ def test_a_network_out_balance_plan_moves_network_out_and_leader_bytes_in_as_pre
             return {tp.partition for tp in tps if tp.offset > 0} == set(range(6))
 
         kafka_wait("the group committing on every partition", committing)
-        before = traffic_snapshot("before.json")
-        cli(
-            "plan", "--snapshot", str(tmp_path / "before.json"), "--intents", str(tmp_path / "intents.yaml"),
-            "-o", str(tmp_path / "plan.json"), "--summary", str(tmp_path / "summary.json"),
-        )  # fmt: skip
-        cli(
-            "execute", "--bootstrap-server", servers, "--plan", str(tmp_path / "plan.json"),
-            "--state", str(tmp_path / "state.json"), "--wait", "--poll-seconds", "0.5",
-        )  # fmt: skip
-        after = traffic_snapshot("after.json")
+        before, after = measured_plan(servers, tmp_path)
         assert not producer.failed, producer.failed[:3]
     finally:
         producer.close()
