@@ -38,11 +38,12 @@ capacities (rules the program does not model): the greedy plan stands there.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model.snapshot import PartitionState
+from . import metrics
 from .context import PlanningContext
-from .goals.replica_placement import ReplicaPlacementGoal, repair_reasons, replication_factor
+from .goals.replica_placement import ReplicaPlacementGoal, repair_reasons, replication_factor, target_dirs
 from .state import DirKey, Key
 from .topology import RackTree
 
@@ -206,19 +207,13 @@ def apply(ctx: PlanningContext, found: Placements, limit: int | None) -> bool:
     """Set ``found`` on the working assignment (dirs the program did not choose: a kept replica stays on
     its dir when it may, any other takes ``best_dir`` as the hard goal's do); undone, and False, when
     ``check`` rejects the result."""
-    a, e = ctx.assignment, ctx.eligibility
+    a = ctx.assignment
     before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in found}
     for key, (replicas, dirs) in found.items():
         if not dirs:
             p = ctx.snapshot.partition(*key)
             assert p is not None
-            where = dict(zip(p.replicas, p.log_dirs, strict=True))
-            dirs = []
-            for b in replicas:
-                d = where.get(b)
-                if b not in where or (d is not None and not e.may_keep(b, d, p.size_bytes)):
-                    d = a.best_dir(e, b, p.size_bytes, exclude=[d] if d else [])
-                dirs.append(d)
+            dirs = target_dirs(ctx, dict(zip(p.replicas, p.log_dirs, strict=True)), replicas, p.size_bytes)
         a.set_placement(key, replicas, dirs)
     if check(ctx, found, limit):
         return True
@@ -256,19 +251,15 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
 
 
 def copied(ctx: PlanningContext, keys: Iterable[Key]) -> int:
-    """The bytes the working assignment copies for ``keys`` (``metrics.count_move``'s count)."""
-    a, total = ctx.assignment, 0
+    """The bytes the working assignment copies for ``keys``, as the summary counts them
+    (``metrics.count_move``)."""
+    a, out = ctx.assignment, dict.fromkeys(metrics.MOVEMENT, 0)
     for key in keys:
         p = ctx.snapshot.partition(*key)
-        if p is None:
-            continue
-        old = dict(zip(p.replicas, p.log_dirs, strict=True))
-        for b, d in zip(a.replicas[key], a.dirs[key], strict=True):
-            if b not in old:
-                total += p.copy_bytes
-            elif d is not None and old[b] is not None and d != old[b]:
-                total += p.size_bytes
-    return total
+        if p is not None:
+            after = replace(p, replicas=tuple(a.replicas[key]), log_dirs=tuple(a.dirs[key]))
+            metrics.count_move(out, p, after)
+    return out["bytesToMove"]
 
 
 def _dirs_for(

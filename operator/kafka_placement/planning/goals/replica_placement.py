@@ -272,18 +272,10 @@ class ReplicaPlacementGoal:
         return out
 
     def _apply(self, ctx: PlanningContext, key: Key, target: list[int]) -> None:
-        e, a = ctx.eligibility, ctx.assignment
+        a = ctx.assignment
         size = a.size[key]
         where = dict(zip(a.replicas[key], a.dirs[key], strict=True))
-        new_dirs: list[str | None] = []
-        for b in target:
-            if b in where:
-                d = where[b]
-                if d is not None and not e.may_keep(b, d, size):
-                    d = a.best_dir(e, b, size, exclude=[d])
-                new_dirs.append(d)
-            else:
-                new_dirs.append(a.best_dir(e, b, size))
+        new_dirs = target_dirs(ctx, where, target, size)
         if any(d is None and b not in where for b, d in zip(target, new_dirs, strict=True)):
             raise InfeasibleError(
                 f"no log dir with {size} bytes free on brokers {target}", "dir-capacity", f"{key[0]}-{key[1]}"
@@ -319,6 +311,25 @@ class ReplicaPlacementGoal:
             "dir-capacity",
             name,
         )
+
+
+def target_dirs(
+    ctx: PlanningContext, where: Mapping[int, str | None], target: Sequence[int], size: int
+) -> list[str | None]:
+    """The dirs of a partition's ``target`` brokers, its replicas now on ``where`` (broker -> dir): a
+    kept replica stays on its dir when it may, else takes its broker's ``best_dir`` off that dir; a new
+    one its broker's ``best_dir`` (None: no dir with room)."""
+    e, a = ctx.eligibility, ctx.assignment
+    out: list[str | None] = []
+    for b in target:
+        if b in where:
+            d = where[b]
+            if d is not None and not e.may_keep(b, d, size):
+                d = a.best_dir(e, b, size, exclude=[d])
+            out.append(d)
+        else:
+            out.append(a.best_dir(e, b, size))
+    return out
 
 
 def replication_factor(ctx: PlanningContext, key: Key) -> int:
