@@ -135,24 +135,6 @@ def clear_cordons(settings: ConnectionSettings) -> None:
                 warnings.warn(f"broker {b} left as it is: {e.message}", stacklevel=1)
 
 
-@pytest.fixture(autouse=True)
-def no_cordon_left(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test on a Kafka rig, no broker stays cordoned. A BrokerDecommission or LogDirCordon that
-    outlives its operator (the fixtures stop the operator, then strip the finalizers) keeps its cordons in
-    Kafka, which would keep new replicas off those brokers in every later test (e2e runs before the
-    integration tests). Finalized after the test's own fixtures: the operator is stopped by then. A test
-    marked ``keeps_cordons`` (its operator and resources live on for its module's later tests, which check
-    that deleting them lifts the cordons) is skipped: its module's teardown clears them."""
-    yield
-    if request.node.get_closest_marker("keeps_cordons") is not None:
-        return
-    if "kafka_rig" in request.fixturenames:
-        rig = request.getfixturevalue("kafka_rig")
-        clear_cordons(ConnectionSettings(bootstrap_servers=rig.bootstrap_servers))
-    if "secure_rig" in request.fixturenames:
-        clear_cordons(request.getfixturevalue("secure_rig").admin_settings())
-
-
 def metric_samples(op: Operator, name: str, wait_s: float = 30) -> list[Any]:
     """The samples named ``name`` that the operator process serves on its metrics endpoint (waits up to
     ``wait_s`` for the endpoint: the process may have just started)."""

@@ -107,6 +107,7 @@ LANES = (
             "tests/e2e/test_operator_correlated_failure.py",
             "tests/e2e/test_operator_new_partitions.py",
             "tests/e2e/test_operator_owned_configs.py",
+            "tests/e2e/test_operator_orphaned_throttles.py",
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_preemption.py",
             "tests/e2e/test_operator_rf_change.py",

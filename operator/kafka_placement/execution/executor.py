@@ -356,6 +356,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
             dir_move_brokers=sorted(dir_brokers),
             state=ex.doc.throttles,
             before_alter=write_ahead,
+            claim=ex.doc.claim_owner,
         )
     except ThrottleError as e:
         ex.doc.throttles = e.state

@@ -35,7 +35,7 @@ from pydantic.alias_generators import to_camel
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
-from ..model.throttle_state import ThrottleState
+from ..model.throttle_state import ClaimOwner, ThrottleState
 from .store import Store
 
 RECORD_KIND = "KafkaPlacementExecution"
@@ -252,6 +252,8 @@ class RecordDoc(_Model):
     copied: dict[int, int] = {}  # plan index -> most bytes seen copied of an in-flight partition
     samples: list[tuple[float, float]] = []  # (time, bytes moved) for the rate and ETA
     throttles: ThrottleState = ThrottleState()
+    # the KafkaCluster whose execution this is, claimed on each throttled broker (None: the CLI's)
+    claim_owner: ClaimOwner | None = None
     limits: LimitsDoc
     rules: list[Rule] = []
     counters: Counters = Counters()

@@ -25,6 +25,7 @@ import binascii
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from ..execution import executor, supersede
 from ..execution.record import TERMINAL, Execution, Phase, plan_blob, plan_blob_name
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
+from ..kafka import throttle_claims
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import (
     KafkaAuthenticationError,
@@ -59,6 +61,7 @@ from ..model.plan import Plan
 from ..model.self_healing import HealingState
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
+from ..model.throttle_state import ClaimOwner
 from ..model.traffic import PartitionKey
 from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
@@ -98,6 +101,8 @@ from .leader import Leadership, NotLeader, Unelected
 from .planner import PlanInputs, plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
+
+log = logging.getLogger(__name__)
 
 INTENT_KINDS = ("LogDirCordon", "BrokerDecommission", "PlacementPolicy")  # listed in this order
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
@@ -645,9 +650,43 @@ class _Pass:
             for action in decision.actions:
                 self._perform(action)
             if decision.done or self.started:  # a new execution's first tick is the next reconcile's
+                self._release_orphaned_throttles()
                 return self._heal({**(decision.cluster or {}), **self._cluster_status()})
             decision = decide(self.view)
         raise AssertionError(f"reconcile did not settle in {MAX_STEPS} steps: {decision.actions}")
+
+    def _release_orphaned_throttles(self) -> None:
+        """On a full read with nothing of this cluster's executing: the throttle claims whose KafkaCluster
+        is gone (kafka/throttle_claims.py) have their throttles removed, with an Event. Gone is what the
+        apiserver says (absent, or another uid); an owner that cannot be read is left alone. This
+        cluster's own claims are gone too when it has no execution holding throttles."""
+        record, snap = self.record, self.snap
+        busy = record is not None and (record.phase not in TERMINAL or not record.doc.throttles.empty)
+        if snap is None or busy or self.started:
+            return
+        try:
+            claims = throttle_claims.find_claims(self.gw, [b.id for b in snap.brokers if b.alive])
+            own = self.cluster["metadata"].get("uid")
+            gone = {c.owner.uid for c in claims if c.owner.uid == own or self._owner_gone(c.owner)}
+            released = throttle_claims.release(self.gw, claims, gone)
+        except (KafkaUnavailableError, KafkaOperationError) as e:
+            log.warning("throttle claims not checked: %s", e)
+            return
+        if released is not None:
+            log.info("%s", released)
+            if released.deferred is None:
+                self.rec.leadership.fence()
+                self.rec.kube.event(self.cluster, "Normal", "OrphanedThrottlesRemoved", str(released)[:1000])
+
+    def _owner_gone(self, owner: ClaimOwner) -> bool:
+        try:
+            body = self.rec.kube.get_custom(
+                GROUP, VERSION, owner.namespace, PLURALS["KafkaCluster"], owner.name
+            )
+        except KubeError as e:  # not allowed to read it, or no answer: never taken for gone
+            log.info("throttle claim of KafkaCluster %s/%s left alone: %s", owner.namespace, owner.name, e)
+            return False
+        return body is None or (body.get("metadata") or {}).get("uid") != owner.uid
 
     def _cluster_status(self) -> dict[str, Any]:
         if self.snap is not None:
@@ -946,6 +985,10 @@ class _Pass:
             plan_status=a.plan_status,
         )
         record.doc.owned_cordons = owned_cordons(snap, a.intents) if self.gw.supports_cordon() else {}
+        if meta.get("uid"):  # its throttles are claimed on each broker for the KafkaCluster (throttle_claims)
+            record.doc.claim_owner = ClaimOwner(
+                namespace=meta["namespace"], name=meta["name"], uid=meta["uid"]
+            )
         if left is not None:  # the last execution's throttles on a dead broker: this one removes them
             record.doc.throttles = left.model_copy(deep=True)
         if old is not None:  # one save replaces the running record: nothing reverted, nothing sent twice

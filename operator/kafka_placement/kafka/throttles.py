@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..model.throttle_state import BrokerThrottle, ThrottleState, TopicThrottle
+from ..model.throttle_state import BrokerThrottle, ClaimOwner, ThrottleState, TopicThrottle
 from .gateway import (
     CORDON_CONFIG,
     ConfigChange,
@@ -31,6 +31,22 @@ FOLLOWER_RATE = "follower.replication.throttled.rate"
 DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+# a throttle claim (kafka/throttle_claims.py): a broker config whose NAME holds the owner and what each rate
+# was before (Kafka accepts a dynamic broker config it does not know, but describes its value as sensitive:
+# null), ``kafka.placement.throttles/<namespace>/<name>/<uid>/<config>@<previous value, empty: unset>...``
+CLAIM_PREFIX = "kafka.placement.throttles/"
+CLAIM_VALUE = "claimed"  # any value: only the name is read back
+
+
+def claim_key(owner: ClaimOwner, previous: Mapping[str, str | None]) -> str:
+    """The broker config that claims a broker's throttles for ``owner``: its name lists the rates the
+    owner set there, each with the value it had before (empty: none)."""
+    was = "".join(f"/{config}@{value or ''}" for config, value in sorted(previous.items()))
+    return f"{CLAIM_PREFIX}{owner.namespace}/{owner.name}/{owner.uid}{was}"
+
+
+def is_claim(config: str) -> bool:
+    return config.startswith(CLAIM_PREFIX)
 
 
 class ThrottleError(KafkaOperationError):
@@ -76,6 +92,7 @@ def apply_throttles(
     dir_move_brokers: Iterable[int] = (),
     state: ThrottleState | None = None,
     before_alter: Callable[[ThrottleState], None] | None = None,
+    claim: ClaimOwner | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
     moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
@@ -85,7 +102,11 @@ def apply_throttles(
     durably there (write-ahead), so a crash during or after the alter leaves nothing it cannot clear.
     Clearing a recorded state that was never applied is harmless: previous values are restored as they
     were read, and subtracting absent entries changes nothing. If ``before_alter`` raises, nothing is
-    altered."""
+    altered.
+
+    With ``claim``, each throttled broker also gets its owner's claim (``claim_key``), set in the same
+    request as its rates and kept in the state like them (previous None: deleted on clear); its value
+    says what each rate was before, for a sweep once the owner is gone (kafka/throttle_claims.py)."""
     rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
     if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
@@ -107,6 +128,7 @@ def apply_throttles(
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
 
     brokers = {(e.broker, e.config): e for e in state.brokers}
+    stale: dict[int, list[str]] = {}  # broker -> our earlier claims it no longer needs
     targets = [ConfigTarget.broker(b) for b in sorted(wanted)]
     targets += [ConfigTarget.topic(t) for t in sorted(replicas)]
     described = gateway.describe_configs(targets) if targets else {}
@@ -121,6 +143,14 @@ def apply_throttles(
                 was = current.get(name)
                 previous = was.value if was is not None and was.is_dynamic else None
             brokers[(b, name)] = BrokerThrottle(broker=b, config=name, previous=previous, value=value)
+        if claim is not None:
+            before = {c: e.previous for (bb, c), e in brokers.items() if bb == b and not is_claim(c)}
+            key = claim_key(claim, before)
+            for old in [c for (bb, c) in brokers if bb == b and is_claim(c) and c != key]:
+                del brokers[(b, old)]  # our claim before a rate was added here: replaced in the same request
+                stale.setdefault(b, []).append(old)
+            brokers[(b, key)] = BrokerThrottle(broker=b, config=key, previous=None, value=CLAIM_VALUE)
+            configs[key] = CLAIM_VALUE
 
     recorded = {(t.topic, t.config): set(t.entries) for t in state.topics}
     topic_changes: dict[ConfigTarget, list[ConfigChange]] = {}
@@ -128,7 +158,7 @@ def apply_throttles(
         target = ConfigTarget.topic(topic)
         for name, entries in per_config.items():
             was = described[target].get(name)
-            present = set(_entries(was.value if was is not None else None))
+            present = set(config_entries(was.value if was is not None else None))
             if "*" in present:
                 continue  # someone throttles every replica of this topic already: not ours to change
             new = [e for e in dict.fromkeys(entries) if e not in present]
@@ -138,6 +168,7 @@ def apply_throttles(
 
     broker_changes = {
         ConfigTarget.broker(b): [ConfigChange(n, "SET", v) for n, v in sorted(configs.items())]
+        + [ConfigChange(n, "DELETE") for n in stale.get(b, ())]
         for b, configs in wanted.items()
     }
     new_state = ThrottleState(
@@ -199,11 +230,11 @@ def still_set(gateway: KafkaGateway, state: ThrottleState) -> list[str]:
     out = []
     for b in brokers:
         live = described.get(ConfigTarget.broker(b.broker), {}).get(b.config)
-        if live is not None and live.value == b.value:
+        if live is not None and (live.value == b.value or is_claim(b.config)):
             out.append(f"broker {b.broker} {b.config}")
     for t in state.topics:
         live = described.get(ConfigTarget.topic(t.topic), {}).get(t.config)
-        if live is not None and set(t.entries) & set(_entries(live.value)):
+        if live is not None and set(t.entries) & set(config_entries(live.value)):
             out.append(f"topic {t.topic} {t.config}")
     return out
 
@@ -256,7 +287,7 @@ def owned_drift(
     for b, name, value in rates:
         target = ConfigTarget.broker(b)
         live = described.get(target, {}).get(name)
-        if live is None or live.value != value:
+        if live is None or (live.value != value and not is_claim(name)):
             drifts.append(Drift("broker", str(b), name, value, live.value if live is not None else None))
             changes.setdefault(target, []).append(ConfigChange(name, "SET", value))
     for topic, name, ours in entries:
@@ -264,7 +295,7 @@ def owned_drift(
         if target not in described:
             continue  # the topic was deleted: nothing to defend
         live = described[target].get(name)
-        present = set(_entries(live.value if live is not None else None))
+        present = set(config_entries(live.value if live is not None else None))
         missing = [e for e in ours if e not in present]
         if missing and "*" not in present:
             drifts.append(Drift("topic", topic, name, ",".join(ours), live.value if live else None))
@@ -272,7 +303,7 @@ def owned_drift(
     for b, dirs in sorted(cordons.items()):
         target = ConfigTarget.broker(b)
         live = described.get(target, {}).get(CORDON_CONFIG)
-        present = set(_entries(live.value if live is not None else None))
+        present = set(config_entries(live.value if live is not None else None))
         missing = [d for d in dirs if d not in present]
         if missing:
             drifts.append(
@@ -282,7 +313,7 @@ def owned_drift(
     return drifts, changes
 
 
-def _entries(value: str | None) -> list[str]:
+def config_entries(value: str | None) -> list[str]:
     return [e.strip() for e in (value or "").split(",") if e.strip()]
 
 

@@ -18,7 +18,7 @@ class _Frozen(BaseModel):
 
 class BrokerThrottle(_Frozen):
     broker: int = Field(ge=0, le=2**31 - 1)
-    config: str = Field(max_length=200)
+    config: str = Field(max_length=1000)  # a throttle claim's name holds its owner and previous values
     previous: str | None = None
     value: str | None = None
 
@@ -37,3 +37,13 @@ class ThrottleState(_Frozen):
     def empty(self) -> bool:
         """Nothing of ours set (or nothing left to remove)."""
         return not self.brokers and not self.topics
+
+
+class ClaimOwner(_Frozen):
+    """The KafkaCluster resource whose execution set a broker's throttles: written to the broker itself
+    beside them (a throttle claim, kafka/throttle_claims.py), so that they are recognised and removed
+    when the resource is gone without having removed them (its namespace deleted while no operator ran)."""
+
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label
+    name: str = Field(pattern=r"^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$")  # a DNS subdomain
+    uid: str = Field(pattern=r"^[A-Za-z0-9-]{1,64}$")
