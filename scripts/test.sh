@@ -20,6 +20,19 @@ if [[ ${KP_TEST_LANES:-parallel} == serial ]]; then
   exec bash scripts/with-rig.sh $PY -m pytest tests/e2e tests/integration -q -p no:cacheprovider --durations=25 "${extra[@]}"
 fi
 
+# KP_TEST_STRESS=1: one busy loop per core beside the lanes for their whole run (a machine about twice as
+# slow, as a cold or shared one is: races a warm machine hides lose there); stopped with the lanes, and
+# bounded by `timeout` should this script itself be killed
+hogs=()
+if [[ ${KP_TEST_STRESS:-0} == 1 ]]; then
+  for _ in $(seq "$(nproc)"); do
+    timeout 10800 $PY -c 'while True: pass' &
+    hogs+=($!)
+  done
+  echo "test: KP_TEST_STRESS=1: ${#hogs[@]} busy loop(s) run beside the lanes"
+fi
+stop_hogs() { ((${#hogs[@]})) && kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null; hogs=(); }
+
 logs=$(mktemp -d "${TMPDIR:-/tmp}/kp-test-lanes.XXXXXX")
 mapfile -t lanes < <($PY tests/rig/lanes.py names)
 pids=()
@@ -32,8 +45,8 @@ for lane in "${lanes[@]}"; do
   pids+=($!)
 done
 # a stopped `make test` stops its lanes, which stop their pytest and tear their rigs down
-trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 143' TERM
-trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; stop_hogs; wait; exit 143' TERM
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; stop_hogs; wait; exit 130' INT
 
 # a line per lane every two minutes (its latest pytest output), so a long run shows it is alive
 alive() { for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
@@ -46,6 +59,7 @@ while alive; do
   fi
 done
 
+stop_hogs
 status=0
 for i in "${!lanes[@]}"; do
   wait "${pids[$i]}"

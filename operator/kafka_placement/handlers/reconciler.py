@@ -656,18 +656,24 @@ class _Pass:
         raise AssertionError(f"reconcile did not settle in {MAX_STEPS} steps: {decision.actions}")
 
     def _release_orphaned_throttles(self) -> None:
-        """On a full read with nothing of this cluster's executing: the throttle claims whose KafkaCluster
-        is gone (kafka/throttle_claims.py) have their throttles removed, with an Event. Gone is what the
-        apiserver says (absent, or another uid); an owner that cannot be read is left alone. This
-        cluster's own claims are gone too when it has no execution holding throttles."""
-        record, snap = self.record, self.snap
+        """On a full (not an execution's) reconcile: the throttle claims whose KafkaCluster is gone
+        (kafka/throttle_claims.py) have their throttles removed, with an Event. Gone is what the apiserver
+        says (absent, or another uid); an owner that cannot be read is left alone. This cluster's own
+        claims are gone too when it has no execution holding throttles. Costs a DescribeConfigs per live
+        broker, as often as the cluster is re-read (the resync period)."""
+        record = self.record
         busy = record is not None and (record.phase not in TERMINAL or not record.doc.throttles.empty)
-        if snap is None or busy or self.started:
+        if busy or self.started:
             return
         try:
-            claims = throttle_claims.find_claims(self.gw, [b.id for b in snap.brokers if b.alive])
+            if self.snap is not None:
+                live = [b.id for b in self.snap.brokers if b.alive]
+            else:
+                live = list(self.live or self.gw.describe_cluster()[1])
+            claims = throttle_claims.find_claims(self.gw, live)
             own = self.cluster["metadata"].get("uid")
-            gone = {c.owner.uid for c in claims if c.owner.uid == own or self._owner_gone(c.owner)}
+            owners = {c.owner for c in claims}  # one apiserver read per owner, not per broker
+            gone = {o.uid for o in owners if o.uid == own or self._owner_gone(o)}
             released = throttle_claims.release(self.gw, claims, gone)
         except (KafkaUnavailableError, KafkaOperationError) as e:
             log.warning("throttle claims not checked: %s", e)
