@@ -38,7 +38,7 @@ from kafka_placement.model.plan import Plan
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow]
 LEASE = "kafka-placement-operator"
-LEASE_DURATION, RETRY = 15.0, 2.0
+LEASE_DURATION, RENEW_DEADLINE, RETRY = 15.0, 10.0, 2.0
 TERMINAL = ("Completed", "Cancelled", "Failed")
 CLUSTER = "prod"
 
@@ -282,14 +282,16 @@ def test_one_of_two_drives_and_the_other_completes_after_sigkill_without_a_dupli
             f"\nfailover after SIGKILL: Lease taken {failover:.1f}s ({gap:.1f}s after op-a's last renewal), "
             f"first record write {first_write:.1f}s"
         )
-        # The standby waits a whole lease duration on the unrenewed Lease (it never saw it released). Measured
+        # The standby waits a whole lease duration on the unrenewed Lease (it never saw it released). Timed
         # from op-a's last renewal (both stamps in the Lease, this machine's clock), not from the kill: op-a
         # renews every 5 s plus the renewal's own round trip, so on a loaded machine its last renewal may be
-        # more than 5 s before the kill. Safety: never before LEASE_DURATION after that renewal, less the
-        # standby's read of the Lease (bounded by RETRY: the renewal may land while that read is under way);
-        # a slower machine only takes over later. Liveness: within a retry period after the lease ran out,
-        # plus the standby's round trips to the apiserver, slack enough for a machine twice as slow.
-        assert LEASE_DURATION - RETRY <= gap <= LEASE_DURATION + RETRY + 10, (gap, renewed[-2:])
+        # more than 5 s before the kill, and "LEASE_DURATION - 5 after the kill" failed for no bug.
+        # Safety (kept strict, and a loaded machine only makes the gap longer): op-b takes over only after
+        # op-a's own fence closed, RENEW_DEADLINE after its last renewal began (which was before its stamp);
+        # nominally the gap is LEASE_DURATION; the 5 s between the two are the margin for op-b's read of the
+        # Lease. Liveness: a lease duration plus a retry period plus op-b's round trips to the apiserver,
+        # with 10 s of slack for a machine twice as slow.
+        assert RENEW_DEADLINE <= gap <= LEASE_DURATION + RETRY + 10, (gap, renewed[-2:])
         assert failover <= LEASE_DURATION + RETRY + 10, failover
         # Once leader it claims the records and drives: a first write within 15 s on an idle machine; 30 s
         # allows a twice slower one (a performance expectation, not a correctness bound).
