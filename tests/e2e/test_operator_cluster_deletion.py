@@ -10,12 +10,19 @@ reassignment is left running, no throttle is left, and then the cluster and its 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get
-from tests.e2e.test_operator import apply, cluster_manifest, execution_record, fill, snapshot, throttles_left
+from tests.e2e.test_operator import (
+    apply,
+    cluster_manifest,
+    execution_record,
+    fill,
+    no_throttle_left,
+    snapshot,
+    throttles_left,
+)
 from tests.integration.conftest import wait_for
 
 from kafka_placement.handlers.store import configmap_name
@@ -49,7 +56,9 @@ def test_deleting_the_cluster_with_its_intent_mid_flight_reverts_and_clears_ever
         90,
         why=operator.tail,
     )
-    assert throttles_left(kafka_admin, kafka_rig), "the execution set no throttle: nothing to check"
+    # the execution set its throttles before it submitted (the brokers apply them moments after the
+    # controller, so waited for): without them the check that none is left would prove nothing
+    wait_for("the execution's throttles on the brokers", lambda: throttles_left(kafka_admin, kafka_rig), 30)
     kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--wait=false")
     kubectl("-n", ns, "delete", "kafkacluster", "pruned", "--timeout=120s")  # waits for its finalizer
     assert not get(kubectl, ns, "kafkacluster", "pruned")
@@ -65,7 +74,4 @@ def test_deleting_the_cluster_with_its_intent_mid_flight_reverts_and_clears_ever
     assert kafka_py_admin.list_partition_reassignments() == {}
     snap = snapshot(kafka_rig)
     assert [list(snap.partition(topic, n).replicas) for n in range(3)] == assignment  # type: ignore[union-attr]
-    deadline = time.monotonic() + 10  # the brokers apply the removal moments after the controller
-    while throttles_left(kafka_admin, kafka_rig) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert throttles_left(kafka_admin, kafka_rig) == {}
+    no_throttle_left(kafka_admin, kafka_rig)

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 from tests.e2e.conftest import KafkaRig, Operator, wait_phase
 from tests.e2e.test_operator import apply, cluster_manifest
-from tests.integration.conftest import confluent_admin, wait_for
+from tests.integration.conftest import confluent_admin, create_topics_everywhere, wait_for
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
@@ -36,11 +36,10 @@ def test_a_topic_created_on_a_decommissioned_broker_is_moved_off_on_a_legacy_clu
     first, late = (f"it-legacy-{what}-{uuid.uuid4().hex[:6]}" for what in ("first", "late"))
     created = []
     try:
-        admin.create_topics([NewTopic(first, num_partitions=2, replica_assignment=[[2], [1]])])[first].result(
-            30
-        )
         created.append(first)
-        wait_for("the topic's replicas", lambda: len(replicas_of(rig, first)) == 2)
+        create_topics_everywhere(
+            admin, [NewTopic(first, num_partitions=2, replica_assignment=[[2], [1]])], rig
+        )
         apply(kubectl, ns, cluster_manifest("legacy", rig.bootstrap_servers))
         apply(
             kubectl,
@@ -52,8 +51,8 @@ def test_a_topic_created_on_a_decommissioned_broker_is_moved_off_on_a_legacy_clu
         assert all(2 not in r for r in replicas_of(rig, first))
 
         # Kafka 4.2 places a new replica on broker 2 when asked to: the operator moves it off
-        admin.create_topics([NewTopic(late, num_partitions=1, replica_assignment=[[2]])])[late].result(30)
         created.append(late)
+        create_topics_everywhere(admin, [NewTopic(late, num_partitions=1, replica_assignment=[[2]])], rig)
         wait_for(
             "the late topic's replica moved off broker 2",
             lambda: replicas_of(rig, late) == [(1,)],

@@ -30,7 +30,7 @@ def test_on_a_legacy_cluster_a_new_partition_written_to_is_moved_off_a_cordoned_
     """Kafka 4.2 (no KIP-1066) puts a new replica on a cordoned broker when asked to; the lane moves it off
     although it already holds records (a whole cluster's plan would move only an empty one)."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-    from tests.integration.conftest import confluent_admin
+    from tests.integration.conftest import confluent_admin, create_topics_everywhere
 
     rig, ns = kafka_legacy_rig, k8s_namespace
     admin = confluent_admin(rig)
@@ -42,8 +42,8 @@ def test_on_a_legacy_cluster_a_new_partition_written_to_is_moved_off_a_cordoned_
     apply(kubectl, ns, *docs)
     wait_phase(kubectl, operator, ns, "logdircordon", "no-new-on-1", ("Completed",))
     topic = f"it-np-legacy-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1]])])[topic].result(30)
     try:
+        create_topics_everywhere(admin, [NewTopic(topic, num_partitions=1, replica_assignment=[[1]])], rig)
         fill(rig, topic, 300)
         deadline = time.monotonic() + SPREAD_WAIT_S
         while [p.replicas for p in snapshot(rig).partitions if p.topic == topic] != [(2,)]:

@@ -298,8 +298,18 @@ def test_a_failed_log_dir_of_a_live_broker_is_drained_to_other_brokers(
         print(f"log dir failure e2e: healed {time.monotonic() - failed_at:.0f} s after the failure")
         # the executor's completion check finds every moved partition at its target
         wait_phase(kubectl, operator, ns, "logdircordon", heal_name, ("Completed",), timeout=60)
-        entries = (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("offlineLogDirs") or []
-        assert [(e["broker"], e["path"], e.get("heal")) for e in entries] == [(BROKER, str(bad), heal_name)]
+
+        def offline() -> list[tuple[Any, ...]]:  # the cluster's status, written after its intents' ones
+            status = get(kubectl, ns, "kafkacluster", name).get("status") or {}
+            return [(e["broker"], e["path"], e.get("heal")) for e in status.get("offlineLogDirs") or []]
+
+        until(
+            "the failed dir and its heal in status.offlineLogDirs",
+            lambda: offline() == [(BROKER, str(bad), heal_name)],
+            operator,
+            30,
+            why=lambda: str(offline()),
+        )
         assert dir_online(boot, str(good)) is True  # broker 2 still serves its good dir
 
         # 5. nothing acknowledged was lost, nothing doubled

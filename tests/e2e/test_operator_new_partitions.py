@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
-from tests.e2e.test_operator import execution_record, fill, throttles_left
+from tests.e2e.test_operator import execution_record, fill, no_throttle_left
 from tests.e2e.test_operator_policies import apply, dcs_of, patch_spec, policy, resource, stays
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
@@ -150,7 +150,4 @@ def test_a_new_topic_is_spread_while_a_long_execution_runs_beside_it(
     assert all(d == {"dc1", "dc2"} for d in dcs_of(kafka_rig, big).values())
     counters = execution_record(kubectl, ns, "prod").get("counters") or {}
     assert counters.get("resubmitted", 0) == 0, counters
-    deadline = time.monotonic() + 60
-    while throttles_left(kafka_admin, kafka_rig):
-        assert time.monotonic() < deadline, throttles_left(kafka_admin, kafka_rig)
-        time.sleep(2)
+    no_throttle_left(kafka_admin, kafka_rig, timeout=60)

@@ -23,11 +23,32 @@ from typing import Any
 
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
-from tests.e2e.test_operator import apply, execution_record, fill, snapshot, throttles_left
+from tests.e2e.test_operator import apply, execution_record, fill, no_throttle_left, snapshot, throttles_left
 from tests.integration.conftest import confluent_admin, wait_for
 from tests.integration.test_executor_broker_down import rig_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
+
+
+def in_sync_without(rig: KafkaRig, topic: str, broker: int, op: Operator) -> None:
+    """The topic's 12 partitions at RF 2 without ``broker``, every replica in sync: the placement is final
+    once the intent Completed; the ISR is waited for (a follower that caught up joins it moments later,
+    and a broker's metadata follows the controller's)."""
+
+    def wrong() -> list[Any] | str:
+        parts = [p for p in snapshot(rig).partitions if p.topic == topic]
+        if len(parts) != 12:
+            return f"{len(parts)} partitions"
+        return [
+            p for p in parts if broker in p.replicas or len(p.replicas) != 2 or set(p.isr) != set(p.replicas)
+        ]
+
+    wait_for(
+        f"{topic} at RF 2 without broker {broker}, in sync",
+        lambda: not wrong(),
+        60,
+        why=lambda: f"{wrong()}\n{op.tail()}",
+    )
 
 
 def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves_in_flight(
@@ -72,14 +93,12 @@ def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves
         "spec: {clusterRef: {name: busy}, brokers: [2], priority: 10}\n",
     )
     deadline = time.monotonic() + 90
-    while record().get("planId") == first["planId"]:
-        current = record()
-        assert current["phase"] != "Completed", (
+    while (after := record()).get("planId") == first["planId"]:  # the version read is the one checked
+        assert after["phase"] != "Completed", (
             f"the rebalance ended before it was superseded\n{operator.tail()}"
         )
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(0.3)
-    after = record()
     (history,) = after["superseded"]
     assert history["planId"] == first["planId"] and history["adopted"] == len(after["adopted"])
     assert history["adopted"] >= 1, history  # moves were in flight: taken over, not reverted
@@ -93,11 +112,8 @@ def test_an_urgent_decommission_supersedes_a_running_rebalance_keeping_its_moves
         "-n", ns, "get", "events", "--field-selector", "involvedObject.name=spread", "-o", "json"
     )
     assert "Superseded" in {e["reason"] for e in json.loads(events.stdout)["items"]}
-    parts = [p for p in snapshot(kafka_rig).partitions if p.topic == topic]
-    assert len(parts) == 12
-    for p in parts:
-        assert 2 not in p.replicas and len(p.replicas) == 2 and set(p.isr) == set(p.replicas), p
-    assert throttles_left(confluent_admin(kafka_rig), kafka_rig) == {}  # a fresh client: brokers restart
+    in_sync_without(kafka_rig, topic, 2, operator)
+    no_throttle_left(confluent_admin(kafka_rig), kafka_rig)  # a fresh client: brokers restart
     kubectl("-n", ns, "delete", "brokerdecommission", "retire-2", "--timeout=60s")  # uncordons broker 2
 
 
@@ -171,10 +187,7 @@ def test_a_heal_supersedes_a_rebalance_whose_moves_in_flight_go_to_the_broker_th
         )
         final = record()
         assert final["counters"]["resubmitted"] == 0 and final["counters"]["cancels"] == 0, final["counters"]
-        parts = [p for p in snapshot(kafka_rig).partitions if p.topic == topic]
-        assert len(parts) == 12
-        for p in parts:
-            assert 3 not in p.replicas and len(p.replicas) == 2 and set(p.isr) == set(p.replicas), p
+        in_sync_without(kafka_rig, topic, 3, operator)
     finally:
         started = rig_node("start-node", kafka_rig, 3)
         assert started.returncode == 0 or "already running" in started.stderr, started.stderr

@@ -17,7 +17,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
-from tests.e2e.test_operator import apply, execution_record, snapshot, throttles_left
+from tests.e2e.test_operator import apply, execution_record, no_throttle_left, snapshot
+from tests.integration.conftest import wait_for
 
 # 900 s: the phase wait (420 s) plus the producer's flush (300 s) on a rig shared by three lanes
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -119,8 +120,14 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire", ("Completed",), timeout=30)
     assert unflushed == [0] and acked
     assert fresh is not None and fresh_moved_meanwhile, (fresh, fresh_replicas() if fresh else None)
-    lane = execution_record(kubectl, ns, "big", "lane")
-    assert lane["phase"] == "Completed" and lane["counters"]["resubmitted"] == 0, lane
+    # the lane's record says Completed at its tick after Kafka shows the move done: waited for
+    lane = wait_for(
+        "the lane's record Completed",
+        lambda: (doc := execution_record(kubectl, ns, "big", "lane")).get("phase") == "Completed" and doc,
+        60,
+        why=operator.tail,
+    )
+    assert lane["counters"]["resubmitted"] == 0, lane
     assert rates_seen == {str(DECOMMISSION_THROTTLE)}, rates_seen  # the intent's rate, not the cluster's
     record = execution_record(kubectl, ns, "big")
     moved = sum(1 for i in range(PARTITIONS) if RETIRED in (i % 3 + 1, (i + 1) % 3 + 1))
@@ -131,12 +138,13 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
     cm = kubectl("-n", ns, "get", "configmap", "-l", "kafkaplacement.io/cluster=big", "-o", "name")
     assert len(cm.stdout.split()) >= 2  # the progress document plus the plan and baseline blobs
     assert all(RETIRED not in p.replicas for p in snapshot(kafka_rig).partitions)
-    assert throttles_left(kafka_admin, kafka_rig) == {}
+    no_throttle_left(kafka_admin, kafka_rig)
     plan_id = done["status"]["plan"]["id"]
     # the next reconcile finds nothing to move: still the executed plan's id and progress, "converged"
     deadline = time.monotonic() + 60
-    while "converged" not in (get(kubectl, ns, "brokerdecommission", "retire")["status"]["message"]):
+    while (
+        "converged" not in (status := get(kubectl, ns, "brokerdecommission", "retire")["status"])["message"]
+    ):
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(1)
-    status = get(kubectl, ns, "brokerdecommission", "retire")["status"]
     assert status["plan"]["id"] == plan_id and status["progress"]["partitionsDone"] == record["partitions"]

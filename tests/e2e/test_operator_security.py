@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 from tests.e2e.conftest import Operator, get, wait_phase
+from tests.integration.conftest import wait_for
 from tests.integration.secure_rig import *  # noqa: F403  (the secure rig's fixtures)
 from tests.integration.secure_rig import (
     SecureRig,
     SecureTopic,
     acl_removed,
+    no_throttle_left,
     placement,
     reassignments,
     throttles_left,
@@ -102,9 +104,14 @@ def test_operator_decommissions_a_broker_over_a_secured_listener(
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Completed",), timeout=180)
     assert {c["type"]: c for c in done["status"]["conditions"]}["Ready"]["status"] == "True"
     assert placement(secure_rig, topic) == {0: (1,), 1: (1,), 2: (1,)}
-    assert not reassignments(secure_rig) and throttles_left(secure_rig, [topic]) == {}
-    cluster = get(kubectl, ns, "kafkacluster", "secure")
-    assert cluster["status"]["phase"] == "Connected", cluster["status"]
+    assert not reassignments(secure_rig)
+    no_throttle_left(secure_rig, [topic])
+    wait_for(  # the cluster's status patch follows the intents' status in a reconcile
+        "the KafkaCluster Connected",
+        lambda: (get(kubectl, ns, "kafkacluster", "secure").get("status") or {}).get("phase") == "Connected",
+        30,
+        why=lambda: f"{get(kubectl, ns, 'kafkacluster', 'secure').get('status')}\n{operator.tail()}",
+    )
     time.sleep(5)  # a few more reconciles (interval 2 s): the PEM files are reused, not written again
     pems = sorted(
         p.name for p in (tmp_path / "optmp").glob("kafka-placement-*/*")
@@ -155,4 +162,4 @@ def test_missing_acl_blocks_the_execution_and_nothing_moves(
     # the ACL is back: the same resource goes on and completes
     wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-2", ("Completed",), timeout=180)
     assert placement(secure_rig, topic) == {0: (1,), 1: (1,)}
-    assert throttles_left(secure_rig, [topic]) == {}
+    no_throttle_left(secure_rig, [topic])

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
-from tests.e2e.test_operator import apply, fill, snapshot, throttles_left
+from tests.e2e.test_operator import apply, fill, no_throttle_left, snapshot
 
 from kafka_placement.handlers.store import DOC_KEY, configmap_name
 from kafka_placement.kube.gateway import KubeGateway
@@ -145,13 +145,14 @@ def test_spark_k8s_engine_plans_through_a_spark_application_and_the_plan_is_exec
     assert spec["executor"]["instances"] == 1
     assert spec["volumes"] == [{"name": "exchange", "persistentVolumeClaim": {"claimName": "kp-exchange"}}]
     assert "--reactive-cordon" not in spec["arguments"]  # the main rig supports KIP-1066
-    assert get(kubectl, ns, "brokerdecommission", "retire-3")["status"]["phase"] == "Planning"
+    # the reconcile that submitted the application writes the status after it: waited for, not read once
+    wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Planning",), timeout=30)
 
     play_spark_operator(spark_apps, ns, app, exchange)
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=240)
     assert done["status"]["plan"]["moves"] >= 3
     assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions)
-    assert throttles_left(kafka_admin, kafka_rig) == {}
+    no_throttle_left(kafka_admin, kafka_rig)
 
     # The placement changed, so the next reconcile verifies it with one more job: an empty plan.
     check = wait_application(operator, spark_apps, ns)

@@ -35,7 +35,7 @@ import yaml
 from tests.conftest import TEST_JVM_OPTS
 from tests.e2e.conftest import Operator, wait_phase
 from tests.e2e.test_helm_node import operator_image  # noqa: F401  (the image, imported into the node)
-from tests.e2e.test_operator import apply, fill, snapshot, throttles_left
+from tests.e2e.test_operator import apply, fill, no_throttle_left, snapshot
 from tests.integration.conftest import KafkaRig
 from tests.integration.test_spark_standalone import cases
 
@@ -416,7 +416,7 @@ def test_the_operator_decommissions_a_broker_planned_by_driver_and_executor_pods
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=600)
     assert done["status"]["plan"]["moves"] >= 4
     assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)
-    assert throttles_left(kafka_admin, kafka_rig) == {}
+    no_throttle_left(kafka_admin, kafka_rig)
     new = started_pods(spark_ns) - before
     drivers = {n for n in new if "-exec-" not in n}
     executors = {n for n in new if any(n.startswith(f"{d}-exec-") for d in drivers)}

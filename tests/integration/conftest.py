@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -290,6 +290,64 @@ def kafka_wait() -> Callable[..., Any]:
     return wait_for
 
 
+def broker_addresses(brokers: KafkaRig | str | Iterable[str]) -> list[str]:
+    """Every broker's ``host:port``: of a rig, of a bootstrap list that names every broker (the rigs'
+    ``bootstrapServers`` do), or given one by one."""
+    if isinstance(brokers, KafkaRig):
+        return [f"{n.host}:{n.port}" for n in brokers.nodes]
+    if isinstance(brokers, str):
+        return [b.strip() for b in brokers.split(",") if b.strip()]
+    return list(brokers)
+
+
+def wait_topic_everywhere(
+    brokers: KafkaRig | str | Iterable[str],
+    name: str,
+    partitions: int,
+    conf: dict[str, Any] | None = None,
+    timeout: float = KAFKA_TIMEOUT_S,
+) -> None:
+    """Until every broker's metadata cache has topic ``name`` with its ``partitions`` partitions, each with a
+    leader. A created topic (or added partitions) reaches the brokers through the metadata log, moments
+    after the controller answered: until then a broker answers UNKNOWN_TOPIC_OR_PART. ``brokers``: every
+    broker (see ``broker_addresses``); ``conf``: the client settings besides ``bootstrap.servers``
+    (security)."""
+    from confluent_kafka.admin import AdminClient
+
+    for address in broker_addresses(brokers):
+
+        def known(address: str = address) -> bool:
+            # A fresh client knows only its bootstrap broker, so its one request is answered by that
+            # broker; a reused client would ask whichever broker it likes once it has learned them all.
+            one = AdminClient({**(conf or {}), "bootstrap.servers": address})
+            md = one.list_topics(topic=name, timeout=5).topics.get(name)
+            return (
+                md is not None
+                and md.error is None
+                and len(md.partitions) == partitions
+                and all(p.leader >= 0 for p in md.partitions.values())
+            )
+
+        wait_for(f"topic {name} with {partitions} partitions led on broker {address}", known, timeout)
+
+
+def create_topics_everywhere(
+    admin: Any,
+    topics: list[Any],
+    brokers: KafkaRig | str | Iterable[str],
+    conf: dict[str, Any] | None = None,
+    timeout: float = KAFKA_TIMEOUT_S,
+) -> list[str]:
+    """The one way the tests create topics: ``admin.create_topics(topics)`` (confluent-kafka ``NewTopic``s),
+    then ``wait_topic_everywhere`` for each; returns their names."""
+    futures = admin.create_topics(topics, request_timeout=30)
+    for future in futures.values():
+        future.result(timeout=timeout)
+    for topic in topics:
+        wait_topic_everywhere(brokers, topic.topic, topic.num_partitions, conf, timeout)
+    return [t.topic for t in topics]
+
+
 TopicFactory = Callable[..., str]
 
 
@@ -314,23 +372,7 @@ def new_topic(
         )
         kafka_admin.create_topics([topic], request_timeout=30)[name].result(timeout=KAFKA_TIMEOUT_S)
         created.append(name)
-        from confluent_kafka.admin import AdminClient
-
-        for node in kafka_rig.nodes:  # every broker's metadata cache has every partition with a leader
-
-            def known(node: Any = node) -> bool:
-                # A fresh client knows only its bootstrap broker, so its one request is answered by that
-                # broker; a reused client would ask whichever broker it likes once it has learned them all.
-                one = AdminClient({"bootstrap.servers": f"{node.host}:{node.port}"})
-                md = one.list_topics(topic=name, timeout=5).topics.get(name)
-                return (
-                    md is not None
-                    and md.error is None
-                    and len(md.partitions) == len(assignment)
-                    and all(p.leader >= 0 for p in md.partitions.values())
-                )
-
-            wait_for(f"topic {name} on broker {node.id}", known)
+        wait_topic_everywhere(kafka_rig, name, len(assignment))
         return name
 
     yield make

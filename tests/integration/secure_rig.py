@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.conftest import rig_entry
+from tests.integration.conftest import broker_addresses, rig_entry, wait_for, wait_topic_everywhere
 from tests.rig import kafka_security
 
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -97,6 +97,8 @@ def secure_topic(
         topic = NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment)
         secure_admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
         created.append(name)
+        security = kafka_security.admin_client_conf(secure_rig.security)
+        wait_topic_everywhere(secure_rig.bootstrap, name, len(assignment), conf=security)
         producer = Producer({**secure_rig.admin_conf(), "acks": "all"})
         for i in range(100 * len(assignment)):
             producer.produce(name, value=b"x" * 1000, partition=i % len(assignment))
@@ -135,6 +137,15 @@ def throttles_left(rig: SecureRig, topics: list[str]) -> dict[str, str]:
     }
 
 
+def no_throttle_left(rig: SecureRig, topics: list[str], timeout: float = 30) -> None:
+    """Until ``throttles_left`` is empty: the operator removes them through the controller before its
+    execution ends; each broker applies that moments later (strict: only the operator removes them)."""
+    deadline = time.monotonic() + timeout
+    while left := throttles_left(rig, topics):
+        assert time.monotonic() < deadline, f"throttles left {timeout:.0f} s after the execution: {left}"
+        time.sleep(0.5)
+
+
 def _binding_filter(binding: Any) -> Any:
     from confluent_kafka.admin import AclBindingFilter
 
@@ -157,14 +168,32 @@ def acl_removed(rig: SecureRig, admin: Any, index: int) -> Iterator[tuple[str, s
     binding = kafka_security.acl_bindings(principal)[index]
     deleted = [b for f in admin.delete_acls([_binding_filter(binding)]).values() for b in f.result(30)]
     assert len(deleted) == 1, f"expected to delete exactly {binding}, deleted {deleted}"
-    time.sleep(2)  # the ACL change reaches both brokers' authorizers through the metadata log
+    acl_everywhere(
+        rig, binding, False
+    )  # the change reaches each broker's authorizer through the metadata log
     try:
         yield kafka_security.OPERATOR_ACLS[index]
     finally:
         for f in admin.create_acls([binding]).values():
             f.result(30)
-        time.sleep(2)
+        acl_everywhere(rig, binding, True)
         wait_authorized(rig)
+
+
+def acl_everywhere(rig: SecureRig, binding: Any, present: bool) -> None:
+    """Until every broker's authorizer has (or no longer has) ``binding``: DescribeAcls is answered by the
+    broker asked, from the ACLs it has applied (a fresh client per broker, which knows only that one)."""
+    from confluent_kafka.admin import AdminClient
+
+    for address in broker_addresses(rig.bootstrap):
+
+        def applied(address: str = address) -> bool:
+            one = AdminClient(
+                {**kafka_security.admin_client_conf(rig.security), "bootstrap.servers": address}
+            )
+            return bool(one.describe_acls(_binding_filter(binding)).result(30)) == present
+
+        wait_for(f"ACL {binding} {'on' if present else 'gone from'} broker {address}", applied, 30)
 
 
 def wait_authorized(rig: SecureRig, timeout: float = 30.0) -> None:

@@ -25,6 +25,7 @@ from tests.integration.chart_monitoring import (
     dashboard_exprs,
     rule_exprs,
 )
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.k8s
 
@@ -298,7 +299,13 @@ def test_two_replicas_elect_a_leader_with_a_lease_role_and_downward_api_identity
             )
             return out.stdout.strip()
 
-        assert [can(v, k8s_namespace) for v in ("get", "create", "update")] == ["yes", "yes", "yes"]
+        # the apiserver's RBAC authorizer reads from its informer cache: the release's RoleBinding counts
+        # moments after helm created it, so waited for
+        wait_for(
+            "get/create/update on Leases granted",
+            lambda: [can(v, k8s_namespace) for v in ("get", "create", "update")] == ["yes", "yes", "yes"],
+            30,
+        )
         assert can("delete", k8s_namespace) == "no"
         assert can("update", "kube-system") == "no"  # only the release namespace
     finally:

@@ -90,6 +90,20 @@ def throttle_configs(gw: KafkaGateway, topic: str) -> dict[str, Any]:
     return out
 
 
+def throttles_back(gateway: KafkaGateway, topic: str, before: dict[str, Any], kafka_wait: Wait) -> None:
+    """Until the throttle configs are as ``before`` the execution: the executor removes its throttles
+    through the controller before it reports Completed (or Cancelled); each broker applies that moments
+    later, and a describe is answered by the broker concerned. Strict all the same: nothing else removes
+    them."""
+    last: list[dict[str, Any]] = [{}]
+
+    def back() -> bool:
+        last[0] = throttle_configs(gateway, topic)
+        return last[0] == before
+
+    kafka_wait(f"the throttles as before the execution, {before}", back, timeout=30, why=lambda: str(last[0]))
+
+
 def other_dir(rig: KafkaRig, broker: int, current: str | None) -> str:
     return next(d for d in rig.node(broker).log_dirs if d != current)
 
@@ -162,7 +176,7 @@ def test_decommission_and_dir_move_under_traffic(
         assert part is not None and 3 not in part.replicas
     p0_after = after.partition(topic, 0)
     assert p0_after is not None and p0_after.replicas == (1, 2) and p0_after.log_dirs[0] == moved_dir
-    assert throttle_configs(gateway, topic) == throttles_before
+    throttles_back(gateway, topic, throttles_before, kafka_wait)
     verify = run_cli(
         "verify",
         "--bootstrap-server",
@@ -245,7 +259,7 @@ def test_crash_and_resume_never_resubmits(
     after = gateway.snapshot()
     assert after.partition(topic, 0).replicas == (1, 2)  # type: ignore[union-attr]
     assert after.partition(topic, 1).replicas == (2, 1)  # type: ignore[union-attr]
-    assert throttle_configs(gateway, topic) == throttles_before
+    throttles_back(gateway, topic, throttles_before, kafka_wait)
 
 
 def test_cancel_reverts_in_flight_moves_with_their_order(
@@ -262,8 +276,12 @@ def test_cancel_reverts_in_flight_moves_with_their_order(
     )  # fmt: skip
     try:
         kafka_wait("move in flight", lambda: gateway.list_reassignments([(topic, 0)]), timeout=30)
-        throttled = throttle_configs(gateway, topic)
-        assert throttled != throttles_before  # the executor's throttles are in place
+        kafka_wait(  # the executor's throttles are in place (set before the submission; each broker applies
+            # them moments after the controller)
+            "the executor's throttles",
+            lambda: throttle_configs(gateway, topic) != throttles_before,
+            timeout=30,
+        )
         cancel = run_cli("cancel", "--state", str(state), "--wait", "--poll-seconds", "0.3", timeout=60)
         assert cancel.returncode == 0, cancel.stderr + cancel.stdout
         out, err = execute.communicate(timeout=30)
@@ -278,7 +296,7 @@ def test_cancel_reverts_in_flight_moves_with_their_order(
     assert not gateway.list_reassignments([(topic, 0)])
     part = gateway.snapshot().partition(topic, 0)
     assert part is not None and part.replicas == (1, 2)
-    assert throttle_configs(gateway, topic) == throttles_before
+    throttles_back(gateway, topic, throttles_before, kafka_wait)
     status = run_cli("status", "--state", str(state))
     assert status.returncode == 0 and json.loads(status.stdout)["phase"] == "Cancelled"
 

@@ -153,7 +153,9 @@ def test_destination_broker_down_mid_move(
         at_stop = load(state)
         submissions_at_stop = at_stop["counters"]["submissions"]
         moved_at_stop = at_stop["progress"]["bytes"]["moved"]
-        assert submissions_at_stop == 2
+        # two were in flight when the stop began; a move that finished while the broker shut down (slower
+        # on a loaded machine) lets the third go out before it is down: either is right, nothing after
+        assert submissions_at_stop in (2, 3), at_stop["counters"]
         ticks_at_stop = at_stop["counters"]["ticks"]
 
         phases: set[str] = set()
@@ -216,4 +218,10 @@ def test_destination_broker_down_mid_move(
         for p in moved:
             part = after.partition(topic, p)
             assert part is not None and part.replicas == (1, DOWN)
-        assert throttle_configs(fresh, topic) == throttles_before
+        # removed through the controller before Completed; each broker applies that moments later
+        wait_for(
+            "the throttles as before the execution",
+            lambda: throttle_configs(fresh, topic) == throttles_before,
+            30,
+            why=lambda: f"{throttle_configs(fresh, topic)} != {throttles_before}",
+        )

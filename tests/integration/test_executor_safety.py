@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.conftest import wait_for
 from tests.integration.test_executor import produce
 
 from kafka_placement.execution import executor
@@ -206,8 +207,22 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     before = our_throttles_in_kafka(gateway, topic, brokers)
     executor.tick(gateway, ex, limits)
     assert ex.phase == Phase.MOVING and ex.doc.in_flight, ex.doc.last_error
-    ours = our_throttles_in_kafka(gateway, topic, brokers)
-    assert ours[f"3:{FOLLOWER_RATE}"] == "200000" and "0:3" in ours[FOLLOWER_REPLICAS], ours
+    # the throttles the tick set, once every broker applied them (KRaft propagates each broker's config on
+    # its own, after the controller): what is read twice, 1 s apart, with the follower side in place
+    seen: list[dict[str, Any]] = [{}]
+
+    def settled() -> dict[str, Any] | None:
+        now = our_throttles_in_kafka(gateway, topic, brokers)
+        stable, seen[0] = now == seen[0], now
+        return (
+            now
+            if stable and now[f"3:{FOLLOWER_RATE}"] == "200000" and "0:3" in now[FOLLOWER_REPLICAS]
+            else None
+        )
+
+    ours = kafka_wait(
+        "the execution's throttles on every broker", settled, 30, every=1.0, why=lambda: str(seen[0])
+    )
 
     def removed() -> bool:
         now = our_throttles_in_kafka(gateway, topic, brokers)
@@ -254,7 +269,12 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     executor.run(gateway, ex, limits, wait=True, poll_s=0.5, retry_s=60)
     assert ex.phase == Phase.COMPLETED, ex.doc.last_error
     assert ex.doc.counters.submissions == 1 and ex.doc.counters.resubmitted == 0
-    assert our_throttles_in_kafka(gateway, topic, brokers) == before  # previous values restored
+    kafka_wait(  # previous values restored (through the controller; each broker applies it moments later)
+        "the throttles as before the execution",
+        lambda: our_throttles_in_kafka(gateway, topic, brokers) == before,
+        30,
+        why=lambda: f"{our_throttles_in_kafka(gateway, topic, brokers)} against {before}",
+    )
     assert executor.mismatches(gateway, plan, ex) == []
 
 
@@ -279,7 +299,11 @@ def test_policy_pause_holds_while_the_change_lasts(
     ex.doc.cancel_requested = True  # end it cleanly: revert, and every throttle recorded is removed
     executor.run(gateway, ex, limits, wait=True, poll_s=0.5, retry_s=60)
     assert ex.phase == Phase.CANCELLED, ex.doc.last_error
-    assert our_throttles_in_kafka(gateway, topic, [1, 2, 3])[LEADER_REPLICAS] == ""
+    wait_for(  # removed through the controller; the broker answering applies it moments later
+        "the topic's leader throttled replicas removed",
+        lambda: our_throttles_in_kafka(gateway, topic, [1, 2, 3])[LEADER_REPLICAS] == "",
+        30,
+    )
 
 
 def test_removed_cordon_is_reapplied(

@@ -205,9 +205,12 @@ def test_alter_replica_log_dirs_moves_a_replica_and_describe_log_dirs_follows(
 
 
 def test_alter_replica_log_dirs_reports_per_replica_errors(
-    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory
+    gateway: KafkaGateway, kafka_rig: KafkaRig, new_topic: TopicFactory, kafka_wait: Wait
 ) -> None:
     topic = new_topic([[1, 2]])
+    # broker 1 made its log (a broker's metadata may show the topic a moment before its log exists, and a
+    # move of a replica not made yet is refused as not available)
+    kafka_wait("replica on broker 1", lambda: holding(gateway, 1, topic, 0))
     errors = gateway.alter_replica_log_dirs(
         {
             (topic, 0, 3): kafka_rig.node(3).log_dirs[0],  # broker 3 does not host it (yet)

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import NewTopic
 from kafka.structs import TopicPartitionReplica
-from tests.integration.conftest import KafkaRig, confluent_admin, kafka_python_admin, wait_for
+from tests.integration.conftest import (
+    KafkaRig,
+    confluent_admin,
+    create_topics_everywhere,
+    kafka_python_admin,
+    wait_for,
+)
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
@@ -37,9 +43,9 @@ def test_empty_replica_on_a_cordoned_dir_is_moved_off_on_a_legacy_cluster(
     cordoned, other = rig.node(1).log_dirs[0], rig.node(1).log_dirs[1]
     topic = f"it-reactive-{uuid.uuid4().hex[:8]}"
     admin = confluent_admin(rig)
-    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]])])[topic].result(30)
     py_admin: Any = kafka_python_admin(rig)
     try:
+        create_topics_everywhere(admin, [NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]])], rig)
         wait_for("replica on broker 1", lambda: dir_of(rig, topic, 1) is not None)
         if dir_of(rig, topic, 1) != cordoned:  # put the new, empty replica on the dir we cordon
             py_admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 1): cordoned})

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.conftest import create_topics_everywhere, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 
@@ -155,14 +156,11 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
     admin = AdminClient({"bootstrap.servers": tiered})
-    created = admin.create_topics(
-        [
-            NewTopic("tiered", 1, replica_assignment=[[1]], config=TIERED),
-            NewTopic("plain", 1, replica_assignment=[[1]], config={"segment.bytes": str(MIB)}),
-        ]
-    )
-    for f in created.values():
-        f.result(30)
+    topics = [
+        NewTopic("tiered", 1, replica_assignment=[[1]], config=TIERED),
+        NewTopic("plain", 1, replica_assignment=[[1]], config={"segment.bytes": str(MIB)}),
+    ]
+    create_topics_everywhere(admin, topics, tiered)
     produce(tiered, ["tiered", "plain"])
 
     # bounded wait until the tiered partition's local log reached its end state: every rolled segment
@@ -207,6 +205,14 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
         resource = ConfigResource("broker", broker, incremental_configs=[kip1023])
         for f in admin.incremental_alter_configs([resource]).values():
             f.result(30)
+    for broker in ("1", "2"):  # the controller answered; each broker applies it from the metadata log after
+
+        def applied(broker: str = broker) -> bool:
+            described = ConfigResource("broker", broker)
+            entries = admin.describe_configs([described])[described].result(30)
+            return bool(entries[FETCH_LAST_TIERED].value == "true")
+
+        wait_for(f"{FETCH_LAST_TIERED} on broker {broker}", applied)
     again = snapshot(tiered, tmp_path / "again.json")
     assert again["followerFetchLastTieredOffset"] is True
     tail = untiered(again)
@@ -233,10 +239,9 @@ def test_a_traffic_window_across_segments_retention_deletes_gives_the_rate_sent(
 
     admin = AdminClient({"bootstrap.servers": tiered})
     config = {"segment.bytes": str(MIB), "retention.bytes": str(2 * MIB)}
-    for f in admin.create_topics(
-        [NewTopic("retained", 1, replica_assignment=[[1, 2]], config=config)]
-    ).values():
-        f.result(30)
+    create_topics_everywhere(
+        admin, [NewTopic("retained", 1, replica_assignment=[[1, 2]], config=config)], tiered
+    )
     tp = TopicPartition("retained", 0)
 
     def log_start() -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.conftest import create_topics_everywhere
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
@@ -202,8 +203,7 @@ def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
     servers = kafka_rig.bootstrap_servers
 
     def create() -> bool:
-        futures = kafka_admin.create_topics([NewTopic(name, 1, replica_assignment=[[1, 2]])])
-        futures[name].result(timeout=30)
+        create_topics_everywhere(kafka_admin, [NewTopic(name, 1, replica_assignment=[[1, 2]])], kafka_rig)
         return True
 
     def produce(records: int) -> None:
@@ -212,10 +212,15 @@ def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
             producer.produce(name, b"x" * 1000, partition=0)
         assert producer.flush(30) == 0
 
-    def look(gateway: KafkaGateway) -> Any:
+    def look(gateway: KafkaGateway, not_id: Any = None) -> Any:
         def seen() -> Any:
             _, lk = gateway.traffic_look()
-            return lk if (name, 0) in lk.partitions and lk.partitions[(name, 0)].end_offset > 0 else None
+            p = lk.partitions.get((name, 0))
+            return (
+                lk
+                if p is not None and p.end_offset > 0 and (not_id is None or p.topic_id != not_id)
+                else None
+            )
 
         return kafka_wait(f"a look with {name}-0 holding records", seen)
 
@@ -227,7 +232,8 @@ def test_a_topic_recreated_under_its_name_has_no_rate_across_the_reset(
             kafka_admin.delete_topics([name])[name].result(timeout=30)
             kafka_wait(f"{name} created again", create)  # refused while the deletion is under way
             produce(5)
-            after = look(gateway)
+            # the new topic's, not the old one's that a broker slower to apply the deletion still has
+            after = look(gateway, not_id=before.partitions[(name, 0)].topic_id)
     finally:
         kafka_admin.delete_topics([name])[name].result(timeout=30)
     old, new = before.partitions[(name, 0)], after.partitions[(name, 0)]
