@@ -23,6 +23,7 @@ from tests.integration.conftest import SilentBroker, create_topics_everywhere, w
 from kafka_placement.handlers.store import DOC_KEY, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.kafka.throttles import CLAIM_PREFIX
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 THROTTLE_KEYS = (
@@ -77,6 +78,8 @@ def throttles_left(kafka_admin: Any, rig: KafkaRig) -> dict[str, str]:
         for key, entry in kafka_admin.describe_configs([resource])[resource].result(30).items():
             if key in THROTTLE_KEYS and entry.value not in (None, ""):
                 found[f"broker {node.id} {key}"] = entry.value
+            elif key.startswith(CLAIM_PREFIX):  # a throttle claim (its value reads back as null)
+                found[f"broker {node.id} {key}"] = "claimed"
     return found
 
 

@@ -22,6 +22,7 @@ from tests.rig import kafka_security
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaAuthorizationError, KafkaGateway
+from kafka_placement.kafka.throttles import CLAIM_PREFIX
 
 THROTTLE_KEYS = (
     "leader.replication.throttled.rate",
@@ -133,7 +134,7 @@ def throttles_left(rig: SecureRig, topics: list[str]) -> dict[str, str]:
         f"{t.kind} {t.name} {k}": v.value or ""
         for t, entries in described.items()
         for k, v in entries.items()
-        if k in THROTTLE_KEYS and v.value
+        if (k in THROTTLE_KEYS and v.value) or k.startswith(CLAIM_PREFIX)  # a claim's value reads as null
     }
 
 
