@@ -5,7 +5,7 @@ planned and waits for approval, so nothing of the shared rig moves). Broker 3 is
 time briefly, and always restarted (``finally``):
 
 1. with ``afterSeconds: 600`` it is listed in ``status.deadBrokers`` (since when), restarted before the
-   delay: its entry goes and no heal is created;
+   delay: its entry goes once it has stayed back ``settleSeconds`` (5 s here) and no heal is created;
 2. with ``afterSeconds: 15`` it gets, with no user action, a BrokerDecommission of broker 3 labelled
    ``created-by: self-healing``, owned by the KafkaCluster, annotated with the failure and its time,
    with the cluster's approval; restarted while the heal waits, the heal stays and an Event says so.
@@ -36,7 +36,7 @@ def cluster(name: str, bootstrap: str, after: int) -> str:
     return (
         f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
         f"spec:\n  bootstrapServers: '{bootstrap}'\n  selfHealing:\n"
-        f"    brokerFailure: {{enabled: true, afterSeconds: {after}}}\n"
+        f"    brokerFailure: {{enabled: true, afterSeconds: {after}, settleSeconds: 5}}\n"
         "    approval: Manual\n    maxConcurrentBrokerHeals: 1\n"
     )
 

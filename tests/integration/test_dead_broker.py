@@ -1,12 +1,14 @@
 """Decommissioning a broker that crashed (real rig, the CLI: snapshot, plan, execute --wait).
 
-A topic of 30 partitions (RF 2, min.insync.replicas 1) over the three brokers; an idempotent producer
-writes with acks=all while broker 3 is SIGKILLed and never restarted during the test. Right after the
-crash the snapshot must work and name broker 3 as not alive; the decommission of broker 3 is planned from
-it and executed with ``--wait``: the safety gate must not pause on the under-replication the plan repairs
-(every partition of the topic that named broker 3 is out of sync). At the end every partition has two
-replicas on live brokers, all in sync, no throttle is left, and every acknowledged record is read back
-exactly once. Broker 3 is always restarted (finally), which then holds no replica of the topic.
+A topic of 30 partitions (RF 2, min.insync.replicas 1) over the three brokers; an idempotent producer writes
+with acks=all while broker 3 is SIGKILLed and never restarted during the test. Right after the crash the
+snapshot must work; alive is the cluster's word, so until the cluster fences broker 3
+(broker.session.timeout.ms) it is listed alive and unreachable, then not alive, which a snapshot shows
+within seconds; the decommission of broker 3 is planned from that one and executed with ``--wait``: the
+safety gate must not pause on the under-replication the plan repairs (every partition of the topic that
+named broker 3 is out of sync). At the end every partition has two replicas on live brokers, all in sync, no
+throttle is left, and every acknowledged record is read back exactly once. Broker 3 is always restarted
+(finally), which then holds no replica of the topic.
 """
 
 from __future__ import annotations
@@ -114,9 +116,17 @@ def test_a_crashed_broker_is_decommissioned(
         crashed_at = time.monotonic()
 
         snapshot = tmp_path / "snapshot.json"
-        snap = run_cli("snapshot", "--bootstrap-server", servers, "-o", str(snapshot))
-        assert snap.returncode == 0, snap.stderr  # at once: no waiting for the crash to settle
-        doc = json.loads(snapshot.read_text())
+
+        def fenced() -> dict[str, Any] | None:
+            snap = run_cli("snapshot", "--bootstrap-server", servers, "-o", str(snapshot))
+            assert snap.returncode == 0, snap.stderr  # at once: no waiting for the crash to settle
+            taken: dict[str, Any] = json.loads(snapshot.read_text())
+            # not fenced yet: the cluster still calls it alive, so it is unreachable, never dead
+            return None if DEAD in taken.get("unreachableBrokers", []) else taken
+
+        doc = wait_for(
+            f"the cluster fences broker {DEAD} (a snapshot names it not alive)", fenced, timeout=60
+        )
         dead = [b for b in doc["brokers"] if b["id"] == DEAD]
         assert dead and dead[0].get("alive") is False and dead[0]["logDirs"] == [], dead
         assert all(b.get("alive", True) for b in doc["brokers"] if b["id"] != DEAD)

@@ -63,6 +63,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     spark = start_session(settings) if args.engine == "spark" else None  # starts while the files are read
     snapshot = read_snapshot_arg(args.snapshot)
+    if snapshot.unreachable:  # alive brokers whose dirs were not read: a plan would not know their replicas
+        raise BadInputError(
+            f"broker(s) {', '.join(map(str, snapshot.unreachable))} are alive but did not answer when the "
+            "snapshot was taken (unreachableBrokers): their log dirs are unknown; take the snapshot again "
+            "when they answer",
+            args.snapshot,
+        )
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)

@@ -17,9 +17,10 @@ dead broker to join the ISR): it is *stranded*. Keeping it would stall the new p
 back, which is what a heal of that broker is there to avoid. ``in_flight`` tells stranded moves apart; the
 planner sees their partitions where the moves started (the superseded execution's baseline: the data
 is there, in sync), and the new plan gives each a new target: the planner's, else its starting placement
-when every broker of it is alive. The executor submits that target over the stranded reassignment (Kafka
-replaces a reassignment in progress; ``Execution.adopt`` lists them in ``retarget``): a new move, not a
-second submission of the old one. A stranded move with nowhere better to go keeps its target (the
+when every broker of it is alive. The executor first reverts the stranded reassignment (a KIP-455 cancel,
+``executor._revert_stranded``: submitted over, Kafka would keep waiting for the dead broker;
+``Execution.adopt`` lists them in ``retarget``), then moves the partition to that target: a new move, not
+a second submission of the old one. A stranded move with nowhere better to go keeps its target (the
 execution then pauses until the broker is back, as any execution whose broker died).
 """
 

@@ -40,6 +40,7 @@ from . import status as st
 from .healing import CREATED_BY, SELF_HEALING
 
 Body = Mapping[str, Any]
+UNREACHABLE = "BrokersUnreachable"  # the reason of intents whose plan waits for a broker to answer
 
 EXECUTOR_TO_PHASE = {
     Phase.COMPLETED: st.COMPLETED,
@@ -91,6 +92,7 @@ class Planned:
     error_reason: str | None = None  # Infeasible, InvalidInput, or the error's own reason
     error: str | None = None
     running: str | None = None  # a planner job still running (spark-k8s): what it is doing
+    waiting: str | None = None  # no plan made: what it waits for (a broker that does not answer us)
     # the planner's tally of ``plan`` (in-process engines): the plan review reuses it (not compared)
     tally: Tally | None = field(default=None, compare=False, repr=False)
 
@@ -384,6 +386,8 @@ def _supersede(
         )
     if planned.running is not None:
         return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
+    if planned.waiting is not None:
+        return tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
@@ -480,6 +484,14 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
         return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
         return Decision(statuses=_all(valid, st.PLANNING, st.PLANNING, planned.running))
+    if planned.waiting is not None:  # a Completed intent stays so (nothing it did is undone meanwhile)
+        return Decision(
+            statuses=tuple(
+                StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting)
+                for b, _ in valid
+                if (b.get("status") or {}).get("phase") != st.COMPLETED
+            )
+        )
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return Decision(statuses=_all(valid, st.FAILED, reason, planned.error or "planning failed"))

@@ -29,6 +29,7 @@ READ_ONLY = (
     "snapshot",
     "partition_counts",
     "traffic_look",
+    "cluster_brokers",
     "describe_cluster",
     "broker_ids",
     "describe_partitions",

@@ -9,8 +9,13 @@ is unit-tested from plain values (tests/unit/handlers/test_healing.py).
 
 Rules (docs/operations.md, "Self-healing"): a broker the cluster names (a replica or its registration)
 not alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for
-``logDirFailure.afterSeconds`` a LogDirCordon with ``drain: true``. A failure that ends before starts
-nothing (its entry goes); one that ends while its heal runs leaves the heal running, and an Event says so.
+``logDirFailure.afterSeconds`` a LogDirCordon with ``drain: true``. Alive is the cluster's word
+(kafka/liveness.py): a broker alive in the cluster that does not answer the operator is *unreachable*
+(``status.unreachableBrokers``, the BrokersReachable condition), never dead, never healed. A dead broker
+that is back is healthy again only once it has stayed alive ``brokerFailure.settleSeconds``
+(``track_brokers``: ``backSince`` in its entry); dying again before that keeps its first ``since``, so a
+flapping broker is healed. A failure that ends before its heal starts nothing (its entry goes); one that
+ends while its heal runs leaves the heal running, and an Event says so.
 More brokers dead or being healed at once than ``maxConcurrentBrokerHeals`` is a correlated failure: no
 broker heal is created, the condition and a Warning Event say why. A deleted heal is a cancelled one:
 its failure keeps the heal's name and gets no other. Partitions every replica of which is lost (data
@@ -35,11 +40,13 @@ from ..model.crd_parts import COMPLETED, GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intents import BrokerDecommission, LogDirCordon, parse_resource
 from ..model.self_healing import (
+    DEFAULT_SETTLE_S,
     MAX_LOST_SHOWN,
     DeadBroker,
     HealingState,
     OfflineLogDir,
     SelfHealingSpec,
+    UnreachableBroker,
     format_time,
     parse_time,
 )
@@ -65,8 +72,8 @@ class Seen:
     """What this reconcile saw of Kafka."""
 
     named: frozenset[int]  # brokers the cluster names (replicas, registration; or the status' last list)
-    live: frozenset[int]  # brokers alive now
-    dirs_read: frozenset[int]  # brokers whose log dirs were read
+    live: frozenset[int]  # brokers alive now: in the cluster's word (registered, not fenced)
+    dirs_read: frozenset[int]  # brokers whose log dirs were read (a live one not among them: unreachable)
     offline: frozenset[tuple[int, str]]  # (broker, path) of the offline dirs among those
     full: bool = False  # from a full snapshot: a broker no replica names holds nothing
     lost: Mapping[Target, Lost] | None = None  # per failure; None: not known in this reconcile
@@ -75,7 +82,10 @@ class Seen:
 def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
     """The facts of a full snapshot (lost partitions: every replica on a dead broker or offline dir)."""
     live = frozenset(b.id for b in snap.brokers if b.alive)
-    offline = frozenset((b.id, d.path) for b in snap.brokers if b.alive for d in b.log_dirs if not d.online)
+    read = live - set(snap.unreachable)
+    offline = frozenset(
+        (b.id, d.path) for b in snap.brokers if b.id in read for d in b.log_dirs if not d.online
+    )
     names: dict[Target, list[str]] = {}
     counts: dict[Target, int] = {}
     for p in snap.partitions:
@@ -92,19 +102,99 @@ def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
             if len(names.setdefault(t, [])) < MAX_LOST_SHOWN:
                 names[t].append(p.name)
     lost = {t: (n, tuple(names[t])) for t, n in counts.items()}
-    return Seen(frozenset(snap.broker_ids), live, live, offline, full=True, lost=lost)
+    return Seen(frozenset(snap.broker_ids), live, read, offline, full=True, lost=lost)
 
 
 def seen_live(
     named: Iterable[int], live: Iterable[int], dirs: Mapping[int, Iterable[tuple[str, bool]]]
 ) -> Seen:
-    """The facts of a reconcile without a snapshot: DescribeCluster's live ids, the live brokers' dirs
-    ((path, online) each) and the brokers the status last listed."""
+    """The facts of a reconcile without a snapshot: DescribeCluster's live ids, the dirs of the live
+    brokers that answered ((path, online) each) and the brokers the status last listed."""
     return Seen(
         frozenset(named),
         frozenset(live),
         frozenset(dirs),
         frozenset((b, path) for b, ds in dirs.items() for path, online in ds if not online),
+    )
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """``track_brokers``' answer: the broker failures and unreachable brokers to keep in the status."""
+
+    dead: tuple[DeadBroker, ...]  # dead now, or back and not settled yet (``back_since`` set)
+    unreachable: tuple[UnreachableBroker, ...]  # alive in the cluster, not answering the operator
+    ended: tuple[DeadBroker, ...] = ()  # failures that ended now: back and alive for settleSeconds
+    wake_at: float | None = None  # when the next back broker settles (epoch seconds)
+    reachable: frozenset[int] = frozenset()  # the live brokers that answered
+
+    @property
+    def all_unreachable(self) -> bool:
+        """Brokers are alive in the cluster and none answers the operator."""
+        return bool(self.unreachable) and not self.reachable
+
+
+def track_brokers(previous: HealingState, seen: Seen, now: float, settle_s: float) -> Tracked:
+    """The broker failures a reconcile keeps, a pure function of the failures tracked so far, what the
+    cluster says now and the time (no clock is read here):
+
+    - a broker the cluster names that is not alive in the cluster is dead: tracked from when it was first
+      seen so (``since``); with a full snapshot, a broker no replica names any more is not tracked;
+    - a dead broker seen alive again is *back* (``back_since``: when first seen back): its failure ends
+      once it has stayed alive ``settle_s``; one that dies again before keeps its first ``since`` (and its
+      heal), so a flapping broker is healed ``afterSeconds`` after its first death, not reset forever;
+    - a broker alive in the cluster whose dirs were not read did not answer the operator: *unreachable*
+      (since when it was first seen so), never dead; a dead one that comes back unreachable is back all
+      the same (the cluster says it is alive).
+    """
+    stamp = format_time(now)
+    reachable = frozenset(seen.live & seen.dirs_read)
+    dead: list[DeadBroker] = []
+    ended: list[DeadBroker] = []
+    wake: list[float] = []
+    old_dead = {d.id: d for d in previous.dead_brokers}
+    for b in sorted(seen.named | old_dead.keys()):
+        old = old_dead.get(b)
+        if b in seen.live:
+            if old is None:
+                continue
+            back = old.back_since or stamp
+            settles = parse_time(back, "backSince") + settle_s
+            if now >= settles:
+                ended.append(old)
+                continue
+            dead.append(replace(old, back_since=back))
+            wake.append(settles)
+            continue
+        if seen.full and b not in seen.named:
+            continue  # no replica names it: nothing left to heal
+        entry = old or DeadBroker(b, stamp)
+        dead.append(replace(entry, back_since=None) if entry.back_since is not None else entry)
+    old_unreachable = {u.id: u for u in previous.unreachable_brokers}
+    unreachable = tuple(
+        old_unreachable.get(b) or UnreachableBroker(b, stamp) for b in sorted(seen.live - seen.dirs_read)
+    )
+    return Tracked(tuple(dead), unreachable, tuple(ended), min(wake) if wake else None, reachable)
+
+
+def reachable_condition(tracked: Tracked, live: frozenset[int]) -> tuple[bool, str, str]:
+    """(status, reason, message) of the KafkaCluster's BrokersReachable condition."""
+    if not tracked.unreachable:
+        return True, "AllBrokersReachable", "every broker alive in the cluster answers the operator"
+    if tracked.all_unreachable:
+        return (
+            False,
+            "ClusterUnreachable",
+            f"no broker alive in the cluster ({', '.join(map(str, sorted(live)))}) answers the operator: "
+            "none is taken for dead, nothing is healed and no plan is made until they answer",
+        )
+    shown = ", ".join(f"{u.id} (since {u.since})" for u in tracked.unreachable[:SHOWN])
+    more = f" and {len(tracked.unreachable) - SHOWN} more" if len(tracked.unreachable) > SHOWN else ""
+    return (
+        False,
+        "BrokersUnreachable",
+        f"broker(s) {shown}{more} alive in the cluster do not answer the operator: not dead (no heal, "
+        "their replicas are not lost); no plan is made until they answer",
     )
 
 
@@ -170,11 +260,12 @@ class HealNote:
 
 @dataclass(frozen=True)
 class HealingOutcome:
-    state: HealingState  # status.deadBrokers / status.offlineLogDirs, heal names of the creates included
+    state: HealingState  # status.deadBrokers / offlineLogDirs / unreachableBrokers, the creates' heals named
     creates: tuple[NewHeal, ...] = ()
     notes: tuple[HealNote, ...] = ()
     condition: tuple[bool, str, str] | None = None  # the SelfHealing condition (None: not configured)
-    wake_at: float | None = None  # when the next tracked failure becomes due (epoch seconds)
+    wake_at: float | None = None  # when the next tracked failure becomes due, or settles (epoch seconds)
+    reachable: tuple[bool, str, str] | None = None  # the BrokersReachable condition (None: not decided)
 
     def not_created(self, names: Iterable[str]) -> HealingOutcome:
         """The outcome with the heals ``names`` left uncreated (their failures stay pending)."""
@@ -187,6 +278,7 @@ class HealingOutcome:
             state=HealingState(
                 tuple(replace(d, heal=None) if d.heal in gone else d for d in s.dead_brokers),
                 tuple(replace(d, heal=None) if d.heal in gone else d for d in s.offline_log_dirs),
+                s.unreachable_brokers,
             ),
             creates=tuple(c for c in self.creates if c.name not in gone),
         )
@@ -203,12 +295,15 @@ def decide_healing(
     heals: Sequence[Heal],
     now: float,
     previous_condition: Mapping[str, Any] | None = None,
+    previous_reachable: Mapping[str, Any] | None = None,
 ) -> HealingOutcome:
-    """The failures to track, the heals to create and the SelfHealing condition (module docstring).
+    """The failures to track, the heals to create, the SelfHealing and BrokersReachable conditions
+    (module docstring).
 
     ``raw_spec``: the KafkaCluster's ``spec.selfHealing``, raw or as ``ClusterSpec`` parsed it (None: not
-    configured: failures are tracked in the status, nothing is healed, no condition); ``owner``: the
-    KafkaCluster."""
+    configured: failures are tracked in the status, nothing is healed, no SelfHealing condition);
+    ``owner``: the KafkaCluster; ``previous_condition`` / ``previous_reachable``: the two conditions as
+    the KafkaCluster has them (a Warning Event is posted when one turns False with a new message)."""
     spec = raw_spec if isinstance(raw_spec, SelfHealingSpec) else None
     invalid = raw_spec.message if isinstance(raw_spec, InvalidPart) else None
     if raw_spec is not None and spec is None and invalid is None:
@@ -218,22 +313,27 @@ def decide_healing(
             invalid = e.message
     if not seen.live:  # nothing answered: an unreachable cluster is not a dead broker
         return HealingOutcome(previous)
+    settle = spec.broker_failure.settle_seconds if spec is not None else DEFAULT_SETTLE_S
+    tracked = track_brokers(previous, seen, now, settle)
+    reach = reachable_condition(tracked, seen.live)
+    notes: list[HealNote] = _reach_notes(reach, previous_reachable)
+    if tracked.all_unreachable:  # no broker answers us: nothing is known of failures, nothing is healed
+        kept = None
+        if raw_spec is not None and previous_condition is not None:
+            kept = (
+                previous_condition.get("status") == "True",
+                str(previous_condition.get("reason") or "Unknown"),
+                str(previous_condition.get("message") or ""),
+            )
+        state = replace(previous, unreachable_brokers=tracked.unreachable)
+        return HealingOutcome(state, notes=tuple(notes), condition=kept, reachable=reach)
     by_target = {h.target: h for h in heals}
     stamp = format_time(now)
-    notes: list[HealNote] = []
 
-    dead: list[DeadBroker] = []
-    old_dead = {d.id: d for d in previous.dead_brokers}
-    for b in sorted(seen.named | old_dead.keys()):
-        old = old_dead.get(b)
-        if b in seen.live:
-            if old is not None:
-                notes += _recovered(f"broker {b} is alive again", old.failure, old.heal, by_target.get(b))
-            continue
-        if seen.full and b not in seen.named:
-            continue  # no replica names it: nothing left to heal
-        entry = _adopt(old or DeadBroker(b, stamp), by_target.get(b))
-        dead.append(_with_lost(entry, seen.lost, b))
+    for gone in tracked.ended:
+        what = f"broker {gone.id} is alive again (for {settle} s, settleSeconds)"
+        notes += _recovered(what, gone.failure, gone.heal, by_target.get(gone.id))
+    dead = [_with_lost(_adopt(d, by_target.get(d.id)), seen.lost, d.id) for d in tracked.dead]
 
     dirs: list[OfflineLogDir] = []
     old_dirs = {(d.broker, d.path): d for d in previous.offline_log_dirs}
@@ -253,24 +353,28 @@ def decide_healing(
         dirs.append(_with_lost(dir_entry, seen.lost, key))
 
     if spec is None:
-        state = HealingState(tuple(dead), tuple(dirs))
+        state = HealingState(tuple(dead), tuple(dirs), tracked.unreachable)
         if invalid is None:
-            return HealingOutcome(state, notes=tuple(notes))
+            return HealingOutcome(state, notes=tuple(notes), wake_at=tracked.wake_at, reachable=reach)
         condition = (False, "InvalidSpec", f"spec.selfHealing: {invalid}")
         return HealingOutcome(
-            state, notes=tuple(notes + _warn(condition, previous_condition)), condition=condition
+            state,
+            notes=tuple(notes + _warn(condition, previous_condition)),
+            condition=condition,
+            wake_at=tracked.wake_at,
+            reachable=reach,
         )
 
     creates: list[NewHeal] = []
-    wake: list[float] = []
+    wake: list[float] = [] if tracked.wake_at is None else [tracked.wake_at]
     rule = spec.broker_failure
-    pending = [d for d in dead if d.heal is None]
+    pending = [d for d in dead if d.heal is None and d.back_since is None]  # a back broker: alive now
     running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase != COMPLETED}
     busy = sorted({d.id for d in pending} | {t for t in running if isinstance(t, int)})
     correlated = rule.enabled and len(busy) > spec.max_concurrent_broker_heals
     if rule.enabled and not correlated:
         for i, d in enumerate(dead):
-            if d.heal is None:
+            if d.heal is None and d.back_since is None:  # healed only while dead (a flap: its first since)
                 due = parse_time(d.since, "since") + rule.after_seconds
                 if now >= due:
                     new = _decommission(spec, owner, d, rule.after_seconds)
@@ -289,10 +393,20 @@ def decide_healing(
                     dirs[i] = replace(o, heal=new.name)
                 else:
                     wake.append(due)
-    state = HealingState(tuple(dead), tuple(dirs))
+    state = HealingState(tuple(dead), tuple(dirs), tracked.unreachable)
     condition = _condition(spec, state, by_target, busy if correlated else None)
     notes += _warn(condition, previous_condition)
-    return HealingOutcome(state, tuple(creates), tuple(notes), condition, min(wake) if wake else None)
+    return HealingOutcome(state, tuple(creates), tuple(notes), condition, min(wake) if wake else None, reach)
+
+
+def _reach_notes(reach: tuple[bool, str, str], previous: Mapping[str, Any] | None) -> list[HealNote]:
+    """A Warning Event when BrokersReachable turns False or changes its message; a Normal one when every
+    broker answers again."""
+    if not reach[0]:
+        return _warn(reach, previous)
+    if previous is not None and previous.get("status") == "False":
+        return [HealNote(None, "Normal", reach[1], reach[2])]
+    return []
 
 
 def _warn(condition: tuple[bool, str, str], previous: Mapping[str, Any] | None) -> list[HealNote]:
@@ -434,14 +548,20 @@ def _condition(
     lines: list[str] = []
     for e in entries[:SHOWN]:
         rule = rules[type(e)]
+        back = ""
+        if isinstance(e, DeadBroker) and e.back_since is not None:
+            back = (
+                f" (back since {e.back_since}: the failure ends once it stays alive "
+                f"{spec.broker_failure.settle_seconds} s)"
+            )
         if e.heal is not None:
             target: Target = e.id if isinstance(e, DeadBroker) else (e.broker, e.path)
             gone = "" if target in heals else " (deleted: cancelled)"
-            lines.append(f"{e.failure}: heal {e.heal}{gone}")
+            lines.append(f"{e.failure}: heal {e.heal}{gone}{back}")
         elif not rule.enabled:
-            lines.append(f"{e.failure}: not healed (disabled)")
+            lines.append(f"{e.failure}: not healed (disabled){back}")
         else:
-            lines.append(f"{e.failure}: healed after {rule.after_seconds} s")
+            lines.append(f"{e.failure}: healed after {rule.after_seconds} s{back}")
     if len(entries) > SHOWN:
         lines.append(f"and {len(entries) - SHOWN} more failures")
     lost = [e for e in entries if e.lost_count]
@@ -474,9 +594,12 @@ __all__ = [
     "HealingOutcome",
     "NewHeal",
     "Seen",
+    "Tracked",
     "decide_healing",
     "heal_name",
     "heals_of",
+    "reachable_condition",
     "seen_in_snapshot",
     "seen_live",
+    "track_brokers",
 ]

@@ -67,6 +67,12 @@ DEAD_BROKERS = Gauge(
     "tracks them (status.deadBrokers)",
     ["cluster"],
 )
+UNREACHABLE_BROKERS = Gauge(
+    "kafka_placement_unreachable_brokers",
+    "Brokers alive in the cluster that do not answer the operator (status.unreachableBrokers): not dead, "
+    "never healed; no plan is made while there is one",
+    ["cluster"],
+)
 OFFLINE_LOG_DIRS = Gauge(
     "kafka_placement_offline_log_dirs",
     "Log dirs of live brokers that Kafka reports offline (failed disks; status.offlineLogDirs)",
@@ -109,6 +115,7 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
         (RECONCILES, ("cluster", "kind")),
         (RECONCILE_ERRORS, ("cluster",)),
         (DEAD_BROKERS, ("cluster",)),
+        (UNREACHABLE_BROKERS, ("cluster",)),
         (OFFLINE_LOG_DIRS, ("cluster",)),
         (UNDER_REPLICATED, ("cluster",)),
         (UNDER_REPLICATED_NOT_OURS, ("cluster",)),

@@ -449,7 +449,13 @@ class Reconciler:
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
             self._publish(d)
             out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
-            out["conditions"] = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
+            kept = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
+            if reason == "ClusterUnreachable":  # no broker answered: one condition says so, none is dead
+                unreached = (False, reason, f"no broker answers the operator: {message}")
+                kept = st.with_condition(kept, conditions, st.BROKERS_REACHABLE, unreached)
+            else:
+                kept = st.kept_condition(kept, conditions, st.BROKERS_REACHABLE)
+            out["conditions"] = kept
             return out
 
         try:
@@ -720,10 +726,11 @@ class _Pass:
             seen = healing.seen_live(named, self.live, self.dirs)
         current = self.view.cluster_conditions
         before = next((c for c in current or () if c.get("type") == st.SELF_HEALING), None)
+        reached = next((c for c in current or () if c.get("type") == st.BROKERS_REACHABLE), None)
         previous, _ = HealingState.from_status(old)  # a broken entry is dropped: seen again
         heals = healing.heals_of(self.view.resources)
         out = healing.decide_healing(
-            self.spec.self_healing, self.cluster, previous, seen, heals, rec.wall(), before
+            self.spec.self_healing, self.cluster, previous, seen, heals, rec.wall(), before, reached
         )
         failed: list[str] = []
         for new in out.creates:
@@ -750,10 +757,15 @@ class _Pass:
             rec._heal_due[where] = out.wake_at
         label = metrics.cluster_label(meta["namespace"], meta["name"])
         metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
+        metrics.UNREACHABLE_BROKERS.labels(cluster=label).set(len(out.state.unreachable_brokers))
         metrics.OFFLINE_LOG_DIRS.labels(cluster=label).set(len(out.state.offline_log_dirs))
         conditions = st.with_condition(
             status.get("conditions") or [], current, st.SELF_HEALING, out.condition
         )
+        if out.reachable is not None:
+            conditions = st.with_condition(conditions, current, st.BROKERS_REACHABLE, out.reachable)
+        else:
+            conditions = st.kept_condition(conditions, current, st.BROKERS_REACHABLE)
         return {**status, **out.state.to_status(), "conditions": conditions}
 
     def _perform(self, action: object) -> None:
@@ -887,6 +899,14 @@ class _Pass:
         is kept while the intents, the placement and the loads it was planned from hold
         (planning/plan_keeping.py): its id stays while the rates drift within the bound."""
         live, rates_known = self._rated()
+        if live.unreachable:  # their dirs (and the sizes of their replicas) are unknown: no plan until read
+            names = ", ".join(map(str, live.unreachable))
+            why = (
+                f"waiting: broker(s) {names} alive in the cluster do not answer the operator (their log dirs "
+                "cannot be read); no plan is made until they answer (KafkaCluster status.unreachableBrokers)"
+            )
+            self.view = replace(self.view, planned=Planned(waiting=why))
+            return
         flight = supersede.in_flight(self.record, live) if keeping_in_flight and self.record else None
         snap = supersede.planning_view(live, flight) if flight is not None else live
         documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]

@@ -39,9 +39,11 @@ def now() -> str:
 
 
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = crd_parts.CONNECTED, crd_parts.UNREACHABLE, crd_parts.NOT_AUTHORIZED
-CLUSTER_CONDITION_TYPES = (READY, DEGRADED)  # merged by decide; SelfHealing is healing.py's
+CLUSTER_CONDITION_TYPES = (READY, DEGRADED)  # merged by decide; SelfHealing, BrokersReachable healing.py's
 # a KafkaCluster condition only while spec.selfHealing is declared
 SELF_HEALING = crd_parts.SELF_HEALING_CONDITION
+# a KafkaCluster condition: whether every broker alive in the cluster answers the operator (healing.py's)
+BROKERS_REACHABLE = crd_parts.BROKERS_REACHABLE_CONDITION
 
 
 def reason_word(text: str, fallback: str = "Unknown") -> str:

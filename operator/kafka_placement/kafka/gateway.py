@@ -31,7 +31,7 @@ from typing import Any
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
 from ..model.traffic import PartitionLook, TrafficLook
-from . import access, failures, tiered, traffic
+from . import access, failures, liveness, tiered, traffic
 from .connection import ConnectionSettings
 from .types import (
     CORDON_CONFIG,
@@ -334,11 +334,19 @@ class KafkaGateway:
         # this gateway's check_authorized passed: one check per reconcile or command)
         if not self._access_checked:
             self.check_authorized(moves=False, configs=False, when="snapshot: nothing was read")
-        cluster = self._describe_cluster("describe cluster")
-        racks = {int(n.id): n.rack for n in cluster.nodes}
+        cluster = self.cluster_brokers()
+        racks = cluster.racks
         wanted = None if only is None else set(only)
-        dirs = self.describe_log_dirs(racks, partitions=wanted)
-        live = sorted(dirs)  # a broker the cluster lists that refused us has just died
+        dirs = self.describe_log_dirs(cluster.live, partitions=wanted)
+        # alive is the cluster's word (liveness.py): a live broker that did not answer us is unreachable,
+        # listed alive with its dirs unknown, never taken for dead
+        live = list(cluster.live)
+        unreachable = cluster.unreachable(dirs)
+        if unreachable:
+            log.warning(
+                "snapshot: broker(s) %s alive in the cluster but not answering: unreachable, not dead",
+                ", ".join(map(str, unreachable)),
+            )
         if wanted is None:
             metadata = self._current_metadata(dirs)
             described: Iterable[tuple[str, int, Sequence[Any], Any, Sequence[Any]]] = _from_metadata(metadata)
@@ -397,7 +405,9 @@ class KafkaGateway:
                 )
             )
         storage, fetch_last_tiered = (
-            self._topic_storage(sorted({p.topic for p in partitions}), live) if wanted is None else ((), None)
+            self._topic_storage(sorted({p.topic for p in partitions}), sorted(dirs))
+            if wanted is None
+            else ((), None)
         )
         if fetch_last_tiered:
             partitions = self._with_untiered(partitions, {t.topic for t in storage if t.remote})
@@ -407,6 +417,7 @@ class KafkaGateway:
             cluster_id=cluster_id,
             topic_storage=storage,
             follower_fetch_last_tiered_offset=fetch_last_tiered,
+            unreachable=unreachable,
         )
 
     def _topic_storage(
@@ -552,10 +563,17 @@ class KafkaGateway:
                 self._confluent = None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
-        """(cluster id, live broker ids): one small request, whatever the cluster's size."""
+    def cluster_brokers(self) -> liveness.ClusterBrokers:
+        """The brokers alive in the cluster (and fenced ones, where the answer lists them), by the one
+        liveness rule (kafka/liveness.py): one small request, whatever the cluster's size."""
         cluster = self._describe_cluster("describe cluster")
-        return cluster.cluster_id or None, tuple(sorted(int(n.id) for n in cluster.nodes))
+        return liveness.cluster_brokers(cluster.cluster_id, cluster.nodes)
+
+    def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
+        """(cluster id, live broker ids) by the liveness rule of ``cluster_brokers`` (an execution's tick
+        decides liveness with it, as a full read does)."""
+        cluster = self.cluster_brokers()
+        return cluster.cluster_id, cluster.live
 
     def broker_ids(self) -> tuple[int, ...]:
         return self.describe_cluster()[1]
@@ -603,8 +621,9 @@ class KafkaGateway:
     ) -> dict[int, tuple[LogDirInfo, ...]]:
         """DescribeLogDirs per broker (all live brokers when None): dirs with usage and their replicas;
         with ``partitions``, only those replicas are described (the request's topic-partition filter).
-        A broker that refuses the connection while another answers is left out (it has just died: the
-        cluster still lists a crashed broker for seconds, until it is fenced); none answering raises."""
+        A broker that refuses the connection while another answers is left out: this says nothing about
+        whether it is alive (the cluster decides that, kafka/liveness.py; a live broker left out here is
+        unreachable); none answering raises."""
         ids = sorted(set(brokers)) if brokers is not None else list(self.broker_ids())
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
@@ -625,7 +644,7 @@ class KafkaGateway:
                 if isinstance(e, KafkaAuthenticationError):
                     raise
                 refused.append(e)
-                log.warning("%s: left out as not alive", e.message)
+                log.warning("%s: left out (not answering the operator)", e.message)
                 continue
             out[b] = tuple(LogDirInfo.of_response(b, d) for d in resp["log_dirs"])
         if refused and not out:

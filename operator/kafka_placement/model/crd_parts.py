@@ -31,7 +31,9 @@ PHASES = (PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PA
 READY, PROGRESSING, DEGRADED, BLOCKED = "Ready", "Progressing", "Degraded", "Blocked"
 CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED)
 SELF_HEALING_CONDITION = "SelfHealing"
-CLUSTER_CONDITION_TYPES = (READY, DEGRADED, SELF_HEALING_CONDITION)
+# False while a broker alive in the cluster does not answer the operator (handlers/healing.py)
+BROKERS_REACHABLE_CONDITION = "BrokersReachable"
+CLUSTER_CONDITION_TYPES = (READY, DEGRADED, SELF_HEALING_CONDITION, BROKERS_REACHABLE_CONDITION)
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
 CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED)  # a KafkaCluster's connection state
 # the new-partition lane's phases (KafkaCluster status.newPartitions.phase; handlers/new_partitions.py)

@@ -2,14 +2,16 @@
 
 One source for three things: the parser of ``spec.selfHealing`` (``SelfHealingSpec.parse``, declared with
 its schema in spec_fields.py's way, as the rest of the KafkaCluster's spec in cluster_spec.py), the typed
-status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` (``DeadBroker``, ``OfflineLogDir``,
-read and written with ``from_json`` / ``to_json``), and the CRD schema of both (``spec_schema``,
+status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` / ``status.unreachableBrokers``
+(``DeadBroker``, ``OfflineLogDir``, ``UnreachableBroker``, read and written with ``from_json`` /
+``to_json``), and the CRD schema of both (``spec_schema``,
 ``status_schema``, used by ``crd_schema.py``). Each status field is declared once, with its JSON name,
 its schema and its description (``_field``); the schema and the (de)serialisation are derived from that.
 
-"Since when" a failure was first seen lives in the KafkaCluster's status, so it survives operator
-restarts and leader changes. Times are RFC 3339 UTC strings (``2026-11-27T12:00:00Z``); ``parse_time``
-and ``format_time`` convert them to and from epoch seconds (no clock is read here).
+"Since when" a failure was first seen, and since when a dead broker is back (``backSince``: the failure
+ends once it has stayed alive ``brokerFailure.settleSeconds``), live in the KafkaCluster's status, so they
+survive operator restarts and leader changes. Times are RFC 3339 UTC strings (``2026-11-27T12:00:00Z``);
+``parse_time`` and ``format_time`` convert them to and from epoch seconds (no clock is read here).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ MAX_AFTER_SECONDS = 7 * 86400  # a failure older than a week is not "waiting to 
 MAX_CONCURRENT_HEALS = 1000
 DEFAULT_BROKER_AFTER_S = 600
 DEFAULT_DIR_AFTER_S = 60
+DEFAULT_SETTLE_S = 120  # a broker back this long is healthy again: its failure ends
+MAX_SETTLE_SECONDS = 86400
 MAX_LOST_SHOWN = 20  # partition names kept per failure in the status (the count is exact)
 
 
@@ -80,6 +84,17 @@ class BrokerFailure(FailureRule):
 
     enabled: bool = leaf("enabled", _ENABLED)
     after_seconds: int = leaf("afterSeconds", _after(DEFAULT_BROKER_AFTER_S))
+    settle_seconds: int = leaf(
+        "settleSeconds",
+        _int(
+            "How long a dead broker that is back must stay alive before its failure ends (1 s to 1 day, "
+            f"{MAX_SETTLE_SECONDS} s): one that dies again before keeps its first 'since', so a flapping "
+            "broker is healed afterSeconds after its first death.",
+            1,
+            maximum=MAX_SETTLE_SECONDS,
+            default=DEFAULT_SETTLE_S,
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +118,7 @@ class SelfHealingSpec:
     )
     FIELDS: ClassVar[tuple[str, ...]]  # the JSON names, in order
 
-    broker_failure: FailureRule = child("brokerFailure", BrokerFailure, absent=True)  # noqa: RUF009
+    broker_failure: BrokerFailure = child("brokerFailure", BrokerFailure, absent=True)  # noqa: RUF009
     log_dir_failure: FailureRule = child("logDirFailure", LogDirFailure, absent=True)  # noqa: RUF009
     approval: str = leaf(
         "approval",
@@ -184,8 +199,9 @@ def _from_json(cls: type, raw: object, where: str) -> dict[str, Any]:
             if items is None or not all(isinstance(i, str) for i in items):
                 raise BadInputError("must be a list of strings", at)
             kw[f.name] = tuple(items)
-    if "since" in kw:
-        parse_time(kw["since"], f"{where}.since")
+    for key, name in (("since", "since"), ("back_since", "backSince")):
+        if key in kw:
+            parse_time(kw[key], f"{where}.{name}")
     return kw
 
 
@@ -202,6 +218,11 @@ _LOST = _arr(
     maxItems=MAX_LOST_SHOWN,
 )
 _LOST_COUNT = _int("How many partitions are lost, named or not.", 0)
+_BACK_SINCE = _str(
+    "When the broker was seen alive again (RFC 3339): its failure ends once it has stayed alive "
+    "brokerFailure.settleSeconds; dying again before that keeps 'since' (a flapping broker is healed).",
+    format="date-time",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +234,7 @@ class DeadBroker:
     heal: str | None = _field("heal", _HEAL, None)
     lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
     lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
+    back_since: str | None = _field("backSince", _BACK_SINCE, None)
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> DeadBroker:
@@ -224,6 +246,24 @@ class DeadBroker:
     @property
     def failure(self) -> str:
         return f"broker {self.id} not alive since {self.since}"
+
+
+@dataclass(frozen=True, slots=True)
+class UnreachableBroker:
+    """A broker alive in the cluster (registered, not fenced) that does not answer the operator: never
+    taken for dead, never healed; no plan is made while it does not answer."""
+
+    id: int = _field("id", _int("Broker id.", 0))
+    since: str = _field(
+        "since", _str("When the operator first could not reach it (RFC 3339).", format="date-time")
+    )
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> UnreachableBroker:
+        return cls(**_from_json(cls, raw, where))
+
+    def to_json(self) -> dict[str, Any]:
+        return _to_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,10 +291,12 @@ class OfflineLogDir:
 
 @dataclass(frozen=True, slots=True)
 class HealingState:
-    """``status.deadBrokers`` and ``status.offlineLogDirs`` of a KafkaCluster."""
+    """``status.deadBrokers``, ``status.offlineLogDirs`` and ``status.unreachableBrokers`` of a
+    KafkaCluster."""
 
     dead_brokers: tuple[DeadBroker, ...] = ()
     offline_log_dirs: tuple[OfflineLogDir, ...] = ()
+    unreachable_brokers: tuple[UnreachableBroker, ...] = ()
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> tuple[HealingState, list[str]]:
@@ -264,6 +306,7 @@ class HealingState:
         problems: list[str] = []
         dead: list[DeadBroker] = []
         dirs: list[OfflineLogDir] = []
+        unreachable: list[UnreachableBroker] = []
         for i, raw in enumerate(status.get("deadBrokers") or ()):
             try:
                 dead.append(DeadBroker.from_json(raw, f"status.deadBrokers[{i}]"))
@@ -274,12 +317,18 @@ class HealingState:
                 dirs.append(OfflineLogDir.from_json(raw, f"status.offlineLogDirs[{i}]"))
             except BadInputError as e:
                 problems.append(e.message)
-        return cls(tuple(dead), tuple(dirs)), problems
+        for i, raw in enumerate(status.get("unreachableBrokers") or ()):
+            try:
+                unreachable.append(UnreachableBroker.from_json(raw, f"status.unreachableBrokers[{i}]"))
+            except BadInputError as e:
+                problems.append(e.message)
+        return cls(tuple(dead), tuple(dirs), tuple(unreachable)), problems
 
     def to_status(self) -> dict[str, Any]:
         return {
             "deadBrokers": [d.to_json() for d in self.dead_brokers],
             "offlineLogDirs": [d.to_json() for d in self.offline_log_dirs],
+            "unreachableBrokers": [u.to_json() for u in self.unreachable_brokers],
         }
 
 
@@ -297,11 +346,19 @@ def status_schema() -> dict[str, Schema]:
             _entry_schema(OfflineLogDir, "One offline log dir.", ["broker", "path", "since"]),
             maxItems=10000,
         ),
+        "unreachableBrokers": _arr(
+            "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
+            "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
+            _entry_schema(UnreachableBroker, "One unreachable broker.", ["id", "since"]),
+            maxItems=10000,
+        ),
     }
 
 
 __all__ = [
+    "DEFAULT_SETTLE_S",
     "MAX_AFTER_SECONDS",
+    "MAX_SETTLE_SECONDS",
     "BrokerFailure",
     "DeadBroker",
     "FailureRule",
@@ -309,6 +366,7 @@ __all__ = [
     "LogDirFailure",
     "OfflineLogDir",
     "SelfHealingSpec",
+    "UnreachableBroker",
     "format_time",
     "parse_time",
     "status_schema",

@@ -7,7 +7,10 @@ sits on a known broker and on one of that broker's dirs, replicas are distinct, 
 A replica whose dir is not known (its broker is offline) has the dir ``None`` (JSON ``null``).
 A broker that replicas name but that is not alive (fenced after a crash, or gone from the metadata) is
 listed with ``alive: false`` (JSON: the field is written only then), no rack and no dirs: its replicas
-are lost, and a move off it copies from a live in-sync replica.
+are lost, and a move off it copies from a live in-sync replica. Liveness is the cluster's word (registered
+and not fenced), never whether the reader reached the broker: a broker alive in the cluster whose log dirs
+could not be read is *unreachable*, listed alive with no dirs (its replicas' dirs unknown, ``None``) and
+named in the optional top-level ``unreachableBrokers``; such a snapshot is not planned from.
 Broker ids and partition numbers are Kafka's non-negative int32s, byte counts signed 64-bit, topic
 names legal Kafka names.
 A partition's traffic, when it was sampled (``kafka-placement snapshot --traffic-window``), is in the
@@ -155,6 +158,8 @@ class ClusterSnapshot:
     cluster_id: str | None = None
     topic_storage: tuple[TopicStorage, ...] = ()  # the topics whose storage config is known
     follower_fetch_last_tiered_offset: bool | None = None  # KIP-1023 on the brokers; None: unknown
+    # alive in the cluster but their log dirs could not be read (listed alive, no dirs): not dead
+    unreachable: tuple[int, ...] = ()
     _broker_index: dict[int, Broker] = field(init=False, repr=False, compare=False)
     _partition_index: dict[tuple[str, int], PartitionState] = field(init=False, repr=False, compare=False)
     _storage_index: dict[str, TopicStorage] = field(init=False, repr=False, compare=False)
@@ -231,6 +236,8 @@ class ClusterSnapshot:
             doc["topics"] = [_storage_fields(t) for t in self.topic_storage]
         if self.follower_fetch_last_tiered_offset is not None:
             doc["followerFetchLastTieredOffset"] = self.follower_fetch_last_tiered_offset
+        if self.unreachable:
+            doc["unreachableBrokers"] = list(self.unreachable)
         return doc
 
     def dumps(self) -> str:
@@ -425,7 +432,15 @@ def _parse_topics(raw: object, source: str) -> tuple[TopicStorage, ...]:
 
 def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
     obj = as_object(doc, source)
-    fields = ("version", "clusterId", "brokers", "partitions", "topics", "followerFetchLastTieredOffset")
+    fields = (
+        "version",
+        "clusterId",
+        "brokers",
+        "partitions",
+        "topics",
+        "followerFetchLastTieredOffset",
+        "unreachableBrokers",
+    )
     check_fields(obj, source, fields)
     version = as_int(obj.get("version", SNAPSHOT_VERSION), f"{source}.version")
     if version != SNAPSHOT_VERSION:
@@ -449,6 +464,12 @@ def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
     )
     cid = obj.get("clusterId")
     kip1023 = obj.get("followerFetchLastTieredOffset")
+    unreachable = as_int32_list(obj.get("unreachableBrokers", []), f"{source}.unreachableBrokers")
+    for i, b in enumerate(unreachable):
+        if b not in index or not index[b].alive:
+            raise BadInputError(
+                f"broker {b} is not a listed live broker", f"{source}.unreachableBrokers[{i}]"
+            )
     return ClusterSnapshot(
         brokers=brokers,
         partitions=parts,
@@ -457,4 +478,5 @@ def _parse_snapshot(doc: object, source: str) -> ClusterSnapshot:
         follower_fetch_last_tiered_offset=(
             None if kip1023 is None else as_bool(kip1023, f"{source}.followerFetchLastTieredOffset")
         ),
+        unreachable=tuple(sorted(set(unreachable))),
     )

@@ -84,6 +84,7 @@ def test_evaluate_without_intents_reports_movement_only(capsys: pytest.CaptureFi
         ("dup.json", "i.yaml", 2, "partitions[0] (t-0).replicas: duplicate replica in [1, 1]"),
         ("ok.json", "unknown.yaml", 2, "unknown broker 42; the cluster has brokers [1, 2, 3]"),
         ("ok.json", "infeasible.yaml", 3, "[t-0] [replication-factor] replication factor 3 needs 3 brokers"),
+        ("unreachable.json", "i.yaml", 2, "broker(s) 3 are alive but did not answer"),
     ],
 )
 def test_bad_input_exits_2_and_infeasible_exits_3(
@@ -103,6 +104,8 @@ def test_bad_input_exits_2_and_infeasible_exits_3(
     (tmp_path / "ok.json").write_text(json.dumps(ok))
     (tmp_path / "dup.json").write_text(json.dumps(dup))
     (tmp_path / "bad.json").write_text("{not json")
+    unreachable = {**ok, "unreachableBrokers": [3]}  # alive, its dirs not read: never planned from
+    (tmp_path / "unreachable.json").write_text(json.dumps(unreachable))
     (tmp_path / "i.yaml").write_text("")
     (tmp_path / "unknown.yaml").write_text("kind: BrokerDecommission\nspec: {brokers: [42]}\n")
     (tmp_path / "infeasible.yaml").write_text("kind: BrokerDecommission\nspec: {brokers: [3]}\n")

@@ -64,6 +64,16 @@ def test_a_heal_supersedes_a_running_plan_once_its_new_plan_is_planned_and_check
     }
 
 
+def test_a_heal_waits_to_supersede_while_a_broker_does_not_answer_and_the_execution_goes_on() -> None:
+    record = executing("uid-retire-3")
+    resources = [retire(phase=st.EXECUTING), heal()]
+    waiting = Planned(waiting="waiting: broker(s) 1 alive in the cluster do not answer the operator")
+    d = decide(View(resources, record=record, cordons_synced=True, planned=waiting))
+    assert [type(a) for a in d.actions] == [Tick]  # the running plan is driven meanwhile
+    d = decide(View(resources, record=record, cordons_synced=True, planned=waiting, ticked=True))
+    assert phases(d)["heal-2"] == (st.PENDING, "BrokersUnreachable")
+
+
 def test_what_does_not_supersede() -> None:
     """Not urgent (no label, no higher priority), a Manual plan not approved, an empty plan: the running
     execution is ticked as usual, and the waiting intent says why."""

@@ -192,6 +192,18 @@ def test_a_running_planner_job_keeps_every_intent_planning_with_what_it_does() -
     assert "RUNNING (12 s)" in d.statuses[0].message
 
 
+def test_a_plan_waiting_for_a_broker_that_does_not_answer_holds_the_intents_pending_and_says_why() -> None:
+    """A broker alive in the cluster that the operator cannot read: no plan, nothing failed or undone."""
+    why = "waiting: broker(s) 3 alive in the cluster do not answer the operator"
+    done, waiting = retire("done", phase=st.COMPLETED), retire(phase=st.AWAITING_APPROVAL)
+    d = decide(View([done, waiting, cordon()], planned=Planned(waiting=why)))
+    assert phases(d) == {
+        "retire-3": (st.PENDING, "BrokersUnreachable"),
+        "c1": (st.PENDING, "BrokersUnreachable"),
+    }
+    assert d.done and all(p.message == why for p in d.statuses)  # the Completed intent stays so
+
+
 @pytest.mark.parametrize("reason", ["Infeasible", "InvalidInput", "Failed"])
 def test_a_planning_error_fails_every_intent_with_its_reason(reason: str) -> None:
     d = decide(

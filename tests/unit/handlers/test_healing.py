@@ -16,12 +16,14 @@ from kafka_placement.handlers.healing import (
     Heal,
     HealingOutcome,
     Seen,
+    Tracked,
     decide_healing,
     heal_name,
     healed_in,
     heals_of,
     seen_in_snapshot,
     seen_live,
+    track_brokers,
 )
 from kafka_placement.model.crd_schema import crd_documents
 from kafka_placement.model.errors import BadInputError
@@ -31,6 +33,7 @@ from kafka_placement.model.self_healing import (
     HealingState,
     OfflineLogDir,
     SelfHealingSpec,
+    UnreachableBroker,
     format_time,
     parse_time,
 )
@@ -57,8 +60,8 @@ def seen(
     return Seen(frozenset(named | live), frozenset(live), frozenset(live), frozenset(offline))
 
 
-def dead(b: int, since: float = T0, heal: str | None = None) -> DeadBroker:
-    return DeadBroker(b, format_time(since), heal)
+def dead(b: int, since: float = T0, heal: str | None = None, back: float | None = None) -> DeadBroker:
+    return DeadBroker(b, format_time(since), heal, back_since=None if back is None else format_time(back))
 
 
 def heal_body(kind: str, name: str, spec: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
@@ -124,24 +127,127 @@ def test_manual_approval_is_passed_to_the_heal() -> None:
     assert out.creates[0].body["spec"]["approval"] == "Manual"
 
 
-def test_a_broker_back_before_the_delay_starts_nothing_and_its_entry_goes() -> None:
-    out = run(HealingState((dead(3),)), seen({1, 2, 3}), T0 + 30)
+def test_a_broker_back_before_the_delay_starts_nothing_and_its_entry_goes_once_settled() -> None:
+    back = run(HealingState((dead(3),)), seen({1, 2, 3}), T0 + 30)
+    assert back.state.dead_brokers == (dead(3, back=T0 + 30),) and back.creates == () and back.notes == ()
+    assert back.wake_at == T0 + 30 + 120  # the default settleSeconds: the reconcile reads Kafka then
+    assert back.condition is not None and back.condition[:2] == (True, "FailureSeen")
+    assert "back since 2026-11-27T12:00:30Z" in back.condition[2]
+    still = run(back.state, seen({1, 2, 3}), T0 + 149)
+    assert still.state == back.state and still.notes == ()
+    out = run(back.state, seen({1, 2, 3}), T0 + 150)
     assert out.state == HealingState() and out.creates == ()
     (note,) = out.notes
     assert note.on is None and note.type == "Normal" and "no heal was started" in note.message
     assert out.condition is not None and out.condition[:2] == (True, "NoFailure")
 
 
-def test_a_broker_back_while_its_heal_runs_keeps_the_heal_and_says_so() -> None:
+def test_a_broker_back_while_its_heal_runs_keeps_the_heal_and_says_so_once_settled() -> None:
     name = "main-heal-broker-3-20261127t120000z"
     body = heal_body("BrokerDecommission", name, {"brokers": [3]}, "Executing")
-    out = run(HealingState((dead(3, heal=name),)), seen({1, 2, 3}), T0 + 700, heals=heals_of([body]))
+    settling = HealingState((dead(3, heal=name, back=T0 + 580),))
+    early = run(settling, seen({1, 2, 3}), T0 + 699, heals=heals_of([body]))
+    assert early.state == settling and early.notes == () and early.creates == ()
+    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=heals_of([body]))
     assert out.state.dead_brokers == () and out.creates == ()
     assert [n.on for n in out.notes] == [None, body]  # on the KafkaCluster and on the heal
     assert all("goes on: delete it to cancel" in n.message for n in out.notes)
     completed = heals_of([heal_body("BrokerDecommission", name, {"brokers": [3]}, "Completed")])
-    out = run(HealingState((dead(3, heal=name),)), seen({1, 2, 3}), T0 + 700, heals=completed)
+    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=completed)
     assert "keeps its replicas off it" in out.notes[0].message
+
+
+def test_a_flapping_broker_keeps_its_first_since_and_is_healed_after_the_delay_from_it() -> None:
+    """Dies, returns, dies again within settleSeconds, several times: one failure, since the first death."""
+    facts_dead, facts_back = seen({1, 2}, named={1, 2, 3}), seen({1, 2, 3})
+    state = run(HealingState(), facts_dead, T0).state
+    for t in (100, 250, 400):  # back for 50 s, dead for 100 s, three times (settle is 120 s)
+        state = run(state, facts_back, T0 + t).state
+        assert state.dead_brokers == (dead(3, back=T0 + t),)
+        out = run(state, facts_dead, T0 + t + 50)
+        assert out.state.dead_brokers == (dead(3),) and out.creates == ()  # since kept, backSince gone
+        state = out.state
+    back = run(state, facts_back, T0 + 590)
+    assert back.creates == ()  # alive now: not healed while it is back
+    due = run(back.state, facts_dead, T0 + 620)  # dead again, afterSeconds after the first death
+    (new,) = due.creates
+    assert new.name == "main-heal-broker-3-20261127t120000z" and new.body["spec"]["brokers"] == [3]
+    assert due.state.dead_brokers == (dead(3, heal=new.name),)
+
+
+def test_a_broker_that_settled_and_dies_again_is_a_new_failure() -> None:
+    spec = {**SPEC, "brokerFailure": {"enabled": True, "afterSeconds": 600, "settleSeconds": 5}}
+    back = run(HealingState((dead(3),)), seen({1, 2, 3}), T0 + 10, spec=spec)
+    assert back.wake_at == T0 + 15
+    settled = run(back.state, seen({1, 2, 3}), T0 + 15, spec=spec)
+    assert settled.state == HealingState()
+    again = run(settled.state, seen({1, 2}, named={1, 2, 3}), T0 + 20, spec=spec)
+    assert again.state.dead_brokers == (dead(3, since=T0 + 20),)
+
+
+def test_a_broker_alive_in_the_cluster_that_does_not_answer_is_unreachable_never_dead() -> None:
+    facts = Seen(frozenset({1, 2, 3}), frozenset({1, 2, 3}), frozenset({1, 2}), frozenset())
+    first = run(HealingState(), facts, T0)
+    assert first.state == HealingState(unreachable_brokers=(UnreachableBroker(3, format_time(T0)),))
+    assert first.creates == () and first.wake_at is None
+    assert first.condition is not None and first.condition[:2] == (True, "NoFailure")
+    assert first.reachable is not None and first.reachable[:2] == (False, "BrokersUnreachable")
+    assert "3 (since 2026-11-27T12:00:00Z)" in first.reachable[2] and "not dead" in first.reachable[2]
+    (warning,) = first.notes
+    assert (warning.type, warning.reason) == ("Warning", "BrokersUnreachable")
+    old = {"type": "BrokersReachable", "status": "False", "reason": first.reachable[1]}
+    later = run(first.state, facts, T0 + 10_000, condition=None)
+    assert later.state == first.state and later.creates == ()  # since kept, never healed
+    quiet = decide_healing(
+        SPEC, OWNER, first.state, facts, [], T0 + 60, None, {**old, "message": first.reachable[2]}
+    )
+    assert quiet.notes == ()  # the same condition: no second Warning
+    answered = decide_healing(SPEC, OWNER, first.state, seen({1, 2, 3}), [], T0 + 70, None, old)
+    assert answered.state == HealingState()
+    assert answered.reachable == (
+        True,
+        "AllBrokersReachable",
+        "every broker alive in the cluster answers the operator",
+    )
+    assert [(n.type, n.reason) for n in answered.notes] == [("Normal", "AllBrokersReachable")]
+
+
+def test_a_dead_broker_back_but_unreachable_is_back_not_dead() -> None:
+    facts = Seen(frozenset({1, 2, 3}), frozenset({1, 2, 3}), frozenset({1, 2}), frozenset())
+    out = run(HealingState((dead(3),)), facts, T0 + 900)
+    assert out.creates == ()  # alive in the cluster: never healed for the operator's own network
+    assert out.state.dead_brokers == (dead(3, back=T0 + 900),)
+    assert out.state.unreachable_brokers == (UnreachableBroker(3, format_time(T0 + 900)),)
+
+
+def test_a_cluster_whose_brokers_all_do_not_answer_heals_nothing_and_says_so_once() -> None:
+    facts = Seen(frozenset({1, 2, 3}), frozenset({1, 2, 3}), frozenset(), frozenset())
+    state = HealingState((dead(4),))
+    before = {"type": "SelfHealing", "status": "True", "reason": "FailureSeen", "message": "m"}
+    out = run(state, facts, T0 + 10_000, condition=before)
+    assert out.creates == () and out.state.dead_brokers == state.dead_brokers  # nothing new is dead
+    assert [u.id for u in out.state.unreachable_brokers] == [1, 2, 3]
+    assert out.condition == (True, "FailureSeen", "m")  # self-healing's condition stays as it was
+    assert out.reachable is not None and out.reachable[:2] == (False, "ClusterUnreachable")
+    assert "no broker alive in the cluster (1, 2, 3) answers the operator" in out.reachable[2]
+    assert [n.reason for n in out.notes] == ["ClusterUnreachable"]  # one Warning, no "dead" anywhere
+    assert not any("not alive" in n.message for n in out.notes)
+
+
+def test_track_brokers_is_a_function_of_the_tracked_failures_the_cluster_and_the_time() -> None:
+    facts = Seen(frozenset({1, 2, 3, 4}), frozenset({1, 2, 3}), frozenset({1, 2}), frozenset())
+    previous = HealingState(
+        (dead(2), dead(4, since=T0 - 50)), (), (UnreachableBroker(3, format_time(T0 - 9)),)
+    )
+    got = track_brokers(previous, facts, T0, 120)
+    assert got == Tracked(
+        dead=(dead(2, back=T0), dead(4, since=T0 - 50)),
+        unreachable=(UnreachableBroker(3, format_time(T0 - 9)),),
+        ended=(),
+        wake_at=T0 + 120,
+        reachable=frozenset({1, 2}),
+    )
+    assert track_brokers(previous, facts, T0, 120) == got  # no hidden state, no clock
 
 
 def test_more_brokers_dead_than_allowed_is_a_correlated_failure_no_heal() -> None:
@@ -263,6 +369,25 @@ def test_a_snapshot_names_dead_brokers_offline_dirs_and_lost_partitions() -> Non
     assert "one-0" in later.creates[0].message
 
 
+def test_a_snapshot_with_an_unreachable_broker_has_it_alive_with_its_dirs_unread() -> None:
+    doc = snapshot().to_json()
+    doc["unreachableBrokers"] = [2]
+    doc["brokers"][1]["logDirs"] = []
+    doc["partitions"][1]["logDirs"] = [None, None]
+    doc["partitions"][3]["logDirs"] = [None]
+    snap = ClusterSnapshot.from_json(doc)
+    assert snap.unreachable == (2,) and ClusterSnapshot.from_json(snap.to_json()) == snap
+    facts = seen_in_snapshot(snap)
+    assert facts.live == {1, 2} and facts.dirs_read == {1} and facts.offline == frozenset()
+    assert facts.lost == {3: (1, ("one-0",))}  # both-0 has a replica on the live broker 2: not lost
+    out = run(HealingState(), facts, T0 + 10_000)
+    assert [d.id for d in out.state.dead_brokers] == [3]
+    assert [u.id for u in out.state.unreachable_brokers] == [2]
+    doc["unreachableBrokers"] = [3]  # a dead broker is not unreachable
+    with pytest.raises(BadInputError, match="not a listed live broker"):
+        ClusterSnapshot.from_json(doc)
+
+
 def test_an_offline_dir_gets_a_draining_cordon_after_its_delay() -> None:
     facts = seen({1, 2, 3}, offline=frozenset({(2, "/d1")}))
     first = run(HealingState(), facts, T0)
@@ -335,6 +460,13 @@ def test_heal_names_are_dns_names_within_limits() -> None:
         ({"brokerFailure": {"enabeld": True}}, "spec.selfHealing.brokerFailure", "unknown field(s) enabeld"),
         ({"approval": "Sometimes"}, "spec.selfHealing.approval", "Automatic, Manual"),
         ({"maxConcurrentBrokerHeals": 0}, "spec.selfHealing.maxConcurrentBrokerHeals", ">= 1"),
+        ({"brokerFailure": {"settleSeconds": 0}}, "spec.selfHealing.brokerFailure.settleSeconds", ">= 1"),
+        (
+            {"brokerFailure": {"settleSeconds": 86401}},
+            "spec.selfHealing.brokerFailure.settleSeconds",
+            "<= 86400",
+        ),
+        ({"logDirFailure": {"settleSeconds": 5}}, "spec.selfHealing.logDirFailure", "unknown field(s)"),
         ({"extra": 1}, "spec.selfHealing", "unknown field(s) extra"),
     ],
 )
@@ -349,6 +481,7 @@ def test_spec_parser_refuses_bad_input_naming_the_field(
 def test_spec_defaults() -> None:
     s = SelfHealingSpec.parse({})
     assert (s.broker_failure.enabled, s.broker_failure.after_seconds) == (False, 600)
+    assert s.broker_failure.settle_seconds == 120
     assert (s.log_dir_failure.enabled, s.log_dir_failure.after_seconds) == (False, 60)
     assert (s.approval, s.max_concurrent_broker_heals) == ("Automatic", 1)
 
@@ -365,32 +498,49 @@ def test_the_crd_schema_is_the_parsers() -> None:
     for rule in ("brokerFailure", "logDirFailure"):
         after = spec["properties"][rule]["properties"]["afterSeconds"]
         assert (after["minimum"], after["maximum"]) == (1, MAX_AFTER_SECONDS)
+    settle = spec["properties"]["brokerFailure"]["properties"]["settleSeconds"]
+    assert (settle["minimum"], settle["maximum"], settle["default"]) == (1, 86400, 120)
     assert spec["properties"]["approval"]["enum"] == ["Automatic", "Manual"]
     status = _cluster_schema()["properties"]["status"]["properties"]
-    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1).to_json()
+    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1, "2026-11-27T12:01:00Z").to_json()
     assert set(status["deadBrokers"]["items"]["properties"]) == set(full)
+    unreachable = UnreachableBroker(3, "2026-11-27T12:00:00Z").to_json()
+    assert set(status["unreachableBrokers"]["items"]["properties"]) == set(unreachable)
+    assert "BrokersReachable" in status["conditions"]["items"]["properties"]["type"]["enum"]
     full_dir = OfflineLogDir(2, "/d", "2026-11-27T12:00:00Z", "h", ("t-0",), 1).to_json()
     assert set(status["offlineLogDirs"]["items"]["properties"]) == set(full_dir)
     assert "SelfHealing" in status["conditions"]["items"]["properties"]["type"]["enum"]
 
 
 def test_status_round_trip_and_broken_entries_are_dropped() -> None:
+    """What an operator restart reads back: since, backSince (a settling broker) and unreachable brokers."""
+    t0, t1 = "2026-11-27T12:00:00Z", "2026-11-27T12:01:00Z"
     state = HealingState(
-        (DeadBroker(3, "2026-11-27T12:00:00Z", "h3", ("t-0",), 1),),
-        (OfflineLogDir(2, "/d1", "2026-11-27T12:01:00Z"),),
+        (DeadBroker(3, t0, "h3", ("t-0",), 1), DeadBroker(5, t0, back_since=t1)),
+        (OfflineLogDir(2, "/d1", t1),),
+        (UnreachableBroker(4, t1),),
     )
     doc = state.to_status()
-    t0, t1 = "2026-11-27T12:00:00Z", "2026-11-27T12:01:00Z"
     assert doc == {
         "deadBrokers": [
-            {"id": 3, "since": t0, "heal": "h3", "lostPartitions": ["t-0"], "lostPartitionCount": 1}
+            {"id": 3, "since": t0, "heal": "h3", "lostPartitions": ["t-0"], "lostPartitionCount": 1},
+            {"id": 5, "since": t0, "lostPartitionCount": 0, "backSince": t1},
         ],
         "offlineLogDirs": [{"broker": 2, "path": "/d1", "since": t1, "lostPartitionCount": 0}],
+        "unreachableBrokers": [{"id": 4, "since": t1}],
     }
     assert HealingState.from_status(doc) == (state, [])
-    broken = {"deadBrokers": [{"id": 3, "since": "yesterday"}, {"id": "x", "since": "2026-11-27T12:00:00Z"}]}
+    broken = {
+        "deadBrokers": [
+            {"id": 3, "since": "yesterday"},
+            {"id": "x", "since": t0},
+            {"id": 4, "since": t0, "backSince": "soon"},
+        ],
+        "unreachableBrokers": [{"id": 1}],
+    }
     got, problems = HealingState.from_status(broken)
-    assert got == HealingState() and len(problems) == 2 and "not an RFC 3339 time" in problems[0]
+    assert got == HealingState() and len(problems) == 4 and "not an RFC 3339 time" in problems[0]
+    assert "backSince" in problems[2] and "missing required field 'since'" in problems[3]
 
 
 def test_a_decommission_of_a_broker_it_emptied_and_that_is_gone_converges() -> None:
