@@ -673,7 +673,7 @@ class _Pass:
             return
         try:
             if self.snap is not None:
-                live = [b.id for b in self.snap.brokers if b.alive]
+                live = [b.id for b in self.snap.brokers if b.alive and b.id not in self.snap.unreachable]
             else:
                 live = list(self.live or self.gw.describe_cluster()[1])
             claims = throttle_claims.find_claims(self.gw, live)
