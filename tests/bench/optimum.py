@@ -155,23 +155,31 @@ def _solve(
         for b in active:
             m.add(_load(snapshot, x, b, fixed=True) <= limit)
     if dirs:
-        for (b, d), free in e.capacity.items():
-            if free is None or (b, d) in e.drained:
+        # one row per volume (planning/headroom.py: two dirs of one filesystem share it), its bytes
+        # after within its bytes before plus its room under the disk headroom limit (none when it is
+        # above it already: its replicas may stay or leave)
+        held: dict[tuple[int, str], int] = {}
+        for p in snapshot.partitions:
+            for q, r in zip(p.replicas, p.log_dirs, strict=True):
+                if r is not None:
+                    held[(q, r)] = held.get((q, r), 0) + p.size_bytes
+        rooms = e.rooms(held)
+        groups: dict[tuple[int, str], list[tuple[int, str]]] = {}
+        for place, v in e.volume.items():
+            groups.setdefault(v, []).append(place)
+        for v, places in groups.items():
+            if all(place in e.drained for place in places):
                 continue
-            before = sum(
-                p.size_bytes
-                for p in snapshot.partitions
-                for q, r in zip(p.replicas, p.log_dirs, strict=True)
-                if (q, r) == (b, d)
-            )
+            before = sum(held.get(place, 0) for place in places)
             terms: list[cp_model.LinearExprT] = []
             const = 0
-            for p in snapshot.partitions:
-                if (p.key, b, d) in y:
-                    terms.append(p.size_bytes * y[(p.key, b, d)])
-                elif (p.key, b) not in x and dict(zip(p.replicas, p.log_dirs, strict=True)).get(b) == d:
-                    const += p.size_bytes  # a partition that cannot change
-            m.add(sum(terms) + const <= before + free)
+            for b, d in places:
+                for p in snapshot.partitions:
+                    if (p.key, b, d) in y:
+                        terms.append(p.size_bytes * y[(p.key, b, d)])
+                    elif (p.key, b) not in x and dict(zip(p.replicas, p.log_dirs, strict=True)).get(b) == d:
+                        const += p.size_bytes  # a partition that cannot change
+            m.add(sum(terms) + const <= before + max(rooms[v], 0))
     m.minimize(sum(cost) + fixed_cost)
     solver = cp_model.CpSolver()
     # deterministic work units, not wall time: the same instance gives the same answer on a busy machine

@@ -6,16 +6,30 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from kafka_placement.model.capacity import DEFAULT_MAX_DISK_SHARE
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning.headroom import limit_bytes
 
 Part = tuple[str, int, Sequence[int], Sequence[int], int]  # topic, partition, replicas, dir indexes, size
+
+
+VOLUME = 1 << 40  # the volume size of a dir given its room (``room_of``)
+
+
+def room_of(room: int, total: int = VOLUME, share: float = DEFAULT_MAX_DISK_SHARE) -> dict[str, int]:
+    """A log dir's ``totalBytes`` and ``usableBytes`` such that a plan may bring exactly ``room`` bytes
+    to it under the disk headroom limit ``share`` (planning/headroom.py), as long as its replicas hold
+    fewer bytes than the volume's used bytes (``total - usable``): a volume used by other data too."""
+    return {"totalBytes": total, "usableBytes": room + total - limit_bytes(total, share)}
 
 
 def snapshot(
     racks: dict[int, str | None], parts: Sequence[Part], dirs: int = 2, capacity: int = 0
 ) -> ClusterSnapshot:
-    """Brokers with the given racks and ``dirs`` dirs /data/d0.. each; partitions with dir indexes."""
+    """Brokers with the given racks and ``dirs`` dirs /data/d0.. each; partitions with dir indexes.
+    ``capacity``: the room of each dir under the disk headroom limit (``room_of``; dir ``d`` has ``d``
+    bytes more, so no two dirs of a broker look like one shared volume); 0: volume size unknown."""
     doc: dict[str, Any] = {
         "version": 1,
         "brokers": [
@@ -23,7 +37,7 @@ def snapshot(
                 "id": b,
                 "rack": rack,
                 "logDirs": [
-                    {"path": f"/data/d{d}", "totalBytes": capacity, "usableBytes": capacity}
+                    {"path": f"/data/d{d}", **(room_of(capacity + d) if capacity else {})}
                     for d in range(dirs)
                 ],
             }

@@ -1,9 +1,10 @@
-"""Argument parsing of the CLI: a parser whose errors stay short, and range-checked integer flags.
+"""Argument parsing of the CLI: a parser whose errors stay short, and range-checked number flags.
 
 argparse echoes a rejected value in full (``invalid int value: '999...'``, ``unrecognized arguments``),
 so ``BoundedParser`` cuts every usage error to ``ERROR_LIMIT`` characters; it is the class of every
 sub-command's parser too. ``int_in(lo, hi)`` is a ``type=`` that refuses values outside Kafka's ranges at
-parse time (exit 2 with the flag's name), before any file is read. ``key_value`` parses ``KEY=VALUE``.
+parse time (exit 2 with the flag's name), before any file is read; ``number_in(lo, hi)`` the same for
+finite decimal numbers (``--max-disk-share``). ``key_value`` parses ``KEY=VALUE``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,24 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = "integer"
+    return parse
+
+
+def number_in(low: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type`` accepting finite decimal numbers from ``low`` to ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip()) if len(text) <= 40 else float("nan")
+        except ValueError:
+            value = float("nan")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {brief(text)}")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g}, got {brief(text)}")
+        return value
+
+    parse.__name__ = "number"
     return parse
 
 

@@ -12,6 +12,7 @@ import re
 import sys
 from typing import Any
 
+from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
 from ..model.crd_parts import LAUNCHERS, SPARK_MEMORY_PATTERN
 from ..model.errors import BadInputError
@@ -25,7 +26,7 @@ from ..planning.report import build_report
 from ..planning.report_html import render
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
-from ._args import int_in, key_value
+from ._args import int_in, key_value, number_in
 from ._io import (
     Output,
     check_outputs,
@@ -71,6 +72,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             args.snapshot,
         )
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
+    if args.max_disk_share is not None:
+        intents = intents.with_max_disk_share(args.max_disk_share)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)
     else:
@@ -91,7 +94,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"(engine {s['engine']})",
         file=sys.stderr,
     )
+    print(headroom_line(s.get("diskHeadroom")), file=sys.stderr)
     return 0
+
+
+def headroom_line(disk: dict[str, Any] | None) -> str:
+    """The summary's disk headroom in one line: the limit, the fullest dir after the plan, and the dirs
+    without a limit (their volume size unknown)."""
+    if disk is None:
+        return "disk headroom: not reported"
+    share = disk["maxDiskShare"]
+    top = disk.get("fullest")
+    unknown = len((disk.get("unknownSize") or {}).get("dirs", ()))
+    head = f"disk headroom: no log dir above {100 * share:.1f}% of its volume"
+    if top is not None:
+        at = 100 * top["shareAfter"]
+        head += f"; fullest after the plan: broker {top['broker']} {top['path']} at {at:.1f}%"
+    if unknown:
+        head += f"; {unknown} dir(s) of unknown volume size have no limit"
+    return head
 
 
 def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> PlanResult:
@@ -125,7 +146,10 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
         executor_memory=args.spark_memory,
         timeout_s=float(args.spark_timeout),
         service_account=args.spark_service_account,
-        extra_arguments=("--reactive-cordon",) if args.reactive_cordon else (),
+        extra_arguments=(
+            *(("--reactive-cordon",) if args.reactive_cordon else ()),
+            *(("--max-disk-share", repr(args.max_disk_share)) if args.max_disk_share is not None else ()),
+        ),
         conf=tuple(args.spark_conf),
     )
     kube = KubeGateway.from_config(args.kubeconfig)
@@ -253,6 +277,16 @@ def register(sub: Any) -> None:
         "--reactive-cordon",
         action="store_true",
         help="Kafka < 4.3 cannot cordon dirs: also move empty replicas that appeared on cordoned dirs",
+    )
+    p.add_argument(
+        "--max-disk-share",
+        type=number_in(MIN_DISK_SHARE, MAX_DISK_SHARE),
+        metavar="SHARE",
+        help=(
+            f"no log dir is planned above this share of its volume ({MIN_DISK_SHARE:g}-{MAX_DISK_SHARE:g}; "
+            f"default: the intents' capacity.maxDiskShare, else {DEFAULT_MAX_DISK_SHARE:g}); a plan that "
+            "cannot keep every dir under it is refused (exit 3)"
+        ),
     )
     p.set_defaults(func=cmd_plan)
 

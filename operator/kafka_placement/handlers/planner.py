@@ -247,8 +247,8 @@ def plan_cluster(
         replan = float(spec.spark.replan_seconds)
         tolerance = tolerance_of(inputs.intents)
         return _spark_k8s_step(kube, runs, snapshot, inputs.text, settings, replan, now(), tolerance)
-    except InfeasibleError as e:
-        return Planned(error_reason="Infeasible", error=e.message)
+    except InfeasibleError as e:  # (reason DiskHeadroom when no plan keeps every dir within its headroom)
+        return Planned(error_reason=e.reason, error=e.message)
     except BadInputError as e:
         return Planned(error_reason="InvalidInput", error=e.message)
     except PlacementError as e:

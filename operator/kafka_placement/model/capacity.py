@@ -7,7 +7,9 @@ A broker's capacity is, field by field, its override's, else the default's, else
 capacity nobody declared is never made up. Every value is a positive integer (the CRD's ``minimum`` and
 the parser refuse zero and negatives); an override names a broker once (the CRD's list-map key ``id``, and
 the parser). ``maxShare`` (default 0.8) is the share of a broker's network capacity the planner may plan
-it up to (planning/goals/network.py). Whether the brokers named exist is only known against a cluster:
+it up to (planning/goals/network.py). ``maxDiskShare`` (default 0.85, 0.5 to 0.98) is the share of each
+log dir's volume no plan fills it beyond (planning/headroom.py); it applies whether or not any other
+capacity is declared. Whether the brokers named exist is only known against a cluster:
 ``unknown_brokers``.
 """
 
@@ -24,6 +26,10 @@ from .spec_fields import child, custom, leaf, object_schema, parse_object
 
 MAX_OVERRIDES = 10_000
 DEFAULT_MAX_SHARE = 0.8  # headroom for bursts and for a failed broker's leaders moving over
+# the share of a log dir's volume a plan may fill it to (a full dir goes offline: room for the
+# producers writing while replicas move, and for segments not yet deleted)
+DEFAULT_MAX_DISK_SHARE = 0.85
+MIN_DISK_SHARE, MAX_DISK_SHARE = 0.5, 0.98
 
 
 def _bytes(description: str) -> Schema:
@@ -113,6 +119,20 @@ class CapacitySpec:
             "default": DEFAULT_MAX_SHARE,
         },
     )
+    max_disk_share: float = leaf(
+        "maxDiskShare",
+        {
+            "type": "number",
+            "description": (
+                "The share of each log dir's volume no plan fills it beyond (a hard limit: a plan that"
+                " cannot keep every dir under it is refused, reason DiskHeadroom; a dir already above it"
+                " receives no replica); 0.85 = 85%. A dir whose volume size is unknown has no limit."
+            ),
+            "minimum": MIN_DISK_SHARE,
+            "maximum": MAX_DISK_SHARE,
+            "default": DEFAULT_MAX_DISK_SHARE,
+        },
+    )
     brokers: tuple[BrokerCapacity, ...] | None = custom("brokers", _brokers_schema(), _brokers)
 
     def of(self, broker: int) -> Capacity:
@@ -145,6 +165,8 @@ class CapacitySpec:
             return {k: v for k, v in named if v is not None}
 
         out: dict[str, Any] = {"default": fields(self.default), "maxShare": self.max_share}
+        if self.max_disk_share != DEFAULT_MAX_DISK_SHARE:  # (the text a plan's key hashes: as before)
+            out["maxDiskShare"] = self.max_disk_share
         if self.brokers is not None:
             out["brokers"] = [{"id": b.id, **fields(b)} for b in self.brokers]
         return out
@@ -158,4 +180,12 @@ class CapacitySpec:
         return object_schema(CapacitySpec)
 
 
-__all__ = ["DEFAULT_MAX_SHARE", "BrokerCapacity", "Capacity", "CapacitySpec"]
+__all__ = [
+    "DEFAULT_MAX_DISK_SHARE",
+    "DEFAULT_MAX_SHARE",
+    "MAX_DISK_SHARE",
+    "MIN_DISK_SHARE",
+    "BrokerCapacity",
+    "Capacity",
+    "CapacitySpec",
+]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .capacity import CapacitySpec
+from .capacity import DEFAULT_MAX_DISK_SHARE, CapacitySpec
 from .crd_parts import (
     BOOTSTRAP_PATTERN,
     ENGINES,
@@ -384,6 +384,12 @@ class ClusterSpec:
     def sampling(self) -> TrafficSpec:
         """``traffic``, every field at its default (sampling off) when absent."""
         return self.traffic if self.traffic is not None else TrafficSpec()
+
+    @property
+    def max_disk_share(self) -> float:
+        """``capacity.maxDiskShare``: no log dir is planned above this share of its volume (its default
+        when no capacity is declared)."""
+        return self.capacity.max_disk_share if self.capacity is not None else DEFAULT_MAX_DISK_SHARE
 
     @property
     def spark(self) -> SparkSpec:

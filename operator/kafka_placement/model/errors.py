@@ -2,7 +2,8 @@
 
 ``BadInputError`` (exit 2): the input is malformed or names things that do not exist; ``location``
 says where (file, JSON path, resource field). ``InfeasibleError`` (exit 3): the input is well formed
-but cannot be satisfied; ``rule`` names the violated hard constraint. Anything else is exit 1.
+but cannot be satisfied; ``rule`` names the violated hard constraint (``DiskHeadroomError``: no plan keeps
+every log dir within its headroom). Anything else is exit 1.
 """
 
 from __future__ import annotations
@@ -44,3 +45,21 @@ class InfeasibleError(PlacementError):
         self.rule = rule
         self.partition = partition
         self.detail = message
+
+
+DIR_CAPACITY = "dir-capacity"  # the rule of a plan no placement keeps within every dir's headroom
+
+
+class DiskHeadroomError(InfeasibleError):
+    """No plan keeps every log dir within ``maxDiskShare`` of its volume (planning/headroom.py): exit 3,
+    and the operator's ``Blocked`` reason ``DiskHeadroom``."""
+
+    reason = "DiskHeadroom"
+
+
+def infeasible(message: str, rule: str = "", partition: str = "") -> InfeasibleError:
+    """The ``InfeasibleError`` of ``rule`` (a ``DiskHeadroomError`` for the disk headroom rule), e.g. read
+    back from a shard's or a Spark driver's report."""
+    if rule == DIR_CAPACITY or f"[{DIR_CAPACITY}]" in message:
+        return DiskHeadroomError(message, rule, partition)
+    return InfeasibleError(message, rule, partition)

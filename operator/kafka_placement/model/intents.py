@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .capacity import CapacitySpec
+from .capacity import DEFAULT_MAX_DISK_SHARE, CapacitySpec
 from .crd_parts import MAX_NAME
 from .errors import BadInputError
 from .intent_kinds import (
@@ -61,6 +61,9 @@ class Intents:
     # The brokers' capacities (KafkaCluster.spec.capacity; the CLI's --capacity): the network capacity
     # goal's limits (None: none declared, the goal is off).
     capacity: CapacitySpec | None = None
+    # No log dir is planned above this share of its volume (capacity.maxDiskShare; the CLI's
+    # --max-disk-share; planning/headroom.py): set from ``capacity`` by ``with_capacity`` and the parser.
+    max_disk_share: float = DEFAULT_MAX_DISK_SHARE
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -83,8 +86,14 @@ class Intents:
         return replace(self, reactive_cordon=reactive, reactive_max_bytes=max_bytes)
 
     def with_capacity(self, capacity: CapacitySpec | None) -> Intents:
-        """The same intents with the brokers' capacities (the network capacity goal's limits)."""
-        return replace(self, capacity=capacity)
+        """The same intents with the brokers' capacities (the network capacity goal's limits) and their
+        ``maxDiskShare`` (kept as it is without capacities)."""
+        share = capacity.max_disk_share if capacity is not None else self.max_disk_share
+        return replace(self, capacity=capacity, max_disk_share=share)
+
+    def with_max_disk_share(self, share: float) -> Intents:
+        """The same intents with another limit of every log dir's planned share of its volume."""
+        return replace(self, max_disk_share=share)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""
@@ -133,7 +142,7 @@ class Intents:
                 cordons.append(parsed)
             else:
                 policies.append(parsed)
-        return Intents(tuple(decommissions), tuple(cordons), tuple(policies), capacity=capacity)
+        return Intents(tuple(decommissions), tuple(cordons), tuple(policies)).with_capacity(capacity)
 
 
 def parse_document(doc: object, where: str, default_name: str = "") -> Intent:

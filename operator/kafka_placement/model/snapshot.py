@@ -12,7 +12,8 @@ and not fenced), never whether the reader reached the broker: a broker alive in 
 could not be read is *unreachable*, listed alive with no dirs (its replicas' dirs unknown, ``None``) and
 named in the optional top-level ``unreachableBrokers``; such a snapshot is not planned from.
 Broker ids and partition numbers are Kafka's non-negative int32s, byte counts signed 64-bit, topic
-names legal Kafka names.
+names legal Kafka names. A log dir's ``totalBytes`` is its volume's size (0: unknown) and ``usableBytes``
+its free bytes: never negative, never more than a known size (the message names the broker and dir).
 A partition's traffic, when it was sampled (``kafka-placement snapshot --traffic-window``), is in the
 optional ``bytesInPerSec`` (a non-negative number) and ``readFanout`` (the number of consumer groups
 reading it); an absent field means unknown, never zero, and stays absent when the snapshot is written
@@ -293,13 +294,24 @@ _PARTITION_FIELDS = (
 )
 
 
-def _parse_dir(raw: object, where: str) -> LogDir:
+def _parse_dir(raw: object, where: str, broker: object = None) -> LogDir:
+    """One log dir of broker ``broker`` (its id as read, for messages): a volume's usable bytes are
+    never negative nor, when its size is known (``totalBytes`` > 0), more than its size."""
     obj = as_object(raw, where)
     check_fields(obj, where, _DIR_FIELDS)
+    path = as_str(require(obj, "path", where), f"{where}.path")
+    named = f"{where} (broker {brief(broker)} log dir {brief(path)})"
+    total = as_int(obj.get("totalBytes", 0), f"{named}.totalBytes", minimum=0)
+    usable = as_int(obj.get("usableBytes", 0), f"{named}.usableBytes", minimum=0)
+    if total > 0 and usable > total:
+        raise BadInputError(
+            f"usableBytes {usable} exceeds totalBytes {total}: not a volume's free space",
+            f"{named}.usableBytes",
+        )
     return LogDir(
-        path=as_str(require(obj, "path", where), f"{where}.path"),
-        total_bytes=as_int(obj.get("totalBytes", 0), f"{where}.totalBytes", minimum=0),
-        usable_bytes=as_int(obj.get("usableBytes", 0), f"{where}.usableBytes", minimum=0),
+        path=path,
+        total_bytes=total,
+        usable_bytes=usable,
         cordoned=as_bool(obj.get("cordoned", False), f"{where}.cordoned"),
         online=as_bool(obj.get("online", True), f"{where}.online"),
     )
@@ -310,8 +322,10 @@ def _parse_broker(raw: object, where: str) -> Broker:
     check_fields(obj, where, _BROKER_FIELDS)
     rack_raw = obj.get("rack")
     rack = None if rack_raw is None else as_str(rack_raw, f"{where}.rack")
+    broker = obj.get("id")
     dirs = tuple(
-        _parse_dir(d, f"{where}.logDirs[{i}]") for i, d in enumerate(as_list(obj.get("logDirs", []), where))
+        _parse_dir(d, f"{where}.logDirs[{i}]", broker)
+        for i, d in enumerate(as_list(obj.get("logDirs", []), where))
     )
     paths = [d.path for d in dirs]
     if len(set(paths)) != len(paths):

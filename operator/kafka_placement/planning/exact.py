@@ -18,7 +18,8 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
   receive new replicas; exactly the target replication factor per partition;
 - when any dir's usable bytes are known, one binary per (partition, broker, dir) too: the replica stays
   on its dir when it may (no copy), or takes a dir that may receive (a local copy when its broker held
-  it); each dir's bytes after stay within its bytes before plus its usable bytes (``Assignment.free``);
+  it); each volume's bytes after stay within its bytes before plus its room under the disk headroom
+  limit (``headroom.room``, as ``Assignment.free``: one row per volume);
   without known room the dirs are chosen afterwards as the hard goal chooses them (``best_dir``);
 - KIP-879 spread (``RackTree``): at every unit holding replicas, a child that is not full (a member
   broker under it holds none) holds at most one replica fewer than any sibling;
@@ -106,8 +107,8 @@ def movable(ctx: PlanningContext, balance: bool) -> list[PartitionState]:
 
 
 def sized(ctx: PlanningContext) -> bool:
-    """Whether any dir's usable bytes are known (the program can then place replicas on dirs)."""
-    return any(v is not None for v in ctx.eligibility.capacity.values())
+    """Whether any dir's volume size is known (the program can then place replicas on dirs)."""
+    return ctx.eligibility.sized
 
 
 def solve(
@@ -183,11 +184,12 @@ def solve(
     if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
         m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
     room = _room(ctx) if dirs_mode else {}
-    for place, most in room.items():
-        b, d = place
-        terms = [(y[(p.key, b, d)], float(p.size_bytes)) for p in parts if (p.key, b, d) in y]
+    for places, most in room.values():  # one row per volume (two dirs on one filesystem share it)
+        terms = [
+            (y[(p.key, b, d)], float(p.size_bytes)) for b, d in places for p in parts if (p.key, b, d) in y
+        ]
         if terms:
-            m.row(terms, float("-inf"), float(most - fixed_dir.get(place, 0)))
+            m.row(terms, float("-inf"), float(most - sum(fixed_dir.get(d, 0) for d in places)))
     values = _run(m)
     if values is None:
         return None
@@ -245,7 +247,7 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
             if b not in where and not e.may_receive(b):
                 return False
             places.add((b, d))
-    if any((a.free.get(place) or 0) < 0 for place in places):
+    if any((a.room(*place) or 0) < 0 for place in places):
         return False
     return limit is None or all(a.broker_bytes[b] <= limit for b in e.active_brokers)
 
@@ -282,18 +284,23 @@ def _dirs_for(
     return [d for d in e.dirs[broker] if e.dir_may_receive(broker, d) and (broker, d) not in e.offline]
 
 
-def _room(ctx: PlanningContext) -> dict[DirKey, int]:
-    """Each dir with known usable bytes: the most bytes it may hold after the plan."""
+def _room(ctx: PlanningContext) -> dict[DirKey, tuple[list[DirKey], int]]:
+    """Each volume of known size whose dirs are not all drained: its dirs and the most bytes they may
+    hold after the plan, their bytes before plus the volume's room under the disk headroom limit
+    (``headroom.room``; none for a volume above it already: its replicas may stay or leave)."""
     held: dict[DirKey, int] = {}
     for p in ctx.snapshot.partitions:
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             if d is not None:
                 held[(b, d)] = held.get((b, d), 0) + p.size_bytes
-    e = ctx.eligibility
+    e, a = ctx.eligibility, ctx.assignment
+    groups: dict[DirKey, list[DirKey]] = {}
+    for place, v in a.vol.items():
+        groups.setdefault(v, []).append(place)
     return {
-        place: held.get(place, 0) + free
-        for place, free in e.capacity.items()
-        if free is not None and place not in e.drained
+        v: (places, sum(held.get(d, 0) for d in places) + max(a.room0[v], 0))
+        for v, places in groups.items()
+        if not all(d in e.drained for d in places)
     }
 
 

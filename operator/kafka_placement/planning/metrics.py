@@ -40,7 +40,7 @@ driver merges their tallies: the same code, so the same summary. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -175,7 +175,9 @@ class Loads:
         dir_ratios = []
         for b in brokers:
             paths = [d for d in elig.dirs.get(b, ()) if (b, d) not in elig.drained]
-            r = _ratio([self.dir_bytes.get((b, d), 0) for d in paths])
+            held = [self.dir_bytes.get((b, d), 0) for d in paths]
+            sizes = elig.sizes.get(b)  # volumes of different sizes: shares of the volumes
+            r = _ratio(held) if sizes is None else _share_ratio(held, [sizes[d] for d in paths])
             if r is not None:
                 dir_ratios.append(r)
         return {
@@ -274,9 +276,16 @@ class Bound:
                 # An upper bound of the broker's final load: at most the threshold when it is balanced,
                 # otherwise everything forced to move could land on it.
                 upper = max(raw_loads[b], bthreshold) if policies else raw_loads[b] + decom + growth + drain
-                dthreshold = (1 + tol) * upper / len(paths)
+                sizes = elig.sizes.get(b)  # volumes of different sizes: each dir's share of the load
+                dthreshold = {
+                    d: (1 + tol) * upper / len(paths)
+                    if sizes is None
+                    else (1 + tol) * upper * sizes[d] / sum(sizes[x] for x in paths)
+                    for d in paths
+                }
+                dropped = self.dropped_dirs
                 dir_excess[b] = sum(
-                    max(0.0, before.dir_bytes.get((b, d), 0) - self.dropped_dirs.get((b, d), 0) - dthreshold)
+                    max(0.0, before.dir_bytes.get((b, d), 0) - dropped.get((b, d), 0) - dthreshold[d])
                     for d in paths
                 )  # (a replica a lower RF drops leaves its dir without a copy)
         drained_on = {b: self.drained_on.get(b, 0) for b in active}
@@ -345,15 +354,18 @@ class Violations:
         add_into(self.counts, other.counts)
         add_into(self.used, other.used)
 
-    def finish(self, elig: Eligibility) -> dict[str, int]:
-        """The counts, with ``capacity``: dirs whose bytes arriving minus leaving exceed their usable
-        bytes."""
+    def finish(self, elig: Eligibility, held: Mapping[DirKey, int]) -> dict[str, int]:
+        """The counts, with ``capacity``: volumes (``headroom``) whose bytes arriving minus leaving exceed
+        their room under the disk headroom limit, their dirs holding ``held`` bytes before the plan (a
+        volume above the limit already: any net arrival)."""
         out = dict(self.counts)
-        out["capacity"] = sum(
-            1
-            for dk, incoming in self.used.items()
-            if (cap := elig.capacity.get(dk)) is not None and incoming > cap
-        )
+        net: dict[DirKey, int] = {}
+        for dk, incoming in self.used.items():
+            v = elig.volume.get(dk)
+            if v is not None:
+                net[v] = net.get(v, 0) + incoming
+        rooms = elig.rooms(held) if net else {}
+        out["capacity"] = sum(1 for v, incoming in net.items() if incoming > max(rooms[v], 0))
         return out
 
 
@@ -462,8 +474,8 @@ class Tally:
         out["balanceBefore"] = self.before.balance(active, scope.elig)
         out["balanceAfter"] = self.after.balance(active, scope.elig)
         if scope.intents is not None:
-            out["violationsBefore"] = self.violations_before.finish(scope.elig)
-            out["violationsAfter"] = self.violations_after.finish(scope.elig)
+            out["violationsBefore"] = self.violations_before.finish(scope.elig, self.before.dir_bytes)
+            out["violationsAfter"] = self.violations_after.finish(scope.elig, self.before.dir_bytes)
             out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
         followers = {b: {f: n for f, n in v.items() if f != b} for b in active if (v := self.peers.get(b))}
         counts = {b: spread_of(v) for b, v in followers.items()}
@@ -554,10 +566,12 @@ def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = No
 def violations(before: ClusterSnapshot, after: ClusterSnapshot, intents: Intents) -> dict[str, int]:
     """Hard-rule violations in ``after`` (partitions of ``before``, placed anew)."""
     scope = Scope.of(before, intents)
-    found = Violations()
+    found, held = Violations(), Loads()
+    for p in before.partitions:
+        held.add(p)
     for p in after.partitions:
         found.add(before.partition(p.topic, p.partition), p, scope)
-    return found.finish(scope.elig)
+    return found.finish(scope.elig, held.dir_bytes)
 
 
 def rack_must_move(
@@ -581,6 +595,14 @@ def _ratio(values: Sequence[float]) -> float | None:
         return None
     mean = sum(values) / len(values)
     return round(max(values) / mean, 4) if mean > 0 else None
+
+
+def _share_ratio(held: Sequence[int], sizes: Sequence[int]) -> float | None:
+    """The largest share of its volume over the mean share (all the bytes over all the volumes)."""
+    if not held:
+        return None
+    mean = sum(held) / sum(sizes)
+    return round(max(h / s for h, s in zip(held, sizes, strict=True)) / mean, 4) if mean > 0 else None
 
 
 def _spread(counts: Sequence[int]) -> dict[str, float]:

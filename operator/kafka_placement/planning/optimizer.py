@@ -17,7 +17,7 @@ from ..model.errors import InfeasibleError
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from . import batching, metrics
+from . import batching, headroom, metrics
 from .context import Goal, PlanningContext
 from .goals import default_goals
 from .state import Eligibility
@@ -103,6 +103,7 @@ def compute_plan(
         return tallied[-1]
 
     summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measured, batches)
+    refuse_over_headroom(summary)
     advised = [p for p in intents.policies if not p.enforced]
     if advised:
         try:
@@ -144,8 +145,26 @@ def summarize(
         summary["balanceBefore"].update(net.pop("balanceBefore"))
         summary["balanceAfter"].update(net.pop("balanceAfter"))
         _bound_network(summary, net.pop("lowerBoundNetworkInBytes"))
+    summary["diskHeadroom"] = headroom.summary(
+        snapshot, intents.max_disk_share, found.before.dir_bytes, found.after.dir_bytes
+    )
     summary["goals"] = goal_report(intents, summary)
     return summary
+
+
+def refuse_over_headroom(summary: dict[str, Any]) -> None:
+    """Never a plan that breaks the disk headroom limit, whichever engine made it: a plan that leaves a
+    dir above it (the summary's ``capacity`` violation) is refused, naming the fullest dir."""
+    if not summary["violationsAfter"]["capacity"]:
+        return
+    disk = summary["diskHeadroom"]
+    top = disk["fullest"]
+    raise headroom.refused(
+        disk["maxDiskShare"],
+        (top["broker"], top["path"]),
+        top["shareAfter"],
+        f"the plan leaves {summary['violationsAfter']['capacity']} volume(s) above the limit",
+    )
 
 
 def _bound_network(summary: dict[str, Any], network_in: int) -> None:

@@ -133,7 +133,8 @@ class Repacker:
         self.version: dict[DirKey, int] = {}
         self.covers: dict[tuple[DirKey, int, int], tuple[int, list[Key]] | None] = {}
         a, e = ctx.assignment, ctx.eligibility
-        self.free: dict[DirKey, int | None] = dict(a.free)
+        self.free: dict[DirKey, int] = dict(a.free)  # per volume (``Assignment.free``)
+        self.vol = a.vol
         self.where: dict[Key, dict[int, str | None]] = {}
         self.residents: dict[DirKey, set[Key]] = {(b, p): set() for b, paths in e.dirs.items() for p in paths}
         for b, keys_on in a.by_broker.items():
@@ -198,9 +199,9 @@ class Repacker:
         if d is not None:
             self.version[(broker, d)] = self.version.get((broker, d), 0) + 1
             self.residents[(broker, d)].discard(key)
-            free = self.free.get((broker, d))
-            if free is not None:
-                self.free[(broker, d)] = free + self.ctx.assignment.size[key]
+            v = self.vol.get((broker, d))
+            if v is not None:
+                self.free[v] += self.ctx.assignment.size[key]
         return d
 
     def _enter(self, key: Key, broker: int, path: str | None) -> None:
@@ -208,9 +209,9 @@ class Repacker:
         if path is not None:
             self.version[(broker, path)] = self.version.get((broker, path), 0) + 1
             self.residents[(broker, path)].add(key)
-            free = self.free.get((broker, path))
-            if free is not None:
-                self.free[(broker, path)] = free - self.ctx.assignment.size[key]
+            v = self.vol.get((broker, path))
+            if v is not None:
+                self.free[v] -= self.ctx.assignment.size[key]
 
     # ---- search -------------------------------------------------------------------------------------
 
@@ -241,9 +242,9 @@ class Repacker:
             for path in e.dirs[b]
             if e.dir_may_receive(b, path) and (b, path) not in e.drained
         ]
-        if len(out) > ROOM_DIRS or any(self.free.get(dk) is None for dk in out):
+        if len(out) > ROOM_DIRS or any(dk not in self.vol for dk in out):
             return []
-        return out
+        return sorted({self.vol[dk] for dk in out})  # each volume once
 
     def _room_short(self) -> bool:
         """Whether the replicas still to place cannot fit whatever the packing: their bytes exceed the
@@ -257,7 +258,7 @@ class Repacker:
         self.work += len(self.receivers)
         room = 0
         for dk in self.receivers:
-            f = self.free[dk] or 0
+            f = self.free[dk]
             if f >= smallest:
                 room += f
         return need > room
@@ -380,7 +381,8 @@ class Repacker:
                 home = self.origin[key].get(b) == path
                 if home and b not in here and not self.reopen:
                     continue  # back where it was moved out from: not a packing, a cycle
-                free = self.free.get((b, path))
+                v = self.vol.get((b, path))
+                free = None if v is None else self.free[v]
                 if free is None or free >= size:
                     left = -1 if free is None else free - size
                     if self.reopen:  # every replica is placed afresh: one away from home is a copy
@@ -485,6 +487,7 @@ class Repacker:
         return False if any ends breaking a rule or a dir ends over its room."""
         ctx, a = self.ctx, self.ctx.assignment
         before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in solution}
+        was = dict(a.free)  # a volume above the disk headroom limit already may stay there, no higher
         charges: list[tuple[Key, int]] = []
         for key, placed in sorted(solution.items()):
             order = self.order(a.replicas[key], sorted(placed))
@@ -492,7 +495,7 @@ class Repacker:
             charges.append((key, copies))
             a.set_placement(key, order, [placed[b] for b in order])
         e = ctx.eligibility
-        ok = all(v is None or v >= 0 for v in a.free.values()) and all(
+        ok = all(f >= min(0, was[v]) for v, f in a.free.items()) and all(
             self.rules(k, a.replicas[k])
             and all(e.may_keep(b, d, a.size[k]) for b, d in zip(a.replicas[k], a.dirs[k], strict=True))
             for k in solution

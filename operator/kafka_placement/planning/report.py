@@ -2,7 +2,8 @@
 
 From a snapshot, a plan and optionally the intents: the plan's summary exactly as ``plan --summary``
 computes it (``optimizer.summarize``, one tally), and from that same tally the per-broker and per-dir
-loads before and after, replicas per rack unit at each level of the hierarchy, bytes moved in and out
+loads before and after (each dir's share of its volume too, beside the disk headroom limit), replicas per
+rack unit at each level of the hierarchy, bytes moved in and out
 of each broker, moves by topic, the largest moves and bytes per batch. Lists that grow with the cluster
 are capped (``MAX_*``) and keep their full count, so a report of a huge cluster stays small and says
 what it left out. Pure: no I/O.
@@ -49,6 +50,7 @@ class DirRow:
     bytes: tuple[int, int]
     usable_bytes: int  # 0: unknown
     cordoned: bool
+    share: tuple[float, float] | None = None  # of its volume, before and after (None: size unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +162,7 @@ def build_report(
     dir_brokers = _top(
         changing, MAX_DIR_BROKERS, lambda r: (r.bytes_in + r.bytes_out + r.dir_bytes, -r.broker)
     )
+    shares = {(x["broker"], x["path"]): x for x in summary["diskHeadroom"]["dirs"]}
     dirs = [
         DirRow(
             b.id,
@@ -167,6 +170,7 @@ def build_report(
             (before.dir_bytes.get((b.id, d.path), 0), after.dir_bytes.get((b.id, d.path), 0)),
             d.usable_bytes,
             d.cordoned,
+            (x["shareBefore"], x["shareAfter"]) if (x := shares.get((b.id, d.path))) is not None else None,
         )
         for r in sorted(dir_brokers, key=lambda r: r.broker)
         if (b := snapshot.broker(r.broker)) is not None

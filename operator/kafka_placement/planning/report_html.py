@@ -127,6 +127,7 @@ def _charts(r: Report) -> list[str]:
                 [("before", [d.bytes[0] for d in r.dirs]), ("after", [d.bytes[1] for d in r.dirs])],
             )
         )
+        out += _share_chart(r)
     for level in range(1, r.rack_levels + 1):
         units = [u for u in r.units if u.level == level]
         out += [f"<h2>Replicas per rack unit, level {level}</h2>"]
@@ -212,13 +213,24 @@ def _tables(r: Report) -> list[str]:
         out.append(_table("traffic", head, rows))
     if r.dirs:
         out += ["<h2>Dirs</h2>", _note(r.dir_brokers_count, "brokers")]
+        limit = r.summary["diskHeadroom"]["maxDiskShare"]
+        note = f"disk headroom: no dir is planned above {100 * limit:.1f}% of its volume"
+        out.append(f'<p class="note">{escape(note)}</p>')
         rows = [
-            [d.broker, d.path, d.bytes[0], d.bytes[1], d.usable_bytes or "", "yes" if d.cordoned else ""]
+            [
+                d.broker,
+                d.path,
+                d.bytes[0],
+                d.bytes[1],
+                d.usable_bytes or "",
+                _percent(d.share[0]) if d.share else "unknown size: no limit",
+                _percent(d.share[1]) if d.share else "",
+                "yes" if d.cordoned else "",
+            ]
             for d in r.dirs
         ]
-        out.append(
-            _table("dirs", ["broker", "dir", "bytes before", "bytes after", "usable", "cordoned"], rows)
-        )
+        head = ["broker", "dir", "bytes before", "bytes after", "usable", "share before", "share after"]
+        out.append(_table("dirs", [*head, "cordoned"], rows))
     if r.units:
         out += ["<h2>Rack units</h2>", _note(r.units_count, "rack units")]
         rows = [[u.level, u.unit, u.replicas[0], u.replicas[1]] for u in r.units]
@@ -230,6 +242,32 @@ def _tables(r: Report) -> list[str]:
     rows = [[m.partition, m.size_bytes, _ids(m.replicas[0]), _ids(m.replicas[1]), m.bytes] for m in r.moves]
     out.append(_table("moves", ["partition", "size", "replicas before", "after", "bytes copied"], rows))
     return out
+
+
+def _share_chart(r: Report) -> list[str]:
+    """Each charted dir's share of its volume before and after, with the disk headroom limit's line
+    (nothing when no charted dir's volume size is known)."""
+    known = [d for d in r.dirs if d.share is not None]
+    if not known:
+        return []
+    limit = 100 * r.summary["diskHeadroom"]["maxDiskShare"]
+    return [
+        "<h2>Dirs of the brokers that change (share of their volume)</h2>",
+        _bars(
+            "chart-dir-shares",
+            [f"{d.broker}:{d.path}" for d in known],
+            [
+                ("before", [100 * d.share[0] for d in known if d.share]),
+                ("after", [100 * d.share[1] for d in known if d.share]),
+            ],
+            [("maxDiskShare", limit, "line")],
+            fmt=lambda v: f"{v:.0f}%",
+        ),
+    ]
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
 
 
 def _table(ident: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -248,7 +286,7 @@ def _table(ident: str, head: Sequence[str], rows: Sequence[Sequence[object]]) ->
 def _bars(
     ident: str,
     labels: Sequence[str],
-    series: Sequence[tuple[str, Sequence[int]]],
+    series: Sequence[tuple[str, Sequence[float]]],
     lines: Sequence[tuple[str, float, str]] = (),
     fmt: Callable[[float], str] | None = None,
 ) -> str:

@@ -55,7 +55,7 @@ def eject_for(
             if tree.violation(cand) is not None and tree.violation(keepers) is None:
                 continue
         for path in e.dirs[b]:
-            free = a.free.get((b, path))
+            free = a.room(b, path)
             if free is None or free >= size or not e.dir_may_receive(b, path):
                 continue
             chosen = _cover(ctx, newcomers(ctx, b, path), size - free, key, tabu, limit)
@@ -106,7 +106,7 @@ def _shift_for(ctx: PlanningContext, key: Key, changing: Callable[[Key], bool]) 
         if b in holders or not e.may_receive(b):
             continue
         for path in e.dirs[b]:
-            free = a.free.get((b, path))
+            free = a.room(b, path)
             if free is None or free >= size or not e.dir_may_receive(b, path):
                 continue
             for other in sorted(a.by_broker[b]):

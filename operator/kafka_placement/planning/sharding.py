@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
-from ..model.errors import InfeasibleError
+from ..model.errors import InfeasibleError, infeasible
 from ..model.intents import Intents, PlacementPolicy
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
@@ -44,7 +44,7 @@ from .context import PlanningContext
 from .goals import ReplicaPlacementGoal, balance_goals
 from .goals.replica_placement import needs_repair
 from .optimizer import diff, run_goals
-from .state import ClusterLoads, DirKey
+from .state import ClusterLoads, DirKey, Eligibility
 
 Row = tuple[str, int, tuple[int, ...], tuple[str | None, ...]]  # topic, partition, replicas, dirs
 # changed partitions and what they change in the loads, or the infeasibility that stopped the shard
@@ -85,24 +85,28 @@ class Loads(Protocol):
 class ShardView:
     """What every shard starts from: the brokers with per-shard dir budgets, and scaled cluster loads."""
 
-    brokers: ClusterSnapshot  # no partitions; each dir's free bytes divided among the shards
+    brokers: ClusterSnapshot  # no partitions
     broker_bytes: dict[int, int]
     broker_replicas: dict[int, int]
     dir_bytes: dict[DirKey, int]
     dir_replicas: dict[DirKey, int]
+    # each dir's volume and each volume's room under the disk headroom limit (the whole cluster's:
+    # ``headroom``), divided among the shards: what a shard's assignment starts from (``Assignment.free``)
+    vol: dict[DirKey, DirKey]
+    free: dict[DirKey, int]
 
     @staticmethod
-    def of(snapshot: ClusterSnapshot, loads: Loads, shards: int) -> ShardView:
-        brokers = tuple(
-            replace(b, log_dirs=tuple(replace(d, usable_bytes=d.usable_bytes // shards) for d in b.log_dirs))
-            for b in snapshot.brokers
-        )
+    def of(snapshot: ClusterSnapshot, loads: Loads, shards: int, elig: Eligibility) -> ShardView:
+        """The view of ``snapshot`` (its ``loads`` and rules ``elig``) for each of ``shards`` shards."""
+        rooms = elig.rooms(loads.dir_bytes)
         return ShardView(
-            ClusterSnapshot(brokers, (), snapshot.cluster_id),
+            ClusterSnapshot(snapshot.brokers, (), snapshot.cluster_id),
             {b: v // shards for b, v in loads.broker_bytes.items()},
             {b: v // shards for b, v in loads.broker_replicas.items()},
             {d: v // shards for d, v in loads.dir_bytes.items()},
             {d: v // shards for d, v in loads.dir_replicas.items()},
+            elig.volume,
+            {v: r // shards if r > 0 else r for v, r in rooms.items()},
         )
 
 
@@ -120,6 +124,7 @@ def plan_shard(
     a.broker_replicas.update(view.broker_replicas)
     a.dir_bytes.update(view.dir_bytes)
     a.dir_replicas.update(view.dir_replicas)
+    a.vol, a.free, a.room0 = view.vol, dict(view.free), dict(view.free)
     before = ClusterLoads.copy_of(a)
     try:
         ReplicaPlacementGoal(salt=shard + 1).optimize(ctx)
@@ -138,7 +143,7 @@ def raise_if_infeasible(errors: Iterable[str | None]) -> None:
     if found:
         partition, rule, detail = found[0].split("\0", 2)
         more = f" (and other shards found {len(found) - 1} more)" if len(found) > 1 else ""
-        raise InfeasibleError(detail + more, rule, partition)
+        raise infeasible(detail + more, rule, partition)
 
 
 def merge_and_balance(
@@ -186,7 +191,7 @@ def plan_shards(ctx: PlanningContext, shards: int) -> list[ShardResult]:
     for p in ctx.snapshot.partitions:
         if needs_repair(ctx, p.key):
             groups.setdefault(shard_of(p.topic, p.partition, shards), []).append(p)
-    view = ShardView.of(ctx.snapshot, ctx.assignment, shards)
+    view = ShardView.of(ctx.snapshot, ctx.assignment, shards, ctx.eligibility)
     return [plan_shard(view, parts, ctx.intents, shard) for shard, parts in sorted(groups.items())]
 
 

@@ -1,7 +1,8 @@
 """The planner's working state: what each broker and dir may hold, and the mutable assignment.
 
 ``Eligibility`` turns a snapshot plus intents into per-broker and per-dir rules (decommissioned,
-cordoned, drained, capacity). ``Assignment`` is the placement being planned: replicas and dirs per
+cordoned, drained, and the disk headroom: each dir's volume, its room under ``maxDiskShare`` and the dirs
+above it, ``headroom.py``). ``Assignment`` is the placement being planned: replicas and dirs per
 partition with incrementally maintained loads (bytes, replicas, leaders per broker and per dir), so
 goals can evaluate a candidate move in O(1). Pure: no I/O, no clock.
 
@@ -22,6 +23,8 @@ from typing import Any
 from ..model.intents import Intents, PlacementPolicy
 from ..model.jsonio import INT64_MAX
 from ..model.snapshot import ClusterSnapshot
+from . import headroom
+from .headroom import Volume
 
 Key = tuple[str, int]
 DirKey = tuple[int, str]
@@ -42,25 +45,32 @@ class Eligibility:
     drained: frozenset[DirKey]  # no replica at all
     offline: frozenset[DirKey]
     dirs: dict[int, tuple[str, ...]]
-    capacity: dict[DirKey, int | None]  # usable bytes at snapshot time; None = unknown (no limit)
     racks: dict[int, str | None]
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
     keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
     reactive_cordon: bool = False  # new replicas on cordoned dirs must move (Kafka < 4.3)...
     reactive_max_bytes: int = 0  # ...while they hold at most this (0: only empty ones)
     dead: frozenset[int] = frozenset()  # brokers not alive: their replicas are lost
+    # disk headroom (planning/headroom.py): the limit, each dir of known size -> its volume, each volume's
+    # size and free bytes, and the dirs above the limit before the plan (they receive nothing)
+    share: float = headroom.DEFAULT_MAX_DISK_SHARE
+    volume: dict[DirKey, DirKey] = field(default_factory=dict)
+    volumes: dict[DirKey, Volume] = field(default_factory=dict)
+    full: frozenset[DirKey] = frozenset()
+    # per broker whose dirs' volumes are all of known size and not all equal: each dir's volume size. Dir
+    # balance compares those dirs' shares of their volumes (bytes / size), not their bytes (a small disk
+    # is not filled to match a big one); a broker absent compares bytes, as with equal volumes.
+    sizes: dict[int, dict[str, int]] = field(default_factory=dict)
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents) -> Eligibility:
         cordoned: set[DirKey] = set()
         drained: set[DirKey] = set()
         offline: set[DirKey] = set()
-        capacity: dict[DirKey, int | None] = {}
         dirs: dict[int, tuple[str, ...]] = {}
         for b in snapshot.brokers:
             dirs[b.id] = b.dir_paths
             for d in b.log_dirs:
-                capacity[(b.id, d.path)] = d.usable_bytes if d.total_bytes > 0 else None
                 if d.cordoned:
                     cordoned.add((b.id, d.path))
                 if not d.online:
@@ -76,13 +86,14 @@ class Eligibility:
             for b, paths in dirs.items()
             if paths and all((b, p) in cordoned or (b, p) in offline for p in paths)
         )
+        share = intents.max_disk_share
+        volume, sizes = headroom.volumes(snapshot)
         return Eligibility(
             decommissioned=intents.decommissioned,
             cordoned=frozenset(cordoned),
             drained=frozenset(drained),
             offline=frozenset(offline),
             dirs=dirs,
-            capacity=capacity,
             racks={b.id: b.rack for b in snapshot.brokers},
             cordoned_brokers=fully,
             keeping=frozenset(
@@ -93,7 +104,22 @@ class Eligibility:
             reactive_cordon=intents.reactive_cordon,
             reactive_max_bytes=intents.reactive_max_bytes,
             dead=frozenset(b.id for b in snapshot.brokers if not b.alive),
+            share=share,
+            volume=volume,
+            volumes=sizes,
+            full=frozenset(headroom.above_limit(volume, sizes, share)),
+            sizes=headroom.uneven(dirs, volume, sizes),
         )
+
+    def rooms(self, held: Mapping[DirKey, int]) -> dict[DirKey, int]:
+        """Each volume's room under the limit (``headroom.room``), its dirs holding ``held`` bytes of
+        replicas in the snapshot; volumes of unknown size are absent (no limit)."""
+        return headroom.rooms(self.volume, self.volumes, held, self.share)
+
+    @property
+    def sized(self) -> bool:
+        """Whether any dir's volume size is known (some dir has a limit)."""
+        return bool(self.volumes)
 
     def reactive_moves(self, size: int | None) -> bool:
         """A replica of ``size`` bytes (None: unknown) on a cordoned dir must move (reactive cordon)."""
@@ -111,7 +137,10 @@ class Eligibility:
         )
 
     def dir_may_receive(self, broker: int, path: str) -> bool:
-        return (broker, path) not in self.cordoned and (broker, path) not in self.offline
+        """A new replica may be placed on the dir: not cordoned, online, and its volume not above the
+        disk headroom limit before the plan (``headroom``)."""
+        place = (broker, path)
+        return place not in self.cordoned and place not in self.offline and place not in self.full
 
     def may_keep(self, broker: int, path: str | None, size: int | None = None) -> bool:
         """An existing replica (of ``size`` bytes, when known) may stay where it is."""
@@ -188,7 +217,11 @@ class Assignment:
     broker_leaders: dict[int, int] = field(default_factory=dict)
     dir_bytes: dict[DirKey, int] = field(default_factory=dict)
     dir_replicas: dict[DirKey, int] = field(default_factory=dict)
-    free: dict[DirKey, int | None] = field(default_factory=dict)
+    # room left under the disk headroom limit per volume (``Eligibility.rooms``; negative: above it), and
+    # each dir of known size -> its volume (``Eligibility.volume``): a dir without one has no limit
+    free: dict[DirKey, int] = field(default_factory=dict)
+    vol: dict[DirKey, DirKey] = field(default_factory=dict)
+    room0: dict[DirKey, int] = field(default_factory=dict)  # ``free`` before any move of this plan
     by_broker: dict[int, dict[Key, str | None]] = field(default_factory=dict)  # partitions -> their dir there
     touched: set[Key] = field(default_factory=set)  # partitions whose replicas, order or dirs were set
     # traffic (module docstring): bytes in per second and read fan-out of the partitions with a rate, and
@@ -223,7 +256,7 @@ class Assignment:
             size=dict(zip(keys, part_sizes, strict=True)),
             topic_policy={t: intents.policy_for(t) for t in snapshot.topics()},
         )
-        a.free = dict(elig.capacity)
+        a.vol = elig.volume
         counts = np.fromiter((len(p.replicas) for p in parts), np.intp, len(parts))
         total = int(counts.sum())
         brokers = np.fromiter(chain.from_iterable(p.replicas for p in parts), np.int64, total)
@@ -257,6 +290,8 @@ class Assignment:
         a.broker_leaders = dict.fromkeys(ids, 0)
         leaders, led = np.unique(brokers[np.cumsum(counts) - counts], return_counts=True)
         a.broker_leaders.update(zip(leaders.tolist(), led.tolist(), strict=True))
+        a.free = elig.rooms(a.dir_bytes)
+        a.room0 = dict(a.free)
         a._traffic_of(parts, ids, brokers, counts)
         return a
 
@@ -364,8 +399,14 @@ class Assignment:
         return self.topic_policy.get(key[0])
 
     def fits(self, broker: int, path: str, size: int) -> bool:
-        free = self.free.get((broker, path))
-        return free is None or free >= size
+        """A replica of ``size`` bytes fits on the dir under the disk headroom limit (O(1))."""
+        v = self.vol.get((broker, path))
+        return v is None or self.free[v] >= size
+
+    def room(self, broker: int, path: str) -> int | None:
+        """The bytes the dir's volume may still receive under the limit (None: no limit)."""
+        v = self.vol.get((broker, path))
+        return None if v is None else self.free[v]
 
     # ---- mutations (each keeps every load index exact) -----------------------------------------------
 
@@ -377,9 +418,9 @@ class Assignment:
         if path is not None:
             self.dir_bytes[(broker, path)] -= size
             self.dir_replicas[(broker, path)] -= 1
-            free = self.free.get((broker, path))
-            if free is not None:
-                self.free[(broker, path)] = free + size
+            v = self.vol.get((broker, path))
+            if v is not None:
+                self.free[v] += size
 
     def _enter(self, key: Key, broker: int, path: str | None, size: int) -> None:
         self.broker_bytes[broker] += size
@@ -389,9 +430,9 @@ class Assignment:
         if path is not None:
             self.dir_bytes[(broker, path)] += size
             self.dir_replicas[(broker, path)] += 1
-            free = self.free.get((broker, path))
-            if free is not None:
-                self.free[(broker, path)] = free - size
+            v = self.vol.get((broker, path))
+            if v is not None:
+                self.free[v] -= size
 
     def add_partition(self, key: Key, replicas: list[int], dirs: list[str | None], size: int = 0) -> None:
         """Register a partition that does not exist yet (``place``)."""
@@ -447,9 +488,9 @@ class Assignment:
             self.broker_replicas[b] += v
         for place, v in change.dir_bytes.items():
             self.dir_bytes[place] += v
-            free = self.free.get(place)
-            if free is not None:
-                self.free[place] = free - v
+            volume = self.vol.get(place)
+            if volume is not None:
+                self.free[volume] -= v
         for place, v in change.dir_replicas.items():
             self.dir_replicas[place] += v
 
@@ -501,14 +542,18 @@ class Assignment:
         self.touched.add(key)
 
     def best_dir(self, elig: Eligibility, broker: int, size: int, exclude: Iterable[str] = ()) -> str | None:
-        """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes."""
+        """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes and has
+        room for it under the disk headroom limit (least loaded: fewest bytes, or the lowest share of its
+        volume where the broker's volumes differ in size, ``Eligibility.sizes``)."""
         skip = set(exclude)
         best: str | None = None
-        best_load = (0, 0)
+        best_load: tuple[float, int] = (0, 0)
+        sizes = elig.sizes.get(broker)  # volumes of different sizes: the lowest share of its volume
         for path in elig.dirs.get(broker, ()):
             if path in skip or not elig.dir_may_receive(broker, path) or not self.fits(broker, path, size):
                 continue
-            load = (self.dir_bytes[(broker, path)], self.dir_replicas[(broker, path)])
+            held = self.dir_bytes[(broker, path)]
+            load = (held if sizes is None else held / sizes[path], self.dir_replicas[(broker, path)])
             if best is None or load < best_load:
                 best, best_load = path, load
         return best

@@ -355,7 +355,7 @@ class SparkOptimizer:
                 report = analysis.found.report(len(snapshot.partitions))
                 shards = self.settings.shards or auto_shards(report["partitionsToRepair"], cores)
                 report["shards"] = shards
-                view = ShardView.of(snapshot, analysis.found.loads(snapshot), shards)
+                view = ShardView.of(snapshot, analysis.found.loads(snapshot), shards, scope.elig)
                 analysed = time.perf_counter()
                 context = beside.submit(_timed, PlanningContext.of, snapshot, intents)
                 out = _run_shards(analysis, shards, view, intents)
@@ -381,7 +381,7 @@ class SparkOptimizer:
             )
             found = tally_slices(entries, analysis.found.tally, scope)
             order = checked.result()
-        broken = found.violations_after.finish(scope.elig)
+        broken = found.violations_after.finish(scope.elig, found.before.dir_bytes)
         tallied = time.perf_counter()
         report["hardViolationsAfterMerge"] = sum(broken.values())
         if report["hardViolationsAfterMerge"]:

@@ -2,7 +2,7 @@
 
     spark-submit --master local[*] operator/kafka_placement/spark/job.py \\
         --snapshot snapshot.json|snapshot-dir --intents intents.yaml -o plan.json [--summary summary.json] \\
-        [--shards N] [--max-moves-per-broker N] [--reactive-cordon]
+        [--shards N] [--max-moves-per-broker N] [--reactive-cordon] [--max-disk-share SHARE]
 
 Under ``spark-submit`` (or a SparkApplication on Kubernetes) the master comes from spark-submit; the
 snapshot and plan are exchanged through files (a mounted volume on Kubernetes). Exit codes are the
@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the cluster cannot cordon dirs (Kafka < 4.3): move new empty replicas off cordoned dirs",
     )
+    ap.add_argument("--max-disk-share", type=float, help="the CLI's: no dir planned above this share")
     args = ap.parse_args(argv)
     try:
         snapshot = read_snapshot(args.snapshot)
@@ -43,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise PlacementError(f"{args.intents}: intents file not found")
         intents = Intents.loads(args.intents.read_text(), source=str(args.intents))
         intents = intents.with_reactive_cordon(args.reactive_cordon)
+        if args.max_disk_share is not None:
+            intents = intents.with_max_disk_share(args.max_disk_share)
         settings = EngineSettings(engine="spark", shards=args.shards)
         result = plan_with(
             snapshot, intents, settings, spark_session(None), max_moves_per_broker=args.max_moves_per_broker

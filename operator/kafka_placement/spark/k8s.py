@@ -41,7 +41,7 @@ from typing import Any, Literal
 from ..kube.gateway import KubeError, KubeGateway
 from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
 from ..model.crd_parts import Launcher
-from ..model.errors import BadInputError, InfeasibleError, PlacementError
+from ..model.errors import BadInputError, InfeasibleError, PlacementError, infeasible
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from . import driver_pod as pods
@@ -322,7 +322,7 @@ def outcome(state: RunState | None, what: str) -> Literal["completed", "running"
         if state.exit_code == BadInputError.exit_code:
             return BadInputError(state.message)
         if state.exit_code == InfeasibleError.exit_code:
-            return InfeasibleError(state.message)
+            return infeasible(state.message)  # (DiskHeadroomError when the disk headroom refused it)
         code = f", exit code {state.exit_code}" if state.exit_code is not None else ""
         return PlacementError(
             f"{what} failed: {state.message or 'no error message'} (state {state.state}{code})"

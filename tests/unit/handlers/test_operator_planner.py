@@ -193,3 +193,31 @@ def test_a_spark_k8s_result_is_not_reused_once_the_rates_drifted_beyond_the_boun
     assert _drifted(run, loads_of(rated([3000.0] + [1000.0] * 5)), 0.2)
     assert not _drifted(run.model_copy(update={"rates": None}), loads_of(rated([3000.0] * 6)), 0.2)
     assert _drifted(run, loads_of(snap), 0.2)  # rates gone (none measured now): drift as well
+
+
+def test_the_clusters_max_disk_share_reaches_the_planner_and_a_refusal_is_disk_headroom() -> None:
+    from tests.unit.planning.headroom_cases import roomy, tight
+
+    from kafka_placement.handlers import status
+    from kafka_placement.handlers.planner import plan_cluster
+
+    body = {"kind": "BrokerDecommission", "metadata": {"name": "retire-4"}, "spec": {"brokers": [4]}}
+    for spec in (cluster({"planner": {"engine": "local"}}), cluster({"capacity": {"maxDiskShare": 0.6}})):
+        inputs = PlanInputs.of([body], False, spec.capacity)
+        assert inputs.intents.max_disk_share == spec.max_disk_share
+        planned = plan_cluster(None, None, "ns", spec, roomy(), inputs, False)  # type: ignore[arg-type]
+        assert planned.summary is not None
+        assert planned.summary["diskHeadroom"]["maxDiskShare"] == spec.max_disk_share
+        assert all(d["shareAfter"] <= spec.max_disk_share for d in planned.summary["diskHeadroom"]["dirs"])
+    assert (
+        Intents.loads(
+            intents_yaml([body], cluster({"capacity": {"maxDiskShare": 0.6}}).capacity)
+        ).max_disk_share
+        == 0.6
+    )
+    spec = cluster({"planner": {"engine": "local"}})
+    planned = plan_cluster(None, None, "ns", spec, tight(), PlanInputs.of([body], False), False)  # type: ignore[arg-type]
+    assert planned.plan is None and planned.error_reason == "DiskHeadroom"
+    assert "broker 1 /d0, would be 90.0% full (limit 85.0%)" in (planned.error or "")
+    blocked = status.phase_conditions(status.FAILED, planned.error_reason, planned.error or "")["Blocked"]
+    assert blocked[:2] == (True, "DiskHeadroom")

@@ -90,11 +90,11 @@ def test_a_solution_that_breaks_a_rule_is_never_taken() -> None:
     on_leaving = {("t", 1): ([4, 3], ["/data/d0", "/data/d0"])}  # keeps the decommissioned broker
     assert not exact.apply(ctx, on_leaving, None)
     assert {k: (list(v), list(a.dirs[k])) for k, v in a.replicas.items()} == before
-    assert a.free[(2, "/data/d0")] == 30
+    assert a.room(2, "/data/d0") == 30
     best = {("t", 0): ([1, 2], ["/data/d0", "/data/d0"]), ("t", 1): ([1, 3], ["/data/d0", "/data/d0"])}
     assert not exact.apply(ctx, best, 60)  # broker 1 would hold 70 bytes, above a limit of 60
     assert exact.apply(ctx, best, None)
-    assert a.free[(2, "/data/d0")] == 0 and a.replicas[("t", 1)] == [1, 3]
+    assert a.room(2, "/data/d0") == 0 and a.replicas[("t", 1)] == [1, 3]
 
 
 def test_a_cluster_above_the_bound_never_builds_the_program(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,14 +175,14 @@ def test_free_bytes_stay_exact_when_a_replica_stays_on_its_dir() -> None:
     snap = snapshot({1: None, 2: None, 3: None}, [("t", 0, [1, 2], [0, 0], 100)], capacity=1000)
     ctx = PlanningContext.of(snap, intents("kind: PlacementPolicy\nspec: {}\n"))
     a = ctx.assignment
-    start = dict(a.free)
+    start = {(b, d): a.room(b, d) for b in (1, 2, 3) for d in ("/data/d0", "/data/d1")}
     a.set_placement(("t", 0), [2, 3], ["/data/d0", "/data/d1"])  # 2 stays on d0; 1 -> 3
-    assert a.free[(2, "/data/d0")] == start[(2, "/data/d0")]
-    assert a.free[(1, "/data/d0")] == start[(1, "/data/d0")] + 100
-    assert a.free[(3, "/data/d1")] == start[(3, "/data/d1")] - 100
+    assert a.room(2, "/data/d0") == start[(2, "/data/d0")]
+    assert a.room(1, "/data/d0") == start[(1, "/data/d0")] + 100
+    assert a.room(3, "/data/d1") == start[(3, "/data/d1")] - 100
     a.set_placement(("t", 0), [2, 3], ["/data/d1", "/data/d1"])  # 2 changes dir only
-    assert a.free[(2, "/data/d0")] == start[(2, "/data/d0")] + 100
-    assert a.free[(2, "/data/d1")] == start[(2, "/data/d1")] - 100
+    assert a.room(2, "/data/d0") == start[(2, "/data/d0")] + 100
+    assert a.room(2, "/data/d1") == start[(2, "/data/d1")] - 100
     assert a.by_broker[2] == {("t", 0): "/data/d1"} and a.by_broker[1] == {}
 
 

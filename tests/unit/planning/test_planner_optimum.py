@@ -8,7 +8,7 @@ of the three (moved more, left balance unmet, or refused with exit 3).
 from __future__ import annotations
 
 import pytest
-from tests.unit.builders import intents, snapshot
+from tests.unit.builders import intents, room_of, snapshot
 
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
@@ -39,12 +39,13 @@ SPREAD_AND_BALANCE = "kind: BrokerDecommission\nspec: {brokers: [5]}\n---\n" + B
 def one_dir(
     racks: dict[int, str | None], parts: list[tuple[int, list[int], int]], room: dict[int, int]
 ) -> ClusterSnapshot:
-    """Brokers with one dir each (usable bytes ``room``, unlimited when absent) and partitions of topic t."""
+    """Brokers with one dir each (``room`` bytes of room under the disk headroom limit, unlimited when
+    absent) and partitions of topic t."""
     snap = snapshot(racks, [("t", n, reps, [0] * len(reps), size) for n, reps, size in parts], dirs=1)
     doc = snap.to_json()
     for b in doc["brokers"]:
         if b["id"] in room:
-            b["logDirs"][0].update(totalBytes=1000, usableBytes=room[b["id"]])
+            b["logDirs"][0].update(room_of(room[b["id"]]))
     return ClusterSnapshot.from_json(doc)
 
 
@@ -252,8 +253,7 @@ def test_the_repair_packed_afresh_sends_kept_replicas_home_first() -> None:
     dirs = [d for b in doc["brokers"] if b["id"] != leaving for d in b["logDirs"]]
     weights = [rng.uniform(0.5, 1.5) for _ in dirs]
     for d, w in zip(dirs, weights, strict=True):
-        d["totalBytes"] = 1 << 50
-        d["usableBytes"] = int(room * w)
+        d.update(room_of(int(room * w), 1 << 50))
     text = f"kind: BrokerDecommission\nspec: {{brokers: [{leaving}]}}\n"
     s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(text)).summary
     assert s["hardViolationsAfter"] == 0
@@ -288,7 +288,8 @@ def test_a_blocked_broker_sheds_into_room_made_by_redirecting_the_repairs_copies
 def tight(
     brokers: int, partitions: int, dcs: int, racks: int, seed: int, room: dict[int, int]
 ) -> ClusterSnapshot:
-    """A generated cluster (RF 2, one dir per broker, two topics) with the dirs' usable bytes ``room``."""
+    """A generated cluster (RF 2, one dir per broker, two topics) with the dirs' room ``room`` under the
+    disk headroom limit."""
     from tests.bench.generator import cluster
 
     snap = cluster(
@@ -296,7 +297,7 @@ def tight(
     )
     doc = snap.to_json()
     for b in doc["brokers"]:
-        b["logDirs"][0].update(totalBytes=1 << 50, usableBytes=room[b["id"]])
+        b["logDirs"][0].update(room_of(room[b["id"]], 1 << 50))
     return ClusterSnapshot.from_json(doc)
 
 

@@ -1,6 +1,9 @@
 """Soft goal: bytes balanced across the log dirs of each broker (intra-broker moves, KIP-113).
 
-Per broker, over its dirs that keep data (not drained, online): met when max/mean <= 1 + tolerance.
+Per broker, over its dirs that keep data (not drained, online): met when max/mean <= 1 + tolerance. Where
+the broker's volumes differ in size (``Eligibility.sizes``) a dir's load is its share of its volume and
+the mean is the broker's bytes over its volumes' size: each dir's threshold is (1 + tolerance) x that mean
+x its volume's size (a small disk is not filled to match a big one); with equal volumes the same as bytes.
 An over-full dir sheds its excess to the least-loaded dir of the same broker that may receive
 (not cordoned) and stays under the threshold — a local copy, no network traffic, and no change to
 the broker's replica list, so every earlier goal accepts it. Only topics whose policy sets
@@ -12,7 +15,7 @@ the dir already holds costs a local copy of its bytes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -49,14 +52,11 @@ class DirBalanceGoal:
         paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
         if len(paths) < 2:
             return
-        mean = sum(a.dir_bytes[(broker, p)] for p in paths) / len(paths)
-        threshold = (1 + tol) * mean
+        sizes = e.sizes.get(broker)
+        threshold = thresholds(a.dir_bytes, broker, paths, tol, sizes)
         receivers = [p for p in paths if e.dir_may_receive(broker, p)]
-        over = [
-            p
-            for p in sorted(paths, key=lambda p: -a.dir_bytes[(broker, p)])
-            if a.dir_bytes[(broker, p)] > threshold
-        ]
+        load = _load(a.dir_bytes, broker, sizes)
+        over = [p for p in sorted(paths, key=lambda p: -load(p)) if a.dir_bytes[(broker, p)] > threshold[p]]
         # A dir above the threshold never receives (a move keeps its destination at or under it): what
         # each of them holds is read in one pass over the broker's replicas, before any move.
         held_on: dict[str | None, list[Key]] = {p: [] for p in over}
@@ -73,8 +73,8 @@ class DirBalanceGoal:
                 (costly if held else free).append((a.size[key], key))
             for movable in (free, costly):
                 movable.sort()
-                while a.dir_bytes[(broker, path)] > threshold and movable:
-                    excess = a.dir_bytes[(broker, path)] - threshold
+                while a.dir_bytes[(broker, path)] > threshold[path] and movable:
+                    excess = a.dir_bytes[(broker, path)] - threshold[path]
                     split = bisect.bisect_right(movable, (int(excess), ("\U0010ffff", 1 << 62)))
                     # within the excess, largest first; then the smallest above it (lazily: the
                     # first replica that moves ends the scan, a list of every index cost O(dir) per move)
@@ -93,17 +93,18 @@ class DirBalanceGoal:
         broker: int,
         src: str,
         size: int,
-        threshold: float,
+        threshold: Mapping[str, float],
         receivers: list[str],
     ) -> bool:
         a = ctx.assignment
         policy = a.policy(key)
         if policy is None or not ctx.within_budget(policy, size):
             return False
-        for dest in sorted(receivers, key=lambda p: a.dir_bytes[(broker, p)]):
+        load = _load(a.dir_bytes, broker, ctx.eligibility.sizes.get(broker))
+        for dest in sorted(receivers, key=load):
             if dest == src:
                 continue
-            if a.dir_bytes[(broker, dest)] + size > threshold:
+            if a.dir_bytes[(broker, dest)] + size > threshold[dest]:
                 return False
             if not a.fits(broker, dest, size):
                 continue
@@ -111,3 +112,29 @@ class DirBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
+
+
+def thresholds(
+    dir_bytes: Mapping[tuple[int, str], int],
+    broker: int,
+    paths: Sequence[str],
+    tol: float,
+    sizes: Mapping[str, int] | None,
+) -> dict[str, float]:
+    """Each dir's most bytes within the balance: (1 + ``tol``) x the mean bytes per dir, or, where the
+    broker's volumes differ in size (``sizes``), (1 + ``tol``) x the broker's bytes per volume byte x
+    the dir's volume size."""
+    held = sum(dir_bytes[(broker, p)] for p in paths)
+    if sizes is None:
+        return dict.fromkeys(paths, (1 + tol) * (held / len(paths)))
+    per_byte = held / sum(sizes[p] for p in paths)
+    return {p: (1 + tol) * per_byte * sizes[p] for p in paths}
+
+
+def _load(
+    dir_bytes: Mapping[tuple[int, str], int], broker: int, sizes: Mapping[str, int] | None
+) -> Callable[[str], float]:
+    """A dir's load: its bytes, or its share of its volume where the volumes differ (``sizes``)."""
+    if sizes is None:
+        return lambda p: dir_bytes[(broker, p)]
+    return lambda p: dir_bytes[(broker, p)] / sizes[p]

@@ -24,6 +24,7 @@ from typing import Any
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
+from .. import headroom
 from ..context import PlanningContext, Verdict
 from ..repack import repack
 from ..room import eject_for
@@ -59,17 +60,19 @@ class ReplicaPlacementGoal:
             try:
                 self._repair(ctx, key)
             except InfeasibleError as e:
-                if e.rule == "dir-capacity":
+                if e.rule == headroom.RULE:
                     full.append(key)
                 else:
                     problems.append(e)
         if full:
             problems += self._place_full(ctx, full)
-        if problems and all(e.rule == "dir-capacity" for e in problems) and self._exact(ctx):
+        if problems and all(e.rule == headroom.RULE for e in problems) and self._exact(ctx):
             problems = []
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more partitions cannot be placed)" if len(problems) > 1 else ""
+            if first.rule == headroom.RULE and ctx.eligibility.volumes:
+                raise _refused(ctx, first.detail + more, first.partition)
             raise InfeasibleError(first.detail + more, first.rule, first.partition)
 
     @staticmethod
@@ -194,7 +197,7 @@ class ReplicaPlacementGoal:
                 continue
             except InfeasibleError as e:
                 errors[key] = e
-                if e.rule != "dir-capacity":
+                if e.rule != headroom.RULE:
                     continue
             ejected = eject_for(ctx, key, tabu, EJECT_LIMIT, lambda k: needs_repair(ctx, k) or k in changed)
             if not ejected:
@@ -278,7 +281,9 @@ class ReplicaPlacementGoal:
         new_dirs = target_dirs(ctx, where, target, size)
         if any(d is None and b not in where for b, d in zip(target, new_dirs, strict=True)):
             raise InfeasibleError(
-                f"no log dir with {size} bytes free on brokers {target}", "dir-capacity", f"{key[0]}-{key[1]}"
+                f"no log dir with room for {size} bytes under the disk headroom limit on brokers {target}",
+                headroom.RULE,
+                f"{key[0]}-{key[1]}",
             )
         policy = a.policy(key)
         if policy is not None:
@@ -307,8 +312,9 @@ class ReplicaPlacementGoal:
         size = ctx.assignment.size[key]
         return InfeasibleError(
             f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes; "
-            f"only {len(keep)} current replica(s) may stay and too few brokers have room",
-            "dir-capacity",
+            f"only {len(keep)} current replica(s) may stay and too few brokers have room under the disk "
+            "headroom limit",
+            headroom.RULE,
             name,
         )
 
@@ -412,3 +418,12 @@ def _changed(ctx: PlanningContext, key: Key) -> bool:
 def _lost(e: Eligibility, broker: int, path: str | None) -> bool:
     """The replica sits on a dir Kafka reports offline (a failed disk): its data cannot be read there."""
     return path is not None and (broker, path) in e.offline
+
+
+def _refused(ctx: PlanningContext, detail: str, partition: str) -> InfeasibleError:
+    """No placement keeps every dir within its headroom: the refusal naming the fullest dir (the largest
+    share of its volume as planned so far), that share and the limit."""
+    e, a = ctx.eligibility, ctx.assignment
+    shares = [(headroom.planned_share(s, a.free[v], e.share), v) for v, s in e.volumes.items()]
+    planned, where = max(shares, key=lambda x: x[0])
+    return headroom.refused(e.share, where, planned, detail, partition)
