@@ -801,8 +801,9 @@ class _Pass:
 
     def _retire(self, out: healing.HealingOutcome, old: Mapping[str, Any]) -> retiring.Retirement:
         """Heals whose broker is back for good are retired (retiring.py): deleted through the KubeGateway,
-        fenced, with their uid and resourceVersion as preconditions (refused: retried by the next
-        reconcile), and a ``HealRetired`` Event on the KafkaCluster and on the heal."""
+        fenced, with their uid and resourceVersion as preconditions (a conflict, the heal changed since it
+        was listed, is decided again by the next reconcile; another refusal is a Warning Event too), and a
+        ``HealRetired`` Event on the KafkaCluster and on the heal."""
         rec, meta = self.rec, self.cluster["metadata"]
         past, _ = past_failures(old)  # a broken entry is dropped
         decided = retiring.decide_retirement(
@@ -822,7 +823,11 @@ class _Pass:
                 rec.kube.delete_custom(
                     GROUP, VERSION, meta["namespace"], r.plural, r.name, preconditions=r.preconditions
                 )
-            except KubeError as e:  # a conflict (edited meanwhile) or a refusal: decided again next time
+            except KubeConflict as e:  # changed since listed (an edit, or this reconcile's status write)
+                refused.append(r.name)
+                log.info("heal %s not retired yet, decided again next reconcile: %s", r.name, e.message)
+                continue
+            except KubeError as e:  # refused: decided again next time
                 refused.append(r.name)
                 rec.kube.event(
                     self.cluster, "Warning", "HealNotRetired", f"{r.message}; not deleted: {e.message}"

@@ -14,7 +14,7 @@ from tests.unit.handlers.test_retiring import BACK, NAME, SINCE, SPEC, T0, ended
 from kafka_placement.execution.record import Execution, Phase
 from kafka_placement.handlers.healing import HealingOutcome
 from kafka_placement.handlers.reconciler import Reconciler, _Pass
-from kafka_placement.kube.gateway import KubeConflict, KubeGateway
+from kafka_placement.kube.gateway import KubeConflict, KubeError, KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.self_healing import HealingState, PastFailure, format_time
 
@@ -27,7 +27,7 @@ CLUSTER: dict[str, Any] = {
 
 
 class FakeKube:
-    def __init__(self, refuse: bool = False) -> None:
+    def __init__(self, refuse: KubeError | None = None) -> None:
         self.refuse = refuse
         self.calls: list[tuple[str, ...]] = []
         self.deleted: list[tuple[str, str, Mapping[str, str] | None]] = []
@@ -42,8 +42,8 @@ class FakeKube:
         preconditions: Mapping[str, str] | None = None,
     ) -> bool:
         self.calls.append(("delete", name))
-        if self.refuse:
-            raise KubeConflict("Kubernetes API: cannot delete: 409 Conflict", 409)
+        if self.refuse is not None:
+            raise self.refuse
         self.deleted.append((plural, name, preconditions))
         return True
 
@@ -96,11 +96,14 @@ def test_a_retired_heal_is_deleted_fenced_with_preconditions_and_told() -> None:
     }
 
 
-def test_a_refused_delete_is_told_and_awaits_retirement_again() -> None:
-    kube = FakeKube(refuse=True)
+def test_a_refused_delete_awaits_retirement_again_and_only_a_real_refusal_warns() -> None:
+    kube = FakeKube(refuse=KubeError("Kubernetes API: cannot delete: 403 Forbidden", 403))
     out = one_pass(kube, [heal()])._retire(outcome(), {})
     assert kube.deleted == [] and ("event", "KafkaCluster", "HealNotRetired") in kube.calls
     assert out.past == (PastFailure(3, SINCE, NAME, BACK),)
+    kube = FakeKube(refuse=KubeConflict("Kubernetes API: cannot delete: 409 Conflict", 409))
+    out = one_pass(kube, [heal()])._retire(outcome(), {})  # changed since listed: quietly next time
+    assert [c for c in kube.calls if c[0] == "event"] == [] and out.past[0].awaiting_retirement
 
 
 def test_a_heal_an_execution_runs_waits_and_the_next_reconcile_replans_without_it() -> None:
