@@ -1007,15 +1007,18 @@ class _Pass:
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
-            planned = plan_cluster(
-                self.rec.kube,
-                runs,
-                meta["namespace"],
-                self.spec,
-                snap,
-                inputs,
-                reactive,
-            )
+            if documents or flight is None:
+                planned = plan_cluster(
+                    self.rec.kube,
+                    runs,
+                    meta["namespace"],
+                    self.spec,
+                    snap,
+                    inputs,
+                    reactive,
+                )
+            else:  # only retired heals ran it: no intent is left to plan, the moves in flight are kept
+                planned = Planned(plan=Plan(()), summary={})
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
         # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker

@@ -6,6 +6,7 @@ A fake KubeGateway and leadership record the calls; no Kafka is read."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -119,3 +120,61 @@ def test_a_heal_an_execution_runs_waits_and_the_next_reconcile_replans_without_i
     p.started, p.started_with = True, frozenset({"uid-other"})  # the superseding execution started
     again = p._retire(HealingOutcome(HealingState(), live=frozenset({1, 2, 3})), p.cluster["status"])
     assert [name for _, name, _ in kube.deleted] == [NAME] and again.past[0].retired_at is not None
+
+
+class FakeGateway:
+    """What ``_Pass._plan`` reads of Kafka: the snapshot, the reassignments, KIP-1066 support."""
+
+    def __init__(self, snap: Any) -> None:
+        self.snap = snap
+
+    def snapshot(self) -> Any:
+        return self.snap
+
+    def list_reassignments(self) -> list[Any]:
+        return []
+
+    def supports_cordon(self) -> bool:
+        return False
+
+
+class ReviewlessKube(FakeKube):
+    """The plan review's ConfigMap cannot be written: told in an Event, never a reason not to plan."""
+
+    def __getattr__(self, name: str) -> Any:
+        def refuse(*_: Any, **__: Any) -> Any:
+            raise KubeError(f"Kubernetes API: {name} refused here", 403)
+
+        return refuse
+
+
+def test_a_replan_dropping_the_only_retired_heal_is_its_moves_in_flight_and_needs_no_planner(
+    tmp_path: Path,
+) -> None:
+    """Only the retired heal ran the execution: no intent is left to plan (the planner is not called), and
+    the new plan is exactly the moves in flight (``kept_only``: no approval); the moves not yet submitted
+    (t-2) are dropped."""
+    from tests.unit.execution.test_supersede import LIMITS, _snapshot
+
+    from kafka_placement.execution.record import Original, Submission
+    from kafka_placement.execution.store import FileStore
+    from kafka_placement.model.plan import PartitionTarget, Plan
+
+    running = Plan.of(
+        [PartitionTarget("t", 1, (1, 3), ("any", "any")), PartitionTarget("t", 2, (4, 1), ("any", "any"))]
+    )
+    store = FileStore(tmp_path / "state.json")
+    record = Execution.create(store, running, limits=LIMITS, cluster_id="c1", participants=["u3"])
+    record.set_baseline([Original((1, 2), ("/d0", "/d0"), 10), Original((2, 4), ("/d0", "/d0"), 10)], {})
+    record.submit(0, Submission.CONFIRMED, 5.0)
+    record.save()
+    kube = ReviewlessKube()
+    rec = Reconciler(cast(KubeGateway, kube), leadership=cast(Any, Lead(kube)), wall=lambda: T0)
+    p = _Pass(
+        rec, cast(Any, FakeGateway(_snapshot())), CLUSTER, ClusterSpec.of(CLUSTER), cast(Any, None),
+        [], [], cast(Any, store), record, None,
+    )  # fmt: skip
+    p._plan((), keeping_in_flight=True, dropping=True)
+    planned = p.view.planned
+    assert planned is not None and planned.kept_only and planned.plan is not None
+    assert [(t.name, t.replicas) for t in planned.plan.partitions] == [("t-1", (1, 3))]
