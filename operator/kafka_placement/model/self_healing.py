@@ -103,7 +103,8 @@ class BrokerFailure(FailureRule):
         _str(
             "What becomes of a heal (a BrokerDecommission self-healing created) once its broker is back "
             "for settleSeconds: Retire (the operator deletes it, which lifts its cordon, so the placement "
-            "may use the broker again; a heal still executing is retired once no execution runs it) or "
+            "may use the broker again; an execution still running it is first re-planned without it: its "
+            "moves in flight finish, the rest are dropped, nothing is reverted) or "
             "Keep (it stays, keeping replicas off the broker, until you delete it). A heal whose "
             "spec.brokers was edited is never retired.",
             enum=list(ON_RETURN),
