@@ -8,10 +8,13 @@ time briefly, and always restarted (``finally``):
    delay: its entry goes once it has stayed back ``settleSeconds`` (5 s here) and no heal is created;
 2. with ``afterSeconds: 15`` it gets, with no user action, a BrokerDecommission of broker 3 labelled
    ``created-by: self-healing``, owned by the KafkaCluster, annotated with the failure and its time,
-   with the cluster's approval; restarted while the heal waits, the heal stays and an Event says so.
+   with the cluster's approval; restarted while the heal waits, the heal is retired once the broker has
+   stayed back ``settleSeconds`` (``onReturn: Retire``, the default): deleted, Events on it say so, and
+   ``status.pastFailures`` keeps both failures.
 
 Cost: about 90 s (two kills; each is seen once the controller fences the broker, ~10 s, and each restart
-waits until the cluster sees every broker again).
+waits until the cluster sees every broker again). A second test heals a broker to completion under load
+and, once it is back, sees its heal retired and the broker used again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -119,18 +123,23 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
         assert start.returncode == 0, start.stderr + start.stdout
         down = False
 
-        # back while its heal waits: the heal stays, an Event on it says so
+        # back while its heal waits (never approved): once settled, the heal is retired, Events say so
         until("broker 3 no longer listed", lambda: not dead_brokers(kubectl, ns, name), operator)
-        assert [h["metadata"]["name"] for h in heals(kubectl, ns)] == [meta["name"]]
+        until("the heal retired (deleted)", lambda: not heals(kubectl, ns), operator, timeout=60)
 
         def told() -> bool:
             out = kubectl(
                 "-n", ns, "get", "events", "--field-selector", f"involvedObject.name={meta['name']}",
                 "-o", "json",
             )  # fmt: skip
-            return any(e.get("reason") == "FailureEnded" for e in json.loads(out.stdout)["items"])
+            reasons = {e.get("reason") for e in json.loads(out.stdout)["items"]}
+            return {"FailureEnded", "HealRetired"} <= reasons
 
-        until("an Event on the heal saying the broker is back", told, operator, timeout=30)
+        until("Events on the heal saying the broker is back and the heal retired", told, operator, timeout=30)
+        past = (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("pastFailures") or []
+        assert [(p["broker"], p.get("heal")) for p in past] == [(DOWN, None), (DOWN, meta["name"])], past
+        assert past[1]["since"] == entry["since"], past
+        assert (past[1].get("retiredAt") or "") >= past[1]["returnedAt"], past
         print(f"self-healing e2e: {time.monotonic() - started:.0f} s from the first kill")
     finally:
         if down:
@@ -138,20 +147,29 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
             assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
 
 
-def test_a_killed_broker_is_healed_to_completion_under_load(
-    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, new_topic: Any
+@pytest.mark.timeout(540)
+def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_back(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
 ) -> None:
     """``approval: Automatic``: a broker SIGKILLed while an idempotent producer writes with acks=all is
     decommissioned by the heal the operator creates, through the executor's repair of the partitions it
     left under-replicated: the heal reports Completed, every partition of the topic is back at RF 2 on live
     brokers and in sync, every acknowledged record is read once, no throttle is left. Then broker 3 is
-    restarted and the heal deleted (its finalizer uncordons the broker)."""
-    from tests.integration.conftest import read_to_end
+    started again with its id and data, as a pod returns: once it has stayed back ``settleSeconds`` (5 s)
+    the completed heal is retired (``onReturn: Retire``, the default) with no user action: deleted, broker 3
+    uncordoned in Kafka (no ``cordoned.log.dirs``), a topic of RF 3 can be created on the 3-node rig again,
+    ``status.pastFailures`` has the failure, ``HealRetired`` is posted and counted."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+    from tests.integration.conftest import confluent_admin, create_topics_everywhere, read_to_end
     from tests.integration.test_dead_broker import PARTITIONS, Producer
     from tests.integration.test_executor_broker_down import throttle_configs
 
     from kafka_placement.kafka.connection import ConnectionSettings
-    from kafka_placement.kafka.gateway import KafkaGateway
+    from kafka_placement.kafka.gateway import CORDON_CONFIG, ConfigTarget, KafkaGateway
 
     ns, name = k8s_namespace, "healing-auto"
     servers = kafka_rig.bootstrap_servers
@@ -234,10 +252,59 @@ def test_a_killed_broker_is_healed_to_completion_under_load(
         read = [int(v or b"-1") for rs in read_to_end(servers, topic, PARTITIONS).values() for _, _, v in rs]
         assert len(read) == len(set(read)), "a record was read twice"
         assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"
+
+        # broker 3 back for good: its completed heal is retired, the broker may take replicas again
+        start = rig_node("start-node", kafka_rig, DOWN)
+        assert start.returncode == 0, start.stderr + start.stdout
+        down, back_at = False, time.monotonic()
+        until("the heal retired (deleted)", lambda: not heals(kubectl, ns), operator, timeout=5 + 60)
+        print(
+            f"self-healing e2e: heal retired {time.monotonic() - back_at:.0f} s after broker {DOWN} returned"
+        )
+
+        def cordon_left() -> str:
+            with KafkaGateway(ConnectionSettings(servers)) as fresh:
+                target = ConfigTarget.broker(DOWN)
+                entry = fresh.describe_configs([target])[target].get(CORDON_CONFIG)
+            return (entry.value or "") if entry is not None else ""
+
+        until(f"broker {DOWN} uncordoned in Kafka", lambda: not cordon_left(), operator, timeout=30)
+        wide = f"it-retired-rf3-{uuid.uuid4().hex[:8]}"  # Kafka places it: every broker must take replicas
+        admin = confluent_admin(kafka_rig)  # a fresh client: this test's broker restart is behind it
+        try:
+            create_topics_everywhere(
+                admin, [NewTopic(wide, num_partitions=3, replication_factor=3)], kafka_rig
+            )
+        finally:
+            admin.delete_topics([wide], request_timeout=30)
+        status = get(kubectl, ns, "kafkacluster", name).get("status") or {}
+        assert not status.get("deadBrokers"), status
+        (past,) = status.get("pastFailures") or [{}]
+        assert past.get("broker") == DOWN and past.get("heal") == heal_name, past
+        assert past.get("returnedAt") and (past.get("retiredAt") or "") >= past["returnedAt"], past
+        assert "notRetired" not in past, past
+
+        def retired_told() -> bool:
+            out = kubectl(
+                "-n", ns, "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
+            )
+            return any(e.get("reason") == "HealRetired" for e in json.loads(out.stdout)["items"])
+
+        until("an Event HealRetired on the KafkaCluster", retired_told, operator, timeout=30)
+        (retired,) = [
+            x.value
+            for x in metric_samples(operator, "kafka_placement_heals_retired_total")
+            if x.labels["kind"] == "BrokerDecommission"
+        ]
+        assert retired == 1
+        heal_name = None  # gone: nothing to delete
     finally:
         producer.stop.set()
         if down:
             restarted = rig_node("start-node", kafka_rig, DOWN)
             assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
         if heal_name is not None:
-            kubectl("-n", ns, "delete", "brokerdecommission", heal_name, "--wait=true", "--timeout=120s")
+            kubectl(
+                "-n", ns, "delete", "brokerdecommission", heal_name, "--wait=true", "--timeout=120s",
+                "--ignore-not-found",
+            )  # fmt: skip

@@ -14,8 +14,10 @@ reconcile that reads Kafka, with or without an execution in flight (``SyncCordon
 (``view.leaving``) removed unless a live intent still declares them; their delete handlers wait for
 that. The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching Kafka or reading the
 record fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a
-deleted participant requests a cancel, ``spec.paused`` holds it, otherwise one tick, then its progress,
-and a Warning Event when it re-applied owned configs changed by another party); with none, every valid
+deleted participant requests a cancel, ``spec.paused`` holds it, a more urgent intent or a heal being
+retired (``view.retiring``) supersedes it by a re-plan keeping its moves in flight, otherwise one tick,
+then its progress, and a Warning Event when it re-applied owned configs changed by another party); with
+none, every valid
 intent is planned together: a running planner job keeps them Planning, a planning error fails them,
 Advise-mode policies only report, an empty plan converges, an unapproved Manual plan awaits approval,
 ``spec.paused`` holds it, a plan leaving partitions below ``min.insync.replicas`` fails, else the
@@ -93,6 +95,9 @@ class Planned:
     error: str | None = None
     running: str | None = None  # a planner job still running (spark-k8s): what it is doing
     waiting: str | None = None  # no plan made: what it waits for (a broker that does not answer us)
+    # a re-plan dropping retired heals (``PlanIntents.dropping``) that is only the running execution's moves
+    # in flight, nothing new: it needs no approval (those moves were approved with the running plan)
+    kept_only: bool = False
     # the planner's tally of ``plan`` (in-process engines): the plan review reuses it (not compared)
     tally: Tally | None = field(default=None, compare=False, repr=False)
 
@@ -111,6 +116,9 @@ class View:
     cordons_synced: bool = False  # SyncCordons ran in this reconcile
     unmet: Sequence[str] | None = None  # partitions breaking the executed intents' rules (None: unread)
     cluster_conditions: Sequence[Mapping[str, Any]] | None = None  # the KafkaCluster's, as read
+    # uids of heals being retired (their broker is back for good: retiring.py) that the execution in flight
+    # runs: it is re-planned without them (moves in flight kept, the rest of theirs dropped)
+    retiring: frozenset[str] = frozenset()
 
 
 # ---- what decide returns -----------------------------------------------------------------------------
@@ -174,6 +182,7 @@ class PlanIntents:
 
     resources: tuple[Body, ...]
     keeping_in_flight: bool = False
+    dropping: bool = False  # heals are retired out of it: the plan keeps the moves in flight even when empty
 
 
 @dataclass(frozen=True)
@@ -312,10 +321,11 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
                 StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=record.plan_status) for b in members
             )
         )
-    urgent = _urgent(valid, record)
+    urgent = _urgent(valid, record, view.retiring)
+    dropped = [b for b in members if b["metadata"]["uid"] in view.retiring]
     waiting: tuple[StatusPatch, ...] = ()
-    if urgent and not cancel and not record.cancel_requested and record.phase in SUPERSEDABLE:
-        step = _supersede(valid, urgent, record, view)
+    if (urgent or dropped) and not cancel and not record.cancel_requested and record.phase in SUPERSEDABLE:
+        step = _supersede(valid, urgent, record, view, dropped)
         if isinstance(step, Decision):
             return step
         waiting = step
@@ -360,30 +370,41 @@ def urgency(body: Body, intent: Intent) -> tuple[int, int]:
     return (1 if labels.get(CREATED_BY) == SELF_HEALING else 0, priority)
 
 
-def _urgent(valid: Sequence[tuple[Body, Intent]], record: RecordView) -> list[tuple[Body, Intent]]:
-    """The valid intents outside the running execution that are more urgent than all of its own."""
+def _urgent(
+    valid: Sequence[tuple[Body, Intent]], record: RecordView, retiring: frozenset[str] = frozenset()
+) -> list[tuple[Body, Intent]]:
+    """The valid intents outside the running execution that are more urgent than all of its own (a heal
+    being retired is not: it is on its way out)."""
     inside = [urgency(b, i) for b, i in valid if b["metadata"]["uid"] in record.participants]
     bar = max(inside, default=(0, 0))
-    return [
-        (b, i) for b, i in valid if b["metadata"]["uid"] not in record.participants and urgency(b, i) > bar
-    ]
+    outside = record.participants | retiring
+    return [(b, i) for b, i in valid if b["metadata"]["uid"] not in outside and urgency(b, i) > bar]
 
 
 def _supersede(
-    valid: list[tuple[Body, Intent]], urgent: list[tuple[Body, Intent]], record: RecordView, view: View
+    valid: list[tuple[Body, Intent]],
+    urgent: list[tuple[Body, Intent]],
+    record: RecordView,
+    view: View,
+    dropped: Sequence[Body] = (),
 ) -> Decision | tuple[StatusPatch, ...]:
-    """An intent more urgent than the running execution's arrived: plan every valid intent again, keeping
-    the moves in flight (never reverted, never sent twice), and replace the running plan's moves not yet
-    submitted by the new plan, once it is approved like any plan. Statuses only: nothing to replace now
-    (the running execution is driven as usual meanwhile; these statuses say why the urgent intents wait)."""
-    names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b, _ in urgent)
+    """An intent more urgent than the running execution's arrived, or heals of it are retired
+    (``dropped``: their broker is back for good): plan every valid intent again but the dropped ones,
+    keeping the moves in flight (never reverted, never sent twice), and replace the running plan's moves
+    not yet submitted by the new plan, once it is approved like any plan (a plan that is only the moves in
+    flight needs no approval). With nothing in flight and nothing left to do, the running execution stops
+    (a cancel that has nothing to revert). Statuses only: nothing to replace now (the running execution is
+    driven as usual meanwhile; these statuses say why the urgent intents wait)."""
+    valid = [(b, i) for b, i in valid if b["metadata"]["uid"] not in view.retiring]
+    why = [f"{b['kind']}/{b['metadata']['name']}" for b, _ in urgent]
+    why += [f"retiring {b['kind']}/{b['metadata']['name']} (its broker is back)" for b in dropped]
+    names = ", ".join(why)
     planned = view.planned
     if planned is None:
         msg = f"planning with every intent to supersede the running plan {record.plan_id} (more urgent)"
         pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
-        return Decision(
-            statuses=pending, actions=(PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True),)
-        )
+        plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
+        return Decision(statuses=pending, actions=(plan_them,))
     if planned.running is not None:
         return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
     if planned.waiting is not None:
@@ -391,12 +412,19 @@ def _supersede(
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
+    if planned.plan.empty and dropped:  # nothing in flight, nothing left to do: nothing to revert either
+        told = (
+            f"plan {record.plan_id} stops for {names}: no move of it is in flight and the other intents "
+            "need none, so nothing is reverted"
+        )
+        notes = tuple(Note(b, "Normal", "Superseded", told) for b in dropped)
+        return Decision(events=notes, actions=(RequestCancel(), Tick()))
     if planned.plan.empty:
         return ()  # the moves in flight already do what they ask: the running plan goes on
     plan = planned.plan
     plan_status = st.plan_status(planned.summary, plan.plan_id)
     enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
-    unapproved = [b for b, _ in enforced if _gate(b).unapproved(plan.plan_id)]
+    unapproved = [] if planned.kept_only else [b for b, _ in enforced if _gate(b).unapproved(plan.plan_id)]
     if unapproved:
         msg = (
             f"plan {plan.plan_id} ({plan_status['moves']} partitions) would supersede the running plan "
@@ -428,7 +456,7 @@ def _supersede(
         supersedes=record.plan_id,
         events=tuple(
             Note(b, "Normal", "Superseded", told)
-            for b, _ in valid
+            for b in [*(b for b, _ in valid), *dropped]
             if b["metadata"]["uid"] in record.participants
         ),
     )

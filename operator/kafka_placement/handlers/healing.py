@@ -31,6 +31,7 @@ brokers the cluster names; lost partitions are then left as the status has them)
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ from ..model.intents import BrokerDecommission, LogDirCordon, parse_resource
 from ..model.self_healing import (
     DEFAULT_SETTLE_S,
     MAX_LOST_SHOWN,
+    RETIRE,
     DeadBroker,
     HealingState,
     OfflineLogDir,
@@ -56,6 +58,7 @@ CREATED_BY = "kafkaplacement.io/created-by"
 SELF_HEALING = "self-healing"
 FAILURE = "kafkaplacement.io/failure"
 FAILED_AT = "kafkaplacement.io/failed-at"  # when the failure was first seen (RFC 3339): the heal's start
+HEAL_BROKERS = "kafkaplacement.io/heal-brokers"  # a decommission heal's spec.brokers at creation (JSON)
 DECOMMISSION, CORDON = "BrokerDecommission", "LogDirCordon"
 SHOWN = 10  # failures named in one condition message
 
@@ -266,6 +269,8 @@ class HealingOutcome:
     condition: tuple[bool, str, str] | None = None  # the SelfHealing condition (None: not configured)
     wake_at: float | None = None  # when the next tracked failure becomes due, or settles (epoch seconds)
     reachable: tuple[bool, str, str] | None = None  # the BrokersReachable condition (None: not decided)
+    ended: tuple[DeadBroker, ...] = ()  # broker failures that ended now (back for settleSeconds)
+    live: frozenset[int] = frozenset()  # brokers alive in the cluster (empty: not known, nothing retired)
 
     def not_created(self, names: Iterable[str]) -> HealingOutcome:
         """The outcome with the heals ``names`` left uncreated (their failures stay pending)."""
@@ -330,9 +335,10 @@ def decide_healing(
     by_target = {h.target: h for h in heals}
     stamp = format_time(now)
 
+    retire = spec is not None and spec.broker_failure.on_return == RETIRE
     for gone in tracked.ended:
         what = f"broker {gone.id} is alive again (for {settle} s, settleSeconds)"
-        notes += _recovered(what, gone.failure, gone.heal, by_target.get(gone.id))
+        notes += _recovered(what, gone.failure, gone.heal, by_target.get(gone.id), retire)
     dead = [_with_lost(_adopt(d, by_target.get(d.id)), seen.lost, d.id) for d in tracked.dead]
 
     dirs: list[OfflineLogDir] = []
@@ -347,23 +353,20 @@ def decide_healing(
         if key not in seen.offline:
             if old_dir is not None:
                 msg = f"log dir {path} of broker {b} is online again"
-                notes += _recovered(msg, old_dir.failure, old_dir.heal, by_target.get(key))
+                notes += _recovered(msg, old_dir.failure, old_dir.heal, by_target.get(key), False)
             continue
         dir_entry = _adopt(old_dir or OfflineLogDir(b, path, stamp), by_target.get(key))
         dirs.append(_with_lost(dir_entry, seen.lost, key))
 
     if spec is None:
         state = HealingState(tuple(dead), tuple(dirs), tracked.unreachable)
-        if invalid is None:
-            return HealingOutcome(state, notes=tuple(notes), wake_at=tracked.wake_at, reachable=reach)
-        condition = (False, "InvalidSpec", f"spec.selfHealing: {invalid}")
-        return HealingOutcome(
-            state,
-            notes=tuple(notes + _warn(condition, previous_condition)),
-            condition=condition,
-            wake_at=tracked.wake_at,
-            reachable=reach,
+        base = HealingOutcome(
+            state, wake_at=tracked.wake_at, reachable=reach, ended=tracked.ended, live=seen.live
         )
+        if invalid is None:
+            return replace(base, notes=tuple(notes))
+        condition = (False, "InvalidSpec", f"spec.selfHealing: {invalid}")
+        return replace(base, notes=tuple(notes + _warn(condition, previous_condition)), condition=condition)
 
     creates: list[NewHeal] = []
     wake: list[float] = [] if tracked.wake_at is None else [tracked.wake_at]
@@ -396,7 +399,16 @@ def decide_healing(
     state = HealingState(tuple(dead), tuple(dirs), tracked.unreachable)
     condition = _condition(spec, state, by_target, busy if correlated else None)
     notes += _warn(condition, previous_condition)
-    return HealingOutcome(state, tuple(creates), tuple(notes), condition, min(wake) if wake else None, reach)
+    return HealingOutcome(
+        state,
+        tuple(creates),
+        tuple(notes),
+        condition,
+        min(wake) if wake else None,
+        reach,
+        ended=tracked.ended,
+        live=seen.live,
+    )
 
 
 def _reach_notes(reach: tuple[bool, str, str], previous: Mapping[str, Any] | None) -> list[HealNote]:
@@ -430,14 +442,23 @@ def _with_lost(entry: E, lost: Mapping[Target, Lost] | None, target: Target) -> 
     return replace(entry, lost_count=count, lost_partitions=names)
 
 
-def _recovered(what: str, failure: str, heal_name: str | None, heal: Heal | None) -> list[HealNote]:
-    """The Events of a failure that ended: a running heal goes on, a completed one keeps its cordon."""
+def _recovered(
+    what: str, failure: str, heal_name: str | None, heal: Heal | None, retire: bool = False
+) -> list[HealNote]:
+    """The Events of a failure that ended. A broker's heal is retired with ``retire`` (onReturn: Retire,
+    retiring.py says when and posts HealRetired); otherwise a running heal goes on, a completed one keeps
+    its cordon. A dir's heal (``retire`` is False for it) stays."""
     if heal_name is None:
         return [HealNote(None, "Normal", "FailureEnded", f"{what} ({failure}): no heal was started")]
     if heal is None:
         msg = f"{what} ({failure}); its heal {heal_name} was deleted"
         return [HealNote(None, "Normal", "FailureEnded", msg)]
-    if heal.phase == COMPLETED:
+    if retire:
+        msg = (
+            f"{what} ({failure}); its heal {heal.kind} {heal.name} is retired (onReturn: Retire): deleted, "
+            "lifting its cordon, once no execution runs it (not if its spec.brokers was edited)"
+        )
+    elif heal.phase == COMPLETED:
         msg = (
             f"{what} ({failure}); {heal.kind} {heal.name} completed and keeps its replicas off it while it "
             "exists: delete it to let the placement use it again"
@@ -517,6 +538,7 @@ def _decommission(spec: SelfHealingSpec, owner: Mapping[str, Any], d: DeadBroker
     body = _manifest(
         DECOMMISSION, owner, name, {"brokers": [d.id], "approval": spec.approval}, d.failure, d.since
     )
+    body["metadata"]["annotations"][HEAL_BROKERS] = json.dumps([d.id])  # what retiring.py compares with
     msg = (
         f"{d.failure} ({after} s or more): created {DECOMMISSION} {name} (approval {spec.approval}); "
         f"delete it to cancel{_lost_text(d)}"
@@ -587,7 +609,9 @@ def _condition(
 
 __all__ = [
     "CREATED_BY",
+    "FAILED_AT",
     "FAILURE",
+    "HEAL_BROKERS",
     "SELF_HEALING",
     "Heal",
     "HealNote",

@@ -55,6 +55,12 @@ HEALS = Counter(
     "offline dir)",
     ["kind"],
 )
+HEALS_RETIRED = Counter(
+    "kafka_placement_heals_retired_total",
+    "Heals retired by self-healing (deleted once their broker was back for settleSeconds: "
+    "brokerFailure.onReturn Retire), by kind",
+    ["kind"],
+)
 HEAL_SECONDS = Histogram(
     "kafka_placement_heal_duration_seconds",
     "Time from a failure first seen to its heal Completed (the delay afterSeconds included), by kind",

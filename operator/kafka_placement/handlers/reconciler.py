@@ -58,7 +58,7 @@ from ..model.intents import (
     parse_resource,
 )
 from ..model.plan import Plan
-from ..model.self_healing import HealingState
+from ..model.self_healing import HealingState, past_failures
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
 from ..model.throttle_state import ClaimOwner
@@ -67,7 +67,7 @@ from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.report import Report, build_report
 from ..planning.traffic import Traffic, with_traffic
-from . import healing, metrics, plan_review
+from . import healing, metrics, plan_review, retiring
 from . import new_partitions as lane
 from . import status as st
 from .cordons import (
@@ -627,12 +627,30 @@ class _Pass:
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
         self.spec, self.limits = spec, limits
-        self.view = View(bodies, leaving, record=record_view(record), cluster_conditions=conditions)
+        self.view = View(
+            bodies,
+            leaving,
+            record=record_view(record),
+            cluster_conditions=conditions,
+            retiring=self._retiring(bodies),
+        )
         self.snap: ClusterSnapshot | None = None
         self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
         self.dirs: Mapping[int, Sequence[tuple[str, bool]]] = {}
         self.in_flight = 0
         self.started = False
+        self.started_with: frozenset[str] = frozenset()  # the participants of the execution it started
+
+    def _retiring(self, bodies: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+        """The heals the last reconcile left waiting for their retirement behind the execution in flight
+        (retiring.py): decide re-plans it without them. Nothing without an execution in flight."""
+        record = self.record
+        if record is None or record.phase in TERMINAL:
+            return frozenset()
+        status = self.cluster.get("status") or {}
+        dead, _ = HealingState.from_status(status)
+        past, _ = past_failures(status)
+        return retiring.retiring_uids(self.spec.self_healing, dead.dead_brokers, past, bodies)
 
     @property
     def settled(self) -> bool:
@@ -753,6 +771,7 @@ class _Pass:
         for n in out.notes:
             rec.leadership.fence()
             rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
+        retired = self._retire(out, old)
         where = (meta["namespace"], meta["name"])
         rec._heal_due.pop(where, None)
         if out.wake_at is not None:
@@ -768,7 +787,62 @@ class _Pass:
             conditions = st.with_condition(conditions, current, st.BROKERS_REACHABLE, out.reachable)
         else:
             conditions = st.kept_condition(conditions, current, st.BROKERS_REACHABLE)
-        return {**status, **out.state.to_status(), "conditions": conditions}
+        return {**status, **out.state.to_status(), **retired.to_status(), "conditions": conditions}
+
+    def _running(self) -> frozenset[str]:
+        """The uids of the participants of the execution in flight after this reconcile: the one it
+        started (a superseded one was replaced by it), else the record's while it is not over."""
+        if self.started:
+            return self.started_with
+        record = self.record
+        return (
+            frozenset(record.doc.participants)
+            if record is not None and record.phase not in TERMINAL
+            else frozenset()
+        )
+
+    def _retire(self, out: healing.HealingOutcome, old: Mapping[str, Any]) -> retiring.Retirement:
+        """Heals whose broker is back for good are retired (retiring.py): deleted through the KubeGateway,
+        fenced, with their uid and resourceVersion as preconditions (a conflict, the heal changed since it
+        was listed, is decided again by the next reconcile; another refusal is a Warning Event too), and a
+        ``HealRetired`` Event on the KafkaCluster and on the heal."""
+        rec, meta = self.rec, self.cluster["metadata"]
+        past, _ = past_failures(old)  # a broken entry is dropped
+        decided = retiring.decide_retirement(
+            self.spec.self_healing,
+            out.state.dead_brokers,
+            out.ended,
+            out.live,
+            self.view.resources,
+            self._running(),
+            past,
+            rec.wall(),
+        )
+        refused: list[str] = []
+        for r in decided.deletes:
+            rec.leadership.fence()
+            try:
+                rec.kube.delete_custom(
+                    GROUP, VERSION, meta["namespace"], r.plural, r.name, preconditions=r.preconditions
+                )
+            except KubeConflict as e:  # changed since listed (an edit, or this reconcile's status write)
+                refused.append(r.name)
+                log.info("heal %s not retired yet, decided again next reconcile: %s", r.name, e.message)
+                continue
+            except KubeError as e:  # refused: decided again next time
+                refused.append(r.name)
+                rec.kube.event(
+                    self.cluster, "Warning", "HealNotRetired", f"{r.message}; not deleted: {e.message}"
+                )
+                continue
+            metrics.HEALS_RETIRED.labels(kind=healing.DECOMMISSION).inc()
+            for on in (self.cluster, r.body):
+                rec.kube.event(on, "Normal", "HealRetired", r.message)
+        decided = decided.not_deleted(refused)
+        for n in decided.notes:
+            rec.leadership.fence()
+            rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
+        return decided
 
     def _perform(self, action: object) -> None:
         if isinstance(action, RequestCancel):
@@ -782,7 +856,7 @@ class _Pass:
         elif isinstance(action, CheckIntents):
             self._check(action.resources)
         elif isinstance(action, PlanIntents):
-            self._plan(action.resources, action.keeping_in_flight)
+            self._plan(action.resources, action.keeping_in_flight, action.dropping)
         elif isinstance(action, CheckMinIsr):
             plan = action.plan
             unsafe = below_min_isr(
@@ -895,9 +969,14 @@ class _Pass:
             rec.kube.event(self.cluster, "Normal", "KeptPlanNotUsed", f"planning afresh: {why}"[:1000])
         return None
 
-    def _plan(self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False) -> None:
+    def _plan(
+        self, resources: Sequence[Mapping[str, Any]], keeping_in_flight: bool = False, dropping: bool = False
+    ) -> None:
         """Plan the intents; ``keeping_in_flight``: from where the running execution's moves in flight
-        will be, keeping them (execution/supersede.py). Otherwise a plan made earlier and not executed
+        will be, keeping them (execution/supersede.py); ``dropping`` (heals retired out of it): the plan
+        keeps them even when the planner wants nothing, so the rest of the running plan is dropped and
+        nothing in flight reverted (a plan that is only those moves is ``kept_only``: no approval).
+        Otherwise a plan made earlier and not executed
         is kept while the intents, the placement and the loads it was planned from hold
         (planning/plan_keeping.py): its id stays while the rates drift within the bound."""
         live, rates_known = self._rated()
@@ -930,21 +1009,30 @@ class _Pass:
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
         started = time.monotonic()
         try:
-            planned = plan_cluster(
-                self.rec.kube,
-                runs,
-                meta["namespace"],
-                self.spec,
-                snap,
-                inputs,
-                reactive,
-            )
+            if documents or flight is None:
+                planned = plan_cluster(
+                    self.rec.kube,
+                    runs,
+                    meta["namespace"],
+                    self.spec,
+                    snap,
+                    inputs,
+                    reactive,
+                )
+            else:  # only retired heals ran it: no intent is left to plan, the moves in flight are kept
+                planned = Planned(plan=Plan(()), summary={})
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
         # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker
         # that died): those need the new plan's targets even when the planner wants nothing else
-        if flight is not None and planned.plan is not None and (not planned.plan.empty or flight.stranded):
-            planned = replace(planned, plan=supersede.keeping_flight(planned.plan, flight, live), tally=None)
+        if (
+            flight is not None
+            and planned.plan is not None
+            and (not planned.plan.empty or flight.stranded or dropping)
+        ):
+            kept_only = dropping and planned.plan.empty and not flight.stranded
+            merged = supersede.keeping_flight(planned.plan, flight, live)
+            planned = replace(planned, plan=merged, tally=None, kept_only=kept_only)
         plan = planned.plan
         if plan is not None and not plan.empty:
             made = None
@@ -1026,4 +1114,5 @@ class _Pass:
         else:
             record.save()
         self.started = True
+        self.started_with = frozenset(a.participants)
         self.rec._publish(Decision(statuses=a.then, events=a.events))

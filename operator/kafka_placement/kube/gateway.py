@@ -148,8 +148,24 @@ class KubeGateway:
         )
         return created
 
-    def delete_custom(self, group: str, version: str, ns: str, plural: str, name: str) -> bool:
-        """Delete; False when it did not exist."""
+    def delete_custom(
+        self,
+        group: str,
+        version: str,
+        ns: str,
+        plural: str,
+        name: str,
+        preconditions: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Delete; False when it did not exist. ``preconditions`` (``uid``, ``resourceVersion``): the
+        apiserver refuses (409, ``KubeConflict``) when the object is another one or changed since read."""
+        options: dict[str, Any] = {}
+        if preconditions:
+            options["body"] = client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(
+                    uid=preconditions.get("uid"), resource_version=preconditions.get("resourceVersion")
+                )
+            )
         return (
             self._call(
                 f"delete {plural}.{group} {ns}/{name}",
@@ -159,6 +175,7 @@ class KubeGateway:
                 ns,
                 plural,
                 name,
+                **options,
             )
             is not None
         )

@@ -2,9 +2,9 @@
 
 One source for three things: the parser of ``spec.selfHealing`` (``SelfHealingSpec.parse``, declared with
 its schema in spec_fields.py's way, as the rest of the KafkaCluster's spec in cluster_spec.py), the typed
-status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` / ``status.unreachableBrokers``
-(``DeadBroker``, ``OfflineLogDir``, ``UnreachableBroker``, read and written with ``from_json`` /
-``to_json``), and the CRD schema of both (``spec_schema``,
+status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` / ``status.unreachableBrokers`` /
+``status.pastFailures`` (``DeadBroker``, ``OfflineLogDir``, ``UnreachableBroker``, ``PastFailure``, read
+and written with ``from_json`` / ``to_json``), and the CRD schema of both (``spec_schema``,
 ``status_schema``, used by ``crd_schema.py``). Each status field is declared once, with its JSON name,
 its schema and its description (``_field``); the schema and the (de)serialisation are derived from that.
 
@@ -33,6 +33,9 @@ DEFAULT_DIR_AFTER_S = 60
 DEFAULT_SETTLE_S = 120  # a broker back this long is healthy again: its failure ends
 MAX_SETTLE_SECONDS = 86400
 MAX_LOST_SHOWN = 20  # partition names kept per failure in the status (the count is exact)
+MAX_PAST_FAILURES = 10  # ended broker failures kept in status.pastFailures (those awaiting retirement too)
+RETIRE, KEEP = "Retire", "Keep"
+ON_RETURN = (RETIRE, KEEP)
 
 
 # ---- times ------------------------------------------------------------------------------------------
@@ -95,6 +98,19 @@ class BrokerFailure(FailureRule):
             default=DEFAULT_SETTLE_S,
         ),
     )
+    on_return: str = leaf(
+        "onReturn",
+        _str(
+            "What becomes of a heal (a BrokerDecommission self-healing created) once its broker is back "
+            "for settleSeconds: Retire (the operator deletes it, which lifts its cordon, so the placement "
+            "may use the broker again; an execution still running it is first re-planned without it: its "
+            "moves in flight finish, the rest are dropped, nothing is reverted) or "
+            "Keep (it stays, keeping replicas off the broker, until you delete it). A heal whose "
+            "spec.brokers was edited is never retired.",
+            enum=list(ON_RETURN),
+            default=RETIRE,
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +130,8 @@ class SelfHealingSpec:
         "Self-healing: a broker not alive, or a log dir offline, for afterSeconds gets a heal, a "
         "BrokerDecommission or a draining LogDirCordon the operator creates (owned by this "
         "KafkaCluster, labelled kafkaplacement.io/created-by: self-healing); deleting it cancels the "
-        "heal."
+        "heal. A heal whose broker is back for settleSeconds is retired (deleted) unless "
+        "brokerFailure.onReturn is Keep."
     )
     FIELDS: ClassVar[tuple[str, ...]]  # the JSON names, in order
 
@@ -199,7 +216,8 @@ def _from_json(cls: type, raw: object, where: str) -> dict[str, Any]:
             if items is None or not all(isinstance(i, str) for i in items):
                 raise BadInputError("must be a list of strings", at)
             kw[f.name] = tuple(items)
-    for key, name in (("since", "since"), ("back_since", "backSince")):
+    times = (("since", "since"), ("back_since", "backSince"), ("returned_at", "returnedAt"))
+    for key, name in (*times, ("retired_at", "retiredAt")):
         if key in kw:
             parse_time(kw[key], f"{where}.{name}")
     return kw
@@ -290,6 +308,65 @@ class OfflineLogDir:
 
 
 @dataclass(frozen=True, slots=True)
+class PastFailure:
+    """A broker failure that ended (the broker back for ``settleSeconds``), in ``status.pastFailures``: when
+    it started, its heal, when the broker returned, and when the heal was retired, or why it was not.
+    An entry with a heal and neither ``retiredAt`` nor ``notRetired`` awaits the heal's retirement (an
+    execution still runs it)."""
+
+    broker: int = _field("broker", _int("Broker id.", 0))
+    since: str = _field("since", _SINCE)
+    heal: str | None = _field(
+        "heal", _str("The heal created for it (a BrokerDecommission in this namespace).", maxLength=253), None
+    )
+    returned_at: str | None = _field(
+        "returnedAt",
+        _str("When the broker was first seen alive again (RFC 3339; absent: not known).", format="date-time"),
+        None,
+    )
+    retired_at: str | None = _field(
+        "retiredAt",
+        _str(
+            "When the operator retired the heal (deleted it, lifting its cordon: brokerFailure.onReturn "
+            "Retire), RFC 3339.",
+            format="date-time",
+        ),
+        None,
+    )
+    not_retired: str | None = _field(
+        "notRetired",
+        _str(
+            "Why the heal was not retired (onReturn Keep, its spec.brokers edited, deleted by hand).",
+            maxLength=1000,
+        ),
+        None,
+    )
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> PastFailure:
+        return cls(**_from_json(cls, raw, where))
+
+    def to_json(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @property
+    def awaiting_retirement(self) -> bool:
+        return self.heal is not None and self.retired_at is None and self.not_retired is None
+
+
+def past_failures(status: Mapping[str, Any] | None) -> tuple[tuple[PastFailure, ...], list[str]]:
+    """``status.pastFailures`` (oldest first), and the problems of the entries left out."""
+    out: list[PastFailure] = []
+    problems: list[str] = []
+    for i, raw in enumerate((status or {}).get("pastFailures") or ()):
+        try:
+            out.append(PastFailure.from_json(raw, f"status.pastFailures[{i}]"))
+        except BadInputError as e:
+            problems.append(e.message)
+    return tuple(out), problems
+
+
+@dataclass(frozen=True, slots=True)
 class HealingState:
     """``status.deadBrokers``, ``status.offlineLogDirs`` and ``status.unreachableBrokers`` of a
     KafkaCluster."""
@@ -346,6 +423,13 @@ def status_schema() -> dict[str, Schema]:
             _entry_schema(OfflineLogDir, "One offline log dir.", ["broker", "path", "since"]),
             maxItems=10000,
         ),
+        "pastFailures": _arr(
+            f"The last {MAX_PAST_FAILURES} broker failures that ended (the broker back for settleSeconds), "
+            "oldest first: since when, the heal, when the broker returned, and when the heal was retired "
+            "or why it was not (entries awaiting their heal's retirement are kept beyond that count).",
+            _entry_schema(PastFailure, "One broker failure that ended.", ["broker", "since"]),
+            maxItems=1000,
+        ),
         "unreachableBrokers": _arr(
             "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
             "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
@@ -357,17 +441,23 @@ def status_schema() -> dict[str, Schema]:
 
 __all__ = [
     "DEFAULT_SETTLE_S",
+    "KEEP",
     "MAX_AFTER_SECONDS",
+    "MAX_PAST_FAILURES",
     "MAX_SETTLE_SECONDS",
+    "ON_RETURN",
+    "RETIRE",
     "BrokerFailure",
     "DeadBroker",
     "FailureRule",
     "HealingState",
     "LogDirFailure",
     "OfflineLogDir",
+    "PastFailure",
     "SelfHealingSpec",
     "UnreachableBroker",
     "format_time",
     "parse_time",
+    "past_failures",
     "status_schema",
 ]

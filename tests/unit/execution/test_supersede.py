@@ -3,6 +3,7 @@ in flight (handlers/decide.py ``_supersede``, execution/supersede.py, ``Executio
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from kafka_placement.handlers.decide import (
     CheckMinIsr,
     PlanIntents,
     Planned,
+    RequestCancel,
     StartExecution,
     Tick,
     View,
@@ -99,6 +101,53 @@ def test_what_does_not_supersede() -> None:
     empty = Planned(plan=Plan.of([]), summary={})
     d = decide(View([retire(phase=st.EXECUTING), heal()], record=record, cordons_synced=True, planned=empty))
     assert [type(a) for a in d.actions] == [Tick]
+
+
+def test_a_heal_retired_while_it_runs_is_replanned_out_keeping_its_moves_in_flight() -> None:
+    """Its broker is back for good (retiring.py, ``View.retiring``): every other intent is planned again
+    keeping the moves in flight, the rest of the heal's moves are dropped, nothing is reverted. A plan that
+    is only those moves needs no approval (a Manual policy approved them with the running plan)."""
+    record = executing("uid-heal-2", "uid-spread")
+    policy = body("PlacementPolicy", "spread", {"replicationFactor": 2, "approval": "Manual"}, st.EXECUTING)
+    resources = [heal(), policy]
+    base = View(resources, record=record, cordons_synced=True, retiring=frozenset({"uid-heal-2"}))
+    d = decide(base)
+    (plan,) = d.actions
+    assert isinstance(plan, PlanIntents) and plan.keeping_in_flight and plan.dropping
+    assert [b["metadata"]["name"] for b in plan.resources] == ["spread"]
+    flight = Plan.of([PartitionTarget("t", 0, (1, 3), ("any", "any"))])
+    kept = Planned(plan=flight, summary=SUMMARY, kept_only=True)
+    d = decide(replace(base, planned=kept))
+    assert [type(a) for a in d.actions] == [CheckMinIsr]
+    d = decide(replace(base, planned=kept, below_min_isr=[]))
+    (start,) = d.actions
+    assert isinstance(start, StartExecution) and start.supersedes == PLAN.plan_id and start.plan is flight
+    assert start.participants == ("uid-spread",)  # the heal takes no part: it can be deleted
+    assert {(n.body["metadata"]["name"], n.reason) for n in start.events} == {
+        ("heal-2", "Superseded"),
+        ("spread", "Superseded"),
+    }
+    assert "retiring BrokerDecommission/heal-2 (its broker is back)" in start.events[0].message
+    new = Planned(plan=Plan.of([PartitionTarget("t", 1, (1, 3), ("any", "any"))]), summary=SUMMARY)
+    d = decide(replace(base, planned=new))  # new moves for the Manual policy: approved first
+    assert [type(a) for a in d.actions] == [Tick]
+
+
+def test_a_heal_retired_with_nothing_in_flight_and_nothing_left_to_do_stops_its_execution() -> None:
+    record = executing("uid-heal-2")
+    base = View([heal()], record=record, cordons_synced=True, retiring=frozenset({"uid-heal-2"}))
+    d = decide(replace(base, planned=Planned(plan=Plan.of([]), summary={}, kept_only=True)))
+    assert [type(a) for a in d.actions] == [RequestCancel, Tick]  # a cancel with nothing to revert
+    assert [(n.body["metadata"]["name"], n.reason) for n in d.events] == [("heal-2", "Superseded")]
+    assert "nothing is reverted" in d.events[0].message
+
+
+def test_a_heal_being_retired_outside_the_execution_does_not_supersede_it() -> None:
+    record = executing("uid-retire-3")
+    view = View([retire(phase=st.EXECUTING), heal()], record=record, cordons_synced=True)
+    assert isinstance(decide(view).actions[0], PlanIntents)  # a heal is urgent ...
+    retiring = replace(view, retiring=frozenset({"uid-heal-2"}))
+    assert [type(a) for a in decide(retiring).actions] == [Tick]  # ... not one on its way out
 
 
 def _snapshot() -> ClusterSnapshot:

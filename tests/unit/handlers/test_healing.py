@@ -32,6 +32,7 @@ from kafka_placement.model.self_healing import (
     DeadBroker,
     HealingState,
     OfflineLogDir,
+    PastFailure,
     SelfHealingSpec,
     UnreachableBroker,
     format_time,
@@ -142,19 +143,26 @@ def test_a_broker_back_before_the_delay_starts_nothing_and_its_entry_goes_once_s
     assert out.condition is not None and out.condition[:2] == (True, "NoFailure")
 
 
-def test_a_broker_back_while_its_heal_runs_keeps_the_heal_and_says_so_once_settled() -> None:
+def test_a_broker_back_while_its_heal_runs_says_so_once_settled() -> None:
+    """With onReturn Keep the heal stays (the user deletes it); with Retire (the default) the Event says it
+    is retired (retiring.py decides when and deletes it)."""
+    keep = {**SPEC, "brokerFailure": {**SPEC["brokerFailure"], "onReturn": "Keep"}}
     name = "main-heal-broker-3-20261127t120000z"
     body = heal_body("BrokerDecommission", name, {"brokers": [3]}, "Executing")
     settling = HealingState((dead(3, heal=name, back=T0 + 580),))
-    early = run(settling, seen({1, 2, 3}), T0 + 699, heals=heals_of([body]))
+    early = run(settling, seen({1, 2, 3}), T0 + 699, heals=heals_of([body]), spec=keep)
     assert early.state == settling and early.notes == () and early.creates == ()
-    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=heals_of([body]))
+    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=heals_of([body]), spec=keep)
     assert out.state.dead_brokers == () and out.creates == ()
+    assert out.ended == (dead(3, heal=name, back=T0 + 580),) and out.live == {1, 2, 3}
     assert [n.on for n in out.notes] == [None, body]  # on the KafkaCluster and on the heal
     assert all("goes on: delete it to cancel" in n.message for n in out.notes)
     completed = heals_of([heal_body("BrokerDecommission", name, {"brokers": [3]}, "Completed")])
-    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=completed)
+    out = run(settling, seen({1, 2, 3}), T0 + 700, heals=completed, spec=keep)
     assert "keeps its replicas off it" in out.notes[0].message
+    retired = run(settling, seen({1, 2, 3}), T0 + 700, heals=completed)
+    assert [n.reason for n in retired.notes] == ["FailureEnded", "FailureEnded"]
+    assert "is retired (onReturn: Retire)" in retired.notes[0].message
 
 
 def test_a_flapping_broker_keeps_its_first_since_and_is_healed_after_the_delay_from_it() -> None:
@@ -500,6 +508,8 @@ def test_the_crd_schema_is_the_parsers() -> None:
         assert (after["minimum"], after["maximum"]) == (1, MAX_AFTER_SECONDS)
     settle = spec["properties"]["brokerFailure"]["properties"]["settleSeconds"]
     assert (settle["minimum"], settle["maximum"], settle["default"]) == (1, 86400, 120)
+    on_return = spec["properties"]["brokerFailure"]["properties"]["onReturn"]
+    assert (on_return["enum"], on_return["default"]) == (["Retire", "Keep"], "Retire")
     assert spec["properties"]["approval"]["enum"] == ["Automatic", "Manual"]
     status = _cluster_schema()["properties"]["status"]["properties"]
     full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1, "2026-11-27T12:01:00Z").to_json()
@@ -510,6 +520,8 @@ def test_the_crd_schema_is_the_parsers() -> None:
     full_dir = OfflineLogDir(2, "/d", "2026-11-27T12:00:00Z", "h", ("t-0",), 1).to_json()
     assert set(status["offlineLogDirs"]["items"]["properties"]) == set(full_dir)
     assert "SelfHealing" in status["conditions"]["items"]["properties"]["type"]["enum"]
+    past = PastFailure(3, "2026-11-27T12:00:00Z", "h", "2026-11-27T12:01:00Z", "2026-11-27T12:03:00Z", "x")
+    assert set(status["pastFailures"]["items"]["properties"]) == set(past.to_json())
 
 
 def test_status_round_trip_and_broken_entries_are_dropped() -> None:

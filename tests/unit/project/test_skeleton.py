@@ -55,9 +55,14 @@ def test_no_command_prints_help_and_exits_2(capsys: object) -> None:
         ("spark/k8s.py", "from kubernetes import client", "one gateway to Kubernetes"),
         ("handlers/reconciler.py", "import confluent_kafka", "one gateway to Kafka"),
         ("execution/executor.py", "from kafka.errors import KafkaError", "one gateway to Kafka"),
-        ("handlers/decide.py", "import time", "decide and healing are pure"),
-        ("handlers/decide.py", "import kafka_placement.kube.gateway", "decide and healing are pure"),
-        ("handlers/healing.py", "import time", "decide and healing are pure"),
+        ("handlers/decide.py", "import time", "decide, healing and retiring are pure"),
+        (
+            "handlers/decide.py",
+            "import kafka_placement.kube.gateway",
+            "decide, healing and retiring are pure",
+        ),
+        ("handlers/healing.py", "import time", "decide, healing and retiring are pure"),
+        ("handlers/retiring.py", "import time", "decide, healing and retiring are pure"),
     ],
 )
 def test_import_linter_rejects_a_layer_violation(
