@@ -66,9 +66,9 @@ def inspect(gw: KafkaGateway) -> Leftovers:
     for target, entries in gw.describe_configs([*brokers, *topics]).items():
         for key, entry in entries.items():
             wanted = BROKER_KEYS if target.kind == "broker" else TOPIC_KEYS
-            ours = key in wanted or (target.kind == "broker" and key.startswith(CLAIM_PREFIX))
-            if ours and entry.is_dynamic and entry.value:
-                found.configs[(target.kind, target.name, key)] = entry.value
+            claim = target.kind == "broker" and key.startswith(CLAIM_PREFIX)  # its value reads as null
+            if (key in wanted and entry.is_dynamic and entry.value) or claim:
+                found.configs[(target.kind, target.name, key)] = entry.value or "(claim)"
     found.reassignments = [f"{t}-{p}" for t, p in sorted(gw.list_reassignments())]
     return found
 
