@@ -3,10 +3,11 @@
 A cluster of its own (``kafka_rig.py up --name five``: five combined broker+controller nodes, so two can
 die and the quorum of three stays) and one operator. The KafkaCluster has ``selfHealing.brokerFailure``
 with ``afterSeconds: 5``, ``settleSeconds: 5`` (a broker back counts after 5 s) and
-``maxConcurrentBrokerHeals: 1`` (approval Manual: a heal waits, nothing moves). Brokers 4 and 5 are SIGKILLed together: both are listed in ``status.deadBrokers``, the
-SelfHealing condition says ``CorrelatedFailure`` with a Warning Event, and no heal is created past the
-delay (a storm of moves during an outage is worse than waiting). Broker 5 is restarted: one broker is
-down, within the limit, and broker 4 gets its heal.
+``maxConcurrentBrokerHeals: 1`` (approval Manual: a heal waits, nothing moves). Brokers 4 and 5 are
+SIGKILLed together: both are listed in ``status.deadBrokers``, the SelfHealing condition says
+``CorrelatedFailure`` with a Warning Event, and no heal is created past the delay (a storm of moves
+during an outage is worse than waiting). Broker 5 is restarted: one broker is down, within the limit,
+and broker 4 gets its heal.
 
 Cost: about a minute and a half (five JVMs start on two cores; each death is seen once the controller
 fences the broker); the cluster is always stopped (``finally``).

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import ROOT, KafkaRig, Operator, free_port, metric_samples, wait_phase
+from tests.e2e.conftest import (
+    ROOT,
+    KafkaRig,
+    Operator,
+    clear_cordons,
+    free_port,
+    metric_samples,
+    wait_phase,
+)
 from tests.e2e.test_operator import apply, no_throttle_left, snapshot
 from tests.integration.conftest import wait_for
 
@@ -144,7 +152,12 @@ def until(what: str, check: Any, timeout: float, op: Operator | None = None, ste
 
 @pytest.fixture
 def pair(
-    k8s_namespace: str, k8s_rig: dict[str, Any], k8s_api: Any, kubectl: Any, tmp_path: Path
+    k8s_namespace: str,
+    k8s_rig: dict[str, Any],
+    k8s_api: Any,
+    kubectl: Any,
+    tmp_path: Path,
+    kafka_rig: KafkaRig,
 ) -> Iterator[tuple[Operator, Operator]]:
     """op-a started first (it takes the new Lease at once), then op-b (a standby)."""
     kubectl("apply", "-f", str(ROOT / "crds"))
@@ -172,6 +185,8 @@ def pair(
         patch = '{"metadata":{"finalizers":[]}}'
         kubectl("-n", k8s_namespace, "patch", kind, "--all", "--type=merge", "-p", patch, check=False)
         kubectl("-n", k8s_namespace, "delete", kind, "--all", "--wait=false", check=False)
+    # the cordon of the decommission whose finalizer was just stripped: left on purpose, so cleared here
+    clear_cordons(ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers))
 
 
 def start_decommission(kubectl: Any, ns: str, rig: KafkaRig, new_topic: Any, max_moves: int) -> str:
