@@ -142,7 +142,9 @@ def track_brokers(previous: HealingState, seen: Seen, now: float, settle_s: floa
     cluster says now and the time (no clock is read here):
 
     - a broker the cluster names that is not alive in the cluster is dead: tracked from when it was first
-      seen so (``since``); with a full snapshot, a broker no replica names any more is not tracked;
+      seen so (``since``); with a full snapshot, a broker no replica names any more is not tracked, unless
+      a heal was made for it: a healed broker stays tracked (its heal Completed emptied it) until it is
+      back for ``settle_s``, so that its return settles before the heal is retired (retiring.py);
     - a dead broker seen alive again is *back* (``back_since``: when first seen back): its failure ends
       once it has stayed alive ``settle_s``; one that dies again before keeps its first ``since`` (and its
       heal), so a flapping broker is healed ``afterSeconds`` after its first death, not reset forever;
@@ -169,8 +171,8 @@ def track_brokers(previous: HealingState, seen: Seen, now: float, settle_s: floa
             dead.append(replace(old, back_since=back))
             wake.append(settles)
             continue
-        if seen.full and b not in seen.named:
-            continue  # no replica names it: nothing left to heal
+        if seen.full and b not in seen.named and (old is None or old.heal is None):
+            continue  # no replica names it and no heal was made for it: nothing left to heal
         entry = old or DeadBroker(b, stamp)
         dead.append(replace(entry, back_since=None) if entry.back_since is not None else entry)
     old_unreachable = {u.id: u for u in previous.unreachable_brokers}
