@@ -293,8 +293,9 @@ def kafka_wait() -> Callable[..., Any]:
 def broker_addresses(brokers: KafkaRig | str | Iterable[str]) -> list[str]:
     """Every broker's ``host:port``: of a rig, of a bootstrap list that names every broker (the rigs'
     ``bootstrapServers`` do), or given one by one."""
-    if isinstance(brokers, KafkaRig):
-        return [f"{n.host}:{n.port}" for n in brokers.nodes]
+    nodes = getattr(brokers, "nodes", None)  # a KafkaRig: by its shape, as pytest may load this module
+    if nodes is not None:  # twice (as a conftest and as tests.integration.conftest), each with its class
+        return [f"{n.host}:{n.port}" for n in nodes]
     if isinstance(brokers, str):
         return [b.strip() for b in brokers.split(",") if b.strip()]
     return list(brokers)
