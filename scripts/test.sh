@@ -31,7 +31,14 @@ if [[ ${KP_TEST_STRESS:-0} == 1 ]]; then
   done
   echo "test: KP_TEST_STRESS=1: ${#hogs[@]} busy loop(s) run beside the lanes"
 fi
-stop_hogs() { ((${#hogs[@]})) && kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null; hogs=(); }
+# (never a bare `wait`: with no hog it would reap the lanes too, and their exit codes with them)
+stop_hogs() {
+  if ((${#hogs[@]})); then
+    kill "${hogs[@]}" 2>/dev/null
+    wait "${hogs[@]}" 2>/dev/null
+  fi
+  hogs=()
+}
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/kp-test-lanes.XXXXXX")
 mapfile -t lanes < <($PY tests/rig/lanes.py names)
