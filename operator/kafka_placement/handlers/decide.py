@@ -37,6 +37,7 @@ from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
 from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_resource
 from ..model.plan import Plan
+from ..planning import waiting
 from ..planning.metrics import Tally
 from . import status as st
 from .healing import CREATED_BY, SELF_HEALING
@@ -340,9 +341,16 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
     phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
     reason, message = str(record.phase), record.last_error or f"executor phase {record.phase}"
+    waits: tuple[StatusPatch, ...] = ()
     if phase == st.COMPLETED:  # the plan is done; the intents' own rules are checked on a fresh read
         if view.unmet is None:
             return Decision(actions=(CheckIntents(tuple(members)),))
+        if not view.unmet:  # what waits (no plan could act on it) keeps its intents Pending, saying why
+            done = f"plan {record.plan_id} executed: everything that can be moved was"
+            waits = _waiting(
+                [(b, i) for b, i in valid if b in members], record.plan_status, done, record.progress
+            )
+            members = [b for b in members if all(w.body is not b for w in waits)]
         if view.unmet:
             # planned again by the next reconcile (a broker's metadata lagging right after the moves
             # must not make it plan done moves again): until then they are still executing
@@ -357,7 +365,33 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         StatusPatch(b, phase, reason, message, plan=record.plan_status, progress=record.progress)
         for b in members
     )
-    return Decision(statuses=waiting + statuses, events=events)
+    return Decision(statuses=waiting + waits + statuses, events=events)
+
+
+def _waiting(
+    valid: Sequence[tuple[Body, Intent]],
+    plan_status: Mapping[str, Any] | None,
+    done: str,
+    progress: Mapping[str, Any] | None = None,
+) -> tuple[StatusPatch, ...]:
+    """``Pending`` for each BrokerDecommission some of whose partitions wait (the plan's ``waiting``,
+    planning/waiting.py: no in-sync replica left, or too few brokers to hold them): the plan moved the
+    rest; it is planned again as the cluster changes (a leader elected, a broker back or added)."""
+    waits = (plan_status or {}).get("waiting") or {}
+    if not waits:
+        return ()
+    out = []
+    for b, intent in valid:
+        if not isinstance(intent, BrokerDecommission):
+            continue
+        why = waiting.text(waits, intent.brokers)
+        if not why:
+            continue
+        reason = next(
+            r for r in waiting.REASONS if set((waits.get(r) or {}).get("brokers", ())) & set(intent.brokers)
+        )
+        out.append(StatusPatch(b, st.PENDING, reason, f"{done}; {why}", plan=plan_status, progress=progress))
+    return tuple(out)
 
 
 SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
@@ -551,8 +585,13 @@ def _gates(
         shown = last.plan_status if executed and last is not None else plan_status
         prefix = f"plan {last.plan_id} executed; " if executed and last is not None else ""
         message = f"converged: {prefix}the placement matches every declared intent"
+        waits = _waiting(
+            valid, {**(shown or {}), "waiting": plan_status.get("waiting")}, "nothing else to move"
+        )
+        valid = [(b, i) for b, i in valid if all(w.body is not b for w in waits)]
         return Decision(
-            statuses=tuple(
+            statuses=waits
+            + tuple(
                 StatusPatch(
                     b,
                     st.COMPLETED,

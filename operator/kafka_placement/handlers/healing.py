@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -53,6 +53,8 @@ from ..model.self_healing import (
     parse_time,
 )
 from ..model.snapshot import ClusterSnapshot
+from ..planning import waiting
+from ..planning.waiting import NO_IN_SYNC_REPLICA
 
 CREATED_BY = "kafkaplacement.io/created-by"
 SELF_HEALING = "self-healing"
@@ -80,6 +82,8 @@ class Seen:
     offline: frozenset[tuple[int, str]]  # (broker, path) of the offline dirs among those
     full: bool = False  # from a full snapshot: a broker no replica names holds nothing
     lost: Mapping[Target, Lost] | None = None  # per failure; None: not known in this reconcile
+    # per dead broker: its partitions with no in-sync replica left (planning/waiting.py); None: not known
+    no_isr: Mapping[int, Lost] | None = None
 
 
 def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
@@ -91,6 +95,9 @@ def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
     )
     names: dict[Target, list[str]] = {}
     counts: dict[Target, int] = {}
+    dead = frozenset(b.id for b in snap.brokers if not b.alive)
+    stuck_names: dict[int, list[str]] = {}
+    stuck_counts: dict[int, int] = {}
     for p in snap.partitions:
         where: list[Target] = []
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
@@ -98,14 +105,22 @@ def seen_in_snapshot(snap: ClusterSnapshot) -> Seen:
                 where.append(b)
             elif d is not None and (b, d) in offline:
                 where.append((b, d))
-        if len(where) < len(p.replicas):
-            continue  # a replica is on a live broker and dir: the data is there
+        if len(where) < len(p.replicas):  # a replica is on a live broker and dir: the data is there...
+            if dead and waiting.no_in_sync_replica(dead, p.replicas, p.leader, p.isr):
+                behind = ",".join(str(b) for b in p.replicas if b not in dead)  # ... out of sync
+                for b in p.replicas:
+                    if b in dead:
+                        stuck_counts[b] = stuck_counts.get(b, 0) + 1
+                        if len(stuck_names.setdefault(b, [])) < MAX_LOST_SHOWN:
+                            stuck_names[b].append(f"{p.name} (out of sync: {behind})")
+            continue
         for t in where:
             counts[t] = counts.get(t, 0) + 1
             if len(names.setdefault(t, [])) < MAX_LOST_SHOWN:
                 names[t].append(p.name)
     lost = {t: (n, tuple(names[t])) for t, n in counts.items()}
-    return Seen(frozenset(snap.broker_ids), live, read, offline, full=True, lost=lost)
+    no_isr = {b: (n, tuple(stuck_names[b])) for b, n in stuck_counts.items()}
+    return Seen(frozenset(snap.broker_ids), live, read, offline, full=True, lost=lost, no_isr=no_isr)
 
 
 def seen_live(
@@ -341,7 +356,10 @@ def decide_healing(
     for gone in tracked.ended:
         what = f"broker {gone.id} is alive again (for {settle} s, settleSeconds)"
         notes += _recovered(what, gone.failure, gone.heal, by_target.get(gone.id), retire)
-    dead = [_with_lost(_adopt(d, by_target.get(d.id)), seen.lost, d.id) for d in tracked.dead]
+    dead = [
+        _with_no_isr(_with_lost(_adopt(d, by_target.get(d.id)), seen.lost, d.id), seen.no_isr)
+        for d in tracked.dead
+    ]
 
     dirs: list[OfflineLogDir] = []
     old_dirs = {(d.broker, d.path): d for d in previous.offline_log_dirs}
@@ -399,7 +417,10 @@ def decide_healing(
                 else:
                     wake.append(due)
     state = HealingState(tuple(dead), tuple(dirs), tracked.unreachable)
-    condition = _condition(spec, state, by_target, busy if correlated else None)
+    made = {c.name for c in creates}  # heals created now exist too (not "deleted: cancelled")
+    present = set(by_target) | {d.id for d in dead if d.heal in made}
+    present |= {(o.broker, o.path) for o in dirs if o.heal in made}
+    condition = _condition(spec, state, present, busy if correlated else None)
     notes += _warn(condition, previous_condition)
     return HealingOutcome(
         state,
@@ -520,6 +541,25 @@ def _manifest(
     }
 
 
+def _with_no_isr(entry: DeadBroker, no_isr: Mapping[int, Lost] | None) -> DeadBroker:
+    if no_isr is None:
+        return entry  # not known in this reconcile: the status' last word stands
+    count, names = no_isr.get(entry.id, (0, ()))
+    return replace(entry, no_in_sync_count=count or None, no_in_sync=names)
+
+
+def _no_isr_text(entry: DeadBroker) -> str:
+    if not entry.no_in_sync_count:
+        return ""
+    more = entry.no_in_sync_count - len(entry.no_in_sync)  # (not None: checked above)
+    return (
+        f"; {entry.no_in_sync_count} partitions have no in-sync replica left (no leader: nothing to copy "
+        "from until one is elected; the heal does the rest and picks them up once they have a leader): "
+        + ", ".join(entry.no_in_sync)
+        + (f" and {more} more" if more > 0 else "")
+    )
+
+
 def _lost_text(entry: DeadBroker | OfflineLogDir) -> str:
     if not entry.lost_count:
         return ""
@@ -563,7 +603,7 @@ def _cordon(spec: SelfHealingSpec, owner: Mapping[str, Any], o: OfflineLogDir, a
 def _condition(
     spec: SelfHealingSpec,
     state: HealingState,
-    heals: Mapping[Target, Heal],
+    heals: Collection[Target],
     correlated: Sequence[int] | None,
 ) -> tuple[bool, str, str]:
     """(status, reason, message) of the SelfHealing condition; the message changes only with the facts."""
@@ -590,6 +630,8 @@ def _condition(
         lines.append(f"and {len(entries) - SHOWN} more failures")
     lost = [e for e in entries if e.lost_count]
     lost_line = "; ".join(f"{e.failure}{_lost_text(e)}" for e in lost[:SHOWN])
+    stuck = [e for e in state.dead_brokers if e.no_in_sync_count]
+    stuck_line = "; ".join(f"{e.failure}{_no_isr_text(e)}" for e in stuck[:SHOWN])
     tail = ("; ".join(lines) + ".") if lines else ""
     if correlated is not None:
         limit = spec.max_concurrent_broker_heals
@@ -601,7 +643,15 @@ def _condition(
             f"remain. {tail}",
         )
     if lost:
-        return False, "DataLost", f"{lost_line}. {tail}"
+        also = f"; {stuck_line}" if stuck else ""
+        return False, "DataLost", f"{lost_line}{also}. {tail}"
+    if stuck:
+        return (
+            False,
+            NO_IN_SYNC_REPLICA,
+            f"{stuck_line}. The operator never elects an unclean leader (it may lose acknowledged records): "
+            f"see docs/operations.md, 'No in-sync replica'. {tail}",
+        )
     if any(e.heal is not None for e in entries):
         return True, "Healing", tail
     if entries:

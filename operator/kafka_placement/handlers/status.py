@@ -165,11 +165,21 @@ def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
         "bytes": summary.get("bytesToMove", 0),
         "lowerBoundBytes": summary.get("lowerBoundBytes", 0),
     }
+    waits = summary.get("waiting")  # partitions left as they are: no plan can act on them now (bounded)
+    if waits:
+        out["waiting"] = dict(waits)
     review = summary.get("review")  # the reconcile's review ConfigMap (handlers/plan_review.py)
     return {**out, "review": dict(review)} if review else out
 
 
-STATUS_SUMMARY_KEYS = ("partitionsChanged", "replicaMoves", "bytesToMove", "lowerBoundBytes", "advisories")
+STATUS_SUMMARY_KEYS = (
+    "partitionsChanged",
+    "replicaMoves",
+    "bytesToMove",
+    "lowerBoundBytes",
+    "advisories",
+    "waiting",
+)
 
 
 def status_summary(summary: Mapping[str, Any]) -> dict[str, Any]:

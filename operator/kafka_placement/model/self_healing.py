@@ -236,6 +236,15 @@ _LOST = _arr(
     maxItems=MAX_LOST_SHOWN,
 )
 _LOST_COUNT = _int("How many partitions are lost, named or not.", 0)
+_NO_ISR = _arr(
+    "Partitions with no in-sync replica left: no leader, a replica on this broker, and none of their live "
+    "replicas in sync (their leader died while the others were out of sync). No copy can be made until "
+    "they have a leader again; the operator never elects an unclean one (docs/operations.md, 'No in-sync "
+    f"replica'). Each as 'topic-partition (out of sync: ids)'; at most {MAX_LOST_SHOWN} are named.",
+    _str("topic-partition and its out-of-sync replicas", maxLength=400),
+    maxItems=MAX_LOST_SHOWN,
+)
+_NO_ISR_COUNT = _int("How many partitions have no in-sync replica left, named or not.", 0)
 _BACK_SINCE = _str(
     "When the broker was seen alive again (RFC 3339): its failure ends once it has stayed alive "
     "brokerFailure.settleSeconds; dying again before that keeps 'since' (a flapping broker is healed).",
@@ -253,6 +262,8 @@ class DeadBroker:
     lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
     lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
     back_since: str | None = _field("backSince", _BACK_SINCE, None)
+    no_in_sync: tuple[str, ...] = _field("noInSyncReplicaPartitions", _NO_ISR, ())
+    no_in_sync_count: int | None = _field("noInSyncReplicaPartitionCount", _NO_ISR_COUNT, None)  # None: 0
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> DeadBroker:

@@ -42,9 +42,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model.snapshot import PartitionState
-from . import metrics
+from . import metrics, waiting
 from .context import PlanningContext
-from .goals.replica_placement import ReplicaPlacementGoal, repair_reasons, replication_factor, target_dirs
+from .goals.replica_placement import ReplicaPlacementGoal, replication_factor, target_dirs
+from .repairs import repair_reasons
 from .state import DirKey, Key
 from .topology import RackTree
 
@@ -97,8 +98,18 @@ def movable(ctx: PlanningContext, balance: bool) -> list[PartitionState]:
     balanced = ctx.balanced_topics("brokers") if balance else frozenset()
     out = []
     for p in ctx.snapshot.partitions:
-        if p.topic in balanced or repair_reasons(
-            e, p.replicas, p.log_dirs, p.size_bytes, replication_factor(ctx, p.key), ctx.tree_for(p.key)
+        why = repair_reasons(
+            e,
+            p.replicas,
+            p.log_dirs,
+            p.size_bytes,
+            replication_factor(ctx, p.key),
+            ctx.tree_for(p.key),
+            p.leader,
+            p.isr,
+        )
+        if why or (
+            p.topic in balanced and not waiting.no_in_sync_replica(e.dead, p.replicas, p.leader, p.isr)
         ):
             out.append(p)
         elif a.replicas[p.key] != list(p.replicas) or a.dirs[p.key] != list(p.log_dirs):
@@ -235,7 +246,7 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
         replicas, dirs = a.replicas[key], a.dirs[key]
         p = ctx.snapshot.partition(*key)
         if p is None or repair_reasons(
-            e, replicas, dirs, p.size_bytes, replication_factor(ctx, key), ctx.tree_for(key)
+            e, replicas, dirs, p.size_bytes, replication_factor(ctx, key), ctx.tree_for(key), p.leader, p.isr
         ):
             return False
         where = dict(zip(p.replicas, p.log_dirs, strict=True))

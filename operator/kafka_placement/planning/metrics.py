@@ -47,11 +47,14 @@ from typing import Any
 from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from . import waiting
 from .loads import plan_traffic
 from .reach import Reach
+from .repairs import broken
 from .spread import FollowerRoom, spread_of, targets
 from .state import DirKey, Eligibility
 from .topology import RackTree
+from .waiting import Waiting
 
 MOVEMENT = (
     "partitionsChanged",
@@ -388,6 +391,7 @@ class Tally:
     # leader -> follower -> partitions, after the plan; under the leader itself: the partitions it leads
     peers: dict[int, dict[int, int]] = field(default_factory=dict)
     under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
+    waiting: Waiting = field(default_factory=Waiting)  # partitions the hard rules would change that wait
 
     def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
         """Partition ``p`` of the snapshot, with its plan entry ``t`` (None when the plan leaves it)."""
@@ -399,6 +403,15 @@ class Tally:
             self.reach.add(p, policy, rf, tree)
             self.bound.add(p, scope, rf, tree)
             self.violations_before.add(p, p, scope)
+            elig = scope.elig
+            if (
+                elig.dead
+                and not elig.lost(p.replicas, p.log_dirs)
+                and any(b in elig.dead for b in p.replicas)
+            ):
+                why = waiting.reason(elig, p.replicas, rf, p.leader, p.isr)
+                if why is not None and broken(elig, p.replicas, p.log_dirs, p.size_bytes, rf, tree):
+                    self.waiting.add(elig, p.name, p.replicas, why, rf)
         if t is not None:
             self.shift(p, t, scope)
 
@@ -455,6 +468,7 @@ class Tally:
         for b, followers in other.peers.items():
             add_into(self.peers.setdefault(b, {}), followers)
         self.under_replicated.extend(other.under_replicated)
+        self.waiting.merge(other.waiting)
         return self
 
     def evaluation(self, scope: Scope, plan_id: str) -> dict[str, Any]:
@@ -477,6 +491,9 @@ class Tally:
             out["violationsBefore"] = self.violations_before.finish(scope.elig, self.before.dir_bytes)
             out["violationsAfter"] = self.violations_after.finish(scope.elig, self.before.dir_bytes)
             out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
+            waits = self.waiting.to_json()
+            if waits:  # left as they are, not failed: no plan can act on them now (waiting.py)
+                out["waiting"] = waits
         followers = {b: {f: n for f, n in v.items() if f != b} for b in active if (v := self.peers.get(b))}
         counts = {b: spread_of(v) for b, v in followers.items()}
         out["failureSpread"] = _spread([n for n in counts.values() if n])

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from ..planning.goals.replica_placement import REPAIR_REASONS, repair_reasons
 from ..planning.metrics import Scope, Tally, add_into
+from ..planning.repairs import REPAIR_REASONS, repair_reasons
 from ..planning.state import ClusterLoads
 from .collector import paused_task
 from .io import PARTITION_COLUMNS, ipc_bytes, ipc_slices, ipc_table, partitions_of, partitions_table
@@ -141,7 +141,14 @@ def _analyse(scope: Scope, slices: Iterator[tuple[int, bytes]]) -> Iterator[tupl
         for p in (p for batch in table.to_batches(BATCH_ROWS) for p in partitions_of(batch)):
             tally.add(p, None, scope)
             why = repair_reasons(
-                elig, p.replicas, p.log_dirs, p.size_bytes, scope.rf(p), scope.policy(p.topic)[1]
+                elig,
+                p.replicas,
+                p.log_dirs,
+                p.size_bytes,
+                scope.rf(p),
+                scope.policy(p.topic)[1],
+                p.leader,
+                p.isr,
             )
             keep.append(bool(why))
             if why:

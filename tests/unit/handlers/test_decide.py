@@ -416,3 +416,53 @@ def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member()
         View([retire()], record=executing("uid-retire-3", reapplied=3, reapplied_before=3), ticked=True)
     )
     assert quiet.events == ()
+
+
+WAITING = {
+    "WaitingForCapacity": {
+        "partitions": 3,
+        "brokers": [3],
+        "first": ["t3-0", "t3-1", "t3-2"],
+        "replicationFactor": 3,
+        "brokersAvailable": 2,
+        "brokersNeeded": 1,
+    },
+    "NoInSyncReplica": {
+        "partitions": 1,
+        "brokers": [5],
+        "first": [{"partition": "x-0", "dead": [5], "outOfSync": [1]}],
+    },
+}
+
+
+def test_an_empty_plan_with_partitions_waiting_on_a_decommissioned_broker_keeps_it_pending() -> None:
+    """What waits (planning/waiting.py) is a state, not a failure: the decommission of broker 3, whose
+    RF-3 partitions two live brokers cannot hold, stays Pending (reason WaitingForCapacity, how many, what
+    RF, how many brokers more); an intent nothing waits on converges as usual."""
+    other = body("BrokerDecommission", "retire-4", {"brokers": [4]})
+    d = decide(View([retire(), other], planned=Planned(plan=EMPTY, summary={"waiting": WAITING})))
+    assert phases(d) == {
+        "retire-3": (st.PENDING, "WaitingForCapacity"),
+        "retire-4": (st.COMPLETED, "Converged"),
+    }
+    waits = d.statuses[0]
+    assert "3 partitions of replication factor up to 3" in waits.message and "1 more needed" in waits.message
+    assert waits.plan is not None and waits.plan["waiting"] == WAITING  # shown in status.plan
+    assert d.done
+
+
+def test_a_completed_execution_leaves_the_decommission_whose_partitions_wait_pending() -> None:
+    """The heal moved everything it could; the rest waits for a leader: Pending (NoInSyncReplica), naming
+    the partition and its out-of-sync replica, never Completed while partitions still name the broker."""
+    heal = body("BrokerDecommission", "heal-5", {"brokers": [5]}, st.EXECUTING)
+    record = RecordView(
+        phase=Phase.COMPLETED,
+        plan_id="p-9",
+        participants=frozenset({"uid-heal-5", "uid-retire-3"}),
+        plan_status={"id": "p-9", "waiting": {"NoInSyncReplica": WAITING["NoInSyncReplica"]}},
+    )
+    d = decide(View([heal, retire(phase=st.EXECUTING)], record=record, ticked=True, unmet=[]))
+    assert phases(d) == {"heal-5": (st.PENDING, "NoInSyncReplica"), "retire-3": (st.COMPLETED, "Completed")}
+    message = d.statuses[0].message
+    assert message.startswith("plan p-9 executed: everything that can be moved was; ")
+    assert "x-0 (out of sync: 1)" in message and "never elects an unclean one" in message

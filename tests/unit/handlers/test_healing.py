@@ -351,8 +351,12 @@ def snapshot() -> ClusterSnapshot:
             "partitions": [
                 {"topic": "one", "partition": 0, "replicas": [3], "logDirs": [None], **part},
                 {"topic": "both", "partition": 0, "replicas": [3, 2], "logDirs": [None, "/d1"], **part},
-                {"topic": "safe", "partition": 0, "replicas": [3, 1], "logDirs": [None, "/d0"], **part},
+                {"topic": "safe", "partition": 0, "replicas": [3, 1], "logDirs": [None, "/d0"], **part}
+                | {"leader": 1, "isr": [1]},
                 {"topic": "dir", "partition": 0, "replicas": [2], "logDirs": ["/d1"], **part},
+                # its leader 3 died while 1 was out of sync: no in-sync replica left
+                {"topic": "stuck", "partition": 0, "replicas": [3, 1], "logDirs": [None, "/d0"], **part}
+                | {"isr": [3]},
             ],
         }
     )
@@ -365,13 +369,25 @@ def test_a_snapshot_names_dead_brokers_offline_dirs_and_lost_partitions() -> Non
         3: (2, ("one-0", "both-0")),
         (2, "/d1"): (2, ("both-0", "dir-0")),
     }
+    assert facts.no_isr == {3: (1, ("stuck-0 (out of sync: 1)",))}
     out = run(HealingState(), facts, T0)
     assert out.state == HealingState(
-        (DeadBroker(3, format_time(T0), None, ("one-0", "both-0"), 2),),
+        (
+            DeadBroker(
+                3,
+                format_time(T0),
+                None,
+                ("one-0", "both-0"),
+                2,
+                no_in_sync=("stuck-0 (out of sync: 1)",),
+                no_in_sync_count=1,
+            ),
+        ),
         (OfflineLogDir(2, "/d1", format_time(T0), None, ("both-0", "dir-0"), 2),),
     )
     assert out.condition is not None and out.condition[:2] == (False, "DataLost")
     assert "one-0" in out.condition[2] and "data lost, not healed" in out.condition[2]
+    assert "stuck-0 (out of sync: 1)" in out.condition[2]  # named with the lost ones
     later = run(out.state, facts, T0 + 600)
     assert {c.kind for c in later.creates} == {"BrokerDecommission", "LogDirCordon"}
     assert "one-0" in later.creates[0].message
@@ -518,7 +534,7 @@ def test_the_crd_schema_is_the_parsers() -> None:
     assert (on_return["enum"], on_return["default"]) == (["Retire", "Keep"], "Retire")
     assert spec["properties"]["approval"]["enum"] == ["Automatic", "Manual"]
     status = _cluster_schema()["properties"]["status"]["properties"]
-    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1, "2026-11-27T12:01:00Z").to_json()
+    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1, "2026-11-27T12:01:00Z", ("t-1",), 1).to_json()
     assert set(status["deadBrokers"]["items"]["properties"]) == set(full)
     unreachable = UnreachableBroker(3, "2026-11-27T12:00:00Z").to_json()
     assert set(status["unreachableBrokers"]["items"]["properties"]) == set(unreachable)
@@ -600,3 +616,34 @@ def test_a_heal_reaching_completed_measures_failure_to_end_once() -> None:
     assert healed_in(user_made, "Executing", "Completed", T0 + 500) is None  # not a heal
     edited = {**body, "metadata": {**body["metadata"], "annotations": {FAILED_AT: "yesterday"}}}
     assert healed_in(edited, "Executing", "Completed", T0 + 500) is None  # unreadable: no observation
+
+
+def test_a_partition_with_no_in_sync_replica_is_named_with_a_warning_and_the_heal_still_made() -> None:
+    """A leader that died while its follower was out of sync: the partition has no leader and no live
+    replica in its ISR. It is not lost (broker 1 holds data) but no copy can be made: the SelfHealing
+    condition says NoInSyncReplica (a Warning Event with the partition and its out-of-sync replica),
+    the entry names it, and the broker's heal is created all the same (it does the rest)."""
+    doc = snapshot().to_json()
+    doc["partitions"] = [p for p in doc["partitions"] if p["topic"] in ("safe", "stuck")]
+    facts = seen_in_snapshot(ClusterSnapshot.from_json(doc))
+    out = run(HealingState(), facts, T0)
+    (entry,) = out.state.dead_brokers
+    assert entry.no_in_sync == ("stuck-0 (out of sync: 1)",) and entry.no_in_sync_count == 1
+    assert entry.to_json()["noInSyncReplicaPartitions"] == ["stuck-0 (out of sync: 1)"]
+    assert DeadBroker.from_json(entry.to_json(), "e") == entry
+    assert out.condition is not None and out.condition[:2] == (False, "NoInSyncReplica")
+    assert "never elects an unclean leader" in out.condition[2]
+    warned = [n for n in out.notes if n.type == "Warning"]
+    assert [n.reason for n in warned] == ["NoInSyncReplica"] and "stuck-0 (out of sync: 1)" in warned[0].message
+    said = {"status": "False", "reason": out.condition[1], "message": out.condition[2]}
+    later = run(out.state, facts, T0 + 600, condition=said)
+    assert "BrokerDecommission" in [c.kind for c in later.creates]  # (and broker 2's offline dir's cordon)
+    assert "(deleted: cancelled)" not in later.condition[2]  # the heals made now exist
+    said = {"status": "False", "reason": later.condition[1], "message": later.condition[2]}  # (heal named)
+    again = run(later.state, facts, T0 + 601, heals=heals_of([c.body for c in later.creates]), condition=said)
+    assert not [n for n in again.notes if n.reason == "NoInSyncReplica"]  # said once, not every reconcile
+    # once elected (a leader again), the name goes
+    doc["partitions"][1] |= {"leader": 1, "isr": [1]}
+    fixed = run(again.state, seen_in_snapshot(ClusterSnapshot.from_json(doc)), T0 + 700)
+    assert fixed.state.dead_brokers[0].no_in_sync == () and fixed.condition is not None
+    assert fixed.condition[1] == "Healing"

@@ -24,12 +24,12 @@ from typing import Any
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
-from .. import headroom
+from .. import headroom, waiting
 from ..context import PlanningContext, Verdict
 from ..repack import repack
+from ..repairs import repair_reasons
 from ..room import eject_for
 from ..state import Eligibility, Key
-from ..topology import RackTree
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -92,6 +92,10 @@ class ReplicaPlacementGoal:
             return False
         original = ctx.snapshot.partition(*key)
         before = set(original.replicas) if original is not None else set()
+        if original is not None and waiting.no_in_sync_replica(
+            e.dead, original.replicas, original.leader, original.isr
+        ):
+            return set(replicas) == before  # no leader to copy from: no goal may add a replica (waiting.py)
         for b in replicas:
             if b in e.decommissioned or not e.broker_may_keep(b):
                 return False
@@ -346,18 +350,23 @@ def replication_factor(ctx: PlanningContext, key: Key) -> int:
     return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
 
 
-REPAIR_REASONS = ("decommissioned", "drained", "cordonedEmpty", "replicationFactor", "rackSpread")
-
-
 def needs_repair(ctx: PlanningContext, key: Key) -> bool:
     """Whether the hard goal changes partition ``key`` at all (``repair_reasons``). These depend only on
     the partition and the intents, never on other partitions, so the sharded planner sends only these
     partitions to its shards (the Spark engine's tasks select them with ``repair_reasons`` too)."""
     a = ctx.assignment
     reps = a.replicas[key]
+    p = ctx.snapshot.partition(*key)
     return bool(
         repair_reasons(
-            ctx.eligibility, reps, a.dirs[key], a.size[key], replication_factor(ctx, key), ctx.tree_for(key)
+            ctx.eligibility,
+            reps,
+            a.dirs[key],
+            a.size[key],
+            replication_factor(ctx, key),
+            ctx.tree_for(key),
+            p.leader if p is not None else None,
+            p.isr if p is not None else None,
         )
     )
 
@@ -368,34 +377,6 @@ def unmet(snapshot: ClusterSnapshot, intents: Intents) -> list[str]:
     One pass, no planning."""
     ctx = PlanningContext.of(snapshot, intents)
     return [p.name for p in snapshot.partitions if needs_repair(ctx, p.key)]
-
-
-def repair_reasons(
-    e: Eligibility,
-    replicas: Sequence[int],
-    dirs: Sequence[str | None],
-    size: int,
-    rf: int,
-    tree: RackTree | None,
-) -> tuple[str, ...]:
-    """Why the hard goal must change a partition (each of ``REPAIR_REASONS`` that applies; empty: it
-    leaves the partition alone): a replica on a decommissioned broker, on a drained dir, a
-    replica of at most ``reactive_max_bytes`` (0: empty) on a cordoned dir in
-    reactive-cordon mode (``Eligibility.may_keep``), a replica count other
-    than the target ``rf``, or a rack spread ``tree`` finds broken. Never a partition whose every replica
-    is lost (``Eligibility.lost``): a move could copy from nothing."""
-    if e.lost(replicas, dirs):
-        return ()  # its data is gone (every replica on a dead broker or failed dir): nothing to copy
-    pairs = list(zip(replicas, dirs, strict=True))
-    gone = e.reactive_moves(size)
-    found = (
-        any(b in e.decommissioned for b in replicas),
-        any(d is not None and (b, d) in e.drained for b, d in pairs),
-        gone and any(d is not None and (b, d) in e.cordoned and (b, d) not in e.drained for b, d in pairs),
-        len(replicas) != rf,
-        tree is not None and tree.violation(replicas) is not None,
-    )
-    return tuple(r for r, yes in zip(REPAIR_REASONS, found, strict=True) if yes)
 
 
 def balance_threshold(ctx: PlanningContext) -> float | None:
