@@ -62,6 +62,7 @@ LANES = (
             "tests/integration/test_record_store.py",  # the k8s rig alone
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_log_dir_failure.py",
+            "tests/e2e/test_operator_heal_waits.py",  # heals that wait: three kills, about 3 min
             "tests/e2e/test_operator_traffic.py",
         ),
     ),

@@ -534,7 +534,8 @@ def test_the_crd_schema_is_the_parsers() -> None:
     assert (on_return["enum"], on_return["default"]) == (["Retire", "Keep"], "Retire")
     assert spec["properties"]["approval"]["enum"] == ["Automatic", "Manual"]
     status = _cluster_schema()["properties"]["status"]["properties"]
-    full = DeadBroker(3, "2026-11-27T12:00:00Z", "h", ("t-0",), 1, "2026-11-27T12:01:00Z", ("t-1",), 1).to_json()
+    when, back = "2026-11-27T12:00:00Z", "2026-11-27T12:01:00Z"
+    full = DeadBroker(3, when, "h", ("t-0",), 1, back, ("t-1",), 1).to_json()
     assert set(status["deadBrokers"]["items"]["properties"]) == set(full)
     unreachable = UnreachableBroker(3, "2026-11-27T12:00:00Z").to_json()
     assert set(status["unreachableBrokers"]["items"]["properties"]) == set(unreachable)
@@ -634,7 +635,8 @@ def test_a_partition_with_no_in_sync_replica_is_named_with_a_warning_and_the_hea
     assert out.condition is not None and out.condition[:2] == (False, "NoInSyncReplica")
     assert "never elects an unclean leader" in out.condition[2]
     warned = [n for n in out.notes if n.type == "Warning"]
-    assert [n.reason for n in warned] == ["NoInSyncReplica"] and "stuck-0 (out of sync: 1)" in warned[0].message
+    assert [n.reason for n in warned] == ["NoInSyncReplica"]
+    assert "stuck-0 (out of sync: 1)" in warned[0].message
     said = {"status": "False", "reason": out.condition[1], "message": out.condition[2]}
     later = run(out.state, facts, T0 + 600, condition=said)
     assert "BrokerDecommission" in [c.kind for c in later.creates]  # (and broker 2's offline dir's cordon)
