@@ -99,6 +99,9 @@ class Planned:
     # a re-plan dropping retired heals (``PlanIntents.dropping``) that is only the running execution's moves
     # in flight, nothing new: it needs no approval (those moves were approved with the running plan)
     kept_only: bool = False
+    # the intents (uids) invalid on their own against the snapshot (a dir of a broker that died since):
+    # each fails alone with its message, the plan is of the others (handlers/planner.py, alone_invalid)
+    rejected: Mapping[str, str] = field(default_factory=dict)
     # the planner's tally of ``plan`` (in-process engines): the plan review reuses it (not compared)
     tally: Tally | None = field(default=None, compare=False, repr=False)
 
@@ -439,10 +442,16 @@ def _supersede(
         pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
         plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
         return Decision(statuses=pending, actions=(plan_them,))
+    gone = _rejected(valid, planned)
+    if gone:
+        valid = [(b, i) for b, i in valid if b["metadata"]["uid"] not in planned.rejected]
+        urgent = [(b, i) for b, i in urgent if b["metadata"]["uid"] not in planned.rejected]
+        if not urgent and not dropped:
+            return gone  # nothing urgent is left to supersede with: the running plan goes on
     if planned.running is not None:
-        return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
+        return gone + tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
     if planned.waiting is not None:
-        return tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
+        return gone + tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
@@ -531,8 +540,23 @@ def _all(
     return tuple(StatusPatch(b, phase, reason, message, **kw) for b, _ in valid)
 
 
+def _rejected(valid: Sequence[tuple[Body, Intent]], planned: Planned) -> tuple[StatusPatch, ...]:
+    """``Failed`` for each intent invalid on its own against the cluster (``Planned.rejected``)."""
+    tail = "; the cluster's other intents are planned without it"
+    return tuple(
+        StatusPatch(b, st.FAILED, "InvalidInput", planned.rejected[b["metadata"]["uid"]] + tail)
+        for b, _ in valid
+        if b["metadata"]["uid"] in planned.rejected
+    )
+
+
 def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View) -> Decision:
     planned = view.planned
+    if planned is not None and planned.rejected:
+        gone = _rejected(valid, planned)
+        rest = [(b, i) for b, i in valid if b["metadata"]["uid"] not in planned.rejected]
+        step = _plan(rest, last, replace(view, planned=replace(planned, rejected={})))
+        return replace(step, statuses=gone + step.statuses)
     if planned is None:
         sync = _sync(valid, view)
         if not valid:  # nothing to plan: the cordons once, then done

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..model.cluster_spec import InvalidPart
-from ..model.crd_parts import COMPLETED, GROUP, PLURALS, VERSION
+from ..model.crd_parts import COMPLETED, FAILED, GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intents import BrokerDecommission, LogDirCordon, parse_resource
 from ..model.self_healing import (
@@ -392,7 +392,9 @@ def decide_healing(
     wake: list[float] = [] if tracked.wake_at is None else [tracked.wake_at]
     rule = spec.broker_failure
     pending = [d for d in dead if d.heal is None and d.back_since is None]  # a back broker: alive now
-    running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase != COMPLETED}
+    # a heal that Failed (its plan refused, say) is not running: it would count against every later
+    # failure for good (it is planned again at every resync, and its failure stays tracked meanwhile)
+    running = {h.target for h in heals if h.kind == DECOMMISSION and h.phase not in (COMPLETED, FAILED)}
     busy = sorted({d.id for d in pending} | {t for t in running if isinstance(t, int)})
     correlated = rule.enabled and len(busy) > spec.max_concurrent_broker_heals
     if rule.enabled and not correlated:

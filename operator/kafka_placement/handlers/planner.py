@@ -47,7 +47,7 @@ from ..model.capacity import CapacitySpec
 from ..model.cluster_spec import ClusterSpec, PlannerSpec, SparkSpec
 from ..model.crd_parts import LAUNCHERS
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
-from ..model.intents import Intents
+from ..model.intents import Intents, validate_against
 from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_keeping import DEFAULT_TOLERANCE, Loads, drifted, inputs_key, loads_of, tolerance_of
 from ..spark import k8s
@@ -220,6 +220,25 @@ class PlanInputs:
         intents = Intents.from_documents(list(documents)).with_reactive_cordon(reactive_cordon)
         text = intents_yaml(documents, capacity)
         return PlanInputs(intents.with_capacity(capacity), text)
+
+
+def alone_invalid(
+    documents: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot, reactive_cordon: bool
+) -> dict[int, str]:
+    """The documents (by index) that are invalid on their own against ``snapshot``: a broker or a dir the
+    cluster does not have (a LogDirCordon of a dir whose broker died since: it has no dirs now). Each
+    fails alone, with its message; the others are planned without it (never every intent of the
+    cluster for one that names what is gone). What only a pair breaks (overlapping policies) is left
+    to the planner, which names both."""
+    out: dict[int, str] = {}
+    for i, doc in enumerate(documents):
+        try:
+            validate_against(
+                Intents.from_documents([dict(doc)]).with_reactive_cordon(reactive_cordon), snapshot
+            )
+        except BadInputError as e:
+            out[i] = e.message
+    return out
 
 
 def plan_cluster(

@@ -98,7 +98,7 @@ from .decide import (
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
-from .planner import PlanInputs, plan_cluster
+from .planner import PlanInputs, alone_invalid, plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
@@ -990,20 +990,25 @@ class _Pass:
             return
         flight = supersede.in_flight(self.record, live) if keeping_in_flight and self.record else None
         snap = supersede.planning_view(live, flight) if flight is not None else live
-        documents = [d for d in (planning_document(b, snap) for b in resources) if d is not None]
+        pairs = [(b, d) for b, d in ((b, planning_document(b, snap)) for b in resources) if d is not None]
         meta = self.cluster["metadata"]
         reactive = not self.gw.supports_cordon()
+        alone = alone_invalid([d for _, d in pairs], snap, reactive)  # each fails alone (decide.py)
+        rejected = {pairs[i][0]["metadata"]["uid"]: why for i, why in alone.items()}
+        documents = [d for i, (_, d) in enumerate(pairs) if i not in alone]
         try:
             inputs = PlanInputs.of(documents, reactive, self.spec.capacity)  # once per reconcile
         except BadInputError as e:
             self.rec._kept.pop((meta["namespace"], meta["name"]), None)
-            self.view = replace(self.view, planned=Planned(error_reason="InvalidInput", error=e.message))
+            self.view = replace(
+                self.view, planned=Planned(error_reason="InvalidInput", error=e.message, rejected=rejected)
+            )
             return
         keep: KeptPlan | None = None
         if flight is None:
             kept = self._kept_plan(snap, inputs, rates_known)
             if isinstance(kept, Planned):
-                self.view = replace(self.view, planned=kept)
+                self.view = replace(self.view, planned=replace(kept, rejected=rejected))
                 return
             keep = kept
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
@@ -1041,7 +1046,7 @@ class _Pass:
             planned = self._review(planned, plan, snap, inputs.intents, made)
             if made is not None:
                 self.rec._kept[(meta["namespace"], meta["name"])] = replace(made, summary=planned.summary)
-        self.view = replace(self.view, planned=planned)
+        self.view = replace(self.view, planned=replace(planned, rejected=rejected))
 
     def _review(
         self,

@@ -466,3 +466,26 @@ def test_a_completed_execution_leaves_the_decommission_whose_partitions_wait_pen
     message = d.statuses[0].message
     assert message.startswith("plan p-9 executed: everything that can be moved was; ")
     assert "x-0 (out of sync: 1)" in message and "never elects an unclean one" in message
+
+
+def test_an_intent_naming_what_the_cluster_no_longer_has_fails_alone_and_the_others_are_planned() -> None:
+    """A LogDirCordon heal of a dir whose broker then died names a dir the cluster no longer has: it fails
+    alone (InvalidInput, the planner's message), the other intents are planned and executed without it —
+    never every intent of the cluster failed for one."""
+    gone = body("LogDirCordon", "dir-heal", {"broker": 3, "logDirs": ["/d1"]})
+    rejected = {"uid-dir-heal": "spec.logDirs[0]: broker 3 has no log dir /d1 (it has none)"}
+    d = decide(View([retire(), gone], planned=Planned(plan=PLAN, summary=SUMMARY, rejected=rejected)))
+    assert phases(d)["dir-heal"] == (st.FAILED, "InvalidInput")
+    assert (
+        "planned without it" in d.statuses[0].message and "broker 3 has no log dir" in d.statuses[0].message
+    )
+    (check,) = d.actions
+    assert isinstance(check, CheckMinIsr)
+    d = decide(
+        View(
+            [retire(), gone], planned=Planned(plan=PLAN, summary=SUMMARY, rejected=rejected), below_min_isr=[]
+        )
+    )
+    (start,) = d.actions
+    assert isinstance(start, StartExecution) and start.participants == ("uid-retire-3",)
+    assert phases(d) == {"dir-heal": (st.FAILED, "InvalidInput")}

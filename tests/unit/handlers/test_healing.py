@@ -281,6 +281,11 @@ def test_running_self_healing_decommissions_count_against_the_limit() -> None:
     done = heals_of([heal_body("BrokerDecommission", "h3", {"brokers": [3]}, "Completed")])
     out = run(HealingState((dead(2),)), seen({1, 3}, named={1, 2, 3}), T0 + 600, heals=done)
     assert [c.body["spec"]["brokers"] for c in out.creates] == [[2]]
+    # a heal that Failed is not running: it would make every later failure a correlated one for good
+    failed = heals_of([heal_body("BrokerDecommission", "h4", {"brokers": [4]}, "Failed")])
+    state = HealingState((dead(2), dead(4, heal="h4")))
+    out = run(state, seen({1, 3}, named={1, 2, 3, 4}), T0 + 600, heals=failed)
+    assert [c.body["spec"]["brokers"] for c in out.creates] == [[2]]
 
 
 def test_an_unreachable_cluster_is_not_a_dead_broker() -> None:
