@@ -73,13 +73,21 @@ def killed(kafka_rig: KafkaRig, node: int) -> None:
 def pending_with(kubectl: Any, ns: str, reason: str, op: Operator) -> dict[str, Any]:
     """The heal's status once it is Pending with ``reason``; never Failed or Paused meanwhile."""
 
+    seen: list[dict[str, Any]] = [{}]
+
     def check() -> dict[str, Any] | None:
         heal = the_heal(kubectl, ns)
-        status = (heal or {}).get("status") or {}
+        status = seen[0] = (heal or {}).get("status") or {"heal": heal is not None}
         assert status.get("phase") not in ("Failed", "Paused", "Cancelled"), status
-        return status if (status.get("phase"), status.get("reason")) == ("Pending", reason) else None
+        ready = [c for c in status.get("conditions") or () if c.get("type") == "Ready"]
+        said = ready[0].get("reason") if ready else None  # a Pending intent's reason: on Ready
+        return status if (status.get("phase"), said) == ("Pending", reason) else None
 
-    found: dict[str, Any] = until(f"the heal Pending, reason {reason}", check, op, timeout=240)
+    try:
+        found: dict[str, Any] = until(f"the heal Pending, reason {reason}", check, op, timeout=240)
+    except BaseException:
+        print("the heal's last status:", json.dumps(seen[0])[:3000])
+        raise
     return found
 
 
@@ -133,7 +141,7 @@ def test_a_partition_whose_only_in_sync_replica_died_is_named_and_the_heal_does_
 
     ns, name, servers = k8s_namespace, "waits-leader", kafka_rig.bootstrap_servers
     stuck = new_topic([[3, 1]], config={"min.insync.replicas": "1"})
-    others = new_topic([[3, 2], [2, 3], [3, 1]], config={"min.insync.replicas": "1"})
+    others = new_topic([[3, 2], [2, 3]], config={"min.insync.replicas": "1"})  # (not on 1: in sync)
     down: set[int] = set()
     try:
         killed(kafka_rig, 1)
@@ -160,13 +168,13 @@ def test_a_partition_whose_only_in_sync_replica_died_is_named_and_the_heal_does_
         )
         apply(kubectl, ns, cluster(name, servers))
         status = pending_with(kubectl, ns, "NoInSyncReplica", operator)
-        assert f"{stuck}-0 (out of sync: 1)" in status["message"], status["message"]
+        assert "(out of sync: 1)" in status["message"], status["message"]  # (internal topics may be first)
         assert "never elects an unclean one" in status["message"]
         # the rest of the heal is done: the other topic's partitions left broker 3
         assert all(DOWN not in reps for reps, _, _ in placement(servers, others).values())
         cluster_status = get(kubectl, ns, "kafkacluster", name).get("status") or {}
         (entry,) = cluster_status["deadBrokers"]
-        assert entry["noInSyncReplicaPartitions"] == [f"{stuck}-0 (out of sync: 1)"], entry
+        assert f"{stuck}-0 (out of sync: 1)" in entry["noInSyncReplicaPartitions"], entry
         (healing,) = [c for c in cluster_status["conditions"] if c["type"] == "SelfHealing"]
         assert (healing["status"], healing["reason"]) == ("False", "NoInSyncReplica"), healing
 
@@ -182,9 +190,17 @@ def test_a_partition_whose_only_in_sync_replica_died_is_named_and_the_heal_does_
 
         until("a Warning Event NoInSyncReplica naming the partition", warned, operator, 30)
 
-        # the user accepts the loss: an unclean election (docs/operations.md); the heal picks it up
+        # the user accepts the loss: an unclean election (docs/operations.md) of every partition left
+        # without a leader (internal topics' too, when they were on brokers 1 and 3); the heal picks them up
+        from kafka_placement.kafka.connection import ConnectionSettings
+        from kafka_placement.kafka.gateway import KafkaGateway
+
+        with KafkaGateway(ConnectionSettings(servers)) as gw:
+            leaderless = [p for p in gw.snapshot().partitions if p.leader is None and DOWN in p.replicas]
+        assert (stuck, 0) in {p.key for p in leaderless}, leaderless
         admin = AdminClient({"bootstrap.servers": servers})
-        admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(stuck, 0)]).result(timeout=60)
+        elect = [TopicPartition(p.topic, p.partition) for p in leaderless]
+        admin.elect_leaders(ElectionType.UNCLEAN, elect).result(timeout=60)
 
         def done() -> bool:
             heal = the_heal(kubectl, ns)

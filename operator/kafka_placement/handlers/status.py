@@ -105,10 +105,10 @@ def kept_condition(
 def phase_conditions(phase: str, reason: str, message: str) -> dict[str, tuple[bool, str, str]]:
     """The four conditions implied by a phase (reason/message go on the one that explains it)."""
     return {
-        READY: (
+        READY: (  # a Pending intent with a reason of its own (waiting for a broker, say) says it here
             phase == COMPLETED,
-            reason if phase == COMPLETED else phase,
-            message if phase == COMPLETED else "",
+            reason if phase == COMPLETED or (phase == PENDING and reason not in ("", PENDING)) else phase,
+            message if phase in (COMPLETED, PENDING) else "",
         ),
         PROGRESSING: (
             phase in (PLANNING, EXECUTING),

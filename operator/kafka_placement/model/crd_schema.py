@@ -39,6 +39,50 @@ from .intent_kinds import spec_schema
 from .self_healing import status_schema
 
 
+def _waiting() -> Schema:
+    """``status.plan.waiting``: the partitions no plan can act on now (planning/waiting.py writes it)."""
+
+    def common(description: str, first: Schema, extra: dict[str, Schema]) -> Schema:
+        return _obj(
+            description,
+            {
+                "partitions": _int("How many partitions wait, named or not.", 0, int64=True),
+                "brokers": _arr(
+                    "The dead brokers they keep a replica on.", _int("Broker id.", 0), maxItems=1000
+                ),
+                "first": _arr("The first ones by name.", first, maxItems=10),
+                **extra,
+            },
+        )
+
+    ids = _arr("Broker ids.", _int("Broker id.", 0), maxItems=128)
+    return _obj(
+        "Partitions the plan leaves as they are because no plan can act on them now (a state, not a "
+        "failure): the BrokerDecommission of their dead broker stays Pending with the reason.",
+        {
+            "NoInSyncReplica": common(
+                "No leader and no live replica in the ISR (the leader died while the others were out of "
+                "sync): nothing to copy from until a leader is elected.",
+                _obj(
+                    "A partition, its dead replicas and its live out-of-sync ones.",
+                    {"partition": _str("topic-partition", maxLength=300), "dead": ids, "outOfSync": ids},
+                ),
+                {},
+            ),
+            "WaitingForCapacity": common(
+                "A replica on a dead broker, and fewer brokers able to hold the partition than its "
+                "replication factor: it waits for a broker to return or be added.",
+                _str("topic-partition", maxLength=300),
+                {
+                    "replicationFactor": _int("The largest replication factor among them.", 0),
+                    "brokersAvailable": _int("The fewest brokers that may hold one of them.", 0),
+                    "brokersNeeded": _int("How many more brokers they need.", 0),
+                },
+            ),
+        },
+    )
+
+
 def _intent_status() -> Schema:
     return _obj(
         "Observed state, written by the operator.",
@@ -63,6 +107,7 @@ def _intent_status() -> Schema:
                     "lowerBoundBytes": _int(
                         "Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True
                     ),
+                    "waiting": _waiting(),
                     "review": _obj(
                         "Where to read the plan before approving it.",
                         {

@@ -489,3 +489,18 @@ def test_an_intent_naming_what_the_cluster_no_longer_has_fails_alone_and_the_oth
     (start,) = d.actions
     assert isinstance(start, StartExecution) and start.participants == ("uid-retire-3",)
     assert phases(d) == {"dir-heal": (st.FAILED, "InvalidInput")}
+
+
+def test_a_pending_intents_own_reason_and_message_are_on_its_ready_condition() -> None:
+    """``Pending`` with a reason (WaitingForCapacity, BrokersUnreachable) says it where kubectl shows it: the
+    Ready condition (False) carries the reason and the message; a plain Pending keeps reason Pending."""
+    status = st.intent_status(retire(), st.PENDING, "WaitingForCapacity", "1 more broker needed")
+    (ready,) = [c for c in status["conditions"] if c["type"] == st.READY]
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "WaitingForCapacity",
+        "1 more broker needed",
+    )
+    plain = st.intent_status(retire(), st.PENDING, st.PENDING, "")
+    (ready,) = [c for c in plain["conditions"] if c["type"] == st.READY]
+    assert ready["reason"] == "Pending"

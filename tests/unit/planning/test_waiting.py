@@ -123,3 +123,32 @@ def test_without_a_dead_broker_nothing_waits_even_with_no_leader_read() -> None:
         ClusterSnapshot.from_json(doc), intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
     )
     assert len(result.plan.partitions) == 4 and "waiting" not in result.summary
+
+
+def test_the_summarys_waiting_is_what_the_crd_schema_of_status_plan_waiting_declares() -> None:
+    """The API server prunes what the schema does not declare: every key ``Waiting.to_json`` writes (both
+    reasons) must be in ``status.plan.waiting``'s schema, with the same item shapes."""
+    from kafka_placement.model.crd_schema import crd_documents
+
+    (doc,) = [d for d in crd_documents() if d["spec"]["names"]["kind"] == "BrokerDecommission"]
+    root = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = root["properties"]["status"]["properties"]["plan"]["properties"]["waiting"]
+    parts = [("t", 0, [3, 1], [0, 0], 10), ("t3", 0, [1, 2, 3], [0, 0, 0], 10)]
+    snap = with_dead(snapshot({1: "a", 2: "b", 3: "c"}, parts).to_json(), 3, {"t-0": [3]})
+    waits = compute_plan(snap, intents(RETIRE_3)).summary["waiting"]
+    assert set(waits) == set(waiting.REASONS) == set(schema["properties"])
+
+    def check(value: Any, s: dict[str, Any], at: str) -> None:
+        kind = s["type"]
+        if kind == "object":
+            assert isinstance(value, dict) and set(value) <= set(s["properties"]), (at, value)
+            for k, v in value.items():
+                check(v, s["properties"][k], f"{at}.{k}")
+        elif kind == "array":
+            assert isinstance(value, list) and len(value) <= s.get("maxItems", 10**9), at
+            for i, v in enumerate(value):
+                check(v, s["items"], f"{at}[{i}]")
+        else:
+            assert isinstance(value, {"integer": int, "string": str}[kind]), (at, value)
+
+    check(waits, schema, "waiting")
