@@ -22,11 +22,12 @@ from .disk_watch import REPLICATION, TRICKLE, Decision, Write
 from .record import MAX_WATCHED, DirSeen, Execution, HeldDir, HeldRate
 from .view import View
 
-__all__ = ["TRICKLE", "clear_holds", "describe_held", "watch_disks"]
+__all__ = ["MAX_HELD_CHARS", "TRICKLE", "clear_holds", "describe_held", "held_dirs", "watch_disks"]
 
 log = logging.getLogger(__name__)
 
 SHOWN = 10
+MAX_HELD_CHARS = 1000  # status.progress.diskHeld and the Events: far under any object's size limit
 
 
 def watch_disks(ex: Execution, gateway: KafkaGateway, view: View, candidates: Sequence[int]) -> Decision:
@@ -139,3 +140,9 @@ def describe_held(ex: Execution) -> str:
         f"moves held (throttled to {TRICKLE} B/s, resumed under maxDiskShare {100 * share:.0f}%; hard stop "
         f"{100 * hard_stop(share):.1f}%): " + "; ".join(parts) + rest
     )
+
+
+def held_dirs(ex: Execution) -> tuple[str, ...]:
+    """The dirs whose moves the execution holds, one ``broker <id> <path>`` each (the Events compare them
+    before and after a tick)."""
+    return tuple(f"broker {h.broker} {h.path}" for h in ex.doc.disk.held)

@@ -204,3 +204,17 @@ def test_a_record_written_before_the_disk_watch_loads_with_the_default_limit(tmp
     assert old is not None and old.doc.limits.max_disk_share == 0.85 and old.doc.disk.held == []
     assert executor.Limits(max_disk_share=0.7).to_doc().max_disk_share == 0.7
     del ex
+
+
+def test_the_operator_status_names_the_held_dirs_and_what_they_hold(tmp_path: Path) -> None:
+    from kafka_placement.execution.record import HeldDir
+    from kafka_placement.handlers.reconciler import record_view
+
+    ex = _moving(tmp_path, _limits(0.85))
+    ex.doc.disk.held = [HeldDir(broker=2, path="/d1", share=0.931, since=1.0, moves=12, partitions=["t-0"])]
+    view = record_view(ex, 0, ())
+    assert view is not None and view.held == ("broker 2 /d1",) and view.held_before == ()
+    assert view.progress is not None
+    shown = view.progress["diskHeld"]
+    assert "broker 2 /d1 at 93.1%: 12 move(s) held (t-0 and 11 more)" in shown and "hard stop 92.5%" in shown
+    assert len(shown) <= 1000

@@ -416,3 +416,20 @@ def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member()
         View([retire()], record=executing("uid-retire-3", reapplied=3, reapplied_before=3), ticked=True)
     )
     assert quiet.events == ()
+
+
+def test_a_disk_hold_starting_and_ending_posts_an_event_on_every_member() -> None:
+    what = "moves held (...): broker 2 /d1 at 93.0%: 1 move(s) held (t-0)"
+    held = executing("uid-retire-3", "uid-c1", held=("broker 2 /d1",), held_before=(), held_what=what)
+    d = decide(View([retire(), cordon()], record=held, ticked=True))
+    assert {(n.body["metadata"]["name"], n.type, n.reason) for n in d.events} == {
+        ("retire-3", "Warning", "DiskHeld"),
+        ("c1", "Warning", "DiskHeld"),
+    }
+    assert d.events[0].message == what
+    still = executing("uid-retire-3", held=("broker 2 /d1",), held_before=("broker 2 /d1",))
+    assert decide(View([retire()], record=still, ticked=True)).events == ()
+    over = executing("uid-retire-3", held=(), held_before=("broker 2 /d1",))
+    (released,) = decide(View([retire()], record=over, ticked=True)).events
+    assert (released.type, released.reason) == ("Normal", "DiskReleased")
+    assert released.message.startswith("broker 2 /d1: back under the disk headroom limit")
