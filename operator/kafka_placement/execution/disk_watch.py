@@ -14,11 +14,15 @@ size (``totalBytes`` 0, or not reported) has no limit, as in planning.
   second`` (kafka/throttles.py).
 - **Deferred**: a candidate that would write into a dir above ``maxDiskShare`` (or through a throttle held
   on its broker) is not submitted this tick; it stays pending, in execution order.
-- **Held**: moves in flight into a dir that passes the hard stop (``headroom.hard_stop``) by the next tick,
-  if it rises as much as it did since the last one, are held: the throttle that governs them is lowered
-  to ``TRICKLE`` bytes/s on that broker (every move it governs there slows with them). Never a revert,
-  never a move submitted again. A held dir stays held until it is back under ``maxDiskShare`` (or no move
-  in flight writes into it); then the rate it had before the hold is put back.
+- **Held**: moves in flight into a dir above the hard stop (``headroom.hard_stop``), or above the limit
+  and passing the hard stop within ``AHEAD`` ticks if it keeps rising as it did since the last one, are
+  held: the throttle that governs them is lowered to ``TRICKLE`` bytes/s on that broker (every move it
+  governs there slows with them). Kafka meters a throttle over its quota window (11 s by default) and a
+  follower's fetch brings up to ``replica.fetch.max.bytes`` (1 MiB by default) at once, so a held move
+  still copies about one such fetch per window: a trickle (about 90 KiB/s per partition by default),
+  bounded by what the held moves have left to copy. Never a revert, never a move submitted again. A held
+  dir stays held until it is back under ``maxDiskShare`` (or no move in flight writes into it); then the
+  rate it had before the hold is put back.
 """
 
 from __future__ import annotations
@@ -37,10 +41,22 @@ DirKey = tuple[int, str]
 RateKey = tuple[int, str]  # (broker, throttle config)
 
 TRICKLE = 1024  # bytes/s a held move may still copy (a throttle, never a revert)
+AHEAD = 2  # ticks looked ahead: a hold takes effect a moment after the read it is decided from
 REPLICATION = FOLLOWER_RATE  # the throttle of a replica copied from another broker
 DIR_MOVE = DIR_RATE  # the throttle of a replica copied between dirs of one broker
 
-__all__ = ["DIR_MOVE", "REPLICATION", "TRICKLE", "Decision", "DirUse", "Write", "decide", "usage", "writes"]
+__all__ = [
+    "AHEAD",
+    "DIR_MOVE",
+    "REPLICATION",
+    "TRICKLE",
+    "Decision",
+    "DirUse",
+    "Write",
+    "decide",
+    "usage",
+    "writes",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +139,11 @@ def decide(
     stopping = {
         k
         for k, u in use.items()
-        if u.used + max(u.used - previous.get(k, u.used), 0) > limit_bytes(u.total, stop)
+        if u.used > limit_bytes(u.total, stop)
+        or (
+            k in above
+            and u.used + AHEAD * max(u.used - previous.get(k, u.used), 0) > limit_bytes(u.total, stop)
+        )
     }
     was_held = set(held_before)
     by_broker: dict[int, list[DirKey]] = {}

@@ -63,9 +63,11 @@ def test_moves_into_a_dir_about_to_pass_the_hard_stop_are_held_until_it_is_under
     # 90% and rising 1% a tick: under the hard stop (92.5%) now and next tick: not held, only no new moves
     quiet = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 89 * MIB}, (), active, [])
     assert quiet.held == {} and quiet.watched == {(2, "/a"): _use(90)}
-    # 90% and rising 3% a tick: past the hard stop by the next tick: held now, before it passes
-    rising = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 87 * MIB}, (), active, [])
+    # 90% and rising 2% a tick: past the hard stop within two ticks: held now, before it passes
+    rising = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 88 * MIB}, (), active, [])
     assert rising.held == {(2, "/a"): [0]} and rising.hold == {(2, FOLLOWER_RATE)}
+    # under the limit, however fast it rises: not held (it is when it is above the limit)
+    assert decide(0.85, {(2, "/a"): _use(80)}, {(2, "/a"): 60 * MIB}, (), active, []).held == {}
     # past it outright (first sight, no rise known): held
     past = decide(0.85, {(2, "/a"): _use(93), (2, "/b"): _use(93)}, {}, (), active, [])
     assert past.held == {(2, "/a"): [0], (2, "/b"): [1]}
