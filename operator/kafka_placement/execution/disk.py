@@ -94,10 +94,11 @@ def _apply_holds(
             entries = replicas.setdefault(t.topic, {}).setdefault(FOLLOWER_REPLICAS, [])
             entries.append(f"{t.partition}:{w.broker}")
     kept = [r for k, r in had.items() if k not in end]
-    disk.rates = kept + [HeldRate(broker=b, config=c, before=ours.get((b, c))) for b, c in start]
+    rates = kept + [HeldRate(broker=b, config=c, before=ours.get((b, c))) for b, c in start]
 
-    def write_ahead(planned: ThrottleState) -> None:
+    def write_ahead(planned: ThrottleState) -> None:  # the holds are recorded with what Kafka will have
         ex.doc.throttles = planned
+        disk.rates = rates
         ex.save()
 
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.unit.kafka.test_throttles import _Configs
 
 from kafka_placement.execution import disk_watch, executor
@@ -220,3 +222,26 @@ def test_the_operator_status_names_the_held_dirs_and_what_they_hold(tmp_path: Pa
     shown = view.progress["diskHeld"]
     assert "broker 2 /d1 at 93.1%: 12 move(s) held (t-0 and 11 more)" in shown and "hard stop 92.5%" in shown
     assert len(shown) <= 1000
+
+
+def test_a_hold_kafka_never_got_is_not_recorded_and_is_tried_again(tmp_path: Path) -> None:
+    from kafka_placement.kafka.gateway import KafkaOperationError
+
+    b2, t = ConfigTarget.broker(2), ConfigTarget.topic("t")
+
+    class Refusing(_Configs):
+        refuse = True
+
+        def describe_configs(self, targets):  # type: ignore[no-untyped-def]
+            if self.refuse:
+                self.refuse = False
+                raise KafkaOperationError("describe configs: timed out")
+            return super().describe_configs(targets)
+
+    gw = Refusing({b2: {}, t: {}})
+    ex = _moving(tmp_path, _limits(0.85))
+    with pytest.raises(KafkaOperationError):
+        watch_disks(ex, gw, _view(94), [])  # type: ignore[arg-type]
+    assert ex.doc.disk.rates == [] and gw.configs[b2] == {}
+    watch_disks(ex, gw, _view(94), [])  # type: ignore[arg-type]
+    assert gw.configs[b2] == {FOLLOWER_RATE: str(TRICKLE)} and len(ex.doc.disk.rates) == 1
