@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.unit.kafka.test_throttles import _Configs
 
 from kafka_placement.execution import disk_watch, executor
