@@ -643,11 +643,11 @@ class Execution:
         """Take over the moves ``old`` has in flight, its plan superseded by this one (which holds each of
         their targets unchanged): they stay in flight here, counted as submitted once (a second submission
         would count as ``resubmitted``), with ``old``'s baseline of them; the throttles ``old`` owns become
-        this execution's (restored when it ends). ``old``'s record is replaced by this one in one save, so
-        nothing is reverted and nothing is sent twice. A move in flight that the new plan gives another
-        target (a stranded one, toward a dead broker: execution/supersede.py) is not adopted: its partition
-        is pending here and listed in ``retarget``: the executor reverts the old reassignment, then moves it
-        to its new target. Returns how many moves were adopted."""
+        this execution's (restored when it ends), and so do its disk holds. ``old``'s record is replaced by
+        this one in one save, so nothing is reverted and nothing is sent twice. A move in flight that the
+        new plan gives another target (a stranded one, toward a dead broker: execution/supersede.py) is not
+        adopted: its partition is pending here and listed in ``retarget``: the executor reverts the old
+        reassignment, then moves it to its new target. Returns how many moves were adopted."""
         now = time.time()
         retarget: list[int] = []
         for i in old.active():
@@ -668,6 +668,7 @@ class Execution:
             if i in old.doc.copied:
                 self.doc.copied[j] = old.doc.copied[i]
         self.doc.throttles = old.doc.throttles
+        self.doc.disk = old.doc.disk.model_copy(deep=True)  # its holds, released by this one's disk watch
         history = [*old.doc.superseded, *self.doc.superseded]
         c = old.doc.counters
         history.append(

@@ -244,3 +244,17 @@ def test_a_hold_kafka_never_got_is_not_recorded_and_is_tried_again(tmp_path: Pat
     assert ex.doc.disk.rates == [] and gw.configs[b2] == {}
     watch_disks(ex, gw, _view(94), [])  # type: ignore[arg-type]
     assert gw.configs[b2] == {FOLLOWER_RATE: str(TRICKLE)} and len(ex.doc.disk.rates) == 1
+
+
+def test_a_superseding_execution_takes_over_the_holds_and_releases_them(tmp_path: Path) -> None:
+    b2, t = ConfigTarget.broker(2), ConfigTarget.topic("t")
+    gw = _Configs({b2: {}, t: {}})
+    old = _moving(tmp_path, _limits(0.85))
+    watch_disks(old, gw, _view(94), [])  # type: ignore[arg-type]
+    assert gw.configs[b2] == {FOLLOWER_RATE: str(TRICKLE)}
+    new = Execution.create(FileStore(tmp_path / "new.json"), PLAN, limits=_limits(0.85), cluster_id="c1")
+    assert new.adopt(old, "urgent") == 1
+    assert [(h.broker, h.path) for h in new.doc.disk.held] == [(2, "/d1")] and len(new.doc.disk.rates) == 1
+    new.set_baseline([Original((1,), ("/d0",), 30 * MIB, 1, 1), Original((1,), ("/d0",), MIB, 1, 1)], {})
+    watch_disks(new, gw, _view(50), [])  # type: ignore[arg-type]
+    assert gw.configs[b2] == {} and new.doc.disk.rates == [] and new.doc.disk.held == []
