@@ -10,8 +10,8 @@ never goes offline (DescribeLogDirs, sampled all along) and every acknowledged r
 producer's topic is deleted (room returns: under the limit), the hold is released, the move completes,
 nothing was submitted twice or reverted, and no throttle is left.
 
-Cost: about 80 s on an idle machine (two JVMs start and stop, about 20 s of it; 24 MiB written and moved,
-about 40 MiB produced into the small dir and read back, most of the rest the 1 MiB/s copy).
+Cost: about 60 s (two JVMs start and stop, about 20 s of it; 24 MiB written and moved at 1 MiB/s, about
+45 MiB produced into the small dir and read back).
 """
 
 from __future__ import annotations
