@@ -14,6 +14,10 @@ a broker with nothing in flight always takes one move, however large. Partitions
 (the under-replicated ones a move repairs first, fewest in-sync replicas first; then higher priority, then
 moves off nearly full dirs, then smallest first). A dead broker's replicas are lost: a move off it copies
 from the live leader, and the dead broker is neither throttled nor waited for.
+
+Disks: each moving tick looks at the dirs its moves write to, from the DescribeLogDirs it read
+(execution/disk.py, execution/disk_watch.py): no new move into a dir above the record's ``maxDiskShare``,
+and the moves into a dir about to pass its hard stop held (their throttle lowered), never reverted.
 """
 
 from __future__ import annotations

@@ -354,9 +354,7 @@ class Reconciler:
         took = healing.healed_in(body, old.get("phase"), p.phase, self.wall())
         if took is not None:
             metrics.HEAL_SECONDS.labels(kind=body["kind"]).observe(took)
-        if all(
-            old.get(k) == new.get(k) for k in ("phase", "message", "plan", "progress", "observedGeneration")
-        ):
+        if st.unchanged(old, new):
             return
         meta = body["metadata"]
         self.kube.patch_custom_status(

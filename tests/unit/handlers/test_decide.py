@@ -433,3 +433,17 @@ def test_a_disk_hold_starting_and_ending_posts_an_event_on_every_member() -> Non
     (released,) = decide(View([retire()], record=over, ticked=True)).events
     assert (released.type, released.reason) == ("Normal", "DiskReleased")
     assert released.message.startswith("broker 2 /d1: back under the disk headroom limit")
+
+
+def test_a_progress_key_gone_is_removed_from_the_status_and_only_then_patched() -> None:
+    """The status is merge-patched: a key the new progress lacks (diskHeld once a hold ended) is sent as
+    null, which removes it; a status that only nulls keys the old one lacks needs no patch."""
+    body = retire(phase=st.EXECUTING)
+    held = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1", "diskHeld": "x"})
+    body["status"] = held
+    after = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    assert after["progress"] == {"summary": "0/1", "diskHeld": None}
+    assert not st.unchanged(held, after)
+    body["status"] = {**after, "progress": {"summary": "0/1"}}  # what the apiserver keeps
+    again = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    assert again["progress"] == {"summary": "0/1"} and st.unchanged(body["status"], again)
