@@ -457,6 +457,37 @@ ALERT_TESTS: list[dict[str, Any]] = [
             _expect("20m", "KafkaPlacementOwnedConfigReapplied"),
         ],
     },
+    {  # a dir above its cluster's limit fires once it lasts; one under it, or of a former leader, does not
+        "interval": "1m",
+        "input_series": [
+            *_series(
+                ("leader", "a", "", "", "1x30"),
+                ("leader", "b", "", "", "0x30"),
+                ("dir_usage_limit_ratio", "a", "c1", "", "0.85x30"),
+                ("dir_usage_limit_ratio", "b", "c2", "", "0.85x30"),
+            ),
+            *(
+                {
+                    "series": f'kafka_placement_dir_usage_ratio{{job="J", instance="{i}", cluster="{c}", '
+                    f'broker="{b}", dir="/d{b}"}}',
+                    "values": v,
+                }
+                for i, c, b, v in (
+                    ("a", "c1", 2, "0.8 0.9x29"),
+                    ("a", "c1", 1, "0.5x30"),
+                    ("b", "c2", 3, "0.99x30"),
+                )
+            ),
+        ],
+        "alert_rule_test": [
+            _expect("3m", "KafkaPlacementDirAboveDiskLimit"),
+            _expect(
+                "10m",
+                "KafkaPlacementDirAboveDiskLimit",
+                {**WARNING, "cluster": "c1", "broker": "2", "dir": "/d2"},
+            ),
+        ],
+    },
 ]
 
 
@@ -475,7 +506,7 @@ def test_the_alert_rules_pass_promtool(helm: Helm, tmp_path: Path) -> None:
         assert proc.returncode == 0, f"promtool {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
         return proc.stdout + proc.stderr
 
-    assert "SUCCESS: 6 rules found" in run("check", "rules", "rules.yaml")
+    assert "SUCCESS: 7 rules found" in run("check", "rules", "rules.yaml")
     # the expressions are tested; the annotations (text) would have to be repeated verbatim
     for group in spec["groups"]:
         for rule in group["rules"]:

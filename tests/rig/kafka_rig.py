@@ -7,6 +7,8 @@
     kafka_rig.py up     --name secure   # 2 nodes x 2 log dirs, SASL_SSL (SCRAM-SHA-512) + mutual TLS, ACLs
     kafka_rig.py up     --name tiered   # 2 nodes x 1 log dir, tiered storage (KIP-405) on Kafka's own
                                         # LocalTieredStorage (a shared dir): started by its test only
+    kafka_rig.py up     --name disk     # 2 nodes x 2 log dirs, node 2's second dir a 64 MiB tmpfs of its
+                                        # own (it really fills; root): started by its test only
     kafka_rig.py status --name main
     kafka_rig.py stop-node  --name main --node 3   # SIGTERM one node's JVM (data kept)
     kafka_rig.py start-node --name main --node 3   # start it again (same config and data)
@@ -52,7 +54,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.rig import kafka_security
+from tests.rig import kafka_security, small_disk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
@@ -109,6 +111,7 @@ class Profile:
     mtls_base_port: int = 0  # > 0: secured (SASL_SSL on base_port, mutual TLS here); see kafka_security.py
     replica_selector: bool = False  # the broker plugin on the classpath, replica.selector.class set
     tiered: bool = False  # remote log storage on, LocalTieredStorage (the kafka-storage test jar)
+    small_dir_mib: int = 0  # > 0: the last node's last log dir on a tmpfs of this size (small_disk.py)
 
 
 PROFILES: dict[str, Profile] = {
@@ -116,6 +119,7 @@ PROFILES: dict[str, Profile] = {
     "legacy": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29392, 29492, "4.2-IV1"),
     "secure": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29592, 29692, None, 29792),
     "tiered": Profile(2, 1, ("/dc1/r1", "/dc2/r1"), 28292, 28392, None, tiered=True),
+    "disk": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 28492, 28592, None, small_dir_mib=64),
 }
 # Kafka's test remote storage manager: a directory shared by the brokers stands for the object store.
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
@@ -175,6 +179,12 @@ class Cluster:
     plugin_jars: tuple[Path, ...] = ()  # on the brokers' classpath after Kafka's jars
     replica_selector: str = ""  # replica.selector.class ("": Kafka's default, the leader)
     tiered: bool = False  # remote log storage (KIP-405) on LocalTieredStorage in remote_dir
+    small_dir_mib: int = 0  # > 0: ``small_dir`` is a tmpfs of this size
+
+    @property
+    def small_dir(self) -> Path:
+        """The last node's last log dir (a small filesystem of its own when ``small_dir_mib``)."""
+        return self.nodes[-1].log_dirs[-1]
 
     @property
     def remote_dir(self) -> Path:
@@ -525,6 +535,8 @@ def server_properties(cluster: Cluster, node: Node) -> str:
                 "log.initial.task.delay.ms": 0,
             }
         )
+    if cluster.small_dir_mib:  # retention frees room in the small dir within a second, not five minutes
+        props["log.retention.check.interval.ms"] = 1000
     if cluster.pod_address and not cluster.security:
         pods = f"PODS://{cluster.pod_address}:{node.port + POD_PORT_SHIFT}"
         props["listeners"] = f"{props['listeners']},{pods}"
@@ -751,6 +763,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         plugin_jars=plugins + tiered,
         replica_selector=REPLICA_SELECTOR if plugins else "",
         tiered=profile.tiered,
+        small_dir_mib=profile.small_dir_mib,
     )
 
 
@@ -790,6 +803,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             for d in node.log_dirs:
                 d.mkdir()
             node.config.write_text(server_properties(cluster, node))
+        if cluster.small_dir_mib:
+            try:
+                small_disk.mount(cluster.small_dir, cluster.small_dir_mib)
+            except (OSError, subprocess.SubprocessError) as e:
+                why = getattr(e, "stderr", None) or e
+                raise RigError(
+                    f"kafka rig '{cluster.name}': no small filesystem for its dir: {why}", 2
+                ) from None
         metadata_version = format_storage(java, cluster, FORMAT_TIMEOUT_S)
         for node in cluster.nodes:
             with open(node.home / "stdout.log", "wb") as out:
@@ -825,6 +846,11 @@ def cmd_up(args: argparse.Namespace) -> int:
                 else {}
             ),
             "dataDir": str(cluster.data_dir),
+            **(
+                {"smallDir": {"path": str(cluster.small_dir), "mib": cluster.small_dir_mib}}
+                if cluster.small_dir_mib
+                else {}
+            ),
             "nodes": [
                 {
                     "id": n.id,
@@ -854,6 +880,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     except BaseException:
         print(f"kafka rig '{cluster.name}': up failed; stopping what was started", file=sys.stderr)
         stop_pids(sorted(set(p.pid for p in procs.values()) | set(rig_pids(cluster.data_dir))), 10)
+        small_disk.unmount_under(cluster.data_dir)
         shutil.rmtree(cluster.data_dir, ignore_errors=True)
         raise
     print(
@@ -892,6 +919,7 @@ def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> l
     left = rig_pids(data_dir)
     if left:
         problems.append(f"JVMs still running: {sorted(left)}")
+    problems += [f"not unmounted: {m}" for m in small_disk.unmount_under(data_dir)]
     shutil.rmtree(data_dir, ignore_errors=True)
     with rig_json_locked(rig_dir) as data:
         data.pop(rig_key(name), None)
@@ -966,6 +994,7 @@ def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster
         plugin_jars=tuple(Path(str(j)) for j in entry.get("pluginJars", [])),
         replica_selector=str(entry.get("replicaSelector", "")),
         tiered=bool(entry.get("tiered", False)),
+        small_dir_mib=int((entry.get("smallDir") or {}).get("mib", 0)),
     )
 
 

@@ -22,14 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from ..execution import executor
+from ..execution.disk import describe_held
 from ..execution.progress import Progress
 from ..execution.record import TERMINAL, Event, Execution, Owner, Phase
 from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
+from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..planning import traffic
+from ._args import number_in
 from ._io import check_outputs, read_plan, write_json
 
 
@@ -160,6 +163,8 @@ def _tick_printer() -> Callable[[Execution], None]:
         line = f"[{ex.phase}] plan {ex.doc.plan_id}: {p.line()}"
         if ex.doc.last_error:
             line += f"; {ex.doc.last_error[:500]}"
+        if ex.doc.disk.held:
+            line += f"; {describe_held(ex)[:500]}"
         print(line, flush=True)
         d = ex.doc.defence
         if d.reapplied > seen:
@@ -220,6 +225,7 @@ def _limits(args: argparse.Namespace) -> executor.Limits:
         on_config_change="Pause" if args.on_config_change == "pause" else "Reapply",
         max_reapplies=args.max_reapplies,
         reapply_window_s=args.reapply_window_seconds,
+        max_disk_share=args.max_disk_share,
     )
 
 
@@ -452,6 +458,15 @@ def _register_execution(sub: Any) -> None:
     add_connection_args(p)
     p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka format) or .parquet")
     p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
+    p.add_argument(
+        "--max-disk-share",
+        type=number_in(MIN_DISK_SHARE, MAX_DISK_SHARE),
+        default=DEFAULT_MAX_DISK_SHARE,
+        metavar="SHARE",
+        help="the disk headroom the plan was made with: no new move into a log dir above this share of its "
+        "volume, and the moves into a dir about to pass its hard stop (half the room above it, at most "
+        f"0.97) are held (throttled down) until it is back under it (default {DEFAULT_MAX_DISK_SHARE:g})",
+    )
     p.add_argument(
         "--max-moves-per-broker",
         type=int,

@@ -14,22 +14,28 @@ a broker with nothing in flight always takes one move, however large. Partitions
 (the under-replicated ones a move repairs first, fewest in-sync replicas first; then higher priority, then
 moves off nearly full dirs, then smallest first). A dead broker's replicas are lost: a move off it copies
 from the live leader, and the dead broker is neither throttled nor waited for.
+
+Disks: each moving tick looks at the dirs its moves write to, from the DescribeLogDirs it read
+(execution/disk.py, execution/disk_watch.py): no new move into a dir above the record's ``maxDiskShare``,
+and the moves into a dir about to pass its hard stop held (their throttle lowered), never reverted.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
 from ..kafka.throttles import Move, ThrottleError, apply_throttles, clear_throttles, still_set
+from ..model.capacity import DEFAULT_MAX_DISK_SHARE
 from ..model.cluster_spec import LimitsSpec
 from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
+from .disk import TRICKLE, clear_holds, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
 from .record import (
     MAX_SAMPLES,
@@ -90,6 +96,8 @@ class Limits:
     on_config_change: OnConfigChange = _SPEC_LIMITS.on_config_change
     max_reapplies: int = _SPEC_LIMITS.max_reapplies  # ...re-applied at most this often within the window
     reapply_window_s: int = _SPEC_LIMITS.reapply_window_seconds
+    # no dir filled above this share of its volume (planning/headroom.py): the disk watch holds to it
+    max_disk_share: float = DEFAULT_MAX_DISK_SHARE
 
     @property
     def bytes_per_broker(self) -> int:
@@ -106,6 +114,7 @@ class Limits:
             on_config_change=self.on_config_change,
             max_reapplies=self.max_reapplies,
             reapply_window_s=self.reapply_window_s,
+            max_disk_share=self.max_disk_share,
         )
 
 
@@ -231,13 +240,19 @@ def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
     return [f"broker {b} is not live" for b in sorted(brokers - view.live)] + unsafe(ex, view, candidates)
 
 
-def _dir_moves(ex: Execution, view: View, gateway: KafkaGateway) -> None:
-    """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs."""
+def _dir_moves(
+    ex: Execution, view: View, gateway: KafkaGateway, full: Iterable[tuple[int, str]] = ()
+) -> None:
+    """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs
+    (not into a dir in ``full``, above the disk headroom: started when it is back under it)."""
     moves: dict[tuple[str, int, int], str] = {}
+    skip = set(full)
     for i in ex.active():
         t = ex.plan.targets[i]
         for b, d in zip(t.replicas, t.log_dirs, strict=True):
             r = view.replica(t.topic, t.partition, b)
+            if (b, d) in skip:
+                continue
             if d != ANY_DIR and r.current is not None and r.current != d and r.future != d:
                 moves[(t.topic, t.partition, b)] = d
     if not moves:
@@ -347,6 +362,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
         ex.save()
 
     dir_rate = min((m.rate for m in rated if m.rate is not None), default=None)
+    held = {(r.broker, r.config): str(TRICKLE) for r in ex.doc.disk.rates}  # a held rate stays held
     try:
         ex.doc.throttles = apply_throttles(
             gateway,
@@ -357,6 +373,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
             state=ex.doc.throttles,
             before_alter=write_ahead,
             claim=ex.doc.claim_owner,
+            override=held,
         )
     except ThrottleError as e:
         ex.doc.throttles = e.state
@@ -441,6 +458,7 @@ def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
                 )
             time.sleep(0.2)
     ex.doc.throttles = later
+    clear_holds(ex, {b.broker for b in later.brokers})
     if not later.empty:
         dead = sorted({b.broker for b in later.brokers})
         ex.error(f"throttles left on broker(s) {dead}, not alive: removed once they are back")
@@ -637,10 +655,11 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
     elif ex.phase == Phase.PAUSED:
         ex.error(None)
         ex.move(Event.HEALTHY)
-    _dir_moves(ex, view, gateway)
+    watch = watch_disks(ex, gateway, view, candidates)
+    _dir_moves(ex, view, gateway, watch.above)
     if ex.phase != Phase.MOVING:
         return
-    batch = _select(ex, view, limits, candidates)
+    batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])
     if batch:
         _throttle(ex, gateway, view, batch, limits)
         _submit(ex, gateway, batch)

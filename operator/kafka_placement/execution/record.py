@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.throttle_state import ClaimOwner, ThrottleState
@@ -194,6 +195,54 @@ class LimitsDoc(_Model):
     on_config_change: Literal["Reapply", "Pause"] = "Reapply"
     max_reapplies: int = Field(5, ge=1, le=1000)
     reapply_window_s: int = Field(600, ge=1, le=86400)
+    # the disk headroom the plan was made with (planning/headroom.py): the executor's disk watch holds to it
+    # (execution/disk_watch.py); records written before it was kept have the default
+    max_disk_share: float = Field(DEFAULT_MAX_DISK_SHARE, ge=MIN_DISK_SHARE, le=MAX_DISK_SHARE)
+
+
+class HeldDir(_Model):
+    """A dir whose moves in flight are held (execution/disk_watch.py): its share of its volume at the last
+    tick, since when, how many moves write into it and the first of them."""
+
+    broker: int = Field(ge=0)
+    path: str = Field(max_length=4096)
+    share: float = Field(ge=0)
+    since: float = Field(ge=0)
+    moves: int = Field(ge=0)
+    partitions: list[str] = Field([], max_length=10)
+
+
+class HeldRate(_Model):
+    """A broker throttle the disk watch holds at a trickle, and the value it had before (ours; None: the
+    broker's own, put back on release)."""
+
+    broker: int = Field(ge=0)
+    config: str = Field(max_length=200)
+    before: str | None = None
+
+
+class DirSeen(_Model):
+    """A dir a move in flight writes into, as the last tick saw it (its rise and the usage metric)."""
+
+    broker: int = Field(ge=0)
+    path: str = Field(max_length=4096)
+    used: int = Field(ge=0)
+    total: int = Field(ge=1)
+
+
+MAX_WATCHED = 500  # dirs kept in ``DiskWatchDoc.seen``: the record stays small whatever is in flight
+
+
+class DiskWatchDoc(_Model):
+    """The executor's disk watch (execution/disk_watch.py): dirs held, the rates it holds, the candidates
+    it deferred on the last tick and into which dirs, the dirs the moves in flight write into."""
+
+    held: list[HeldDir] = Field([], max_length=MAX_WATCHED)
+    rates: list[HeldRate] = Field([], max_length=10_000)
+    holds: int = Field(0, ge=0)  # holds started so far
+    deferred: int = Field(0, ge=0)  # candidates deferred by the last tick
+    deferred_into: list[str] = Field([], max_length=10)  # the dirs that deferred them, one line each
+    seen: list[DirSeen] = Field([], max_length=MAX_WATCHED)
 
 
 class Owner(_Model):
@@ -258,6 +307,7 @@ class RecordDoc(_Model):
     rules: list[Rule] = []
     counters: Counters = Counters()
     defence: Defence = Defence()
+    disk: DiskWatchDoc = DiskWatchDoc()  # absent in records written before the disk watch
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last
@@ -593,11 +643,11 @@ class Execution:
         """Take over the moves ``old`` has in flight, its plan superseded by this one (which holds each of
         their targets unchanged): they stay in flight here, counted as submitted once (a second submission
         would count as ``resubmitted``), with ``old``'s baseline of them; the throttles ``old`` owns become
-        this execution's (restored when it ends). ``old``'s record is replaced by this one in one save, so
-        nothing is reverted and nothing is sent twice. A move in flight that the new plan gives another
-        target (a stranded one, toward a dead broker: execution/supersede.py) is not adopted: its partition
-        is pending here and listed in ``retarget``: the executor reverts the old reassignment, then moves it
-        to its new target. Returns how many moves were adopted."""
+        this execution's (restored when it ends), and so do its disk holds. ``old``'s record is replaced by
+        this one in one save, so nothing is reverted and nothing is sent twice. A move in flight that the
+        new plan gives another target (a stranded one, toward a dead broker: execution/supersede.py) is not
+        adopted: its partition is pending here and listed in ``retarget``: the executor reverts the old
+        reassignment, then moves it to its new target. Returns how many moves were adopted."""
         now = time.time()
         retarget: list[int] = []
         for i in old.active():
@@ -618,6 +668,7 @@ class Execution:
             if i in old.doc.copied:
                 self.doc.copied[j] = old.doc.copied[i]
         self.doc.throttles = old.doc.throttles
+        self.doc.disk = old.doc.disk.model_copy(deep=True)  # its holds, released by this one's disk watch
         history = [*old.doc.superseded, *self.doc.superseded]
         c = old.doc.counters
         history.append(

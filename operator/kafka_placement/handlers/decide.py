@@ -80,6 +80,9 @@ class RecordView:
     reapplied: int = 0  # owned configs re-applied so far (record.defence)
     reapplied_before: int = 0  # ... before this reconcile's tick
     reapplied_what: tuple[str, ...] = ()  # what was changed (record.defence.last)
+    held: tuple[str, ...] = ()  # dirs whose moves the disk watch holds (record.disk), "broker <id> <path>"
+    held_before: tuple[str, ...] = ()  # ... before this reconcile's tick
+    held_what: str = ""  # which dir holds which moves, one line
 
     @property
     def active(self) -> bool:
@@ -312,6 +315,23 @@ def cordon_sync(live: Sequence[Intent], leaving: Sequence[Body]) -> SyncCordons:
     )
 
 
+def _disk_notes(record: RecordView, members: Sequence[Body]) -> tuple[Note, ...]:
+    """``DiskHeld`` when the disk watch starts holding the moves into a dir (Warning, naming the dirs and
+    their moves), ``DiskReleased`` when a dir is back under the limit and its moves go on."""
+    started = [d for d in record.held if d not in record.held_before]
+    ended = [d for d in record.held_before if d not in record.held]
+    notes: list[Note] = []
+    if started:
+        notes += [Note(b, "Warning", "DiskHeld", record.held_what) for b in members]
+    if ended:
+        msg = (
+            f"{', '.join(ended[:10])}: back under the disk headroom limit, the moves into it go on "
+            "(throttle restored)"
+        )
+        notes += [Note(b, "Normal", "DiskReleased", msg) for b in members]
+    return tuple(notes)
+
+
 def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> Decision:
     ticked, sync = view.ticked, _sync(valid, view)
     members = [b for b, _ in valid if b["metadata"]["uid"] in record.participants]
@@ -342,6 +362,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
             f"({record.reapplied} times so far): " + "; ".join(record.reapplied_what)
         )
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
+    events += _disk_notes(record, members)
     phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
     reason, message = str(record.phase), record.last_error or f"executor phase {record.phase}"
     waits: tuple[StatusPatch, ...] = ()

@@ -97,8 +97,27 @@ UNDER_REPLICATED_NOT_OURS = Gauge(
     ["cluster"],
 )
 
+DIR_USAGE = Gauge(
+    "kafka_placement_dir_usage_ratio",
+    "Share of its volume used, per log dir a move in flight writes into (the executor's disk watch, as of "
+    "its last tick): no new move into a dir above kafka_placement_dir_usage_limit_ratio, the moves into "
+    "one about to pass the hard stop are held",
+    ["cluster", "broker", "dir"],
+)
+DIR_USAGE_LIMIT = Gauge(
+    "kafka_placement_dir_usage_limit_ratio",
+    "The disk headroom the running execution holds to (KafkaCluster spec.capacity.maxDiskShare)",
+    ["cluster"],
+)
+DIR_HELD = Gauge(
+    "kafka_placement_dir_held_moves",
+    "Moves in flight held (throttled down) because the dir they write into is about to fill, per dir",
+    ["cluster", "broker", "dir"],
+)
+
 _lock = threading.Lock()
 _plans: dict[str, str] = {}  # cluster -> the plan its progress series are labelled with
+_dirs: dict[str, set[tuple[str, str]]] = {}  # cluster -> the (broker, dir) series it has
 
 LANE_PLANS = Counter(
     "kafka_placement_new_partition_plans_total",
@@ -126,6 +145,9 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
         (UNDER_REPLICATED, ("cluster",)),
         (UNDER_REPLICATED_NOT_OURS, ("cluster",)),
         (LANE_PLANS, ("cluster",)),
+        (DIR_USAGE, ("cluster", "broker", "dir")),
+        (DIR_HELD, ("cluster", "broker", "dir")),
+        (DIR_USAGE_LIMIT, ("cluster",)),
     )
 
 
@@ -138,6 +160,7 @@ def forget_cluster(cluster: str, uid: str) -> None:
     for ever (a scrape reads what the process holds)."""
     with _lock:
         _plans.pop(cluster, None)
+        _dirs.pop(cluster, None)
         _forgotten.add((cluster, uid))
     for metric, names in _by_cluster():
         keys = {
@@ -180,6 +203,28 @@ def observe_progress(cluster: str, plan: str, throttle: int | None, progress: Pr
     eta = float("nan") if progress.eta_s is None else progress.eta_s
     ETA_SECONDS.labels(cluster=cluster, plan=plan).set(eta)
     THROTTLE_RATE.labels(cluster=cluster, plan=plan).set(float(throttle or 0))
+
+
+def observe_dirs(cluster: str, record: Execution) -> None:
+    """The usage of the dirs the execution's moves in flight write into and the moves held per dir, as
+    of its last tick (record.disk); the series of dirs no longer written to are removed."""
+    disk = record.doc.disk
+    held = {(str(h.broker), h.path): h.moves for h in disk.held}
+    now = {(str(d.broker), d.path): (d.used / d.total) for d in disk.seen}
+    if record.phase in TERMINAL:
+        now, held = {}, {}
+    with _lock:
+        old = _dirs.get(cluster, set())
+        _dirs[cluster] = set(now) | set(held)
+    for key in old - set(now) - set(held):
+        for g in (DIR_USAGE, DIR_HELD):
+            with contextlib.suppress(KeyError):  # a series never set
+                g.remove(cluster, *key)
+    for (broker, path), share in now.items():
+        DIR_USAGE.labels(cluster=cluster, broker=broker, dir=path).set(round(share, 4))
+    for broker, path in set(now) | set(held):
+        DIR_HELD.labels(cluster=cluster, broker=broker, dir=path).set(float(held.get((broker, path), 0)))
+    DIR_USAGE_LIMIT.labels(cluster=cluster).set(record.doc.limits.max_disk_share)
 
 
 def observe_execution(cluster: str, record: Execution | None) -> None:

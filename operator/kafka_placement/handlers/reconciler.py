@@ -35,6 +35,7 @@ from typing import Any, Literal
 import kopf
 
 from ..execution import executor, supersede
+from ..execution.disk import MAX_HELD_CHARS, describe_held, held_dirs
 from ..execution.record import TERMINAL, Execution, Phase, plan_blob, plan_blob_name
 from ..execution.safety import below_min_isr
 from ..execution.store import RecordConflict
@@ -216,14 +217,23 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
         on_config_change=limits.on_config_change,
         max_reapplies=limits.max_reapplies,
         reapply_window_s=limits.reapply_window_seconds,
+        max_disk_share=spec.max_disk_share,
     )
 
 
-def record_view(record: Execution | None, reapplied_before: int | None = None) -> RecordView | None:
+def record_view(
+    record: Execution | None,
+    reapplied_before: int | None = None,
+    held_before: tuple[str, ...] | None = None,
+) -> RecordView | None:
     """What ``decide`` needs of the record (with the progress of its last tick)."""
     if record is None:
         return None
     doc = record.doc
+    held = held_dirs(record)
+    progress = executor.progress(record).status_json() if reapplied_before is not None else None
+    if progress is not None and held:
+        progress["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
     return RecordView(
         phase=record.phase,
         plan_id=doc.plan_id,
@@ -231,10 +241,13 @@ def record_view(record: Execution | None, reapplied_before: int | None = None) -
         cancel_requested=doc.cancel_requested,
         plan_status=doc.plan_status,
         last_error=doc.last_error,
-        progress=executor.progress(record).status_json() if reapplied_before is not None else None,
+        progress=progress,
         reapplied=doc.defence.reapplied,
         reapplied_before=doc.defence.reapplied if reapplied_before is None else reapplied_before,
         reapplied_what=tuple(doc.defence.last),
+        held=held,
+        held_before=held if held_before is None else held_before,
+        held_what=describe_held(record)[:MAX_HELD_CHARS],
     )
 
 
@@ -341,9 +354,7 @@ class Reconciler:
         took = healing.healed_in(body, old.get("phase"), p.phase, self.wall())
         if took is not None:
             metrics.HEAL_SECONDS.labels(kind=body["kind"]).observe(took)
-        if all(
-            old.get(k) == new.get(k) for k in ("phase", "message", "plan", "progress", "observedGeneration")
-        ):
+        if st.unchanged(old, new):
             return
         meta = body["metadata"]
         self.kube.patch_custom_status(
@@ -874,6 +885,7 @@ class _Pass:
         limits = self.limits
         executor.sweep(self.gw, record)
         before = record.doc.defence.reapplied
+        held_before = held_dirs(record)
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
             executor.tick(self.gw, record, limits)
         if record.phase == Phase.COMPLETED:
@@ -888,7 +900,8 @@ class _Pass:
             limits.throttle,
             progress,
         )
-        self.view = replace(self.view, ticked=True, record=record_view(record, before))
+        metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
+        self.view = replace(self.view, ticked=True, record=record_view(record, before, held_before))
 
     def _sync_cordons(self, a: SyncCordons) -> None:
         """Set ``cordoned.log.dirs`` for the declared cordons and remove those only deleted resources

@@ -149,8 +149,27 @@ def intent_status(
     if plan is not None:
         status["plan"] = dict(plan)
     if progress is not None:
-        status["progress"] = dict(progress)
+        shown: dict[str, Any] = dict(progress)
+        for key in old.get("progress") or {}:  # a merge patch keeps what it does not name; null removes it
+            shown.setdefault(
+                key, None
+            )  # (status.progress.diskHeld once a hold ended, an ETA no longer known)
+        status["progress"] = shown
     return status
+
+
+STATUS_PARTS = ("phase", "message", "plan", "progress", "observedGeneration")
+
+
+def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """``new`` (``intent_status``) says nothing ``old`` does not: no patch needed (a key ``new`` removes
+    with null that ``old`` does not have is no change)."""
+
+    def shown(status: Mapping[str, Any], key: str) -> Any:
+        value = status.get(key)
+        return {k: v for k, v in value.items() if v is not None} if key == "progress" and value else value
+
+    return all(shown(old, k) == shown(new, k) for k in STATUS_PARTS)
 
 
 def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:

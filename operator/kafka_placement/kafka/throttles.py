@@ -93,6 +93,7 @@ def apply_throttles(
     state: ThrottleState | None = None,
     before_alter: Callable[[ThrottleState], None] | None = None,
     claim: ClaimOwner | None = None,
+    override: Mapping[tuple[int, str], str] | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
     moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
@@ -106,7 +107,10 @@ def apply_throttles(
 
     With ``claim``, each throttled broker also gets its owner's claim (``claim_key``), set in the same
     request as its rates and kept in the state like them (previous None: deleted on clear); its value
-    says what each rate was before, for a sweep once the owner is gone (kafka/throttle_claims.py)."""
+    says what each rate was before, for a sweep once the owner is gone (kafka/throttle_claims.py).
+
+    ``override``: (broker, config) -> value set instead of the computed one on the brokers this call
+    throttles (the executor's disk holds, execution/disk_watch.py: a held rate stays held)."""
     rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
     if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
@@ -126,23 +130,46 @@ def apply_throttles(
     if dir_rate is not None:
         for b in dir_move_brokers:
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
+    for (b, name), value in (override or {}).items():
+        if name in wanted.get(b, {}):
+            wanted[b][name] = value
+    return set_rates(gateway, state, wanted, replicas, before_alter=before_alter, claim=claim)
 
+
+def set_rates(
+    gateway: KafkaGateway,
+    state: ThrottleState,
+    wanted: Mapping[int, Mapping[str, str | None]],
+    replicas: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    *,
+    before_alter: Callable[[ThrottleState], None] | None = None,
+    claim: ClaimOwner | None = None,
+) -> ThrottleState:
+    """Set broker rates (broker -> config -> value; None: the value it had before this tool first set it,
+    put back while the config stays ours until cleared) and append ``replicas`` (topic -> throttled
+    replicas config -> ``partition:broker`` entries), extending ``state`` as ``apply_throttles`` does
+    (write-ahead through ``before_alter``, claims, previous values kept)."""
+    replicas = replicas or {}
     brokers = {(e.broker, e.config): e for e in state.brokers}
     stale: dict[int, list[str]] = {}  # broker -> our earlier claims it no longer needs
     targets = [ConfigTarget.broker(b) for b in sorted(wanted)]
     targets += [ConfigTarget.topic(t) for t in sorted(replicas)]
     described = gateway.describe_configs(targets) if targets else {}
 
+    sets: dict[int, dict[str, str | None]] = {}
     for b, configs in sorted(wanted.items()):
         current = described[ConfigTarget.broker(b)]
-        for name, value in configs.items():
+        out = sets.setdefault(b, {})
+        for name, asked in configs.items():
             had = brokers.get((b, name))
             if had is not None:
                 previous = had.previous  # ours already: the value read before we first set it stays
             else:
                 was = current.get(name)
                 previous = was.value if was is not None and was.is_dynamic else None
+            value = asked if asked is not None else previous
             brokers[(b, name)] = BrokerThrottle(broker=b, config=name, previous=previous, value=value)
+            out[name] = value
         if claim is not None:
             before = {c: e.previous for (bb, c), e in brokers.items() if bb == b and not is_claim(c)}
             key = claim_key(claim, before)
@@ -150,7 +177,7 @@ def apply_throttles(
                 del brokers[(b, old)]  # our claim before a rate was added here: replaced in the same request
                 stale.setdefault(b, []).append(old)
             brokers[(b, key)] = BrokerThrottle(broker=b, config=key, previous=None, value=CLAIM_VALUE)
-            configs[key] = CLAIM_VALUE
+            out[key] = CLAIM_VALUE
 
     recorded = {(t.topic, t.config): set(t.entries) for t in state.topics}
     topic_changes: dict[ConfigTarget, list[ConfigChange]] = {}
@@ -167,9 +194,12 @@ def apply_throttles(
                 recorded.setdefault((topic, name), set()).update(new)
 
     broker_changes = {
-        ConfigTarget.broker(b): [ConfigChange(n, "SET", v) for n, v in sorted(configs.items())]
+        ConfigTarget.broker(b): [
+            ConfigChange(n, "SET", v) if v is not None else ConfigChange(n, "DELETE")
+            for n, v in sorted(configs.items())
+        ]
         + [ConfigChange(n, "DELETE") for n in stale.get(b, ())]
-        for b, configs in wanted.items()
+        for b, configs in sets.items()
     }
     new_state = ThrottleState(
         brokers=tuple(brokers.values()),

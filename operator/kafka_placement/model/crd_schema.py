@@ -144,6 +144,12 @@ def _intent_status() -> Schema:
                     "summary": _str(
                         'Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64
                     ),
+                    "diskHeld": _str(
+                        "While the executor holds moves because the log dir they write into is about to "
+                        "fill (above the hard stop of capacity.maxDiskShare): which dir, how full, which "
+                        "moves. Absent otherwise.",
+                        maxLength=1000,
+                    ),
                 },
             ),
         },

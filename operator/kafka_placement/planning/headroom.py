@@ -25,6 +25,10 @@ it (``DiskHeadroomError``).
 - **Room**: ``floor(share x total) - max(total - usable, held)``, the net bytes the plan may still bring
   to the volume. A dir whose volume is above the limit before the plan (``above_limit``) receives no
   replica at all (``Eligibility.dir_may_receive``), though replicas may leave it.
+- **Hard stop** (``hard_stop``): ``share`` plus half the room above it, at most 0.97 (0.925 for the
+  default 0.85). The executor watches the dirs its moves write to (execution/disk_watch.py): no new move
+  into a dir above ``share``; the moves into a dir about to pass the hard stop are held (throttled down)
+  until it is back under ``share`` (producers write too: the plan's arithmetic cannot see them).
 
 Pure: no I/O, no clock.
 """
@@ -47,6 +51,7 @@ __all__ = [
     "Volume",
     "above_limit",
     "fullest",
+    "hard_stop",
     "held_per_volume",
     "limit_bytes",
     "planned_share",
@@ -75,6 +80,15 @@ class Volume:
 def limit_bytes(total: int, share: float) -> int:
     """The most bytes a volume of ``total`` bytes may hold after a plan."""
     return int(share * total)
+
+
+HARD_STOP_CAP = 0.97  # the hard stop never leaves less than this share of a volume free
+
+
+def hard_stop(share: float) -> float:
+    """The share of a volume at which the executor holds the moves writing into it: ``share`` plus half
+    the room above it, at most ``HARD_STOP_CAP`` (and never below ``share``)."""
+    return max(share, min(share + (1.0 - share) / 2, HARD_STOP_CAP))
 
 
 def room(total: int, usable: int, held: int, share: float) -> int | None:

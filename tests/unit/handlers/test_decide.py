@@ -504,3 +504,34 @@ def test_a_pending_intents_own_reason_and_message_are_on_its_ready_condition() -
     plain = st.intent_status(retire(), st.PENDING, st.PENDING, "")
     (ready,) = [c for c in plain["conditions"] if c["type"] == st.READY]
     assert ready["reason"] == "Pending"
+
+
+def test_a_disk_hold_starting_and_ending_posts_an_event_on_every_member() -> None:
+    what = "moves held (...): broker 2 /d1 at 93.0%: 1 move(s) held (t-0)"
+    held = executing("uid-retire-3", "uid-c1", held=("broker 2 /d1",), held_before=(), held_what=what)
+    d = decide(View([retire(), cordon()], record=held, ticked=True))
+    assert {(n.body["metadata"]["name"], n.type, n.reason) for n in d.events} == {
+        ("retire-3", "Warning", "DiskHeld"),
+        ("c1", "Warning", "DiskHeld"),
+    }
+    assert d.events[0].message == what
+    still = executing("uid-retire-3", held=("broker 2 /d1",), held_before=("broker 2 /d1",))
+    assert decide(View([retire()], record=still, ticked=True)).events == ()
+    over = executing("uid-retire-3", held=(), held_before=("broker 2 /d1",))
+    (released,) = decide(View([retire()], record=over, ticked=True)).events
+    assert (released.type, released.reason) == ("Normal", "DiskReleased")
+    assert released.message.startswith("broker 2 /d1: back under the disk headroom limit")
+
+
+def test_a_progress_key_gone_is_removed_from_the_status_and_only_then_patched() -> None:
+    """The status is merge-patched: a key the new progress lacks (diskHeld once a hold ended) is sent as
+    null, which removes it; a status that only nulls keys the old one lacks needs no patch."""
+    body = retire(phase=st.EXECUTING)
+    held = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1", "diskHeld": "x"})
+    body["status"] = held
+    after = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    assert after["progress"] == {"summary": "0/1", "diskHeld": None}
+    assert not st.unchanged(held, after)
+    body["status"] = {**after, "progress": {"summary": "0/1"}}  # what the apiserver keeps
+    again = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    assert again["progress"] == {"summary": "0/1"} and st.unchanged(body["status"], again)

@@ -112,3 +112,33 @@ def test_a_deleted_clusters_series_are_removed_and_only_its_own(tmp_path: Path) 
         assert name in kept, (name, kept)
     metrics.forget_cluster(b, "uid-b")
     assert series(b) == []
+
+
+def test_the_dirs_moves_write_into_have_a_usage_series_until_no_move_writes_there(tmp_path: Path) -> None:
+    from kafka_placement.execution.record import DirSeen, HeldDir
+
+    ex = _record(tmp_path, "disk")
+    ex.doc.limits = LimitsDoc(
+        max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None, max_disk_share=0.8
+    )
+    ex.doc.phase = Phase.MOVING
+    ex.doc.disk.seen = [
+        DirSeen(broker=2, path="/d1", used=93, total=100),
+        DirSeen(broker=3, path="/d0", used=10, total=100),
+    ]
+    ex.doc.disk.held = [
+        HeldDir(broker=2, path="/d1", share=0.93, since=1.0, moves=2, partitions=["t-0", "t-1"])
+    ]
+    metrics.observe_dirs("m9", ex)
+    assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="2", dir="/d1") == 0.93
+    assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="3", dir="/d0") == 0.1
+    assert _value("kafka_placement_dir_held_moves", cluster="m9", broker="2", dir="/d1") == 2
+    assert _value("kafka_placement_dir_held_moves", cluster="m9", broker="3", dir="/d0") == 0
+    assert _value("kafka_placement_dir_usage_limit_ratio", cluster="m9") == 0.8
+    ex.doc.disk.seen, ex.doc.disk.held = [DirSeen(broker=3, path="/d0", used=20, total=100)], []
+    metrics.observe_dirs("m9", ex)
+    assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="2", dir="/d1") is None
+    assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="3", dir="/d0") == 0.2
+    ex.doc.phase = Phase.COMPLETED
+    metrics.observe_dirs("m9", ex)
+    assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="3", dir="/d0") is None
