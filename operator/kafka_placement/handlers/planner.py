@@ -221,6 +221,17 @@ class PlanInputs:
         text = intents_yaml(documents, capacity)
         return PlanInputs(intents.with_capacity(capacity), text)
 
+    def alone_invalid(
+        self, documents: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot, reactive_cordon: bool
+    ) -> dict[int, str]:
+        """``alone_invalid`` of ``documents`` (these inputs' own), read only when the intents together
+        do not hold against the snapshot: the common case parses each document once."""
+        try:
+            validate_against(self.intents, snapshot)
+        except BadInputError:
+            return alone_invalid(documents, snapshot, reactive_cordon)
+        return {}
+
 
 def alone_invalid(
     documents: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot, reactive_cordon: bool

@@ -99,7 +99,7 @@ from .decide import (
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
-from .planner import PlanInputs, alone_invalid, plan_cluster
+from .planner import PlanInputs, plan_cluster
 from .secret_files import pem_file
 from .store import ConfigMapStore
 
@@ -1004,13 +1004,17 @@ class _Pass:
         flight = supersede.in_flight(self.record, live) if keeping_in_flight and self.record else None
         snap = supersede.planning_view(live, flight) if flight is not None else live
         pairs = [(b, d) for b, d in ((b, planning_document(b, snap)) for b in resources) if d is not None]
+        documents = [d for _, d in pairs]
         meta = self.cluster["metadata"]
         reactive = not self.gw.supports_cordon()
-        alone = alone_invalid([d for _, d in pairs], snap, reactive)  # each fails alone (decide.py)
-        rejected = {pairs[i][0]["metadata"]["uid"]: why for i, why in alone.items()}
-        documents = [d for i, (_, d) in enumerate(pairs) if i not in alone]
+        rejected: dict[str, str] = {}
         try:
             inputs = PlanInputs.of(documents, reactive, self.spec.capacity)  # once per reconcile
+            alone = inputs.alone_invalid(documents, snap, reactive)  # each fails alone (decide.py)
+            if alone:
+                rejected = {pairs[i][0]["metadata"]["uid"]: why for i, why in alone.items()}
+                documents = [d for i, d in enumerate(documents) if i not in alone]
+                inputs = PlanInputs.of(documents, reactive, self.spec.capacity)
         except BadInputError as e:
             self.rec._kept.pop((meta["namespace"], meta["name"]), None)
             self.view = replace(
