@@ -96,6 +96,7 @@ LANES = (
             "tests/e2e/test_operator_legacy_decommission.py",
             "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
+            "tests/e2e/test_operator_shutdown.py",  # the k8s rig and a silent "broker": about 10 s
         ),
     ),
     Lane(

@@ -86,12 +86,41 @@ def cmd_operator(args: argparse.Namespace) -> int:
         "namespaces": args.namespace or (),
         "liveness_endpoint": args.liveness or None,
     }
+    bounded_shutdown(args.shutdown_grace_seconds)
     if not args.leader_election:
         leader.install(leader.Unelected())
         metrics.watch_leadership(lambda: True)
         kopf.run(**run)
         return 0
     return _run_elected(args, timings, lease_ns, run)
+
+
+def bounded_shutdown(grace: float) -> None:
+    """Bound the time from a stop (SIGTERM, SIGINT, a lost Lease) to the exit. kopf stops its tasks and
+    then waits for the handler threads, and a reconcile thread may be inside a Kafka or Kubernetes call
+    that does not answer (a broker down, a network cut) for its whole timeout, or retry it: the process
+    would outlive its stop by that long, past a pod's grace period (then SIGKILLed) or a test's wait.
+    When kopf begins to stop, a timer is armed: still running ``grace`` seconds later, the process exits
+    at once (code 1), as a crash would, which is safe: every execution resumes from its record, no move
+    is sent twice (docs/architecture.md) and the next leader re-reads everything. 0: no bound."""
+    if grace <= 0:
+        return
+    import kopf
+
+    @kopf.on.cleanup(id="bounded-shutdown")
+    async def arm(**_: object) -> None:
+        def force() -> None:
+            log.warning(
+                "still running %g s after the stop was asked (a call to Kafka or Kubernetes that does not "
+                "answer): exiting now; executions resume from their records",
+                grace,
+            )
+            logging.shutdown()
+            os._exit(1)
+
+        timer = threading.Timer(grace, force)
+        timer.daemon = True  # a process that ends in time is not held by it
+        timer.start()
 
 
 def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
@@ -194,6 +223,14 @@ def register(sub: Any) -> None:
     p.add_argument("--metrics-address", default="0.0.0.0", help="bind address of the metrics/probe endpoint")
     p.add_argument("--liveness", default="", help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     p.add_argument("--verbose", action="store_true", help="log every handler step")
+    p.add_argument(
+        "--shutdown-grace-seconds",
+        type=float,
+        default=_env_float("KAFKA_PLACEMENT_SHUTDOWN_GRACE_SECONDS", 20.0),
+        help="once stopping, exit at the latest this long after (a reconcile stuck in a call to an "
+        "unanswering broker does not hold the exit; 0 = wait for it): keep it under the pod's "
+        "terminationGracePeriodSeconds (20)",
+    )
     g = p.add_argument_group("leader election (a coordination.k8s.io/v1 Lease; only the holder drives)")
     g.add_argument(
         "--leader-election",
