@@ -491,6 +491,45 @@ ALERT_TESTS: list[dict[str, Any]] = [
 ]
 
 
+ALERT_TESTS.append(
+    {  # self-healing: a dead broker and an unreachable one once they last; the condition's critical reasons
+        # at once; a former leader's gauges (instance b) never
+        "interval": "1m",
+        "input_series": [
+            *_series(
+                ("leader", "a", "", "", "1x30"),
+                ("leader", "b", "", "", "0x30"),
+                ("dead_brokers", "a", "c1", "", "1x30"),
+                ("dead_brokers", "a", "c2", "", "0 1x2 0x27"),
+                ("dead_brokers", "b", "c3", "", "1x30"),
+                ("unreachable_brokers", "a", "c2", "", "2x30"),
+            ),
+            *(
+                {
+                    "series": f'kafka_placement_self_healing{{job="J", instance="{i}", cluster="{c}", '
+                    f'reason="{r}"}}',
+                    "values": v,
+                }
+                for i, c, r, v in (
+                    ("a", "c1", "DataLost", "1x30"),
+                    ("a", "c2", "NoInSyncReplica", "1x30"),
+                    ("a", "c2", "CorrelatedFailure", "0x30"),
+                    ("b", "c3", "CorrelatedFailure", "1x30"),
+                )
+            ),
+        ],
+        "alert_rule_test": [
+            _expect("3m", "KafkaPlacementBrokerDead"),
+            _expect("10m", "KafkaPlacementBrokerDead", {**WARNING, "cluster": "c1"}),
+            _expect("10m", "KafkaPlacementBrokersUnreachable", {**WARNING, "cluster": "c2"}),
+            _expect("1m", "KafkaPlacementDataLost", {**CRITICAL, "cluster": "c1"}),
+            _expect("1m", "KafkaPlacementNoInSyncReplica", {**CRITICAL, "cluster": "c2"}),
+            _expect("10m", "KafkaPlacementCorrelatedFailure"),
+        ],
+    }
+)
+
+
 def test_the_alert_rules_pass_promtool(helm: Helm, tmp_path: Path) -> None:
     """`promtool check rules` on the rendered rules, and `promtool test rules`: each alert fires on the
     series that show its condition and stays silent otherwise (the job selector set to the tests')."""
@@ -506,7 +545,7 @@ def test_the_alert_rules_pass_promtool(helm: Helm, tmp_path: Path) -> None:
         assert proc.returncode == 0, f"promtool {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
         return proc.stdout + proc.stderr
 
-    assert "SUCCESS: 7 rules found" in run("check", "rules", "rules.yaml")
+    assert "SUCCESS: 12 rules found" in run("check", "rules", "rules.yaml")
     # the expressions are tested; the annotations (text) would have to be repeated verbatim
     for group in spec["groups"]:
         for rule in group["rules"]:

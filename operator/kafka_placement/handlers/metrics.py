@@ -84,6 +84,22 @@ OFFLINE_LOG_DIRS = Gauge(
     "Log dirs of live brokers that Kafka reports offline (failed disks; status.offlineLogDirs)",
     ["cluster"],
 )
+SELF_HEALING = Gauge(
+    "kafka_placement_self_healing",
+    "1 for the reason of the KafkaCluster's SelfHealing condition (NoFailure, FailureSeen, Healing, "
+    "CorrelatedFailure, DataLost, NoInSyncReplica, InvalidSpec), 0 for the others; absent while "
+    "spec.selfHealing is not declared",
+    ["cluster", "reason"],
+)
+SELF_HEALING_REASONS = (
+    "NoFailure",
+    "FailureSeen",
+    "Healing",
+    "CorrelatedFailure",
+    "DataLost",
+    "NoInSyncReplica",
+    "InvalidSpec",
+)
 UNDER_REPLICATED = Gauge(
     "kafka_placement_under_replicated_partitions",
     "Partitions with a replica out of sync, as of the cluster's last full read (every resync period and "
@@ -140,6 +156,7 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
         (RECONCILES, ("cluster", "kind")),
         (RECONCILE_ERRORS, ("cluster",)),
         (DEAD_BROKERS, ("cluster",)),
+        (SELF_HEALING, ("cluster", "reason")),
         (UNREACHABLE_BROKERS, ("cluster",)),
         (OFFLINE_LOG_DIRS, ("cluster",)),
         (UNDER_REPLICATED, ("cluster",)),
@@ -234,6 +251,16 @@ def observe_execution(cluster: str, record: Execution | None) -> None:
     current = record.phase
     for phase in Phase:
         EXECUTION_PHASE.labels(cluster=cluster, phase=phase.value).set(1.0 if phase == current else 0.0)
+
+
+def observe_self_healing(cluster: str, condition: tuple[bool, str, str] | None) -> None:
+    """The SelfHealing condition's reason as a gauge per reason (the alert rules read it): a reason not
+    in ``SELF_HEALING_REASONS`` is shown as well, the others 0; nothing without the condition."""
+    if condition is None:
+        return
+    current = condition[1]
+    for reason in (*SELF_HEALING_REASONS, *(() if current in SELF_HEALING_REASONS else (current,))):
+        SELF_HEALING.labels(cluster=cluster, reason=reason).set(1.0 if reason == current else 0.0)
 
 
 def observe_under_replicated(

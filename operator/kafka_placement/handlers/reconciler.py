@@ -791,6 +791,7 @@ class _Pass:
         metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
         metrics.UNREACHABLE_BROKERS.labels(cluster=label).set(len(out.state.unreachable_brokers))
         metrics.OFFLINE_LOG_DIRS.labels(cluster=label).set(len(out.state.offline_log_dirs))
+        metrics.observe_self_healing(label, out.condition)
         conditions = st.with_condition(
             status.get("conditions") or [], current, st.SELF_HEALING, out.condition
         )

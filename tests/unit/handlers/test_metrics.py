@@ -142,3 +142,18 @@ def test_the_dirs_moves_write_into_have_a_usage_series_until_no_move_writes_ther
     ex.doc.phase = Phase.COMPLETED
     metrics.observe_dirs("m9", ex)
     assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="3", dir="/d0") is None
+
+
+def test_the_self_healing_gauge_is_one_for_the_conditions_reason_only() -> None:
+    """What the alert rules on DataLost, NoInSyncReplica and CorrelatedFailure read (the chart)."""
+    metrics.observe_self_healing("m9", None)  # not declared: no series
+    assert _value("kafka_placement_self_healing", cluster="m9", reason="NoFailure") is None
+    metrics.observe_self_healing("m9", (False, "NoInSyncReplica", "t-0 ..."))
+    shown = {
+        r: _value("kafka_placement_self_healing", cluster="m9", reason=r)
+        for r in metrics.SELF_HEALING_REASONS
+    }
+    assert shown["NoInSyncReplica"] == 1 and sum(v or 0 for v in shown.values()) == 1
+    metrics.observe_self_healing("m9", (True, "Healing", ""))
+    assert _value("kafka_placement_self_healing", cluster="m9", reason="NoInSyncReplica") == 0
+    assert _value("kafka_placement_self_healing", cluster="m9", reason="Healing") == 1
