@@ -463,16 +463,30 @@ def _supersede(
         pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
         plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
         return Decision(statuses=pending, actions=(plan_them,))
-    gone = _rejected(valid, planned)
+    gone = _rejected(valid, planned)  # each fails alone; what follows is decided without them
     if gone:
         valid = [(b, i) for b, i in valid if b["metadata"]["uid"] not in planned.rejected]
         urgent = [(b, i) for b, i in urgent if b["metadata"]["uid"] not in planned.rejected]
         if not urgent and not dropped:
             return gone  # nothing urgent is left to supersede with: the running plan goes on
+    step = _supersede_with(valid, urgent, record, view, dropped, planned, names)
+    return replace(step, statuses=gone + step.statuses) if isinstance(step, Decision) else gone + step
+
+
+def _supersede_with(
+    valid: list[tuple[Body, Intent]],
+    urgent: list[tuple[Body, Intent]],
+    record: RecordView,
+    view: View,
+    dropped: Sequence[Body],
+    planned: Planned,
+    names: str,
+) -> Decision | tuple[StatusPatch, ...]:
+    """``_supersede`` once the new plan (or why there is none) is known."""
     if planned.running is not None:
-        return gone + tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
+        return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
     if planned.waiting is not None:
-        return gone + tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
+        return tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)

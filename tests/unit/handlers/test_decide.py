@@ -535,3 +535,19 @@ def test_a_progress_key_gone_is_removed_from_the_status_and_only_then_patched() 
     body["status"] = {**after, "progress": {"summary": "0/1"}}  # what the apiserver keeps
     again = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
     assert again["progress"] == {"summary": "0/1"} and st.unchanged(body["status"], again)
+
+
+def test_a_rejected_intent_fails_alone_while_an_urgent_one_supersedes_the_running_plan() -> None:
+    """A running rebalance, an urgent heal of broker 3 and a dir heal whose broker died (rejected): the dir
+    heal fails alone with its message, the heal's re-plan goes on to supersede (the min ISR check next)."""
+    heal = body("BrokerDecommission", "heal-3", {"brokers": [3]})
+    heal["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    gone = body("LogDirCordon", "dir-heal", {"broker": 3, "logDirs": ["/d1"]})
+    gone["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    running = body("PlacementPolicy", "spread", {"replicationFactor": 2}, st.EXECUTING)
+    record = executing("uid-spread")
+    rejected = {"uid-dir-heal": "spec.logDirs[0]: broker 3 has no log dir /d1"}
+    planned = Planned(plan=PLAN, summary=SUMMARY, rejected=rejected)
+    d = decide(View([running, heal, gone], record=record, planned=planned))
+    assert phases(d)["dir-heal"] == (st.FAILED, "InvalidInput")
+    assert [type(a).__name__ for a in d.actions] == ["CheckMinIsr"]
