@@ -98,6 +98,9 @@ class Limits:
     reapply_window_s: int = _SPEC_LIMITS.reapply_window_seconds
     # no dir filled above this share of its volume (planning/headroom.py): the disk watch holds to it
     max_disk_share: float = DEFAULT_MAX_DISK_SHARE
+    # False outside the cluster's maintenance windows (model/windows.py): no new move is submitted, the
+    # moves in flight go on and are followed to their end (decided per reconcile, never recorded)
+    window_open: bool = True
 
     @property
     def bytes_per_broker(self) -> int:
@@ -657,7 +660,7 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
         ex.move(Event.HEALTHY)
     watch = watch_disks(ex, gateway, view, candidates)
     _dir_moves(ex, view, gateway, watch.above)
-    if ex.phase != Phase.MOVING:
+    if ex.phase != Phase.MOVING or not limits.window_open:
         return
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])
     if batch:

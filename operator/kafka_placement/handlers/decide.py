@@ -37,6 +37,8 @@ from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
 from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_resource
 from ..model.plan import Plan
+from ..model.self_healing import SelfHealingSpec
+from ..model.windows import ExecutionSpec, Gate, gate
 from ..planning import waiting
 from ..planning.metrics import Tally
 from . import status as st
@@ -126,6 +128,8 @@ class View:
     # uids of heals being retired (their broker is back for good: retiring.py) that the execution in flight
     # runs: it is re-planned without them (moves in flight kept, the rest of theirs dropped)
     retiring: frozenset[str] = frozenset()
+    # the maintenance windows' word for the execution in flight (``window_gate``; None: not decided)
+    window: Gate | None = None
 
 
 # ---- what decide returns -----------------------------------------------------------------------------
@@ -365,6 +369,8 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
     events += _disk_notes(record, members)
     phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
     reason, message = str(record.phase), record.last_error or f"executor phase {record.phase}"
+    if phase == st.EXECUTING and view.window is not None and not view.window.open:
+        reason, message = WAITING_FOR_WINDOW, view.window.says()
     waits: tuple[StatusPatch, ...] = ()
     if phase == st.COMPLETED:  # the plan is done; the intents' own rules are checked on a fresh read
         if view.unmet is None:
@@ -419,6 +425,34 @@ def _waiting(
 
 
 SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
+WAITING_FOR_WINDOW = "WaitingForWindow"
+
+
+def window_gate(
+    execution: ExecutionSpec | None,
+    healing: object,
+    participants: Sequence[Body],
+    now: float,
+) -> Gate:
+    """Whether the execution of ``participants`` may submit new moves at ``now`` (model/windows.py): always
+    without windows; at any time when one of them sets ``spec.ignoreWindows``, or is a heal while
+    ``selfHealing.ignoreWindows`` is true (``healing``: the KafkaCluster's parsed ``spec.selfHealing``; a
+    heal of a cluster whose self-healing is not declared, or invalid, keeps the default, true); else
+    only inside a window."""
+    windows = execution.windows if execution is not None else None
+    if not windows:
+        return Gate(True)
+    heals_ignore = healing.ignore_windows if isinstance(healing, SelfHealingSpec) else True
+    for b in participants:
+        try:
+            if OperatorFields.of(b).ignore_windows:
+                return Gate(True)
+        except BadInputError:
+            continue
+        labels = (b.get("metadata") or {}).get("labels") or {}
+        if heals_ignore and labels.get(CREATED_BY) == SELF_HEALING:
+            return Gate(True)
+    return gate(windows, now)
 
 
 def urgency(body: Body, intent: Intent) -> tuple[int, int]:
@@ -716,4 +750,5 @@ __all__ = [
     "decide",
     "execution_rules",
     "parse",
+    "window_gate",
 ]

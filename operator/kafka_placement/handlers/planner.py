@@ -144,7 +144,8 @@ def _spark_conf(spec_conf: Sequence[tuple[str, str]], env: Mapping[str, str]) ->
     return tuple(conf.items())
 
 
-APPROVAL_FIELDS = ("approval", "approvedPlan", "paused")  # gate execution, do not change the plan
+# gate execution, do not change the plan
+APPROVAL_FIELDS = ("approval", "approvedPlan", "paused", "ignoreWindows")
 
 
 def intents_yaml(documents: Sequence[Mapping[str, Any]], capacity: CapacitySpec | None = None) -> str:

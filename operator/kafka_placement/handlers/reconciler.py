@@ -96,6 +96,7 @@ from .decide import (
     cordon_sync,
     decide,
     parse,
+    window_gate,
 )
 from .fencing import FencedGateway
 from .leader import Leadership, NotLeader, Unelected
@@ -883,7 +884,9 @@ class _Pass:
     def _tick(self) -> None:
         record = self.record
         assert record is not None
-        limits = self.limits
+        members = [b for b in self.view.resources if b["metadata"]["uid"] in record.doc.participants]
+        window = window_gate(self.spec.execution, self.spec.self_healing, members, self.rec.wall())
+        limits = replace(self.limits, window_open=window.open)
         executor.sweep(self.gw, record)
         before = record.doc.defence.reapplied
         held_before = held_dirs(record)
@@ -902,7 +905,9 @@ class _Pass:
             progress,
         )
         metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
-        self.view = replace(self.view, ticked=True, record=record_view(record, before, held_before))
+        self.view = replace(
+            self.view, ticked=True, record=record_view(record, before, held_before), window=window
+        )
 
     def _sync_cordons(self, a: SyncCordons) -> None:
         """Set ``cordoned.log.dirs`` for the declared cordons and remove those only deleted resources

@@ -38,6 +38,7 @@ from .crd_parts import (
 from .errors import BadInputError
 from .self_healing import SelfHealingSpec
 from .spec_fields import child, custom, leaf, object_schema, parse_object, spec_of
+from .windows import ExecutionSpec
 
 SECRET_NAME = "Name of the Secret in this namespace."
 CONNECTION_FIELDS = ("bootstrapServers", "tls", "sasl")  # an error there: the cluster cannot be reached
@@ -365,6 +366,7 @@ class ClusterSpec:
     )
     traffic: TrafficSpec | None = custom("traffic", TrafficSpec.schema(), _traffic)
     capacity: CapacitySpec | None = child("capacity", CapacitySpec)
+    execution: ExecutionSpec | None = child("execution", ExecutionSpec)
 
     @staticmethod
     def parse(raw: object, where: str = "spec") -> ClusterSpec:

@@ -109,6 +109,15 @@ class OperatorFields:
         ),
     )
 
+    ignore_windows: bool = leaf(
+        "ignoreWindows",
+        _bool(
+            "When true, the execution this intent takes part in submits moves outside the KafkaCluster's "
+            "spec.execution.windows too.",
+            default=False,
+        ),
+    )
+
     @staticmethod
     def parse(spec: object, where: str) -> OperatorFields:
         """The operator's fields of an intent spec (its other fields are the kind's parser's)."""

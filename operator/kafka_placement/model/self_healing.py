@@ -158,6 +158,15 @@ class SelfHealingSpec:
         ),
     )
 
+    ignore_windows: bool = leaf(
+        "ignoreWindows",
+        _bool(
+            "Heals run outside spec.execution.windows (a dead broker does not wait for the next window); "
+            "false: they wait like any intent.",
+            default=True,
+        ),
+    )
+
     @classmethod
     def parse(cls, raw: object, where: str = "spec.selfHealing") -> SelfHealingSpec:
         return parse_object(SelfHealingSpec, raw, where)

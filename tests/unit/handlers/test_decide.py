@@ -551,3 +551,43 @@ def test_a_rejected_intent_fails_alone_while_an_urgent_one_supersedes_the_runnin
     d = decide(View([running, heal, gone], record=record, planned=planned))
     assert phases(d)["dir-heal"] == (st.FAILED, "InvalidInput")
     assert [type(a).__name__ for a in d.actions] == ["CheckMinIsr"]
+
+
+def test_outside_the_windows_an_execution_says_it_waits_and_heals_or_opted_out_intents_do_not_wait() -> None:
+    """The maintenance windows' gate (model/windows.py): a closed window keeps the execution's intents
+    Executing with reason WaitingForWindow and the next opening; a heal (selfHealing.ignoreWindows, true by
+    default) or an intent with spec.ignoreWindows opens it; without windows it is always open."""
+    from kafka_placement.handlers.decide import window_gate
+    from kafka_placement.model.cluster_spec import ClusterSpec
+
+    spec = ClusterSpec.parse(
+        {
+            "bootstrapServers": "k:9092",
+            "execution": {"windows": [{"days": ["Sat"], "start": "22:00", "end": "23:00"}]},
+        }
+    )
+    monday_noon = 1796990400.0  # 2026-12-14T12:00:00Z
+    closed = window_gate(spec.execution, spec.self_healing, [retire()], monday_noon)
+    assert not closed.open and closed.next_open is not None and closed.next_open > monday_noon
+    heal = retire("heal-3")
+    heal["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    assert window_gate(spec.execution, None, [retire(), heal], monday_noon).open
+    waits = ClusterSpec.parse(
+        {
+            **{"bootstrapServers": "k:9092"},
+            "execution": {"windows": [{"start": "01:00", "end": "02:00"}]},
+            "selfHealing": {"ignoreWindows": False},
+        }
+    )
+    assert not window_gate(waits.execution, waits.self_healing, [heal], monday_noon).open
+    assert window_gate(spec.execution, None, [retire(ignoreWindows=True)], monday_noon).open
+    assert window_gate(None, None, [retire()], monday_noon).open
+
+    record = executing("uid-retire-3")
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, window=closed))
+    assert phases(d) == {"retire-3": (st.EXECUTING, "WaitingForWindow")}
+    assert "outside the maintenance windows" in d.statuses[0].message
+    d = decide(
+        View([retire(phase=st.EXECUTING)], record=record, ticked=True, window=window_gate(None, None, [], 0))
+    )
+    assert phases(d) == {"retire-3": (st.EXECUTING, "Moving")}

@@ -330,6 +330,7 @@ def test_the_schema_is_the_models() -> None:
         "selfHealing",
         "traffic",
         "capacity",
+        "execution",
     ]
     assert spec["properties"]["selfHealing"] == SelfHealingSpec.schema()
     assert spec["properties"]["sasl"]["required"] == ["mechanism", "secretRef"]

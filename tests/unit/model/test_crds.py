@@ -196,20 +196,20 @@ def test_spark_fields_with_a_helm_value_have_no_schema_default() -> None:
 
 
 def test_the_intents_operator_fields_are_declared_once() -> None:
-    """clusterRef, approval, approvedPlan and paused: one declaration (model/intent_kinds.py) gives every
+    """clusterRef, approval, approvedPlan, paused and ignoreWindows: one declaration (model/intent_kinds.py) gives every
     intent kind's schema of them and the operator's parser (with the CRD's defaults)."""
     from kafka_placement.model.intents import OPERATOR_FIELDS, ClusterRef, OperatorFields
 
-    assert OPERATOR_FIELDS == ("clusterRef", "approval", "approvedPlan", "paused")
+    assert OPERATOR_FIELDS == ("clusterRef", "approval", "approvedPlan", "paused", "ignoreWindows")
     for kind in KINDS:
         spec = _schemas()[kind]["properties"]["spec"]
         assert spec["properties"]["clusterRef"] == ClusterRef.schema(), kind
         assert {k: spec["properties"][k] for k in OPERATOR_FIELDS[1:]} == OperatorFields.schema(), kind
         assert "clusterRef" in spec["required"], kind
     defaults = {k: s["default"] for k, s in OperatorFields.schema().items() if "default" in s}
-    assert defaults == {"approval": "Automatic", "paused": False}
+    assert defaults == {"approval": "Automatic", "paused": False, "ignoreWindows": False}
     assert OperatorFields.parse({"brokers": [1]}, "spec") == OperatorFields(
-        approval="Automatic", paused=False
+        approval="Automatic", paused=False, ignore_windows=False
     )
     gate = OperatorFields.parse({"approval": "Manual", "approvedPlan": "p1"}, "spec")
     assert not gate.unapproved("p1") and gate.unapproved("p2")

@@ -109,7 +109,7 @@ def test_the_crds_spec_schema_is_the_models(kind: str) -> None:
     schema = spec_schema(kind)
     assert crd_spec_schema(kind) == schema
     assert next(iter(schema["properties"])) == "clusterRef" and schema["required"][0] == "clusterRef"
-    assert list(schema["properties"])[-3:] == ["approval", "approvedPlan", "paused"]
+    assert list(schema["properties"])[-4:] == ["approval", "approvedPlan", "paused", "ignoreWindows"]
 
 
 @pytest.mark.parametrize(

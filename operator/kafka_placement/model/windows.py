@@ -1,0 +1,198 @@
+"""Maintenance windows: when an execution may submit new moves (``KafkaCluster.spec.execution``).
+
+``spec.execution.windows`` is a list of ``{days, start, end, timeZone}``; absent or empty means always.
+Outside every window no new move is submitted (moves in flight finish: nothing is reverted); an
+execution one of whose intents sets ``spec.ignoreWindows`` runs at any time, and so does a heal while
+``spec.selfHealing.ignoreWindows`` is true (the default: a dead broker does not wait for Saturday).
+
+A window is wall-clock time in its IANA zone (``zoneinfo``): on each of its ``days`` it opens at
+``start`` and closes at ``end``; an ``end`` at or before ``start`` closes the next day (a window crossing
+midnight, e.g. 22:00-06:00 on Sat opens Saturday 22:00 and closes Sunday 06:00). Being wall-clock time,
+a window keeps its hours across daylight-saving changes: on the night clocks go forward it is an hour
+shorter, on the night they go back an hour longer; a start inside the skipped hour opens after the clocks
+jump, one hour later by the clock (a 02:30 start opens at 03:30). ``start == end`` is refused (it
+would mean nothing or everything).
+
+Pure: the time is passed in (epoch seconds); no clock is read here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from .crd_parts import _arr, _str
+from .errors import BadInputError
+from .jsonio import as_list, brief
+from .spec_fields import custom, leaf, object_schema, parse_object
+
+DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # datetime.weekday() order
+HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+MAX_WINDOWS = 50
+LOOKAHEAD_DAYS = 8  # a week and a day: every window of every day is met once
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Window:
+    DESCRIPTION: ClassVar[str] = (
+        "A maintenance window: on each of days, from start to end (wall-clock time in timeZone); an end "
+        "at or before start closes the next day (a window crossing midnight)."
+    )
+
+    days: tuple[str, ...] = leaf(
+        "days",
+        _arr(
+            "The days it opens on (Mon..Sun); absent = every day.",
+            _str("A day.", enum=list(DAYS)),
+            minItems=1,
+            maxItems=7,
+            **{"x-kubernetes-list-type": "set"},
+            default=list(DAYS),
+        ),
+    )
+    start: str = leaf("start", _str('Opening time, "HH:MM" (24 h).', pattern=HHMM), required=True)
+    end: str = leaf(
+        "end",
+        _str('Closing time, "HH:MM" (24 h); at or before start: the next day.', pattern=HHMM),
+        required=True,
+    )
+    time_zone: str = leaf(
+        "timeZone",
+        _str(
+            'IANA time zone of start and end, e.g. "Europe/Paris".', minLength=1, maxLength=64, default="UTC"
+        ),
+    )
+
+    def check(self, where: str) -> None:
+        if self.start == self.end:
+            raise BadInputError(
+                f"start and end are both {self.start}: a window must last (an end before start crosses "
+                "midnight)",
+                f"{where}.end",
+            )
+        zone(self.time_zone, f"{where}.timeZone")
+
+    @property
+    def minutes(self) -> tuple[int, int]:
+        """Start and end as minutes after midnight."""
+        return _minutes(self.start), _minutes(self.end)
+
+    def spans(self, around: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
+        """The window's openings (start, end; aware datetimes) from the day before ``around`` (aware) to
+        ``LOOKAHEAD_DAYS`` after, in its own zone."""
+        tz = zone(self.time_zone, "timeZone")
+        local = around.astimezone(tz)
+        first = local.date() - dt.timedelta(days=1)
+        start, end = self.minutes
+        out = []
+        for n in range(LOOKAHEAD_DAYS + 2):
+            day = first + dt.timedelta(days=n)
+            if DAYS[day.weekday()] not in self.days:
+                continue
+            opens = _at(day, start, tz)
+            closes = _at(day + dt.timedelta(days=1 if end <= start else 0), end, tz)
+            out.append((opens, closes))
+        return out
+
+
+def _minutes(hhmm: str) -> int:
+    hours, minutes = hhmm.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def _at(day: dt.date, minutes: int, tz: ZoneInfo) -> dt.datetime:
+    """Wall-clock ``minutes`` after midnight of ``day`` in ``tz``, as an aware instant (PEP 495, fold 0):
+    a time the clocks skip (spring forward) is read with the offset before the jump, one hour later by
+    the clock (02:30 opens at 03:30); a time they pass twice (fall back) is the first of the two."""
+    return dt.datetime(day.year, day.month, day.day, minutes // 60, minutes % 60, tzinfo=tz)
+
+
+def zone(name: str, where: str) -> ZoneInfo:
+    """The IANA zone ``name``; bad input naming ``where`` when there is none of that name."""
+    try:
+        if name not in _ZONES:
+            raise ZoneInfoNotFoundError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadInputError(
+            f"unknown time zone {brief(name)} (an IANA name, e.g. Europe/Paris)", where
+        ) from None
+
+
+_ZONES = frozenset(available_timezones()) | {"UTC"}
+
+
+def _windows(raw: object, where: str) -> tuple[Window, ...]:
+    items = as_list(raw, where)
+    if len(items) > MAX_WINDOWS:
+        raise BadInputError(f"at most {MAX_WINDOWS} windows, got {len(items)}", where)
+    out = []
+    for i, item in enumerate(items):
+        w = parse_object(Window, item, f"{where}[{i}]")
+        w.check(f"{where}[{i}]")
+        out.append(w)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionSpec:
+    DESCRIPTION: ClassVar[str] = (
+        "When executions may submit new moves. Outside every window no new move is submitted; moves in "
+        "flight finish (nothing is reverted)."
+    )
+
+    windows: tuple[Window, ...] | None = custom(
+        "windows",
+        _arr(
+            "Maintenance windows; absent or empty = always. An execution one of whose intents sets "
+            "spec.ignoreWindows runs at any time, and heals too while selfHealing.ignoreWindows is true.",
+            object_schema(Window),
+            maxItems=MAX_WINDOWS,
+        ),
+        _windows,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Whether new moves may be submitted at an instant, and if not, when they next may (None: never,
+    which a valid list of windows cannot give)."""
+
+    open: bool
+    next_open: float | None = None  # epoch seconds
+
+    def says(self) -> str:
+        """What the status says while closed."""
+        if self.open:
+            return ""
+        when = (
+            dt.datetime.fromtimestamp(self.next_open, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if self.next_open is not None
+            else "never"
+        )
+        return (
+            f"outside the maintenance windows (spec.execution.windows): no new move is submitted until the "
+            f"next one opens at {when}; moves in flight finish"
+        )
+
+
+def gate(windows: Sequence[Window] | None, now: float) -> Gate:
+    """Open when ``windows`` is empty or one of them holds ``now`` (epoch seconds); else closed, with the
+    next opening."""
+    if not windows:
+        return Gate(True)
+    at = dt.datetime.fromtimestamp(now, dt.UTC)
+    upcoming: list[dt.datetime] = []
+    for w in windows:
+        for opens, closes in w.spans(at):
+            if opens <= at < closes:
+                return Gate(True)
+            if opens > at:
+                upcoming.append(opens)
+    return Gate(False, min(upcoming).timestamp() if upcoming else None)
+
+
+__all__ = ["DAYS", "ExecutionSpec", "Gate", "Window", "gate", "zone"]

@@ -1,0 +1,101 @@
+"""End to end: maintenance windows (``KafkaCluster.spec.execution.windows``) on the main rig, the operator as
+a process, real clock, real Kafka.
+
+A decommission of broker 3 (8 partitions of about 2 MB on it, at most 2 moves in flight, 1 MB/s) is approved
+while the only window is hours away: the execution is recorded but submits nothing, its intent says
+``WaitingForWindow`` with the next opening. The window is moved to now: moves start. It is moved away
+again while moves are in flight: those finish, no new one is submitted (the submission count stays put
+over several ticks). The windows removed, the execution completes: every partition off broker 3, each
+submitted once.
+
+Cost: about 60-90 s (the moves themselves, at 1 MB/s).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.test_operator import apply, execution_record
+from tests.integration.conftest import wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
+
+
+def hhmm(hours_from_now: float) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(hours=hours_from_now)).strftime("%H:%M")
+
+
+def windows(kubectl: Any, ns: str, name: str, value: list[dict[str, Any]] | None) -> None:
+    patch = {"spec": {"execution": {"windows": value}}}
+    kubectl("-n", ns, "patch", "kafkacluster", name, "--type=merge", "-p", json.dumps(patch))
+
+
+def progressing(kubectl: Any, ns: str) -> tuple[str | None, str, str]:
+    status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+    cond = [c for c in status.get("conditions") or () if c.get("type") == "Progressing"]
+    return status.get("phase"), (cond[0].get("reason") if cond else ""), status.get("message") or ""
+
+
+def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
+    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, new_topic: Any
+) -> None:
+    ns, name = k8s_namespace, "windowed"
+    topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
+    producer = Producer({"bootstrap.servers": kafka_rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
+    for i in range(12 * 200):
+        producer.produce(topic, partition=i % 12, value=b"x" * 10_000)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    later = [{"start": hhmm(3), "end": hhmm(4)}]  # every day, hours away (UTC)
+    apply(
+        kubectl,
+        ns,
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n  throttleBytesPerSecond: 1000000\n"
+        f"  limits: {{maxMovesInFlight: 2}}\n  execution: {{windows: {json.dumps(later)}}}\n",
+    )
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        f"spec: {{clusterRef: {{name: {name}}}, brokers: [3]}}\n",
+    )
+
+    def record() -> dict[str, Any]:
+        return execution_record(kubectl, ns, name)
+
+    def submitted() -> int:
+        return int(record().get("counters", {}).get("submissions", 0))
+
+    wait_for("WaitingForWindow", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=120)
+    phase, _, message = progressing(kubectl, ns)
+    assert phase == "Executing" and "next one opens at" in message, message
+    ticks = record().get("counters", {}).get("ticks", 0)
+    wait_for("a few ticks", lambda: record().get("counters", {}).get("ticks", 0) >= ticks + 3, timeout=60)
+    assert submitted() == 0 and not record().get("inFlight")  # recorded, nothing sent
+
+    windows(kubectl, ns, name, [{"start": hhmm(-1), "end": hhmm(1)}])  # open now
+    wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
+    windows(kubectl, ns, name, later)  # closed again, moves in flight
+    wait_for("WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60)
+    frozen = submitted()
+    wait_for("the moves in flight finished", lambda: not record().get("inFlight"), timeout=120)
+    ticks = record().get("counters", {}).get("ticks", 0)
+    wait_for("a few ticks", lambda: record().get("counters", {}).get("ticks", 0) >= ticks + 3, timeout=60)
+    total = int(record()["partitions"])  # the partitions with a replica on broker 3
+    assert submitted() == frozen < total, (frozen, record().get("counters"))  # none sent while closed
+    assert record().get("phase") not in ("Completed", "Failed", "Cancelled")
+
+    windows(kubectl, ns, name, None)  # no windows: always
+    started = time.monotonic()
+    wait_for("Completed", lambda: progressing(kubectl, ns)[0] == "Completed", timeout=180)
+    counters = record()["counters"]
+    assert counters["submissions"] == total and counters["resubmitted"] == 0, counters
+    print(f"windows e2e: completed {time.monotonic() - started:.0f} s after the windows were removed")

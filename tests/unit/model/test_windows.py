@@ -1,0 +1,114 @@
+"""Maintenance windows (model/windows.py): parsing, bad input, open or closed at an instant, the next
+opening, windows crossing midnight and daylight-saving changes. Times are passed in: no clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from kafka_placement.model.cluster_spec import ClusterSpec
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.windows import gate
+
+
+def spec(*windows: dict[str, Any]) -> ClusterSpec:
+    return ClusterSpec.parse({"bootstrapServers": "k:9092", "execution": {"windows": list(windows)}})
+
+
+def at(text: str, zone: str = "UTC") -> float:
+    """Epoch seconds of a wall-clock time in ``zone`` ("2026-12-05 21:00")."""
+    from zoneinfo import ZoneInfo
+
+    return dt.datetime.fromisoformat(text).replace(tzinfo=ZoneInfo(zone)).timestamp()
+
+
+def test_absent_or_empty_windows_are_always_open() -> None:
+    assert ClusterSpec.parse({"bootstrapServers": "k:9092"}).execution is None
+    assert gate(None, 0).open and gate((), 0).open
+    empty = spec()
+    assert empty.execution is not None and gate(empty.execution.windows, 0).open
+
+
+def test_a_window_opens_on_its_days_from_start_to_end_in_its_zone() -> None:
+    w = spec({"days": ["Mon", "Tue"], "start": "09:00", "end": "17:30", "timeZone": "Europe/Paris"})
+    assert w.execution is not None
+    windows = w.execution.windows
+    # 2026-12-07 is a Monday
+    assert gate(windows, at("2026-12-07 09:00", "Europe/Paris")).open
+    assert gate(windows, at("2026-12-07 17:29", "Europe/Paris")).open
+    shut = gate(windows, at("2026-12-07 17:30", "Europe/Paris"))
+    assert not shut.open and shut.next_open == at("2026-12-08 09:00", "Europe/Paris")
+    wednesday = gate(windows, at("2026-12-09 10:00", "Europe/Paris"))
+    assert not wednesday.open and wednesday.next_open == at("2026-12-14 09:00", "Europe/Paris")  # Monday
+    assert "next one opens at 2026-12-14T08:00:00Z" in wednesday.says()  # (UTC in the status)
+    assert "moves in flight finish" in wednesday.says()
+
+
+def test_a_window_crossing_midnight_closes_the_next_day() -> None:
+    w = spec({"days": ["Sat"], "start": "22:00", "end": "06:00", "timeZone": "UTC"})
+    assert w.execution is not None
+    windows = w.execution.windows
+    # 2026-12-05 is a Saturday
+    assert not gate(windows, at("2026-12-05 21:59")).open
+    assert gate(windows, at("2026-12-05 22:00")).open
+    assert gate(windows, at("2026-12-06 05:59")).open  # Sunday morning: Saturday's window
+    assert not gate(windows, at("2026-12-06 06:00")).open
+    assert not gate(windows, at("2026-12-06 23:00")).open  # Sunday night: no window of its own
+
+
+def test_daylight_saving_keeps_the_wall_clock_hours() -> None:
+    """Europe/Paris: clocks go forward at 02:00 on 2026-03-29 (02:00-03:00 does not exist) and back at
+    03:00 on 2026-10-25 (02:00-03:00 happens twice). A 01:00-04:00 window is two hours long the first
+    night and four the second; a 02:30 start opens when the clocks read 03:30 on the first night."""
+    paris = "Europe/Paris"
+    w = spec({"start": "01:00", "end": "04:00", "timeZone": paris})
+    assert w.execution is not None
+    windows = w.execution.windows
+    spring = dt.datetime(2026, 3, 29, 0, 30, tzinfo=dt.UTC).timestamp()  # 01:30 CET
+    assert gate(windows, spring).open
+    assert gate(windows, spring + 3600).open  # 03:30 CEST
+    assert not gate(windows, spring + 2 * 3600).open  # 04:30 CEST: two hours after opening, closed
+    autumn = dt.datetime(2026, 10, 24, 23, 30, tzinfo=dt.UTC).timestamp()  # 01:30 CEST
+    assert all(gate(windows, autumn + h * 3600).open for h in range(3))  # 01:30, 02:30, 02:30 (CET)
+    assert not gate(windows, autumn + 4 * 3600).open  # 04:30 CET
+    skipped = spec({"start": "02:30", "end": "05:00", "timeZone": paris})
+    assert skipped.execution is not None
+    closed = gate(skipped.execution.windows, dt.datetime(2026, 3, 29, 0, 0, tzinfo=dt.UTC).timestamp())
+    assert not closed.open
+    assert closed.next_open == dt.datetime(2026, 3, 29, 1, 30, tzinfo=dt.UTC).timestamp()  # 03:30 CEST
+
+
+def test_several_windows_the_next_opening_is_the_earliest() -> None:
+    w = spec(
+        {"days": ["Sun"], "start": "01:00", "end": "05:00"},
+        {"days": ["Wed"], "start": "20:00", "end": "21:00", "timeZone": "America/New_York"},
+    )
+    assert w.execution is not None
+    closed = gate(w.execution.windows, at("2026-12-08 12:00"))  # a Tuesday
+    assert not closed.open and closed.next_open == at("2026-12-09 20:00", "America/New_York")
+
+
+@pytest.mark.parametrize(
+    ("window", "says"),
+    [
+        ({"start": "09:00", "end": "09:00"}, "spec.execution.windows[0].end: start and end are both 09:00"),
+        ({"days": ["Monday"], "start": "09:00", "end": "10:00"}, "spec.execution.windows[0].days[0]"),
+        ({"days": [], "start": "09:00", "end": "10:00"}, "spec.execution.windows[0].days"),
+        ({"start": "9:00", "end": "10:00"}, "spec.execution.windows[0].start"),
+        ({"start": "24:00", "end": "10:00"}, "spec.execution.windows[0].start"),
+        ({"start": "09:00"}, "spec.execution.windows[0]: missing required field 'end'"),
+        ({"start": "09:00", "end": "10:00", "timeZone": "Mars/Olympus"}, "unknown time zone"),
+        ({"start": "09:00", "end": "10:00", "tz": "UTC"}, "spec.execution.windows[0]"),
+    ],
+)
+def test_bad_windows_are_refused_naming_the_field(window: dict[str, Any], says: str) -> None:
+    with pytest.raises(BadInputError) as e:
+        spec(window)
+    assert says in str(e.value), str(e.value)
+
+
+def test_too_many_windows_are_refused() -> None:
+    with pytest.raises(BadInputError, match="at most 50 windows"):
+        spec(*({"start": "09:00", "end": "10:00"} for _ in range(51)))
