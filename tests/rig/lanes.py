@@ -115,6 +115,7 @@ LANES = (
             "tests/e2e/test_operator_preemption.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
+            "tests/e2e/test_operator_windows.py",  # maintenance windows: about 90 s
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending
             "tests/e2e/test_operator_scale.py",

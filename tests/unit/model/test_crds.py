@@ -196,8 +196,9 @@ def test_spark_fields_with_a_helm_value_have_no_schema_default() -> None:
 
 
 def test_the_intents_operator_fields_are_declared_once() -> None:
-    """clusterRef, approval, approvedPlan, paused and ignoreWindows: one declaration (model/intent_kinds.py) gives every
-    intent kind's schema of them and the operator's parser (with the CRD's defaults)."""
+    """clusterRef, approval, approvedPlan, paused and ignoreWindows: one declaration
+    (model/intent_kinds.py) gives every intent kind's schema of them and the operator's parser (with the
+    CRD's defaults)."""
     from kafka_placement.model.intents import OPERATOR_FIELDS, ClusterRef, OperatorFields
 
     assert OPERATOR_FIELDS == ("clusterRef", "approval", "approvedPlan", "paused", "ignoreWindows")
