@@ -219,7 +219,10 @@ def test_a_tiered_partition_move_copies_its_local_bytes_a_plain_one_its_total(
     assert tail["plain"] is None and tail["tiered"] is not None, tail  # read for remote topics only
     predicted, received = move(tiered, tmp_path, again, "tiered", 1)
     local = sizes(again)["tiered"][1]
-    assert predicted == tail["tiered"] < 0.5 * local, (predicted, local)
+    # the tail is the active segment, the local log that plus at least one tiered segment (rolled at about
+    # segment.bytes, 1 MiB): at least half a MiB less than local, whatever size the active segment reached
+    # ("< half of local" failed on 2026-12-02 with an active segment of 1,041,317 of 2,041,224 bytes)
+    assert predicted == tail["tiered"] < local - MIB // 2, (predicted, local)
     assert abs(received - predicted) <= 0.1 * predicted, (received, predicted)
 
     for topic in ("tiered", "plain"):
