@@ -44,10 +44,10 @@ def cluster_manifest(name: str, bootstrap: str, throttle: int = 50_000_000) -> s
     )
 
 
-def fill(rig: KafkaRig, topic: str, records: int, size: int = 500) -> None:
-    producer = Producer(
-        {"bootstrap.servers": rig.bootstrap_servers, "enable.idempotence": True, "acks": "all"}
-    )
+def fill(rig: KafkaRig | str, topic: str, records: int, size: int = 500) -> None:
+    """``records`` records of ``size`` bytes into ``topic`` of the rig (or the bootstrap servers given)."""
+    servers = rig if isinstance(rig, str) else rig.bootstrap_servers
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "acks": "all"})
     for i in range(records):
         producer.produce(topic, key=str(i).encode(), value=b"x" * size)
         if i % 5000 == 0:

@@ -35,9 +35,16 @@ from typing import Any
 
 from ..execution.record import TERMINAL, Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intents import BrokerDecommission, Intent, OperatorFields, PlacementPolicy, parse_resource
+from ..model.intents import (
+    BrokerDecommission,
+    Intent,
+    LogDirCordon,
+    OperatorFields,
+    PlacementPolicy,
+    parse_resource,
+)
 from ..model.plan import Plan
-from ..model.self_healing import SelfHealingSpec
+from ..model.self_healing import SelfHealingSpec, format_time, parse_time
 from ..model.windows import ExecutionSpec, Gate, gate
 from ..planning import waiting
 from ..planning.metrics import Tally
@@ -130,6 +137,7 @@ class View:
     retiring: frozenset[str] = frozenset()
     # the maintenance windows' word for the execution in flight (``window_gate``; None: not decided)
     window: Gate | None = None
+    now: float | None = None  # epoch seconds (None: not known; no supersede waits for a retry time)
 
 
 # ---- what decide returns -----------------------------------------------------------------------------
@@ -143,6 +151,9 @@ class StatusPatch:
     message: str
     plan: Mapping[str, Any] | None = None
     progress: Mapping[str, Any] | None = None
+    # ``status.retry`` of an intent that failed to supersede the execution in flight (``retry_of``); None:
+    # kept while Planning, removed otherwise
+    retry: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -349,7 +360,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
                 StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=record.plan_status) for b in members
             )
         )
-    urgent = _urgent(valid, record, view.retiring)
+    urgent = _urgent(valid, record, view.retiring, view.now)
     dropped = [b for b in members if b["metadata"]["uid"] in view.retiring]
     waiting: tuple[StatusPatch, ...] = ()
     if (urgent or dropped) and not cancel and not record.cancel_requested and record.phase in SUPERSEDABLE:
@@ -457,20 +468,67 @@ def window_gate(
 
 def urgency(body: Body, intent: Intent) -> tuple[int, int]:
     """How urgent an intent is: heals (created by self-healing) first, then a higher ``priority``."""
-    labels = (body.get("metadata") or {}).get("labels") or {}
     priority = intent.priority if isinstance(intent, BrokerDecommission) else 0
-    return (1 if labels.get(CREATED_BY) == SELF_HEALING else 0, priority)
+    return (1 if _by_self_healing(body) else 0, priority)
 
 
 def _urgent(
-    valid: Sequence[tuple[Body, Intent]], record: RecordView, retiring: frozenset[str] = frozenset()
+    valid: Sequence[tuple[Body, Intent]],
+    record: RecordView,
+    retiring: frozenset[str] = frozenset(),
+    now: float | None = None,
 ) -> list[tuple[Body, Intent]]:
-    """The valid intents outside the running execution that are more urgent than all of its own (a heal
-    being retired is not: it is on its way out)."""
+    """The valid intents outside the running execution that supersede it: more urgent than all of its
+    own, or heals as urgent as its most urgent (a second broker failure is healed together with the first,
+    a dead broker's heal supersedes the heal of one of its dirs); not a heal being retired (it is on its
+    way out), nor one whose last attempt to supersede failed less than its backoff ago (``retry_of``)."""
     inside = [urgency(b, i) for b, i in valid if b["metadata"]["uid"] in record.participants]
     bar = max(inside, default=(0, 0))
     outside = record.participants | retiring
-    return [(b, i) for b, i in valid if b["metadata"]["uid"] not in outside and urgency(b, i) > bar]
+    out = []
+    for b, i in valid:
+        u = urgency(b, i)
+        if b["metadata"]["uid"] in outside or not (u > bar or (u == bar and u[0] == 1)):
+            continue
+        if now is not None and retry_at(b) > now:
+            continue
+        out.append((b, i))
+    return out
+
+
+RETRY_FIRST_S, RETRY_MAX_S = 60, 3600  # the backoff of an intent that failed to supersede: doubled per try
+
+
+def retry_at(body: Body) -> float:
+    """When an intent that failed to supersede the execution in flight may try again (``status.retry``;
+    0: now)."""
+    after = ((body.get("status") or {}).get("retry") or {}).get("after")
+    try:
+        return parse_time(str(after), "status.retry.after") if after else 0.0
+    except BadInputError:
+        return 0.0  # unreadable: tried now, and written afresh
+
+
+def retry_of(body: Body, now: float) -> dict[str, Any]:
+    """``status.retry`` after one more failed attempt: the attempts so far and when the next may be
+    (``RETRY_FIRST_S`` doubled per attempt, at most ``RETRY_MAX_S``)."""
+    old = (body.get("status") or {}).get("retry") or {}
+    attempts = old.get("attempts")
+    attempts = attempts + 1 if isinstance(attempts, int) and attempts > 0 else 1
+    wait = min(RETRY_FIRST_S * 2 ** min(attempts - 1, 16), RETRY_MAX_S)
+    return {"attempts": attempts, "after": format_time(now + wait)}
+
+
+def _backing_off(patches: tuple[StatusPatch, ...], now: float | None) -> tuple[StatusPatch, ...]:
+    """The statuses of intents a supersede leaves outside the execution, failed or waiting, with their
+    ``status.retry``: the next reconciles do not plan them again before it (a heal that cannot be planned
+    would otherwise re-plan the cluster on every tick)."""
+    if now is None:
+        return patches
+    return tuple(
+        replace(p, retry=retry_of(p.body, now)) if p.phase in (st.FAILED, st.PENDING, st.CANCELLED) else p
+        for p in patches
+    )
 
 
 def _supersede(
@@ -497,14 +555,16 @@ def _supersede(
         pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
         plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
         return Decision(statuses=pending, actions=(plan_them,))
-    gone = _rejected(valid, planned)  # each fails alone; what follows is decided without them
+    gone = _backing_off(_rejected(valid, planned), view.now)  # each fails alone; the rest without them
     if gone:
         valid = [(b, i) for b, i in valid if b["metadata"]["uid"] not in planned.rejected]
         urgent = [(b, i) for b, i in urgent if b["metadata"]["uid"] not in planned.rejected]
         if not urgent and not dropped:
             return gone  # nothing urgent is left to supersede with: the running plan goes on
     step = _supersede_with(valid, urgent, record, view, dropped, planned, names)
-    return replace(step, statuses=gone + step.statuses) if isinstance(step, Decision) else gone + step
+    if isinstance(step, Decision):
+        return replace(step, statuses=gone + step.statuses)
+    return gone + _backing_off(step, view.now)
 
 
 def _supersede_with(
@@ -531,8 +591,12 @@ def _supersede_with(
         )
         notes = tuple(Note(b, "Normal", "Superseded", told) for b in dropped)
         return Decision(events=notes, actions=(RequestCancel(), Tick()))
-    if planned.plan.empty:
-        return ()  # the moves in flight already do what they ask: the running plan goes on
+    if planned.plan.empty:  # the moves in flight already do what they ask: the running plan goes on
+        msg = (
+            f"the moves in flight of plan {record.plan_id} already do what it asks: it is planned again "
+            "once that execution ends"
+        )
+        return tuple(StatusPatch(b, st.PENDING, "CoveredByRunningPlan", msg) for b, _ in urgent)
     plan = planned.plan
     plan_status = st.plan_status(planned.summary, plan.plan_id)
     enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
@@ -610,13 +674,35 @@ def _all(
 
 
 def _rejected(valid: Sequence[tuple[Body, Intent]], planned: Planned) -> tuple[StatusPatch, ...]:
-    """``Failed`` for each intent invalid on its own against the cluster (``Planned.rejected``)."""
+    """``Failed`` for each intent invalid on its own against the cluster (``Planned.rejected``); a heal of a
+    log dir whose broker died since and has a heal of its own is ``Cancelled``, superseded by it (that heal
+    moves every replica off the broker, those of the dir included)."""
     tail = "; the cluster's other intents are planned without it"
-    return tuple(
-        StatusPatch(b, st.FAILED, "InvalidInput", planned.rejected[b["metadata"]["uid"]] + tail)
-        for b, _ in valid
-        if b["metadata"]["uid"] in planned.rejected
-    )
+    heals = {
+        broker: b
+        for b, i in valid
+        if isinstance(i, BrokerDecommission) and _by_self_healing(b)
+        for broker in i.brokers
+    }
+    out = []
+    for b, i in valid:
+        why = planned.rejected.get(b["metadata"]["uid"])
+        if why is None:
+            continue
+        by = heals.get(i.broker) if isinstance(i, LogDirCordon) and _by_self_healing(b) else None
+        if by is None or not isinstance(i, LogDirCordon):
+            out.append(StatusPatch(b, st.FAILED, "InvalidInput", why + tail))
+            continue
+        msg = (
+            f"superseded by {by['kind']}/{by['metadata']['name']}, the heal of broker {i.broker}, which "
+            f"moves every replica off it ({why})"
+        )
+        out.append(StatusPatch(b, st.CANCELLED, "Superseded", msg))
+    return tuple(out)
+
+
+def _by_self_healing(body: Body) -> bool:
+    return ((body.get("metadata") or {}).get("labels") or {}).get(CREATED_BY) == SELF_HEALING
 
 
 def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View) -> Decision:

@@ -28,6 +28,7 @@ READ_ONLY = (
     "servers",
     "snapshot",
     "partition_counts",
+    "partition_states",
     "traffic_look",
     "cluster_brokers",
     "describe_cluster",

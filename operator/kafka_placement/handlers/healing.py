@@ -24,8 +24,10 @@ gone) are named in the status and the condition: no heal restores them.
 Where the facts come from, without a Kafka snapshot more often than the reconcile already takes one:
 ``seen_in_snapshot`` (a full reconcile's snapshot: brokers named by replicas, ``Broker.alive``, dirs'
 ``online``, and the lost partitions), or ``seen_live`` (a reconcile driving an execution, which reads
-DescribeCluster and the live brokers' dirs anyway: the brokers the status last listed stand for the
-brokers the cluster names; lost partitions are then left as the status has them).
+DescribeCluster and the live brokers' dirs anyway: the brokers the status last listed or tracked stand
+for the brokers the cluster names, ``named_in``; lost partitions are then left as the status has them).
+Such a reconcile that finds a listed broker newly not alive, or not answering (``lost_now``), reads the
+cluster whole in the same reconcile.
 """
 
 from __future__ import annotations
@@ -134,6 +136,32 @@ def seen_live(
         frozenset(dirs),
         frozenset((b, path) for b, ds in dirs.items() for path, online in ds if not online),
     )
+
+
+def _ids(entries: object) -> set[int]:
+    return {
+        e["id"]
+        for e in (entries if isinstance(entries, list) else ())
+        if isinstance(e, Mapping) and type(e.get("id")) is int
+    }
+
+
+def named_in(status: Mapping[str, Any]) -> set[int]:
+    """The brokers a KafkaCluster status names, for a reconcile without a snapshot: those it lists and
+    those it tracks as dead or unreachable (a light reconcile lists only the brokers whose dirs it read)."""
+    return (
+        _ids(status.get("brokers")) | _ids(status.get("deadBrokers")) | _ids(status.get("unreachableBrokers"))
+    )
+
+
+def lost_now(status: Mapping[str, Any], live: Iterable[int], read: Collection[int]) -> frozenset[int]:
+    """The brokers the status lists, not yet tracked as dead or unreachable, that are now not alive in the
+    cluster or did not answer the operator (``read``: the brokers whose dirs were read). A reconcile driving
+    an execution that finds one reads the cluster whole at once, so that the failure is tracked (and its
+    heal can supersede the execution) without waiting for the execution to end."""
+    tracked = _ids(status.get("deadBrokers")) | _ids(status.get("unreachableBrokers"))
+    alive = set(live)
+    return frozenset(b for b in _ids(status.get("brokers")) - tracked if b not in alive or b not in read)
 
 
 @dataclass(frozen=True)
@@ -676,6 +704,8 @@ __all__ = [
     "decide_healing",
     "heal_name",
     "heals_of",
+    "lost_now",
+    "named_in",
     "reachable_condition",
     "seen_in_snapshot",
     "seen_live",

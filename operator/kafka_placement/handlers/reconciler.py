@@ -286,6 +286,17 @@ class Reconciler:
         self._uncordoned: dict[tuple[str, str], set[str]] = {}
         # (namespace, cluster) -> the new-partition lane's partition counts and pending partitions
         self._watch: dict[tuple[str, str], lane.Watch] = {}
+        # (namespace, cluster) -> when the under-replicated gauges were last counted during an execution
+        self._counted: dict[tuple[str, str], float] = {}
+
+    def count_due(self, where: tuple[str, str]) -> bool:
+        """Whether an execution's reconcile of this cluster counts the under-replicated partitions now:
+        once per resync period (a Metadata request of every partition: what an idle cluster reads then)."""
+        now = self.clock()
+        if now - self._counted.get(where, -self.resync_s) < self.resync_s:
+            return False
+        self._counted[where] = now
+        return True
 
     def store(
         self,
@@ -347,7 +358,9 @@ class Reconciler:
         """Write one intent status (an Event when phase or message changed; nothing when unchanged)."""
         body = p.body
         old = body.get("status") or {}
-        new = st.intent_status(body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress)
+        new = st.intent_status(
+            body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress, retry=p.retry
+        )
         self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
         if old.get("phase") != p.phase or old.get("message") != p.message:
             etype = "Warning" if p.phase == st.FAILED else "Normal"
@@ -383,9 +396,9 @@ class Reconciler:
         left = left if left is not None else self._uncordon_leaving(cluster)
         if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
             where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
-            self._kept.pop(where, None)
             self._kept_read.discard(where)
-            self._settled.pop(where, None)
+            for per_cluster in (self._kept, self._settled, self._heal_due, self._watch, self._counted):
+                per_cluster.pop(where, None)
         return left
 
     def _cancel(
@@ -645,6 +658,7 @@ class _Pass:
             record=record_view(record),
             cluster_conditions=conditions,
             retiring=self._retiring(bodies),
+            now=rec.wall(),
         )
         self.snap: ClusterSnapshot | None = None
         self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
@@ -742,6 +756,13 @@ class _Pass:
         # an execution in flight: the brokers' dirs only (cost follows brokers x dirs, not partitions)
         _, live = self.gw.describe_cluster()
         dirs = self.gw.describe_log_dirs(live, partitions=())
+        if healing.lost_now(self.cluster.get("status") or {}, live, dirs):
+            self.snapshot()  # a broker just died or stopped answering: read it whole now, in this reconcile
+            return self._cluster_status()
+        meta = self.cluster["metadata"]
+        if self.rec.count_due((meta["namespace"], meta["name"])):
+            label = metrics.cluster_label(meta["namespace"], meta["name"])
+            metrics.observe_under_replicated(label, self.gw.partition_states(), self.record)
         self.live, self.dirs = live, {b: [(d.path, d.online) for d in ds] for b, ds in dirs.items()}
         racks = {b["id"]: b.get("rack") for b in ((self.cluster.get("status") or {}).get("brokers") or [])}
         in_flight = len(self.record.doc.in_flight) if self.record is not None else 0
@@ -753,9 +774,8 @@ class _Pass:
         rec, meta, old = self.rec, self.cluster["metadata"], self.cluster.get("status") or {}
         if self.snap is not None:
             seen = healing.seen_in_snapshot(self.snap)
-        else:  # the brokers the status last listed stand for those the cluster names
-            named = [b["id"] for b in old.get("brokers") or () if isinstance(b.get("id"), int)]
-            seen = healing.seen_live(named, self.live, self.dirs)
+        else:  # the brokers the status last listed or tracked stand for those the cluster names
+            seen = healing.seen_live(healing.named_in(old), self.live, self.dirs)
         current = self.view.cluster_conditions
         before = next((c for c in current or () if c.get("type") == st.SELF_HEALING), None)
         reached = next((c for c in current or () if c.get("type") == st.BROKERS_REACHABLE), None)

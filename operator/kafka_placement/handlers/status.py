@@ -137,8 +137,10 @@ def intent_status(
     *,
     plan: Mapping[str, Any] | None = None,
     progress: Mapping[str, Any] | None = None,
+    retry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A full status for an intent resource in ``phase``."""
+    """A full status for an intent resource in ``phase``; ``retry`` (decide's ``retry_of``) is kept while
+    Planning when not given, and removed (null) in any other phase without it."""
     old = body.get("status") or {}
     status: dict[str, Any] = {
         "phase": phase,
@@ -155,10 +157,14 @@ def intent_status(
                 key, None
             )  # (status.progress.diskHeld once a hold ended, an ETA no longer known)
         status["progress"] = shown
+    if retry is not None:
+        status["retry"] = dict(retry)
+    elif old.get("retry") is not None:
+        status["retry"] = old["retry"] if phase == PLANNING else None
     return status
 
 
-STATUS_PARTS = ("phase", "message", "plan", "progress", "observedGeneration")
+STATUS_PARTS = ("phase", "message", "plan", "progress", "observedGeneration", "retry")
 
 
 def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

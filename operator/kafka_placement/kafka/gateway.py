@@ -507,9 +507,23 @@ class KafkaGateway:
     def partition_counts(self) -> dict[str, int]:
         """Every topic's partition count (topics in error left out): one Metadata request, no log-dir,
         config or offset read; what the new-partition watch compares between two looks."""
-        timeout = self.settings.request_timeout_s
-        metadata = self._call("list topics", lambda: self._admin().list_topics(timeout=timeout))
+        metadata = self._metadata()
         return {t: len(tmd.partitions) for t, tmd in metadata.topics.items() if tmd.error is None}
+
+    def partition_states(self) -> list[PartitionState]:
+        """Every partition's replicas, leader and ISR, from one Metadata request (no dirs, sizes or configs
+        read): what the under-replicated gauges count while an execution runs."""
+        out = []
+        for topic, number, reps, leader, isrs in _from_metadata(self._metadata()):
+            replicas = tuple(int(r) for r in reps)
+            isr = tuple(int(i) for i in isrs if int(i) in replicas)
+            led = int(leader) if leader is not None and int(leader) in replicas else None
+            out.append(PartitionState(topic, number, replicas, (None,) * len(replicas), led, isr))
+        return out
+
+    def _metadata(self) -> Any:
+        timeout = self.settings.request_timeout_s
+        return self._call("list topics", lambda: self._admin().list_topics(timeout=timeout))
 
     def _current_metadata(self, dirs: Mapping[int, Sequence[LogDirInfo]]) -> Any:
         """The topics' metadata, read again (up to METADATA_READS times, METADATA_WAIT_S apart) while it

@@ -152,6 +152,16 @@ def _intent_status() -> Schema:
                     ),
                 },
             ),
+            "retry": _obj(
+                "Set while this intent, created while an execution ran, could not supersede it (its plan "
+                "failed, waits for a broker, or the moves in flight already cover it): it is planned "
+                "again no earlier than 'after' (60 s, doubled per attempt, at most an hour), or when the "
+                "execution ends.",
+                {
+                    "attempts": _int("Failed attempts so far.", 1),
+                    "after": _str("When the next attempt may be made (RFC 3339).", format="date-time"),
+                },
+            ),
         },
     )
 

@@ -537,20 +537,93 @@ def test_a_progress_key_gone_is_removed_from_the_status_and_only_then_patched() 
     assert again["progress"] == {"summary": "0/1"} and st.unchanged(body["status"], again)
 
 
+NOW = 1_796_198_400.0  # 2026-12-02T08:00:00Z
+
+
+def heal_of(
+    kind: str, name: str, spec: dict[str, Any], phase: str | None = None, **kw: Any
+) -> dict[str, Any]:
+    b = body(kind, name, spec, phase, **kw)
+    b["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    return b
+
+
 def test_a_rejected_intent_fails_alone_while_an_urgent_one_supersedes_the_running_plan() -> None:
-    """A running rebalance, an urgent heal of broker 3 and a dir heal whose broker died (rejected): the dir
-    heal fails alone with its message, the heal's re-plan goes on to supersede (the min ISR check next)."""
-    heal = body("BrokerDecommission", "heal-3", {"brokers": [3]})
-    heal["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
-    gone = body("LogDirCordon", "dir-heal", {"broker": 3, "logDirs": ["/d1"]})
-    gone["metadata"]["labels"] = {"kafkaplacement.io/created-by": "self-healing"}
+    """A running rebalance, an urgent heal of broker 3, a dir heal and a user's cordon of a dir of broker 3,
+    which died (both rejected): the dir heal is Cancelled, superseded by broker 3's heal; the user's cordon
+    fails alone with its message; the heal's re-plan goes on to supersede (the min ISR check next)."""
+    heal = heal_of("BrokerDecommission", "heal-3", {"brokers": [3]})
+    gone = heal_of("LogDirCordon", "dir-heal", {"broker": 3, "logDirs": ["/d1"]})
+    mine = body("LogDirCordon", "mine", {"broker": 3, "logDirs": ["/d0"]})
     running = body("PlacementPolicy", "spread", {"replicationFactor": 2}, st.EXECUTING)
     record = executing("uid-spread")
-    rejected = {"uid-dir-heal": "spec.logDirs[0]: broker 3 has no log dir /d1"}
+    rejected = {
+        "uid-dir-heal": "spec.logDirs[0]: broker 3 has no log dir /d1",
+        "uid-mine": "spec.logDirs[0]: broker 3 has no log dir /d0",
+    }
     planned = Planned(plan=PLAN, summary=SUMMARY, rejected=rejected)
-    d = decide(View([running, heal, gone], record=record, planned=planned))
-    assert phases(d)["dir-heal"] == (st.FAILED, "InvalidInput")
+    d = decide(View([running, heal, gone, mine], record=record, planned=planned, now=NOW))
+    assert phases(d)["dir-heal"] == (st.CANCELLED, "Superseded")
+    assert phases(d)["mine"] == (st.FAILED, "InvalidInput")
+    superseded = next(p for p in d.statuses if p.body is gone)
+    assert superseded.message.startswith("superseded by BrokerDecommission/heal-3, the heal of broker 3")
+    assert superseded.retry == {"attempts": 1, "after": "2026-12-02T08:01:00Z"}  # not re-planned every tick
     assert [type(a).__name__ for a in d.actions] == ["CheckMinIsr"]
+
+
+def test_a_second_broker_heal_supersedes_the_running_heal_but_an_equal_user_intent_does_not() -> None:
+    """Heals are equally urgent: a broker dying while another's heal runs is healed together with it (a
+    re-plan of both keeping the moves in flight). Two user intents of equal priority are not: the second
+    waits for the running execution."""
+    first = heal_of("BrokerDecommission", "heal-5", {"brokers": [5]}, st.EXECUTING)
+    second = heal_of("BrokerDecommission", "heal-4", {"brokers": [4]})
+    d = decide(View([first, second], record=executing("uid-heal-5"), now=NOW))
+    (plan,) = [a for a in d.actions if isinstance(a, PlanIntents)]
+    assert plan.keeping_in_flight and [b["metadata"]["name"] for b in plan.resources] == ["heal-5", "heal-4"]
+    assert phases(d)["heal-4"] == (st.PLANNING, st.PLANNING)
+    user = retire("retire-4")
+    d = decide(View([retire(phase=st.EXECUTING), user], record=executing("uid-retire-3"), now=NOW))
+    assert not any(isinstance(a, PlanIntents) for a in d.actions)
+
+
+def test_a_heal_that_fails_to_supersede_backs_off_instead_of_re_planning_every_tick() -> None:
+    """A heal whose supersede plan fails is Failed with ``status.retry`` (60 s, doubled per attempt, at most
+    an hour); until then the execution's reconciles tick without planning it again; after it, one more
+    attempt. Moves in flight that already do what a heal asks leave it Pending the same way."""
+    first = heal_of("BrokerDecommission", "heal-5", {"brokers": [5]}, st.EXECUTING)
+    second = heal_of("BrokerDecommission", "heal-4", {"brokers": [4]})
+    record = executing("uid-heal-5")
+    failed = Planned(error_reason="Infeasible", error="no broker may take the replicas of broker 4")
+    d = decide(View([first, second], record=record, planned=failed, ticked=True, now=NOW))
+    (patch,) = [p for p in d.statuses if p.body is second]
+    assert (patch.phase, patch.reason) == (st.FAILED, "Infeasible")
+    assert patch.retry == {"attempts": 1, "after": "2026-12-02T08:01:00Z"}
+    second["status"] = st.intent_status(second, patch.phase, patch.reason, patch.message, retry=patch.retry)
+    assert second["status"]["retry"]["attempts"] == 1
+    waiting = decide(View([first, second], record=record, now=NOW + 59))
+    assert not any(isinstance(a, PlanIntents) for a in waiting.actions)  # not before the retry time
+    again = decide(View([first, second], record=record, now=NOW + 60))
+    assert any(isinstance(a, PlanIntents) for a in again.actions)
+    d = decide(View([first, second], record=record, planned=failed, ticked=True, now=NOW + 60))
+    (patch,) = [p for p in d.statuses if p.body is second]
+    assert patch.retry == {"attempts": 2, "after": "2026-12-02T08:03:00Z"}  # 120 s after this attempt
+    second["status"]["retry"] = {"attempts": 12, "after": "2026-12-02T08:00:00Z"}
+    d = decide(View([first, second], record=record, planned=failed, ticked=True, now=NOW))
+    (patch,) = [p for p in d.statuses if p.body is second]
+    assert patch.retry == {"attempts": 13, "after": "2026-12-02T09:00:00Z"}  # at most an hour
+    covered = decide(View([first, second], record=record, planned=Planned(plan=EMPTY), ticked=True, now=NOW))
+    (patch,) = [p for p in covered.statuses if p.body is second]
+    assert (patch.phase, patch.reason) == (st.PENDING, "CoveredByRunningPlan") and patch.retry is not None
+
+
+def test_the_retry_is_kept_while_planning_and_removed_in_any_other_phase() -> None:
+    b = retire()
+    b["status"] = {"phase": st.FAILED, "retry": {"attempts": 2, "after": "2026-12-02T08:03:00Z"}}
+    assert st.intent_status(b, st.PLANNING, st.PLANNING, "p")["retry"] == b["status"]["retry"]
+    executing_now = st.intent_status(b, st.EXECUTING, st.EXECUTING, "e")
+    assert executing_now["retry"] is None and not st.unchanged(b["status"], executing_now)
+    b["status"] = {"phase": st.EXECUTING}
+    assert "retry" not in st.intent_status(b, st.EXECUTING, st.EXECUTING, "e")
 
 
 def test_outside_the_windows_an_execution_says_it_waits_and_heals_or_opted_out_intents_do_not_wait() -> None:

@@ -21,6 +21,8 @@ from kafka_placement.handlers.healing import (
     heal_name,
     healed_in,
     heals_of,
+    lost_now,
+    named_in,
     seen_in_snapshot,
     seen_live,
     track_brokers,
@@ -452,6 +454,25 @@ def test_without_a_snapshot_the_status_brokers_stand_for_the_named_ones() -> Non
     assert out.state.dead_brokers[0].lost_partitions == ("one-0",)  # kept: not known in this reconcile
     # a broker the status no longer lists stays dead until it is seen alive
     assert run(HealingState((dead(4),)), facts, T0).state.dead_brokers == (dead(3), dead(4))
+
+
+def test_a_broker_lost_during_an_execution_is_seen_at_once_and_stays_named() -> None:
+    """A reconcile driving an execution reads no snapshot and lists only the brokers whose dirs it read.
+    A listed broker that stops answering, or dies, and is not tracked yet is ``lost_now`` (the reconcile
+    reads the cluster whole at once); a broker tracked as unreachable that then dies is still named, so it
+    is tracked as dead, not forgotten because the last light status did not list it."""
+    listed = {"brokers": [{"id": 1}, {"id": 2}, {"id": 3}]}
+    assert lost_now(listed, [1, 2, 3], {1, 2, 3}) == frozenset()
+    assert lost_now(listed, [1, 2, 3], {1, 2}) == {3}  # alive, not answering: unreachable, read whole
+    assert lost_now(listed, [1, 2], {1, 2}) == {3}  # dead
+    tracked = {**listed, "unreachableBrokers": [{"id": 3, "since": "2026-11-27T12:00:00Z"}]}
+    assert lost_now(tracked, [1, 2], {1, 2}) == frozenset()  # tracked already: no full read per tick
+    light = {"brokers": [{"id": 1}, {"id": 2}], "unreachableBrokers": [{"id": 3, "since": "x"}]}
+    assert named_in(light) == {1, 2, 3}
+    facts = seen_live(named_in(light), [1, 2], {1: [("/d0", True)], 2: [("/d0", True)]})
+    out = run(HealingState((), (), (UnreachableBroker(3, format_time(T0)),)), facts, T0 + 5)
+    assert [d.id for d in out.state.dead_brokers] == [3] and out.state.unreachable_brokers == ()
+    assert named_in({"brokers": [{"id": "x"}], "deadBrokers": "bad"}) == set()  # hostile status: ignored
 
 
 def test_a_dead_broker_no_replica_names_any_more_is_tracked_only_if_it_was_healed() -> None:
