@@ -13,8 +13,9 @@ time briefly, and always restarted (``finally``):
    ``status.pastFailures`` keeps both failures.
 
 Cost: about 90 s (two kills; each is seen once the controller fences the broker, ~10 s, and each restart
-waits until the cluster sees every broker again). A second test heals a broker to completion under load
-and, once it is back, sees its heal retired and the broker used again.
+waits until the cluster sees every broker again). A second test sees a flapping broker healed once, from
+its first death, across an operator restart mid-timer (about 3 min); a third heals a broker to completion
+under load and, once it is back, sees its heal retired and the broker used again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import pytest
 from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples
 from tests.e2e.test_operator import apply
 from tests.integration.test_executor_broker_down import rig_node
+
+from kafka_placement.model.self_healing import parse_time
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
 
@@ -141,6 +144,80 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
         assert past[1]["since"] == entry["since"], past
         assert (past[1].get("retiredAt") or "") >= past[1]["returnedAt"], past
         print(f"self-healing e2e: {time.monotonic() - started:.0f} s from the first kill")
+    finally:
+        if down:
+            restarted = rig_node("start-node", kafka_rig, DOWN)
+            assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
+
+
+FLAPS = 3
+FLAP_AFTER_S = 150  # past the three flaps and the operator's restart (each flap ~25 s on a loaded machine)
+
+
+@pytest.mark.timeout(480)
+def test_a_flapping_broker_is_healed_once_from_its_first_death_across_an_operator_restart(
+    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig, new_topic: Any
+) -> None:
+    """``settleSeconds: 300``: broker 3 is killed and restarted three times, each time seen dead and then
+    back (``backSince``) but never settled, so its failure keeps its first ``since``; then it is killed for
+    good, and the operator is restarted (SIGTERM, a new process) before ``afterSeconds`` from that first
+    death. One heal is created, once that first death is ``afterSeconds`` old, annotated with it, and no
+    other (approval Manual: nothing moves; the heal is deleted and the broker restarted at the end)."""
+    ns, name = k8s_namespace, "flapping"
+    new_topic([[DOWN, 1]])  # broker 3 holds a replica: the cluster names it while it is down
+    manifest = cluster(name, kafka_rig.bootstrap_servers, FLAP_AFTER_S).replace(
+        "settleSeconds: 5", "settleSeconds: 300"
+    )
+    apply(kubectl, ns, manifest)
+    until(
+        "the KafkaCluster connected",
+        lambda: (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("phase") == "Connected",
+        operator,
+    )
+
+    def entry() -> dict[str, Any] | None:
+        listed = dead_brokers(kubectl, ns, name)
+        return listed[0] if listed else None
+
+    down = False
+    first: str | None = None
+    try:
+        for flap in range(FLAPS + 1):
+            stop = rig_node("stop-node", kafka_rig, DOWN, "--kill")
+            assert stop.returncode == 0, stop.stderr + stop.stdout
+            down = True
+            dead = until(
+                f"broker 3 seen dead (death {flap + 1})",
+                lambda: (e := entry()) is not None and "backSince" not in e and e,
+                operator,
+            )
+            first = first or dead["since"]
+            assert dead["since"] == first, f"a flap reset the failure: {dead}"  # keeps its first since
+            if flap == FLAPS:
+                break
+            start = rig_node("start-node", kafka_rig, DOWN)
+            assert start.returncode == 0, start.stderr + start.stdout
+            down = False
+            back = until(
+                f"broker 3 seen back, not settled (return {flap + 1})",
+                lambda: (e := entry()) is not None and e.get("backSince") and e,
+                operator,
+            )
+            assert back["since"] == first, back
+        assert first is not None
+        due = parse_time(first, "since") + FLAP_AFTER_S
+        assert time.time() < due, "the flaps took longer than afterSeconds: the restart is not mid-timer"
+        assert heals(kubectl, ns) == []
+        operator.kill(signal.SIGTERM)  # mid-timer: the new process reads "since" from the status
+        operator.start()
+        (heal,) = until("one heal", lambda: heals(kubectl, ns), operator, timeout=FLAP_AFTER_S + 60)
+        meta = heal["metadata"]
+        assert meta["annotations"]["kafkaplacement.io/failed-at"] == first
+        created = parse_time(meta["creationTimestamp"], "creationTimestamp")
+        assert created >= due - 1, f"healed {due - created:.0f} s before afterSeconds from the first death"
+        time.sleep(6)  # a few more reconciles (every 2 s): still the one heal
+        assert [h["metadata"]["name"] for h in heals(kubectl, ns)] == [meta["name"]]
+        kubectl("-n", ns, "delete", "brokerdecommission", meta["name"], "--timeout=60s")
     finally:
         if down:
             restarted = rig_node("start-node", kafka_rig, DOWN)

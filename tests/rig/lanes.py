@@ -107,7 +107,8 @@ LANES = (
         paths=(
             "tests/e2e/test_operator.py",
             "tests/e2e/test_operator_leader.py",
-            "tests/e2e/test_operator_correlated_failure.py",
+            "tests/e2e/test_operator_correlated_failure.py",  # its own five-node cluster, two tests
+            "tests/e2e/test_operator_false_death.py",  # its own three-node cluster and a packet filter rule
             "tests/e2e/test_operator_new_partitions.py",
             "tests/e2e/test_operator_owned_configs.py",
             "tests/e2e/test_operator_orphaned_throttles.py",

@@ -36,6 +36,8 @@ from .crd_parts import (
 )
 from .errors import BadInputError
 from .jsonio import INT32_MAX
+
+RELIEVE_MIN, RELIEVE_MAX = 0.1, 0.98  # LogDirCordon.relieveBelowShare's bounds
 from .spec_fields import child, json_names, leaf, object_schema, parse_object, properties, spec_of
 
 WHOLE_BROKER = "*"
@@ -192,6 +194,9 @@ class LogDirCordon:
         "Desired state: no new replica on these log dirs of one broker; with drain, none left on them."
     )
     WHOLE_BROKER_ALONE: ClassVar[str] = '"*" means the whole broker and cannot be combined with paths'
+    DRAIN_OR_RELIEVE: ClassVar[str] = (
+        "drain moves every replica off the dirs, relieveBelowShare only enough of them: set one"
+    )
 
     name: str
     broker: int = leaf(
@@ -220,6 +225,20 @@ class LogDirCordon:
     )
     drain: bool = leaf(
         "drain", _bool("When true, also move every existing replica off the cordoned dirs.", default=False)
+    )
+    relieve_below_share: float | None = leaf(
+        "relieveBelowShare",
+        {
+            "type": "number",
+            "description": (
+                "Relieve disk pressure: move the fewest bytes off each cordoned dir that bring its volume "
+                "under this share of its size (0.8 = 80%), to the broker's other dirs first (no network "
+                "copy), then to other brokers. Not with drain; a dir whose volume size is unknown cannot be "
+                "relieved."
+            ),
+            "minimum": RELIEVE_MIN,
+            "maximum": RELIEVE_MAX,
+        },
     )
     origin: str = field(default="", compare=False)
 
@@ -430,17 +449,23 @@ def parse_kind(kind: str, raw: object, where: str, name: str) -> Intent:
     intent = parse_object(cls, raw, where, also=OPERATOR_FIELDS, name=name, origin=where)
     if isinstance(intent, LogDirCordon) and intent.whole_broker and len(intent.log_dirs) > 1:
         raise BadInputError(LogDirCordon.WHOLE_BROKER_ALONE, f"{where}.logDirs")  # the CRD's CEL rule
+    if isinstance(intent, LogDirCordon) and intent.drain and intent.relieve_below_share is not None:
+        raise BadInputError(LogDirCordon.DRAIN_OR_RELIEVE, f"{where}.relieveBelowShare")
     return intent
 
 
 def spec_schema(kind: str) -> Schema:
     """The CRD schema of the kind's ``spec``: ``clusterRef``, the kind's fields, the operator's fields."""
     own = object_schema(KIND_CLASSES[kind])
-    return _obj(
+    out = _obj(
         own["description"],
         {"clusterRef": ClusterRef.schema(), **own["properties"], **OperatorFields.schema()},
         ["clusterRef", *own.get("required", [])],
     )
+    if kind == "LogDirCordon":  # parse_kind's rule, in the apiserver too
+        rule = "!(has(self.drain) && self.drain && has(self.relieveBelowShare))"
+        out["x-kubernetes-validations"] = [{"rule": rule, "message": LogDirCordon.DRAIN_OR_RELIEVE}]
+    return out
 
 
 __all__ = [

@@ -61,6 +61,9 @@ class Eligibility:
     # balance compares those dirs' shares of their volumes (bytes / size), not their bytes (a small disk
     # is not filled to match a big one); a broker absent compares bytes, as with equal volumes.
     sizes: dict[int, dict[str, int]] = field(default_factory=dict)
+    # dirs to relieve (a LogDirCordon's relieveBelowShare): each one's volume planned under this share of
+    # its size, by moving the fewest bytes off it (goals/disk_relief.py)
+    relieve: dict[DirKey, float] = field(default_factory=dict)
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents) -> Eligibility:
@@ -75,12 +78,16 @@ class Eligibility:
                     cordoned.add((b.id, d.path))
                 if not d.online:
                     offline.add((b.id, d.path))
+        relieve: dict[DirKey, float] = {}
         for c in intents.cordons:
             paths = dirs.get(c.broker, ()) if c.whole_broker else c.log_dirs
             for path in paths:
                 cordoned.add((c.broker, path))
                 if c.drain:
                     drained.add((c.broker, path))
+                if c.relieve_below_share is not None:
+                    at = (c.broker, path)
+                    relieve[at] = min(relieve.get(at, 1.0), c.relieve_below_share)
         fully = frozenset(
             b
             for b, paths in dirs.items()
@@ -109,6 +116,7 @@ class Eligibility:
             volumes=sizes,
             full=frozenset(headroom.above_limit(volume, sizes, share)),
             sizes=headroom.uneven(dirs, volume, sizes),
+            relieve=relieve,
         )
 
     def rooms(self, held: Mapping[DirKey, int]) -> dict[DirKey, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..context import Goal
 from .broker_balance import BrokerBalanceGoal
 from .dir_balance import DirBalanceGoal
+from .disk_relief import DiskReliefGoal
 from .exact_placement import ExactPlacementGoal
 from .failure_spread import FailureSpreadGoal
 from .leader_balance import LeaderBalanceGoal
@@ -22,7 +23,8 @@ def default_goals() -> list[Goal]:
 
     1. ``ReplicaPlacement`` (hard): decommissions, cordons and drains, replication factor, rack spread;
     2. ``NetworkCapacity`` (hard; a snapshot with traffic and declared network capacities): no broker
-       above ``capacity.maxShare`` of its network in or out;
+       above ``capacity.maxShare`` of its network in or out; then ``DiskRelief`` (hard): the dirs a
+       LogDirCordon asks to relieve end under its ``relieveBelowShare``, the fewest bytes moved;
     3. ``BrokerBalance``: bytes across brokers, then ``ExactPlacement`` (small clusters only: the cheapest
        placement under the rules above, ``planning/exact.py``, when it copies less or meets a balance
        the greedy steps missed); 4. ``DirBalance``: bytes across each broker's dirs;
@@ -38,6 +40,7 @@ def default_goals() -> list[Goal]:
     return [
         ReplicaPlacementGoal(),
         NetworkCapacityGoal(),
+        DiskReliefGoal(),
         BrokerBalanceGoal(),
         ExactPlacementGoal(),
         DirBalanceGoal(),
@@ -57,6 +60,7 @@ def balance_goals() -> list[Goal]:
 __all__ = [
     "BrokerBalanceGoal",
     "DirBalanceGoal",
+    "DiskReliefGoal",
     "ExactPlacementGoal",
     "FailureSpreadGoal",
     "LeaderBalanceGoal",
