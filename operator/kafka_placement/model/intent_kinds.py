@@ -36,11 +36,10 @@ from .crd_parts import (
 )
 from .errors import BadInputError
 from .jsonio import INT32_MAX
-
-RELIEVE_MIN, RELIEVE_MAX = 0.1, 0.98  # LogDirCordon.relieveBelowShare's bounds
 from .spec_fields import child, json_names, leaf, object_schema, parse_object, properties, spec_of
 
 WHOLE_BROKER = "*"
+RELIEVE_MIN, RELIEVE_MAX = 0.1, 0.98  # LogDirCordon.relieveBelowShare's bounds
 MAX_REPLICATION_FACTOR = 32767  # Kafka's replication factor is an int16
 BROKER_ID = _int("A broker id.", 0, maximum=INT32_MAX)
 SET = {"x-kubernetes-list-type": "set"}
