@@ -88,6 +88,7 @@ LANES = (
             "tests/integration/test_traffic.py",
             "tests/integration/test_tiered_storage.py",  # its own 2-node cluster, about 40 s
             "tests/integration/test_disk_watch.py",  # its own 2-node cluster with a 64 MiB tmpfs dir
+            "tests/e2e/test_operator_disk_pressure.py",  # the same cluster and an operator: about a minute
             "tests/integration/test_spark_analysis.py",
             "tests/integration/test_spark_engine.py",
             "tests/integration/test_spark_failures.py",

@@ -255,6 +255,7 @@ class Heal:
     name: str
     target: Target
     phase: str | None
+    relief: bool = False  # a disk-pressure heal (a LogDirCordon with relieveBelowShare: pressure.py)
 
 
 def heals_of(bodies: Iterable[Mapping[str, Any]]) -> list[Heal]:
@@ -275,7 +276,8 @@ def heals_of(bodies: Iterable[Mapping[str, Any]]) -> list[Heal]:
             target = (intent.broker, intent.log_dirs[0])
         if target is not None:
             phase = (b.get("status") or {}).get("phase")
-            out.append(Heal(b, str(b["kind"]), intent.name, target, phase))
+            relief = isinstance(intent, LogDirCordon) and intent.relieve_below_share is not None
+            out.append(Heal(b, str(b["kind"]), intent.name, target, phase, relief))
     return out
 
 
@@ -377,6 +379,7 @@ def decide_healing(
             )
         state = replace(previous, unreachable_brokers=tracked.unreachable)
         return HealingOutcome(state, notes=tuple(notes), condition=kept, reachable=reach)
+    heals = [h for h in heals if not h.relief]  # disk pressure's own (pressure.py)
     by_target = {h.target: h for h in heals}
     stamp = format_time(now)
 
@@ -541,7 +544,7 @@ def heal_name(cluster: str, what: str, since: str) -> str:
     return f"{cluster[:180].rstrip('-.')}-heal-{what}-{when}"
 
 
-def _manifest(
+def heal_manifest(
     kind: str, owner: Mapping[str, Any], name: str, spec: Mapping[str, Any], failure: str, since: str
 ) -> dict[str, Any]:
     meta = owner["metadata"]
@@ -607,7 +610,7 @@ def _lost_text(entry: DeadBroker | OfflineLogDir) -> str:
 
 def _decommission(spec: SelfHealingSpec, owner: Mapping[str, Any], d: DeadBroker, after: int) -> NewHeal:
     name = heal_name(owner["metadata"]["name"], f"broker-{d.id}", d.since)
-    body = _manifest(
+    body = heal_manifest(
         DECOMMISSION, owner, name, {"brokers": [d.id], "approval": spec.approval}, d.failure, d.since
     )
     body["metadata"]["annotations"][HEAL_BROKERS] = json.dumps([d.id])  # what retiring.py compares with
@@ -622,7 +625,7 @@ def _cordon(spec: SelfHealingSpec, owner: Mapping[str, Any], o: OfflineLogDir, a
     digest = hashlib.sha256(o.path.encode()).hexdigest()[:8]
     name = heal_name(owner["metadata"]["name"], f"dir-{o.broker}-{digest}", o.since)
     fields = {"broker": o.broker, "logDirs": [o.path], "drain": True, "approval": spec.approval}
-    body = _manifest(CORDON, owner, name, fields, o.failure, o.since)
+    body = heal_manifest(CORDON, owner, name, fields, o.failure, o.since)
     msg = (
         f"{o.failure} ({after} s or more): created {CORDON} {name} (drain, approval {spec.approval}); "
         f"delete it to cancel{_lost_text(o)}"
@@ -702,6 +705,7 @@ __all__ = [
     "Seen",
     "Tracked",
     "decide_healing",
+    "heal_manifest",
     "heal_name",
     "heals_of",
     "lost_now",

@@ -59,7 +59,7 @@ from ..model.intents import (
     parse_resource,
 )
 from ..model.plan import Plan
-from ..model.self_healing import HealingState, past_failures
+from ..model.self_healing import HealingState, SelfHealingSpec, past_failures, pressured_log_dirs
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
 from ..model.throttle_state import ClaimOwner
@@ -68,7 +68,7 @@ from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.report import Report, build_report
 from ..planning.traffic import Traffic, with_traffic
-from . import healing, metrics, plan_review, retiring
+from . import healing, metrics, plan_review, pressure, retiring
 from . import new_partitions as lane
 from . import status as st
 from .cordons import (
@@ -663,6 +663,7 @@ class _Pass:
         self.snap: ClusterSnapshot | None = None
         self.live: tuple[int, ...] = ()  # without a snapshot: DescribeCluster's live brokers and their dirs
         self.dirs: Mapping[int, Sequence[tuple[str, bool]]] = {}
+        self.shares: dict[tuple[int, str], float] | None = None  # ... and how full their volumes are
         self.in_flight = 0
         self.started = False
         self.started_with: frozenset[str] = frozenset()  # the participants of the execution it started
@@ -764,6 +765,12 @@ class _Pass:
             label = metrics.cluster_label(meta["namespace"], meta["name"])
             metrics.observe_under_replicated(label, self.gw.partition_states(), self.record)
         self.live, self.dirs = live, {b: [(d.path, d.online) for d in ds] for b, ds in dirs.items()}
+        self.shares = {
+            (b, d.path): (d.total_bytes - d.usable_bytes) / d.total_bytes
+            for b, ds in dirs.items()
+            for d in ds
+            if d.online and d.total_bytes > 0
+        }
         racks = {b["id"]: b.get("rack") for b in ((self.cluster.get("status") or {}).get("brokers") or [])}
         in_flight = len(self.record.doc.in_flight) if self.record is not None else 0
         return st.light_cluster_status(racks, dirs, in_flight)
@@ -784,8 +791,44 @@ class _Pass:
         out = healing.decide_healing(
             self.spec.self_healing, self.cluster, previous, seen, heals, rec.wall(), before, reached
         )
+        out = out.not_created(self._create_heals(out.creates))
+        for n in out.notes:
+            rec.leadership.fence()
+            rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
+        retired = self._retire(out, old)
+        pressure = self._pressure(heals, old)
+        where = (meta["namespace"], meta["name"])
+        rec._heal_due.pop(where, None)
+        wakes = [t for t in (out.wake_at, pressure.wake_at) if t is not None]
+        if wakes:
+            rec._heal_due[where] = min(wakes)
+        label = metrics.cluster_label(meta["namespace"], meta["name"])
+        metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
+        metrics.UNREACHABLE_BROKERS.labels(cluster=label).set(len(out.state.unreachable_brokers))
+        metrics.OFFLINE_LOG_DIRS.labels(cluster=label).set(len(out.state.offline_log_dirs))
+        metrics.observe_self_healing(label, out.condition)
+        conditions = st.with_condition(
+            status.get("conditions") or [], current, st.SELF_HEALING, out.condition
+        )
+        if out.reachable is not None:
+            conditions = st.with_condition(conditions, current, st.BROKERS_REACHABLE, out.reachable)
+        else:
+            conditions = st.kept_condition(conditions, current, st.BROKERS_REACHABLE)
+        return {
+            **status,
+            **out.state.to_status(),
+            **retired.to_status(),
+            **pressure.to_status(),
+            "conditions": conditions,
+        }
+
+    def _create_heals(self, creates: Sequence[healing.NewHeal]) -> list[str]:
+        """Create the heals decided (fenced; a 409 is a heal an earlier reconcile made: adopted), with a
+        ``HealCreated`` Event on the KafkaCluster and on the heal; returns those Kubernetes refused (a
+        Warning Event ``HealNotCreated`` each: tried again next time)."""
+        rec, meta = self.rec, self.cluster["metadata"]
         failed: list[str] = []
-        for new in out.creates:
+        for new in creates:
             rec.leadership.fence()
             try:
                 made = rec.kube.create_custom(GROUP, VERSION, meta["namespace"], new.plural, dict(new.body))
@@ -799,28 +842,57 @@ class _Pass:
             metrics.HEALS.labels(kind=new.kind).inc()
             for on in (self.cluster, made):
                 rec.kube.event(on, "Normal", "HealCreated", new.message)
-        out = out.not_created(failed)
-        for n in out.notes:
+        return failed
+
+    def _delete_heals(self, retires: Sequence[retiring.Retire]) -> list[str]:
+        """Delete the heals retired (fenced, their uid and resourceVersion as preconditions: a conflict, the
+        heal changed since it was listed, is decided again by the next reconcile; another refusal is a
+        Warning Event too), with a ``HealRetired`` Event on the KafkaCluster and on the heal; returns those
+        not deleted."""
+        rec, meta = self.rec, self.cluster["metadata"]
+        refused: list[str] = []
+        for r in retires:
             rec.leadership.fence()
-            rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
-        retired = self._retire(out, old)
-        where = (meta["namespace"], meta["name"])
-        rec._heal_due.pop(where, None)
-        if out.wake_at is not None:
-            rec._heal_due[where] = out.wake_at
-        label = metrics.cluster_label(meta["namespace"], meta["name"])
-        metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
-        metrics.UNREACHABLE_BROKERS.labels(cluster=label).set(len(out.state.unreachable_brokers))
-        metrics.OFFLINE_LOG_DIRS.labels(cluster=label).set(len(out.state.offline_log_dirs))
-        metrics.observe_self_healing(label, out.condition)
-        conditions = st.with_condition(
-            status.get("conditions") or [], current, st.SELF_HEALING, out.condition
+            try:
+                rec.kube.delete_custom(
+                    GROUP, VERSION, meta["namespace"], r.plural, r.name, preconditions=r.preconditions
+                )
+            except KubeConflict as e:  # changed since listed (an edit, or this reconcile's status write)
+                refused.append(r.name)
+                log.info("heal %s not retired yet, decided again next reconcile: %s", r.name, e.message)
+                continue
+            except KubeError as e:  # refused: decided again next time
+                refused.append(r.name)
+                rec.kube.event(
+                    self.cluster, "Warning", "HealNotRetired", f"{r.message}; not deleted: {e.message}"
+                )
+                continue
+            metrics.HEALS_RETIRED.labels(kind=r.kind).inc()
+            for on in (self.cluster, r.body):
+                rec.kube.event(on, "Normal", "HealRetired", r.message)
+        return refused
+
+    def _pressure(self, heals: Sequence[healing.Heal], old: Mapping[str, Any]) -> pressure.Pressure:
+        """Disk pressure (pressure.py) on the dirs' usage this reconcile read: heals created and retired
+        as decided, Events posted."""
+        raw = self.spec.self_healing
+        shares = pressure.shares_in_snapshot(self.snap) if self.snap is not None else self.shares
+        decided = pressure.decide_pressure(
+            raw if isinstance(raw, SelfHealingSpec) else None,
+            self.cluster,
+            pressured_log_dirs(old),
+            shares,
+            heals,
+            self._running(),
+            self.spec.max_disk_share,
+            self.rec.wall(),
         )
-        if out.reachable is not None:
-            conditions = st.with_condition(conditions, current, st.BROKERS_REACHABLE, out.reachable)
-        else:
-            conditions = st.kept_condition(conditions, current, st.BROKERS_REACHABLE)
-        return {**status, **out.state.to_status(), **retired.to_status(), "conditions": conditions}
+        decided = decided.not_created(self._create_heals(decided.creates))
+        self._delete_heals(decided.retires)  # one refused is decided again next time (its entry went)
+        for n in decided.notes:
+            self.rec.leadership.fence()
+            self.rec.kube.event(n.on or self.cluster, n.type, n.reason, n.message)
+        return decided
 
     def _running(self) -> frozenset[str]:
         """The uids of the participants of the execution in flight after this reconcile: the one it
@@ -839,7 +911,7 @@ class _Pass:
         fenced, with their uid and resourceVersion as preconditions (a conflict, the heal changed since it
         was listed, is decided again by the next reconcile; another refusal is a Warning Event too), and a
         ``HealRetired`` Event on the KafkaCluster and on the heal."""
-        rec, meta = self.rec, self.cluster["metadata"]
+        rec = self.rec
         past, _ = past_failures(old)  # a broken entry is dropped
         decided = retiring.decide_retirement(
             self.spec.self_healing,
@@ -851,26 +923,7 @@ class _Pass:
             past,
             rec.wall(),
         )
-        refused: list[str] = []
-        for r in decided.deletes:
-            rec.leadership.fence()
-            try:
-                rec.kube.delete_custom(
-                    GROUP, VERSION, meta["namespace"], r.plural, r.name, preconditions=r.preconditions
-                )
-            except KubeConflict as e:  # changed since listed (an edit, or this reconcile's status write)
-                refused.append(r.name)
-                log.info("heal %s not retired yet, decided again next reconcile: %s", r.name, e.message)
-                continue
-            except KubeError as e:  # refused: decided again next time
-                refused.append(r.name)
-                rec.kube.event(
-                    self.cluster, "Warning", "HealNotRetired", f"{r.message}; not deleted: {e.message}"
-                )
-                continue
-            metrics.HEALS_RETIRED.labels(kind=healing.DECOMMISSION).inc()
-            for on in (self.cluster, r.body):
-                rec.kube.event(on, "Normal", "HealRetired", r.message)
+        refused = self._delete_heals(decided.deletes)
         decided = decided.not_deleted(refused)
         for n in decided.notes:
             rec.leadership.fence()

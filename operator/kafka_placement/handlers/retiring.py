@@ -66,8 +66,12 @@ class Retire:
     message: str
 
     @property
+    def kind(self) -> str:
+        return str(self.body.get("kind") or DECOMMISSION)
+
+    @property
     def plural(self) -> str:
-        return PLURALS[DECOMMISSION]
+        return PLURALS[self.kind]
 
     @property
     def preconditions(self) -> dict[str, str]:

@@ -30,6 +30,8 @@ MAX_AFTER_SECONDS = 7 * 86400  # a failure older than a week is not "waiting to 
 MAX_CONCURRENT_HEALS = 1000
 DEFAULT_BROKER_AFTER_S = 600
 DEFAULT_DIR_AFTER_S = 60
+DEFAULT_PRESSURE_AFTER_S = 300
+RELIEF_MARGIN = 0.05  # a disk-pressure heal relieves its dir to aboveShare minus this
 DEFAULT_SETTLE_S = 120  # a broker back this long is healthy again: its failure ends
 MAX_SETTLE_SECONDS = 86400
 MAX_LOST_SHOWN = 20  # partition names kept per failure in the status (the count is exact)
@@ -122,6 +124,30 @@ class LogDirFailure(FailureRule):
 
 
 @dataclass(frozen=True, slots=True)
+class DiskPressure:
+    DESCRIPTION: ClassVar[str] = (
+        "Relieve a log dir whose volume stays above aboveShare for afterSeconds: a LogDirCordon with "
+        "relieveBelowShare aboveShare - 0.05 (the fewest bytes moved off it, to the broker's other dirs "
+        "first), retired (deleted, lifting its cordon) once the dir is under that share."
+    )
+
+    enabled: bool = leaf("enabled", _ENABLED)
+    above_share: float | None = leaf(
+        "aboveShare",
+        {
+            "type": "number",
+            "description": (
+                "The share of a dir's volume above which it is under pressure (absent: the KafkaCluster's "
+                "capacity.maxDiskShare)."
+            ),
+            "minimum": 0.5,
+            "maximum": 0.98,
+        },
+    )
+    after_seconds: int = leaf("afterSeconds", _after(DEFAULT_PRESSURE_AFTER_S))
+
+
+@dataclass(frozen=True, slots=True)
 class SelfHealingSpec:
     """The KafkaCluster's ``spec.selfHealing``, declared once: its parser, CRD schema and defaults
     (spec_fields.py)."""
@@ -131,7 +157,7 @@ class SelfHealingSpec:
         "BrokerDecommission or a draining LogDirCordon the operator creates (owned by this "
         "KafkaCluster, labelled kafkaplacement.io/created-by: self-healing); deleting it cancels the "
         "heal. A heal whose broker is back for settleSeconds is retired (deleted) unless "
-        "brokerFailure.onReturn is Keep."
+        "brokerFailure.onReturn is Keep. diskPressure relieves a dir above its share."
     )
     FIELDS: ClassVar[tuple[str, ...]]  # the JSON names, in order
 
@@ -166,6 +192,7 @@ class SelfHealingSpec:
             default=True,
         ),
     )
+    disk_pressure: DiskPressure = child("diskPressure", DiskPressure, absent=True)  # noqa: RUF009
 
     @classmethod
     def parse(cls, raw: object, where: str = "spec.selfHealing") -> SelfHealingSpec:
@@ -328,6 +355,42 @@ class OfflineLogDir:
 
 
 @dataclass(frozen=True, slots=True)
+class PressuredLogDir:
+    """A log dir whose volume is above ``diskPressure.aboveShare`` (or, once healed, not yet under the
+    heal's ``relieveBelowShare``)."""
+
+    broker: int = _field("broker", _int("Id of the broker the dir belongs to.", 0))
+    path: str = _field("path", _str("Absolute path of the log dir.", maxLength=4096))
+    since: str = _field("since", _SINCE)
+    used_percent: int = _field("usedPercent", _int("How full its volume was at the last read, in %.", 0), 0)
+    heal: str | None = _field(
+        "heal", _str("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253), None
+    )
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> PressuredLogDir:
+        return cls(**_from_json(cls, raw, where))
+
+    def to_json(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @property
+    def failure(self) -> str:
+        return f"log dir {self.path} of broker {self.broker} above its share since {self.since}"
+
+
+def pressured_log_dirs(status: Mapping[str, Any] | None) -> tuple[PressuredLogDir, ...]:
+    """``status.pressuredLogDirs`` (a broken entry is dropped: seen again, with a new ``since``)."""
+    out: list[PressuredLogDir] = []
+    for i, raw in enumerate((status or {}).get("pressuredLogDirs") or ()):
+        try:
+            out.append(PressuredLogDir.from_json(raw, f"status.pressuredLogDirs[{i}]"))
+        except BadInputError:
+            continue
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class PastFailure:
     """A broker failure that ended (the broker back for ``settleSeconds``), in ``status.pastFailures``: when
     it started, its heal, when the broker returned, and when the heal was retired, or why it was not.
@@ -450,6 +513,12 @@ def status_schema() -> dict[str, Schema]:
             _entry_schema(PastFailure, "One broker failure that ended.", ["broker", "since"]),
             maxItems=1000,
         ),
+        "pressuredLogDirs": _arr(
+            "Log dirs whose volume is above selfHealing.diskPressure.aboveShare, since when, how full, and "
+            "their heal.",
+            _entry_schema(PressuredLogDir, "One log dir under disk pressure.", ["broker", "path", "since"]),
+            maxItems=10000,
+        ),
         "unreachableBrokers": _arr(
             "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
             "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
@@ -469,15 +538,18 @@ __all__ = [
     "RETIRE",
     "BrokerFailure",
     "DeadBroker",
+    "DiskPressure",
     "FailureRule",
     "HealingState",
     "LogDirFailure",
     "OfflineLogDir",
     "PastFailure",
+    "PressuredLogDir",
     "SelfHealingSpec",
     "UnreachableBroker",
     "format_time",
     "parse_time",
     "past_failures",
+    "pressured_log_dirs",
     "status_schema",
 ]

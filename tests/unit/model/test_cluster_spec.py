@@ -68,7 +68,7 @@ SKELETON: dict[str, Any] = {
     "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "user"}},
     "limits": {},
     "planner": {"spark": {}},
-    "selfHealing": {"brokerFailure": {}, "logDirFailure": {}},
+    "selfHealing": {"brokerFailure": {}, "logDirFailure": {}, "diskPressure": {}},
     "traffic": {},
     "capacity": {},
 }
