@@ -11,7 +11,8 @@ and in every ISR. The status lists it in ``unreachableBrokers`` with the Brokers
 no ``deadBrokers`` entry, no heal, no reassignment at any time. Once the rule is removed the entry goes and
 the condition is True again.
 
-Cost: about a minute and a half (three JVMs, the 40 s hold); the cluster and the rule are always removed.
+Cost: about three minutes (three JVMs start and stop, the 40 s hold, the reconciles that wait on the broker
+the operator cannot reach); the cluster and the rule are always removed.
 """
 
 from __future__ import annotations

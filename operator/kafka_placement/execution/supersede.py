@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
-from ..model.snapshot import ClusterSnapshot
+from ..model.snapshot import Broker, ClusterSnapshot
 from .record import Execution, Original
 
 Key = tuple[str, int]
@@ -92,7 +92,24 @@ def planning_view(snap: ClusterSnapshot, flight: InFlight) -> ClusterSnapshot:
         isr = tuple(b for b in p.isr if b in o.replicas)
         leader = p.leader if p.leader in o.replicas else (isr[0] if isr else None)
         parts.append(replace(p, replicas=o.replicas, log_dirs=o.log_dirs, isr=isr, leader=leader))
-    return replace(seen, partitions=tuple(parts))
+    # an origin may name a broker the snapshot no longer lists (a heal's stranded move off a dead broker
+    # whose replicas Kafka had already dropped): listed as not alive, so its replicas count as lost, with
+    # no dir (as the snapshot has the replicas of every broker not alive)
+    known = {b.id for b in seen.brokers}
+    gone = sorted({b for p in parts for b in p.replicas} - known)
+    if not gone:
+        return replace(seen, partitions=tuple(parts))
+    dead = {b.id for b in seen.brokers if not b.alive} | set(gone)
+    parts = [
+        replace(
+            p, log_dirs=tuple(None if b in dead else d for b, d in zip(p.replicas, p.log_dirs, strict=True))
+        )
+        if dead & set(p.replicas)
+        else p
+        for p in parts
+    ]
+    brokers = (*seen.brokers, *(Broker(b, None, (), alive=False) for b in gone))
+    return replace(seen, partitions=tuple(parts), brokers=tuple(sorted(brokers, key=lambda b: b.id)))
 
 
 def keeping_flight(plan: Plan, flight: InFlight, snap: ClusterSnapshot) -> Plan:

@@ -685,7 +685,7 @@ class KafkaGateway:
         timeout_ms = int(self.settings.request_timeout_s * 1000)
         raw = self._call(
             "list reassignments",
-            lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms),
+            _via_controller(py, lambda: py.list_partition_reassignments(tps, timeout_ms=timeout_ms)),
             needs=access.ON_CLUSTER,
         )
         return {
@@ -716,7 +716,7 @@ class KafkaGateway:
         timeout_ms = int(self.settings.request_timeout_s * 1000)
         result = self._call(  # never re-sent here: the caller's intents tell what Kafka did with it
             "alter reassignments",
-            lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms),
+            _via_controller(py, lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms)),
             attempts=1,
             needs=access.ON_CLUSTER,
         )
@@ -918,6 +918,24 @@ class KafkaGateway:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
+
+
+def _via_controller(py: Any, send: Callable[[], T]) -> Callable[[], T]:
+    """``send``, a kafka-python request it routes to "the controller": with KRaft, the broker the metadata
+    names as such, any live one, which forwards it to the quorum. When it fails (that broker does not
+    answer this operator, say: a network that cuts us off from one broker must not fail every reconcile),
+    the next attempt goes to the least loaded broker the client reaches (one just refused is in reconnect
+    backoff, so not that one); kafka-python itself asks again on NOT_CONTROLLER (a ZooKeeper controller)."""
+
+    def run() -> T:
+        try:
+            return send()
+        except Exception:
+            with contextlib.suppress(Exception):
+                py._controller_id = py._manager.least_loaded_node()
+            raise
+
+    return run
 
 
 def _from_metadata(metadata: Any) -> Iterable[tuple[str, int, Sequence[Any], Any, Sequence[Any]]]:

@@ -308,3 +308,40 @@ def test_a_move_in_flight_toward_a_dead_broker_is_replanned_from_its_origin(tmp_
     executor._revert_stranded(again, answers, reverted)  # type: ignore[arg-type]
     assert len(answers.sent) == 1  # nothing left to revert
     assert executor._select(again, reverted, executor.Limits(), [0]) == [0]  # now a move like any other
+
+
+def test_a_stranded_origin_on_a_broker_the_snapshot_no_longer_lists_is_planned_as_lost(
+    tmp_path: Path,
+) -> None:
+    """A heal of broker 5 moving (5, 1) to (4, 1) when broker 4 dies too: the move is stranded, its origin
+    names broker 5, which the snapshot no longer lists (no partition of Kafka's names it any more). The
+    view lists broker 5 as not alive (before, the planner failed on the unknown broker: KeyError 5, seen on
+    the five-node rig), and the plan moves the partition off both dead brokers."""
+    from kafka_placement.execution.supersede import planning_view
+    from kafka_placement.model.intents import Intents
+    from kafka_placement.planning.optimizer import compute_plan
+
+    old_plan = Plan.of([PartitionTarget("t", 0, (4, 1), ("any", "any"))])
+    store = FileStore(tmp_path / "state.json")
+    old = Execution.create(store, old_plan, limits=LIMITS, cluster_id="c1")
+    old.set_baseline([Original((5, 1), ("/d0", "/d0"), 10)], {})
+    old.submit(0, Submission.CONFIRMED, 5.0)
+    old.count_submission(0)
+    brokers = (
+        *(Broker(b, None, (LogDir("/d0", 100, 100),)) for b in (1, 2, 3)),
+        Broker(4, None, (), alive=False),
+    )
+    snap = ClusterSnapshot(brokers, (PartitionState("t", 0, (4, 1), ("/d0", "/d0"), 1, (1,), 10),), "c1")
+    seen = planning_view(snap, in_flight(old, snap))
+    assert [(b.id, b.alive) for b in seen.brokers] == [
+        (1, True),
+        (2, True),
+        (3, True),
+        (4, False),
+        (5, False),
+    ]
+    p = seen.partition("t", 0)
+    assert p is not None and p.replicas == (5, 1)
+    plan = compute_plan(seen, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [4, 5]}\n")).plan
+    (t,) = plan.partitions
+    assert 1 in t.replicas and not {4, 5} & set(t.replicas) and len(t.replicas) == 2
