@@ -134,7 +134,8 @@ def decide_pressure(
         what = f"log dir {path} of broker {broker} is {share:.0%} full"
         if heal is None:
             if entry is not None:
-                done = f"{what}, under {above:.0%} again ({entry.failure}): no heal was started"
+                how = "no heal was started" if entry.heal is None else f"its heal {entry.heal} was deleted"
+                done = f"{what}, under {above:.0%} again ({entry.failure}): {how}"
                 notes.append(HealNote(None, "Normal", "FailureEnded", done))
             continue
         if str((heal.body.get("metadata") or {}).get("uid") or "") in running:

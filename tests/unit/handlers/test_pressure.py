@@ -76,6 +76,14 @@ def test_a_healed_dir_ends_only_under_the_heals_share_and_its_heal_is_retired_on
     assert "retired LogDirCordon" in retire.message
 
 
+def test_a_heal_deleted_by_hand_is_a_cancelled_one() -> None:
+    made = decide(decide((), {DIR: 0.9}, T0).entries, {DIR: 0.9}, T0 + 300)
+    out = decide(made.entries, {DIR: 0.9}, T0 + 400)  # its heal deleted: no other is created
+    assert out.creates == () and [e.heal for e in out.entries] == [made.creates[0].name]
+    (note,) = decide(out.entries, {DIR: 0.5}, T0 + 500).notes
+    assert f"its heal {made.creates[0].name} was deleted" in note.message
+
+
 def test_a_dir_not_read_keeps_its_entry_and_a_disabled_rule_tracks_nothing() -> None:
     tracked = decide((), {DIR: 0.9}, T0).entries
     assert decide(tracked, {(1, "/d0"): 0.5}, T0 + 400).entries == tracked  # broker 2 not read
