@@ -14,7 +14,7 @@ time briefly, and always restarted (``finally``):
 
 Cost: about 90 s (two kills; each is seen once the controller fences the broker, ~10 s, and each restart
 waits until the cluster sees every broker again). A second test sees a flapping broker healed once, from
-its first death, across an operator restart mid-timer (about 3 min); a third heals a broker to completion
+its first death, across an operator restart mid-timer (about 4 min); a third heals a broker to completion
 under load and, once it is back, sees its heal retired and the broker used again.
 """
 
@@ -151,7 +151,7 @@ def test_a_killed_broker_is_healed_after_the_delay_and_one_back_before_is_not(
 
 
 FLAPS = 3
-FLAP_AFTER_S = 150  # past the three flaps and the operator's restart (each flap ~25 s on a loaded machine)
+FLAP_AFTER_S = 210  # past the three flaps and the operator's restart (each flap 25-40 s on a loaded machine)
 
 
 @pytest.mark.timeout(480)
