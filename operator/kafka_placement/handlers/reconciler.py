@@ -29,7 +29,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import kopf
@@ -109,6 +109,29 @@ log = logging.getLogger(__name__)
 INTENT_KINDS = ("LogDirCordon", "BrokerDecommission", "PlacementPolicy")  # listed in this order
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
 DEFAULT_RESYNC_S = 60.0
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The last full idle reconcile of a cluster that settled: until the resync period ends or something
+    of ours changes (``fingerprint``), the next reconciles are quiet (Kafka is not read whole)."""
+
+    fingerprint: str
+    at: float  # the monotonic clock's reading
+    live: frozenset[int]  # the brokers alive in the cluster then
+
+
+def _heals_dead_brokers(spec: ClusterSpec) -> bool:
+    """Whether the cluster declares broker-failure self-healing: its quiet reconciles look at liveness."""
+    healing_spec = spec.self_healing
+    return isinstance(healing_spec, SelfHealingSpec) and healing_spec.broker_failure.enabled
+
+
+def _looked(gw: KafkaGateway, settled: Settled) -> bool:
+    """A quiet reconcile's look at liveness (one DescribeCluster, whatever the cluster's size): whether
+    the brokers alive are those of the last full read. A broker that died (or returned) ends the quiet
+    period at once, so its failure is tracked from the reconcile after it, not a resync period later."""
+    return frozenset(gw.cluster_brokers().live) == settled.live
 
 
 def fingerprint(
@@ -276,8 +299,9 @@ class Reconciler:
         env = os.environ.get("KP_RESYNC_SECONDS")
         self.resync_s = resync_s if resync_s is not None else float(env) if env else DEFAULT_RESYNC_S
         self.clock = clock
-        # (namespace, cluster) -> (fingerprint, when) of the last full idle reconcile that settled
-        self._settled: dict[tuple[str, str], tuple[str, float]] = {}
+        # (namespace, cluster) -> the last full idle reconcile that settled: its fingerprint, when, and the
+        # brokers alive then (a quiet reconcile of a cluster healing dead brokers compares them: _looked)
+        self._settled: dict[tuple[str, str], Settled] = {}
         self.wall = wall  # self-healing's "since" and "due" times are wall-clock (kept in the status)
         # (namespace, cluster) -> when its next tracked failure is due for a heal: the idle period ends then
         self._heal_due: dict[tuple[str, str], float] = {}
@@ -510,13 +534,12 @@ class Reconciler:
         lane_plan = waiting.get("planId") if waiting.get("phase") == lane.AWAITING_APPROVAL else None
         where, print_ = (ns, name), fingerprint(cluster, bodies, record, lane_plan)
         settled = self._settled.pop(where, None)
-        quiet = not active and not leaving and settled is not None and settled[0] == print_
+        quiet = not active and not leaving and settled is not None and settled.fingerprint == print_
         due = self._heal_due.get(where)
         if due is not None and self.wall() >= due:
             quiet = False  # a tracked failure is due for a heal: Kafka is read now
-        if quiet and settled is not None and self.clock() - settled[1] < self.resync_s:
+        if quiet and settled is not None and self.clock() - settled.at < self.resync_s:
             self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
-            metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
             quiet = True
         else:
             quiet = False
@@ -524,10 +547,17 @@ class Reconciler:
         lane_only = quiet or (lane_active and not active)
         if lane_only and settled is not None:
             self._settled[where] = settled
-        if lane_only and not lane_active and not lane.enforced(bodies):
+        watch_live = quiet and settled is not None and _heals_dead_brokers(spec)
+        if lane_only and not lane_active and not lane.enforced(bodies) and not watch_live:
+            metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
             return {}
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
+                if watch_live and settled is not None and not _looked(gw, settled):
+                    self._settled.pop(where, None)  # a broker died or returned: read Kafka whole now
+                    quiet, lane_only = False, lane_active and not active
+                if quiet:
+                    metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
                 if lane_only:
                     return self._lane(
                         gw, cluster, limits, bodies, record, lane_store, lane_record, full=False
@@ -548,7 +578,7 @@ class Reconciler:
                 )
                 metrics.RECONCILES.labels(cluster=label, kind="execution" if active else "full").inc()
                 if not active and one.settled:
-                    self._settled[where] = (print_, self.clock())
+                    self._settled[where] = Settled(print_, self.clock(), one.live_brokers())
                 return status
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
@@ -678,6 +708,12 @@ class _Pass:
         dead, _ = HealingState.from_status(status)
         past, _ = past_failures(status)
         return retiring.retiring_uids(self.spec.self_healing, dead.dead_brokers, past, bodies)
+
+    def live_brokers(self) -> frozenset[int]:
+        """The brokers alive in the cluster as this reconcile read them (snapshot, else the light read)."""
+        if self.snap is not None:
+            return frozenset(b.id for b in self.snap.brokers if b.alive)
+        return frozenset(self.live)
 
     @property
     def settled(self) -> bool:

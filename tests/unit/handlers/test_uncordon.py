@@ -179,11 +179,70 @@ def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
     monkeypatch.setattr(reconciler, "FencedGateway", Looking)
     for leaving, reads in (([], ["look"]), ([drain], ["full"])):
         rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
-        rec._settled[("kafka", "c")] = (reconciler.fingerprint(live, [kept], None), rec.clock())
+        settled = reconciler.Settled(reconciler.fingerprint(live, [kept], None), rec.clock(), frozenset())
+        rec._settled[("kafka", "c")] = settled
         contacted.clear()
         rec.reconcile(live)
         assert contacted == reads, leaving
     assert not rec.uncordoned("kafka", "c", "u-drain")  # Kafka did not answer: the handler waits
+
+
+@pytest.mark.parametrize(
+    ("healing", "alive", "reads"),
+    [
+        (False, (1, 2), []),  # no broker-failure healing: Kafka is not read between resyncs
+        (True, (1, 2, 3), ["live"]),  # the brokers of the last full read: quiet
+        (True, (1, 2), ["live", "full"]),  # broker 3 died: read whole in this reconcile, not at resync
+        (True, (1, 2, 3, 4), ["live", "full"]),  # a broker joined or returned: the same
+    ],
+)
+def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
+    monkeypatch: pytest.MonkeyPatch, healing: bool, alive: tuple[int, ...], reads: list[str]
+) -> None:
+    """A cluster that heals dead brokers looks at liveness on each quiet reconcile (one DescribeCluster,
+    whatever its size): a change ends the quiet period, so a failure's afterSeconds count from about the
+    failure instead of up to a resync period later. Other clusters read nothing more than before."""
+    from kafka_placement.kafka.liveness import ClusterBrokers
+
+    spec: dict[str, Any] = {"bootstrapServers": "k:9092"}
+    if healing:
+        spec["selfHealing"] = {"brokerFailure": {"enabled": True}}
+    live = {
+        "kind": "KafkaCluster",
+        "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c"},
+        "spec": spec,
+    }
+    contacted: list[str] = []
+
+    class Looking:
+        """Answers liveness; a full reconcile's first read fails (recorded)."""
+
+        def __init__(self, settings: Any, fence: Any) -> None:
+            pass
+
+        def __enter__(self) -> Looking:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+        def cluster_brokers(self) -> ClusterBrokers:
+            contacted.append("live")
+            return ClusterBrokers("id", alive)
+
+        def check_authorized(self, *_: Any, **__: Any) -> None:
+            contacted.append("full")
+            raise KafkaUnavailableError("no broker answered")
+
+    monkeypatch.setattr(reconciler, "FencedGateway", Looking)
+    rec = Reconciler(cast(KubeGateway, FakeKube(cluster=live)))
+    where = ("kafka", "c")
+    rec._settled[where] = reconciler.Settled(
+        reconciler.fingerprint(live, [], None), rec.clock(), frozenset({1, 2, 3})
+    )
+    rec.reconcile(live)
+    assert contacted == reads
+    assert (where in rec._settled) == ("full" not in reads)  # a full read decides afresh
 
 
 @pytest.fixture
@@ -224,6 +283,6 @@ def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka
     rec = Reconciler(cast(KubeGateway, FakeKube()))
     where = (CLUSTER["metadata"]["namespace"], CLUSTER["metadata"]["name"])
     rec._kept[where] = cast(Any, "a kept plan")
-    rec._settled[where] = ("fingerprint", 0.0)
+    rec._settled[where] = reconciler.Settled("fingerprint", 0.0, frozenset())
     assert rec.release(CLUSTER) is None
     assert where not in rec._kept and where not in rec._settled
