@@ -20,10 +20,11 @@ from tests.unit.builders import RACKED_INTENTS, racked_cluster
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
-from kafka_placement.planning.goals.replica_placement import needs_repair, replication_factor
+from kafka_placement.planning.goals.replica_placement import needs_repair
 from kafka_placement.planning.metrics import Scope, tally_of
 from kafka_placement.planning.repairs import REPAIR_REASONS
 from kafka_placement.planning.sharding import shard_of
+from kafka_placement.planning.targets import replication_factor
 from kafka_placement.spark.analysis import SnapshotSlices
 from kafka_placement.spark.engines import _by_shard, _shard_number, _shard_partitions, spark_session
 

@@ -179,10 +179,6 @@ def as_int32_list(value: object, where: str) -> tuple[int, ...]:
     return as_int_list(value, where, minimum=0, maximum=INT32_MAX)
 
 
-def as_str_list(value: object, where: str) -> tuple[str, ...]:
-    return tuple(as_str(v, f"{where}[{i}]") for i, v in enumerate(as_list(value, where)))
-
-
 @functools.lru_cache(maxsize=4096)
 def _legal_topic(name: str) -> bool:
     return name not in (".", "..") and _TOPIC_NAME.fullmatch(name) is not None

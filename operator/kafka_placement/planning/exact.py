@@ -44,9 +44,9 @@ from dataclasses import dataclass, field, replace
 from ..model.snapshot import PartitionState
 from . import metrics, waiting
 from .context import PlanningContext
-from .goals.replica_placement import ReplicaPlacementGoal, replication_factor, target_dirs
 from .repairs import repair_reasons
 from .state import DirKey, Key
+from .targets import order_replicas, replication_factor, target_dirs
 from .topology import RackTree
 
 MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's partitions
@@ -207,7 +207,7 @@ def solve(
     found: Placements = {}
     for p in parts:
         chosen = [b for b, _ in candidates[p.key] if values[x[(p.key, b)]] > 0.5]
-        order = ReplicaPlacementGoal._order(p.replicas, chosen)
+        order = order_replicas(p.replicas, chosen)
         if dirs_mode:
             picked = {b: d for b, ok in candidates[p.key] for d in ok if values[y[(p.key, b, d)]] > 0.5}
             found[p.key] = (order, [picked.get(b) for b in order])

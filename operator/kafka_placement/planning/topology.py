@@ -68,9 +68,6 @@ class RackTree:
     def levels(self) -> int:
         return self.rule.levels
 
-    def level_name(self, depth: int) -> str:
-        return f"level {depth}"
-
     def _caps(self, extra: Collection[int]) -> tuple[dict[Unit, int], dict[Unit, tuple[Unit, ...]]]:
         """Capacity and children when brokers outside ``members`` (e.g. cordoned holders) also count."""
         outside = [b for b in extra if b not in self.members and b in self.path]
@@ -131,10 +128,6 @@ class RackTree:
                     f"{'/'.join(least)} (level {len(unit) + 1} of {where}), which could take one"
                 )
         return None
-
-    def spread_units(self, brokers: Iterable[int], depth: int) -> int:
-        """How many distinct units at ``depth`` (1 = top) hold one of ``brokers``."""
-        return len({self.path[b][:depth] for b in brokers})
 
     def allocate(
         self,

@@ -30,6 +30,7 @@ from ..repack import repack
 from ..repairs import repair_reasons
 from ..room import eject_for
 from ..state import Eligibility, Key
+from ..targets import order_replicas, replication_factor, target_dirs
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -153,7 +154,7 @@ class ReplicaPlacementGoal:
             target = self._extend(ctx, key, keep, rf, usable, rank)
         if target is None:
             raise self._infeasible(ctx, key, rf, keep)
-        self._apply(ctx, key, self._order(reps, target))
+        self._apply(ctx, key, order_replicas(reps, target))
 
     def _sheds(self, ctx: PlanningContext, key: Key, broker: int, path: str | None) -> bool:
         """A replica that must leave its dir anyway (drained) leaves its broker instead when that broker
@@ -176,7 +177,7 @@ class ReplicaPlacementGoal:
             full,
             lambda k: replication_factor(ctx, k),
             lambda k, r: self.accepts(ctx, k, r),
-            self._order,
+            order_replicas,
             changed.__contains__,
         ):
             return []
@@ -259,25 +260,6 @@ class ReplicaPlacementGoal:
             chosen.append(best)
         return chosen
 
-    @staticmethod
-    def _order(current: Sequence[int], target: Sequence[int]) -> list[int]:
-        """Target brokers in the current slots: kept replicas stay put, newcomers take freed slots."""
-        tset = set(target)
-        newcomers = [b for b in target if b not in set(current)]
-        out: list[int] = []
-        for b in current:
-            if b in tset:
-                out.append(b)
-            elif newcomers:
-                out.append(newcomers.pop(0))
-        out.extend(newcomers)
-        if out and out[0] not in set(current):
-            for i, b in enumerate(out):
-                if b in set(current):  # a kept replica leads rather than a replica still catching up
-                    out[0], out[i] = out[i], out[0]
-                    break
-        return out
-
     def _apply(self, ctx: PlanningContext, key: Key, target: list[int]) -> None:
         a = ctx.assignment
         size = a.size[key]
@@ -321,33 +303,6 @@ class ReplicaPlacementGoal:
             headroom.RULE,
             name,
         )
-
-
-def target_dirs(
-    ctx: PlanningContext, where: Mapping[int, str | None], target: Sequence[int], size: int
-) -> list[str | None]:
-    """The dirs of a partition's ``target`` brokers, its replicas now on ``where`` (broker -> dir): a
-    kept replica stays on its dir when it may, else takes its broker's ``best_dir`` off that dir; a new
-    one its broker's ``best_dir`` (None: no dir with room)."""
-    e, a = ctx.eligibility, ctx.assignment
-    out: list[str | None] = []
-    for b in target:
-        if b in where:
-            d = where[b]
-            if d is not None and not e.may_keep(b, d, size):
-                d = a.best_dir(e, b, size, exclude=[d])
-            out.append(d)
-        else:
-            out.append(a.best_dir(e, b, size))
-    return out
-
-
-def replication_factor(ctx: PlanningContext, key: Key) -> int:
-    """The partition's target RF: its policy's, else the number of replicas it has in the snapshot."""
-    policy = ctx.assignment.policy(key)
-    if policy is not None and policy.replication_factor:
-        return policy.replication_factor
-    return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
 
 
 def needs_repair(ctx: PlanningContext, key: Key) -> bool:
