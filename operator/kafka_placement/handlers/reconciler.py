@@ -130,8 +130,13 @@ def _heals_dead_brokers(spec: ClusterSpec) -> bool:
 def _looked(gw: KafkaGateway, settled: Settled) -> bool:
     """A quiet reconcile's look at liveness (one DescribeCluster, whatever the cluster's size): whether
     the brokers alive are those of the last full read. A broker that died (or returned) ends the quiet
-    period at once, so its failure is tracked from the reconcile after it, not a resync period later."""
-    return frozenset(gw.cluster_brokers().live) == settled.live
+    period at once, so its failure is tracked from the reconcile after it, not a resync period later. A
+    look that fails (other than Kafka unreachable, which the caller reports) counts as a change: the full
+    read that follows says what is wrong."""
+    try:
+        return frozenset(gw.cluster_brokers().live) == settled.live
+    except (KafkaOperationError, KafkaAuthorizationError):
+        return False
 
 
 def fingerprint(

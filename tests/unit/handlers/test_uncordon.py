@@ -15,7 +15,7 @@ import pytest
 from kafka_placement.handlers import cordons, intent_common, reconciler
 from kafka_placement.handlers.decide import cordon_sync
 from kafka_placement.handlers.reconciler import Reconciler
-from kafka_placement.kafka.gateway import KafkaUnavailableError
+from kafka_placement.kafka.gateway import KafkaOperationError, KafkaUnavailableError
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
 
@@ -194,10 +194,11 @@ def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
         (True, (1, 2, 3), ["live"]),  # the brokers of the last full read: quiet
         (True, (1, 2), ["live", "full"]),  # broker 3 died: read whole in this reconcile, not at resync
         (True, (1, 2, 3, 4), ["live", "full"]),  # a broker joined or returned: the same
+        (True, None, ["live", "full"]),  # the look failed: the full read says what is wrong
     ],
 )
 def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
-    monkeypatch: pytest.MonkeyPatch, healing: bool, alive: tuple[int, ...], reads: list[str]
+    monkeypatch: pytest.MonkeyPatch, healing: bool, alive: tuple[int, ...] | None, reads: list[str]
 ) -> None:
     """A cluster that heals dead brokers looks at liveness on each quiet reconcile (one DescribeCluster,
     whatever its size): a change ends the quiet period, so a failure's afterSeconds count from about the
@@ -228,6 +229,8 @@ def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
 
         def cluster_brokers(self) -> ClusterBrokers:
             contacted.append("live")
+            if alive is None:
+                raise KafkaOperationError("describe cluster: timed out")
             return ClusterBrokers("id", alive)
 
         def check_authorized(self, *_: Any, **__: Any) -> None:
