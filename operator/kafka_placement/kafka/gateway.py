@@ -163,10 +163,16 @@ class KafkaGateway:
                     break
                 except KafkaOperationError as e:
                     self._confluent = None
+                    e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                    if "controller" in e.message.lower() and attempt > 1:
+                        # the metadata answered, only the broker named controller did not (again): the
+                        # cluster is reached; calls that need that broker go elsewhere or say so
+                        log.info("connect: %s; connected without it", e.message)
+                        self._confluent = admin
+                        break
                     if not self._dead_controller(e) or attempt == CONNECT_TRIES:
                         raise self._unavailable(e.message) from None
                     log.info("connect: %s; trying again with fresh metadata", e.message)
-                    e.__traceback__ = None  # its frames hold the client: freed with its last reference
                 except KafkaUnavailableError:
                     self._confluent = None
                     raise
@@ -570,12 +576,34 @@ class KafkaGateway:
                 )
                 return self._call(what, lambda: future().result(), attempts=1)  # noqa: B023 (called here)
             except KafkaOperationError as e:
+                if "controller" not in e.message.lower():
+                    raise
+                e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                answer = self._describe_cluster_anywhere(what)
+                if answer is not None:
+                    return answer
                 if not self._dead_controller(e) or attempt == CONNECT_TRIES:
                     raise
                 log.info("%s: %s; trying again with fresh metadata", what, e.message)
-                e.__traceback__ = None  # its frames hold the client: freed with its last reference
                 self._confluent = None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _describe_cluster_anywhere(self, what: str) -> DescribedCluster | None:
+        """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
+        to the "controller" the metadata names (KRaft names any live broker): the answer when librdkafka
+        waited in vain for that one, which this operator may not reach (a network that cuts it off from
+        one broker must not fail every reconcile, nor make a live broker look dead). A broker that refuses
+        the first try is in reconnect backoff for the second. None: no broker answered this either."""
+        try:
+            py = self._py()
+        except KafkaUnavailableError:
+            return None
+        for _ in range(2):
+            with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
+                found = self._call(f"{what} (any broker)", py.describe_cluster, attempts=1)
+                log.info("%s: the broker named controller did not answer; another one did", what)
+                return DescribedCluster.of(found)
+        return None
 
     def cluster_brokers(self) -> liveness.ClusterBrokers:
         """The brokers alive in the cluster (and fenced ones, where the answer lists them), by the one
@@ -918,6 +946,31 @@ class KafkaGateway:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribedCluster:
+    """A DescribeCluster answer read from kafka-python's dict, in the shape of librdkafka's that the
+    gateway reads (``cluster_id``, ``nodes``, ``authorized_operations``): ``nodes`` are the brokers' dicts
+    (``broker_id``, ``rack``, ``is_fenced``: liveness.py reads both shapes)."""
+
+    cluster_id: str | None
+    nodes: tuple[Mapping[str, Any], ...]
+    authorized_operations: tuple[str, ...] | None
+
+    @staticmethod
+    def of(answer: Mapping[str, Any]) -> DescribedCluster:
+        ops = answer.get("cluster_authorized_operations", answer.get("authorized_operations"))
+        names: tuple[str, ...] | None
+        if isinstance(ops, int):  # KIP-430's bit field: bit i set = operation code i (INT32_MIN: none)
+            from kafka.admin import ACLOperation
+
+            names = None if ops < 0 else tuple(op.name for op in ACLOperation if ops >> op.value & 1)
+        else:
+            names = tuple(str(op) for op in ops) if ops is not None else None
+        brokers = tuple(dict(b) for b in answer.get("brokers") or ())
+        cluster_id = answer.get("cluster_id")
+        return DescribedCluster(str(cluster_id) if cluster_id else None, brokers, names)
 
 
 def _via_controller(py: Any, send: Callable[[], T]) -> Callable[[], T]:

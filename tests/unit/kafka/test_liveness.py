@@ -39,3 +39,25 @@ def test_a_live_broker_that_did_not_answer_is_unreachable_not_dead() -> None:
     assert got.alive(2)  # liveness does not depend on who answered us
     assert got.unreachable({1, 2, 3, 9}) == ()
     assert got.unreachable(()) == (1, 2, 3)
+
+
+def test_kafka_pythons_answer_reads_as_librdkafkas_with_its_operations() -> None:
+    """The gateway's DescribeCluster through any reachable broker (kafka-python; used when the broker the
+    metadata names controller does not answer this operator): the same liveness, and KIP-430's bit field
+    decoded to the operation names librdkafka's answer has (INT32_MIN: none reported)."""
+    from kafka_placement.kafka.gateway import DescribedCluster
+
+    answer = {
+        "cluster_id": "abc",
+        "controller_id": 3,
+        "brokers": [
+            {"broker_id": 1, "host": "h", "port": 9092, "rack": "r1", "is_fenced": False},
+            {"broker_id": 2, "host": "h", "port": 9093, "rack": None, "is_fenced": True},
+        ],
+        "cluster_authorized_operations": (1 << 7) | (1 << 8) | (1 << 10),
+    }
+    got = DescribedCluster.of(answer)
+    assert got.authorized_operations == ("ALTER", "DESCRIBE", "DESCRIBE_CONFIGS")
+    assert cluster_brokers(got.cluster_id, got.nodes) == ClusterBrokers("abc", (1,), (2,), {1: "r1"})
+    none = DescribedCluster.of({**answer, "cluster_authorized_operations": -(2**31)})
+    assert none.authorized_operations is None
