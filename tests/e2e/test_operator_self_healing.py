@@ -15,7 +15,8 @@ time briefly, and always restarted (``finally``):
 Cost: about 90 s (two kills; each is seen once the controller fences the broker, ~10 s, and each restart
 waits until the cluster sees every broker again). A second test sees a flapping broker healed once, from
 its first death, across an operator restart mid-timer (about 4 min); a third heals a broker to completion
-under load and, once it is back, sees its heal retired and the broker used again.
+under load, across an operator restart mid-heal, and, once it is back (with its data, or with empty log
+dirs: a replaced volume), sees its heal retired and the broker used again (about 2 min each).
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_sample
 from tests.e2e.test_operator import apply
 from tests.integration.test_executor_broker_down import rig_node
 
+from kafka_placement.execution.record import TERMINAL
 from kafka_placement.model.self_healing import parse_time
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
 
 DOWN = 3
+HEAL_THROTTLE = 400_000  # bytes/s: the ballast's copy to brokers 1 and 2 takes about 10 s or more
+BALLAST_RECORDS = 24_000  # of 500 bytes: 12 MB over 6 partitions, 8 MB of it on broker 3
 LABEL = "kafkaplacement.io/created-by=self-healing"
 
 
@@ -224,8 +228,10 @@ def test_a_flapping_broker_is_healed_once_from_its_first_death_across_an_operato
             assert restarted.returncode == 0 or "already running" in restarted.stderr, restarted.stderr
 
 
-@pytest.mark.timeout(540)
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("returns", ["with-its-data", "with-empty-log-dirs"])
 def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_back(
+    returns: str,
     operator: Operator,
     kubectl: Any,
     k8s_namespace: str,
@@ -234,13 +240,18 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
 ) -> None:
     """``approval: Automatic``: a broker SIGKILLed while an idempotent producer writes with acks=all is
     decommissioned by the heal the operator creates, through the executor's repair of the partitions it
-    left under-replicated: the heal reports Completed, every partition of the topic is back at RF 2 on live
-    brokers and in sync, every acknowledged record is read once, no throttle is left. Then broker 3 is
-    started again with its id and data, as a pod returns: once it has stayed back ``settleSeconds`` (5 s)
-    the completed heal is retired (``onReturn: Retire``, the default) with no user action: deleted, broker 3
-    uncordoned in Kafka (no ``cordoned.log.dirs``), a topic of RF 3 can be created on the 3-node rig again,
-    ``status.pastFailures`` has the failure, ``HealRetired`` is posted and counted."""
+    left under-replicated; the operator is restarted (SIGTERM, a new process) while the heal's moves are
+    in flight and resumes it from its record. The heal reports Completed with no move sent twice, every
+    partition of the topic is back at RF 2 on live brokers and in sync, every acknowledged record is read
+    once, no throttle is left. Then broker 3 is started again with its id, as a pod returns, with its data
+    or with empty log dirs (a replaced volume: emptied and formatted with the cluster's id, new directory
+    ids, as a pod's start formats a new volume): once it has stayed back ``settleSeconds`` (5 s) the completed
+    heal is retired (``onReturn: Retire``, the default) with no user action: deleted, broker 3 uncordoned
+    in Kafka (no ``cordoned.log.dirs``), a topic of RF 3 can be created on the 3-node rig again,
+    ``status.pastFailures`` has the failure, ``HealRetired`` is posted and counted, and a PlacementPolicy
+    balancing the topic over the brokers puts replicas back on broker 3."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+    from tests.e2e.test_operator import execution_record, fill
     from tests.integration.conftest import confluent_admin, create_topics_everywhere, read_to_end
     from tests.integration.test_dead_broker import PARTITIONS, Producer
     from tests.integration.test_executor_broker_down import throttle_configs
@@ -255,10 +266,12 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
     operator.start()
     assignment = [[1 + p % 3, 1 + (p + 1) % 3] for p in range(PARTITIONS)]  # 20 of 30 on broker 3
     topic = new_topic(assignment, config={"min.insync.replicas": "1"})
+    ballast = new_topic([[1 + p % 3, 1 + (p + 1) % 3] for p in range(6)])  # 4 of 6 on broker 3
+    fill(kafka_rig, ballast, BALLAST_RECORDS)  # 12 MB: the heal's copy lasts while the operator restarts
     with KafkaGateway(ConnectionSettings(servers)) as gw:
         throttles_before = throttle_configs(gw, topic)
     manifest = cluster(name, servers, 5).replace("approval: Manual", "approval: Automatic")
-    apply(kubectl, ns, manifest + "  throttleBytesPerSecond: 50000000\n")
+    apply(kubectl, ns, manifest + f"  throttleBytesPerSecond: {HEAL_THROTTLE}\n")
     until(
         "the KafkaCluster connected",
         lambda: (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("phase") == "Connected",
@@ -277,6 +290,14 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
         heal_name = heal["metadata"]["name"]
         assert heal["spec"]["approval"] == "Automatic"
 
+        def moving() -> dict[str, Any] | None:
+            record = execution_record(kubectl, ns, name)
+            return record if record.get("inFlight") and record.get("phase") not in TERMINAL else None
+
+        mid = until("the heal's moves in flight", moving, operator, timeout=120)
+        operator.kill(signal.SIGTERM)  # mid-heal: the new process resumes the execution from its record
+        operator.start()
+
         def completed() -> bool:
             status = get(kubectl, ns, "brokerdecommission", heal_name).get("status") or {}
             assert status.get("phase") not in ("Failed", "Paused"), status
@@ -284,6 +305,9 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
 
         until("the heal Completed", completed, operator, timeout=240)
         print(f"self-healing e2e: broker {DOWN} healed {time.monotonic() - killed_at:.0f} s after the kill")
+        final = execution_record(kubectl, ns, name)
+        assert final["planId"] == mid["planId"], "the restart re-planned the heal"
+        assert final["counters"]["resubmitted"] == 0, final["counters"]  # no move sent twice
         producer.finish()
         assert not producer.failed, producer.failed[:5]
 
@@ -310,28 +334,18 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
             operator,
             30,
         )
-        (heals_created,) = [
-            x.value
-            for x in metric_samples(operator, "kafka_placement_heals_total")
-            if x.labels["kind"] == "BrokerDecommission"
-        ]
-        assert heals_created == 1
-        took = {
-            x.name: x.value
-            for n in ("count", "sum")
-            for x in metric_samples(operator, f"kafka_placement_heal_duration_seconds_{n}")
-            if x.labels["kind"] == "BrokerDecommission"
-        }
-        seconds = took["kafka_placement_heal_duration_seconds_sum"]
-        assert took["kafka_placement_heal_duration_seconds_count"] == 1 and seconds >= 5, (
-            took
-        )  # the delay included
+        # one heal all along: the restarted process adopted it (its counter of heals created stays 0)
+        assert [h["metadata"]["name"] for h in heals(kubectl, ns)] == [heal_name]
+        created = metric_samples(operator, "kafka_placement_heals_total")
+        assert sum(x.value for x in created if x.labels["kind"] == "BrokerDecommission") == 0, created
         read = [int(v or b"-1") for rs in read_to_end(servers, topic, PARTITIONS).values() for _, _, v in rs]
         assert len(read) == len(set(read)), "a record was read twice"
         assert producer.acked <= set(read), f"{len(producer.acked - set(read))} acknowledged records lost"
 
-        # broker 3 back for good: its completed heal is retired, the broker may take replicas again
-        start = rig_node("start-node", kafka_rig, DOWN)
+        # broker 3 back for good (a pod returning with its id): its completed heal is retired, the broker
+        # may take replicas again
+        empty = ["--empty-data"] if returns == "with-empty-log-dirs" else []  # its dirs emptied, formatted
+        start = rig_node("start-node", kafka_rig, DOWN, *empty)
         assert start.returncode == 0, start.stderr + start.stdout
         down, back_at = False, time.monotonic()
         until("the heal retired (deleted)", lambda: not heals(kubectl, ns), operator, timeout=5 + 60)
@@ -375,6 +389,39 @@ def test_a_killed_broker_is_healed_to_completion_under_load_and_used_again_once_
         ]
         assert retired == 1
         heal_name = None  # gone: nothing to delete
+
+        # used again: a policy balancing the topic's replicas over the brokers moves a third onto broker 3
+        apply(
+            kubectl, ns,
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: refill}\n"
+            f"spec: {{clusterRef: {{name: {name}}}, topics: {{include: ['{topic}']}}, "
+            "balance: {brokers: true, tolerance: 0.1}}\n",
+        )  # fmt: skip
+
+        def refilled() -> int:
+            with KafkaGateway(ConnectionSettings(servers)) as fresh:
+                parts = [p for p in fresh.snapshot().partitions if p.topic == topic]
+            on_it = sum(DOWN in p.replicas for p in parts)
+            in_sync = all(set(p.isr) == set(p.replicas) for p in parts)
+            return on_it if on_it >= PARTITIONS // 2 and in_sync else 0  # 20 with tolerance 0.1: 16 or more
+
+        def refill_completed() -> bool:
+            status = get(kubectl, ns, "placementpolicy", "refill").get("status") or {}
+            assert status.get("phase") not in ("Failed", "Paused", "Blocked"), status
+            return status.get("phase") == "Completed"
+
+        until("the refill Completed", refill_completed, operator, timeout=180)
+        on_it = until(f"replicas back on broker {DOWN}", refilled, operator, timeout=30)
+        print(f"self-healing e2e: {on_it} replicas of the topic back on broker {DOWN} ({returns})")
+        until(
+            "the throttles as they were before, after the refill",
+            lambda: (now := left()) == {k: v for k, v in throttles_before.items() if k in now},
+            operator,
+            30,
+        )
+        kubectl("-n", ns, "delete", "placementpolicy", "refill", "--timeout=120s")
+        read = [int(v or b"-1") for rs in read_to_end(servers, topic, PARTITIONS).values() for _, _, v in rs]
+        assert len(read) == len(set(read)) and producer.acked <= set(read), "records lost or doubled"
     finally:
         producer.stop.set()
         if down:

@@ -12,6 +12,7 @@
     kafka_rig.py status --name main
     kafka_rig.py stop-node  --name main --node 3   # SIGTERM one node's JVM (data kept)
     kafka_rig.py start-node --name main --node 3   # start it again (same config and data)
+    kafka_rig.py start-node --name main --node 3 --empty-data   # ... on empty data dirs (a new volume)
     kafka_rig.py down   --name main
 
 The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node runs
@@ -1061,9 +1062,36 @@ def cmd_stop_node(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_empty_data(java: str, cluster: Cluster, node: Node, timeout: float) -> None:
+    """A stopped node's data dirs replaced by empty ones, as a pod that returns on a new volume (its
+    metadata dir kept: a volume of its own): the dirs are emptied and formatted with the cluster's id, so
+    each gets a meta.properties with a new directory id (Kafka refuses to start on a data dir without
+    one; an operator's pod formats it the same way, ``kafka-storage format --ignore-formatted``)."""
+    props = (node.meta_dir / "meta.properties").read_text()
+    found = re.search(r"^cluster\.id=(\S+)$", props, re.MULTILINE)
+    if found is None:
+        raise RigError(f"kafka rig '{cluster.name}': node {node.id}: no cluster.id in {node.meta_dir}")
+    for d in node.log_dirs:
+        shutil.rmtree(d)
+        d.mkdir()
+    args = ["format", "--config", str(node.config), f"--cluster-id={found.group(1)}", "--ignore-formatted"]
+    if re.search(r"^process\.roles=.*controller", node.config.read_text(), re.MULTILINE):
+        args.append("--no-initial-controllers")  # the metadata dir is formatted already: left as it is
+    proc = subprocess.run(
+        java_cmd(java, cluster, node, "kafka.tools.StorageTool", *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        tail = "\n    ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise RigError(f"kafka rig '{cluster.name}': node {node.id}: formatting empty data dirs:\n    {tail}")
+
+
 def cmd_start_node(args: argparse.Namespace) -> int:
-    """Start one stopped node again with the JVM command of ``up`` (same config and data), wait until it
-    answers and the cluster sees every broker that runs, record its new pid in rig.json."""
+    """Start one stopped node again with the JVM command of ``up`` (same config and data; with
+    ``--empty-data`` on empty data dirs), wait until it answers and the cluster sees every broker that
+    runs, record its new pid in rig.json."""
     cluster, node = node_of(args)
     pids = node_pids(cluster, node)
     if pids:
@@ -1084,6 +1112,8 @@ def cmd_start_node(args: argparse.Namespace) -> int:
     java = find_java()
     check_libs(cluster.libs, cluster.kafka_version)
     check_plugins(cluster.plugin_jars)
+    if args.empty_data:
+        format_empty_data(java, cluster, node, FORMAT_TIMEOUT_S)
     started = time.monotonic()
     proc: subprocess.Popen[bytes] | None = None
     signal.signal(signal.SIGTERM, _terminated)  # a killed `start-node` still stops the JVM it started
@@ -1171,6 +1201,9 @@ def parser() -> argparse.ArgumentParser:
     )
     start.add_argument("--node", type=int, required=True, help="node id (1..N)")
     start.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for it (120)")
+    start.add_argument(
+        "--empty-data", action="store_true", help="on empty, freshly formatted data dirs (a new volume)"
+    )
     start.set_defaults(func=cmd_start_node)
     return p
 
