@@ -63,6 +63,7 @@ def test_no_command_prints_help_and_exits_2(capsys: object) -> None:
         ),
         ("handlers/healing.py", "import time", "decide, healing and retiring are pure"),
         ("handlers/retiring.py", "import time", "decide, healing and retiring are pure"),
+        ("planning/exact.py", "import kafka_placement.planning.goals", "no circle in planning"),
     ],
 )
 def test_import_linter_rejects_a_layer_violation(
