@@ -2,11 +2,13 @@
 against the throttle-limited lower bound; Kafka's own ReassignPartitionsCommand on the same scenario.
 
     flock /tmp/rig-broker.lock .venv/bin/python tests/bench/run_heal_bench.py \
-        [--partitions 60] [--mb 600] [--throttle 2500000] [--sides ours,kafka] [--poll-seconds 1]
+        [--partitions 60] [--mb 600] [--throttle 2500000] [--sides ours,kafka,operator] [--poll-seconds 1] \
+        [--after 20]
 
 Kills a broker: run it under `flock /tmp/rig-broker.lock` (the rig's other users take that lock before they
 stop or kill one), when no tests run if you can. Needs the main Kafka rig (.rig/rig.json) and, for the
-`kafka` side, Kafka's jars (tests/rig/kafka/fetch.sh).
+`kafka` side, Kafka's jars (tests/rig/kafka/fetch.sh); for the `operator` side, the k8s rig too (the
+operator as a process heals the broker itself: `heal_by_operator`).
 
 Per side: a fresh topic of N partitions, RF 2 over brokers 1-3 ([1,2], [2,3], [3,1], ...), so 2/3 of them
 have a replica on broker 3, min.insync.replicas 1, holding MB megabytes of random (incompressible) values
@@ -41,6 +43,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from run_exec_scale import write_section  # noqa: E402  (one writer of benchmark sections)
@@ -406,15 +410,176 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
             print(f"deleting {name} failed: {e}", file=sys.stderr)
 
 
+def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The operator path: the operator (a process, as the e2e tests run it, with the default resync period)
+    heals the dead broker itself (``selfHealing.brokerFailure``, approval Automatic, the same throttle).
+    Times from the failure: the death listed in the status, the heal (a BrokerDecommission) created, its
+    first move (the record's earliest in-flight entry), Completed. The bound is the copy the heal did: the
+    partitions whose replicas changed between a snapshot before the kill and one after the heal."""
+    from run_preempt_bench import Kube, rig_json, until
+    from tests.e2e.conftest import Operator
+
+    bootstrap = str(kafka["bootstrapServers"])
+    name = f"bench-heal-operator-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, name, args.partitions)
+    ns = f"bench-heal-{uuid.uuid4().hex[:6]}"
+    kube = Kube(rig_json()["k8s"], ns)
+    kube("apply", "-f", str(ROOT / "crds"), ns=False)
+    kube("create", "namespace", ns, ns=False)
+    killed = False
+    with tempfile.TemporaryDirectory(prefix="kp-heal-") as tmp:
+        work = Path(tmp)
+        log = work / "operator.log"
+        op = Operator(ns, kube.config, log, env={"KP_RESYNC_SECONDS": "60"})  # the default resync period
+        try:
+            produce(bootstrap, name, args.partitions, args.mb * 1_000_000 // args.partitions)
+            wait_healthy(admin(bootstrap), name, args.partitions, 300)
+            before = work / "before.json"
+            run([str(CLI), "snapshot", "--bootstrap-server", bootstrap, "-o", str(before)])
+            op.start()
+            kube(
+                "apply", "-f", "-",
+                input=(
+                    "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: heal}\n"
+                    f"spec: {{bootstrapServers: '{bootstrap}', throttleBytesPerSecond: {args.throttle}, "
+                    f"selfHealing: {{brokerFailure: {{enabled: true, afterSeconds: {args.after}}}, "
+                    "approval: Automatic}}\n"
+                ),
+            )  # fmt: skip
+
+            def settled() -> bool:  # connected, and idle long enough for its reconciles to be quiet ones
+                status = kube.get("kafkacluster", "heal").get("status") or {}
+                return status.get("phase") == "Connected" and bool(status.get("brokers"))
+
+            until("the KafkaCluster connected", settled, 120, log)
+            time.sleep(10)
+            failure = time.time()
+            node("stop-node", "--kill")
+            killed = True
+
+            def dead_seen() -> float | None:
+                status = kube.get("kafkacluster", "heal").get("status") or {}
+                listed = any(d.get("id") == DEAD for d in status.get("deadBrokers") or ())
+                return time.time() if listed else None
+
+            dead_at = until("broker 3 listed dead", dead_seen, 180, log)
+
+            def heal_made() -> tuple[float, str] | None:
+                items = json.loads(kube("get", "brokerdecommissions", "-o", "json"))["items"]
+                return (time.time(), items[0]["metadata"]["name"]) if items else None
+
+            made, heal = until("the heal created", heal_made, 180 + args.after, log)
+
+            def first_move() -> float | None:
+                ats = [float(e["at"]) for e in (kube.record("heal").get("inFlight") or {}).values()]
+                return min(ats) if ats else None
+
+            first = until("the heal's first move", first_move, 300, log, every=0.1)
+
+            def completed() -> float | None:
+                phase = (kube.get("brokerdecommission", heal).get("status") or {}).get("phase")
+                if phase in ("Failed", "Paused"):
+                    raise RuntimeError(f"the heal is {phase}")
+                return time.time() if phase == "Completed" else None
+
+            done = until("the heal Completed", completed, 3600, log, every=0.5)
+            counters = kube.record("heal")["counters"]
+            after = work / "after.json"
+            run([str(CLI), "snapshot", "--bootstrap-server", bootstrap, "-o", str(after)])
+            snap = json.loads(before.read_text())
+            for b in snap["brokers"]:
+                if b["id"] == DEAD:
+                    b["alive"] = False  # the copy's sources: the live replicas after the failure
+            now = {
+                (p["topic"], p["partition"]): p["replicas"]
+                for p in json.loads(after.read_text())["partitions"]
+            }
+            moved = [
+                {
+                    "topic": p["topic"],
+                    "partition": p["partition"],
+                    "replicas": now[(p["topic"], p["partition"])],
+                }
+                for p in snap["partitions"]
+                if (p["topic"], p["partition"]) in now and now[(p["topic"], p["partition"])] != p["replicas"]
+            ]
+            if not moved or any(DEAD in e["replicas"] for e in moved) or counters["resubmitted"]:
+                raise RuntimeError(f"checks failed: {len(moved)} partitions moved, counters {counters}")
+            bound = lower_bound(snap, {"partitions": moved}, args.throttle)
+            row = {
+                "side": "operator",
+                "partitions": args.partitions,
+                "moves": len(moved),
+                "throttle": args.throttle,
+                "after": args.after,
+                "deadSeenS": dead_at - failure,
+                "healCreatedS": made - failure,
+                "firstMoveS": first - failure,
+                "copyS": done - first,
+                "totalS": done - failure,
+                "resubmitted": counters["resubmitted"],
+                **{k: bound[k] for k in ("bound", "bottleneck", "maxBytes", "copied")},
+            }
+            print(f"[operator] {json.dumps(row)}", flush=True)
+            return row
+        finally:
+            if killed:
+                try:
+                    node("start-node")
+                except Exception as e:  # report; the rest is still cleaned
+                    print(f"restarting broker {DEAD} failed: {e}", file=sys.stderr)
+            try:
+                kube("delete", "brokerdecommission", "--all", "--timeout=300s")
+                kube("delete", "kafkacluster", "--all", "--timeout=120s")
+            finally:
+                op.kill(signal.SIGTERM)
+                client = admin(bootstrap)
+                client.delete_topics([name], request_timeout=60)[name].result(timeout=120)
+                kube("delete", "namespace", ns, "--wait=false", ns=False)
+
+
+def operator_table(r: dict[str, Any]) -> list[str]:
+    """The operator path's row: its own columns (no CLI snapshot or plan: the operator reads and plans)."""
+    if "error" in r:
+        return ["", f"Operator path: failed: {r['error']}"]
+    para = (
+        "The operator path (`--sides operator`): the operator as a process (reconciling every 2 s, the "
+        "default 60 s resync), a KafkaCluster with the same throttle and `selfHealing.brokerFailure` "
+        "(afterSeconds below, approval Automatic) heals the broker itself: times from the failure (the "
+        "start of `stop-node --kill`) to the death listed in `status.deadBrokers`, the heal created, its "
+        "first move submitted, the heal Completed (checked against the cluster before it says so). The bound "
+        "is the copy the heal made (the partitions whose replicas changed between snapshots before the kill "
+        "and after the heal). `from failure / bound` is (Completed - afterSeconds) / bound: the issue's "
+        "measure; it includes Kafka's own fencing of the broker (broker.session.timeout.ms, 9 s on the rig)."
+    )
+    ratio, whole = r["copyS"] / r["bound"], (r["totalS"] - r["after"]) / r["bound"]
+    lines = [
+        "",
+        *textwrap.wrap(para, 110, break_on_hyphens=False),
+        "",
+        "| side | moves | MB copied | throttle MB/s | bottleneck | lower bound s | afterSeconds "
+        "| dead listed s | heal created s | first move s | copy s | Completed s | copy / bound "
+        "| from failure / bound | resubmitted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| operator | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
+        f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['after']} "
+        f"| {r['deadSeenS']:.1f} | {r['healCreatedS']:.1f} | {r['firstMoveS']:.1f} | {r['copyS']:.1f} "
+        f"| {r['totalS']:.1f} | {ratio:.2f} | {whole:.2f} | {r['resubmitted']} |",
+    ]
+    return lines
+
+
 def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
 def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
     day = datetime.date.today().isoformat()
+    by_operator = [r for r in rows if r["side"] == "operator"]
+    rows = [r for r in rows if r["side"] != "operator"]
     r0 = next((r for r in rows if "error" not in r), None)
     if r0 is None:
-        raise SystemExit("every side failed: nothing to report")
+        raise SystemExit("the CLI sides (ours, kafka) are the table's base: run at least one of them")
     paras = [
         f"A topic of {r0['partitions']} partitions, RF 2 over the main rig's brokers 1-3 (2 log dirs "
         f"each, one host), min.insync.replicas 1, {r0['dataBytes'] / 1e6:.0f} MB of random values; broker "
@@ -454,6 +619,8 @@ def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
             f"| {r['planS']:.1f} | {fmt(r['firstMoveS'])} | {fmt(r['copyS'])} | {fmt(r['toTargetS'])} "
             f"| {ratio} | {target} | {r['totalS']:.1f} |"
         )
+    for r in by_operator:
+        lines += operator_table(r)
     return "\n".join(lines) + "\n"
 
 
@@ -462,7 +629,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=60, help="partitions of the topic (default 60)")
     ap.add_argument("--mb", type=int, default=600, help="MB written to the topic (default 600)")
     ap.add_argument("--throttle", type=int, default=2_500_000, help="bytes/s per broker (default 2500000)")
-    ap.add_argument("--sides", default="ours,kafka", help="ours, kafka or both (default ours,kafka)")
+    ap.add_argument(
+        "--sides",
+        default="ours,kafka",
+        help="any of ours, kafka, operator, comma separated (default ours,kafka)",
+    )
+    ap.add_argument("--after", type=int, default=20, help="the operator side's afterSeconds (default 20)")
     ap.add_argument("--poll-seconds", type=float, default=1.0, help="execute --poll-seconds (default 1)")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument(
@@ -485,7 +657,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for side in args.sides.split(","):
             try:
-                rows.append(one_side(side, kafka, args))
+                rows.append(
+                    heal_by_operator(kafka, args) if side == "operator" else one_side(side, kafka, args)
+                )
             except Exception as e:  # reported in the table; the other side still runs
                 print(f"[{side}] failed: {e}", file=sys.stderr, flush=True)
                 rows.append({"side": side, "error": " ".join(str(e).split())[:300]})
@@ -500,6 +674,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--mb {args.mb}",
             f"--throttle {args.throttle}",
             f"--sides {args.sides}",
+            *([f"--after {args.after}"] if "operator" in args.sides else []),
             f"--poll-seconds {args.poll_seconds:g}",
         ]
     )
