@@ -107,6 +107,30 @@ def cluster(
     return ClusterSnapshot.from_json(doc)
 
 
+def sized_volumes(
+    snap: ClusterSnapshot, fullest: float, distinct: bool = True
+) -> tuple[ClusterSnapshot, int]:
+    """The snapshot with every dir on a volume of about one size, the fullest dir at ``fullest`` of it
+    (the others' usable bytes follow from their replicas): what makes the disk headroom rule
+    (planning/headroom.py) bind on the fullest dirs. Returns the snapshot and the size. ``distinct``: each
+    dir of a broker a few MiB larger than the one before, so that two empty dirs of one broker are not
+    taken for one filesystem (equal total and usable bytes: planning/headroom.py ``volumes``); without it
+    a new, empty broker's dirs count as one volume."""
+    held: dict[tuple[int, str], int] = {}
+    for p in snap.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                held[(b, d)] = held.get((b, d), 0) + p.size_bytes
+    size = max(1, int(max(held.values(), default=0) / fullest))
+    doc = snap.to_json()
+    for b in doc["brokers"]:
+        for i, d in enumerate(b.get("logDirs") or ()):
+            total = size + (i << 22 if distinct else 0)
+            d["totalBytes"] = total
+            d["usableBytes"] = max(0, total - held.get((b["id"], d["path"]), 0))
+    return ClusterSnapshot.from_json(doc), size
+
+
 def scenario(
     name: str, *, brokers: int = 12, partitions: int = 2000, topics: int = 20, seed: int = 1
 ) -> tuple[ClusterSnapshot, str]:

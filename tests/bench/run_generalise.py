@@ -16,7 +16,12 @@ counts and Zipf sizes (``tests/bench/generator.py``). Families:
 - ``tight-capacity``: one broker leaves and the other dirs' usable bytes are random weights x a room
   1-5% above the smallest with which the solver finds a plan (``run_optimum.tight``);
 - ``mixed``: a decommission, a dir drain, new empty brokers, 2-level spread and broker balance at
-  0.05-0.10 together.
+  0.05-0.10 together;
+- ``disk-headroom``: one broker leaves and broker balance is asked at 0.05-0.10, every dir on a volume
+  of one size, the fullest dir at 70-84% of it before the plan, so the disk headroom rule (no dir above
+  ``maxDiskShare`` 0.85, planning/headroom.py) binds on the fullest dirs: the planner and the solver's
+  room rows per volume (``tests/bench/optimum.py``) both keep it; sized as ``tight-capacity`` (the
+  solver models dirs).
 
 Each instance is planned (``compute_plan``) and solved (``tests/bench/optimum.py``, one worker, started
 from the plan) in one of ``--jobs`` processes (at most 2: the machine is shared). Per family: plan /
@@ -42,11 +47,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
-from tests.bench.generator import cluster  # noqa: E402
+from tests.bench.generator import cluster, sized_volumes  # noqa: E402
 from tests.bench.run_optimum import Instance, balance_yaml, f, run, tight, write_section  # noqa: E402
 
 SECTION = "## Plan quality that generalises (CP-SAT optimum, random small instances)"
-FAMILIES = ("decommission+spread+balance", "scale-out", "rack-repair", "tight-capacity", "mixed")
+FAMILIES = (
+    "decommission+spread+balance",
+    "scale-out",
+    "rack-repair",
+    "tight-capacity",
+    "mixed",
+    "disk-headroom",
+)
 SPREAD = "  rackAwareness: {separator: /, levels: %d}\n"
 
 
@@ -67,7 +79,7 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
     """Instance ``index`` of ``family`` under ``master`` (the same for the same three, on any machine)."""
     rng = random.Random(f"{master}:{family}:{index}")
     seed = rng.getrandbits(31)
-    small = family == "tight-capacity"  # the bisection solves it ~10 times
+    small = family in ("tight-capacity", "disk-headroom")  # tight: the bisection solves it ~10 times
     n = rng.randint(40, 120 if small else 200)
     b = rng.randint(6, 14 if small else 24)
     rf = rng.choice((2, 3))
@@ -102,6 +114,13 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
         text = _decom([leaving])
         snap = tight(cluster(**common, dirs=dirs, seed=seed), leaving, slack, seed, text, 6, 1.0)
         shape.update(leaving=[leaving], slack=slack)
+        return Instance(family, seed, snap, text, dirs=True), shape
+    if family == "disk-headroom":
+        leaving = rng.randint(1, b)
+        fullest = round(rng.uniform(0.70, 0.84), 3)
+        text = _decom([leaving]) + "---\n" + _policy(tol, None)
+        snap, _ = sized_volumes(cluster(**common, dirs=dirs, seed=seed), fullest)
+        shape.update(leaving=[leaving], fullest=fullest, tolerance=tol)
         return Instance(family, seed, snap, text, dirs=True), shape
     if family == "mixed":
         empty = rng.randint(1, max(1, b // 4))
@@ -284,6 +303,7 @@ def main() -> None:
     ap.add_argument(
         "--rows", default="", help="rows (--json) of earlier runs, comma-separated: tables only, one per draw"
     )
+    ap.add_argument("--section", default=SECTION, help="the heading of the section written (default: ours)")
     args = ap.parse_args()
     families = [x for x in args.families.split(",") if x]
     blocks: list[list[str]] = []
@@ -306,7 +326,7 @@ def main() -> None:
             jobs = [(master, fam, i, args.time_limit) for i in range(args.n) for fam in families]
         rows, started, load = solve_all(jobs, args.json, args.jobs, master)
         blocks.append(block(rows, families, master, started, load, args.jobs, args.time_limit))
-    section = [SECTION, "", INTRO, ""]
+    section = [args.section, "", INTRO, ""]
     for i, b in enumerate(blocks):
         section += ([f"### Draw {i + 1}", ""] if len(blocks) > 1 else []) + b + [""]
     section = section[:-1]
@@ -314,8 +334,8 @@ def main() -> None:
     if not args.print:
         path = Path(args.output)
         text = path.read_text()
-        if SECTION not in text.split("\n"):  # a new section goes before the History
-            path.write_text(text.replace("\n## History\n", f"\n{SECTION}\n\n## History\n", 1))
+        if args.section not in text.split("\n"):  # a new section goes before the History
+            path.write_text(text.replace("\n## History\n", f"\n{args.section}\n\n## History\n", 1))
         write_section(path, section)
         print(f"wrote {args.output}")
 

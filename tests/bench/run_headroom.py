@@ -1,0 +1,173 @@
+"""What the disk headroom rule costs: bytes moved / lower bound and planning time, rule on vs off.
+
+    .venv/bin/python tests/bench/run_headroom.py                      # 30k and 100k, writes its section
+    .venv/bin/python tests/bench/run_headroom.py --sizes 3000 --print # a quick look, prints only
+
+Each scenario of tests/bench/generator.py (60 brokers x 2 dirs, RF 3, 3 DCs x 2 racks, Zipf sizes) is
+planned twice from the same partitions by ``compute_plan``, the in-process planner the CLI and the operator
+use:
+
+- **off**: the snapshot of the generator, whose volumes have no known size (``totalBytes`` 0): no dir has
+  a limit (planning/headroom.py), as before the rule;
+- **on**: the same snapshot with every volume given one size (each dir of a broker 4 MiB more than the one
+  before: ``generator.sized_volumes``), chosen so that the fullest dir before the plan is at ``--fullest``
+  of it (default 0.80) under ``maxDiskShare`` 0.85 (the default): the dirs the plan would fill past 85%
+  are what the rule must avoid;
+- **on, identical disks** (``--identical``): every dir exactly one size, so a new broker's two empty dirs
+  report equal total and usable bytes and are taken for one filesystem (planning/headroom.py
+  ``volumes``: stricter, never less safe), which halves what a new broker may take.
+
+Per scenario and size: bytes moved over the lower bound (planning/metrics.py: the same bound either way),
+the fullest dir after the plan under the "on" volume sizes (the off plan measured with those sizes too: how
+far past the limit the plan made without the rule goes), the balance after, and the planning time (wall,
+one run each, the same process: compare the on/off ratio, not absolute seconds). The rule must not cost
+more than 1.05x bytes or time (issue 53). Writes its section of docs/benchmarks.md unless ``--print``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "operator"))
+
+from tests.bench.generator import SCENARIOS, scenario, sized_volumes  # noqa: E402
+from tests.bench.run_exec_scale import write_section  # noqa: E402  (one writer of benchmark sections)
+
+from kafka_placement.model.intents import Intents  # noqa: E402
+from kafka_placement.model.plan import Plan  # noqa: E402
+from kafka_placement.model.snapshot import ClusterSnapshot  # noqa: E402
+from kafka_placement.planning import headroom  # noqa: E402
+from kafka_placement.planning.metrics import evaluate  # noqa: E402
+from kafka_placement.planning.optimizer import compute_plan  # noqa: E402
+
+SECTION = "## Disk headroom: what the rule costs (on vs off)"
+IDENTICAL = "## Disk headroom: a new broker's identical empty disks counted as one volume"
+SHARE = headroom.DEFAULT_MAX_DISK_SHARE
+
+
+def dir_bytes(snap: ClusterSnapshot) -> dict[tuple[int, str], int]:
+    """Bytes of the replicas per dir, as placed in the snapshot."""
+    held: dict[tuple[int, str], int] = {}
+    for p in snap.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                held[(b, d)] = held.get((b, d), 0) + p.size_bytes
+    return held
+
+
+def fullest_after(snap: ClusterSnapshot, plan: Plan, sized: ClusterSnapshot) -> float:
+    """The largest share of its own volume (``sized``: the on snapshot's sizes) any dir holds after
+    ``plan`` (the plan's partitions at their target dirs, every other partition where the snapshot has
+    it)."""
+    held = dir_bytes(snap)
+    for e in plan.partitions:
+        p = snap.partition(e.topic, e.partition)
+        assert p is not None, e.key
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            if d is not None:
+                held[(b, d)] -= p.size_bytes
+        for b, d in zip(e.replicas, e.log_dirs, strict=True):
+            if d not in (None, "any"):  # "any": Kafka's choice, not counted (the planner names dirs)
+                held[(b, d)] = held.get((b, d), 0) + p.size_bytes
+    totals = {(b.id, d.path): d.total_bytes for b in sized.brokers for d in b.log_dirs}
+    return max(v / totals[k] for k, v in held.items())
+
+
+def one(name: str, partitions: int, fullest: float, distinct: bool = True) -> dict[str, Any]:
+    snap, text = scenario(name, brokers=60, partitions=partitions, topics=max(20, partitions // 500))
+    intents = Intents.loads(text)
+    on_snap, size = sized_volumes(snap, fullest, distinct)
+    row: dict[str, Any] = {"scenario": name, "partitions": partitions, "sizeGb": size / 1e9}
+    for side, s in (("off", snap), ("on", on_snap)):
+        t = time.perf_counter()
+        try:
+            plan = compute_plan(s, intents).plan
+        except Exception as e:  # the rule refused every plan: reported, not a crash of the benchmark
+            row[side] = {"error": " ".join(str(e).split())[:160], "seconds": time.perf_counter() - t}
+            continue
+        seconds = time.perf_counter() - t
+        m = evaluate(snap, plan, intents)  # the same lower bound for both sides: the snapshot without sizes
+        row[side] = {
+            "seconds": seconds,
+            "bytes": m["bytesToMove"],
+            "ratio": m["bytesToMove"] / m["lowerBoundBytes"] if m["lowerBoundBytes"] else None,
+            "broker": m["balanceAfter"]["brokerBytesMaxMean"],
+            "hard": evaluate(on_snap, plan, intents)["hardViolationsAfter"],  # the headroom rule counted
+            "fullest": fullest_after(snap, plan, on_snap),
+        }
+    print(row, flush=True)
+    return row
+
+
+def f(v: object, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def report(rows: list[dict[str, Any]], command: str, fullest: float, section: str = SECTION) -> str:
+    day = datetime.date.today().isoformat()
+    lines = [
+        section,
+        "",
+        f"`{command}` (one run, {day}, {os.cpu_count()} cores). See the docstring of "
+        "`tests/bench/run_headroom.py`: off = volumes of unknown size (no limit), on = every volume one "
+        f"size, the fullest dir at {fullest:.0%} of it before the plan, maxDiskShare {SHARE:g}. Fullest "
+        "after = the largest share any dir holds after the plan under the on sizes (for the off plan too).",
+        "",
+        "| scenario | partitions | moved / bound off | on | on / off | fullest after off | on "
+        "| broker max/mean off | on | hard violations (on sizes) off | on | plan s off | on "
+        "| time on / off |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        off, on = r["off"], r["on"]
+        if "error" in off or "error" in on:
+            why = on.get("error") or off.get("error")
+            lines.append(f"| {r['scenario']} | {r['partitions']} | refused: {why} |" + " |" * 11)
+            continue
+        lines.append(
+            f"| {r['scenario']} | {r['partitions']} | {f(off['ratio'], '.3f')} | {f(on['ratio'], '.3f')} "
+            f"| {on['bytes'] / off['bytes'] if off['bytes'] else 1:.3f} | {off['fullest']:.1%} "
+            f"| {on['fullest']:.1%} | {f(off['broker'], '.3f')} | {f(on['broker'], '.3f')} | {off['hard']} "
+            f"| {on['hard']} "
+            f"| {off['seconds']:.1f} | {on['seconds']:.1f} | {on['seconds'] / off['seconds']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="30000,100000", help="partition counts (default 30000,100000)")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--fullest", type=float, default=0.80, help="the fullest dir's share before (0.80)")
+    ap.add_argument("--identical", action="store_true", help="every dir exactly one size (see above)")
+    ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
+    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    args = ap.parse_args(argv)
+    one("decommission", 300, args.fullest)  # a warm-up: the first plan of a process pays its imports
+    rows = [
+        one(name, int(n), args.fullest, not args.identical)
+        for n in args.sizes.split(",")
+        for name in args.scenarios.split(",")
+    ]
+    command = (
+        f"python tests/bench/run_headroom.py --sizes {args.sizes} --scenarios {args.scenarios} "
+        f"--fullest {args.fullest:g}" + (" --identical" if args.identical else "")
+    )
+    section = IDENTICAL if args.identical else SECTION
+    text = report(rows, command, args.fullest, section)
+    print(text)
+    if not args.print:
+        write_section(text, Path(args.output), section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
