@@ -94,6 +94,14 @@ def node(action: str, *extra: str) -> None:
     run([*RIG, action, "--name", "main", "--node", str(DEAD), *extra], timeout=300)
 
 
+def restart_dead() -> None:
+    """Start the killed broker again; a failure is reported, never raised (the caller's cleanup goes on)."""
+    try:
+        node("start-node")
+    except Exception as e:
+        print(f"restarting broker {DEAD} failed: {e}", file=sys.stderr)
+
+
 def create_topic(
     bootstrap: str, name: str, partitions: int, assignment: list[list[int]] | None = None
 ) -> None:
@@ -399,10 +407,7 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
         return row
     finally:
         if killed:
-            try:
-                node("start-node")
-            except Exception as e:  # report; the topic is still deleted
-                print(f"restarting broker {DEAD} failed: {e}", file=sys.stderr)
+            restart_dead()
         try:
             client = admin(bootstrap)
             client.delete_topics([name], request_timeout=60)[name].result(timeout=120)
@@ -524,10 +529,7 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
             return row
         finally:
             if killed:
-                try:
-                    node("start-node")
-                except Exception as e:  # report; the rest is still cleaned
-                    print(f"restarting broker {DEAD} failed: {e}", file=sys.stderr)
+                restart_dead()
             try:
                 kube("delete", "brokerdecommission", "--all", "--timeout=300s")
                 kube("delete", "kafkacluster", "--all", "--timeout=120s")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import kopf
 import pytest
@@ -16,6 +16,7 @@ from kafka_placement.handlers import cordons, intent_common, reconciler
 from kafka_placement.handlers.decide import cordon_sync
 from kafka_placement.handlers.reconciler import Reconciler
 from kafka_placement.kafka.gateway import KafkaOperationError, KafkaUnavailableError
+from kafka_placement.kafka.liveness import ClusterBrokers
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
 
@@ -145,45 +146,63 @@ def test_a_released_resource_is_forgotten_once_it_is_gone() -> None:
     assert rec._leaving("kafka", "c", []) == [] and not rec.uncordoned("kafka", "c", "u-drain")
 
 
-def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+class Looking:
+    """A gateway that records what a reconcile reads (``contacted``): the lane's look and the liveness look
+    are answered (``alive``: the live brokers; None: the look fails); a full reconcile's first read fails
+    (Kafka unreachable)."""
+
+    contacted: ClassVar[list[str]]
+    alive: ClassVar[tuple[int, ...] | None] = ()
+
+    def __init__(self, settings: Any, fence: Any) -> None:
+        pass
+
+    def __enter__(self) -> Looking:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def partition_counts(self) -> dict[str, int]:
+        self.contacted.append("look")
+        return {}
+
+    def cluster_brokers(self) -> ClusterBrokers:
+        self.contacted.append("live")
+        if self.alive is None:
+            raise KafkaOperationError("describe cluster: timed out")
+        return ClusterBrokers("id", self.alive)
+
+    def check_authorized(self, *_: Any, **__: Any) -> None:
+        self.contacted.append("full")
+        raise KafkaUnavailableError("no broker answered")
+
+
+@pytest.fixture
+def looking(monkeypatch: pytest.MonkeyPatch) -> type[Looking]:
+    """``Looking`` as the reconciler's gateway, with a record of its own."""
+
+    class Fresh(Looking):
+        contacted: ClassVar[list[str]] = []
+
+    monkeypatch.setattr(reconciler, "FencedGateway", Fresh)
+    return Fresh
+
+
+def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(looking: type[Looking]) -> None:
     """An idle cluster's reconcile reads no more of Kafka than the new-partition lane's look (its topics'
     partition counts) while nothing of ours changed (quiet); a resource being deleted whose cordons are
     not removed yet makes it a full one, whose sync removes them."""
     live = {**CLUSTER, "metadata": {k: v for k, v in CLUSTER["metadata"].items() if k != "deletionTimestamp"}}
     kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
     drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
-    contacted: list[str] = []
-
-    class Looking:
-        """Answers the lane's look; anything a full reconcile reads first fails (Kafka unreachable)."""
-
-        def __init__(self, settings: Any, fence: Any) -> None:
-            pass
-
-        def __enter__(self) -> Looking:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            pass
-
-        def partition_counts(self) -> dict[str, int]:
-            contacted.append("look")
-            return {}
-
-        def check_authorized(self, *_: Any, **__: Any) -> None:
-            contacted.append("full")
-            raise KafkaUnavailableError("no broker answered")
-
-    monkeypatch.setattr(reconciler, "FencedGateway", Looking)
     for leaving, reads in (([], ["look"]), ([drain], ["full"])):
         rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
         settled = reconciler.Settled(reconciler.fingerprint(live, [kept], None), rec.clock(), frozenset())
         rec._settled[("kafka", "c")] = settled
-        contacted.clear()
+        looking.contacted.clear()
         rec.reconcile(live)
-        assert contacted == reads, leaving
+        assert looking.contacted == reads, leaving
     assert not rec.uncordoned("kafka", "c", "u-drain")  # Kafka did not answer: the handler waits
 
 
@@ -198,13 +217,11 @@ def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(
     ],
 )
 def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
-    monkeypatch: pytest.MonkeyPatch, healing: bool, alive: tuple[int, ...] | None, reads: list[str]
+    looking: type[Looking], healing: bool, alive: tuple[int, ...] | None, reads: list[str]
 ) -> None:
     """A cluster that heals dead brokers looks at liveness on each quiet reconcile (one DescribeCluster,
     whatever its size): a change ends the quiet period, so a failure's afterSeconds count from about the
     failure instead of up to a resync period later. Other clusters read nothing more than before."""
-    from kafka_placement.kafka.liveness import ClusterBrokers
-
     spec: dict[str, Any] = {"bootstrapServers": "k:9092"}
     if healing:
         spec["selfHealing"] = {"brokerFailure": {"enabled": True}}
@@ -213,38 +230,14 @@ def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
         "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c"},
         "spec": spec,
     }
-    contacted: list[str] = []
-
-    class Looking:
-        """Answers liveness; a full reconcile's first read fails (recorded)."""
-
-        def __init__(self, settings: Any, fence: Any) -> None:
-            pass
-
-        def __enter__(self) -> Looking:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            pass
-
-        def cluster_brokers(self) -> ClusterBrokers:
-            contacted.append("live")
-            if alive is None:
-                raise KafkaOperationError("describe cluster: timed out")
-            return ClusterBrokers("id", alive)
-
-        def check_authorized(self, *_: Any, **__: Any) -> None:
-            contacted.append("full")
-            raise KafkaUnavailableError("no broker answered")
-
-    monkeypatch.setattr(reconciler, "FencedGateway", Looking)
+    looking.alive = alive
     rec = Reconciler(cast(KubeGateway, FakeKube(cluster=live)))
     where = ("kafka", "c")
     rec._settled[where] = reconciler.Settled(
         reconciler.fingerprint(live, [], None), rec.clock(), frozenset({1, 2, 3})
     )
     rec.reconcile(live)
-    assert contacted == reads
+    assert looking.contacted == reads
     assert (where in rec._settled) == ("full" not in reads)  # a full read decides afresh
 
 
