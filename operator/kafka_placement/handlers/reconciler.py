@@ -640,7 +640,8 @@ class Reconciler:
             legacy = not gw.supports_cordon()  # new replicas up to the lane's bound leave cordoned dirs
             intents = Intents.from_documents(documents).with_reactive_cordon(legacy, lane.LANE_MAX_BYTES)
             # the cluster's disk headroom binds the lane's plans as every other (planning/headroom.py)
-            intents = intents.with_max_disk_share(ClusterSpec.of(cluster).max_disk_share)
+            spec = ClusterSpec.of(cluster)
+            intents = intents.with_max_disk_share(spec.max_disk_share, spec.disk_per_log_dir)
         except BadInputError:
             return {}  # decide reports the invalid resource; the full re-plan covers the partitions
         running = (

@@ -133,6 +133,19 @@ class CapacitySpec:
             "default": DEFAULT_MAX_DISK_SHARE,
         },
     )
+    disk_per_log_dir: bool = leaf(
+        "diskPerLogDir",
+        {
+            "type": "boolean",
+            "description": (
+                "Every log dir is on a disk of its own. Without it, two dirs of one broker reporting the"
+                " same total and usable bytes are taken for one shared filesystem (one volume, one room),"
+                " which is always safe but halves what a new broker with identical empty disks may take;"
+                " set it when no two log dirs of a broker share a filesystem."
+            ),
+            "default": False,
+        },
+    )
     brokers: tuple[BrokerCapacity, ...] | None = custom("brokers", _brokers_schema(), _brokers)
 
     def of(self, broker: int) -> Capacity:
@@ -167,6 +180,8 @@ class CapacitySpec:
         out: dict[str, Any] = {"default": fields(self.default), "maxShare": self.max_share}
         if self.max_disk_share != DEFAULT_MAX_DISK_SHARE:  # (the text a plan's key hashes: as before)
             out["maxDiskShare"] = self.max_disk_share
+        if self.disk_per_log_dir:  # (the same: only when declared)
+            out["diskPerLogDir"] = True
         if self.brokers is not None:
             out["brokers"] = [{"id": b.id, **fields(b)} for b in self.brokers]
         return out

@@ -394,6 +394,11 @@ class ClusterSpec:
         return self.capacity.max_disk_share if self.capacity is not None else DEFAULT_MAX_DISK_SHARE
 
     @property
+    def disk_per_log_dir(self) -> bool:
+        """``capacity.diskPerLogDir``: every log dir on a disk of its own (planning/headroom.py)."""
+        return self.capacity.disk_per_log_dir if self.capacity is not None else False
+
+    @property
     def spark(self) -> SparkSpec:
         """``planner.spark``, every field at its default when absent."""
         return self.planner.spark if self.planner is not None else SparkSpec()

@@ -64,6 +64,9 @@ class Intents:
     # No log dir is planned above this share of its volume (capacity.maxDiskShare; the CLI's
     # --max-disk-share; planning/headroom.py): set from ``capacity`` by ``with_capacity`` and the parser.
     max_disk_share: float = DEFAULT_MAX_DISK_SHARE
+    # Every log dir on a disk of its own (capacity.diskPerLogDir): no two dirs of a broker are taken for one
+    # filesystem (planning/headroom.py ``volumes``); set from ``capacity`` by ``with_capacity``.
+    disk_per_log_dir: bool = False
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -89,11 +92,14 @@ class Intents:
         """The same intents with the brokers' capacities (the network capacity goal's limits) and their
         ``maxDiskShare`` (kept as it is without capacities)."""
         share = capacity.max_disk_share if capacity is not None else self.max_disk_share
-        return replace(self, capacity=capacity, max_disk_share=share)
+        separate = capacity.disk_per_log_dir if capacity is not None else self.disk_per_log_dir
+        return replace(self, capacity=capacity, max_disk_share=share, disk_per_log_dir=separate)
 
-    def with_max_disk_share(self, share: float) -> Intents:
-        """The same intents with another limit of every log dir's planned share of its volume."""
-        return replace(self, max_disk_share=share)
+    def with_max_disk_share(self, share: float, disk_per_log_dir: bool | None = None) -> Intents:
+        """The same intents with another limit of every log dir's planned share of its volume (and, when
+        given, whether every log dir is on a disk of its own)."""
+        separate = self.disk_per_log_dir if disk_per_log_dir is None else disk_per_log_dir
+        return replace(self, max_disk_share=share, disk_per_log_dir=separate)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""

@@ -17,7 +17,9 @@ it (``DiskHeadroomError``).
   that filesystem's used bytes (``total - usable``), which one filesystem cannot: then they are
   distinct disks of one size that happen to be equally full. Distinct disks whose figures are equal to
   the byte and whose replicas fit in one of them (two empty disks of one model) are counted as one
-  volume: stricter, never less safe.
+  volume: stricter, never less safe, but it halves what a new broker with identical empty disks may take;
+  ``capacity.diskPerLogDir`` (declared: no two dirs of a broker share a filesystem) makes every dir its
+  own volume.
 - **Bytes counted**: the volume's used bytes at snapshot time (``total - usable``) or, when larger, the
   sum of the full sizes of the replicas the snapshot places on its dirs (a replica being copied in, a
   reassignment in flight that the planner sees at its target, counts at its full size, not at what it
@@ -113,11 +115,14 @@ def rooms(
     return out
 
 
-def volumes(snapshot: ClusterSnapshot) -> tuple[dict[DirKey, DirKey], dict[DirKey, Volume]]:
+def volumes(
+    snapshot: ClusterSnapshot, disk_per_log_dir: bool = False
+) -> tuple[dict[DirKey, DirKey], dict[DirKey, Volume]]:
     """Each dir of known size mapped to its volume's key (itself, or the first dir of its broker with the
     same ``totalBytes`` and ``usableBytes``: one filesystem, unless their replicas hold more bytes than
     that filesystem's used bytes, which one filesystem cannot), and each volume's size and free bytes.
-    The snapshot's replicas are summed only when some dirs look shared, and only for those dirs."""
+    The snapshot's replicas are summed only when some dirs look shared, and only for those dirs.
+    ``disk_per_log_dir`` (``capacity.diskPerLogDir``, declared by the user): every dir is its own volume."""
     volume: dict[DirKey, DirKey] = {}
     sizes: dict[DirKey, Volume] = {}
     shared: set[DirKey] = set()
@@ -126,7 +131,8 @@ def volumes(snapshot: ClusterSnapshot) -> tuple[dict[DirKey, DirKey], dict[DirKe
         for d in b.log_dirs:
             if d.total_bytes <= 0:
                 continue
-            key = first.setdefault((d.total_bytes, d.usable_bytes), (b.id, d.path))
+            figures = (d.total_bytes, d.usable_bytes)
+            key = (b.id, d.path) if disk_per_log_dir else first.setdefault(figures, (b.id, d.path))
             volume[(b.id, d.path)] = key
             sizes.setdefault(key, Volume(d.total_bytes, d.usable_bytes))
             if key != (b.id, d.path):
@@ -191,11 +197,12 @@ def summary(
     share: float,
     before: Mapping[DirKey, int],
     after: Mapping[DirKey, int],
+    disk_per_log_dir: bool = False,
 ) -> dict[str, object]:
     """The summary's ``diskHeadroom``: the limit, each dir of known size with its volume's share before
     (as measured) and after the plan, the fullest after, and the dirs without a limit (size unknown).
     ``before``/``after``: the bytes of replicas per dir before and after the plan."""
-    volume, sizes = volumes(snapshot)
+    volume, sizes = volumes(snapshot, disk_per_log_dir)
     hb, ha = held_per_volume(volume, before), held_per_volume(volume, after)
     dirs: list[dict[str, object]] = []
     unknown: list[dict[str, object]] = []

@@ -146,7 +146,11 @@ def summarize(
         summary["balanceAfter"].update(net.pop("balanceAfter"))
         _bound_network(summary, net.pop("lowerBoundNetworkInBytes"))
     summary["diskHeadroom"] = headroom.summary(
-        snapshot, intents.max_disk_share, found.before.dir_bytes, found.after.dir_bytes
+        snapshot,
+        intents.max_disk_share,
+        found.before.dir_bytes,
+        found.after.dir_bytes,
+        intents.disk_per_log_dir,
     )
     summary["goals"] = goal_report(intents, summary)
     return summary

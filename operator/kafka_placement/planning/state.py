@@ -94,7 +94,7 @@ class Eligibility:
             if paths and all((b, p) in cordoned or (b, p) in offline for p in paths)
         )
         share = intents.max_disk_share
-        volume, sizes = headroom.volumes(snapshot)
+        volume, sizes = headroom.volumes(snapshot, intents.disk_per_log_dir)
         return Eligibility(
             decommissioned=intents.decommissioned,
             cordoned=frozenset(cordoned),

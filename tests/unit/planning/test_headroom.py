@@ -148,6 +148,25 @@ def test_equal_figures_with_more_replicas_than_one_filesystem_holds_are_two_disk
     assert ctx.eligibility.volume[(1, "/d1")] == (1, "/d1")
 
 
+def test_declared_disk_per_log_dir_makes_equal_figures_two_volumes() -> None:
+    """Identical empty disks report equal figures and are taken for one filesystem; ``capacity.
+    diskPerLogDir`` (declared in the intents' capacity document, or the KafkaCluster's spec.capacity)
+    makes each dir its own volume: the plan refused with one shared room fits in two."""
+    detected = Intents.loads(DECOMMISSION_4)
+    declared = Intents.loads("capacity: {diskPerLogDir: true}\n---\n" + DECOMMISSION_4)
+    assert declared.disk_per_log_dir and not detected.disk_per_log_dir
+    assert declared.capacity is not None and declared.capacity.to_json()["diskPerLogDir"] is True
+    snap = shared_volume(82 * GB, 4 * GB)  # one shared room: 3 GB per broker, 12 GB arriving: refused
+    with pytest.raises(DiskHeadroomError):
+        compute_plan(snap, detected)
+    ctx = PlanningContext.of(snap, declared)
+    assert ctx.eligibility.volume[(1, "/d1")] == (1, "/d1")  # two volumes, a room each
+    s = compute_plan(snap, declared).summary
+    assert max(after for _, after in shares(s).values()) <= LIMIT
+    assert s["diskHeadroom"]["fullest"]["shareAfter"] <= LIMIT
+    assert detected.with_max_disk_share(0.9, True).disk_per_log_dir  # the operator's new-partition lane
+
+
 def test_sharded_planning_keeps_the_limit() -> None:
     # The Spark engine's sharded core: the shards' room is the cluster's, divided among them.
     snap = roomy()
