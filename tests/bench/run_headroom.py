@@ -15,7 +15,8 @@ use:
   are what the rule must avoid;
 - **on, identical disks** (``--identical``): every dir exactly one size, so a new broker's two empty dirs
   report equal total and usable bytes and are taken for one filesystem (planning/headroom.py
-  ``volumes``: stricter, never less safe), which halves what a new broker may take.
+  ``volumes``: stricter, never less safe), which halves what a new broker may take; each scenario is
+  then planned again with ``capacity.diskPerLogDir`` declared (each dir its own disk).
 
 Per scenario and size: bytes moved over the lower bound (planning/metrics.py: the same bound either way),
 the fullest dir after the plan under the "on" volume sizes (the off plan measured with those sizes too: how
@@ -81,11 +82,14 @@ def fullest_after(snap: ClusterSnapshot, plan: Plan, sized: ClusterSnapshot) -> 
     return max(v / totals[k] for k, v in held.items())
 
 
-def one(name: str, partitions: int, fullest: float, distinct: bool = True) -> dict[str, Any]:
+def one(
+    name: str, partitions: int, fullest: float, distinct: bool = True, declared: bool = False
+) -> dict[str, Any]:
     snap, text = scenario(name, brokers=60, partitions=partitions, topics=max(20, partitions // 500))
-    intents = Intents.loads(text)
+    intents = Intents.loads(("capacity: {diskPerLogDir: true}\n---\n" if declared else "") + text)
     on_snap, size = sized_volumes(snap, fullest, distinct)
-    row: dict[str, Any] = {"scenario": name, "partitions": partitions, "sizeGb": size / 1e9}
+    label = f"{name} + diskPerLogDir" if declared else name
+    row: dict[str, Any] = {"scenario": label, "partitions": partitions, "sizeGb": size / 1e9}
     for side, s in (("off", snap), ("on", on_snap)):
         t = time.perf_counter()
         try:
@@ -152,10 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
     args = ap.parse_args(argv)
     one("decommission", 300, args.fullest)  # a warm-up: the first plan of a process pays its imports
+    declared = (False, True) if args.identical else (False,)  # identical disks: without, then declared
     rows = [
-        one(name, int(n), args.fullest, not args.identical)
+        one(name, int(n), args.fullest, not args.identical, d)
         for n in args.sizes.split(",")
         for name in args.scenarios.split(",")
+        for d in declared
     ]
     command = (
         f"python tests/bench/run_headroom.py --sizes {args.sizes} --scenarios {args.scenarios} "
