@@ -23,6 +23,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from ..handlers import periods
 from ..model.errors import BadInputError, PlacementError
 
 log = logging.getLogger("kafka_placement.operator")
@@ -206,11 +207,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
     p.add_argument("--namespace", action="append", default=[], help="namespace to watch (repeatable)")
     p.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
-    p.add_argument("--interval", type=float, default=5.0, help="seconds between reconciliations of a cluster")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=periods.DEFAULT_INTERVAL_S,
+        help="seconds between reconciliations of a cluster",
+    )
     p.add_argument(
         "--resync-seconds",
         type=float,
-        default=float(os.environ.get("KP_RESYNC_SECONDS", "60")),
+        default=periods.resync_s(),
         help="an idle cluster whose resources did not change is re-read from Kafka and re-planned at most "
         "this often (placement drift made by others is found within it; 0 = every reconcile)",
     )

@@ -248,7 +248,7 @@ def cluster_conditions(
     current: Sequence[Mapping[str, Any]] | None, updates: Mapping[str, tuple[bool, str, str]]
 ) -> list[dict[str, Any]]:
     """The KafkaCluster's conditions: ``lastTransitionTime`` moves only when a condition flips."""
-    return st.merge_conditions(current, updates, st.CLUSTER_CONDITION_TYPES)
+    return st.merge_conditions(current, updates, st.DECIDED_CLUSTER_CONDITIONS)
 
 
 def connected_cluster(current: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -68,7 +67,7 @@ from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.report import Report, build_report
 from ..planning.traffic import Traffic, with_traffic
-from . import healing, metrics, plan_review, pressure, retiring
+from . import healing, metrics, periods, plan_review, pressure, retiring
 from . import new_partitions as lane
 from . import status as st
 from .cordons import (
@@ -108,7 +107,6 @@ log = logging.getLogger(__name__)
 
 INTENT_KINDS = ("LogDirCordon", "BrokerDecommission", "PlacementPolicy")  # listed in this order
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
-DEFAULT_RESYNC_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -301,8 +299,7 @@ class Reconciler:
         # that loses its Lease exits, so a new leadership is a new process; handlers/plan_review.py)
         self._kept_read: set[tuple[str, str]] = set()
         self.leadership: Leadership = leadership or Unelected()
-        env = os.environ.get("KP_RESYNC_SECONDS")
-        self.resync_s = resync_s if resync_s is not None else float(env) if env else DEFAULT_RESYNC_S
+        self.resync_s = resync_s if resync_s is not None else periods.resync_s()
         self.clock = clock
         # (namespace, cluster) -> the last full idle reconcile that settled: its fingerprint, when, and the
         # brokers alive then (a quiet reconcile of a cluster healing dead brokers compares them: _looked)

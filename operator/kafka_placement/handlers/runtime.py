@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import kopf
 
 from ..kube.gateway import KubeGateway
-from . import leader
+from . import leader, periods
 from .reconciler import Reconciler, connection_settings
 from .traffic_sampler import TrafficSampler
 
@@ -38,10 +37,10 @@ def runtime() -> Runtime:
         sampler = TrafficSampler(kube, lead, lambda spec, ns: connection_settings(spec, ns, kube))
         _RUNTIME = Runtime(
             Reconciler(kube, lead, rates=sampler.rates),  # plans with the sampler's current estimates
-            float(os.environ.get("KP_RECONCILE_INTERVAL", "5")),
+            periods.interval_s(),
             sampler,
         )
     return _RUNTIME
 
 
-INTERVAL = float(os.environ.get("KP_RECONCILE_INTERVAL", "5"))
+INTERVAL = periods.interval_s()

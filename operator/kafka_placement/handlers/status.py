@@ -39,7 +39,9 @@ def now() -> str:
 
 
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = crd_parts.CONNECTED, crd_parts.UNREACHABLE, crd_parts.NOT_AUTHORIZED
-CLUSTER_CONDITION_TYPES = (READY, DEGRADED)  # merged by decide; SelfHealing, BrokersReachable healing.py's
+# the KafkaCluster conditions decide merges (SelfHealing and BrokersReachable are healing.py's; every one
+# the CRD knows: crd_parts.CLUSTER_CONDITION_TYPES)
+DECIDED_CLUSTER_CONDITIONS = (READY, DEGRADED)
 # a KafkaCluster condition only while spec.selfHealing is declared
 SELF_HEALING = crd_parts.SELF_HEALING_CONDITION
 # a KafkaCluster condition: whether every broker alive in the cluster answers the operator (healing.py's)
