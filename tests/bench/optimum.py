@@ -11,7 +11,8 @@ definitions, read from ``kafka_placement.planning`` so the two cannot drift:
 - KIP-879 spread (``RackTree``): at every unit holding replicas, a child that is not full holds at most
   one replica fewer than any sibling; full = every member broker under it holds one;
 - broker balance as ``BrokerBalanceGoal`` defines it: on every broker that keeps data, bytes after
-  <= (1 + tolerance) x (final bytes / those brokers), when a policy asks for it; when no assignment can
+  <= its limit (planning/shares.py: (1 + tolerance) x (final bytes / those brokers), or its share by disk
+  capacity where brokers' disks differ), when a policy asks for it; when no assignment can
   meet it the model is solved without it and the result says ``balance unreachable``;
 - with ``dirs=True`` (tight-capacity instances) one boolean per (partition, broker, dir) too, and each
   dir's bytes after <= its bytes before + its usable bytes (the planner's ``Assignment.free``: bytes
@@ -32,6 +33,7 @@ from ortools.sat.python import cp_model
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import shares
 from kafka_placement.planning.context import PlanningContext, requested_tolerance
 from kafka_placement.planning.goals.replica_placement import needs_repair
 from kafka_placement.planning.metrics import apply_plan
@@ -152,9 +154,9 @@ def _solve(
     if tol is not None:
         active = e.active_brokers
         final_total = sum(replication_factor(ctx, p.key) * p.size_bytes for p in snapshot.partitions)
-        limit = int((1 + tol) * final_total / len(active))
+        limits = shares.limits(e.capacity, active, final_total, tol)  # the planner's one definition
         for b in active:
-            m.add(_load(snapshot, x, b, fixed=True) <= limit)
+            m.add(_load(snapshot, x, b, fixed=True) <= int(limits[b]))
     if dirs:
         # one row per volume (planning/headroom.py: two dirs of one filesystem share it), its bytes
         # after within its bytes before plus its room under the disk headroom limit (none when it is

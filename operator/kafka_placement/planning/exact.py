@@ -23,8 +23,8 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
   without known room the dirs are chosen afterwards as the hard goal chooses them (``best_dir``);
 - KIP-879 spread (``RackTree``): at every unit holding replicas, a child that is not full (a member
   broker under it holds none) holds at most one replica fewer than any sibling;
-- broker balance: every broker that keeps data holds at most ``limit`` bytes after the plan (the
-  balance goal's threshold, (1 + tolerance) x the mean after the plan);
+- broker balance: every broker that keeps data holds at most its ``limit`` of bytes after the plan (the
+  balance goal's limits, planning/shares.py: (1 + tolerance) x its share of the bytes after the plan);
 - objective: the bytes the plan copies as the summary counts them (``metrics.count_move``): a new replica
   copies ``copy_bytes``, a dir change within a broker ``size_bytes``.
 
@@ -38,7 +38,7 @@ capacities (rules the program does not model): the greedy plan stands there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model.snapshot import PartitionState
@@ -125,12 +125,12 @@ def sized(ctx: PlanningContext) -> bool:
 def solve(
     ctx: PlanningContext,
     parts: Sequence[PartitionState],
-    limit: int | None,
+    limit: Mapping[int, int] | None,
     below: int | None = None,
     dirs: bool = False,
 ) -> Placements | None:
     """The cheapest placement of ``parts`` (every other partition as the snapshot has it) under the
-    hard rules and, with ``limit``, at most ``limit`` bytes on every broker that keeps data, copying
+    hard rules and, with ``limit``, at most ``limit[b]`` bytes on every broker b that keeps data, copying
     fewer than ``below`` bytes when given; with ``dirs``, on dirs within their room (else brokers only:
     ``apply`` then chooses the dirs, and ``check`` tells whether they fit); None when the program is too
     large or has no solution within its bounds."""
@@ -191,7 +191,7 @@ def solve(
     if limit is not None:
         for b in e.active_brokers:
             terms = [(x[(p.key, b)], float(p.size_bytes)) for p in parts if (p.key, b) in x]
-            m.row(terms, float("-inf"), float(limit - fixed_broker.get(b, 0)))
+            m.row(terms, float("-inf"), float(limit[b] - fixed_broker.get(b, 0)))
     if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
         m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
     room = _room(ctx) if dirs_mode else {}
@@ -216,7 +216,7 @@ def solve(
     return found
 
 
-def apply(ctx: PlanningContext, found: Placements, limit: int | None) -> bool:
+def apply(ctx: PlanningContext, found: Placements, limit: Mapping[int, int] | None) -> bool:
     """Set ``found`` on the working assignment (dirs the program did not choose: a kept replica stays on
     its dir when it may, any other takes ``best_dir`` as the hard goal's do); undone, and False, when
     ``check`` rejects the result."""
@@ -235,11 +235,11 @@ def apply(ctx: PlanningContext, found: Placements, limit: int | None) -> bool:
     return False
 
 
-def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
+def check(ctx: PlanningContext, keys: Iterable[Key], limit: Mapping[int, int] | None) -> bool:
     """Every rule again, in exact integers, on the working assignment: each partition of ``keys`` with
     its replication factor on brokers that may hold it, spread, on dirs that may hold it (no replica of
     a new broker without a dir); every dir within its room; with ``limit``, every broker that keeps
-    data at or under it."""
+    data at or under its limit."""
     a, e = ctx.assignment, ctx.eligibility
     places: set[DirKey] = set()
     for key in keys:
@@ -260,7 +260,7 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: int | None) -> bool:
             places.add((b, d))
     if any((a.room(*place) or 0) < 0 for place in places):
         return False
-    return limit is None or all(a.broker_bytes[b] <= limit for b in e.active_brokers)
+    return limit is None or all(a.broker_bytes[b] <= limit[b] for b in e.active_brokers)
 
 
 def copied(ctx: PlanningContext, keys: Iterable[Key]) -> int:

@@ -47,7 +47,7 @@ from typing import Any
 from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from . import waiting
+from . import shares, waiting
 from .loads import plan_traffic
 from .reach import Reach
 from .repairs import broken
@@ -184,7 +184,7 @@ class Loads:
             if r is not None:
                 dir_ratios.append(r)
         return {
-            "brokerBytesMaxMean": _ratio(bb),
+            "brokerBytesMaxMean": shares.max_mean(elig.capacity, brokers, self.bytes),
             "brokerBytesMax": max(bb, default=0),
             "brokerBytesMean": round(sum(bb) / len(bb), 1) if bb else 0,
             "replicasMaxMean": _ratio([self.replicas.get(b, 0) for b in brokers]),
@@ -264,11 +264,11 @@ class Bound:
         policies = [q for q in intents.policies if q.balance.brokers]
         raw_loads = {b: before.bytes.get(b, 0) for b in active}
         loads = {b: raw_loads[b] - self.dropped.get(b, 0) for b in active}
-        bthreshold = 0.0
+        blimit: dict[int, float] = dict.fromkeys(active, 0.0)
         if policies and active and unreachable is None:
             tol = min(q.balance.tolerance for q in policies)
-            bthreshold = (1 + tol) * reach.total / len(active)
-            broker_excess = {b: max(0.0, loads[b] - bthreshold) for b in active}
+            blimit = shares.limits(elig.capacity, active, reach.total, tol)
+            broker_excess = {b: max(0.0, loads[b] - blimit[b]) for b in active}
         dir_policies = [q for q in intents.policies if q.balance.log_dirs]
         if dir_policies:
             tol = min(q.balance.tolerance for q in dir_policies)
@@ -278,7 +278,7 @@ class Bound:
                     continue
                 # An upper bound of the broker's final load: at most the threshold when it is balanced,
                 # otherwise everything forced to move could land on it.
-                upper = max(raw_loads[b], bthreshold) if policies else raw_loads[b] + decom + growth + drain
+                upper = max(raw_loads[b], blimit[b]) if policies else raw_loads[b] + decom + growth + drain
                 sizes = elig.sizes.get(b)  # volumes of different sizes: each dir's share of the load
                 dthreshold = {
                     d: (1 + tol) * upper / len(paths)
@@ -476,7 +476,7 @@ class Tally:
         active = scope.active
         out: dict[str, Any] = {"planId": plan_id, **self.movement}
         if scope.intents is not None:
-            why = self.reach.why(scope.intents, active, scope.trees)
+            why = self.reach.why(scope.intents, active, scope.trees, scope.elig.capacity)
             lb = self.bound.total(scope, self.before, self.reach, why)
             out["brokerBalanceUnreachable"] = why
             out["lowerBoundBytes"] = lb["total"]

@@ -1,14 +1,15 @@
 """Whether broker balance can be met at all: a cheap proof that no plan reaches the threshold.
 
-Broker balance asks every broker that keeps data to hold at most ``(1 + tolerance) x mean`` bytes.
+Broker balance asks every broker that keeps data to hold at most its limit, ``(1 + tolerance) x mean``
+bytes, or its share by disk capacity where brokers' disks differ (planning/shares.py).
 Two facts make that impossible whatever the planner does, and the summary reports them as
 "balance unreachable" (so an unmet goal is not read as the planner's failure), and the lower bound
 then leaves the balance terms out (no plan meets them, so they bound nothing):
 
-- a partition larger than the threshold: whichever broker holds it is above it;
+- a partition larger than the largest limit: whichever broker holds it is above its own;
 - the rack spread: a maximal spread puts at least ``floor`` replicas of every partition in each
   top-level unit (water-filling the replication factor over the units' broker counts), so a unit
-  whose brokers must hold more than the threshold on average leaves one of them above it (e.g.
+  whose brokers must hold more than the sum of their limits leaves one of them above its own (e.g.
   three data centres, one with fewer brokers: it holds a third of the bytes all the same).
 
 Sound, not complete: when neither applies, balance may still be unreachable. Pure: no I/O.
@@ -16,10 +17,12 @@ Sound, not complete: when neither applies, balance may still be unreachable. Pur
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..model.intents import Intents, PlacementPolicy
 from ..model.snapshot import PartitionState
+from . import shares
 from .topology import RackTree, Unit
 
 
@@ -58,26 +61,52 @@ class Reach:
         for k, v in other.need.items():
             self.need[k] = self.need.get(k, 0) + v
 
-    def why(self, intents: Intents, active: tuple[int, ...], trees: dict[str, RackTree]) -> str | None:
-        """Why no plan can meet the broker-balance threshold (None when this cannot be shown)."""
+    def why(
+        self,
+        intents: Intents,
+        active: tuple[int, ...],
+        trees: dict[str, RackTree],
+        capacity: Mapping[int, int] | None = None,
+    ) -> str | None:
+        """Why no plan can meet the broker-balance limits (None when this cannot be shown); ``capacity``:
+        the brokers' disk capacities (``Eligibility.capacity``), where balance compares shares of them."""
         policies = [q for q in intents.policies if q.balance.brokers]
         if not policies or not active:
             return None
         tol = min(q.balance.tolerance for q in policies)
-        threshold = (1 + tol) * self.total / len(active)
-        if self.largest is not None and self.largest[0] > threshold:
+        limits = shares.limits(capacity or {}, active, self.total, tol)
+        if shares.capacities(capacity or {}, active) is None:
+            threshold = limits[active[0]]
+            if self.largest is not None and self.largest[0] > threshold:
+                size, topic, number = self.largest
+                return (
+                    f"partition {topic}-{number} ({size} bytes) is larger than the threshold "
+                    f"{int(threshold)} bytes"
+                )
+            for (name, unit), nbytes in sorted(self.need.items()):
+                members = trees[name].capacity.get(unit, 0)
+                if members and nbytes / members > threshold:
+                    return (
+                        f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)} of "
+                        f"{members} broker(s): {int(nbytes / members)} each on average, above the threshold "
+                        f"{int(threshold)} bytes"
+                    )
+            return None
+        top = max(limits.values())
+        if self.largest is not None and self.largest[0] > top:
             size, topic, number = self.largest
             return (
-                f"partition {topic}-{number} ({size} bytes) is larger than the threshold "
-                f"{int(threshold)} bytes"
+                f"partition {topic}-{number} ({size} bytes) is larger than the largest broker's limit "
+                f"{int(top)} bytes (its share of the bytes by disk capacity)"
             )
         for (name, unit), nbytes in sorted(self.need.items()):
-            members = trees[name].capacity.get(unit, 0)
-            if members and nbytes / members > threshold:
+            tree = trees[name]
+            inside = [b for b in active if tree.path.get(b, ())[: len(unit)] == unit]  # (sound: all of them)
+            room = sum(limits[b] for b in inside)
+            if inside and nbytes > room:
                 return (
-                    f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)} of "
-                    f"{members} broker(s): {int(nbytes / members)} each on average, above the threshold "
-                    f"{int(threshold)} bytes"
+                    f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)}, whose "
+                    f"{len(inside)} broker(s) may hold {int(room)} bytes by their shares of disk capacity"
                 )
         return None
 

@@ -64,6 +64,11 @@ class Eligibility:
     # dirs to relieve (a LogDirCordon's relieveBelowShare): each one's volume planned under this share of
     # its size, by moving the fewest bytes off it (goals/disk_relief.py)
     relieve: dict[DirKey, float] = field(default_factory=dict)
+    # per broker whose dirs all sit on volumes of known size: the sum of those volumes' sizes (a volume
+    # two dirs share counted once; a drained or offline dir's too: capacity is the hardware's, and a cordon
+    # or a failed disk passes). Broker balance compares shares of it where brokers' capacities differ
+    # (planning/shares.py)
+    capacity: dict[int, int] = field(default_factory=dict)
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, intents: Intents) -> Eligibility:
@@ -117,6 +122,7 @@ class Eligibility:
             full=frozenset(headroom.above_limit(volume, sizes, share)),
             sizes=headroom.uneven(dirs, volume, sizes),
             relieve=relieve,
+            capacity=_capacities(dirs, volume, sizes),
         )
 
     def rooms(self, held: Mapping[DirKey, int]) -> dict[DirKey, int]:
@@ -169,6 +175,21 @@ class Eligibility:
     def active_brokers(self) -> tuple[int, ...]:
         """Brokers that hold data after the plan: the denominators of balance."""
         return tuple(sorted(self.keeping))
+
+
+def _capacities(
+    dirs: Mapping[int, tuple[str, ...]],
+    volume: Mapping[DirKey, DirKey],
+    sizes: Mapping[DirKey, Volume],
+) -> dict[int, int]:
+    """Each broker's disk capacity for balance (``Eligibility.capacity``): the sizes of the distinct volumes
+    of its dirs; absent when one of its dirs has no known size, or it has none."""
+    out: dict[int, int] = {}
+    for b, paths in dirs.items():
+        keys = [volume.get((b, p)) for p in paths]
+        if keys and all(k is not None for k in keys):
+            out[b] = sum(sizes[k].total for k in set(keys) if k is not None)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

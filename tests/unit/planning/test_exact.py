@@ -92,7 +92,8 @@ def test_a_solution_that_breaks_a_rule_is_never_taken() -> None:
     assert {k: (list(v), list(a.dirs[k])) for k, v in a.replicas.items()} == before
     assert a.room(2, "/data/d0") == 30
     best = {("t", 0): ([1, 2], ["/data/d0", "/data/d0"]), ("t", 1): ([1, 3], ["/data/d0", "/data/d0"])}
-    assert not exact.apply(ctx, best, 60)  # broker 1 would hold 70 bytes, above a limit of 60
+    limit = dict.fromkeys(ctx.eligibility.active_brokers, 60)
+    assert not exact.apply(ctx, best, limit)  # broker 1 would hold 70 bytes, above a limit of 60
     assert exact.apply(ctx, best, None)
     assert a.room(2, "/data/d0") == 0 and a.replicas[("t", 1)] == [1, 3]
 

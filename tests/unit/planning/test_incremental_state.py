@@ -281,10 +281,13 @@ def test_broker_balance_sheds_arriving_replicas_first_they_cost_no_extra_copy() 
     assert movement(snap, diff(snap, ctx))["bytesToMove"] == 20
 
 
-def test_receivers_stay_sorted_by_load_through_moves() -> None:
+@pytest.mark.parametrize("uneven", [False, True])
+def test_receivers_stay_sorted_by_room_through_moves(uneven: bool) -> None:
+    # even limits: by load, as before; limits of brokers with disks of different sizes: by room left
     ctx = _context(7)
     a, rng = ctx.assignment, random.Random(7)
-    receivers = _ByLoad([b for b in sorted(BROKERS) if b != 4], a.broker_bytes)  # 4: not a receiver
+    limit = {b: (1000.0 + 300 * b if uneven else 1500.0) for b in BROKERS}
+    receivers = _ByLoad([b for b in sorted(BROKERS) if b != 4], a.broker_bytes, limit)  # 4: not a receiver
     keys = sorted(a.replicas)
     for _ in range(300):
         key = rng.choice(keys)
@@ -293,7 +296,12 @@ def test_receivers_stay_sorted_by_load_through_moves() -> None:
         source = a.replicas[key][index]
         a.move(key, index, dest, "/data/d0")
         receivers.moved(source, dest)
-        assert receivers.order == sorted((a.broker_bytes[b], b) for b in BROKERS if b != 4)
+        order = [b for _, b in receivers.order]
+        assert order == sorted(
+            (b for b in BROKERS if b != 4), key=lambda b: (a.broker_bytes[b] - limit[b], b)
+        )
+        if not uneven:
+            assert receivers.order == sorted((a.broker_bytes[b], b) for b in BROKERS if b != 4)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -1,13 +1,15 @@
 """Soft goal: bytes (or replicas, on an empty cluster) balanced across brokers within the tolerance.
 
-Met when max/mean <= 1 + tolerance over the brokers that keep data. Only brokers above that threshold
-shed replicas, and only as many bytes as their excess: the largest replica that fits in the excess
-first, then the smallest that clears it, so the bytes moved stay close to the lower bound
-(sum of excesses). A replica goes to the least-loaded broker that stays under the threshold and that
-every earlier goal accepts (rack spread, cordons, decommissions). Only topics whose policy sets
-``balance.brokers`` move; every broker's load counts. A broker sheds the replicas the plan brings to it
-first: sent to another broker instead they are still one copy each, so they balance at no extra bytes
-(the sharded planner's shards, each seeing only its share, leave more of those to redirect).
+Met when max/mean <= 1 + tolerance over the brokers that keep data: each broker at most its limit
+(planning/shares.py: an even share of the bytes, or its share by disk capacity where brokers' disks
+differ in size). Only brokers above their limit shed replicas, and only as many bytes as their excess:
+the largest replica that fits in the excess first, then the smallest that clears it, so the bytes moved
+stay close to the lower bound (sum of excesses). A replica goes to the broker with the most room that
+stays under its limit and that every earlier goal accepts (rack spread, cordons, decommissions). Only
+topics whose policy sets ``balance.brokers`` move; every broker's load counts. A broker sheds the
+replicas the plan brings to it first: sent to another broker instead they are still one copy each, so
+they balance at no extra bytes (the sharded planner's shards, each seeing only its share, leave more of
+those to redirect).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...model.intents import Intents
+from .. import shares
 from ..context import PlanningContext, Verdict, balance_verdict
 from ..state import Key
 from .reclaim import reclaim
@@ -54,33 +57,33 @@ class BrokerBalanceGoal:
             return
         by_bytes = sum(a.broker_bytes[b] for b in active) > 0
         load = a.broker_bytes if by_bytes else a.broker_replicas
-        mean = sum(load[b] for b in active) / len(active)
-        threshold = (1 + tol) * mean
-        receivers = _ByLoad([b for b in active if e.may_receive(b)], load)
-        for broker in sorted(active, key=lambda b: (-load[b], b)):
-            if load[broker] > threshold:  # replicas arriving with the plan first: they cost no more
-                self._shed(ctx, broker, threshold, receivers, by_bytes, arriving_only=True)
-            if load[broker] > threshold:
-                self._shed(ctx, broker, threshold, receivers, by_bytes)
-        # A broker shed while brokers after it were still above the threshold found no room there
+        limit = shares.limits(e.capacity, active, sum(load[b] for b in active), tol, by_bytes)
+        receivers = _ByLoad([b for b in active if e.may_receive(b)], load, limit)
+        # fullest first: by load over the limit (with even limits, by load)
+        for broker in sorted(active, key=lambda b: (limit[b] - load[b], b)):
+            if load[broker] > limit[broker]:  # replicas arriving with the plan first: they cost no more
+                self._shed(ctx, broker, limit, receivers, by_bytes, arriving_only=True)
+            if load[broker] > limit[broker]:
+                self._shed(ctx, broker, limit, receivers, by_bytes)
+        # A broker shed while brokers after it were still above their limits found no room there
         # for an exchange; once every broker has shed, those have room: one more pass (bounded, and
-        # only over the brokers still above the threshold, usually none).
-        for broker in sorted(active, key=lambda b: (-load[b], b)):
-            if load[broker] > threshold:
-                self._shed(ctx, broker, threshold, receivers, by_bytes)
+        # only over the brokers still above their limits, usually none).
+        for broker in sorted(active, key=lambda b: (limit[b] - load[b], b)):
+            if load[broker] > limit[broker]:
+                self._shed(ctx, broker, limit, receivers, by_bytes)
         if by_bytes:  # copies the repair and the shedding made that balance lets the plan take back
-            reclaim(ctx, threshold, receivers)
+            reclaim(ctx, limit, receivers)
 
     def _shed(
         self,
         ctx: PlanningContext,
         broker: int,
-        threshold: float,
+        limit: Mapping[int, float],
         receivers: _ByLoad,
         by_bytes: bool,
         arriving_only: bool = False,
     ) -> None:
-        """Move replicas off ``broker`` until it is under the threshold. ``arriving_only``: only replicas
+        """Move replicas off ``broker`` until it is under its limit. ``arriving_only``: only replicas
         the plan brings to it (sent elsewhere, they are still one copy each), and no exchanges."""
         a = ctx.assignment
         load = a.broker_bytes if by_bytes else a.broker_replicas
@@ -97,8 +100,8 @@ class BrokerBalanceGoal:
             items.sort()
         count_mean = sum(a.broker_replicas[b] for b in receivers.at) / max(1, len(receivers.at))
         failed: set[Key] = set()
-        while load[broker] > threshold and any(movable.values()):
-            excess = load[broker] - threshold
+        while load[broker] > limit[broker] and any(movable.values()):
+            excess = load[broker] - limit[broker]
             hot_first = sorted(movable, key=lambda d: -a.dir_bytes.get((broker, d), 0) if d else 0)
             # Near the end, compare finishing now with the one or two replicas whose bytes clear the
             # excess by the least (a bounded subset sum) against one more greedy step then finishing:
@@ -110,7 +113,7 @@ class BrokerBalanceGoal:
                 if finish is not None:
                     after = _finishing(movable, excess - peek[1], failed | {peek[2]}, hot)
                     if after is None or finish[0] <= peek[1] + after[0]:
-                        self._move_set(ctx, broker, finish[1], threshold, receivers, load, movable, failed)
+                        self._move_set(ctx, broker, finish[1], limit, receivers, load, movable, failed)
                         continue
             # Aim at replicas of size excess / (replicas this broker has too many): the same bytes move,
             # and replica (hence leader) counts even out too. Never overshoot unless nothing else fits.
@@ -121,7 +124,7 @@ class BrokerBalanceGoal:
                 )
             ) is not None:
                 d, weight, key = pick
-                if self._move_one(ctx, key, broker, weight, threshold, receivers, load):
+                if self._move_one(ctx, key, broker, weight, limit, receivers, load):
                     _drop(movable[d], (weight, key))
                     moved = True
                     break
@@ -131,14 +134,14 @@ class BrokerBalanceGoal:
             # Nothing fits in the excess any more: the smallest finishing set, whatever it overshoots.
             finish = _finishing(movable, excess, failed, self._hot_dirs(ctx, broker, excess, movable))
             if finish is not None and self._move_set(
-                ctx, broker, finish[1], threshold, receivers, load, movable, failed
+                ctx, broker, finish[1], limit, receivers, load, movable, failed
             ):
                 continue
             if arriving_only:
                 return
-            if self._relay(ctx, broker, threshold, receivers, load, movable, by_bytes):
+            if self._relay(ctx, broker, limit, receivers, load, movable, by_bytes):
                 continue
-            if not self._swap(ctx, broker, threshold, receivers, load, movable, failed, by_bytes):
+            if not self._swap(ctx, broker, limit, receivers, load, movable, failed, by_bytes):
                 return
 
     @staticmethod
@@ -183,7 +186,7 @@ class BrokerBalanceGoal:
         ctx: PlanningContext,
         broker: int,
         items: list[tuple[str | None, int, Key]],
-        threshold: float,
+        limit: Mapping[int, float],
         receivers: _ByLoad,
         load: dict[int, int],
         movable: dict[str | None, list[tuple[int, Key]]],
@@ -191,9 +194,9 @@ class BrokerBalanceGoal:
     ) -> bool:
         """Move each of ``items`` off ``broker``; False when one could not move (it is marked failed)."""
         for d, weight, key in items:
-            if load[broker] <= threshold:
+            if load[broker] <= limit[broker]:
                 break
-            if not self._move_one(ctx, key, broker, weight, threshold, receivers, load):
+            if not self._move_one(ctx, key, broker, weight, limit, receivers, load):
                 failed.add(key)
                 return False
             _drop(movable[d], (weight, key))
@@ -203,7 +206,7 @@ class BrokerBalanceGoal:
         self,
         ctx: PlanningContext,
         broker: int,
-        threshold: float,
+        limit: Mapping[int, float],
         receivers: _ByLoad,
         load: dict[int, int],
         movable: dict[str | None, list[tuple[int, Key]]],
@@ -211,20 +214,20 @@ class BrokerBalanceGoal:
         by_bytes: bool,
     ) -> bool:
         """When no single move can leave ``broker``: exchange one of its replicas with a smaller replica
-        of a broker under the threshold (both partitions keep every earlier goal's rules; the other
-        broker stays under the threshold). An exchange that clears the excess is preferred, the one
+        of a broker under its limit (both partitions keep every earlier goal's rules; the other
+        broker stays under its limit). An exchange that clears the excess is preferred, the one
         costing the fewest bytes; otherwise the one shedding the most, and the loop tries again."""
         a, e = ctx.assignment, ctx.eligibility
         if not by_bytes:
             return False
-        excess = load[broker] - threshold
+        excess = load[broker] - limit[broker]
         balanced = ctx.balanced_topics("brokers")
         mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)
         best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
         best_rank: tuple[int, int] | None = None
         checks = 0
         for _, dest in receivers.order[:SWAP_DESTS]:
-            room = threshold - load[dest]
+            room = limit[dest] - load[dest]
             if dest == broker or room <= 0:
                 continue
             theirs = sorted(
@@ -278,7 +281,7 @@ class BrokerBalanceGoal:
         self,
         ctx: PlanningContext,
         broker: int,
-        threshold: float,
+        limit: Mapping[int, float],
         receivers: _ByLoad,
         load: dict[int, int],
         movable: dict[str | None, list[tuple[int, Key]]],
@@ -288,12 +291,12 @@ class BrokerBalanceGoal:
         room for it yet, making that room by sending replicas the plan brings to that broker to other
         brokers instead (each still one copy). It costs the replica's bytes alone, where an exchange
         costs both sides' (a repair that filled the brokers with room first otherwise leaves a broker
-        holding two large replicas above the threshold, and exchanges of large replicas follow). The
+        holding two large replicas above its limit, and exchanges of large replicas follow). The
         smallest replica that clears the excess first, then the largest below it."""
         a = ctx.assignment
         if not by_bytes:
             return False
-        excess = load[broker] - threshold
+        excess = load[broker] - limit[broker]
         mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)  # failed: no plain move
         order = [m for m in mine if m[0] >= excess] + [m for m in reversed(mine) if m[0] < excess]
         checks = 0
@@ -313,7 +316,7 @@ class BrokerBalanceGoal:
                 cand[index] = dest
                 if not ctx.accepts(key, cand):
                     continue
-                redirects = self._room_by_redirect(ctx, dest, load[dest] + w - threshold, broker, threshold)
+                redirects = self._room_by_redirect(ctx, dest, load[dest] + w - limit[dest], broker, limit)
                 if redirects is None:
                     continue
                 undo: list[tuple[Key, int, int, str | None]] = []
@@ -334,9 +337,9 @@ class BrokerBalanceGoal:
 
     @staticmethod
     def _room_by_redirect(
-        ctx: PlanningContext, dest: int, need: float, broker: int, threshold: float
+        ctx: PlanningContext, dest: int, need: float, broker: int, limit: Mapping[int, float]
     ) -> list[tuple[Key, int, int, str]] | None:
-        """Replicas the plan brings to ``dest`` sent to other brokers under the threshold instead
+        """Replicas the plan brings to ``dest`` sent to other brokers under their limits instead
         (key, slot, broker, dir), freeing at least ``need`` bytes on ``dest``; [] when it has room,
         None when they cannot. Largest first, one per other broker (their dirs' room then holds)."""
         if need <= 0:
@@ -357,8 +360,8 @@ class BrokerBalanceGoal:
         for v, k in arriving:
             reps = a.replicas[k]
             i = reps.index(dest)
-            for z in sorted(e.active_brokers, key=lambda b: (a.broker_bytes[b], b)):
-                if a.broker_bytes[z] + v > threshold:
+            for z in sorted(e.active_brokers, key=lambda b: (a.broker_bytes[b] - limit[b], b)):
+                if a.broker_bytes[z] + v > limit[z]:
                     break
                 if z in used or z in reps or not e.may_receive(z):
                     continue
@@ -399,7 +402,7 @@ class BrokerBalanceGoal:
         key: Key,
         broker: int,
         weight: int,
-        threshold: float,
+        limit: Mapping[int, float],
         receivers: _ByLoad,
         load: dict[int, int],
     ) -> bool:
@@ -412,8 +415,8 @@ class BrokerBalanceGoal:
         index = reps.index(broker)
         place, rejected = ctx.receiver_place(key), set()
         for _, dest in receivers.order:
-            if load[dest] + weight > threshold:
-                return False  # receivers are sorted: none further down has room either
+            if load[dest] + weight > limit[dest]:
+                return False  # receivers are sorted by room: none further down has more
             if dest in reps or place(dest) in rejected:
                 continue
             candidate = list(reps)
@@ -432,24 +435,30 @@ class BrokerBalanceGoal:
 
 
 class _ByLoad:
-    """The brokers that may receive, sorted by load (``order``: (load, broker), least first) and kept
-    sorted as this goal's moves change loads: each move re-sorted all of them before (a thousand
-    brokers, for each of tens of thousands of moves)."""
+    """The brokers that may receive, by room under their limits (``order``: (load + slack, broker),
+    most room first; ``slack`` = the largest limit minus the broker's, 0 for every broker when limits are
+    even, so the order is then by load) and kept sorted as this goal's moves change loads: each move
+    re-sorted all of them before (a thousand brokers, for each of tens of thousands of moves)."""
 
-    def __init__(self, receivers: list[int], load: dict[int, int]) -> None:
+    def __init__(self, receivers: list[int], load: dict[int, int], limit: Mapping[int, float]) -> None:
         self.load = load
-        self.at = {b: load[b] for b in receivers}  # each receiver's load as sorted into ``order``
+        top = max(limit.values(), default=0.0)
+        self.slack = {b: top - limit[b] for b in receivers}
+        self.at = {b: load[b] + self.slack[b] for b in receivers}  # each receiver's key in ``order``
         self.order = sorted((v, b) for b, v in self.at.items())
 
     def moved(self, *brokers: int) -> None:
         """The loads of ``brokers`` changed (those that are receivers move to their new rank)."""
         for b in brokers:
             old = self.at.get(b)
-            if old is None or old == self.load[b]:
+            if old is None:
+                continue
+            now = self.load[b] + self.slack[b]
+            if old == now:
                 continue
             del self.order[bisect_left(self.order, (old, b))]
-            self.at[b] = self.load[b]
-            bisect.insort(self.order, (self.load[b], b))
+            self.at[b] = now
+            bisect.insort(self.order, (now, b))
 
 
 def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:

@@ -1,6 +1,6 @@
 """The exact program as a goal (``planning/exact.py``): after the greedy repair and broker balance, on a
-small cluster, the cheapest placement that keeps every hard rule and the balance threshold replaces the
-greedy one when it copies fewer bytes, or when the greedy one left a broker above the threshold the
+small cluster, the cheapest placement that keeps every hard rule and the balance limits replaces the
+greedy one when it copies fewer bytes, or when the greedy one left a broker above its limit the
 program meets. It changes only replica sets and dirs; the goals after it (leaders, network, failure
 spread) work on its result as on the greedy one's. Not run when a policy asks for dir balance: that
 goal's local copies come after it and the program does not count them (a plan it finds cheaper could
@@ -16,7 +16,7 @@ from ...model.intents import Intents
 from .. import exact
 from ..context import PlanningContext, Verdict
 from ..state import Key
-from .replica_placement import balance_threshold
+from .replica_placement import balance_limits
 
 
 class ExactPlacementGoal:
@@ -28,12 +28,12 @@ class ExactPlacementGoal:
     def optimize(self, ctx: PlanningContext) -> None:
         if not exact.applicable(ctx) or ctx.tolerance("log_dirs") is not None:
             return  # (dir balance after it makes local copies the program does not count)
-        threshold = balance_threshold(ctx)
-        limit = None if threshold is None else int(threshold)
+        limits = balance_limits(ctx)
+        limit = None if limits is None else {b: int(v) for b, v in limits.items()}
         parts = exact.movable(ctx, balance=limit is not None)
         keys = [p.key for p in parts]
         a = ctx.assignment
-        meets = limit is None or all(a.broker_bytes[b] <= limit for b in ctx.eligibility.active_brokers)
+        meets = limit is None or all(a.broker_bytes[b] <= limit[b] for b in ctx.eligibility.active_brokers)
         now = exact.copied(ctx, keys)
         if meets and now == 0:
             return

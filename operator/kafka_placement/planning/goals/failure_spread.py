@@ -9,10 +9,11 @@ its set), to a broker that follows it in none: the replicas the plan moves anywa
 they are still one copy each), then the smallest partitions (a move costs its bytes). The leader and the
 replica order stay, so the leader goals' work is kept; only the broker whose partition it is gains,
 since the spread counts a partition for its leader alone. A move is made only when every earlier goal
-accepts it (rack spread, cordons, decommissions, replication factor), the destination has a dir with
-room that may receive, the policy's move budget allows it, and it keeps the balance goals asked for met:
-the destination stays under the broker threshold and its dir under the dir threshold, and the source's
-dirs stay within theirs (or no worse). Only topics whose policy sets ``balance.failureSpread`` move.
+accepts it (rack spread, cordons, decommissions, replication factor), the destination has a dir with room
+that may receive, the policy's move budget allows it, and it keeps the balance goals asked for met: the
+destination stays under its broker balance limit (planning/shares.py) and its dir under the dir
+threshold, and the source's dirs stay within theirs (or no worse). Only topics whose policy sets
+``balance.failureSpread`` move.
 
 Cost: one pass over the partitions counts each leader's followers; then only brokers short of their
 target are worked on, each with at most ``TRIES`` candidates and rule checks (the destinations sorted
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...model.intents import Intents
+from .. import shares
 from ..context import PlanningContext, Verdict
 from ..spread import FollowerRoom, spread_of, targets
 from ..state import Key
@@ -173,12 +175,12 @@ class _Limits:
         self,
         ctx: PlanningContext,
         by_bytes: bool,
-        broker_threshold: float | None,
+        broker_limits: Mapping[int, float] | None,
         dir_tolerance: float | None,
     ) -> None:
         self.ctx = ctx
         self.by_bytes = by_bytes
-        self.broker_threshold = broker_threshold
+        self.broker_limits = broker_limits
         self.dir_tolerance = dir_tolerance
 
     @staticmethod
@@ -186,21 +188,23 @@ class _Limits:
         a, active = ctx.assignment, ctx.eligibility.active_brokers
         by_bytes = sum(a.broker_bytes[b] for b in active) > 0
         tol = ctx.tolerance("brokers")
-        threshold = None
+        limits = None
         if tol is not None and active:
             load = a.broker_bytes if by_bytes else a.broker_replicas
-            threshold = (1 + tol) * sum(load[b] for b in active) / len(active)
-        return _Limits(ctx, by_bytes, threshold, ctx.tolerance("log_dirs"))
+            total = sum(load[b] for b in active)
+            limits = shares.limits(ctx.eligibility.capacity, active, total, tol, by_bytes)
+        return _Limits(ctx, by_bytes, limits, ctx.tolerance("log_dirs"))
 
     def load(self, broker: int) -> int:
         a = self.ctx.assignment
         return a.broker_bytes[broker] if self.by_bytes else a.broker_replicas[broker]
 
     def broker_takes(self, broker: int, size: int) -> bool:
-        """The broker stays at or under the broker balance threshold with one more replica."""
-        if self.broker_threshold is None:
+        """The broker stays at or under its broker balance limit with one more replica (a broker that
+        keeps no data has no limit: it receives nothing anyway)."""
+        if self.broker_limits is None or broker not in self.broker_limits:
             return True
-        return self.load(broker) + (size if self.by_bytes else 1) <= self.broker_threshold
+        return self.load(broker) + (size if self.by_bytes else 1) <= self.broker_limits[broker]
 
     def _paths(self, broker: int) -> list[str]:
         e = self.ctx.eligibility

@@ -6,14 +6,14 @@ choosing greedily; together they can copy a replica away from a broker (a repair
 balance sheds it) and later pay other copies to shed the same broker's excess again. Once balance
 has run, ``reclaim`` looks for such copies: a partition's newcomer on broker ``n`` is replaced by a
 broker ``o`` that held the partition in the snapshot (on the same dir: no copy at all), saving the
-partition's bytes. Where ``o`` has no room under the balance threshold for it, one replica of
+partition's bytes. Where ``o`` has no room under its balance limit for it, one replica of
 another partition leaves ``o`` to make room, at a lower cost than the bytes saved: a replica the
 plan brought to ``o`` (redirected elsewhere: still one copy), a replica whose partition dropped
 another holder that may take it back (which holder of a repaired partition leaves is free), or
 failing those a replica ``o`` held, copied elsewhere for its bytes when smaller than the saving.
-Every change keeps every earlier goal's rules (``PlanningContext.accepts``), every dir's room, and
-leaves no broker that receives above the threshold. Bounded (``CHECKS`` rule checks and ``WORK``
-replicas and brokers examined per run, ``PASSES`` passes, ``ROOM_STEPS`` moves to make room);
+Every change keeps every earlier goal's rules (``PlanningContext.accepts``), every dir's room, and leaves
+no broker that receives above its limit (planning/shares.py). Bounded (``CHECKS`` rule checks and
+``WORK`` replicas and brokers examined per run, ``PASSES`` passes, ``ROOM_STEPS`` moves to make room);
 deterministic (partitions and brokers in sorted order).
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,9 +36,9 @@ PASSES = 3  # passes over the plan's partitions (a pass ends early when it chang
 
 
 class Receivers(Protocol):
-    """The brokers that may receive, least loaded first (``broker_balance._ByLoad``)."""
+    """The brokers that may receive, most room under their limits first (``broker_balance._ByLoad``)."""
 
-    order: list[tuple[int, int]]
+    order: list[tuple[float, int]]
 
     def moved(self, *brokers: int) -> None: ...
 
@@ -54,11 +55,11 @@ class _Step:
 
 
 class Reclaimer:
-    """One reclaiming run over ``ctx``'s assignment at broker-balance ``threshold`` (bytes)."""
+    """One reclaiming run over ``ctx``'s assignment, each broker within broker balance's ``limit``."""
 
-    def __init__(self, ctx: PlanningContext, threshold: float, receivers: Receivers) -> None:
+    def __init__(self, ctx: PlanningContext, limit: Mapping[int, float], receivers: Receivers) -> None:
         self.ctx = ctx
-        self.threshold = threshold
+        self.limit = limit
         self.receivers = receivers
         self.checks = 0
         self.work = 0
@@ -139,9 +140,9 @@ class Reclaimer:
                 back = _Step(key, n, o, path, -size)
                 self.before = {}
                 done = [(back, self._do(back))]
-                if a.broker_bytes[o] > self.threshold:
+                if a.broker_bytes[o] > self.limit[o]:
                     done += self._make_room(o, key, size)
-                if a.broker_bytes[o] <= self.threshold and all(
+                if a.broker_bytes[o] <= self.limit[o] and all(
                     self._dir_excess(b) <= max(0.0, x) for b, x in self.before.items()
                 ):
                     return sum(-step.cost for step, _ in done)
@@ -164,7 +165,7 @@ class Reclaimer:
         return max(loads.values()) - (1 + tol) * mean
 
     def _make_room(self, broker: int, returned: Key, saving: int) -> list[tuple[_Step, str | None]]:
-        """Move replicas off ``broker`` (not ``returned``'s) until it is under the threshold, for less
+        """Move replicas off ``broker`` (not ``returned``'s) until it is under its limit, for less
         than ``saving`` bytes: free ones first (the smallest that is enough alone, else the largest),
         then one paid replica, at most ``ROOM_STEPS`` moves. The moves made (with the dir each left);
         the caller undoes them if not enough."""
@@ -173,8 +174,8 @@ class Reclaimer:
         tried: set[Key] = {returned}
         items = sorted((a.size[k], k) for k in a.by_broker[broker] if k[0] in self.balanced and self._free(k))
         self.work += len(items)
-        while a.broker_bytes[broker] > self.threshold and len(done) < ROOM_STEPS and not self._spent():
-            over = a.broker_bytes[broker] - self.threshold
+        while a.broker_bytes[broker] > self.limit[broker] and len(done) < ROOM_STEPS and not self._spent():
+            over = a.broker_bytes[broker] - self.limit[broker]
             cut = bisect.bisect_left(items, (math.ceil(over), ("", -1)))
             enough = [x for x in items[cut:] if x[1] not in tried][:ROOM_ITEMS]
             smaller = [x for x in reversed(items[:cut]) if x[1] not in tried][:ROOM_ITEMS]
@@ -198,7 +199,7 @@ class Reclaimer:
             self.work += 1
             if self.ctx.held_dir(key, broker)[0]:
                 for o, path in self._returnable(key):
-                    if a.broker_bytes[o] + size <= self.threshold and self._ok(key, broker, o):
+                    if a.broker_bytes[o] + size <= self.limit[o] and self._ok(key, broker, o):
                         return _Step(key, broker, o, path, 0)
             else:
                 step = self._destination(key, broker, 0)
@@ -219,13 +220,13 @@ class Reclaimer:
         return None
 
     def _destination(self, key: Key, broker: int, cost: int) -> _Step | None:
-        """The least-loaded receiver with room under the threshold that every rule accepts."""
+        """The receiver with the most room under its limit, with room for it, that every rule accepts."""
         a, e = self.ctx.assignment, self.ctx.eligibility
         size, reps = a.size[key], a.replicas[key]
         place, rejected = self.ctx.receiver_place(key), set()
-        for load, dest in self.receivers.order:
+        for _, dest in self.receivers.order:
             self.work += 1
-            if load + size > self.threshold or self._spent():
+            if a.broker_bytes[dest] + size > self.limit[dest] or self._spent():
                 return None
             if dest in reps or place(dest) in rejected:
                 continue
@@ -253,6 +254,6 @@ class Reclaimer:
         return was
 
 
-def reclaim(ctx: PlanningContext, threshold: float, receivers: Receivers) -> int:
+def reclaim(ctx: PlanningContext, limit: Mapping[int, float], receivers: Receivers) -> int:
     """Take back copies the plan need not make (module docstring); the bytes saved."""
-    return Reclaimer(ctx, threshold, receivers).run()
+    return Reclaimer(ctx, limit, receivers).run()

@@ -24,13 +24,14 @@ from typing import Any
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
-from .. import headroom, waiting
+from .. import headroom, shares, waiting
 from ..context import PlanningContext, Verdict
 from ..repack import repack
 from ..repairs import repair_reasons
 from ..room import eject_for
 from ..state import Eligibility, Key
 from ..targets import order_replicas, replication_factor, target_dirs
+from ..topology import Unit
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -45,7 +46,7 @@ class ReplicaPlacementGoal:
     def __init__(self, salt: int = 0) -> None:
         self.salt = salt
         self._ties: dict[int, int] = {}
-        self._threshold: float | None = None
+        self._limits: dict[int, float] | None = None
 
     def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict:
         """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
@@ -54,7 +55,7 @@ class ReplicaPlacementGoal:
 
     def optimize(self, ctx: PlanningContext) -> None:
         a = ctx.assignment
-        self._threshold = balance_threshold(ctx)
+        self._limits = balance_limits(ctx)
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
@@ -146,7 +147,7 @@ class ReplicaPlacementGoal:
         if tree is not None:
             # Among replicas that may stay, keep first those that need no dir move (no copy at all).
             relocating = {b for b, d in zip(reps, dirs, strict=True) if not e.may_keep(b, d, size)}
-            load = a.broker_bytes if self._threshold is not None else None
+            load = a.broker_bytes if self._limits is not None else None
             target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)), load)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
@@ -160,13 +161,13 @@ class ReplicaPlacementGoal:
         """A replica that must leave its dir anyway (drained) leaves its broker instead when that broker
         is above the broker-balance threshold: the same bytes move, and they also shed its excess,
         which the balance goal would otherwise pay for with another move."""
-        threshold, a = self._threshold, ctx.assignment
-        if threshold is None or path is None or ctx.eligibility.may_keep(broker, path, a.size[key]):
+        limits, a = self._limits, ctx.assignment
+        if limits is None or path is None or ctx.eligibility.may_keep(broker, path, a.size[key]):
             return False
         policy = ctx.assignment.policy(key)
         if policy is None or not policy.balance.brokers or not policy.enforced:
             return False
-        return ctx.assignment.broker_bytes[broker] > threshold
+        return broker in limits and ctx.assignment.broker_bytes[broker] > limits[broker]
 
     def _place_full(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
         """Partitions no dir had room for: a bounded repacking search first (``repack``: it may move
@@ -247,16 +248,31 @@ class ReplicaPlacementGoal:
         usable: Callable[[int], bool],
         rank: Callable[[int], tuple[object, ...]],
     ) -> list[int] | None:
-        """Add brokers: preferred first, then racks the partition does not use yet, then least loaded."""
+        """Add brokers: preferred first, then racks the partition does not use yet, then least loaded.
+
+        Brokers are asked ``usable`` (a dir with room: the costliest question) in that order and only
+        until one answers yes: the same choice as the best of all usable brokers, as the order's key
+        ends with the broker id and so never ties."""
         soft = ctx.soft_tree
         chosen = list(keep)
-        candidates = [b for b in sorted(ctx.eligibility.dirs) if b not in chosen and usable(b)]
+        answers: dict[int, bool] = {}
+
+        def asked(b: int) -> bool:
+            if b not in answers:
+                answers[b] = usable(b)
+            return answers[b]
+
+        def order_key(b: int, used: set[Unit]) -> tuple[object, ...]:
+            r = rank(b)
+            return (r[0], soft.path[b] in used, *r[1:])
+
         while len(chosen) < rf:
-            if not candidates:
-                return None
             used = {soft.path[b] for b in chosen}
-            best = min(candidates, key=lambda b: (rank(b)[0], soft.path[b] in used, *rank(b)[1:]))
-            candidates.remove(best)
+            free = (b for b in ctx.eligibility.dirs if b not in chosen)
+            order = sorted(free, key=lambda b: order_key(b, used))
+            best = next((b for b in order if asked(b)), None)
+            if best is None:
+                return None
             chosen.append(best)
         return chosen
 
@@ -334,15 +350,16 @@ def unmet(snapshot: ClusterSnapshot, intents: Intents) -> list[str]:
     return [p.name for p in snapshot.partitions if needs_repair(ctx, p.key)]
 
 
-def balance_threshold(ctx: PlanningContext) -> float | None:
-    """(1 + tolerance) x the mean bytes of the brokers that keep data, when broker balance is asked
-    (the balance goal's threshold; loads counted as they stand, which after the hard goal are final)."""
+def balance_limits(ctx: PlanningContext) -> dict[int, float] | None:
+    """The most bytes each broker that keeps data may hold, when broker balance is asked (the balance
+    goal's limits, planning/shares.py; loads counted as they stand, which after the hard goal are final)."""
     tol = ctx.tolerance("brokers")
-    active = ctx.eligibility.active_brokers
+    e = ctx.eligibility
+    active = e.active_brokers
     if tol is None or not active:
         return None
     total = sum(ctx.assignment.broker_bytes.values())
-    return (1 + tol) * total / len(active) if total else None
+    return shares.limits(e.capacity, active, total, tol) if total else None
 
 
 def _changed(ctx: PlanningContext, key: Key) -> bool:
