@@ -155,27 +155,17 @@ class KafkaGateway:
             conf = self.settings.confluent_config()
             conf["error_cb"] = self._on_client_error
             conf["logger"] = _librdkafka_log
-            for attempt in range(1, CONNECT_TRIES + 1):
-                admin = AdminClient(conf)
-                self._confluent = admin
-                try:
-                    self._call("connect", functools.partial(self._connected, admin), attempts=1)
-                    break
-                except KafkaOperationError as e:
-                    self._confluent = None
-                    e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                    if "controller" in e.message.lower() and attempt > 1:
-                        # the metadata answered, only the broker named controller did not (again): the
-                        # cluster is reached; calls that need that broker go elsewhere or say so
-                        log.info("connect: %s; connected without it", e.message)
-                        self._confluent = admin
-                        break
-                    if not self._dead_controller(e) or attempt == CONNECT_TRIES:
-                        raise self._unavailable(e.message) from None
-                    log.info("connect: %s; trying again with fresh metadata", e.message)
-                except KafkaUnavailableError:
-                    self._confluent = None
-                    raise
+            admin = AdminClient(conf)
+            self._confluent = admin
+            try:
+                self._call("connect", functools.partial(self._connected, admin), attempts=1)
+            except KafkaOperationError as e:
+                self._confluent = None
+                e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                raise self._unavailable(e.message) from None
+            except KafkaUnavailableError:
+                self._confluent = None
+                raise
         return self._confluent
 
     def _dead_controller(self, e: KafkaOperationError) -> bool:
@@ -184,14 +174,28 @@ class KafkaGateway:
         names a live broker again once the dead one is fenced, seconds later); the cluster answered."""
         return "controller" in e.message.lower() and self._known_broker_down
 
-    def _connected(self, admin: Any) -> Any:
-        """One DescribeCluster, polling the client's errors meanwhile: a refused authentication fails at
-        once with its reason instead of after the whole connect timeout."""
-        future = admin.describe_cluster(request_timeout=self.settings.connect_timeout_s)
+    def _connected(self, admin: Any) -> None:
+        """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
+        client's errors meanwhile: a refused authentication fails at once with its reason instead of after
+        the whole connect timeout. Metadata goes to any broker the client reaches; a DescribeCluster would
+        go to the broker the metadata names controller, which right after a broker died may be the dead
+        one (KRaft names any registered broker until it is fenced): every connect then waited the connect
+        timeout for it, and a heal's reconciles were slow exactly when a broker had just died."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        futures = admin.describe_topics(
+            TopicCollection([access.PROBE_TOPIC]), request_timeout=self.settings.connect_timeout_s
+        )
+        future = futures[access.PROBE_TOPIC]
         deadline = time.monotonic() + self.settings.connect_timeout_s + 2
         while True:
             try:
-                return future.result(timeout=0.2)
+                future.result(timeout=0.2)
+                return
+            except KafkaException as e:
+                if e.args[0].name() in failures.UNKNOWN_TOPIC or e.args[0].name().endswith(DENIED):
+                    return  # a broker answered for the topic: connected (and authenticated)
+                raise
             except concurrent.futures.TimeoutError:
                 admin.poll(0)  # serves error_cb
                 refused = self._refused()
@@ -561,11 +565,17 @@ class KafkaGateway:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _describe_cluster(self, what: str, *, operations: bool = False) -> Any:
-        """DescribeCluster, which librdkafka sends to the controller the metadata names: right after a
-        broker died that may still be the dead broker (KRaft names a random registered broker until it
-        is fenced, seconds later), and the request waits for it until its timeout. So it waits at most
-        the connect timeout, and is tried again with a new client (fresh metadata), CONNECT_TRIES
-        times."""
+        """DescribeCluster, through kafka-python first (``_describe_cluster_anywhere``: the least loaded
+        broker it reaches; its answer carries the authorized operations and the fenced brokers too).
+        librdkafka sends it to the controller the metadata names, which right after a broker died may
+        still be the dead broker (KRaft names a random registered broker until it is fenced, seconds
+        later), and the request waits for it until its timeout: each reconcile of a cluster that had
+        just lost a broker then waited 10-20 s, and the death was listed a resync period late. When
+        kafka-python reaches no broker, librdkafka's path: it waits at most the connect timeout, and is
+        tried again with a new client (fresh metadata), CONNECT_TRIES times."""
+        answer = self._describe_cluster_anywhere(what)
+        if answer is not None:
+            return answer
         for attempt in range(1, CONNECT_TRIES + 1):
             admin = self._admin()
             try:
@@ -579,9 +589,6 @@ class KafkaGateway:
                 if "controller" not in e.message.lower():
                     raise
                 e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                answer = self._describe_cluster_anywhere(what)
-                if answer is not None:
-                    return answer
                 if not self._dead_controller(e) or attempt == CONNECT_TRIES:
                     raise
                 log.info("%s: %s; trying again with fresh metadata", what, e.message)
@@ -590,19 +597,17 @@ class KafkaGateway:
 
     def _describe_cluster_anywhere(self, what: str) -> DescribedCluster | None:
         """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
-        to the "controller" the metadata names (KRaft names any live broker): the answer when librdkafka
-        waited in vain for that one, which this operator may not reach (a network that cuts it off from
-        one broker must not fail every reconcile, nor make a live broker look dead). A broker that refuses
-        the first try is in reconnect backoff for the second. None: no broker answered this either."""
+        to the "controller" the metadata names (KRaft names any live broker), which this operator may not
+        reach (a broker just dead; a network that cuts it off from one broker must not fail every
+        reconcile, nor make a live broker look dead). A broker that refuses the first try is in reconnect
+        backoff for the second. None: no broker answered."""
         try:
             py = self._py()
         except KafkaUnavailableError:
             return None
         for _ in range(2):
             with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
-                found = self._call(f"{what} (any broker)", py.describe_cluster, attempts=1)
-                log.info("%s: the broker named controller did not answer; another one did", what)
-                return DescribedCluster.of(found)
+                return DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
         return None
 
     def cluster_brokers(self) -> liveness.ClusterBrokers:
