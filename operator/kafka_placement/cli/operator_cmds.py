@@ -18,12 +18,16 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import signal
 import threading
+import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 from ..handlers import periods
+from ..kafka.gateway import LIBRDKAFKA_LOGGER
 from ..model.errors import BadInputError, PlacementError
 
 log = logging.getLogger("kafka_placement.operator")
@@ -55,6 +59,35 @@ class TimerSuccesses(logging.Filter):
         return not (message.startswith("Timer '") and message.endswith("' succeeded."))
 
 
+class ClientRepeats(logging.Filter):
+    """Lets through one record of each kind per ``window`` seconds from the Kafka clients' loggers
+    (kafka-python's ``kafka.*``, librdkafka's through the gateway): a broker that stays down made them log
+    the same connection failure on every reconcile, three ERROR lines every 2 s for as long as it was
+    down, which buried what the operator did. A kind is the logger and the message with its numbers
+    blanked (librdkafka counts the errors it suppressed, and ports and backoffs vary). Other loggers are
+    untouched; at most ``MAX_KINDS`` kinds are remembered (then forgotten all at once)."""
+
+    MAX_KINDS = 1000
+    _NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+    def __init__(self, window: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.window, self.clock = window, clock
+        self._seen: dict[tuple[str, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (record.name == "kafka" or record.name.startswith(("kafka.", LIBRDKAFKA_LOGGER))):
+            return True
+        key = (record.name, self._NUMBERS.sub("#", record.getMessage()))
+        now, last = self.clock(), self._seen.get(key)
+        if last is not None and now - last < self.window:
+            return False
+        if len(self._seen) >= self.MAX_KINDS:
+            self._seen.clear()
+        self._seen[key] = now
+        return True
+
+
 def cmd_operator(args: argparse.Namespace) -> int:
     if not args.namespace and not args.all_namespaces:
         raise BadInputError("give --namespace NS (repeatable) or --all-namespaces", "operator")
@@ -77,6 +110,9 @@ def cmd_operator(args: argparse.Namespace) -> int:
     del register
     kopf.configure(verbose=args.verbose)
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python logs every connection at INFO
+    repeats = ClientRepeats()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(repeats)
     if not args.verbose:
         logging.getLogger("kopf.objects").addFilter(TimerSuccesses())
     if args.metrics_port:  # metrics, /healthz and /readyz

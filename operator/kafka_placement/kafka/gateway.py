@@ -67,7 +67,8 @@ REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
 LOCAL_RETENTION_MS = "local.retention.ms"
 FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
-_librdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
+LIBRDKAFKA_LOGGER = f"{__name__}.librdkafka"  # librdkafka's own log, as the clients' callback passes it
+_librdkafka_log = logging.getLogger(LIBRDKAFKA_LOGGER)
 _librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
 
 
