@@ -12,8 +12,9 @@ operator as a process heals the broker itself: `heal_by_operator`).
 
 Per side: a fresh topic of N partitions, RF 2 over brokers 1-3 ([1,2], [2,3], [3,1], ...), so 2/3 of them
 have a replica on broker 3, min.insync.replicas 1, holding MB megabytes of random (incompressible) values
-written with acks=all. Then broker 3 is SIGKILLed (`kafka_rig.py stop-node --node 3 --kill`) and healed as
-a user would:
+written with acks=all. Then broker 3 is SIGKILLed (`kafka_rig.py stop-node --node 3 --kill`) and, once the
+cluster has fenced it (before that a snapshot lists it as alive but unreachable, and `plan` refuses to
+decommission it on a guess), healed as a user would:
 
     kafka-placement snapshot -o snap.json
     kafka-placement plan --snapshot snap.json --intents retire.yaml -o plan.json  # BrokerDecommission [3]
@@ -137,6 +138,28 @@ def wait_healthy(client: Any, name: str, partitions: int, timeout: float) -> Non
     raise RuntimeError(f"topic {name} not healthy (leaders, full ISR) after {timeout:.0f}s")
 
 
+def wait_fenced(bootstrap: str, broker: int, timeout: float = 120) -> None:
+    """Until the cluster no longer counts ``broker`` alive (fenced or gone; DescribeCluster through
+    kafka-python every 0.5 s, which lists fenced brokers as such): before that, a snapshot lists it as
+    alive but unreachable and `plan` refuses to decommission it on a guess, as it should."""
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                brokers = client.describe_cluster()["brokers"]
+                if not any(b["broker_id"] == broker and not b.get("is_fenced") for b in brokers):
+                    return
+            except Exception:  # a metadata hiccup right after the kill: ask again
+                pass
+            time.sleep(0.5)
+    finally:
+        client.close()
+    raise RuntimeError(f"broker {broker} still alive in the cluster {timeout:.0f}s after the kill")
+
+
 def produce(bootstrap: str, name: str, partitions: int, per_partition: int) -> None:
     from confluent_kafka import Producer
 
@@ -248,6 +271,32 @@ class Watch(threading.Thread):
                 except Exception:  # a metadata hiccup: read again
                     pass
             self.stop.wait(0.1)
+
+
+class Healed(threading.Thread):
+    """The operator side's "at target": polls the metadata (every 0.5 s) for the first moment every
+    partition of the topic has its replication factor on live brokers (none on the dead one), all in sync."""
+
+    def __init__(self, bootstrap: str, topic: str, rf: int = 2) -> None:
+        super().__init__(daemon=True)
+        self.client = admin(bootstrap)
+        self.topic, self.rf = topic, rf
+        self.at: float | None = None
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while self.at is None and not self.stop.is_set():
+            now = time.time()
+            try:
+                md = self.client.list_topics(topic=self.topic, timeout=5).topics[self.topic]
+                if md.partitions and all(
+                    len(p.replicas) == self.rf and DEAD not in p.replicas and len(p.isrs) == self.rf
+                    for p in md.partitions.values()
+                ):
+                    self.at = now
+            except Exception:  # a metadata hiccup: read again
+                pass
+            self.stop.wait(0.5)
 
 
 def execute_ours(bootstrap: str, plan: Path, work: Path, throttle: int, poll_s: float) -> dict[str, Any]:
@@ -372,6 +421,9 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
                 killed = True
                 node("stop-node", "--kill")
             killed_at = time.time()
+            if not args.no_kill:
+                wait_fenced(bootstrap, DEAD)
+            fenced = time.time()
             snap, plan, t_snap, t_plan = make_plan(bootstrap, name, work)
             if not plan["partitions"]:
                 raise RuntimeError("the plan moves nothing of the benchmark topic")
@@ -393,6 +445,7 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
             "dataBytes": sum(p["sizeBytes"] for p in snap["partitions"] if p["topic"] == name),
             "throttle": args.throttle,
             "killS": killed_at - failure,
+            "fencedS": fenced - failure,
             "snapshotS": t_snap - failure,
             "planS": t_plan - failure,
             "firstMoveS": (first - failure) if first else None,
@@ -480,6 +533,8 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 return min(ats) if ats else None
 
             first = until("the heal's first move", first_move, 300, log, every=0.1)
+            healed = Healed(bootstrap, name)
+            healed.start()
 
             def completed() -> float | None:
                 phase = (kube.get("brokerdecommission", heal).get("status") or {}).get("phase")
@@ -488,6 +543,8 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 return time.time() if phase == "Completed" else None
 
             done = until("the heal Completed", completed, 3600, log, every=0.5)
+            healed.stop.set()
+            healed.join()
             counters = kube.record("heal")["counters"]
             after = work / "after.json"
             run([str(CLI), "snapshot", "--bootstrap-server", bootstrap, "-o", str(after)])
@@ -521,6 +578,7 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 "healCreatedS": made - failure,
                 "firstMoveS": first - failure,
                 "copyS": done - first,
+                "atTargetS": None if healed.at is None else healed.at - failure,
                 "totalS": done - failure,
                 "resubmitted": counters["resubmitted"],
                 **{k: bound[k] for k in ("bound", "bottleneck", "maxBytes", "copied")},
@@ -528,6 +586,8 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
             print(f"[operator] {json.dumps(row)}", flush=True)
             return row
         finally:
+            if args.keep_log:
+                Path(args.keep_log).write_bytes(log.read_bytes() if log.exists() else b"")
             if killed:
                 restart_dead()
             try:
@@ -551,7 +611,9 @@ def operator_table(r: dict[str, Any]) -> list[str]:
         "start of `stop-node --kill`) to the death listed in `status.deadBrokers`, the heal created, its "
         "first move submitted, the heal Completed (checked against the cluster before it says so). The bound "
         "is the copy the heal made (the partitions whose replicas changed between snapshots before the kill "
-        "and after the heal). `from failure / bound` is (Completed - afterSeconds) / bound: the issue's "
+        "and after the heal); at target = the first metadata read (every 0.5 s) showing every partition of "
+        "the topic at RF 2 on live brokers, in sync. `from failure / bound` is (Completed - afterSeconds) / "
+        "bound: the issue's "
         "measure; it includes Kafka's own fencing of the broker (broker.session.timeout.ms, 9 s on the rig)."
     )
     ratio, whole = r["copyS"] / r["bound"], (r["totalS"] - r["after"]) / r["bound"]
@@ -560,12 +622,13 @@ def operator_table(r: dict[str, Any]) -> list[str]:
         *textwrap.wrap(para, 110, break_on_hyphens=False),
         "",
         "| side | moves | MB copied | throttle MB/s | bottleneck | lower bound s | afterSeconds "
-        "| dead listed s | heal created s | first move s | copy s | Completed s | copy / bound "
+        "| dead listed s | heal created s | first move s | at target s | copy s | Completed s | copy / bound "
         "| from failure / bound | resubmitted |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| operator | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
         f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['after']} "
-        f"| {r['deadSeenS']:.1f} | {r['healCreatedS']:.1f} | {r['firstMoveS']:.1f} | {r['copyS']:.1f} "
+        f"| {r['deadSeenS']:.1f} | {r['healCreatedS']:.1f} | {r['firstMoveS']:.1f} "
+        f"| {fmt(r.get('atTargetS'))} | {r['copyS']:.1f} "
         f"| {r['totalS']:.1f} | {ratio:.2f} | {whole:.2f} | {r['resubmitted']} |",
     ]
     return lines
@@ -593,8 +656,11 @@ def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
         "Lower bound: each replica the plan adds is copied from the partition's live replica (its leader "
         "after the failure) to the new broker; follower (in) and leader (out) replication are each "
         "throttled at T per broker, so the copy cannot take less than max over brokers of max(bytes in, "
-        "bytes out) / T. Times are from the failure (the start of `stop-node --kill`): snapshot and plan = "
-        "when each CLI exited; first move = the execution record's earliest in-flight entry (ours; written "
+        "bytes out) / T. Times are from the failure (the start of `stop-node --kill`): fenced = when the "
+        "cluster no longer counts the broker alive (DescribeCluster every 0.5 s; the snapshot is taken then: "
+        "before, it lists the broker as alive but unreachable and `plan` refuses to act on a guess); "
+        "snapshot and plan = when each CLI exited; first move = the execution record's earliest in-flight "
+        "entry (ours; written "
         "just before the reassignment is sent) or `--execute`'s exit (Kafka's); copy = first move to the "
         "end of the execution (`execute --wait` exits; `--verify` reports nothing in progress); at target "
         "= first move to the first metadata read (every 0.5 s) showing every partition at its target "
@@ -604,20 +670,21 @@ def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
     for para in paras:
         lines += [*textwrap.wrap(para, 110, break_on_hyphens=False), ""]
     lines += [
-        "| side | moves | MB copied | throttle MB/s | bottleneck | lower bound s | snapshot s | plan s "
-        "| failure -> first move s | copy s | at target s | copy / bound | at target / bound "
+        "| side | moves | MB copied | throttle MB/s | bottleneck | lower bound s | fenced s | snapshot s "
+        "| plan s | failure -> first move s | copy s | at target s | copy / bound | at target / bound "
         "| failure -> done s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['side']} | failed: {r['error'].replace('|', '/')} |" + " |" * 12)
+            lines.append(f"| {r['side']} | failed: {r['error'].replace('|', '/')} |" + " |" * 13)
             continue
         ratio = f"{r['copyS'] / r['bound']:.2f}" if r["copyS"] else "-"
         target = f"{r['toTargetS'] / r['bound']:.2f}" if r["toTargetS"] else "-"
         lines.append(
             f"| {r['side']} | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
-            f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['snapshotS']:.1f} "
+            f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} "
+            f"| {fmt(r.get('fencedS'))} | {r['snapshotS']:.1f} "
             f"| {r['planS']:.1f} | {fmt(r['firstMoveS'])} | {fmt(r['copyS'])} | {fmt(r['toTargetS'])} "
             f"| {ratio} | {target} | {r['totalS']:.1f} |"
         )
@@ -639,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after", type=int, default=20, help="the operator side's afterSeconds (default 20)")
     ap.add_argument("--poll-seconds", type=float, default=1.0, help="execute --poll-seconds (default 1)")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--keep-log", default=None, help="copy the operator side's log to this file")
     ap.add_argument(
         "--no-kill", action="store_true", help="a trial: decommission broker 3 alive (nothing is killed)"
     )
@@ -670,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
     others = "other tests were running on the machine meanwhile" if seen else "no other tests running"
     for line in sorted(seen):
         print(f"seen meanwhile: {line}", file=sys.stderr)
-    command = "flock /tmp/rig-broker.lock python tests/bench/run_heal_bench.py " + " ".join(
+    command = "python tests/bench/run_heal_bench.py " + " ".join(
         [
             f"--partitions {args.partitions}",
             f"--mb {args.mb}",
