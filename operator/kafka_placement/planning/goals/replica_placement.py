@@ -268,11 +268,14 @@ class ReplicaPlacementGoal:
 
         while len(chosen) < rf:
             used = {soft.path[b] for b in chosen}
-            free = (b for b in ctx.eligibility.dirs if b not in chosen)
-            order = sorted(free, key=lambda b: order_key(b, used))
-            best = next((b for b in order if asked(b)), None)
-            if best is None:
-                return None
+            keys = {b: order_key(b, used) for b in ctx.eligibility.dirs if b not in chosen}
+            while True:  # the best by key first; asked again only when it has no room (rare)
+                if not keys:
+                    return None
+                best = min(keys, key=keys.__getitem__)
+                if asked(best):
+                    break
+                del keys[best]
             chosen.append(best)
         return chosen
 
