@@ -20,16 +20,22 @@ use:
 
 Per scenario and size: bytes moved over the lower bound (planning/metrics.py: the same bound either way),
 the fullest dir after the plan under the "on" volume sizes (the off plan measured with those sizes too: how
-far past the limit the plan made without the rule goes), the balance after, and the planning time (wall,
-one run each, the same process: compare the on/off ratio, not absolute seconds). The rule must not cost
-more than 1.05x bytes or time (issue 53). Writes its section of docs/benchmarks.md unless ``--print``.
+far past the limit the plan made without the rule goes), the balance after, and the planning time. Time is
+the process's CPU time of ``compute_plan``, each side planned ``--repeats`` times in ABBA order (off, on,
+on, off, ...) so that a drift of the machine (another process, the heap growing) falls on both sides, and
+the fastest run of each side kept; beside it the Python function calls of one plan of each side
+(``cProfile``, a separate run): a count of the work done that no neighbour on the machine changes. The rule
+must not cost more than 1.05x bytes or time (issue 53). Writes its section of docs/benchmarks.md unless
+``--print``.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime
 import os
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -82,25 +88,46 @@ def fullest_after(snap: ClusterSnapshot, plan: Plan, sized: ClusterSnapshot) -> 
     return max(v / totals[k] for k, v in held.items())
 
 
+def calls(snap: ClusterSnapshot, intents: Intents) -> int:
+    """Python function calls of one ``compute_plan`` (a deterministic count of the work it does)."""
+    prof = cProfile.Profile()
+    prof.runcall(compute_plan, snap, intents)
+    return int(pstats.Stats(prof).total_calls)  # type: ignore[attr-defined]
+
+
 def one(
-    name: str, partitions: int, fullest: float, distinct: bool = True, declared: bool = False
+    name: str,
+    partitions: int,
+    fullest: float,
+    distinct: bool = True,
+    declared: bool = False,
+    repeats: int = 2,
 ) -> dict[str, Any]:
     snap, text = scenario(name, brokers=60, partitions=partitions, topics=max(20, partitions // 500))
     intents = Intents.loads(("capacity: {diskPerLogDir: true}\n---\n" if declared else "") + text)
     on_snap, size = sized_volumes(snap, fullest, distinct)
     label = f"{name} + diskPerLogDir" if declared else name
     row: dict[str, Any] = {"scenario": label, "partitions": partitions, "sizeGb": size / 1e9}
-    for side, s in (("off", snap), ("on", on_snap)):
-        t = time.perf_counter()
+    snaps = {"off": snap, "on": on_snap}
+    order = [("off", "on") if k % 2 == 0 else ("on", "off") for k in range(repeats)]
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    plans: dict[str, Plan | Exception] = {}
+    for side in (s for pair in order for s in pair):
+        t = time.process_time()
         try:
-            plan = compute_plan(s, intents).plan
+            plans[side] = compute_plan(snaps[side], intents).plan
         except Exception as e:  # the rule refused every plan: reported, not a crash of the benchmark
-            row[side] = {"error": " ".join(str(e).split())[:160], "seconds": time.perf_counter() - t}
+            plans[side] = e
+        times[side].append(time.process_time() - t)
+    for side, s in snaps.items():
+        plan = plans[side]
+        if isinstance(plan, Exception):
+            row[side] = {"error": " ".join(str(plan).split())[:160], "seconds": min(times[side])}
             continue
-        seconds = time.perf_counter() - t
         m = evaluate(snap, plan, intents)  # the same lower bound for both sides: the snapshot without sizes
         row[side] = {
-            "seconds": seconds,
+            "seconds": min(times[side]),
+            "calls": calls(s, intents),
             "bytes": m["bytesToMove"],
             "ratio": m["bytesToMove"] / m["lowerBoundBytes"] if m["lowerBoundBytes"] else None,
             "broker": m["balanceAfter"]["brokerBytesMaxMean"],
@@ -120,28 +147,29 @@ def report(rows: list[dict[str, Any]], command: str, fullest: float, section: st
     lines = [
         section,
         "",
-        f"`{command}` (one run, {day}, {os.cpu_count()} cores). See the docstring of "
+        f"`{command}` ({day}, {os.cpu_count()} cores). See the docstring of "
         "`tests/bench/run_headroom.py`: off = volumes of unknown size (no limit), on = every volume one "
         f"size, the fullest dir at {fullest:.0%} of it before the plan, maxDiskShare {SHARE:g}. Fullest "
         "after = the largest share any dir holds after the plan under the on sizes (for the off plan too).",
         "",
         "| scenario | partitions | moved / bound off | on | on / off | fullest after off | on "
-        "| broker max/mean off | on | hard violations (on sizes) off | on | plan s off | on "
-        "| time on / off |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| broker max/mean off | on | hard violations (on sizes) off | on | plan CPU s off | on "
+        "| time on / off | calls on / off |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         off, on = r["off"], r["on"]
         if "error" in off or "error" in on:
             why = on.get("error") or off.get("error")
-            lines.append(f"| {r['scenario']} | {r['partitions']} | refused: {why} |" + " |" * 11)
+            lines.append(f"| {r['scenario']} | {r['partitions']} | refused: {why} |" + " |" * 12)
             continue
         lines.append(
             f"| {r['scenario']} | {r['partitions']} | {f(off['ratio'], '.3f')} | {f(on['ratio'], '.3f')} "
             f"| {on['bytes'] / off['bytes'] if off['bytes'] else 1:.3f} | {off['fullest']:.1%} "
             f"| {on['fullest']:.1%} | {f(off['broker'], '.3f')} | {f(on['broker'], '.3f')} | {off['hard']} "
             f"| {on['hard']} "
-            f"| {off['seconds']:.1f} | {on['seconds']:.1f} | {on['seconds'] / off['seconds']:.2f} |"
+            f"| {off['seconds']:.1f} | {on['seconds']:.1f} | {on['seconds'] / off['seconds']:.2f} "
+            f"| {on['calls'] / off['calls']:.3f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -152,20 +180,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--fullest", type=float, default=0.80, help="the fullest dir's share before (0.80)")
     ap.add_argument("--identical", action="store_true", help="every dir exactly one size (see above)")
+    ap.add_argument("--repeats", type=int, default=2, help="plans per side, in ABBA order (default 2)")
     ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
     args = ap.parse_args(argv)
     one("decommission", 300, args.fullest)  # a warm-up: the first plan of a process pays its imports
     declared = (False, True) if args.identical else (False,)  # identical disks: without, then declared
     rows = [
-        one(name, int(n), args.fullest, not args.identical, d)
+        one(name, int(n), args.fullest, not args.identical, d, args.repeats)
         for n in args.sizes.split(",")
         for name in args.scenarios.split(",")
         for d in declared
     ]
     command = (
         f"python tests/bench/run_headroom.py --sizes {args.sizes} --scenarios {args.scenarios} "
-        f"--fullest {args.fullest:g}" + (" --identical" if args.identical else "")
+        f"--fullest {args.fullest:g} --repeats {args.repeats}" + (" --identical" if args.identical else "")
     )
     section = IDENTICAL if args.identical else SECTION
     text = report(rows, command, args.fullest, section)
