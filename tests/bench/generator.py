@@ -108,14 +108,15 @@ def cluster(
 
 
 def sized_volumes(
-    snap: ClusterSnapshot, fullest: float, distinct: bool = True
+    snap: ClusterSnapshot, fullest: float, distinct: bool = True, scale: dict[int, float] | None = None
 ) -> tuple[ClusterSnapshot, int]:
     """The snapshot with every dir on a volume of about one size, the fullest dir at ``fullest`` of it
     (the others' usable bytes follow from their replicas): what makes the disk headroom rule
     (planning/headroom.py) bind on the fullest dirs. Returns the snapshot and the size. ``distinct``: each
     dir of a broker a few MiB larger than the one before, so that two empty dirs of one broker are not
     taken for one filesystem (equal total and usable bytes: planning/headroom.py ``volumes``); without it
-    a new, empty broker's dirs count as one volume."""
+    a new, empty broker's dirs count as one volume. ``scale``: broker -> a factor (>= 1) on its volumes'
+    size, for brokers whose disks differ (their broker balance then compares shares of capacity)."""
     held: dict[tuple[int, str], int] = {}
     for p in snap.partitions:
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
@@ -125,7 +126,7 @@ def sized_volumes(
     doc = snap.to_json()
     for b in doc["brokers"]:
         for i, d in enumerate(b.get("logDirs") or ()):
-            total = size + (i << 22 if distinct else 0)
+            total = int(size * (scale or {}).get(b["id"], 1.0)) + (i << 22 if distinct else 0)
             d["totalBytes"] = total
             d["usableBytes"] = max(0, total - held.get((b["id"], d["path"]), 0))
     return ClusterSnapshot.from_json(doc), size

@@ -22,6 +22,10 @@ counts and Zipf sizes (``tests/bench/generator.py``). Families:
   ``maxDiskShare`` 0.85, planning/headroom.py) binds on the fullest dirs: the planner and the solver's
   room rows per volume (``tests/bench/optimum.py``) both keep it; sized as ``tight-capacity`` (the
   solver models dirs).
+- ``uneven-disks``: one broker leaves and broker balance is asked at 0.05-0.10 on brokers whose disks
+  differ in size (each broker's volumes 1, 1.5, 2 or 3 times a base size, the fullest dir at 50-80%
+  before the plan): balance compares shares of each broker's capacity (planning/shares.py), in the
+  planner and in the solver's balance rows alike; sized as ``tight-capacity``.
 
 Each instance is planned (``compute_plan``) and solved (``tests/bench/optimum.py``, one worker, started
 from the plan) in one of ``--jobs`` processes (at most 2: the machine is shared). Per family: plan /
@@ -58,6 +62,7 @@ FAMILIES = (
     "tight-capacity",
     "mixed",
     "disk-headroom",
+    "uneven-disks",
 )
 SPREAD = "  rackAwareness: {separator: /, levels: %d}\n"
 
@@ -79,7 +84,11 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
     """Instance ``index`` of ``family`` under ``master`` (the same for the same three, on any machine)."""
     rng = random.Random(f"{master}:{family}:{index}")
     seed = rng.getrandbits(31)
-    small = family in ("tight-capacity", "disk-headroom")  # tight: the bisection solves it ~10 times
+    small = family in (
+        "tight-capacity",
+        "disk-headroom",
+        "uneven-disks",
+    )  # tight: the bisection solves it ~10 times
     n = rng.randint(40, 120 if small else 200)
     b = rng.randint(6, 14 if small else 24)
     rf = rng.choice((2, 3))
@@ -121,6 +130,16 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
         text = _decom([leaving]) + "---\n" + _policy(tol, None)
         snap, _ = sized_volumes(cluster(**common, dirs=dirs, seed=seed), fullest)
         shape.update(leaving=[leaving], fullest=fullest, tolerance=tol)
+        return Instance(family, seed, snap, text, dirs=True), shape
+    if family == "uneven-disks":
+        leaving = rng.randint(1, b)
+        fullest = round(rng.uniform(0.50, 0.80), 3)
+        scale = {x: rng.choice((1.0, 1.5, 2.0, 3.0)) for x in range(1, b + 1)}
+        text = _decom([leaving]) + "---\n" + _policy(tol, None)
+        snap, _ = sized_volumes(cluster(**common, dirs=dirs, seed=seed), fullest, scale=scale)
+        shape.update(
+            leaving=[leaving], fullest=fullest, tolerance=tol, scale=[scale[x] for x in sorted(scale)]
+        )
         return Instance(family, seed, snap, text, dirs=True), shape
     if family == "mixed":
         empty = rng.randint(1, max(1, b // 4))
