@@ -75,32 +75,24 @@ class Reach:
             return None
         tol = min(q.balance.tolerance for q in policies)
         limits = shares.limits(capacity or {}, active, self.total, tol)
-        if shares.capacities(capacity or {}, active) is None:
-            threshold = limits[active[0]]
-            if self.largest is not None and self.largest[0] > threshold:
-                size, topic, number = self.largest
-                return (
-                    f"partition {topic}-{number} ({size} bytes) is larger than the threshold "
-                    f"{int(threshold)} bytes"
-                )
-            for (name, unit), nbytes in sorted(self.need.items()):
-                members = trees[name].capacity.get(unit, 0)
-                if members and nbytes / members > threshold:
+        by_share = shares.capacities(capacity or {}, active) is not None
+        top = max(limits.values())  # (the one threshold when limits are even)
+        if self.largest is not None and self.largest[0] > top:
+            size, topic, number = self.largest
+            what = "the largest broker's limit" if by_share else "the threshold"
+            why = " (its share of the bytes by disk capacity)" if by_share else ""
+            return f"partition {topic}-{number} ({size} bytes) is larger than {what} {int(top)} bytes{why}"
+        for (name, unit), nbytes in sorted(self.need.items()):
+            tree = trees[name]
+            if not by_share:
+                members = tree.capacity.get(unit, 0)
+                if members and nbytes / members > top:
                     return (
                         f"the rack spread puts at least {int(nbytes)} bytes in unit {'/'.join(unit)} of "
                         f"{members} broker(s): {int(nbytes / members)} each on average, above the threshold "
-                        f"{int(threshold)} bytes"
+                        f"{int(top)} bytes"
                     )
-            return None
-        top = max(limits.values())
-        if self.largest is not None and self.largest[0] > top:
-            size, topic, number = self.largest
-            return (
-                f"partition {topic}-{number} ({size} bytes) is larger than the largest broker's limit "
-                f"{int(top)} bytes (its share of the bytes by disk capacity)"
-            )
-        for (name, unit), nbytes in sorted(self.need.items()):
-            tree = trees[name]
+                continue
             inside = [b for b in active if tree.path.get(b, ())[: len(unit)] == unit]  # (sound: all of them)
             room = sum(limits[b] for b in inside)
             if inside and nbytes > room:

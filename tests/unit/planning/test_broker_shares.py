@@ -116,3 +116,17 @@ def test_max_mean_is_within_the_tolerance_exactly_when_every_broker_is_within_it
     within = all(held[b] <= limits[b] * (1 + 1e-9) for b in brokers)
     if abs(measure - (1 + tol)) > 1e-3:  # (max_mean is rounded to 4 places)
         assert within == (measure <= 1 + tol)
+
+
+def test_balance_is_proven_out_of_reach_against_each_brokers_limit() -> None:
+    # a 300-byte partition of 600 bytes over three brokers: above the even threshold (1.1 x 200 = 220), so
+    # balance by bytes is out of reach; with one broker holding 4/6 of the disk its limit is 440: reachable
+    from kafka_placement.planning.reach import Reach
+
+    reach = Reach(total=600, largest=(300, "t", 0))
+    intents = Intents.loads(BALANCE)
+    even = reach.why(intents, (1, 2, 3), {}, {1: 100, 2: 100, 3: 100})
+    assert even == "partition t-0 (300 bytes) is larger than the threshold 220 bytes"
+    assert reach.why(intents, (1, 2, 3), {}, {1: 100, 2: 100, 3: 400}) is None
+    big = Reach(total=600, largest=(500, "t", 0)).why(intents, (1, 2, 3), {}, {1: 100, 2: 100, 3: 400})
+    assert big is not None and "larger than the largest broker's limit 440 bytes" in big
