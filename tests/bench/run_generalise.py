@@ -281,6 +281,8 @@ def block(
     )
     n = max(sum(1 for r in rows if r["scenario"] == fam) for fam in families)
     command = f"python tests/bench/run_generalise.py --seed {master} -n {n} --time-limit {time_limit}"
+    if tuple(families) != FAMILIES:  # a run of some families only: the command names them
+        command += f" --families {','.join(families)}"
     return [
         f"Produced by `{command}` on {started.strftime('%Y-%m-%d %H:%M UTC')} (master seed {master} drawn "
         f"at run time; the command reproduces the run), {os.cpu_count()} cores shared with other work "
