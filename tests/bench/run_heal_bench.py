@@ -299,13 +299,16 @@ class Healed(threading.Thread):
             self.stop.wait(0.5)
 
 
-def execute_ours(bootstrap: str, plan: Path, work: Path, throttle: int, poll_s: float) -> dict[str, Any]:
+def execute_ours(
+    bootstrap: str, plan: Path, work: Path, throttle: int, poll_s: float, hold: bool = False
+) -> dict[str, Any]:
     state = work / "state.json"
     watch = Watch(bootstrap, json.loads(plan.read_text()), state)
     watch.start()
     cmd = [
         str(CLI), "execute", "--bootstrap-server", bootstrap, "--plan", str(plan),
         "--throttle", str(throttle), "--state", str(state), "--wait", "--poll-seconds", str(poll_s),
+        *(["--hold-achieved-rate"] if hold else []),
     ]  # fmt: skip
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -433,8 +436,15 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
                 f"bound {bound['bound']:.1f}s ({bound['bottleneck']})",
                 flush=True,
             )
-            if side == "ours":
-                res = execute_ours(bootstrap, work / "plan.json", work, args.throttle, args.poll_seconds)
+            if side.startswith("ours"):
+                res = execute_ours(
+                    bootstrap,
+                    work / "plan.json",
+                    work,
+                    args.throttle,
+                    args.poll_seconds,
+                    side.endswith("-hold"),
+                )
             else:
                 res = execute_kafka(bootstrap, work / "plan.json", str(kafka["libsDir"]), args.throttle)
         first = res["firstMove"]
@@ -468,7 +478,9 @@ def one_side(side: str, kafka: dict[str, Any], args: argparse.Namespace) -> dict
             print(f"deleting {name} failed: {e}", file=sys.stderr)
 
 
-def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def heal_by_operator(
+    kafka: dict[str, Any], args: argparse.Namespace, side: str = "operator"
+) -> dict[str, Any]:
     """The operator path: the operator (a process, as the e2e tests run it, with the default resync period)
     heals the dead broker itself (``selfHealing.brokerFailure``, approval Automatic, the same throttle).
     Times from the failure: the death listed in the status, the heal (a BrokerDecommission) created, its
@@ -500,7 +512,8 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 input=(
                     "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: heal}\n"
                     f"spec: {{bootstrapServers: '{bootstrap}', throttleBytesPerSecond: {args.throttle}, "
-                    f"selfHealing: {{brokerFailure: {{enabled: true, afterSeconds: {args.after}}}, "
+                    + ("limits: {holdAchievedRate: true}, " if side.endswith("-hold") else "")
+                    + f"selfHealing: {{brokerFailure: {{enabled: true, afterSeconds: {args.after}}}, "
                     "approval: Automatic}}\n"
                 ),
             )  # fmt: skip
@@ -569,7 +582,7 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 raise RuntimeError(f"checks failed: {len(moved)} partitions moved, counters {counters}")
             bound = lower_bound(snap, {"partitions": moved}, args.throttle)
             row = {
-                "side": "operator",
+                "side": side,
                 "partitions": args.partitions,
                 "moves": len(moved),
                 "throttle": args.throttle,
@@ -583,7 +596,7 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 "resubmitted": counters["resubmitted"],
                 **{k: bound[k] for k in ("bound", "bottleneck", "maxBytes", "copied")},
             }
-            print(f"[operator] {json.dumps(row)}", flush=True)
+            print(f"[{side}] {json.dumps(row)}", flush=True)
             return row
         finally:
             if args.keep_log:
@@ -600,10 +613,8 @@ def heal_by_operator(kafka: dict[str, Any], args: argparse.Namespace) -> dict[st
                 kube("delete", "namespace", ns, "--wait=false", ns=False)
 
 
-def operator_table(r: dict[str, Any]) -> list[str]:
-    """The operator path's row: its own columns (no CLI snapshot or plan: the operator reads and plans)."""
-    if "error" in r:
-        return ["", f"Operator path: failed: {r['error']}"]
+def operator_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The operator path's rows: their own columns (no CLI snapshot or plan: the operator reads and plans)."""
     para = (
         "The operator path (`--sides operator`): the operator as a process (reconciling every 2 s, the "
         "default 60 s resync), a KafkaCluster with the same throttle and `selfHealing.brokerFailure` "
@@ -613,10 +624,11 @@ def operator_table(r: dict[str, Any]) -> list[str]:
         "is the copy the heal made (the partitions whose replicas changed between snapshots before the kill "
         "and after the heal); at target = the first metadata read (every 0.5 s) showing every partition of "
         "the topic at RF 2 on live brokers, in sync. `from failure / bound` is (Completed - afterSeconds) / "
-        "bound: the issue's "
-        "measure; it includes Kafka's own fencing of the broker (broker.session.timeout.ms, 9 s on the rig)."
+        "bound: the issue's measure; it includes Kafka's own fencing of the broker "
+        "(broker.session.timeout.ms, 9 s on the rig). `operator-hold`: the KafkaCluster with "
+        "`limits.holdAchievedRate: true` (the executor holds each broker's achieved rate at the "
+        "throttle, execution/rate_watch.py)."
     )
-    ratio, whole = r["copyS"] / r["bound"], (r["totalS"] - r["after"]) / r["bound"]
     lines = [
         "",
         *textwrap.wrap(para, 110, break_on_hyphens=False),
@@ -625,12 +637,19 @@ def operator_table(r: dict[str, Any]) -> list[str]:
         "| dead listed s | heal created s | first move s | at target s | copy s | Completed s | copy / bound "
         "| from failure / bound | resubmitted |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| operator | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
-        f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['after']} "
-        f"| {r['deadSeenS']:.1f} | {r['healCreatedS']:.1f} | {r['firstMoveS']:.1f} "
-        f"| {fmt(r.get('atTargetS'))} | {r['copyS']:.1f} "
-        f"| {r['totalS']:.1f} | {ratio:.2f} | {whole:.2f} | {r['resubmitted']} |",
     ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['side']} | failed: {r['error'].replace('|', '/')} |" + " |" * 14)
+            continue
+        ratio, whole = r["copyS"] / r["bound"], (r["totalS"] - r["after"]) / r["bound"]
+        lines.append(
+            f"| {r['side']} | {r['moves']} | {r['copied'] / 1e6:.1f} | {r['throttle'] / 1e6:g} "
+            f"| {r['bottleneck']} ({r['maxBytes'] / 1e6:.1f} MB) | {r['bound']:.1f} | {r['after']} "
+            f"| {r['deadSeenS']:.1f} | {r['healCreatedS']:.1f} | {r['firstMoveS']:.1f} "
+            f"| {fmt(r.get('atTargetS'))} | {r['copyS']:.1f} "
+            f"| {r['totalS']:.1f} | {ratio:.2f} | {whole:.2f} | {r['resubmitted']} |"
+        )
     return lines
 
 
@@ -640,8 +659,8 @@ def fmt(v: float | None) -> str:
 
 def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
     day = datetime.date.today().isoformat()
-    by_operator = [r for r in rows if r["side"] == "operator"]
-    rows = [r for r in rows if r["side"] != "operator"]
+    by_operator = [r for r in rows if r["side"].startswith("operator")]
+    rows = [r for r in rows if not r["side"].startswith("operator")]
     r0 = next((r for r in rows if "error" not in r), None)
     if r0 is None:
         raise SystemExit("the CLI sides (ours, kafka) are the table's base: run at least one of them")
@@ -688,8 +707,8 @@ def report(rows: list[dict[str, Any]], command: str, others: str) -> str:
             f"| {r['planS']:.1f} | {fmt(r['firstMoveS'])} | {fmt(r['copyS'])} | {fmt(r['toTargetS'])} "
             f"| {ratio} | {target} | {r['totalS']:.1f} |"
         )
-    for r in by_operator:
-        lines += operator_table(r)
+    if by_operator:
+        lines += operator_table(by_operator)
     return "\n".join(lines) + "\n"
 
 
@@ -728,7 +747,9 @@ def main(argv: list[str] | None = None) -> int:
         for side in args.sides.split(","):
             try:
                 rows.append(
-                    heal_by_operator(kafka, args) if side == "operator" else one_side(side, kafka, args)
+                    heal_by_operator(kafka, args, side)
+                    if side.startswith("operator")
+                    else one_side(side, kafka, args)
                 )
             except Exception as e:  # reported in the table; the other side still runs
                 print(f"[{side}] failed: {e}", file=sys.stderr, flush=True)

@@ -226,6 +226,7 @@ def _limits(args: argparse.Namespace) -> executor.Limits:
         max_reapplies=args.max_reapplies,
         reapply_window_s=args.reapply_window_seconds,
         max_disk_share=args.max_disk_share,
+        hold_rate=args.hold_achieved_rate,
     )
 
 
@@ -458,6 +459,13 @@ def _register_execution(sub: Any) -> None:
     add_connection_args(p)
     p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka format) or .parquet")
     p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
+    p.add_argument(
+        "--hold-achieved-rate",
+        action="store_true",
+        help="hold each broker's achieved replication rate at the throttle: measure what it copies (over "
+        "20 s windows) and set Kafka's rate above the throttle by the shortfall, at most 1.5 times it "
+        "(Kafka's brokers replicate below their configured rate)",
+    )
     p.add_argument(
         "--max-disk-share",
         type=number_in(MIN_DISK_SHARE, MAX_DISK_SHARE),

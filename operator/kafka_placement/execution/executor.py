@@ -15,6 +15,10 @@ a broker with nothing in flight always takes one move, however large. Partitions
 moves off nearly full dirs, then smallest first). A dead broker's replicas are lost: a move off it copies
 from the live leader, and the dead broker is neither throttled nor waited for.
 
+Rates (``Limits.hold_rate``): each moving tick measures what each broker really copies, from the same read,
+and sets Kafka's rates above the throttle by the shortfall (execution/rate_watch.py), so the achieved rate
+is the throttle; off, Kafka's rate is the throttle (and brokers achieve less).
+
 Disks: each moving tick looks at the dirs its moves write to, from the DescribeLogDirs it read
 (execution/disk.py, execution/disk_watch.py): no new move into a dir above the record's ``maxDiskShare``,
 and the moves into a dir about to pass its hard stop held (their throttle lowered), never reverted.
@@ -37,6 +41,7 @@ from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
 from .disk import TRICKLE, clear_holds, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
+from .rate import factors, hold_rates
 from .record import (
     MAX_SAMPLES,
     TERMINAL,
@@ -101,6 +106,8 @@ class Limits:
     # False outside the cluster's maintenance windows (model/windows.py): no new move is submitted, the
     # moves in flight go on and are followed to their end (decided per reconcile, never recorded)
     window_open: bool = True
+    # hold each broker's achieved replication rate at the throttle (execution/rate_watch.py)
+    hold_rate: bool = False
 
     @property
     def bytes_per_broker(self) -> int:
@@ -118,6 +125,7 @@ class Limits:
             max_reapplies=self.max_reapplies,
             reapply_window_s=self.reapply_window_s,
             max_disk_share=self.max_disk_share,
+            hold_rate=self.hold_rate,
         )
 
 
@@ -377,6 +385,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
             before_alter=write_ahead,
             claim=ex.doc.claim_owner,
             override=held,
+            factors=factors(ex),
         )
     except ThrottleError as e:
         ex.doc.throttles = e.state
@@ -660,6 +669,8 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
         ex.move(Event.HEALTHY)
     watch = watch_disks(ex, gateway, view, candidates)
     _dir_moves(ex, view, gateway, watch.above)
+    if limits.hold_rate:
+        hold_rates(ex, gateway, view, _moves(ex, ex.active(), limits, view.live), limits.throttle)
     if ex.phase != Phase.MOVING or not limits.window_open:
         return
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])

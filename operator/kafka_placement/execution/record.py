@@ -198,6 +198,8 @@ class LimitsDoc(_Model):
     # the disk headroom the plan was made with (planning/headroom.py): the executor's disk watch holds to it
     # (execution/disk_watch.py); records written before it was kept have the default
     max_disk_share: float = Field(DEFAULT_MAX_DISK_SHARE, ge=MIN_DISK_SHARE, le=MAX_DISK_SHARE)
+    # hold each broker's achieved replication rate at the throttle (execution/rate_watch.py)
+    hold_rate: bool = False
 
 
 class HeldDir(_Model):
@@ -243,6 +245,33 @@ class DiskWatchDoc(_Model):
     deferred: int = Field(0, ge=0)  # candidates deferred by the last tick
     deferred_into: list[str] = Field([], max_length=10)  # the dirs that deferred them, one line each
     seen: list[DirSeen] = Field([], max_length=MAX_WATCHED)
+
+
+MAX_RATE_SAMPLES = 64  # a side's samples kept (a window of WINDOW_S at the shortest poll, bounded)
+MAX_HOLD_FACTOR = 1.5  # Kafka's rate set at most this many times the throttle (execution/rate_watch.py)
+
+
+class RateSide(_Model):
+    """One side of a broker's replication (it receives: the follower rate; it sends as leader: the leader
+    rate) whose achieved rate the executor holds at its throttle (execution/rate_watch.py)."""
+
+    broker: int = Field(ge=0)
+    config: str = Field(max_length=200)
+    target: int = Field(ge=1)  # the throttle asked, bytes/s: what the achieved rate is held at
+    factor: float = Field(1.0, ge=1.0, le=MAX_HOLD_FACTOR)  # Kafka's rate = target x factor
+    done: int = Field(0, ge=0)  # bytes of this side's finished moves (the cumulative count's base)
+    since: float = Field(0.0, ge=0)  # when the factor (or target) was set: measured from a settle time on
+    samples: list[tuple[float, int]] = Field([], max_length=MAX_RATE_SAMPLES)  # (time, bytes so far), busy
+    rate: float | None = Field(None, ge=0)  # the achieved rate last measured, bytes/s
+
+
+class RateHoldDoc(_Model):
+    """The executor's rate hold (execution/rate_watch.py): each side's factor and samples, and the broker
+    that sent each active move's data at the last tick (a finished move's bytes are counted on it)."""
+
+    sides: list[RateSide] = Field([], max_length=20_000)
+    leaders: dict[int, int] = {}  # plan index of an active move -> its leader at the last tick
+    changes: int = Field(0, ge=0)  # Kafka rates the hold has set so far
 
 
 class Owner(_Model):
@@ -308,6 +337,7 @@ class RecordDoc(_Model):
     counters: Counters = Counters()
     defence: Defence = Defence()
     disk: DiskWatchDoc = DiskWatchDoc()  # absent in records written before the disk watch
+    rate: RateHoldDoc = RateHoldDoc()  # absent in records written before the rate hold
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last

@@ -245,6 +245,7 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
         max_reapplies=limits.max_reapplies,
         reapply_window_s=limits.reapply_window_seconds,
         max_disk_share=spec.max_disk_share,
+        hold_rate=limits.hold_achieved_rate,
     )
 
 

@@ -94,6 +94,7 @@ def apply_throttles(
     before_alter: Callable[[ThrottleState], None] | None = None,
     claim: ClaimOwner | None = None,
     override: Mapping[tuple[int, str], str] | None = None,
+    factors: Mapping[tuple[int, str], float] | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
     moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
@@ -110,23 +111,22 @@ def apply_throttles(
     says what each rate was before, for a sweep once the owner is gone (kafka/throttle_claims.py).
 
     ``override``: (broker, config) -> value set instead of the computed one on the brokers this call
-    throttles (the executor's disk holds, execution/disk_watch.py: a held rate stays held)."""
+    throttles (the executor's disk holds, execution/disk_watch.py: a held rate stays held).
+
+    ``factors``: (broker, leader or follower rate) -> the factor a rate is set at above the one computed
+    (the executor's rate hold, execution/rate_watch.py: a held achieved rate stays held)."""
     rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
     if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
     state = state or ThrottleState()
     moves = [m for m in moves if (m.rate or rate) is not None]
     wanted: dict[int, dict[str, str]] = {}
-    lowest: dict[int, int] = {}
     replicas = throttled_replicas(moves)
-    for m in moves:
-        move_rate = m.rate or rate
-        assert move_rate is not None  # filtered above
-        if any(b not in m.current for b in m.target):
-            for b in (*m.current, *m.target):
-                lowest[b] = min(lowest.get(b, move_rate), move_rate)
-    for b, r in lowest.items():
-        wanted.setdefault(b, {}).update({LEADER_RATE: str(r), FOLLOWER_RATE: str(r)})
+    boost = factors or {}
+    for b, r in broker_rates(moves, rate).items():
+        wanted.setdefault(b, {}).update(
+            {name: str(round(r * boost.get((b, name), 1.0))) for name in (LEADER_RATE, FOLLOWER_RATE)}
+        )
     if dir_rate is not None:
         for b in dir_move_brokers:
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
@@ -134,6 +134,19 @@ def apply_throttles(
         if name in wanted.get(b, {}):
             wanted[b][name] = value
     return set_rates(gateway, state, wanted, replicas, before_alter=before_alter, claim=claim)
+
+
+def broker_rates(moves: Iterable[Move], rate: int | None) -> dict[int, int]:
+    """broker -> the replication rate ``apply_throttles`` gives it for ``moves``: the lowest rate of the
+    moves that copy a replica to another broker and involve it (as a current or a target replica)."""
+    lowest: dict[int, int] = {}
+    for m in moves:
+        move_rate = m.rate or rate
+        if move_rate is None or all(b in m.current for b in m.target):
+            continue
+        for b in (*m.current, *m.target):
+            lowest[b] = min(lowest.get(b, move_rate), move_rate)
+    return lowest
 
 
 def set_rates(

@@ -162,6 +162,16 @@ class LimitsSpec:
         "reapplyWindowSeconds",
         _int("The window of maxReapplies, in seconds.", 1, default=600, maximum=86400),
     )
+    hold_achieved_rate: bool = leaf(
+        "holdAchievedRate",
+        _bool(
+            "Hold each broker's achieved replication rate at the throttle: Kafka's brokers replicate "
+            "below their configured rate (0.75-0.88 of it measured on the project's rig), so the "
+            "executor measures what each broker copies (over 20 s windows) and sets Kafka's rate above "
+            "the throttle by the shortfall, at most 1.5 times it; off, Kafka's rate is the throttle.",
+            default=False,
+        ),
+    )
 
 
 # ---- the planner ---------------------------------------------------------------------------------------
