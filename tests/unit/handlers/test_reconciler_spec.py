@@ -140,6 +140,7 @@ def test_the_limits_come_from_the_spec() -> None:
                 "onConfigChange": "Pause",
                 "maxReapplies": 7,
                 "reapplyWindowSeconds": 60,
+                "holdAchievedRate": True,
             },
         }
     )
@@ -152,6 +153,7 @@ def test_the_limits_come_from_the_spec() -> None:
         on_config_change="Pause",
         max_reapplies=7,
         reapply_window_s=60,
+        hold_rate=True,
     )
 
 
