@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE
+from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled
 from .record import MAX_HOLD_FACTOR, MAX_RATE_SAMPLES, ExecutionPlan, RateSide
 from .view import View
 
@@ -144,7 +144,7 @@ def decide(
             start = learnt.get(key[1], 1.0)
             side = out[key] = RateSide(broker=key[0], config=key[1], target=target, factor=start, since=now)
             if start != 1.0:
-                writes[key] = round(target * start)
+                writes[key] = scaled(target, start)
         side.done += reading.finished
         target = targets.get(key)
         if target is None:
@@ -152,7 +152,7 @@ def decide(
             continue
         if target != side.target:  # another throttle asked (a move at its own rate): measured afresh
             side.target, side.since, side.samples = target, now, []
-            writes[key] = round(target * side.factor)
+            writes[key] = scaled(target, side.factor)
         busy = reading.left >= target * BUSY_S
         if key not in measurable or not busy:
             side.samples = []
@@ -162,7 +162,7 @@ def decide(
         side.samples.append((now, side.done + reading.copied))
         factor = _measure(side, now)
         if factor is not None:
-            writes[key] = round(target * factor)
+            writes[key] = scaled(target, factor)
     return Decision(out, writes)
 
 

@@ -125,7 +125,7 @@ def apply_throttles(
     boost = factors or {}
     for b, r in broker_rates(moves, rate).items():
         wanted.setdefault(b, {}).update(
-            {name: str(round(r * boost.get((b, name), 1.0))) for name in (LEADER_RATE, FOLLOWER_RATE)}
+            {name: str(scaled(r, boost.get((b, name), 1.0))) for name in (LEADER_RATE, FOLLOWER_RATE)}
         )
     if dir_rate is not None:
         for b in dir_move_brokers:
@@ -134,6 +134,15 @@ def apply_throttles(
         if name in wanted.get(b, {}):
             wanted[b][name] = value
     return set_rates(gateway, state, wanted, replicas, before_alter=before_alter, claim=claim)
+
+
+MAX_RATE = 2**63 - 1  # a broker rate is a Java long
+
+
+def scaled(rate: int, factor: float) -> int:
+    """``rate`` times ``factor``, exact when the factor is 1 (a float would round a rate near the top of
+    the range) and never past what Kafka accepts."""
+    return rate if factor == 1.0 else min(round(rate * factor), MAX_RATE)
 
 
 def broker_rates(moves: Iterable[Move], rate: int | None) -> dict[int, int]:

@@ -23,7 +23,7 @@ from kafka_placement.execution.record import (
 )
 from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.view import View
-from kafka_placement.kafka.throttles import FOLLOWER_RATE, LEADER_RATE
+from kafka_placement.kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled
 from kafka_placement.kafka.types import ConfigTarget, LogDirInfo, ReplicaInDir
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
@@ -153,3 +153,10 @@ def test_hold_rates_sets_the_raised_rate_written_ahead_keeps_it_on_new_batches_a
     assert gw.configs[b2][FOLLOWER_RATE] == "1250000"  # a new batch keeps the held rate
     previous = {(b.broker, b.config): b.previous for b in ex.doc.throttles.brokers}
     assert previous[IN] == "777"  # the broker's own rate, put back when the execution ends
+
+
+def test_a_rate_near_the_top_of_javas_long_stays_exact_and_is_never_raised_past_it() -> None:
+    top = 2**63 - 1
+    assert scaled(top, 1.0) == top and scaled(top, 1.5) == top and scaled(T, 1.163) == 1_163_000
+    d = decide({}, {IN: Reading(0, 10**30)}, {IN: top}, 0.0, {IN})
+    assert d.sides[IN].target == top and d.writes == {}
