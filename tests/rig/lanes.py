@@ -66,6 +66,8 @@ LANES = (
             "tests/e2e/test_operator_traffic.py",
             "tests/e2e/test_operator_windows.py",  # maintenance windows: about 90 s (moved from operator
             # when its self-healing test grew a second return, 2026-12-02)
+            "tests/e2e/test_operator_preemption.py",  # two pre-emptions: about 150 s (moved from operator,
+            # the long pole at 30 min on 2026-12-02: lanes node 21, kafka 24.7, operator 30.1 min)
         ),
     ),
     Lane(
@@ -101,6 +103,8 @@ LANES = (
             "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
             "tests/e2e/test_operator_shutdown.py",  # the k8s rig and a silent "broker": about 10 s
+            "tests/e2e/test_operator_false_death.py",  # its own three-node cluster and a packet filter
+            # rule: about 75 s (moved from operator with the pre-emption tests, 2026-12-03)
         ),
     ),
     Lane(
@@ -112,12 +116,10 @@ LANES = (
             "tests/e2e/test_operator.py",
             "tests/e2e/test_operator_leader.py",
             "tests/e2e/test_operator_correlated_failure.py",  # its own five-node cluster, two tests
-            "tests/e2e/test_operator_false_death.py",  # its own three-node cluster and a packet filter rule
             "tests/e2e/test_operator_new_partitions.py",
             "tests/e2e/test_operator_owned_configs.py",
             "tests/e2e/test_operator_orphaned_throttles.py",
             "tests/e2e/test_operator_policies.py",
-            "tests/e2e/test_operator_preemption.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs

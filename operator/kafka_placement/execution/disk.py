@@ -72,11 +72,11 @@ def _apply_holds(
     ex: Execution, gateway: KafkaGateway, view: View, d: Decision, active: Sequence[Write]
 ) -> None:
     """Lower the throttles of newly held dirs to ``TRICKLE``, put back those of released ones (on live
-    brokers: a broker that is not live cannot be configured, nor does it copy anything)."""
+    brokers that answer: one that is not live cannot be configured, nor does it copy anything)."""
     disk = ex.doc.disk
     had = {(r.broker, r.config): r for r in disk.rates}
-    start = sorted(k for k in d.hold if k not in had and k[0] in view.live)
-    end = sorted(k for k in had if k not in d.hold and k[0] in view.live)
+    start = sorted(k for k in d.hold if k not in had and k[0] in view.answering)
+    end = sorted(k for k in had if k not in d.hold and k[0] in view.answering)
     if not start and not end:
         return
     ours = {(e.broker, e.config): e.value for e in ex.doc.throttles.brokers}

@@ -245,10 +245,15 @@ def _diverged(ex: Execution, view: View) -> list[str]:
 
 
 def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
-    """Why moving must pause: brokers of our moves that are not live, partitions (of the topics read)
-    under-replicated for reasons other than our moves, targets below min ISR (execution/safety.py)."""
+    """Why moving must pause: brokers of our moves that are not live or do not answer the operator (their
+    throttles could not be set), partitions (of the topics read) under-replicated for reasons other than
+    our moves, targets below min ISR (execution/safety.py)."""
     brokers = {b for i in (*ex.active(), *candidates) for b in ex.plan.targets[i].replicas}
-    return [f"broker {b} is not live" for b in sorted(brokers - view.live)] + unsafe(ex, view, candidates)
+    return (
+        [f"broker {b} is not live" for b in sorted(brokers - view.live)]
+        + [f"broker {b} does not answer the operator" for b in sorted(brokers & view.silent)]
+        + unsafe(ex, view, candidates)
+    )
 
 
 def _dir_moves(
@@ -359,13 +364,14 @@ def _moves(ex: Execution, indices: list[int], limits: Limits, live: frozenset[in
 
 def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int], limits: Limits) -> None:
     """Throttle ``batch`` (and re-assert the rates of moves in flight on the same brokers); what will be
-    set is saved in the record before Kafka is touched. Brokers that are not live are left out."""
+    set is saved in the record before Kafka is touched. Brokers that are not live, or did not answer this
+    tick, are left out (their rate is set with the next batch that involves them once they answer)."""
     plan = ex.plan
     rated = [m for m in _moves(ex, ex.active() + batch, limits, view.live) if m.rate is not None]
     if not batch or not rated:
         return
     dir_brokers = {
-        b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i] if b in view.live
+        b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i] if b in view.answering
     }
 
     def write_ahead(planned: ThrottleState) -> None:
@@ -386,6 +392,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
             claim=ex.doc.claim_owner,
             override=held,
             factors=factors(ex),
+            brokers=view.answering,
         )
     except ThrottleError as e:
         ex.doc.throttles = e.state
@@ -456,7 +463,7 @@ def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
     if state.empty:
         return
     _, alive = gateway.describe_cluster()
-    live = set(alive)
+    live = set(alive) - gateway.silent  # one that refused the operator a moment ago would only time out
     now = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker in live), topics=state.topics)
     later = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker not in live))
     if not now.empty:
@@ -473,7 +480,7 @@ def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
     clear_holds(ex, {b.broker for b in later.brokers})
     if not later.empty:
         dead = sorted({b.broker for b in later.brokers})
-        ex.error(f"throttles left on broker(s) {dead}, not alive: removed once they are back")
+        ex.error(f"throttles left on broker(s) {dead}, not alive or not answering: removed once back")
     ex.save()
 
 
@@ -657,7 +664,7 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
         ex.move(Event.ALL_DONE)
         return
     _revert_stranded(ex, gateway, view)
-    hold = defend(ex, gateway, limits.to_doc(), view.live)
+    hold = defend(ex, gateway, limits.to_doc(), view.answering)
     bad = _unhealthy(ex, view, candidates)
     if bad or hold:
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")

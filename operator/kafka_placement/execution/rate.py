@@ -42,12 +42,12 @@ def hold_rates(
         if b in per_broker:
             targets[(b, config)] = per_broker[b]
     held = {(r.broker, r.config) for r in ex.doc.disk.rates}
-    measurable = {k for k in seen if k[0] in view.live and k not in held}
+    measurable = {k for k in seen if k[0] in view.answering and k not in held}
     sides = {(s.broker, s.config): s for s in doc.sides}
     d = rate_watch.decide(sides, seen, targets, time.time(), measurable)
     doc.sides = [d.sides[k] for k in sorted(d.sides)]
     doc.leaders = senders
-    writes = {k: v for k, v in d.writes.items() if k[0] in view.live and k not in held}
+    writes = {k: v for k, v in d.writes.items() if k[0] in view.answering and k not in held}
     if not writes:
         return
     wanted: dict[int, dict[str, str | None]] = {}

@@ -41,6 +41,7 @@ class View:
     in_flight: Mapping[Key, Reassignment]
     dirs: Mapping[int, tuple[LogDirInfo, ...]]
     min_isr: Mapping[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (if read)
+    silent: frozenset[int] = frozenset()  # live brokers that did not answer this tick's DescribeLogDirs
     _replicas: dict[tuple[str, int, int], ReplicaDirs] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -54,6 +55,13 @@ class View:
                         index[key] = ReplicaDirs(old.current, old.current_size, d.path, r.size_bytes)
                     else:
                         index[key] = ReplicaDirs(d.path, r.size_bytes, old.future, old.future_size)
+
+    @property
+    def answering(self) -> frozenset[int]:
+        """Live brokers that answered (or were not asked): those whose own configs can be read and set
+        now. One that is live but silent (killed, not yet fenced; or cut off from the operator) would only
+        make a config call wait out its timeout."""
+        return self.live - self.silent
 
     def replica(self, topic: str, partition: int, broker: int) -> ReplicaDirs:
         return self._replicas.get((topic, partition, broker), ReplicaDirs())
@@ -83,10 +91,12 @@ def read_view(
         if r is not None:
             ask.update(r.replicas)
     ask &= set(live)
-    dirs = gateway.describe_log_dirs(sorted(ask), wanted) if wanted and ask else {}
+    asked = ask if wanted else set()
+    dirs = gateway.describe_log_dirs(sorted(asked), wanted) if asked else {}
     topics = {t for t, _ in described}
     mins = gateway.min_insync_replicas(topics) if min_isr and topics else {}
-    return View(cluster_id, frozenset(live), described, in_flight, dirs, mins)
+    silent = (asked | (gateway.silent & set(live))) - dirs.keys()  # refused now, or lately and not asked
+    return View(cluster_id, frozenset(live), described, in_flight, dirs, mins, silent=frozenset(silent))
 
 
 def dirs_settled(view: View, t: PartitionTarget) -> bool:

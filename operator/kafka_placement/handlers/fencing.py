@@ -41,6 +41,7 @@ READ_ONLY = (
     "check_authorized",
     "metadata_version",
     "supports_cordon",
+    "silent",
 )
 
 

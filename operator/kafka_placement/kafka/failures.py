@@ -66,7 +66,13 @@ def classify(
     cluster when a transport error arrived during the call (``client``): librdkafka reports a refused
     connection once per reconnect, so an error seen during the call is kept, not asked for after it."""
     from confluent_kafka import KafkaException
-    from kafka.errors import AuthorizationError, KafkaConnectionError, SaslAuthenticationFailedError
+    from kafka.errors import (
+        AuthorizationError,
+        KafkaConnectionError,
+        NodeNotReadyError,
+        SaslAuthenticationFailedError,
+        UnknownBrokerIdError,
+    )
     from kafka.errors import KafkaError as PyKafkaError
 
     if isinstance(e, KafkaException):
@@ -90,6 +96,11 @@ def classify(
         return unavailable(settings, py_error_text(e)), False
     if isinstance(e, KafkaConnectionError):
         return unavailable(settings, f"{what}: {py_error_text(e)}"), True
+    if isinstance(e, UnknownBrokerIdError):  # gone from the client's metadata: stopped or fenced
+        broker = e.args[0] if e.args else "?"
+        return unavailable(settings, f"{what}: broker {broker} is not in the metadata"), True
+    if isinstance(e, NodeNotReadyError):  # no connection to it now (backing off after a failed one)
+        return unavailable(settings, f"{what}: not ready ({py_error_text(e)})"), True
     if isinstance(e, PyKafkaError):
         return KafkaOperationError(f"{what} failed: {py_error_text(e)}"), bool(e.retriable)
     if isinstance(e, TimeoutError):

@@ -62,6 +62,7 @@ CONNECT_TRIES = 4  # connections that time out waiting for a controller that jus
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 TOPICS_PER_CONFIG_REQUEST = 1000  # DescribeConfigs: topics per request (each returns all its ~40 configs)
+SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
 # the topic configs the snapshot records (tiered storage, KIP-405) and the brokers' KIP-1023 switch
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
@@ -102,6 +103,7 @@ class KafkaGateway:
         self._last_client_error: str | None = None
         self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
+        self._silent: dict[int, float] = {}  # broker -> time.monotonic() it was left out of DescribeLogDirs
         self._access_checked = False  # check_authorized passed: DESCRIBE on the cluster and every topic
         self._topic_ids: dict[str, str] = {}  # traffic_look: the ids read, for this gateway's life
         self._traffic_offsets: dict[PartitionKey, tuple[int, int]] = {}  # traffic_look: the last look's
@@ -117,8 +119,12 @@ class KafkaGateway:
         self.close()
 
     def close(self) -> None:
-        py, self._kafka_python = self._kafka_python, None
         self._confluent = None  # the librdkafka handle is freed when it is garbage collected
+        self._close_py()
+
+    def _close_py(self) -> None:
+        """Close the kafka-python client; the next call that needs one bootstraps a new one."""
+        py, self._kafka_python = self._kafka_python, None
         if py is not None:
             try:
                 py.close()
@@ -678,13 +684,21 @@ class KafkaGateway:
             wanted = {}
             for topic, number in partitions:
                 wanted.setdefault(topic, []).append(number)
-        py = self._py()
+        from kafka.errors import UnknownBrokerIdError
+
         out: dict[int, tuple[LogDirInfo, ...]] = {}
         refused: list[KafkaUnavailableError] = []
         for b in ids:
 
             def one(b: int = b) -> Any:
-                return py.describe_log_dirs(topic_partitions=wanted, brokers=[b])
+                try:
+                    return self._py().describe_log_dirs(topic_partitions=wanted, brokers=[b])
+                except UnknownBrokerIdError:
+                    # kafka-python's metadata lacks a broker the cluster lists (stopped a moment ago, or
+                    # back after it was gone): it would not read its metadata again for this alone, so a
+                    # new client asks afresh on the retry
+                    self._close_py()
+                    raise
 
             try:
                 (resp,) = self._call(f"describe log dirs of broker {b}", one, needs=access.ON_CLUSTER)
@@ -692,12 +706,23 @@ class KafkaGateway:
                 if isinstance(e, KafkaAuthenticationError):
                     raise
                 refused.append(e)
+                self._silent[b] = time.monotonic()
                 log.warning("%s: left out (not answering the operator)", e.message)
                 continue
+            self._silent.pop(b, None)
             out[b] = tuple(LogDirInfo.of_response(b, d) for d in resp["log_dirs"])
         if refused and not out:
             raise refused[0]
         return out
+
+    @property
+    def silent(self) -> frozenset[int]:
+        """Brokers left out of their last DescribeLogDirs through this gateway (refused or unknown to the
+        client) within ``SILENT_S``. A broker answers for its own configs, so a config call to one of these
+        would only wait out its timeout: callers leave them out until one answers again (or is asked again
+        once this has expired). Says nothing about death (kafka/liveness.py)."""
+        now = time.monotonic()
+        return frozenset(b for b, at in self._silent.items() if now - at < SILENT_S)
 
     def _cordon_config(self, broker: int) -> set[str]:
         value = self.describe_configs([ConfigTarget.broker(broker)])[ConfigTarget.broker(broker)].get(

@@ -13,7 +13,7 @@ alone. The state is the one the execution record persists, so an executor resume
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model.throttle_state import BrokerThrottle, ClaimOwner, ThrottleState, TopicThrottle
@@ -95,6 +95,7 @@ def apply_throttles(
     claim: ClaimOwner | None = None,
     override: Mapping[tuple[int, str], str] | None = None,
     factors: Mapping[tuple[int, str], float] | None = None,
+    brokers: Collection[int] | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
     moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
@@ -114,7 +115,10 @@ def apply_throttles(
     throttles (the executor's disk holds, execution/disk_watch.py: a held rate stays held).
 
     ``factors``: (broker, leader or follower rate) -> the factor a rate is set at above the one computed
-    (the executor's rate hold, execution/rate_watch.py: a held achieved rate stays held)."""
+    (the executor's rate hold, execution/rate_watch.py: a held achieved rate stays held).
+
+    ``brokers``: the brokers that can be configured now (None: all); rates of others are left out (a
+    broker answers for its own configs: one that is down would only make the call time out)."""
     rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
     if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
@@ -124,11 +128,15 @@ def apply_throttles(
     replicas = throttled_replicas(moves)
     boost = factors or {}
     for b, r in broker_rates(moves, rate).items():
+        if brokers is not None and b not in brokers:
+            continue
         wanted.setdefault(b, {}).update(
             {name: str(scaled(r, boost.get((b, name), 1.0))) for name in (LEADER_RATE, FOLLOWER_RATE)}
         )
     if dir_rate is not None:
         for b in dir_move_brokers:
+            if brokers is not None and b not in brokers:
+                continue
             wanted.setdefault(b, {})[DIR_RATE] = str(dir_rate)
     for (b, name), value in (override or {}).items():
         if name in wanted.get(b, {}):

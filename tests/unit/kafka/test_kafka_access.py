@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from kafka.errors import KafkaConnectionError, NotControllerError, TopicAuthorizationFailedError
+from kafka.errors import (
+    KafkaConnectionError,
+    NodeNotReadyError,
+    NotControllerError,
+    TopicAuthorizationFailedError,
+    UnknownBrokerIdError,
+)
 
 from kafka_placement.kafka import access, failures
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -125,6 +131,11 @@ def test_a_refused_authentication_is_said_so() -> None:
 
 def test_kafka_python_failures() -> None:
     failure, retriable = classify(KafkaConnectionError("refused"))
+    assert type(failure) is KafkaUnavailableError and retriable
+    # a broker gone from the client's metadata (stopped, fenced) is one that does not answer, as a refusal
+    failure, retriable = classify(UnknownBrokerIdError(3))
+    assert type(failure) is KafkaUnavailableError and retriable and "broker 3 " in failure.message
+    failure, retriable = classify(NodeNotReadyError(3))  # backing off after a refused connection
     assert type(failure) is KafkaUnavailableError and retriable
     failure, retriable = classify(NotControllerError())
     assert type(failure) is KafkaOperationError and retriable

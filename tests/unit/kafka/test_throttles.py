@@ -107,3 +107,13 @@ def test_the_state_applied_is_the_state_recorded_cleared_and_defended(tmp_path: 
     clear_throttles(gw, again)  # type: ignore[arg-type]
     assert gw.configs == {B1: {LEADER_RATE: "500"}, B2: {}, B3: {}, T: {FOLLOWER_REPLICAS: "0:9"}}
     assert still_set(gw, again) == []  # type: ignore[arg-type]
+
+
+def test_brokers_that_cannot_be_configured_now_are_left_out() -> None:
+    """A broker answers for its own configs: one that is down (or silent to the operator) would only make
+    the call wait out its timeout, so ``brokers`` limits the rates set; the topics' entries stay."""
+    gw = _Configs({B1: {}, B2: {}, B3: {}, T: {}})
+    moves = [Move("t", 0, current=(1, 2), target=(3, 2)), Move("t", 1, current=(2, 1), target=(2, 3))]
+    state = apply_throttles(gw, moves, 1000, dir_rate=500, dir_move_brokers=[3], brokers={1, 2})  # type: ignore[arg-type]
+    assert {b.broker for b in state.brokers} == {1, 2} and not gw.configs[B3]
+    assert {t.config for t in state.topics} == {FOLLOWER_REPLICAS, LEADER_REPLICAS}
