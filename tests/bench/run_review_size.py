@@ -1,5 +1,5 @@
 """The plan review's size at a million partitions: does the ConfigMap the operator writes before approval
-(handlers/plan_review.py) stay under Kubernetes' 1 MiB per object however large the plan?
+(reconcile/plan_review.py) stay under Kubernetes' 1 MiB per object however large the plan?
 
     .venv/bin/python tests/bench/run_review_size.py [--partitions 1000000] [--brokers 1000]
         [-o docs/benchmarks.md]
@@ -29,10 +29,10 @@ from tests.bench.generator import scenario  # noqa: E402
 from tests.bench.run_spread import write_section  # noqa: E402
 
 from kafka_placement.execution.executor import Limits  # noqa: E402
-from kafka_placement.handlers import plan_review  # noqa: E402
 from kafka_placement.model.intents import Intents  # noqa: E402
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan  # noqa: E402
 from kafka_placement.planning.report import build_report  # noqa: E402
+from kafka_placement.reconcile import plan_review  # noqa: E402
 
 HEADING = "## Plan review size"
 

@@ -20,10 +20,10 @@ from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.integration.conftest import SilentBroker, create_topics_everywhere, wait_for
 
-from kafka_placement.handlers.store import DOC_KEY, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kafka.throttles import CLAIM_PREFIX
+from kafka_placement.reconcile.store import DOC_KEY, configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 THROTTLE_KEYS = (

@@ -38,11 +38,11 @@ from tests.integration.conftest import wait_for
 
 from kafka_placement.execution.executor import mismatches
 from kafka_placement.execution.record import unpack
-from kafka_placement.handlers.store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.plan import Plan
+from kafka_placement.reconcile.store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow]
 LEASE = "kafka-placement-operator"

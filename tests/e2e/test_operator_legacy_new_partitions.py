@@ -1,5 +1,5 @@
 """End to end on the legacy rig (Kafka 4.2, below KIP-1066): the new-partition lane
-(handlers/new_partitions.py) moves a new replica off a cordoned broker while it is small, although it
+(reconcile/new_partitions.py) moves a new replica off a cordoned broker while it is small, although it
 already holds records (a plan of the whole cluster would move only an empty one). Its own file because
 it needs the legacy rig, which `make test`'s lane `kafka` has (tests/rig/lanes.py).
 """

@@ -1,4 +1,4 @@
-"""End to end: the new-partition lane (handlers/new_partitions.py) places a topic created after the policy
+"""End to end: the new-partition lane (reconcile/new_partitions.py) places a topic created after the policy
 per the policy without waiting for the full re-plan: on an idle cluster, beside a running execution, and
 only once approved when the policy's approval is Manual.
 

@@ -21,9 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.conftest import KafkaRig, Operator, free_port, get, wait_phase
 from tests.e2e.test_operator import fill, snapshot
 
-from kafka_placement.handlers.store import configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.reconcile.store import configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 API_VERSION = "kafkaplacement.io/v1alpha1"

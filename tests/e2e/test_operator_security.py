@@ -115,7 +115,7 @@ def test_operator_decommissions_a_broker_over_a_secured_listener(
     time.sleep(5)  # a few more reconciles (interval 2 s): the PEM files are reused, not written again
     pems = sorted(
         p.name for p in (tmp_path / "optmp").glob("kafka-placement-*/*")
-    )  # handlers/secret_files.py
+    )  # reconcile/secret_files.py
     assert len(pems) == (1 if listener == "sasl" else 3), pems  # CA (+ client cert and key)
     assert all(p.endswith(".pem") for p in pems), pems
     for p in (tmp_path / "optmp").glob("kafka-placement-*/*.pem"):

@@ -146,7 +146,7 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         moving = waiting["status"]["plan"]["review"]["trafficChanging"]  # (kept by the CRD's schema)
         assert moving.startswith("broker ") and " in " in moving and " out " in moving, moving
         # two more looks of drifting rates, reconciles in between: the same plan (this drift is small
-        # enough that planning afresh may give it too; tests/unit/handlers/test_kept_plan.py has drift
+        # enough that planning afresh may give it too; tests/unit/reconcile/test_kept_plan.py has drift
         # that changes a fresh plan, and shows the reconcile keeps the shown one)
         shown = wait_traffic(kubectl, operator, ns, "sampled", looks=after["looks"] + 1, timeout=30)
         later = wait_traffic(kubectl, operator, ns, "sampled", looks=shown["looks"] + 1, timeout=30)

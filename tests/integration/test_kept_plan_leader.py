@@ -1,4 +1,4 @@
-"""A plan awaiting approval survives a leader change (issue 41; handlers/plan_review.py, ``keptPlan``).
+"""A plan awaiting approval survives a leader change (issue 41; reconcile/plan_review.py, ``keptPlan``).
 
 Each ``Reconciler`` here stands for one operator process: a leader that loses its Lease exits, so a new
 leader starts with nothing in memory. They reconcile a real KafkaCluster on the rig's apiserver against
@@ -6,7 +6,7 @@ the rig's Kafka; the traffic sampler's estimates are handed in (``rates=``) so t
 leaders is known and within the bound. The new leader keeps the plan shown from the review ConfigMap's
 record and the plan's blob: it does not plan (``kafka_placement_planning_seconds`` counts no plan) and
 shows the same plan. Without the record it plans again (on three brokers this small drift happens to give
-the same plan; tests/unit/handlers/test_kept_plan.py has a cluster where it gives another). A record
+the same plan; tests/unit/reconcile/test_kept_plan.py has a cluster where it gives another). A record
 whose blob is gone is told in an Event and the cluster is planned afresh; one made from other intents is
 planned afresh quietly."""
 
@@ -22,12 +22,12 @@ import pytest
 from prometheus_client import REGISTRY
 from tests.integration.conftest import KafkaRig, TopicFactory
 
-from kafka_placement.handlers import plan_review
-from kafka_placement.handlers.reconciler import Reconciler
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.crd_parts import GROUP, PLURALS, VERSION
 from kafka_placement.model.traffic import PartitionKey
 from kafka_placement.planning.traffic import Traffic
+from kafka_placement.reconcile import plan_review
+from kafka_placement.reconcile.reconciler import Reconciler
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 

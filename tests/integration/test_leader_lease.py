@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from kafka_placement.execution.store import RecordConflict
-from kafka_placement.handlers.fencing import FencedGateway
-from kafka_placement.handlers.leader import LeaseElector, LeaseTimings, NotLeader, boottime
-from kafka_placement.handlers.store import LEADER, WRITER, ConfigMapStore, claim_records, configmap_name
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kube.gateway import KubeGateway
+from kafka_placement.reconcile.fencing import FencedGateway
+from kafka_placement.reconcile.leader import LeaseElector, LeaseTimings, NotLeader, boottime
+from kafka_placement.reconcile.store import LEADER, WRITER, ConfigMapStore, claim_records, configmap_name
 
 pytestmark = [pytest.mark.k8s]
 FAST = LeaseTimings(lease_duration=3, renew_deadline=2, renew_period=1, retry_period=0.5)

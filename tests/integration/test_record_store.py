@@ -1,4 +1,4 @@
-"""ConfigMapStore (handlers/store.py) against the real kube-apiserver of the rig: a 1M-partition plan as a
+"""ConfigMapStore (reconcile/store.py) against the real kube-apiserver of the rig: a 1M-partition plan as a
 blob spread over several ConfigMaps, the progress document's compare-and-swap between two writers,
 damaged and half-written blobs, prune and delete. Nothing is mocked.
 
@@ -24,9 +24,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kafka_placement.execution.store import RecordConflict
-from kafka_placement.handlers.store import CHUNK, ConfigMapStore, configmap_name
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.errors import BadInputError, PlacementError
+from kafka_placement.reconcile.store import CHUNK, ConfigMapStore, configmap_name
 
 pytestmark = pytest.mark.k8s
 

@@ -4,7 +4,7 @@ Watches the given namespaces or the whole cluster, serves Prometheus metrics, an
 KafkaCluster every ``--interval`` seconds. Kubernetes credentials: in-cluster service account, else
 ``KUBECONFIG``/~/.kube/config.
 
-Leader election (default on; handlers/leader.py): the process first competes for a
+Leader election (default on; reconcile/leader.py): the process first competes for a
 ``coordination.k8s.io/v1`` Lease and waits as a standby until it holds it; then it claims the execution
 records (bumps their resourceVersion, so no earlier leader's save can win) and runs kopf. kopf runs
 standalone (no kopf peering), in the leader only. If the Lease is lost, kopf is stopped and the command
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from ..handlers import periods
 from ..kafka.gateway import LIBRDKAFKA_LOGGER
 from ..model.errors import BadInputError, PlacementError
+from ..reconcile import periods
 
 log = logging.getLogger("kafka_placement.operator")
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -93,7 +93,7 @@ def cmd_operator(args: argparse.Namespace) -> int:
         raise BadInputError("give --namespace NS (repeatable) or --all-namespaces", "operator")
     if args.namespace and args.all_namespaces:
         raise BadInputError("--namespace and --all-namespaces exclude each other", "operator")
-    from ..handlers.leader import LeaseTimings
+    from ..reconcile.leader import LeaseTimings
 
     timings = LeaseTimings(args.lease_duration, args.renew_deadline, args.renew_period, args.retry_period)
     if args.leader_election:
@@ -105,7 +105,8 @@ def cmd_operator(args: argparse.Namespace) -> int:
     os.environ["KP_RESYNC_SECONDS"] = str(args.resync_seconds)
     import kopf
 
-    from ..handlers import health, leader, metrics, register  # registers every handler with kopf
+    from ..handlers import health, register  # registers every handler with kopf
+    from ..reconcile import leader, metrics
 
     del register
     kopf.configure(verbose=args.verbose)
@@ -161,9 +162,10 @@ def bounded_shutdown(grace: float) -> None:
 
 
 def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dict[str, Any]) -> int:
-    from ..handlers import health, leader, metrics
-    from ..handlers.store import claim_records
+    from ..handlers import health
     from ..kube.gateway import KubeGateway
+    from ..reconcile import leader, metrics
+    from ..reconcile.store import claim_records
 
     kube = KubeGateway.from_config()
     identity = args.identity or leader.default_identity()

@@ -99,7 +99,7 @@ _tasks: set[asyncio.Task[None]] = set()
 @kopf.on.startup()
 async def started(**_: object) -> None:
     """kopf is up on this event loop: the process drives from now on and beats from this loop."""
-    from . import leader
+    from ..reconcile import leader
 
     role = "operator" if isinstance(leader.current(), leader.Unelected) else "leader"
     task = asyncio.get_running_loop().create_task(_beat_forever(role))

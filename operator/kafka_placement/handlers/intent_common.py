@@ -12,9 +12,9 @@ from ..execution.record import TERMINAL, Execution
 from ..execution.store import RecordConflict
 from ..model.errors import BadInputError
 from ..model.intents import ClusterRef, Intent, OperatorFields, parse_resource
-from . import leader
-from . import status as st
-from .cordons import declared_cordons
+from ..reconcile import leader
+from ..reconcile import status as st
+from ..reconcile.cordons import declared_cordons
 from .runtime import runtime
 
 

@@ -2,7 +2,7 @@
 first cancels its execution and removes the cordons of intents deleted with it (``release``), so no
 throttle, move or cordon of ours outlives them.
 
-Only the leader (handlers/leader.py) reconciles: a process that does not hold the leader Lease skips
+Only the leader (reconcile/leader.py) reconciles: a process that does not hold the leader Lease skips
 the tick (a debug line says so) and patches nothing.
 """
 
@@ -14,8 +14,9 @@ from typing import Any
 
 import kopf
 
+from ..execution.store import RecordConflict
 from ..model.crd_parts import GROUP, PLURALS, VERSION
-from . import leader, metrics
+from ..reconcile import leader, metrics
 from .intent_common import require_leader
 from .runtime import INTERVAL, runtime
 
@@ -40,6 +41,8 @@ def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     except leader.NotLeader as e:
         log.warning("KafkaCluster %s: stopped mid-reconcile: %s", name, e.message)
         return
+    except RecordConflict as e:  # another writer was first: nothing was sent; retried in a second
+        raise kopf.TemporaryError(e.message, delay=1) from None
     finally:
         # kopf runs the delete handler while a reconcile may still be in flight: one that ends after the
         # handler removed the cluster's series must not bring them back

@@ -1,7 +1,7 @@
 """LogDirCordon handler: validate the spec; deleting it cancels its moves and waits for its dirs' uncordon.
 
 The cordon is set and removed by the cluster's reconcile (``cordoned.log.dirs`` on Kafka >= 4.3,
-KIP-1066; handlers/cordons.py): the delete handler only waits for the removal, like BrokerDecommission's
+KIP-1066; reconcile/cordons.py): the delete handler only waits for the removal, like BrokerDecommission's
 (``intent_common.wait_uncordoned``).
 """
 

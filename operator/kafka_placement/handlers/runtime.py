@@ -9,9 +9,10 @@ from typing import Any
 import kopf
 
 from ..kube.gateway import KubeGateway
-from . import leader, periods
-from .reconciler import Reconciler, connection_settings
-from .traffic_sampler import TrafficSampler
+from ..reconcile import leader, periods
+from ..reconcile.inputs import connection_settings
+from ..reconcile.reconciler import Reconciler
+from ..reconcile.traffic_sampler import TrafficSampler
 
 
 @dataclass

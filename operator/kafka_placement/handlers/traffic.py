@@ -26,7 +26,7 @@ from ..kube.gateway import KubeError
 from ..model.cluster_spec import ClusterSpec
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
-from . import leader
+from ..reconcile import leader
 from .runtime import runtime
 
 IDLE_S = 5.0  # longest sleep between two checks (leadership, spec changes) while sampling

@@ -180,7 +180,7 @@ class LimitsSpec:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SparkSpec:
     """``spec.planner.spark``: a field without a schema default is None when absent and then takes the
-    operator's Helm value (handlers/planner.py): a schema default would hide it."""
+    operator's Helm value (reconcile/planner.py): a schema default would hide it."""
 
     DESCRIPTION: ClassVar[str] = (
         "Settings of the spark-k8s engine; absent fields take the operator's Helm values "

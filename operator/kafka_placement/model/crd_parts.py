@@ -24,19 +24,19 @@ HEADER = (
 )
 
 # The enums are tuples (the schemas take a list of them).
-# Lifecycle phases of an intent resource (handlers/status.py draws their transitions).
+# Lifecycle phases of an intent resource (reconcile/status.py draws their transitions).
 PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING = "Pending", "Planning", "AwaitingApproval", "Executing"
 COMPLETED, FAILED, PAUSED, CANCELLED = "Completed", "Failed", "Paused", "Cancelled"
 PHASES = (PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED)
 READY, PROGRESSING, DEGRADED, BLOCKED = "Ready", "Progressing", "Degraded", "Blocked"
 CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED)
 SELF_HEALING_CONDITION = "SelfHealing"
-# False while a broker alive in the cluster does not answer the operator (handlers/healing.py)
+# False while a broker alive in the cluster does not answer the operator (reconcile/healing.py)
 BROKERS_REACHABLE_CONDITION = "BrokersReachable"
 CLUSTER_CONDITION_TYPES = (READY, DEGRADED, SELF_HEALING_CONDITION, BROKERS_REACHABLE_CONDITION)
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
 CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED)  # a KafkaCluster's connection state
-# the new-partition lane's phases (KafkaCluster status.newPartitions.phase; handlers/new_partitions.py)
+# the new-partition lane's phases (KafkaCluster status.newPartitions.phase; reconcile/new_partitions.py)
 NEW_PARTITION_PHASES = (
     "Watching",
     "AwaitingApproval",

@@ -5,7 +5,7 @@ one (otherwise over distinct racks when possible), preferred brokers first, then
 the fewest replicas, on their emptiest allowed dir. The leader is the chosen broker leading the
 fewest partitions, so leaders and followers spread like Kafka's own round-robin placement (the
 operator's new-partition lane repairs new partitions with the hard goal instead:
-handlers/new_partitions.py). Pure: no I/O.
+reconcile/new_partitions.py). Pure: no I/O.
 Arguments are checked as Kafka would: a legal topic name, partition numbers within int32, a
 replication factor within int16, and at most ``MAX_NEW_PARTITIONS`` partitions per call.
 """

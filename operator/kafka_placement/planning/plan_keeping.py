@@ -20,7 +20,7 @@ Sizes are not compared (as for the spark-k8s reuse rule): data keeps arriving wh
 approval, and the plan's moves stay what was shown; its bytes are measured again when it executes. A plan
 kept is the plan shown (same id, same moves): approving it executes exactly it. When either condition
 fails the cluster is planned again and a changed plan asks for approval again. The same bound decides
-when a spark-k8s planning job's result may be reused (handlers/planner.py).
+when a spark-k8s planning job's result may be reused (reconcile/planner.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ DirKey = tuple[int, str]
 
 
 # A new partition of at most this many bytes is "still small": the operator's new-partition lane moves it
-# unthrottled (handlers/new_partitions.py), and on a cluster that cannot cordon dirs itself (Kafka < 4.3,
+# unthrottled (reconcile/new_partitions.py), and on a cluster that cannot cordon dirs itself (Kafka < 4.3,
 # no KIP-1066) moves a new replica of up to this size off a cordoned dir (``Intents.reactive_max_bytes``).
 SMALL_REPLICA_BYTES = 64 * 1024 * 1024
 

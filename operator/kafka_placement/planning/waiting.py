@@ -38,7 +38,7 @@ def no_in_sync_replica(
     dead: Collection[int], replicas: Sequence[int], leader: int | None, isr: Sequence[int] | None
 ) -> bool:
     """No leader, a replica on a ``dead`` broker, and no live replica in the ISR (``isr`` None: not
-    known). Self-healing names these partitions by the same rule (handlers/healing.py)."""
+    known). Self-healing names these partitions by the same rule (reconcile/healing.py)."""
     if leader is not None or isr is None or not dead:
         return False
     if not any(b in dead for b in replicas):

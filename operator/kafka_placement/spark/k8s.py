@@ -20,7 +20,7 @@ completed, still runs or failed (a driver that exits 2 or 3 is bad input or infe
 codes say); ``collect`` reads the plan (and deletes the completed pod or application);
 ``delete_application`` ends one that timed out or plans an outdated placement.
 ``run_on_kubernetes`` (the CLI) loops over them until COMPLETED, a failure state or the timeout; the
-operator runs one step per reconcile (handlers/planner.py), so no reconcile waits for Spark. The
+operator runs one step per reconcile (reconcile/planner.py), so no reconcile waits for Spark. The
 inputs are removed afterwards (unless ``keep_inputs``); the outputs stay. The driver and executors
 run non-root (uid 10001, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp);
 the exchange dir must be readable and
@@ -364,7 +364,7 @@ def run_on_kubernetes(
     run_id: str | None = None,
 ) -> tuple[Plan, dict[str, Any]]:
     """Plan ``snapshot`` with the Spark job on Kubernetes and wait for it (the CLI's way; the operator
-    polls the same steps across reconciles instead: handlers/planner.py).
+    polls the same steps across reconciles instead: reconcile/planner.py).
 
     Raises PlacementError when the CRD is missing, RBAC forbids it, the run fails (its message; bad
     input and infeasible as such) or does not finish within ``settings.timeout_s`` (it is deleted then)."""

@@ -71,7 +71,7 @@ def test_a_kafka_clients_repeated_failure_is_logged_once_per_window() -> None:
 
 def test_other_loggers_and_other_messages_are_untouched() -> None:
     repeats = ClientRepeats(window=300.0, clock=lambda: 0.0)
-    ours = _record("kafka_placement.handlers.reconciler", "reconcile failed")
+    ours = _record("kafka_placement.reconcile.reconciler", "reconcile failed")
     assert all(repeats.filter(ours) for _ in range(3))  # the operator's own lines are never dropped
     assert repeats.filter(_record("kafka.conn", "broker 1 refused"))
     assert repeats.filter(_record("kafka.conn", "broker 1 timed out"))  # another kind: shown

@@ -211,7 +211,7 @@ def test_a_record_written_before_the_disk_watch_loads_with_the_default_limit(tmp
 
 def test_the_operator_status_names_the_held_dirs_and_what_they_hold(tmp_path: Path) -> None:
     from kafka_placement.execution.record import HeldDir
-    from kafka_placement.handlers.reconciler import record_view
+    from kafka_placement.reconcile.inputs import record_view
 
     ex = _moving(tmp_path, _limits(0.85))
     ex.doc.disk.held = [HeldDir(broker=2, path="/d1", share=0.931, since=1.0, moves=12, partitions=["t-0"])]

@@ -1,5 +1,5 @@
 """Pre-emption: an intent more urgent than the running execution's supersedes its plan, keeping the moves
-in flight (handlers/decide.py ``_supersede``, execution/supersede.py, ``Execution.adopt``). No rig."""
+in flight (reconcile/decide.py ``_supersede``, execution/supersede.py, ``Execution.adopt``). No rig."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tests.unit.handlers.test_decide import PLAN, SUMMARY, body, executing, phases, retire
+from tests.unit.reconcile.test_decide import PLAN, SUMMARY, body, executing, phases, retire
 
 from kafka_placement.execution.record import (
     Execution,
@@ -18,8 +18,11 @@ from kafka_placement.execution.record import (
 )
 from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.supersede import as_if_done, in_flight, keeping_in_flight
-from kafka_placement.handlers import status as st
-from kafka_placement.handlers.decide import (
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
+from kafka_placement.model.throttle_state import ThrottleState
+from kafka_placement.reconcile import status as st
+from kafka_placement.reconcile.decide import (
     CheckMinIsr,
     PlanIntents,
     Planned,
@@ -29,9 +32,6 @@ from kafka_placement.handlers.decide import (
     View,
     decide,
 )
-from kafka_placement.model.plan import PartitionTarget, Plan
-from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
-from kafka_placement.model.throttle_state import ThrottleState
 
 LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.handlers import health, metrics  # noqa: F401  (metrics: registers the gauges)
+from kafka_placement.handlers import health
+from kafka_placement.reconcile import metrics  # noqa: F401  (registers the gauges)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Deleting a LogDirCordon or a BrokerDecommission: the cluster's reconcile (or its own deletion) removes
 the cordons, the intent's delete handler only waits for that (handlers/intent_common.py
-``wait_uncordoned``, handlers/reconciler.py ``release``), from plain values: a fake Kubernetes and Kafka.
+``wait_uncordoned``, reconcile/reconciler.py ``release``), from plain values: a fake Kubernetes and Kafka.
 The rig tests (tests/e2e/test_operator.py) show the same against Kafka."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from typing import Any, ClassVar, cast
 import kopf
 import pytest
 
-from kafka_placement.handlers import cordons, intent_common, reconciler
-from kafka_placement.handlers.decide import cordon_sync
-from kafka_placement.handlers.reconciler import Reconciler
+from kafka_placement.handlers import intent_common
 from kafka_placement.kafka.gateway import KafkaOperationError, KafkaUnavailableError
 from kafka_placement.kafka.liveness import ClusterBrokers
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
+from kafka_placement.reconcile import cordons, inputs, reconciler
+from kafka_placement.reconcile.decide import cordon_sync
+from kafka_placement.reconcile.reconciler import Reconciler
 
 GONE = "2026-11-27T19:00:00Z"
 
@@ -198,7 +199,7 @@ def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(looking: t
     drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
     for leaving, reads in (([], ["look"]), ([drain], ["full"])):
         rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
-        settled = reconciler.Settled(reconciler.fingerprint(live, [kept], None), rec.clock(), frozenset())
+        settled = inputs.Settled(inputs.fingerprint(live, [kept], None), rec.clock(), frozenset())
         rec._settled[("kafka", "c")] = settled
         looking.contacted.clear()
         rec.reconcile(live)
@@ -233,8 +234,8 @@ def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
     looking.alive = alive
     rec = Reconciler(cast(KubeGateway, FakeKube(cluster=live)))
     where = ("kafka", "c")
-    rec._settled[where] = reconciler.Settled(
-        reconciler.fingerprint(live, [], None), rec.clock(), frozenset({1, 2, 3})
+    rec._settled[where] = inputs.Settled(
+        inputs.fingerprint(live, [], None), rec.clock(), frozenset({1, 2, 3})
     )
     rec.reconcile(live)
     assert looking.contacted == reads
@@ -279,6 +280,6 @@ def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka
     rec = Reconciler(cast(KubeGateway, FakeKube()))
     where = (CLUSTER["metadata"]["namespace"], CLUSTER["metadata"]["name"])
     rec._kept[where] = cast(Any, "a kept plan")
-    rec._settled[where] = reconciler.Settled("fingerprint", 0.0, frozenset())
+    rec._settled[where] = inputs.Settled("fingerprint", 0.0, frozenset())
     assert rec.release(CLUSTER) is None
     assert where not in rec._kept and where not in rec._settled

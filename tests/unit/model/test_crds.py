@@ -179,7 +179,7 @@ def test_cli_writes_the_crds(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_spark_fields_with_a_helm_value_have_no_schema_default() -> None:
     """The apiserver fills a schema default into every KafkaCluster that has ``spec.planner.spark``, which
-    would hide the Helm value the field falls back to (handlers/planner.py reads an absent field as such)."""
+    would hide the Helm value the field falls back to (reconcile/planner.py reads an absent field as such)."""
     (cluster,) = [d for d in crd_documents() if d["spec"]["names"]["kind"] == "KafkaCluster"]
     spec = cluster["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spark = spec["properties"]["planner"]["properties"]["spark"]["properties"]

@@ -1,7 +1,7 @@
-"""The reconcile's thin shell around retiring.py (reconciler.py ``_Pass._retire``, ``_retiring``): the
-heals decided on are deleted through the KubeGateway, fenced, with their uid and resourceVersion as
-preconditions; a refused delete leaves the heal awaiting retirement; Events on the cluster and the heal.
-A fake KubeGateway and leadership record the calls; no Kafka is read."""
+"""The reconcile's thin shell around retiring.py (cluster_pass.py ``ReconcilePass._retire``,
+``_retiring``): the heals decided on are deleted through the KubeGateway, fenced, with their uid and
+resourceVersion as preconditions; a refused delete leaves the heal awaiting retirement; Events on the
+cluster and the heal. A fake KubeGateway and leadership record the calls; no Kafka is read."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from tests.unit.handlers.test_retiring import BACK, NAME, SINCE, SPEC, T0, ended, heal
+from tests.unit.reconcile.test_retiring import BACK, NAME, SINCE, SPEC, T0, ended, heal
 
 from kafka_placement.execution.record import Execution, Phase
-from kafka_placement.handlers.healing import HealingOutcome
-from kafka_placement.handlers.reconciler import Reconciler, _Pass
 from kafka_placement.kube.gateway import KubeConflict, KubeError, KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.self_healing import HealingState, PastFailure, format_time
+from kafka_placement.reconcile.cluster_pass import ReconcilePass
+from kafka_placement.reconcile.healing import HealingOutcome
+from kafka_placement.reconcile.reconciler import Reconciler
 
 CLUSTER: dict[str, Any] = {
     "apiVersion": "kafkaplacement.io/v1alpha1",
@@ -65,10 +66,10 @@ class Lead:
         self.kube.calls.append(("fence",))
 
 
-def one_pass(kube: FakeKube, bodies: list[dict[str, Any]], record: Execution | None = None) -> _Pass:
+def one_pass(kube: FakeKube, bodies: list[dict[str, Any]], record: Execution | None = None) -> ReconcilePass:
     rec = Reconciler(cast(KubeGateway, kube), leadership=cast(Any, Lead(kube)), wall=lambda: T0 + 1020)
     spec = ClusterSpec.of(CLUSTER)
-    return _Pass(
+    return ReconcilePass(
         rec, cast(Any, None), CLUSTER, spec, cast(Any, None), bodies, [], cast(Any, None), record, None
     )
 
@@ -123,7 +124,7 @@ def test_a_heal_an_execution_runs_waits_and_the_next_reconcile_replans_without_i
 
 
 class FakeGateway:
-    """What ``_Pass._plan`` reads of Kafka: the snapshot, the reassignments, KIP-1066 support."""
+    """What ``ReconcilePass._plan`` reads of Kafka: the snapshot, the reassignments, KIP-1066 support."""
 
     def __init__(self, snap: Any) -> None:
         self.snap = snap
@@ -170,7 +171,7 @@ def test_a_replan_dropping_the_only_retired_heal_is_its_moves_in_flight_and_need
     record.save()
     kube = ReviewlessKube()
     rec = Reconciler(cast(KubeGateway, kube), leadership=cast(Any, Lead(kube)), wall=lambda: T0)
-    p = _Pass(
+    p = ReconcilePass(
         rec, cast(Any, FakeGateway(_snapshot())), CLUSTER, ClusterSpec.of(CLUSTER), cast(Any, None),
         [], [], cast(Any, store), record, None,
     )  # fmt: skip

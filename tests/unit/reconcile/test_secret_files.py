@@ -1,4 +1,4 @@
-"""PEM files from Secrets (handlers/secret_files.py): one private file per content, reused, pruned."""
+"""PEM files from Secrets (reconcile/secret_files.py): one private file per content, reused, pruned."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_placement.handlers import secret_files
 from kafka_placement.model.errors import PlacementError
+from kafka_placement.reconcile import secret_files
 
 
 @pytest.fixture(autouse=True)

@@ -10,19 +10,19 @@ import random
 import pytest
 from tests.unit.builders import snapshot
 
-from kafka_placement.handlers.store import CHUNK
-from kafka_placement.handlers.traffic_sampler import (
+from kafka_placement.model.capacity import BrokerCapacity, Capacity, CapacitySpec
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.traffic import PartitionLook
+from kafka_placement.planning.traffic import PartitionTraffic, Traffic, TrafficState
+from kafka_placement.planning.traffic_state import state_from_json, state_to_json
+from kafka_placement.reconcile.store import CHUNK
+from kafka_placement.reconcile.traffic_sampler import (
     MAX_BROKERS,
     STATE_GZ_BYTES_PER_PARTITION,
     progress_doc,
     read_progress,
     traffic_status,
 )
-from kafka_placement.model.capacity import BrokerCapacity, Capacity, CapacitySpec
-from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.traffic import PartitionLook
-from kafka_placement.planning.traffic import PartitionTraffic, Traffic, TrafficState
-from kafka_placement.planning.traffic_state import state_from_json, state_to_json
 
 
 def test_status_sums_every_replica_and_the_leaders_apart_and_skips_unknown_rates() -> None:

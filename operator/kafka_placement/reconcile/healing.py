@@ -5,7 +5,7 @@ failures its status already tracks (``HealingState``: "since when" survives rest
 changes), what this reconcile saw of Kafka (``Seen``), the heal objects that exist (``Heal``) and the
 time ``now`` (epoch seconds, passed in: no clock is read here). The reconcile shell (reconciler.py) reads
 those facts, calls it, creates the heals through the KubeGateway and posts the Events; everything here
-is unit-tested from plain values (tests/unit/handlers/test_healing.py).
+is unit-tested from plain values (tests/unit/reconcile/test_healing.py).
 
 Rules (docs/operations.md, "Self-healing"): a broker the cluster names (a replica or its registration)
 not alive for ``brokerFailure.afterSeconds`` gets a BrokerDecommission; an offline dir of a live broker for

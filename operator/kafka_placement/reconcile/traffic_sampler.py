@@ -9,7 +9,7 @@ connections, the access check and the topic ids it has read are reused) for ``GA
 then a fresh one (ACLs and topic ids checked again); it is closed earlier when the connection settings
 change, a look fails, the cluster stops sampling or is deleted, or leadership is lost (``forget``).
 
-The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (handlers/store.py):
+The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (reconcile/store.py):
 ConfigMap ``kafka-placement-<cluster>-traffic`` holds a small progress document (looks taken, the time
 of the last, the name of the state's blob) and the columnar state
 (planning/traffic_state.py) is a blob ``state-<look>`` gzipped over as many ConfigMaps of 900 KiB as it
@@ -61,7 +61,7 @@ DOC_VERSION = 1
 MAX_BROKERS = 2000  # status.traffic lists at most this many brokers (~240 KB): 1000 brokers fit twice
 GATEWAY_LOOKS = 10  # looks one gateway serves: the access check and the topic ids read once per 10
 SAVE_FRACTION = 0.5  # the state is saved once the looks advanced this fraction of the window
-STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/handlers/test_traffic_sampler.py)
+STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/reconcile/test_traffic_sampler.py)
 
 
 def _rfc3339(at: float) -> str:

@@ -1,4 +1,4 @@
-"""Every gate of one reconcile (handlers/decide.py), from plain values: no Kafka, no Kubernetes.
+"""Every gate of one reconcile (reconcile/decide.py), from plain values: no Kafka, no Kubernetes.
 
 The rig tests (tests/e2e/test_operator*.py) show the same gates end to end; these pin each decision,
 its statuses, Events and actions, one case at a time.
@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from kafka_placement.execution.record import Phase
-from kafka_placement.handlers import status as st
-from kafka_placement.handlers.decide import (
+from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.reconcile import status as st
+from kafka_placement.reconcile.decide import (
     CheckIntents,
     CheckMinIsr,
     Decision,
@@ -27,8 +29,6 @@ from kafka_placement.handlers.decide import (
     View,
     decide,
 )
-from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
-from kafka_placement.model.plan import PartitionTarget, Plan
 
 PLAN = Plan.of(
     [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 1), ("any", "any"))]
@@ -630,8 +630,8 @@ def test_outside_the_windows_an_execution_says_it_waits_and_heals_or_opted_out_i
     """The maintenance windows' gate (model/windows.py): a closed window keeps the execution's intents
     Executing with reason WaitingForWindow and the next opening; a heal (selfHealing.ignoreWindows, true by
     default) or an intent with spec.ignoreWindows opens it; without windows it is always open."""
-    from kafka_placement.handlers.decide import window_gate
     from kafka_placement.model.cluster_spec import ClusterSpec
+    from kafka_placement.reconcile.decide import window_gate
 
     spec = ClusterSpec.parse(
         {

@@ -1,4 +1,4 @@
-"""The operator's engine choice and spark-k8s settings (handlers/planner.py), without a rig."""
+"""The operator's engine choice and spark-k8s settings (reconcile/planner.py), without a rig."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from tests.unit.builders import snapshot
 
-from kafka_placement.handlers.planner import (
+from kafka_placement.model.cluster_spec import ClusterSpec, SparkSpec
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.intents import Intents
+from kafka_placement.reconcile.planner import (
     PlanInputs,
     engine_of,
     intents_yaml,
     placement_key,
     spark_k8s_settings,
 )
-from kafka_placement.model.cluster_spec import ClusterSpec, SparkSpec
-from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.intents import Intents
 
 HELM = {
     "KAFKA_PLACEMENT_PLANNER_ENGINE": "auto",
@@ -155,7 +155,7 @@ def test_spark_conf_comes_from_the_helm_values_then_the_spec() -> None:
 def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
     from dataclasses import replace
 
-    from kafka_placement.handlers.planner import plan_cluster
+    from kafka_placement.reconcile.planner import plan_cluster
 
     snap = snapshot({1: None, 2: None, 3: None, 4: None}, [("t", 0, [1, 2, 3], [0, 0, 0], 10)])
     hot = replace(snap, partitions=(replace(snap.partitions[0], bytes_in_per_sec=50e6),))
@@ -175,8 +175,8 @@ def test_the_clusters_capacity_reaches_the_planner_with_every_engine() -> None:
 def test_a_spark_k8s_result_is_not_reused_once_the_rates_drifted_beyond_the_bound() -> None:
     from dataclasses import replace
 
-    from kafka_placement.handlers.planner import SparkRun, _drifted
     from kafka_placement.planning.plan_keeping import loads_of
+    from kafka_placement.reconcile.planner import SparkRun, _drifted
 
     snap = snapshot(
         {1: None, 2: None, 3: None}, [("t", i, [1 + i % 3, 1 + (i + 1) % 3], [0, 0], 10) for i in range(6)]
@@ -198,8 +198,8 @@ def test_a_spark_k8s_result_is_not_reused_once_the_rates_drifted_beyond_the_boun
 def test_the_clusters_max_disk_share_reaches_the_planner_and_a_refusal_is_disk_headroom() -> None:
     from tests.unit.planning.headroom_cases import roomy, tight
 
-    from kafka_placement.handlers import status
-    from kafka_placement.handlers.planner import plan_cluster
+    from kafka_placement.reconcile import status
+    from kafka_placement.reconcile.planner import plan_cluster
 
     body = {"kind": "BrokerDecommission", "metadata": {"name": "retire-4"}, "spec": {"brokers": [4]}}
     for spec in (cluster({"planner": {"engine": "local"}}), cluster({"capacity": {"maxDiskShare": 0.6}})):

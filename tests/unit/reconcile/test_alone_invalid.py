@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tests.unit.builders import snapshot
 
-from kafka_placement.handlers.planner import alone_invalid
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.reconcile.planner import alone_invalid
 
 
 def test_a_cordon_of_a_dir_its_dead_broker_no_longer_reports_is_rejected_alone() -> None:

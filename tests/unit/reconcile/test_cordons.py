@@ -1,6 +1,6 @@
 """Which dirs the operator keeps cordoned (KIP-1066) and which a deleted resource releases, from plain values.
 
-One code path for LogDirCordon and BrokerDecommission (handlers/cordons.py: ``declared_cordons``,
+One code path for LogDirCordon and BrokerDecommission (reconcile/cordons.py: ``declared_cordons``,
 ``owned_cordons``, ``cordon_changes``); the rig tests (tests/e2e/test_operator.py) show the same against
 Kafka.
 """
@@ -11,7 +11,10 @@ from collections.abc import Collection
 
 from tests.unit.builders import intents, snapshot
 
-from kafka_placement.handlers.cordons import (
+from kafka_placement.model.intents import BrokerDecommission, Intent, LogDirCordon, PlacementPolicy
+from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
+from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.reconcile.cordons import (
     CordonChanges,
     cordon_changes,
     declared_cordons,
@@ -19,9 +22,6 @@ from kafka_placement.handlers.cordons import (
     owned_cordons,
     with_cordons,
 )
-from kafka_placement.model.intents import BrokerDecommission, Intent, LogDirCordon, PlacementPolicy
-from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
-from kafka_placement.planning.optimizer import compute_plan
 
 
 def cluster(cordoned: Collection[tuple[int, str]] = (), dead: tuple[int, ...] = ()) -> ClusterSnapshot:

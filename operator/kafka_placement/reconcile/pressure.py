@@ -13,8 +13,9 @@ cordon) once no execution in flight runs it (deleting a participant would cancel
 still running waits. A dir whose usage this reconcile did not read (its broker dead or not answering)
 keeps its entry as it was.
 
-No I/O and no clock (``now`` is passed in): unit-tested from plain values (tests/unit/handlers/
-test_pressure.py); the reconcile (reconciler.py ``_heal``) creates and deletes through the KubeGateway.
+No I/O and no clock (``now`` is passed in): unit-tested from plain values (tests/unit/reconcile/
+test_pressure.py); the reconcile (cluster_pass.py ``ReconcilePass._heal``) creates and deletes through
+the KubeGateway.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The operator's execution store: one cluster's record in ConfigMaps owned by its KafkaCluster.
 
 The same store, with ``document="planning"``, keeps the cluster's spark-k8s planning run
-(``kafka-placement-<cluster>-planning``, handlers/planner.py ``SparkRun``): a small document, no blobs;
-with ``document="lane"``, the execution record of the new-partition lane (handlers/new_partitions.py,
+(``kafka-placement-<cluster>-planning``, reconcile/planner.py ``SparkRun``): a small document, no blobs;
+with ``document="lane"``, the execution record of the new-partition lane (reconcile/new_partitions.py,
 ``kafka-placement-<cluster>-lane``), whose blobs are named ``lane-<name>`` and labelled
 ``kafkaplacement.io/document: lane``, so neither record's pruning ever touches the other's blobs; with
-``document="traffic"``, the traffic sampler's state (handlers/traffic_sampler.py), its blobs named
+``document="traffic"``, the traffic sampler's state (reconcile/traffic_sampler.py), its blobs named
 ``traffic-<name>`` and labelled ``kafkaplacement.io/document: traffic`` in the same way.
 All Kubernetes calls go through ``kube.gateway.KubeGateway``.
 
@@ -21,7 +21,7 @@ All Kubernetes calls go through ``kube.gateway.KubeGateway``.
   damage from outside: ``get_blob`` raises ``BadInputError`` naming the ConfigMap (returning None would
   let ``put_blob``, which trusts chunk 0, skip the repair and hide the damage).
 
-Fencing (handlers/leader.py): ``save`` calls the ``fence`` it was given first (``NotLeader`` when this
+Fencing (reconcile/leader.py): ``save`` calls the ``fence`` it was given first (``NotLeader`` when this
 process no longer holds the leader Lease) and names its ``writer`` in an annotation; a new leader calls
 ``claim_records`` before it drives, which bumps every progress document's ``resourceVersion``, so a
 stale leader's save that passed its fence just before a pause still fails with ``RecordConflict``.

@@ -1,4 +1,4 @@
-"""How the reconciler uses the KafkaCluster's typed spec (handlers/reconciler.py): the connection settings
+"""How the reconciler uses the KafkaCluster's typed spec (reconcile/reconciler.py): the connection settings
 and the executor's limits come from it, and an invalid spec fails the reconcile with a condition naming the
 field, before anything is read from Kafka."""
 
@@ -11,11 +11,12 @@ from typing import Any, cast
 import pytest
 
 from kafka_placement.execution.executor import Limits
-from kafka_placement.handlers import reconciler
-from kafka_placement.handlers.reconciler import Reconciler, connection_settings, limits_of
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.errors import BadInputError
+from kafka_placement.reconcile import inputs
+from kafka_placement.reconcile.inputs import connection_settings, limits_of
+from kafka_placement.reconcile.reconciler import Reconciler
 
 
 def b64(text: str) -> str:
@@ -56,8 +57,8 @@ SECRETS = {
 @pytest.fixture
 def settings_of(monkeypatch: pytest.MonkeyPatch) -> Any:
     """connection_settings' ConnectionSettings arguments (PEM contents stand for their files)."""
-    monkeypatch.setattr(reconciler, "pem_file", lambda content: f"file:{content}")
-    monkeypatch.setattr(reconciler, "ConnectionSettings", lambda **kw: kw)
+    monkeypatch.setattr(inputs, "pem_file", lambda content: f"file:{content}")
+    monkeypatch.setattr(inputs, "ConnectionSettings", lambda **kw: kw)
 
     def settings(spec: Mapping[str, Any], secrets: Any = SECRETS) -> dict[str, Any]:
         kube = cast(KubeGateway, FakeKube(secrets))

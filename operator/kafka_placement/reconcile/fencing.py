@@ -2,7 +2,7 @@
 
 ``FencedGateway`` is a ``KafkaGateway`` whose writing calls (reassignments, log-dir moves, config
 changes incl. throttles and cordons, leader elections) call ``fence`` right before they reach Kafka, so a
-process that lost the leader Lease (handlers/leader.py) raises ``NotLeader`` instead of submitting. Reads
+process that lost the leader Lease (reconcile/leader.py) raises ``NotLeader`` instead of submitting. Reads
 are not fenced. ``READ_ONLY`` lists the gateway's other public calls; a unit test fails when the gateway
 gains a call that is in neither list, so a new writing call cannot slip past the fence.
 """

@@ -1,6 +1,7 @@
 """The reconcile plans with the sampler's rates and keeps a plan awaiting approval while they drift
-(handlers/reconciler.py, ``_Pass._plan``; the rule: planning/plan_keeping.py). A gateway that only hands
-out a snapshot stands for Kafka; the review ConfigMap is not written (``_review`` is replaced)."""
+(reconcile/cluster_pass.py, ``ReconcilePass._plan``; the rule: planning/plan_keeping.py). A gateway
+that only hands out a snapshot stands for Kafka; the review ConfigMap is not written (``_review`` is
+replaced)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from typing import Any, cast
 import pytest
 from tests.unit.planning.test_plan_keeping import cluster, jittered, skewed
 
-from kafka_placement.handlers import plan_review, reconciler
-from kafka_placement.handlers.decide import Planned
-from kafka_placement.handlers.reconciler import Reconciler, _Pass, limits_of
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.traffic import Traffic
+from kafka_placement.reconcile import cluster_pass, plan_review
+from kafka_placement.reconcile.cluster_pass import ReconcilePass
+from kafka_placement.reconcile.decide import Planned
+from kafka_placement.reconcile.inputs import limits_of
+from kafka_placement.reconcile.reconciler import Reconciler
 
 KAFKA_CLUSTER = {
     "apiVersion": "kafkaplacement.io/v1alpha1",
@@ -58,13 +61,15 @@ class Gateway:
 
 @pytest.fixture(autouse=True)
 def no_review(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_Pass, "_review", lambda self, planned, *_: planned)
-    monkeypatch.setattr(_Pass, "_kept_from_review", lambda self, key: None)  # no review ConfigMap either
+    monkeypatch.setattr(ReconcilePass, "_review", lambda self, planned, *_: planned)
+    monkeypatch.setattr(
+        ReconcilePass, "_kept_from_review", lambda self, key: None
+    )  # no review ConfigMap either
 
 
 def plan_once(rec: Reconciler, body: dict[str, Any], snap: ClusterSnapshot) -> Plan:
     spec = ClusterSpec.of(KAFKA_CLUSTER)
-    one = _Pass(
+    one = ReconcilePass(
         rec, cast(Any, Gateway(snap)), KAFKA_CLUSTER, spec, limits_of(spec), [body], [], cast(Any, None),
         None, None,
     )  # fmt: skip
@@ -79,7 +84,7 @@ def reconciles(rates: list[dict[int, float]], keep: bool, monkeypatch: pytest.Mo
     current: dict[str, Any] = {}
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: current["rates"])
     if not keep:
-        monkeypatch.setattr(reconciler.KeptPlan, "keep", lambda *_a, **_k: "disabled")
+        monkeypatch.setattr(cluster_pass.KeptPlan, "keep", lambda *_a, **_k: "disabled")
     ids = []
     for k, step in enumerate(rates):
         current["rates"] = {("t", i): Traffic(r, 0) for i, r in step.items()}
@@ -123,14 +128,14 @@ def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them_and_its
     reviewed: list[Intents] = []
 
     def review(
-        self: _Pass, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents, kept: Any
+        self: ReconcilePass, planned: Planned, plan: Plan, snap: ClusterSnapshot, intents: Intents, kept: Any
     ) -> Planned:
         assert kept is not None and kept.plan is plan  # written with the plan: kept across leaders
         assert planned.plan is plan and planned.tally is not None  # the review counts no partition again
         reviewed.append(intents)
         return planned
 
-    monkeypatch.setattr(_Pass, "_review", review)
+    monkeypatch.setattr(ReconcilePass, "_review", review)
     look = {("t", i): Traffic(r, 0) for i, r in skewed().items()}
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: look)
     plan = plan_once(rec, policy(), cluster())
@@ -143,7 +148,7 @@ def test_an_invalid_intent_is_invalid_input_and_keeps_no_plan() -> None:
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: None)
     bad = policy(balance={"networkIn": True, "tolerance": -1})
     spec = ClusterSpec.of(KAFKA_CLUSTER)
-    one = _Pass(
+    one = ReconcilePass(
         rec, cast(Any, Gateway(cluster())), KAFKA_CLUSTER, spec, limits_of(spec), [bad], [], cast(Any, None),
         None, None,
     )  # fmt: skip
@@ -161,11 +166,13 @@ def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
     afresh gives another; drifted beyond it, a new plan."""
     written: list[str | None] = []
 
-    def review(self: _Pass, planned: Planned, plan: Plan, snap: Any, intents: Any, kept: Any) -> Planned:
+    def review(
+        self: ReconcilePass, planned: Planned, plan: Plan, snap: Any, intents: Any, kept: Any
+    ) -> Planned:
         written.append(plan_review.kept_text(kept))
         return Planned(plan=planned.plan, summary={**planned.summary, "review": {"configMap": "cm"}})
 
-    monkeypatch.setattr(_Pass, "_review", review)
+    monkeypatch.setattr(ReconcilePass, "_review", review)
     look: dict[str, Any] = {"rates": {("t", i): Traffic(r, 0) for i, r in skewed().items()}}
     first = plan_once(
         Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"]), policy(), cluster()
@@ -175,7 +182,7 @@ def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
     assert record.plan_id == first.plan_id and "review" not in record.summary
     restored: list[Any] = []
 
-    def from_review(self: _Pass, key: str) -> Any:
+    def from_review(self: ReconcilePass, key: str) -> Any:
         restored.append(record.kept(first, {"configMap": "cm", "brokersChanging": ""}))
         return restored[-1]
 
@@ -184,7 +191,7 @@ def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
         Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"]), policy(), cluster()
     )
     assert afresh.plan_id != first.plan_id  # without the record the new leader asks for approval again
-    monkeypatch.setattr(_Pass, "_kept_from_review", from_review)
+    monkeypatch.setattr(ReconcilePass, "_kept_from_review", from_review)
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _c: look["rates"])
     assert plan_once(rec, policy(), cluster()).plan_id == first.plan_id and len(restored) == 1
     assert plan_once(rec, policy(), cluster()).plan_id == first.plan_id and len(restored) == 1  # read once

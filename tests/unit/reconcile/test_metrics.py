@@ -1,4 +1,4 @@
-"""The operator's metrics helpers (handlers/metrics.py) on a real execution record: one plan's progress
+"""The operator's metrics helpers (reconcile/metrics.py) on a real execution record: one plan's progress
 series per cluster, the phase gauge, and under-replicated partitions split by whether the execution moves
 them."""
 
@@ -12,9 +12,9 @@ from prometheus_client import REGISTRY
 from kafka_placement.execution.progress import compute_progress
 from kafka_placement.execution.record import Execution, LimitsDoc, Original, Phase, Submission
 from kafka_placement.execution.store import FileStore
-from kafka_placement.handlers import metrics
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
+from kafka_placement.reconcile import metrics
 
 PLAN = Plan.of(
     [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 3), ("any", "any"))]

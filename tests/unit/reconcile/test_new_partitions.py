@@ -1,4 +1,4 @@
-"""The new-partition lane's pure parts (handlers/new_partitions.py): what a look finds new, and what the lane
+"""The new-partition lane's pure parts (reconcile/new_partitions.py): what a look finds new, and what the lane
 decides for the new partitions it read (plan, approval, pause, what it leaves to the full re-plan)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 from tests.unit.builders import intents, snapshot
 
-from kafka_placement.handlers import new_partitions as lane
 from kafka_placement.model.intents import parse_resource
 from kafka_placement.planning.state import SMALL_REPLICA_BYTES
+from kafka_placement.reconcile import new_partitions as lane
 
 RACKS: dict[int, str | None] = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2"}
 POLICY = (

@@ -195,7 +195,7 @@ def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
     waits = summary.get("waiting")  # partitions left as they are: no plan can act on them now (bounded)
     if waits:
         out["waiting"] = dict(waits)
-    review = summary.get("review")  # the reconcile's review ConfigMap (handlers/plan_review.py)
+    review = summary.get("review")  # the reconcile's review ConfigMap (reconcile/plan_review.py)
     return {**out, "review": dict(review)} if review else out
 
 
@@ -211,7 +211,7 @@ STATUS_SUMMARY_KEYS = (
 
 def status_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a plan's summary the intents' status reads (``plan_status`` and the advice): what a
-    kept plan carries across a leader change (handlers/plan_review.py, ``KeptPlanRecord``)."""
+    kept plan carries across a leader change (reconcile/plan_review.py, ``KeptPlanRecord``)."""
     return {k: summary[k] for k in STATUS_SUMMARY_KEYS if k in summary}
 
 

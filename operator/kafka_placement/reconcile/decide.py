@@ -1,6 +1,6 @@
 """What one reconcile of a KafkaCluster should do: a pure function of the resources, the record and Kafka.
 
-``decide(view)`` takes what the shell (handlers/reconciler.py) has read so far — the cluster's intent
+``decide(view)`` takes what the shell (reconcile/reconciler.py) has read so far — the cluster's intent
 resources, the execution record's state, and the Kafka-side facts gathered in this reconcile (the plan,
 the partitions a plan would leave below min ISR, whether a tick ran) — and returns a ``Decision``: the
 intent statuses to write, the Events to post, the KafkaCluster status when it is decided here, and the
@@ -24,7 +24,7 @@ Advise-mode policies only report, an empty plan converges, an unapproved Manual 
 execution starts.
 
 No I/O, no clocks, no Kubernetes or Kafka clients: everything here is unit-tested from plain values
-(tests/unit/handlers/test_decide.py).
+(tests/unit/reconcile/test_decide.py).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Planned:
     # in flight, nothing new: it needs no approval (those moves were approved with the running plan)
     kept_only: bool = False
     # the intents (uids) invalid on their own against the snapshot (a dir of a broker that died since):
-    # each fails alone with its message, the plan is of the others (handlers/planner.py, alone_invalid)
+    # each fails alone with its message, the plan is of the others (reconcile/planner.py, alone_invalid)
     rejected: Mapping[str, str] = field(default_factory=dict)
     # the planner's tally of ``plan`` (in-process engines): the plan review reuses it (not compared)
     tally: Tally | None = field(default=None, compare=False, repr=False)
@@ -790,7 +790,7 @@ def _gates(
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
         review = plan_status.get("review")
-        if review:  # where to read it first (handlers/plan_review.py)
+        if review:  # where to read it first (reconcile/plan_review.py)
             msg += (
                 f"; review it in ConfigMap {review['configMap']} (most changed: {review['brokersChanging']})"
             )

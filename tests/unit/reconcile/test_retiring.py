@@ -1,4 +1,4 @@
-"""Retiring a heal whose broker is back for good (handlers/retiring.py), from plain values and a clock
+"""Retiring a heal whose broker is back for good (reconcile/retiring.py), from plain values and a clock
 passed in: no Kafka, no Kubernetes."""
 
 from __future__ import annotations
@@ -8,23 +8,6 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.handlers.healing import (
-    CREATED_BY,
-    FAILED_AT,
-    FAILURE,
-    HEAL_BROKERS,
-    SELF_HEALING,
-    Seen,
-    decide_healing,
-)
-from kafka_placement.handlers.retiring import (
-    DELETED,
-    KEPT,
-    Retirement,
-    brokers_at_creation,
-    decide_retirement,
-    retiring_uids,
-)
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.self_healing import (
     MAX_PAST_FAILURES,
@@ -35,6 +18,23 @@ from kafka_placement.model.self_healing import (
     format_time,
     parse_time,
     past_failures,
+)
+from kafka_placement.reconcile.healing import (
+    CREATED_BY,
+    FAILED_AT,
+    FAILURE,
+    HEAL_BROKERS,
+    SELF_HEALING,
+    Seen,
+    decide_healing,
+)
+from kafka_placement.reconcile.retiring import (
+    DELETED,
+    KEPT,
+    Retirement,
+    brokers_at_creation,
+    decide_retirement,
+    retiring_uids,
 )
 
 T0 = parse_time("2026-11-27T12:00:00Z", "t")

@@ -1,4 +1,4 @@
-"""Disk pressure's pure decision (handlers/pressure.py): a dir above its share for afterSeconds gets a
+"""Disk pressure's pure decision (reconcile/pressure.py): a dir above its share for afterSeconds gets a
 relieving LogDirCordon; the heal is retired once the dir is under the heal's share and no execution runs
 it. From plain values and a clock passed in: no Kafka, no Kubernetes."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.handlers.test_healing import OWNER, T0, heal_body
+from tests.unit.reconcile.test_healing import OWNER, T0, heal_body
 
-from kafka_placement.handlers.healing import heals_of
-from kafka_placement.handlers.pressure import decide_pressure, relief_share, shares_in_snapshot
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.intents import parse_resource
 from kafka_placement.model.self_healing import PressuredLogDir, SelfHealingSpec, format_time
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.reconcile.healing import heals_of
+from kafka_placement.reconcile.pressure import decide_pressure, relief_share, shares_in_snapshot
 
 SPEC = SelfHealingSpec.parse({"diskPressure": {"enabled": True, "aboveShare": 0.8, "afterSeconds": 300}})
 DIR = (2, "/d1")

@@ -1,6 +1,6 @@
 """Leader election logic that needs no rig: lease timings, when a candidate may take the Lease, the Lease
-bodies written, and that every writing call of the Kafka gateway passes the fence (handlers/leader.py,
-handlers/fencing.py). The guarantees themselves are shown against the real apiserver in
+bodies written, and that every writing call of the Kafka gateway passes the fence (reconcile/leader.py,
+reconcile/fencing.py). The guarantees themselves are shown against the real apiserver in
 tests/integration/test_leader_lease.py and tests/e2e/test_operator_leader.py."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from kafka_placement.execution.store import RecordConflict
-from kafka_placement.handlers.fencing import FENCED, READ_ONLY, FencedGateway
-from kafka_placement.handlers.leader import (
+from kafka_placement.kafka.connection import ConnectionSettings
+from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.reconcile.fencing import FENCED, READ_ONLY, FencedGateway
+from kafka_placement.reconcile.leader import (
     LeaseTimings,
     LeaseView,
     NotLeader,
@@ -22,8 +24,6 @@ from kafka_placement.handlers.leader import (
     micro_time,
     observe,
 )
-from kafka_placement.kafka.connection import ConnectionSettings
-from kafka_placement.kafka.gateway import KafkaGateway
 
 
 def test_default_timings_are_valid_and_bad_ones_are_named() -> None:
@@ -76,7 +76,7 @@ def test_lease_bodies_for_takeover_renewal_and_release() -> None:
 def test_every_public_gateway_call_is_classified_and_every_writing_call_is_fenced() -> None:
     public = {n for n, _ in inspect.getmembers(KafkaGateway) if not n.startswith("_")} - {"settings"}
     unclassified = public - set(FENCED) - set(READ_ONLY)
-    assert not unclassified, f"classify these KafkaGateway calls in handlers/fencing.py: {unclassified}"
+    assert not unclassified, f"classify these KafkaGateway calls in reconcile/fencing.py: {unclassified}"
     for name in FENCED:
         assert name in FencedGateway.__dict__, f"FencedGateway does not fence {name}"
 

@@ -1,4 +1,4 @@
-"""The review ConfigMap's content (handlers/plan_review.py): the same numbers as the planner's summary, the
+"""The review ConfigMap's content (reconcile/plan_review.py): the same numbers as the planner's summary, the
 brokers that change most, an estimate at the throttle, and a bounded size at any cluster size."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from tests.bench.generator import scenario
 from tests.unit.planning.test_report import golden
 
 from kafka_placement.execution.executor import Limits
-from kafka_placement.handlers import plan_review
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.plan_keeping import KeptPlan, Loads, loads_of
 from kafka_placement.planning.report import build_report
+from kafka_placement.reconcile import plan_review
 
 
 def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None:

@@ -1,4 +1,4 @@
-"""Self-healing's pure decision (handlers/healing.py) and its typed contracts (model/self_healing.py),
+"""Self-healing's pure decision (reconcile/healing.py) and its typed contracts (model/self_healing.py),
 from plain values and a clock passed in: no Kafka, no Kubernetes."""
 
 from __future__ import annotations
@@ -8,7 +8,21 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.handlers.healing import (
+from kafka_placement.model.crd_schema import crd_documents
+from kafka_placement.model.errors import BadInputError
+from kafka_placement.model.self_healing import (
+    MAX_AFTER_SECONDS,
+    DeadBroker,
+    HealingState,
+    OfflineLogDir,
+    PastFailure,
+    SelfHealingSpec,
+    UnreachableBroker,
+    format_time,
+    parse_time,
+)
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.reconcile.healing import (
     CREATED_BY,
     FAILED_AT,
     FAILURE,
@@ -27,20 +41,6 @@ from kafka_placement.handlers.healing import (
     seen_live,
     track_brokers,
 )
-from kafka_placement.model.crd_schema import crd_documents
-from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.self_healing import (
-    MAX_AFTER_SECONDS,
-    DeadBroker,
-    HealingState,
-    OfflineLogDir,
-    PastFailure,
-    SelfHealingSpec,
-    UnreachableBroker,
-    format_time,
-    parse_time,
-)
-from kafka_placement.model.snapshot import ClusterSnapshot
 
 T0 = parse_time("2026-11-27T12:00:00Z", "t")
 OWNER: dict[str, Any] = {
@@ -608,8 +608,8 @@ def test_a_decommission_of_a_broker_it_emptied_and_that_is_gone_converges() -> N
     """A dead broker's decommission empties it; the cluster then no longer names the broker at all. Planned
     again (before Completed), the accepted decommission drops that broker (nothing is on it) instead of
     failing as "unknown broker"; a broker unknown from the start still fails (a typo)."""
-    from kafka_placement.handlers.reconciler import planning_document
     from kafka_placement.model.snapshot import Broker, ClusterSnapshot
+    from kafka_placement.reconcile.inputs import planning_document
 
     snap = ClusterSnapshot((Broker(1, None, ()), Broker(2, None, ())), ())
 

@@ -25,8 +25,9 @@ cluster and no longer tracked as dead (a broker back but not settled yet, or fla
 - otherwise it is deleted (preconditions: its uid and resourceVersion, so an edit made meanwhile wins), with
   an Event ``HealRetired`` on the KafkaCluster and on the heal.
 
-No I/O and no clock (``now`` is passed in): unit-tested from plain values (tests/unit/handlers/
-test_retiring.py); the reconcile (reconciler.py ``_heal``) deletes through the KubeGateway, fenced.
+No I/O and no clock (``now`` is passed in): unit-tested from plain values (tests/unit/reconcile/
+test_retiring.py); the reconcile (cluster_pass.py ``ReconcilePass._heal``) deletes through the
+KubeGateway, fenced.
 """
 
 from __future__ import annotations

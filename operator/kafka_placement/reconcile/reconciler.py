@@ -1,0 +1,476 @@
+"""Per-cluster reconciliation, the I/O shell: read what ``decide`` asks for, perform what it decides.
+
+Called periodically for each KafkaCluster (docs/architecture.md, "Reconcile"). The decisions — which
+gate holds the intents, what their statuses say, whether to plan, tick or start an execution — are made
+by the pure ``decide.decide``; this module only reads (the intent resources, the execution record, Kafka)
+and writes (statuses, Events, the record, Kafka) through the two gateways: ``kube.gateway.KubeGateway``
+for Kubernetes and the fenced ``kafka.gateway.KafkaGateway`` for Kafka. One reconcile is a loop: view ->
+decide -> perform its actions, each action adding one fact to the view, until a decision has none.
+
+An idle cluster costs almost nothing: when no execution is in flight, no planner job runs, and neither
+the KafkaCluster's spec nor any intent's spec changed since its last full reconcile (``fingerprint``), the
+reconcile reads only the intent resources and the record, and re-reads Kafka and plans again at most every
+``resync_s`` seconds (``--resync-seconds``, default 60): placement drift made by someone else is found
+within that time.
+
+Every write passes the leader fence (reconcile/leader.py): a process that lost the leader Lease raises
+``NotLeader`` before writing anything. A record save that loses a race to another writer is retried on
+the next reconcile (``RecordConflict`` raised: handlers/kafkacluster.py retries it in a second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from ..execution import executor
+from ..execution.record import TERMINAL, Execution
+from ..execution.store import RecordConflict
+from ..kafka.gateway import (
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaGateway,
+    KafkaOperationError,
+    KafkaUnavailableError,
+)
+from ..kube.gateway import KubeGateway
+from ..model.cluster_spec import ClusterSpec, is_connection_error
+from ..model.crd_parts import GROUP, PLURALS, VERSION
+from ..model.errors import BadInputError
+from ..model.intents import (
+    ClusterRef,
+    Intents,
+)
+from ..model.traffic import PartitionKey
+from ..planning.plan_keeping import KeptPlan
+from ..planning.traffic import Traffic
+from . import healing, metrics, periods
+from . import new_partitions as lane
+from . import status as st
+from .cluster_pass import ReconcilePass
+from .cordons import (
+    CordonChanges,
+    declared_cordons,
+    described,
+    sync_cordons,
+)
+from .decide import (
+    Decision,
+    Failure,
+    StatusPatch,
+    SyncCordons,
+    View,
+    cordon_sync,
+    decide,
+    parse,
+)
+from .fencing import FencedGateway
+from .inputs import (
+    INTENT_KINDS,
+    Settled,
+    connection_settings,
+    fingerprint,
+    heals_dead_brokers,
+    limits_of,
+    looked,
+    planning_document,
+)
+from .leader import Leadership, NotLeader, Unelected
+from .store import ConfigMapStore
+
+log = logging.getLogger(__name__)
+
+
+class Reconciler:
+    """Reconciles one KafkaCluster and its intents each time it is called (stateless between calls)."""
+
+    def __init__(
+        self,
+        kube: KubeGateway,
+        leadership: Leadership | None = None,
+        resync_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        rates: Callable[[Mapping[str, Any]], Mapping[PartitionKey, Traffic] | None] | None = None,
+    ) -> None:
+        self.kube = kube
+        # a KafkaCluster -> the traffic sampler's current estimates (None: none known): planning's rates
+        self.rates = rates or (lambda _cluster: None)
+        # (namespace, cluster) -> the last plan made and not yet executed, kept while plan_keeping says so
+        self._kept: dict[tuple[str, str], KeptPlan] = {}
+        # clusters whose kept plan was looked for in their review ConfigMap (once per process: a leader
+        # that loses its Lease exits, so a new leadership is a new process; reconcile/plan_review.py)
+        self._kept_read: set[tuple[str, str]] = set()
+        self.leadership: Leadership = leadership or Unelected()
+        self.resync_s = resync_s if resync_s is not None else periods.resync_s()
+        self.clock = clock
+        # (namespace, cluster) -> the last full idle reconcile that settled: its fingerprint, when, and the
+        # brokers alive then (a quiet reconcile of a cluster healing dead brokers compares them: looked)
+        self._settled: dict[tuple[str, str], Settled] = {}
+        self.wall = wall  # self-healing's "since" and "due" times are wall-clock (kept in the status)
+        # (namespace, cluster) -> when its next tracked failure is due for a heal: the idle period ends then
+        self._heal_due: dict[tuple[str, str], float] = {}
+        # (namespace, cluster) -> uids of its intent resources being deleted whose declared cordons were
+        # removed (SyncCordons): their delete handlers let them go (``uncordoned``)
+        self._uncordoned: dict[tuple[str, str], set[str]] = {}
+        # (namespace, cluster) -> the new-partition lane's partition counts and pending partitions
+        self._watch: dict[tuple[str, str], lane.Watch] = {}
+        # (namespace, cluster) -> when the under-replicated gauges were last counted during an execution
+        self._counted: dict[tuple[str, str], float] = {}
+
+    def count_due(self, where: tuple[str, str]) -> bool:
+        """Whether an execution's reconcile of this cluster counts the under-replicated partitions now:
+        once per resync period (a Metadata request of every partition: what an idle cluster reads then)."""
+        now = self.clock()
+        if now - self._counted.get(where, -self.resync_s) < self.resync_s:
+            return False
+        self._counted[where] = now
+        return True
+
+    def store(
+        self,
+        namespace: str,
+        cluster: str,
+        owner: Mapping[str, Any],
+        document: Literal["execution", "planning", "lane"] = "execution",
+    ) -> ConfigMapStore:
+        """The cluster's execution record (or its planning run, or the new-partition lane's record),
+        written only through the leader fence."""
+        lead = self.leadership
+        return ConfigMapStore(
+            self.kube, namespace, cluster, owner, fence=lead.fence, writer=lead.identity, document=document
+        )
+
+    # ---- Kubernetes reads and writes -------------------------------------------------------------
+
+    def cluster(self, namespace: str, name: str | None) -> dict[str, Any] | None:
+        """The KafkaCluster ``name`` (None when it does not exist)."""
+        return (
+            self.kube.get_custom(GROUP, VERSION, namespace, PLURALS["KafkaCluster"], name) if name else None
+        )
+
+    def uncordoned(self, namespace: str, cluster: str, uid: str) -> bool:
+        """Whether a reconcile of ``cluster`` (or its deletion) removed the cordons declared by the intent
+        resource ``uid``, which is being deleted (in this process: only the leader reconciles)."""
+        return uid in self._uncordoned.get((namespace, cluster), ())
+
+    def _leaving(self, namespace: str, cluster: str, listed: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The cluster's intent resources being deleted whose cordons were not removed yet (the uids of
+        those already gone are forgotten)."""
+        where = (namespace, cluster)
+        deleting = [b for b in listed if b["metadata"].get("deletionTimestamp")]
+        done = self._uncordoned.pop(where, set()) & {b["metadata"]["uid"] for b in deleting}
+        if done:
+            self._uncordoned[where] = done
+        return [b for b in deleting if b["metadata"]["uid"] not in done]
+
+    def _released(self, cluster: Mapping[str, Any], sync: SyncCordons, changes: CordonChanges | None) -> None:
+        """``sync`` was carried out (``changes``: what it changed, None when nothing could be): the
+        resources it released may go; what it removed or skipped is told on the KafkaCluster."""
+        meta = cluster["metadata"]
+        if sync.leaving:
+            self._uncordoned.setdefault((meta["namespace"], meta["name"]), set()).update(sync.leaving)
+        for line in described(changes) if changes is not None else ():
+            self.leadership.fence()
+            self.kube.event(cluster, "Normal", "Uncordoned", line)
+
+    def intents_of(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for kind in INTENT_KINDS:
+            for body in self.kube.list_custom(GROUP, VERSION, namespace, PLURALS[kind]):
+                if ClusterRef.name_of(body) == cluster:
+                    body.setdefault("kind", kind)
+                    out.append(body)
+        return sorted(out, key=lambda b: (b["kind"], b["metadata"]["name"]))
+
+    def set_status(self, p: StatusPatch) -> None:
+        """Write one intent status (an Event when phase or message changed; nothing when unchanged)."""
+        body = p.body
+        old = body.get("status") or {}
+        new = st.intent_status(
+            body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress, retry=p.retry
+        )
+        self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
+        if old.get("phase") != p.phase or old.get("message") != p.message:
+            etype = "Warning" if p.phase == st.FAILED else "Normal"
+            self.kube.event(body, etype, p.reason or p.phase, p.message or p.phase)
+        took = healing.healed_in(body, old.get("phase"), p.phase, self.wall())
+        if took is not None:
+            metrics.HEAL_SECONDS.labels(kind=body["kind"]).observe(took)
+        if st.unchanged(old, new):
+            return
+        meta = body["metadata"]
+        self.kube.patch_custom_status(
+            GROUP, VERSION, meta["namespace"], PLURALS[body["kind"]], meta["name"], new
+        )
+
+    def _publish(self, d: Decision | Sequence[StatusPatch]) -> None:
+        statuses = d if not isinstance(d, Decision) else d.statuses
+        for p in statuses:
+            self.set_status(p)
+        if isinstance(d, Decision):
+            for n in d.events:
+                self.leadership.fence()
+                self.kube.event(n.body, n.type, n.reason, n.message)
+
+    def release(self, cluster: Mapping[str, Any]) -> str | None:
+        """A KafkaCluster being deleted: its execution is cancelled and the cancel driven to its end (moves
+        in flight reverted, the throttles it set removed), then the cordons of its intent resources deleted
+        with it are removed as a reconcile would (``SyncCordons``: no reconcile runs any more), so nothing
+        the operator set in Kafka outlives the resources (its record, a ConfigMap it owns, goes with it).
+        One tick per call: returns None when nothing is left, else what is still to do (the caller calls
+        again). A cluster with no record, or a finished one holding nothing, and no intent being deleted
+        with a cordon, is not contacted."""
+        left = self._cancel(cluster) or self._cancel(cluster, "lane")
+        left = left if left is not None else self._uncordon_leaving(cluster)
+        if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
+            where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
+            self._kept_read.discard(where)
+            for per_cluster in (self._kept, self._settled, self._heal_due, self._watch, self._counted):
+                per_cluster.pop(where, None)
+        return left
+
+    def _cancel(
+        self, cluster: Mapping[str, Any], document: Literal["execution", "lane"] = "execution"
+    ) -> str | None:
+        meta = cluster["metadata"]
+        store = self.store(meta["namespace"], meta["name"], cluster, document)
+        try:
+            record = Execution.load(store)
+        except BadInputError:
+            return None  # a corrupt record is never acted on: nothing can be cancelled from it
+        if record is None or (record.phase in TERMINAL and record.doc.throttles.empty):
+            return None
+        try:
+            spec = ClusterSpec.of(cluster)
+            settings = connection_settings(spec, meta["namespace"], self.kube)
+        except BadInputError as e:  # e.g. its Secret deleted first: retried until the caller gives up
+            return f"cannot reach Kafka to cancel plan {record.doc.plan_id}: {e.message}"
+        if record.phase not in TERMINAL and not record.doc.cancel_requested:
+            record.doc.cancel_requested = True
+            record.save()
+        try:
+            with FencedGateway(settings, self.leadership.fence) as gw:
+                executor.tick(gw, record, limits_of(spec))
+        except (KafkaUnavailableError, KafkaAuthorizationError, KafkaAuthenticationError) as e:
+            return f"cancelling plan {record.doc.plan_id} before the cluster goes: {e.message}"
+        if record.phase in TERMINAL and record.doc.throttles.empty:
+            return None
+        return f"cancelling plan {record.doc.plan_id} before the cluster goes: executor phase {record.phase}"
+
+    def _uncordon_leaving(self, cluster: Mapping[str, Any]) -> str | None:
+        meta = cluster["metadata"]
+        listed = self.intents_of(meta["namespace"], meta["name"])
+        leaving = self._leaving(meta["namespace"], meta["name"], listed)
+        live, _ = parse([b for b in listed if not b["metadata"].get("deletionTimestamp")])
+        sync = cordon_sync([i for _, i in live], leaving)
+        changes = None
+        if declared_cordons(sync.released):
+            names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in leaving)
+            try:
+                settings = connection_settings(ClusterSpec.of(cluster), meta["namespace"], self.kube)
+                with FencedGateway(settings, self.leadership.fence) as gw:
+                    changes = sync_cordons(gw, sync.intents, sync.released, setting=False)
+            except BadInputError as e:
+                return f"cannot reach Kafka to remove the cordons of {names}: {e.message}"
+            except (
+                KafkaUnavailableError,
+                KafkaAuthorizationError,
+                KafkaAuthenticationError,
+                KafkaOperationError,
+            ) as e:
+                return f"removing the cordons of {names} before the cluster goes: {e.message}"
+        self._released(cluster, sync, changes)
+        return None
+
+    # ---- one reconciliation ------------------------------------------------------------------------
+
+    def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
+        """Reconcile; returns the KafkaCluster's status patch. The spec is parsed once, here, and handed
+        down (connection, executor limits, planner, self-healing)."""
+        meta = cluster["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        label = metrics.cluster_label(ns, name)
+        listed = self.intents_of(ns, name)
+        bodies = [b for b in listed if not b["metadata"].get("deletionTimestamp")]
+        leaving = self._leaving(ns, name, listed)  # their cordons are removed by this reconcile's sync
+        conditions = (cluster.get("status") or {}).get("conditions")
+
+        def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
+            metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
+            self._settled.pop((ns, name), None)  # the next reconcile reads Kafka whole and decides afresh
+            failure = Failure(reason, message, connected, phase)
+            d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
+            self._publish(d)
+            out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
+            kept = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
+            if reason == "ClusterUnreachable":  # no broker answered: one condition says so, none is dead
+                unreached = (False, reason, f"no broker answers the operator: {message}")
+                kept = st.with_condition(kept, conditions, st.BROKERS_REACHABLE, unreached)
+            else:
+                kept = st.kept_condition(kept, conditions, st.BROKERS_REACHABLE)
+            out["conditions"] = kept
+            return out
+
+        try:
+            spec = ClusterSpec.of(cluster)
+        except BadInputError as e:  # the CRD's validation refuses these first (the same schema)
+            reason = "InvalidConnection" if is_connection_error(e) else "InvalidSpec"
+            return failed(reason, e.message, connected=False)
+        try:
+            settings = connection_settings(spec, ns, self.kube)
+        except BadInputError as e:
+            return failed("InvalidConnection", e.message, connected=False)
+        limits = limits_of(spec)
+        store = self.store(ns, name, cluster)
+        try:
+            record = Execution.load(store)
+        except BadInputError as e:  # a corrupt record: never act on it, say where it is
+            return failed("CorruptExecutionRecord", e.message, connected=True)
+        metrics.observe_execution(label, record)
+        lane_store = self.store(ns, name, cluster, "lane")
+        try:
+            lane_record = Execution.load(lane_store)
+        except BadInputError as e:
+            return failed("CorruptExecutionRecord", e.message, connected=True)
+        active = record is not None and record.phase not in TERMINAL
+        lane_active = lane_record is not None and lane_record.phase not in TERMINAL
+        waiting = (cluster.get("status") or {}).get("newPartitions") or {}
+        lane_plan = waiting.get("planId") if waiting.get("phase") == lane.AWAITING_APPROVAL else None
+        where, print_ = (ns, name), fingerprint(cluster, bodies, record, lane_plan)
+        settled = self._settled.pop(where, None)
+        quiet = not active and not leaving and settled is not None and settled.fingerprint == print_
+        due = self._heal_due.get(where)
+        if due is not None and self.wall() >= due:
+            quiet = False  # a tracked failure is due for a heal: Kafka is read now
+        if quiet and settled is not None and self.clock() - settled.at < self.resync_s:
+            self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
+            quiet = True
+        else:
+            quiet = False
+        # the lane's look and its execution's tick; a full re-plan waits while a lane execution runs
+        lane_only = quiet or (lane_active and not active)
+        if lane_only and settled is not None:
+            self._settled[where] = settled
+        watch_live = quiet and settled is not None and heals_dead_brokers(spec)
+        if lane_only and not lane_active and not lane.enforced(bodies) and not watch_live:
+            metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
+            return {}
+        try:
+            with FencedGateway(settings, self.leadership.fence) as gw:
+                if watch_live and settled is not None and not looked(gw, settled):
+                    self._settled.pop(where, None)  # a broker died or returned: read Kafka whole now
+                    quiet, lane_only = False, lane_active and not active
+                if quiet:
+                    metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
+                if lane_only:
+                    return self._lane(
+                        gw, cluster, limits, bodies, record, lane_store, lane_record, full=False
+                    )
+                # every ACL an execution needs, checked before anything is changed (README, "Security")
+                gw.check_authorized(
+                    executor.work_topics(record, limits) if record is not None and active else (),
+                    when="checked before acting: nothing was changed",
+                )
+                one = ReconcilePass(
+                    self, gw, cluster, spec, limits, bodies, leaving, store, record, conditions
+                )
+                status = one.run()
+                if one.snap is not None:  # the full re-plan covered every partition of it
+                    self._watch.setdefault(where, lane.Watch()).saw_snapshot(one.snap)
+                    if waiting.get("phase") in lane.WAITING:
+                        status["newPartitions"] = lane.left_to_replan(waiting)
+                status |= self._lane(
+                    gw, cluster, limits, bodies, record, lane_store, lane_record, full=one.snap is not None
+                )
+                metrics.RECONCILES.labels(cluster=label, kind="execution" if active else "full").inc()
+                if not active and one.settled:
+                    self._settled[where] = Settled(print_, self.clock(), one.live_brokers())
+                return status
+        except NotLeader:
+            raise  # the timer handler stops quietly: the leader that took over decides
+        except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
+            return failed("KafkaNotAuthorized", e.message, True, st.NOT_AUTHORIZED)
+        except KafkaAuthenticationError as e:
+            return failed("KafkaAuthenticationFailed", e.message, connected=False)
+        except KafkaUnavailableError as e:
+            return failed("ClusterUnreachable", e.message, connected=False)
+        except RecordConflict:  # another writer was first: nothing was sent; the handler retries it
+            metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
+            raise
+
+    def _lane(
+        self,
+        gw: KafkaGateway,
+        cluster: Mapping[str, Any],
+        limits: executor.Limits,
+        bodies: Sequence[Mapping[str, Any]],
+        main: Execution | None,
+        store: ConfigMapStore,
+        record: Execution | None,
+        *,
+        full: bool,
+    ) -> dict[str, Any]:
+        """One step of the new-partition lane (reconcile/new_partitions.py): tick its execution in flight;
+        else (and unless this reconcile read the whole cluster) look at the partition counts, and plan the
+        new partitions that break a rule, starting their execution when approved. Returns the
+        KafkaCluster's ``status.newPartitions`` (nothing when the lane has nothing to say)."""
+        meta = cluster["metadata"]
+        where = (meta["namespace"], meta["name"])
+        previous = (cluster.get("status") or {}).get("newPartitions")
+        unthrottled = replace(limits, throttle=None, max_bytes_per_broker=None)
+        shown: dict[str, Any] | None = None
+        if record is not None and record.phase not in TERMINAL:
+            with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError)
+                executor.tick(gw, record, unthrottled, scoped=True)
+            shown = lane.record_status(record)
+            if record.phase not in TERMINAL:
+                return {"newPartitions": shown}
+        watch = self._watch.setdefault(where, lane.Watch())
+        valid, _ = parse(bodies)
+        enforced = [(b, i) for b, i in valid if lane.is_enforced(i)]
+        started = self.clock()
+        if full or not enforced or not watch.due(started):  # paced by the looks' own cost (Watch)
+            return {"newPartitions": shown} if shown is not None else {}
+        watch.look(gw.partition_counts())
+        watch.paced(started, self.clock())
+        if not watch.pending:
+            return {"newPartitions": shown} if shown is not None else {}
+        snap = gw.snapshot(only=watch.pending)
+        documents = [d for d in (planning_document(b, snap) for b, _ in enforced) if d is not None]
+        try:
+            legacy = not gw.supports_cordon()  # new replicas up to the lane's bound leave cordoned dirs
+            intents = Intents.from_documents(documents).with_reactive_cordon(legacy, lane.LANE_MAX_BYTES)
+            # the cluster's disk headroom binds the lane's plans as every other (planning/headroom.py)
+            spec = ClusterSpec.of(cluster)
+            intents = intents.with_max_disk_share(spec.max_disk_share, spec.disk_per_log_dir)
+        except BadInputError:
+            return {}  # decide reports the invalid resource; the full re-plan covers the partitions
+        running = (
+            frozenset(main.plan.index) if main is not None and main.phase not in TERMINAL else frozenset()
+        )
+        out = lane.decide_lane(snap, enforced, intents.enforced_only(), running, previous)
+        for body, etype, reason, message in out.events:
+            self.leadership.fence()
+            self.kube.event(body, etype, reason, message)
+        if out.start is not None:
+            if record is not None:  # the last lane execution is over: its plan and baseline go
+                store.prune_blobs(set())
+            new = Execution.create(
+                store,
+                out.start,
+                limits=unthrottled.to_doc(),
+                bootstrap_servers=gw.settings.bootstrap_servers,
+                cluster_id=snap.cluster_id,
+                participants=list(out.participants),
+            )
+            new.save()
+            metrics.LANE_PLANS.labels(cluster=metrics.cluster_label(meta["namespace"], meta["name"])).inc()
+        if out.status is not None and out.status["phase"] in (lane.WATCHING, lane.EXECUTING):
+            watch.pending.clear()  # placed, planned, or left to the full re-plan (large, or in its plan)
+        status = out.status if out.status is not None and out.status["phase"] != lane.WATCHING else shown
+        return {"newPartitions": status} if status is not None else {}
