@@ -32,14 +32,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
-from ..kafka.throttles import Move, ThrottleError, apply_throttles, clear_throttles, still_set
+from ..kafka.throttles import Move, ThrottleError, apply_throttles
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE
 from ..model.cluster_spec import LimitsSpec
 from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
-from .disk import TRICKLE, clear_holds, watch_disks
+from .disk import TRICKLE, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
 from .rate import factors, hold_rates
 from .record import (
@@ -56,6 +56,7 @@ from .record import (
     next_phase,
 )
 from .safety import check_plan_min_isr, defend, repairs, unsafe
+from .throttling import clear_owned
 from .view import View, at_target, read_view
 
 __all__ = [
@@ -78,7 +79,6 @@ TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka
 ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
 LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
 MIN_LOOKAHEAD = 256
-CLEAR_CHECK_S = 15.0  # how long removed throttles may still be shown by a broker before the tick retries
 CONFIRM_READS = 4  # reads of a plan partition seen off target at completion before it is reopened...
 CONFIRM_WAIT_S = 1.0  # ...this far apart (a broker's metadata lagging the controller's is not a change)
 
@@ -451,41 +451,8 @@ def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
     ex.save()
 
 
-def _clear_throttles(ex: Execution, gateway: KafkaGateway) -> None:
-    """Remove our throttles and see them gone (brokers answer from asynchronously updated metadata: a
-    throttle read back as "previous" by the next execution would be restored by it forever). Until they
-    are seen gone the record keeps them, and the next tick clears again (clearing is idempotent).
-
-    A broker that is not alive cannot be asked (Kafka takes a broker's own config through that broker):
-    its rates stay in the record, which the reconcile sweeps while it is terminal and hands to the next
-    execution, so they are removed once the broker is back; the execution does not wait for it."""
-    state = ex.doc.throttles
-    if state.empty:
-        return
-    _, alive = gateway.describe_cluster()
-    live = set(alive) - gateway.silent  # one that refused the operator a moment ago would only time out
-    now = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker in live), topics=state.topics)
-    later = ThrottleState(brokers=tuple(b for b in state.brokers if b.broker not in live))
-    if not now.empty:
-        clear_throttles(gateway, now)
-        deadline = time.monotonic() + CLEAR_CHECK_S
-        while left := still_set(gateway, now):
-            if time.monotonic() > deadline:
-                raise KafkaOperationError(
-                    f"throttles removed but still shown by Kafka after {CLEAR_CHECK_S:.0f}s (retried next "
-                    "tick): " + ", ".join(left[:10])
-                )
-            time.sleep(0.2)
-    ex.doc.throttles = later
-    clear_holds(ex, {b.broker for b in later.brokers})
-    if not later.empty:
-        dead = sorted({b.broker for b in later.brokers})
-        ex.error(f"throttles left on broker(s) {dead}, not alive or not answering: removed once back")
-    ex.save()
-
-
 def _finish(ex: Execution, gateway: KafkaGateway) -> None:
-    _clear_throttles(ex, gateway)
+    clear_owned(ex, gateway)
     described = gateway.describe_partitions({t.topic for t in ex.plan.targets})
     elect = [
         t.key
@@ -562,7 +529,7 @@ def _cancel(ex: Execution, gateway: KafkaGateway, view: View) -> None:
             return
     if undo_dirs:
         gateway.alter_replica_log_dirs(undo_dirs)
-    _clear_throttles(ex, gateway)
+    clear_owned(ex, gateway)
     ex.move(Event.REVERTED)
     ex.save()
 
@@ -573,7 +540,7 @@ def _cancel(ex: Execution, gateway: KafkaGateway, view: View) -> None:
 def sweep(gateway: KafkaGateway, ex: Execution) -> None:
     """A terminal execution still holding throttles (a crash after the last move): clear them."""
     if ex.phase in TERMINAL and not ex.doc.throttles.empty:
-        _clear_throttles(ex, gateway)
+        clear_owned(ex, gateway)
 
 
 def work_topics(ex: Execution, limits: Limits) -> set[str]:

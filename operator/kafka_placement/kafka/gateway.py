@@ -17,7 +17,6 @@ the item, never raised. Results are plain dataclasses and the model's ``ClusterS
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -32,6 +31,8 @@ from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
 from ..model.traffic import PartitionLook, TrafficLook
 from . import access, failures, liveness, tiered, traffic
+from .clients import LIBRDKAFKA_LOGGER, kafka_python_admin
+from .configs import KafkaConfigs
 from .connection import ConnectionSettings
 from .types import (
     CORDON_CONFIG,
@@ -57,52 +58,22 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
-_KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from metadata by its id
 CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
-TOPICS_PER_CONFIG_REQUEST = 1000  # DescribeConfigs: topics per request (each returns all its ~40 configs)
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
 # the topic configs the snapshot records (tiered storage, KIP-405) and the brokers' KIP-1023 switch
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
 LOCAL_RETENTION_MS = "local.retention.ms"
 FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
-LIBRDKAFKA_LOGGER = f"{__name__}.librdkafka"  # librdkafka's own log, as the clients' callback passes it
-_librdkafka_log = logging.getLogger(LIBRDKAFKA_LOGGER)
-_librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
 
 
-def kafka_python_admin(config: Mapping[str, Any]) -> Any:
-    """kafka-python's ``KafkaAdminClient``. Its constructor starts an I/O thread before it bootstraps and
-    leaves the thread running (connecting again and again) when the bootstrap fails, so a client whose
-    constructor fails is closed here before the error goes on."""
-    from kafka import KafkaAdminClient
-
-    admin = KafkaAdminClient.__new__(KafkaAdminClient)
-    try:
-        admin.__init__(**config)
-    except BaseException:
-        if hasattr(admin, "_net"):  # the I/O thread exists: close() stops it (and the connections)
-            admin._closed = False  # (close() does nothing for a client whose constructor did not end)
-            with contextlib.suppress(Exception):
-                admin.close()
-        raise
-    return admin
-
-
-class KafkaGateway:
+class KafkaGateway(KafkaConfigs):
     """Typed access to one cluster's admin APIs; use as a context manager or call ``close()``."""
 
     def __init__(self, settings: ConnectionSettings, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
-        self.settings = settings
-        self._attempts = max(1, attempts)
-        self._backoff_s = backoff_s
-        self._confluent: Any = None
-        self._kafka_python: Any = None
-        self._last_client_error: str | None = None
-        self._last_client_error_at = 0.0  # time.monotonic() of the error above
-        self._known_broker_down = False  # a broker named by the metadata refused a connection
+        super().__init__(settings, attempts=attempts, backoff_s=backoff_s)
         self._silent: dict[int, float] = {}  # broker -> time.monotonic() it was left out of DescribeLogDirs
         self._access_checked = False  # check_authorized passed: DESCRIBE on the cluster and every topic
         self._topic_ids: dict[str, str] = {}  # traffic_look: the ids read, for this gateway's life
@@ -117,173 +88,6 @@ class KafkaGateway:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def close(self) -> None:
-        self._confluent = None  # the librdkafka handle is freed when it is garbage collected
-        self._close_py()
-
-    def _close_py(self) -> None:
-        """Close the kafka-python client; the next call that needs one bootstraps a new one."""
-        py, self._kafka_python = self._kafka_python, None
-        if py is not None:
-            try:
-                py.close()
-            except Exception as e:  # closing must not hide the caller's outcome
-                log.debug("closing kafka-python admin client failed: %s", e)
-
-    @property
-    def servers(self) -> str:
-        return self.settings.bootstrap_servers
-
-    def _unavailable(self, reason: str) -> KafkaUnavailableError:
-        return failures.unavailable(self.settings, reason)
-
-    def _refused(self) -> KafkaAuthenticationError | None:
-        """The authentication failure a client reported so far (None: none yet)."""
-        return access.authentication_failure(self._last_client_error or "", self.settings)
-
-    def _on_client_error(self, err: Any) -> None:
-        """librdkafka's error_cb: remember why connections fail (a refused connect says more than
-        "all brokers are down")."""
-        text = str(err.str()) if hasattr(err, "str") else str(err)
-        code = str(err.name()) if hasattr(err, "name") else ""
-        if code in failures.UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
-            self._last_client_error = text
-        self._last_client_error_at = time.monotonic()  # "all brokers down" renews the reason before it
-        if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
-            self._known_broker_down = True
-
-    def _admin(self) -> Any:
-        """The confluent-kafka AdminClient, created and checked (one DescribeCluster) on first use."""
-        if self._confluent is None:
-            from confluent_kafka.admin import AdminClient
-
-            access.check_client_certificate(self.settings)
-            conf = self.settings.confluent_config()
-            conf["error_cb"] = self._on_client_error
-            conf["logger"] = _librdkafka_log
-            admin = AdminClient(conf)
-            self._confluent = admin
-            try:
-                self._call("connect", functools.partial(self._connected, admin), attempts=1)
-            except KafkaOperationError as e:
-                self._confluent = None
-                e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                raise self._unavailable(e.message) from None
-            except KafkaUnavailableError:
-                self._confluent = None
-                raise
-        return self._confluent
-
-    def _dead_controller(self, e: KafkaOperationError) -> bool:
-        """The call waited in vain for the controller the metadata named, and a broker known from the
-        metadata (not a bootstrap address) refused a connection: that controller has just died (KRaft
-        names a live broker again once the dead one is fenced, seconds later); the cluster answered."""
-        return "controller" in e.message.lower() and self._known_broker_down
-
-    def _connected(self, admin: Any) -> None:
-        """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
-        client's errors meanwhile: a refused authentication fails at once with its reason instead of after
-        the whole connect timeout. Metadata goes to any broker the client reaches; a DescribeCluster would
-        go to the broker the metadata names controller, which right after a broker died may be the dead
-        one (KRaft names any registered broker until it is fenced): every connect then waited the connect
-        timeout for it, and a heal's reconciles were slow exactly when a broker had just died."""
-        from confluent_kafka import KafkaException, TopicCollection
-
-        futures = admin.describe_topics(
-            TopicCollection([access.PROBE_TOPIC]), request_timeout=self.settings.connect_timeout_s
-        )
-        future = futures[access.PROBE_TOPIC]
-        deadline = time.monotonic() + self.settings.connect_timeout_s + 2
-        while True:
-            try:
-                future.result(timeout=0.2)
-                return
-            except KafkaException as e:
-                if e.args[0].name() in failures.UNKNOWN_TOPIC or e.args[0].name().endswith(DENIED):
-                    return  # a broker answered for the topic: connected (and authenticated)
-                raise
-            except concurrent.futures.TimeoutError:
-                admin.poll(0)  # serves error_cb
-                refused = self._refused()
-                if refused is not None:
-                    try:
-                        raise refused from None
-                    finally:  # this frame holds ``admin``: see _call
-                        del refused
-                if time.monotonic() > deadline:
-                    raise self._unavailable(self._last_client_error or "no broker answered") from None
-
-    def _py(self) -> Any:
-        """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
-        confluent client connects first: its errors say why a connection fails (kafka-python's only time
-        out)."""
-        if self._kafka_python is None:
-            self._admin()
-            from kafka.errors import KafkaError as PyKafkaError
-
-            try:
-                self._kafka_python = kafka_python_admin(self.settings.kafka_python_config())
-            except PyKafkaError as e:
-                raise self._unavailable(failures.py_error_text(e)) from None
-            except OSError as e:  # TLS files, DNS
-                raise self._unavailable(str(e)) from None
-        return self._kafka_python
-
-    # ---- error handling ------------------------------------------------------------------------
-
-    def _call(
-        self, what: str, fn: Callable[[], T], attempts: int | None = None, needs: str | None = None
-    ) -> T:
-        """Run ``fn`` with bounded retries (exponential backoff) on retriable errors; map failures to
-        ours (``failures.classify``; ``needs``: the grant a denial lacks, ``access.denied_item``)."""
-        total = attempts or self._attempts
-        delay = self._backoff_s
-        for attempt in range(1, total + 1):
-            started = time.monotonic()
-            try:
-                return fn()
-            except PlacementError:
-                raise
-            except Exception as e:
-                classified = failures.classify(
-                    what, e, self.settings, needs, functools.partial(self._client_state, started)
-                )
-                if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
-                    raise
-                # Kafka's error is replaced by ours, and its traceback dropped: it holds the frames of
-                # ``fn`` (a client) and a Future that holds the error back (a reference cycle), which
-                # kept the librdkafka client alive, reconnecting, long after the gateway closed.
-                e.__traceback__ = None
-                failure, retriable = classified
-                if not retriable or attempt == total:
-                    try:
-                        raise failure from None
-                    finally:  # this frame holding its own exception would be such a cycle too
-                        del failure, classified
-                if isinstance(failure, KafkaOperationError) and self._dead_controller(failure):
-                    # the client's metadata names a controller that died: a new client (the calls ask
-                    # ``_admin()`` for theirs each time) learns the live one
-                    self._confluent = None
-                log.info(
-                    "%s failed (%s); retry %d/%d in %.1fs", what, failure.message, attempt, total - 1, delay
-                )
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _client_state(self, since: float) -> tuple[str | None, bool]:
-        """``failures.ClientState``: librdkafka's error callbacks served, the transport error seen since
-        ``since`` (a call's start) and whether a broker known from the metadata refused a connection."""
-        if self._confluent is not None:
-            self._confluent.poll(0)  # serve error_cb: the transport error says why
-        fresh = self._last_client_error_at >= since
-        return (self._last_client_error if fresh else None), self._known_broker_down
-
-    def _raise_denied(self, what: str, errors: Mapping[Any, OpError], needs: str) -> None:
-        """Per-item authorization failures of a batch request are the principal's, not the items'."""
-        if any(e.denied for e in errors.values()):
-            raise KafkaAuthorizationError(access.denied_message(self.settings, [needs], what))
 
     # ---- access --------------------------------------------------------------------------------
 
@@ -816,104 +620,6 @@ class KafkaGateway:
         self._raise_denied("alter replica log dirs", errors, access.ON_CLUSTER)
         return errors
 
-    # ---- configs -------------------------------------------------------------------------------
-
-    def describe_configs(self, targets: Iterable[ConfigTarget]) -> dict[ConfigTarget, dict[str, ConfigValue]]:
-        """All config entries of brokers and topics (one request per broker, topics together)."""
-        from confluent_kafka.admin import ConfigResource, ConfigSource  # type: ignore[attr-defined]
-
-        targets = list(dict.fromkeys(targets))
-        out: dict[ConfigTarget, dict[str, ConfigValue]] = {}
-        for batch in _config_batches(targets):
-            resources = {ConfigResource(t.kind, t.name): t for t in batch}
-
-            def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, Any]:
-                futures = self._admin().describe_configs(
-                    list(resources), request_timeout=self.settings.request_timeout_s
-                )
-                return {resources[r]: f.result() for r, f in futures.items()}
-
-            what = f"describe configs of {_names(batch)}"
-            for target, entries in self._call(what, run, needs=access.on_configs(batch)).items():
-                out[target] = {
-                    name: ConfigValue(
-                        e.value,
-                        _enum_name(ConfigSource, e.source),
-                        e.is_default,
-                        e.is_read_only,
-                        e.is_sensitive,
-                    )
-                    for name, e in entries.items()
-                }
-        return out
-
-    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
-        """Each topic's effective ``min.insync.replicas`` (its own, the broker's or Kafka's default)."""
-        described = self.describe_configs(ConfigTarget.topic(t) for t in sorted(set(topics)))
-        out: dict[str, int] = {}
-        for target, entries in described.items():
-            value = entries.get("min.insync.replicas")
-            if value is not None and value.value is not None and value.value.isdigit():
-                out[target.name] = int(value.value)
-        return out
-
-    def incremental_alter_configs(
-        self, changes: Mapping[ConfigTarget, Sequence[ConfigChange]]
-    ) -> dict[ConfigTarget, OpError]:
-        """SET/DELETE/APPEND/SUBTRACT config entries; returns the resources Kafka refused."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import (  # type: ignore[attr-defined]
-            AlterConfigOpType,
-            ConfigEntry,
-            ConfigResource,
-        )
-
-        errors: dict[ConfigTarget, OpError] = {}
-        for batch in _config_batches([t for t, cs in changes.items() if cs]):
-            resources = {
-                ConfigResource(
-                    t.kind,
-                    t.name,
-                    incremental_configs=[
-                        ConfigEntry(
-                            c.name,
-                            c.value if c.op != "DELETE" else None,
-                            incremental_operation=getattr(AlterConfigOpType, c.op),
-                        )
-                        for c in changes[t]
-                    ],
-                ): t
-                for t in batch
-            }
-
-            def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, OpError]:
-                futures = self._admin().incremental_alter_configs(
-                    list(resources), request_timeout=self.settings.request_timeout_s
-                )
-                failed: dict[ConfigTarget, OpError] = {}
-                for r, f in futures.items():
-                    try:
-                        f.result()
-                    except KafkaException as e:
-                        err = e.args[0]
-                        if err.name() in failures.UNREACHABLE or err.retriable():
-                            raise
-                        failed[resources[r]] = failures.confluent_op_error(err)
-                return failed
-
-            failed = self._call(f"alter configs of {_names(batch)}", run, needs=access.on_configs(batch))
-            denied = [t for t, err in failed.items() if err.denied]
-            if denied:
-                raise KafkaAuthorizationError(
-                    access.denied_message(
-                        self.settings,
-                        [access.on_configs([t]) for t in denied],
-                        f"alter configs of {_names(denied)}",
-                    )
-                )
-            errors.update(failed)
-        return errors
-
     # ---- leaders -------------------------------------------------------------------------------
 
     def elect_preferred_leaders(
@@ -1049,32 +755,10 @@ def _operations(authorized: Any) -> frozenset[str]:
     return frozenset(str(getattr(op, "name", op)) for op in authorized or ())
 
 
-def _config_batches(targets: Sequence[ConfigTarget]) -> list[list[ConfigTarget]]:
-    """librdkafka takes at most one broker resource per request: one batch per broker, topics together
-    up to ``TOPICS_PER_CONFIG_REQUEST`` a request (every topic's ~40 entries come back: the snapshot of a
-    cluster of 10,000 topics reads ten bounded responses, not one of tens of MB)."""
-    topics = [t for t in targets if t.kind == "topic"]
-    step = TOPICS_PER_CONFIG_REQUEST
-    return [[t] for t in targets if t.kind == "broker"] + [
-        topics[i : i + step] for i in range(0, len(topics), step)
-    ]
-
-
-def _names(batch: Sequence[ConfigTarget]) -> str:
-    shown = ", ".join(f"{t.kind} {t.name}" for t in batch[:3])
-    return shown + (f" and {len(batch) - 3} more" if len(batch) > 3 else "")
-
-
-def _enum_name(enum: Any, value: Any) -> str:
-    try:
-        return str(enum(value).name)
-    except (ValueError, TypeError):
-        return str(getattr(value, "name", value))
-
-
 __all__ = [  # the gateway's results and errors, importable from it
     "CORDON_CONFIG",
     "CORDON_METADATA_LEVEL",
+    "LIBRDKAFKA_LOGGER",
     "ConfigChange",
     "ConfigTarget",
     "ConfigValue",

@@ -45,7 +45,8 @@ from .cordons import (
     sync_cordons,
     with_cordons,
 )
-from .decide import (
+from .decide import decide, window_gate
+from .decision import (
     CheckIntents,
     CheckMinIsr,
     Decision,
@@ -56,8 +57,6 @@ from .decide import (
     SyncCordons,
     Tick,
     View,
-    decide,
-    window_gate,
 )
 from .inputs import MAX_STEPS, planning_document, record_view
 from .planner import PlanInputs, plan_cluster

@@ -36,9 +36,7 @@ from ..model.self_healing import SelfHealingSpec
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
 from . import status as st
-from .decide import (
-    RecordView,
-)
+from .decision import RecordView
 from .secret_files import pem_file
 
 log = logging.getLogger(__name__)

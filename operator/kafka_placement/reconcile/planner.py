@@ -53,7 +53,7 @@ from ..planning.plan_keeping import DEFAULT_TOLERANCE, Loads, drifted, inputs_ke
 from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
 from ..spark.k8s import SparkK8sSettings
-from .decide import Planned
+from .decision import Planned
 
 ENV = "KAFKA_PLACEMENT_"
 

@@ -58,16 +58,8 @@ from .cordons import (
     described,
     sync_cordons,
 )
-from .decide import (
-    Decision,
-    Failure,
-    StatusPatch,
-    SyncCordons,
-    View,
-    cordon_sync,
-    decide,
-    parse,
-)
+from .decide import cordon_sync, decide, parse
+from .decision import Decision, Failure, StatusPatch, SyncCordons, View
 from .fencing import FencedGateway
 from .inputs import (
     INTENT_KINDS,

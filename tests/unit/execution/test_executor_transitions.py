@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.execution import executor
+from kafka_placement.execution import executor, throttling
 from kafka_placement.execution.executor import TRANSITIONS, Limits, next_phase
 from kafka_placement.execution.progress import compute_progress, observed_rate
 from kafka_placement.execution.record import (
@@ -471,7 +471,7 @@ def test_throttles_of_a_dead_broker_stay_recorded_until_it_is_back(tmp_path: Pat
         }
     )
     gw = _Configs(silent=frozenset({2}))
-    executor._clear_throttles(ex, gw)  # type: ignore[arg-type]
+    throttling.clear_owned(ex, gw)  # type: ignore[arg-type]
     (changes,) = gw.changed
     assert sorted(f"{t.kind} {t.name}" for t in changes) == ["broker 1", "topic t"]  # 2 and 3 not asked
     assert [b.broker for b in ex.doc.throttles.brokers] == [2, 3] and not ex.doc.throttles.topics

@@ -22,7 +22,8 @@ from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
 from kafka_placement.model.throttle_state import ThrottleState
 from kafka_placement.reconcile import status as st
-from kafka_placement.reconcile.decide import (
+from kafka_placement.reconcile.decide import decide
+from kafka_placement.reconcile.decision import (
     CheckMinIsr,
     PlanIntents,
     Planned,
@@ -30,7 +31,6 @@ from kafka_placement.reconcile.decide import (
     StartExecution,
     Tick,
     View,
-    decide,
 )
 
 LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)

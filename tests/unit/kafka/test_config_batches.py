@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_placement.kafka.gateway import TOPICS_PER_CONFIG_REQUEST, _config_batches
+from kafka_placement.kafka.configs import TOPICS_PER_CONFIG_REQUEST, _config_batches
 from kafka_placement.kafka.types import ConfigTarget
 
 

@@ -14,7 +14,8 @@ from kafka_placement.execution.record import Phase
 from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.reconcile import status as st
-from kafka_placement.reconcile.decide import (
+from kafka_placement.reconcile.decide import decide
+from kafka_placement.reconcile.decision import (
     CheckIntents,
     CheckMinIsr,
     Decision,
@@ -27,7 +28,6 @@ from kafka_placement.reconcile.decide import (
     SyncCordons,
     Tick,
     View,
-    decide,
 )
 
 PLAN = Plan.of(

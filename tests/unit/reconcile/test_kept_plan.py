@@ -18,7 +18,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.traffic import Traffic
 from kafka_placement.reconcile import cluster_pass, plan_review
 from kafka_placement.reconcile.cluster_pass import ReconcilePass
-from kafka_placement.reconcile.decide import Planned
+from kafka_placement.reconcile.decision import Planned
 from kafka_placement.reconcile.inputs import limits_of
 from kafka_placement.reconcile.reconciler import Reconciler
 

@@ -1,0 +1,239 @@
+"""The two Kafka clients of one gateway and how every call goes through them.
+
+``KafkaClients`` lazily opens a confluent-kafka ``AdminClient`` (checked by one metadata request: a refused
+authentication fails at once with its reason) and a kafka-python ``KafkaAdminClient`` (the admin APIs
+librdkafka lacks), remembers what librdkafka's error callback said (why connections fail; whether a
+broker of the metadata refused one), and runs each call with bounded retries and exponential backoff,
+mapping failures to ours (kafka/failures.py). ``KafkaGateway`` (kafka/gateway.py) is the typed API on top.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..model.errors import PlacementError
+from . import access, failures
+from .connection import ConnectionSettings
+from .types import (
+    DENIED,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaOperationError,
+    KafkaUnavailableError,
+    OpError,
+    T,
+)
+
+log = logging.getLogger(__name__)
+
+_KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from metadata by its id
+# librdkafka's own log, as the clients' callback passes it (named as before this module was split out)
+LIBRDKAFKA_LOGGER = "kafka_placement.kafka.gateway.librdkafka"
+_librdkafka_log = logging.getLogger(LIBRDKAFKA_LOGGER)
+_librdkafka_log.addHandler(logging.NullHandler())  # librdkafka's chatter never reaches stderr by default
+
+
+def kafka_python_admin(config: Mapping[str, Any]) -> Any:
+    """kafka-python's ``KafkaAdminClient``. Its constructor starts an I/O thread before it bootstraps and
+    leaves the thread running (connecting again and again) when the bootstrap fails, so a client whose
+    constructor fails is closed here before the error goes on."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        admin.__init__(**config)
+    except BaseException:
+        if hasattr(admin, "_net"):  # the I/O thread exists: close() stops it (and the connections)
+            admin._closed = False  # (close() does nothing for a client whose constructor did not end)
+            with contextlib.suppress(Exception):
+                admin.close()
+        raise
+    return admin
+
+
+class KafkaClients:
+    """The clients of one cluster, opened on first use, and the retrying call that every request uses."""
+
+    def __init__(self, settings: ConnectionSettings, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
+        self.settings = settings
+        self._attempts = max(1, attempts)
+        self._backoff_s = backoff_s
+        self._confluent: Any = None
+        self._kafka_python: Any = None
+        self._last_client_error: str | None = None
+        self._last_client_error_at = 0.0  # time.monotonic() of the error above
+        self._known_broker_down = False  # a broker named by the metadata refused a connection
+
+    def close(self) -> None:
+        self._confluent = None  # the librdkafka handle is freed when it is garbage collected
+        self._close_py()
+
+    def _close_py(self) -> None:
+        """Close the kafka-python client; the next call that needs one bootstraps a new one."""
+        py, self._kafka_python = self._kafka_python, None
+        if py is not None:
+            try:
+                py.close()
+            except Exception as e:  # closing must not hide the caller's outcome
+                log.debug("closing kafka-python admin client failed: %s", e)
+
+    @property
+    def servers(self) -> str:
+        return self.settings.bootstrap_servers
+
+    def _unavailable(self, reason: str) -> KafkaUnavailableError:
+        return failures.unavailable(self.settings, reason)
+
+    def _refused(self) -> KafkaAuthenticationError | None:
+        """The authentication failure a client reported so far (None: none yet)."""
+        return access.authentication_failure(self._last_client_error or "", self.settings)
+
+    def _on_client_error(self, err: Any) -> None:
+        """librdkafka's error_cb: remember why connections fail (a refused connect says more than
+        "all brokers are down")."""
+        text = str(err.str()) if hasattr(err, "str") else str(err)
+        code = str(err.name()) if hasattr(err, "name") else ""
+        if code in failures.UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
+            self._last_client_error = text
+        self._last_client_error_at = time.monotonic()  # "all brokers down" renews the reason before it
+        if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
+            self._known_broker_down = True
+
+    def _admin(self) -> Any:
+        """The confluent-kafka AdminClient, created and checked (one DescribeCluster) on first use."""
+        if self._confluent is None:
+            from confluent_kafka.admin import AdminClient
+
+            access.check_client_certificate(self.settings)
+            conf = self.settings.confluent_config()
+            conf["error_cb"] = self._on_client_error
+            conf["logger"] = _librdkafka_log
+            admin = AdminClient(conf)
+            self._confluent = admin
+            try:
+                self._call("connect", functools.partial(self._connected, admin), attempts=1)
+            except KafkaOperationError as e:
+                self._confluent = None
+                e.__traceback__ = None  # its frames hold the client: freed with its last reference
+                raise self._unavailable(e.message) from None
+            except KafkaUnavailableError:
+                self._confluent = None
+                raise
+        return self._confluent
+
+    def _dead_controller(self, e: KafkaOperationError) -> bool:
+        """The call waited in vain for the controller the metadata named, and a broker known from the
+        metadata (not a bootstrap address) refused a connection: that controller has just died (KRaft
+        names a live broker again once the dead one is fenced, seconds later); the cluster answered."""
+        return "controller" in e.message.lower() and self._known_broker_down
+
+    def _connected(self, admin: Any) -> None:
+        """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
+        client's errors meanwhile: a refused authentication fails at once with its reason instead of after
+        the whole connect timeout. Metadata goes to any broker the client reaches; a DescribeCluster would
+        go to the broker the metadata names controller, which right after a broker died may be the dead
+        one (KRaft names any registered broker until it is fenced): every connect then waited the connect
+        timeout for it, and a heal's reconciles were slow exactly when a broker had just died."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        futures = admin.describe_topics(
+            TopicCollection([access.PROBE_TOPIC]), request_timeout=self.settings.connect_timeout_s
+        )
+        future = futures[access.PROBE_TOPIC]
+        deadline = time.monotonic() + self.settings.connect_timeout_s + 2
+        while True:
+            try:
+                future.result(timeout=0.2)
+                return
+            except KafkaException as e:
+                if e.args[0].name() in failures.UNKNOWN_TOPIC or e.args[0].name().endswith(DENIED):
+                    return  # a broker answered for the topic: connected (and authenticated)
+                raise
+            except concurrent.futures.TimeoutError:
+                admin.poll(0)  # serves error_cb
+                refused = self._refused()
+                if refused is not None:
+                    try:
+                        raise refused from None
+                    finally:  # this frame holds ``admin``: see _call
+                        del refused
+                if time.monotonic() > deadline:
+                    raise self._unavailable(self._last_client_error or "no broker answered") from None
+
+    def _py(self) -> Any:
+        """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
+        confluent client connects first: its errors say why a connection fails (kafka-python's only time
+        out)."""
+        if self._kafka_python is None:
+            self._admin()
+            from kafka.errors import KafkaError as PyKafkaError
+
+            try:
+                self._kafka_python = kafka_python_admin(self.settings.kafka_python_config())
+            except PyKafkaError as e:
+                raise self._unavailable(failures.py_error_text(e)) from None
+            except OSError as e:  # TLS files, DNS
+                raise self._unavailable(str(e)) from None
+        return self._kafka_python
+
+    # ---- error handling ------------------------------------------------------------------------
+
+    def _call(
+        self, what: str, fn: Callable[[], T], attempts: int | None = None, needs: str | None = None
+    ) -> T:
+        """Run ``fn`` with bounded retries (exponential backoff) on retriable errors; map failures to
+        ours (``failures.classify``; ``needs``: the grant a denial lacks, ``access.denied_item``)."""
+        total = attempts or self._attempts
+        delay = self._backoff_s
+        for attempt in range(1, total + 1):
+            started = time.monotonic()
+            try:
+                return fn()
+            except PlacementError:
+                raise
+            except Exception as e:
+                classified = failures.classify(
+                    what, e, self.settings, needs, functools.partial(self._client_state, started)
+                )
+                if classified is None:  # not a Kafka failure: a bug, shown as such by the CLI
+                    raise
+                # Kafka's error is replaced by ours, and its traceback dropped: it holds the frames of
+                # ``fn`` (a client) and a Future that holds the error back (a reference cycle), which
+                # kept the librdkafka client alive, reconnecting, long after the gateway closed.
+                e.__traceback__ = None
+                failure, retriable = classified
+                if not retriable or attempt == total:
+                    try:
+                        raise failure from None
+                    finally:  # this frame holding its own exception would be such a cycle too
+                        del failure, classified
+                if isinstance(failure, KafkaOperationError) and self._dead_controller(failure):
+                    # the client's metadata names a controller that died: a new client (the calls ask
+                    # ``_admin()`` for theirs each time) learns the live one
+                    self._confluent = None
+                log.info(
+                    "%s failed (%s); retry %d/%d in %.1fs", what, failure.message, attempt, total - 1, delay
+                )
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _client_state(self, since: float) -> tuple[str | None, bool]:
+        """``failures.ClientState``: librdkafka's error callbacks served, the transport error seen since
+        ``since`` (a call's start) and whether a broker known from the metadata refused a connection."""
+        if self._confluent is not None:
+            self._confluent.poll(0)  # serve error_cb: the transport error says why
+        fresh = self._last_client_error_at >= since
+        return (self._last_client_error if fresh else None), self._known_broker_down
+
+    def _raise_denied(self, what: str, errors: Mapping[Any, OpError], needs: str) -> None:
+        """Per-item authorization failures of a batch request are the principal's, not the items'."""
+        if any(e.denied for e in errors.values()):
+            raise KafkaAuthorizationError(access.denied_message(self.settings, [needs], what))
