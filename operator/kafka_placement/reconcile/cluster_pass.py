@@ -238,10 +238,10 @@ class ReconcilePass:
         retired = self._retire(out, old)
         pressure = self._pressure(heals, old)
         where = (meta["namespace"], meta["name"])
-        rec._heal_due.pop(where, None)
+        rec.memory(where).heal_due = None
         wakes = [t for t in (out.wake_at, pressure.wake_at) if t is not None]
         if wakes:
-            rec._heal_due[where] = min(wakes)
+            rec.memory(where).heal_due = min(wakes)
         label = metrics.cluster_label(meta["namespace"], meta["name"])
         metrics.DEAD_BROKERS.labels(cluster=label).set(len(out.state.dead_brokers))
         metrics.UNREACHABLE_BROKERS.labels(cluster=label).set(len(out.state.unreachable_brokers))
@@ -458,14 +458,15 @@ class ReconcilePass:
         rec, meta = self.rec, self.cluster["metadata"]
         where = (meta["namespace"], meta["name"])
         key = inputs_key(snap, inputs.text, repr(self.spec.planner))
-        kept = rec._kept.pop(where, None)
-        if kept is None and where not in rec._kept_read:  # this process's first plan of the cluster
-            rec._kept_read.add(where)
+        memory = rec.memory(where)
+        kept, memory.kept = memory.kept, None
+        if kept is None and not memory.kept_read:  # this process's first plan of the cluster
+            memory.kept_read = True
             kept = self._kept_from_review(key)
         if kept is not None and kept.keep(key, loads_of(snap, kept.plan), rates_known) is None:
             with contextlib.suppress(BadInputError):
                 kept.plan.check_against(snap, live_only=True)
-                rec._kept[where] = kept
+                memory.kept = kept
                 return Planned(plan=kept.plan, summary=kept.summary)
         return KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(inputs.intents))
 
@@ -535,7 +536,7 @@ class ReconcilePass:
                 documents = [d for i, d in enumerate(documents) if i not in alone]
                 inputs = PlanInputs.of(documents, reactive, self.spec.capacity)
         except BadInputError as e:
-            self.rec._kept.pop((meta["namespace"], meta["name"]), None)
+            self.rec.memory((meta["namespace"], meta["name"])).kept = None
             self.view = replace(
                 self.view, planned=Planned(error_reason="InvalidInput", error=e.message, rejected=rejected)
             )
@@ -581,7 +582,9 @@ class ReconcilePass:
                 made = replace(keep, plan=plan, summary=planned.summary, loads=loads_of(snap, plan))
             planned = self._review(planned, plan, snap, inputs.intents, made)
             if made is not None:
-                self.rec._kept[(meta["namespace"], meta["name"])] = replace(made, summary=planned.summary)
+                self.rec.memory((meta["namespace"], meta["name"])).kept = replace(
+                    made, summary=planned.summary
+                )
         self.view = replace(self.view, planned=replace(planned, rejected=rejected))
 
     def _review(
@@ -624,7 +627,7 @@ class ReconcilePass:
 
     def _start(self, a: StartExecution) -> None:
         meta = self.cluster["metadata"]
-        self.rec._kept.pop((meta["namespace"], meta["name"]), None)  # executed: never kept again
+        self.rec.memory((meta["namespace"], meta["name"])).kept = None  # executed: never kept again
         snap = self.snapshot()
         old = self.record if a.supersedes is not None else None
         done = self.record if old is None and self.record is not None else None

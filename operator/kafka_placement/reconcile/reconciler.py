@@ -46,7 +46,6 @@ from ..model.intents import (
     Intents,
 )
 from ..model.traffic import PartitionKey
-from ..planning.plan_keeping import KeptPlan
 from ..planning.traffic import Traffic
 from . import healing, metrics, periods
 from . import new_partitions as lane
@@ -72,6 +71,8 @@ from .inputs import (
     planning_document,
 )
 from .leader import Leadership, NotLeader, Unelected
+from .memory import ClusterMemory
+from .reading import reading
 from .store import ConfigMapStore
 
 log = logging.getLogger(__name__)
@@ -92,35 +93,30 @@ class Reconciler:
         self.kube = kube
         # a KafkaCluster -> the traffic sampler's current estimates (None: none known): planning's rates
         self.rates = rates or (lambda _cluster: None)
-        # (namespace, cluster) -> the last plan made and not yet executed, kept while plan_keeping says so
-        self._kept: dict[tuple[str, str], KeptPlan] = {}
-        # clusters whose kept plan was looked for in their review ConfigMap (once per process: a leader
-        # that loses its Lease exits, so a new leadership is a new process; reconcile/plan_review.py)
-        self._kept_read: set[tuple[str, str]] = set()
+        # (namespace, cluster) -> what this process remembers of it between reconciles (memory.py)
+        self._memory: dict[tuple[str, str], ClusterMemory] = {}
         self.leadership: Leadership = leadership or Unelected()
         self.resync_s = resync_s if resync_s is not None else periods.resync_s()
         self.clock = clock
-        # (namespace, cluster) -> the last full idle reconcile that settled: its fingerprint, when, and the
-        # brokers alive then (a quiet reconcile of a cluster healing dead brokers compares them: looked)
-        self._settled: dict[tuple[str, str], Settled] = {}
         self.wall = wall  # self-healing's "since" and "due" times are wall-clock (kept in the status)
-        # (namespace, cluster) -> when its next tracked failure is due for a heal: the idle period ends then
-        self._heal_due: dict[tuple[str, str], float] = {}
         # (namespace, cluster) -> uids of its intent resources being deleted whose declared cordons were
         # removed (SyncCordons): their delete handlers let them go (``uncordoned``)
         self._uncordoned: dict[tuple[str, str], set[str]] = {}
-        # (namespace, cluster) -> the new-partition lane's partition counts and pending partitions
-        self._watch: dict[tuple[str, str], lane.Watch] = {}
-        # (namespace, cluster) -> when the under-replicated gauges were last counted during an execution
-        self._counted: dict[tuple[str, str], float] = {}
+
+    def memory(self, where: tuple[str, str]) -> ClusterMemory:
+        """What this process remembers of the cluster ``where`` (namespace, name), created on first use."""
+        return self._memory.setdefault(where, ClusterMemory())
+
+    def remembers(self, where: tuple[str, str]) -> bool:
+        return where in self._memory
 
     def count_due(self, where: tuple[str, str]) -> bool:
         """Whether an execution's reconcile of this cluster counts the under-replicated partitions now:
         once per resync period (a Metadata request of every partition: what an idle cluster reads then)."""
-        now = self.clock()
-        if now - self._counted.get(where, -self.resync_s) < self.resync_s:
+        now, memory = self.clock(), self.memory(where)
+        if memory.counted is not None and now - memory.counted < self.resync_s:
             return False
-        self._counted[where] = now
+        memory.counted = now
         return True
 
     def store(
@@ -220,10 +216,7 @@ class Reconciler:
         left = self._cancel(cluster) or self._cancel(cluster, "lane")
         left = left if left is not None else self._uncordon_leaving(cluster)
         if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
-            where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
-            self._kept_read.discard(where)
-            for per_cluster in (self._kept, self._settled, self._heal_due, self._watch, self._counted):
-                per_cluster.pop(where, None)
+            self._memory.pop((cluster["metadata"]["namespace"], cluster["metadata"]["name"]), None)
         return left
 
     def _cancel(
@@ -294,7 +287,7 @@ class Reconciler:
 
         def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
             metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
-            self._settled.pop((ns, name), None)  # the next reconcile reads Kafka whole and decides afresh
+            self.memory((ns, name)).settled = None  # the next reconcile reads Kafka whole, decides afresh
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
             self._publish(d)
@@ -334,28 +327,31 @@ class Reconciler:
         waiting = (cluster.get("status") or {}).get("newPartitions") or {}
         lane_plan = waiting.get("planId") if waiting.get("phase") == lane.AWAITING_APPROVAL else None
         where, print_ = (ns, name), fingerprint(cluster, bodies, record, lane_plan)
-        settled = self._settled.pop(where, None)
-        quiet = not active and not leaving and settled is not None and settled.fingerprint == print_
-        due = self._heal_due.get(where)
-        if due is not None and self.wall() >= due:
-            quiet = False  # a tracked failure is due for a heal: Kafka is read now
-        if quiet and settled is not None and self.clock() - settled.at < self.resync_s:
-            self._settled[where] = settled  # nothing of ours changed: Kafka is re-read when the period ends
-            quiet = True
-        else:
-            quiet = False
-        # the lane's look and its execution's tick; a full re-plan waits while a lane execution runs
-        lane_only = quiet or (lane_active and not active)
-        if lane_only and settled is not None:
-            self._settled[where] = settled
-        watch_live = quiet and settled is not None and heals_dead_brokers(spec)
-        if lane_only and not lane_active and not lane.enforced(bodies) and not watch_live:
+        memory = self.memory(where)
+        settled, memory.settled = memory.settled, None
+        due = memory.heal_due
+        read = reading(
+            fingerprint=print_,
+            settled_fingerprint=settled.fingerprint if settled is not None else None,
+            settled_age_s=self.clock() - settled.at if settled is not None else 0.0,
+            resync_s=self.resync_s,
+            active=active,
+            leaving=bool(leaving),
+            lane_active=lane_active,
+            heal_due=due is not None and self.wall() >= due,
+            heals_dead_brokers=heals_dead_brokers(spec),
+            lane_enforced=lane.enforced(bodies),
+        )
+        quiet, lane_only, watch_live = read.quiet, read.lane_only, read.watch_live
+        if read.keep_settled:
+            memory.settled = settled
+        if read.skip:
             metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
             return {}
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
                 if watch_live and settled is not None and not looked(gw, settled):
-                    self._settled.pop(where, None)  # a broker died or returned: read Kafka whole now
+                    memory.settled = None  # a broker died or returned: read Kafka whole now
                     quiet, lane_only = False, lane_active and not active
                 if quiet:
                     metrics.RECONCILES.labels(cluster=label, kind="quiet").inc()
@@ -373,7 +369,7 @@ class Reconciler:
                 )
                 status = one.run()
                 if one.snap is not None:  # the full re-plan covered every partition of it
-                    self._watch.setdefault(where, lane.Watch()).saw_snapshot(one.snap)
+                    memory.watch.saw_snapshot(one.snap)
                     if waiting.get("phase") in lane.WAITING:
                         status["newPartitions"] = lane.left_to_replan(waiting)
                 status |= self._lane(
@@ -381,7 +377,7 @@ class Reconciler:
                 )
                 metrics.RECONCILES.labels(cluster=label, kind="execution" if active else "full").inc()
                 if not active and one.settled:
-                    self._settled[where] = Settled(print_, self.clock(), one.live_brokers())
+                    memory.settled = Settled(print_, self.clock(), one.live_brokers())
                 return status
         except NotLeader:
             raise  # the timer handler stops quietly: the leader that took over decides
@@ -422,7 +418,7 @@ class Reconciler:
             shown = lane.record_status(record)
             if record.phase not in TERMINAL:
                 return {"newPartitions": shown}
-        watch = self._watch.setdefault(where, lane.Watch())
+        watch = self.memory(where).watch
         valid, _ = parse(bodies)
         enforced = [(b, i) for b, i in valid if lane.is_enforced(i)]
         started = self.clock()

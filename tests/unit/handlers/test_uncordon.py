@@ -200,7 +200,7 @@ def test_a_resource_being_deleted_makes_the_next_reconcile_read_kafka(looking: t
     for leaving, reads in (([], ["look"]), ([drain], ["full"])):
         rec = Reconciler(cast(KubeGateway, FakeKube(kept, *leaving)))
         settled = inputs.Settled(inputs.fingerprint(live, [kept], None), rec.clock(), frozenset())
-        rec._settled[("kafka", "c")] = settled
+        rec.memory(("kafka", "c")).settled = settled
         looking.contacted.clear()
         rec.reconcile(live)
         assert looking.contacted == reads, leaving
@@ -234,12 +234,12 @@ def test_a_quiet_reconcile_of_a_healing_cluster_sees_a_death_at_once(
     looking.alive = alive
     rec = Reconciler(cast(KubeGateway, FakeKube(cluster=live)))
     where = ("kafka", "c")
-    rec._settled[where] = inputs.Settled(
+    rec.memory(where).settled = inputs.Settled(
         inputs.fingerprint(live, [], None), rec.clock(), frozenset({1, 2, 3})
     )
     rec.reconcile(live)
     assert looking.contacted == reads
-    assert (where in rec._settled) == ("full" not in reads)  # a full read decides afresh
+    assert (rec.memory(where).settled is not None) == ("full" not in reads)  # a full read decides afresh
 
 
 @pytest.fixture
@@ -279,7 +279,7 @@ def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka
     and its settled fingerprint go with it."""
     rec = Reconciler(cast(KubeGateway, FakeKube()))
     where = (CLUSTER["metadata"]["namespace"], CLUSTER["metadata"]["name"])
-    rec._kept[where] = cast(Any, "a kept plan")
-    rec._settled[where] = inputs.Settled("fingerprint", 0.0, frozenset())
+    rec.memory(where).kept = cast(Any, "a kept plan")
+    rec.memory(where).settled = inputs.Settled("fingerprint", 0.0, frozenset())
     assert rec.release(CLUSTER) is None
-    assert where not in rec._kept and where not in rec._settled
+    assert not rec.remembers(where)

@@ -111,7 +111,7 @@ def test_rates_drifting_far_plan_again_and_no_rate_known_plans_without(
     rec = Reconciler(cast(KubeGateway, object()), rates=lambda _cluster: None)  # sampler not loaded yet
     plan = plan_once(rec, policy(), cluster())
     assert plan.empty  # no rate in the snapshot: networkIn has nothing to balance
-    assert rec._kept == {}
+    assert rec.memory(("kafka", "c")).kept is None
 
 
 def test_one_plan_parses_the_intents_once_and_reviews_the_plan_with_them_and_its_tally(
@@ -155,7 +155,7 @@ def test_an_invalid_intent_is_invalid_input_and_keeps_no_plan() -> None:
     one._plan([bad])
     planned = one.view.planned
     assert isinstance(planned, Planned) and planned.error_reason == "InvalidInput", planned
-    assert "tolerance" in (planned.error or "") and rec._kept == {}
+    assert "tolerance" in (planned.error or "") and rec.memory(("kafka", "c")).kept is None
 
 
 def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
