@@ -139,7 +139,7 @@ class ReconcilePass:
                 executor.sweep(self.gw, record)
         decision = decide(self.view)
         for _ in range(MAX_STEPS):
-            self.rec._publish(decision)
+            self.rec.publish(decision)
             for action in decision.actions:
                 self._perform(action)
             if decision.done or self.started:  # a new execution's first tick is the next reconcile's
@@ -433,7 +433,7 @@ class ReconcilePass:
         changes = sync_cordons(self.gw, a.intents, a.released, full)
         if full is not None and changes is not None:  # Kafka shows them a moment later
             self.snap = with_cordons(full, changes)
-        self.rec._released(self.cluster, a, changes)
+        self.rec.released(self.cluster, a, changes)
 
     def _check(self, resources: Sequence[Mapping[str, Any]]) -> None:
         """The partitions that break the executed intents' hard rules in a fresh snapshot (the tick that
@@ -659,4 +659,4 @@ class ReconcilePass:
             record.save()
         self.started = True
         self.started_with = frozenset(a.participants)
-        self.rec._publish(Decision(statuses=a.then, events=a.events))
+        self.rec.publish(Decision(statuses=a.then, events=a.events))

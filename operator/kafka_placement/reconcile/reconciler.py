@@ -156,7 +156,7 @@ class Reconciler:
             self._uncordoned[where] = done
         return [b for b in deleting if b["metadata"]["uid"] not in done]
 
-    def _released(self, cluster: Mapping[str, Any], sync: SyncCordons, changes: CordonChanges | None) -> None:
+    def released(self, cluster: Mapping[str, Any], sync: SyncCordons, changes: CordonChanges | None) -> None:
         """``sync`` was carried out (``changes``: what it changed, None when nothing could be): the
         resources it released may go; what it removed or skipped is told on the KafkaCluster."""
         meta = cluster["metadata"]
@@ -196,7 +196,7 @@ class Reconciler:
             GROUP, VERSION, meta["namespace"], PLURALS[body["kind"]], meta["name"], new
         )
 
-    def _publish(self, d: Decision | Sequence[StatusPatch]) -> None:
+    def publish(self, d: Decision | Sequence[StatusPatch]) -> None:
         statuses = d if not isinstance(d, Decision) else d.statuses
         for p in statuses:
             self.set_status(p)
@@ -269,7 +269,7 @@ class Reconciler:
                 KafkaOperationError,
             ) as e:
                 return f"removing the cordons of {names} before the cluster goes: {e.message}"
-        self._released(cluster, sync, changes)
+        self.released(cluster, sync, changes)
         return None
 
     # ---- one reconciliation ------------------------------------------------------------------------
@@ -290,7 +290,7 @@ class Reconciler:
             self.memory((ns, name)).settled = None  # the next reconcile reads Kafka whole, decides afresh
             failure = Failure(reason, message, connected, phase)
             d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
-            self._publish(d)
+            self.publish(d)
             out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
             kept = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
             if reason == "ClusterUnreachable":  # no broker answered: one condition says so, none is dead

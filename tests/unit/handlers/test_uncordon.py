@@ -142,7 +142,7 @@ def test_a_released_resource_is_forgotten_once_it_is_gone() -> None:
     drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
     rec = Reconciler(cast(KubeGateway, FakeKube()))
     assert rec._leaving("kafka", "c", [drain]) == [drain]
-    rec._released(CLUSTER, cordon_sync([], [drain]), None)
+    rec.released(CLUSTER, cordon_sync([], [drain]), None)
     assert rec.uncordoned("kafka", "c", "u-drain") and rec._leaving("kafka", "c", [drain]) == []
     assert rec._leaving("kafka", "c", []) == [] and not rec.uncordoned("kafka", "c", "u-drain")
 
@@ -261,7 +261,7 @@ def test_the_delete_handler_waits_for_the_reconcile_that_uncordons(handler_of: A
     rec = handler_of(FakeKube(drain, cluster=unreachable))
     with pytest.raises(kopf.TemporaryError, match="remove the cordons this resource declared: no broker"):
         intent_common.wait_uncordoned("LogDirCordon", drain)
-    rec._released(CLUSTER, cordon_sync([], [drain]), None)
+    rec.released(CLUSTER, cordon_sync([], [drain]), None)
     intent_common.wait_uncordoned("LogDirCordon", drain)  # the reconcile did it: the resource may go
 
 
