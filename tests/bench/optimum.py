@@ -36,7 +36,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import shares
 from kafka_placement.planning.context import PlanningContext, requested_tolerance
 from kafka_placement.planning.goals.replica_placement import needs_repair
-from kafka_placement.planning.metrics import apply_plan
+from kafka_placement.planning.plan_quality import apply_plan
 from kafka_placement.planning.targets import replication_factor
 
 Key = tuple[str, int]

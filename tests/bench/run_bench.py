@@ -4,7 +4,7 @@
     .venv/bin/python tests/bench/run_bench.py --quick         # small sizes, prints only
 
 For each scenario of tests/bench/generator.py the three planners get the same snapshot; every plan is
-measured by the same code (kafka_placement.planning.metrics) against the scenario's intents: bytes
+measured by the same code (kafka_placement.planning.plan_quality) against the scenario's intents: bytes
 moved and their ratio to the lower bound, balance after, multi-level rack violations and hard-rule
 violations after. Then the planner's own time is measured from 10k to 300k partitions. Timings are
 wall-clock on a shared 2-core machine: compare ratios within one run, not absolute numbers across runs.
@@ -32,8 +32,8 @@ from tests.bench.kafka_generate import kafka_generate_plan  # noqa: E402
 from kafka_placement.model.intents import Intents  # noqa: E402
 from kafka_placement.model.plan import Plan  # noqa: E402
 from kafka_placement.model.snapshot import ClusterSnapshot  # noqa: E402
-from kafka_placement.planning.metrics import evaluate  # noqa: E402
 from kafka_placement.planning.optimizer import compute_plan, optimize  # noqa: E402
+from kafka_placement.planning.plan_quality import evaluate  # noqa: E402
 from kafka_placement.planning.state import Eligibility  # noqa: E402
 
 GB = 1e9
@@ -166,7 +166,7 @@ def main() -> None:
         "brokers that remain; it re-places every partition from scratch and cannot move replicas between",
         "dirs. The naive greedy moves each replica that must move to the least-loaded broker, then moves",
         "largest replicas from the most to the least loaded broker. The lower bound is defined in",
-        "`operator/kafka_placement/planning/metrics.py`.",
+        "`operator/kafka_placement/planning/plan_quality.py`.",
         "",
         f"## Plan quality ({args.brokers} brokers, {args.partitions} partitions, RF 3)",
         "",

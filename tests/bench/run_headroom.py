@@ -18,7 +18,7 @@ use:
   ``volumes``: stricter, never less safe), which halves what a new broker may take; each scenario is
   then planned again with ``capacity.diskPerLogDir`` declared (each dir its own disk).
 
-Per scenario and size: bytes moved over the lower bound (planning/metrics.py: the same bound either way),
+Per scenario and size: bytes moved over the lower bound (planning/plan_quality.py: the same bound either way),
 the fullest dir after the plan under the "on" volume sizes (the off plan measured with those sizes too: how
 far past the limit the plan made without the rule goes), the balance after, and the planning time. Time is
 the process's CPU time of ``compute_plan``, each side planned ``--repeats`` times in ABBA order (off, on,
@@ -52,8 +52,8 @@ from kafka_placement.model.intents import Intents  # noqa: E402
 from kafka_placement.model.plan import Plan  # noqa: E402
 from kafka_placement.model.snapshot import ClusterSnapshot  # noqa: E402
 from kafka_placement.planning import headroom  # noqa: E402
-from kafka_placement.planning.metrics import evaluate  # noqa: E402
 from kafka_placement.planning.optimizer import compute_plan  # noqa: E402
+from kafka_placement.planning.plan_quality import evaluate  # noqa: E402
 
 SECTION = "## Disk headroom: what the rule costs (on vs off)"
 IDENTICAL = "## Disk headroom: a new broker's identical empty disks counted as one volume"

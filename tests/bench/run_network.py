@@ -20,7 +20,7 @@ same snapshot, in-process:
   ask those too): the time baseline.
 
 Each row: network in / out max/mean and brokers over the limit after the plan (true rates), GB moved,
-bytes moved / the lower bound (which includes the network in term: ``planning/metrics.py``), leader
+bytes moved / the lower bound (which includes the network in term: ``planning/plan_quality.py``), leader
 changes, and ``compute_plan``'s wall and CPU seconds. Results replace this script's section of
 docs/benchmarks.md, with the command. The machine is shared: times are one run each.
 """
@@ -55,8 +55,8 @@ from kafka_placement.planning.goals import (  # noqa: E402
     NetworkInBalanceGoal,
     NetworkOutBalanceGoal,
 )
-from kafka_placement.planning.metrics import apply_plan  # noqa: E402
 from kafka_placement.planning.optimizer import compute_plan  # noqa: E402
+from kafka_placement.planning.plan_quality import apply_plan  # noqa: E402
 
 HEADING = "## Network goals"
 RUNS = 3  # each plan is made three times, in turn with the others; the lowest CPU time is shown
@@ -230,7 +230,7 @@ def main() -> None:
         "baseline; ours and CC ask those too). in / out = network max/mean after the plan with the true "
         "rates (before: the first row's); over = brokers above the limit after; moved / LB = bytes "
         "moved over the lower bound of the true instance (its network in term included: "
-        "`planning/metrics.py`); x = CPU s over the plan without network goals' (CPU, not wall: the "
+        "`planning/plan_quality.py`); x = CPU s over the plan without network goals' (CPU, not wall: the "
         "machine is shared; each plan made three times, the three plans in turn, each after a full "
         "garbage collection, the lowest CPU shown); network goals CPU s = the four "
         "network goals' own `optimize` (the rest of a plan with them differs too: other goals' moves are "

@@ -78,7 +78,7 @@ class Kube:
         import base64
         import gzip
 
-        from kafka_placement.reconcile.store import DOC_KEY, configmap_name
+        from kafka_placement.reconcile.record_store import DOC_KEY, configmap_name
 
         out = subprocess.run(
             [self.bin, "--kubeconfig", self.config, "-n", self.ns, "get", "configmap",

@@ -23,7 +23,7 @@ from tests.integration.conftest import SilentBroker, create_topics_everywhere, w
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kafka.throttles import CLAIM_PREFIX
-from kafka_placement.reconcile.store import DOC_KEY, configmap_name
+from kafka_placement.reconcile.record_store import DOC_KEY, configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 THROTTLE_KEYS = (

@@ -25,7 +25,7 @@ from tests.e2e.test_operator import (
 )
 from tests.integration.conftest import wait_for
 
-from kafka_placement.reconcile.store import configmap_name
+from kafka_placement.reconcile.record_store import configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
 

@@ -42,7 +42,7 @@ from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.plan import Plan
-from kafka_placement.reconcile.store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
+from kafka_placement.reconcile.record_store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow]
 LEASE = "kafka-placement-operator"

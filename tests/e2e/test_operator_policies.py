@@ -23,7 +23,7 @@ from tests.e2e.test_operator import fill, snapshot
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
-from kafka_placement.reconcile.store import configmap_name
+from kafka_placement.reconcile.record_store import configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s]
 API_VERSION = "kafkaplacement.io/v1alpha1"

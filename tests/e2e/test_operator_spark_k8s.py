@@ -24,7 +24,7 @@ from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply, fill, no_throttle_left, snapshot
 
 from kafka_placement.kube.gateway import KubeGateway
-from kafka_placement.reconcile.store import DOC_KEY, configmap_name
+from kafka_placement.reconcile.record_store import DOC_KEY, configmap_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]

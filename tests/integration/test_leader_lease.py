@@ -21,7 +21,13 @@ from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.reconcile.fencing import FencedGateway
 from kafka_placement.reconcile.leader import LeaseElector, LeaseTimings, NotLeader, boottime
-from kafka_placement.reconcile.store import LEADER, WRITER, ConfigMapStore, claim_records, configmap_name
+from kafka_placement.reconcile.record_store import (
+    LEADER,
+    WRITER,
+    ConfigMapStore,
+    claim_records,
+    configmap_name,
+)
 
 pytestmark = [pytest.mark.k8s]
 FAST = LeaseTimings(lease_duration=3, renew_deadline=2, renew_period=1, retry_period=0.5)

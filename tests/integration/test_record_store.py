@@ -1,5 +1,5 @@
-"""ConfigMapStore (reconcile/store.py) against the real kube-apiserver of the rig: a 1M-partition plan as a
-blob spread over several ConfigMaps, the progress document's compare-and-swap between two writers,
+"""ConfigMapStore (reconcile/record_store.py) against the real kube-apiserver of the rig: a 1M-partition
+plan as a blob spread over several ConfigMaps, the progress document's compare-and-swap between two writers,
 damaged and half-written blobs, prune and delete. Nothing is mocked.
 
 Needs the `k8s` section of .rig/rig.json (`make rig-up`). One namespace for the module, emptied and
@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from kafka_placement.execution.store import RecordConflict
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.errors import BadInputError, PlacementError
-from kafka_placement.reconcile.store import CHUNK, ConfigMapStore, configmap_name
+from kafka_placement.reconcile.record_store import CHUNK, ConfigMapStore, configmap_name
 
 pytestmark = pytest.mark.k8s
 

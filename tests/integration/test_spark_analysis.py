@@ -21,7 +21,7 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals.replica_placement import needs_repair
-from kafka_placement.planning.metrics import Scope, tally_of
+from kafka_placement.planning.plan_quality import Scope, tally_of
 from kafka_placement.planning.repairs import REPAIR_REASONS
 from kafka_placement.planning.sharding import shard_of
 from kafka_placement.planning.targets import replication_factor

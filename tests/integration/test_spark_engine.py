@@ -22,8 +22,8 @@ from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import batching
-from kafka_placement.planning.metrics import Scope
 from kafka_placement.planning.optimizer import compute_plan, summarize
+from kafka_placement.planning.plan_quality import Scope
 from kafka_placement.planning.sharding import sharded_optimize
 from kafka_placement.spark.engines import EngineSettings, SparkOptimizer, spark_session
 from kafka_placement.spark.io import read_plan_parquet, read_snapshot, write_parquet

@@ -165,7 +165,7 @@ def _run_elected(args: argparse.Namespace, timings: Any, lease_ns: str, run: dic
     from ..handlers import health
     from ..kube.gateway import KubeGateway
     from ..reconcile import leader, metrics
-    from ..reconcile.store import claim_records
+    from ..reconcile.record_store import claim_records
 
     kube = KubeGateway.from_config()
     identity = args.identity or leader.default_identity()

@@ -19,9 +19,9 @@ from ..model.errors import BadInputError
 from ..model.intents import MAX_REPLICATION_FACTOR, Intents
 from ..model.jsonio import INT32_MAX, clip
 from ..model.snapshot import ClusterSnapshot
-from ..planning.metrics import evaluate
 from ..planning.optimizer import PlanResult
 from ..planning.placement import MAX_NEW_PARTITIONS, place
+from ..planning.plan_quality import evaluate
 from ..planning.report import build_report
 from ..planning.report_html import render
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session

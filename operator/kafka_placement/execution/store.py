@@ -14,7 +14,7 @@ A store deals in bytes only:
 ``FileStore`` keeps the document in one file (written atomically: temp file + fsync + rename) with
 blobs beside it in ``<file>.blobs/``; the revision is the file's identity (inode, mtime, size: every
 atomic write makes a new inode), checked under an exclusive ``flock`` of ``<file>.lock``. The
-operator's store keeps the same parts in ConfigMaps (``reconcile/store.py``).
+operator's store keeps the same parts in ConfigMaps (``reconcile/record_store.py``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
   broker under it holds none) holds at most one replica fewer than any sibling;
 - broker balance: every broker that keeps data holds at most its ``limit`` of bytes after the plan (the
   balance goal's limits, planning/shares.py: (1 + tolerance) x its share of the bytes after the plan);
-- objective: the bytes the plan copies as the summary counts them (``metrics.count_move``): a new replica
+- objective: the bytes the plan copies as the summary counts them (``plan_quality.count_move``): a new replica
   copies ``copy_bytes``, a dir change within a broker ``size_bytes``.
 
 Bounds, deterministic (never wall time: the same input gives the same plan on a busy machine): the
@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model.snapshot import PartitionState
-from . import metrics, waiting
+from . import plan_quality, waiting
 from .context import PlanningContext
 from .repairs import repair_reasons
 from .state import DirKey, Key
@@ -265,13 +265,13 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: Mapping[int, int] | 
 
 def copied(ctx: PlanningContext, keys: Iterable[Key]) -> int:
     """The bytes the working assignment copies for ``keys``, as the summary counts them
-    (``metrics.count_move``)."""
-    a, out = ctx.assignment, dict.fromkeys(metrics.MOVEMENT, 0)
+    (``plan_quality.count_move``)."""
+    a, out = ctx.assignment, dict.fromkeys(plan_quality.MOVEMENT, 0)
     for key in keys:
         p = ctx.snapshot.partition(*key)
         if p is not None:
             after = replace(p, replicas=tuple(a.replicas[key]), log_dirs=tuple(a.dirs[key]))
-            metrics.count_move(out, p, after)
+            plan_quality.count_move(out, p, after)
     return out["bytesToMove"]
 
 

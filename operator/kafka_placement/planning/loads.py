@@ -114,7 +114,7 @@ class PlanTraffic:
 def plan_traffic(snapshot: ClusterSnapshot, plan: Plan | None = None) -> PlanTraffic:
     """The network loads before and after ``plan`` (None: no plan, after = before): one pass over the
     partitions, one over the plan's entries. The one definition the summary's traffic section
-    (planning/metrics.py) and the rule that keeps a plan (planning/plan_keeping.py) use."""
+    (planning/plan_quality.py) and the rule that keeps a plan (planning/plan_keeping.py) use."""
     before: NetworkLoads = {"in": {}, "out": {}, "lead": {}}
     rated = unrated = 0
     for p in snapshot.partitions:

@@ -17,7 +17,7 @@ from ..model.errors import InfeasibleError
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from . import batching, headroom, metrics
+from . import batching, headroom, plan_quality
 from .context import Goal, PlanningContext
 from .goals import default_goals
 from .state import Eligibility
@@ -31,11 +31,13 @@ class PlanResult:
 
     plan: Plan
     summary: dict[str, Any]
-    tally: metrics.Tally | None = field(default=None, compare=False, repr=False)
+    tally: plan_quality.Tally | None = field(default=None, compare=False, repr=False)
 
 
 Optimizer = Callable[[ClusterSnapshot, Intents], Plan]
-Measure = Callable[[ClusterSnapshot, Plan, metrics.Scope], metrics.Tally]  # default: ``metrics.tally``
+Measure = Callable[
+    [ClusterSnapshot, Plan, plan_quality.Scope], plan_quality.Tally
+]  # default: ``plan_quality.tally``
 # default: ``batching.batches``
 Batches = Callable[[ClusterSnapshot, Plan, Eligibility, int], list[list[str]]]
 
@@ -96,10 +98,10 @@ def compute_plan(
     validate_against(intents, snapshot)
     enforced = intents.enforced_only()
     plan = run(snapshot, enforced)
-    tallied: list[metrics.Tally] = []
+    tallied: list[plan_quality.Tally] = []
 
-    def measured(s: ClusterSnapshot, p: Plan, scope: metrics.Scope) -> metrics.Tally:
-        tallied.append((measure or metrics.tally)(s, p, scope))
+    def measured(s: ClusterSnapshot, p: Plan, scope: plan_quality.Scope) -> plan_quality.Tally:
+        tallied.append((measure or plan_quality.tally)(s, p, scope))
         return tallied[-1]
 
     summary = summarize(snapshot, enforced, plan, max_moves_per_broker, measured, batches)
@@ -112,7 +114,7 @@ def compute_plan(
             summary["advisories"] = {"policies": [p.name for p in advised], "error": e.message}
             return PlanResult(plan, summary, tallied[0])
         extra = Plan.of([t for t in full.partitions if plan.by_key().get(t.key) != t])
-        moved = metrics.movement(snapshot, extra)
+        moved = plan_quality.movement(snapshot, extra)
         summary["advisories"] = {
             "policies": [p.name for p in advised],
             "partitions": moved["partitionsChanged"],
@@ -132,14 +134,14 @@ def summarize(
 ) -> dict[str, Any]:
     """The plan's metrics (``metrics``) from one tally of the partitions, its batches, under-replicated
     partitions and goals (the intents are valid for the snapshot)."""
-    scope = metrics.Scope.of(snapshot, intents)
-    found = (measure or metrics.tally)(snapshot, plan, scope)
+    scope = plan_quality.Scope.of(snapshot, intents)
+    found = (measure or plan_quality.tally)(snapshot, plan, scope)
     summary = found.evaluation(scope, plan.plan_id)
     order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
     under = sorted(found.under_replicated)
     summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
     summary["underReplicatedInPlan"] = under
-    net = metrics.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
+    net = plan_quality.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
     if net is not None:  # (only with traffic or capacities: summaries without them are as before)
         summary["traffic"] = net
         summary["balanceBefore"].update(net.pop("balanceBefore"))

@@ -18,7 +18,7 @@ from typing import Any
 from ..model.intents import Intents, RackAwareness, validate_against
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
-from . import metrics
+from . import plan_quality
 from .batching import MAX_PER_BROKER
 from .optimizer import summarize
 from .topology import RackTree
@@ -125,7 +125,7 @@ def build_report(
     plan: Plan,
     intents: Intents | None = None,
     max_moves_per_broker: int = MAX_PER_BROKER,
-    tally: metrics.Tally | None = None,
+    tally: plan_quality.Tally | None = None,
 ) -> Report:
     """The report of ``plan`` on ``snapshot`` (measured against the enforced ``intents``, as the planner
     measured it; without intents against none: no lower bound). ``tally``: the planner's tally of this
@@ -134,10 +134,10 @@ def build_report(
     if intents is not None:
         validate_against(intents, snapshot)
     rules = intents.enforced_only() if intents is not None else Intents()
-    tallies: list[metrics.Tally] = []
+    tallies: list[plan_quality.Tally] = []
 
-    def measure(s: ClusterSnapshot, p: Plan, scope: metrics.Scope) -> metrics.Tally:
-        tallies.append(tally if tally is not None else metrics.tally(s, p, scope))
+    def measure(s: ClusterSnapshot, p: Plan, scope: plan_quality.Scope) -> plan_quality.Tally:
+        tallies.append(tally if tally is not None else plan_quality.tally(s, p, scope))
         return tallies[-1]
 
     summary = summarize(snapshot, rules, plan, max_moves_per_broker, measure)
@@ -221,9 +221,9 @@ class _Flows:
             p = snapshot.partition(t.topic, t.partition)
             if p is None:
                 continue
-            q = metrics.after_move(p, t)
-            moved = dict.fromkeys(metrics.MOVEMENT, 0)
-            metrics.count_move(moved, p, q)
+            q = plan_quality.after_move(p, t)
+            moved = dict.fromkeys(plan_quality.MOVEMENT, 0)
+            plan_quality.count_move(moved, p, q)
             size, old = p.copy_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
             for b, d in zip(q.replicas, q.log_dirs, strict=True):
                 if b not in old:

@@ -53,7 +53,7 @@ class FollowerRoom:
 
 
 def spread_of(followers: Mapping[int, int]) -> int:
-    """Distinct brokers among the followers counted for one leader (``metrics.Tally.peers``)."""
+    """Distinct brokers among the followers counted for one leader (``plan_quality.Tally.peers``)."""
     return sum(1 for n in followers.values() if n > 0)
 
 

@@ -60,7 +60,7 @@ from .decision import (
 )
 from .inputs import MAX_STEPS, planning_document, record_view
 from .planner import PlanInputs, plan_cluster
-from .store import ConfigMapStore
+from .record_store import ConfigMapStore
 
 if TYPE_CHECKING:
     from .reconciler import Reconciler

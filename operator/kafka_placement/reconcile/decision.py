@@ -16,7 +16,7 @@ from ..model.intents import (
 )
 from ..model.plan import Plan
 from ..model.windows import Gate
-from ..planning.metrics import Tally
+from ..planning.plan_quality import Tally
 from . import status as st
 
 Body = Mapping[str, Any]

@@ -41,7 +41,6 @@ from .secret_files import pem_file
 
 log = logging.getLogger(__name__)
 
-INTENT_KINDS = ("LogDirCordon", "BrokerDecommission", "PlacementPolicy")  # listed in this order
 MAX_STEPS = 8  # decide/perform rounds of one reconcile (the longest path takes 4)
 
 

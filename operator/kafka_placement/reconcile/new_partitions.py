@@ -17,7 +17,7 @@ a larger one waits for the full re-plan, which moves it throttled.
 
 The plan runs as an execution of its own: the same executor and its guarantees (two-phase submissions,
 completion checked against the live cluster, crash resume, cancel), with its own record (ConfigMap
-``kafka-placement-<cluster>-lane``, reconcile/store.py). It never touches a partition of the running
+``kafka-placement-<cluster>-lane``, reconcile/record_store.py). It never touches a partition of the running
 execution's plan (those are dropped from it), and the running execution never waits for it (the lane's
 moves are of partitions its plan does not name). A full re-plan waits for a lane execution in flight
 (seconds: its moves are small), so it never plans a partition the lane is moving. Its approval is the

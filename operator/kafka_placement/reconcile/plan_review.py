@@ -45,8 +45,8 @@ from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, Loads
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
+from .record_store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
 from .status import status_summary
-from .store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
 
 PLAN_ID = "kafkaplacement.io/plan-id"
 MAX_DATA_BYTES = 900 * 1024  # the ConfigMap's text: below the 1 MiB object limit with room for metadata

@@ -41,6 +41,7 @@ from ..kube.gateway import KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
+from ..model.intent_kinds import KINDS
 from ..model.intents import (
     ClusterRef,
     Intents,
@@ -61,7 +62,6 @@ from .decide import cordon_sync, decide, parse
 from .decision import Decision, Failure, StatusPatch, SyncCordons, View
 from .fencing import FencedGateway
 from .inputs import (
-    INTENT_KINDS,
     Settled,
     connection_settings,
     fingerprint,
@@ -73,7 +73,7 @@ from .inputs import (
 from .leader import Leadership, NotLeader, Unelected
 from .memory import ClusterMemory
 from .reading import reading
-from .store import ConfigMapStore
+from .record_store import ConfigMapStore
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class Reconciler:
 
     def intents_of(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for kind in INTENT_KINDS:
+        for kind in KINDS:  # sorted below
             for body in self.kube.list_custom(GROUP, VERSION, namespace, PLURALS[kind]):
                 if ClusterRef.name_of(body) == cluster:
                     body.setdefault("kind", kind)

@@ -9,7 +9,7 @@ connections, the access check and the topic ids it has read are reused) for ``GA
 then a fresh one (ACLs and topic ids checked again); it is closed earlier when the connection settings
 change, a look fails, the cluster stops sampling or is deleted, or leadership is lost (``forget``).
 
-The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (reconcile/store.py):
+The state is stored with the cluster by ``ConfigMapStore(document="traffic")`` (reconcile/record_store.py):
 ConfigMap ``kafka-placement-<cluster>-traffic`` holds a small progress document (looks taken, the time
 of the last, the name of the state's blob) and the columnar state
 (planning/traffic_state.py) is a blob ``state-<look>`` gzipped over as many ConfigMaps of 900 KiB as it
@@ -53,7 +53,7 @@ from ..planning.traffic import Traffic, TrafficState, estimates, fold, with_traf
 from ..planning.traffic_state import state_from_json, state_to_json
 from .fencing import FencedGateway
 from .leader import Leadership
-from .store import ConfigMapStore
+from .record_store import ConfigMapStore
 
 log = logging.getLogger(__name__)
 

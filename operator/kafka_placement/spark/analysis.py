@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from ..planning.metrics import Scope, Tally, add_into
+from ..planning.plan_quality import Scope, Tally, add_into
 from ..planning.repairs import REPAIR_REASONS, repair_reasons
 from ..planning.state import ClusterLoads
 from .collector import paused_task

@@ -37,8 +37,8 @@ from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning import batching
 from ..planning.context import PlanningContext
-from ..planning.metrics import Scope, Tally
 from ..planning.optimizer import PlanResult, compute_plan, optimize
+from ..planning.plan_quality import Scope, Tally
 from ..planning.sharding import (
     Row,
     ShardView,

@@ -1,6 +1,6 @@
 """The plan's part of the summary's tally in Spark tasks: only its entries, added to the analysis's tally.
 
-The summary (``planning.metrics``) is a mergeable ``Tally`` of every partition before and after the
+The summary (``planning.plan_quality``) is a mergeable ``Tally`` of every partition before and after the
 plan. The analysis pass (``spark.analysis``) already tallied every partition as if the plan left it;
 what the plan changes is ``Tally.shift`` of each of its entries. The driver sends the plan's entries
 with their partitions as the snapshot has them (an Arrow table in slices of IPC streams, as the
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model.plan import PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from ..planning.metrics import Scope, Tally
+from ..planning.plan_quality import Scope, Tally
 from .analysis import BATCH_ROWS, SLICE_BYTES
 from .collector import paused_task
 from .io import ipc_slices, ipc_table, partitions_of, partitions_table

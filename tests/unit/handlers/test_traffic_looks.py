@@ -25,7 +25,7 @@ from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.traffic import PartitionLook, TrafficLook
 from kafka_placement.reconcile import traffic_sampler as ts
 from kafka_placement.reconcile.leader import Unelected
-from kafka_placement.reconcile.store import DOC_KEY
+from kafka_placement.reconcile.record_store import DOC_KEY
 
 NS = "kafka"
 

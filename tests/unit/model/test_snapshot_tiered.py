@@ -14,7 +14,7 @@ from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning import batching, metrics
+from kafka_placement.planning import batching, plan_quality
 from kafka_placement.planning.report import build_report
 from kafka_placement.planning.report_html import render
 from kafka_placement.planning.state import Eligibility
@@ -93,7 +93,7 @@ def test_a_move_of_a_tiered_partition_costs_its_local_bytes_everywhere() -> None
     assert (tiered.copy_bytes, plain.copy_bytes) == (LOCAL, PLAIN)
     plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
     intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
-    summary = metrics.evaluate(snap, plan, intents)
+    summary = plan_quality.evaluate(snap, plan, intents)
     assert summary["bytesToMove"] == summary["networkBytes"] == LOCAL + PLAIN
     assert summary["lowerBoundBytes"] == LOCAL + PLAIN
     elig = Eligibility.of(snap, intents)
@@ -148,7 +148,7 @@ def test_with_kip1023_a_move_costs_the_untiered_bytes_everywhere_a_dir_move_its_
     assert read_snapshot(tmp_path / "snap") == snap
     plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
     intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
-    summary = metrics.evaluate(snap, plan, intents)
+    summary = plan_quality.evaluate(snap, plan, intents)
     assert summary["bytesToMove"] == summary["networkBytes"] == UNTIERED + PLAIN
     assert summary["lowerBoundBytes"] == UNTIERED + PLAIN
     elig = Eligibility.of(snap, intents)
@@ -158,7 +158,7 @@ def test_with_kip1023_a_move_costs_the_untiered_bytes_everywhere_a_dir_move_its_
     for b in two_dirs["brokers"]:  # type: ignore[attr-defined]
         b["logDirs"] = [{"path": "/d"}, {"path": "/e"}]
     two_dirs["partitions"][0]["untieredBytes"] = UNTIERED  # type: ignore[index]
-    moved = metrics.movement(
+    moved = plan_quality.movement(
         ClusterSnapshot.from_json(two_dirs), Plan((PartitionTarget("tiered", 0, (1,), ("/e",)),))
     )
     assert moved["intraBrokerBytes"] == moved["bytesToMove"] == LOCAL and moved["networkBytes"] == 0
@@ -214,7 +214,7 @@ def test_derived_snapshots_keep_the_storage_fields_and_own_their_indexes() -> No
     assert snap.partition("plain", 0).size_bytes == PLAIN  # type: ignore[union-attr]
     assert bigger.partition("plain", 0).size_bytes == PLAIN + 1  # type: ignore[union-attr]
     rated = with_traffic(snap, {("plain", 0): Traffic(5.0, 1)})
-    moved = metrics.apply_plan(snap, Plan.of([PartitionTarget("tiered", 0, (2,), ("/d",))]))
+    moved = plan_quality.apply_plan(snap, Plan.of([PartitionTarget("tiered", 0, (2,), ("/d",))]))
     for derived in (rated, moved):
         assert derived.remote_storage("tiered") is True and derived.follower_fetch_last_tiered_offset is True
     assert rated.partition("plain", 0).bytes_in_per_sec == 5.0  # type: ignore[union-attr]

@@ -20,8 +20,8 @@ from kafka_placement.planning.goals import ReplicaPlacementGoal
 from kafka_placement.planning.goals.broker_balance import BrokerBalanceGoal, _ByLoad
 from kafka_placement.planning.goals.dir_balance import DirBalanceGoal
 from kafka_placement.planning.goals.leader_balance import LeaderBalanceGoal, _Handovers
-from kafka_placement.planning.metrics import movement
 from kafka_placement.planning.optimizer import diff
+from kafka_placement.planning.plan_quality import movement
 from kafka_placement.planning.state import Assignment, ClusterLoads
 
 BROKERS = {b: f"/r{b % 3}" for b in range(1, 10)}

@@ -1,4 +1,4 @@
-"""The summary as a mergeable tally (planning.metrics): any split of the partitions, tallied apart and
+"""The summary as a mergeable tally (planning.plan_quality): any split of the partitions, tallied apart and
 merged (also through pickle, as the Spark engine's tasks return them), gives exactly the summary of one
 pass, and so does a tally of every partition without the plan with the plan's entries shifted in; and
 the one pass gives the values the metrics are defined by, on a hand-checked case."""
@@ -18,9 +18,9 @@ from tests.unit.planning.test_planner_properties import cases
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning import batching, metrics
-from kafka_placement.planning.metrics import Scope, Tally, tally_of
+from kafka_placement.planning import batching, plan_quality
 from kafka_placement.planning.optimizer import summarize
+from kafka_placement.planning.plan_quality import Scope, Tally, tally_of
 
 
 def random_plan(rng: random.Random, snap: ClusterSnapshot) -> Plan:
@@ -82,8 +82,10 @@ def test_tallies_of_any_split_merge_to_the_one_pass_summary(
     assert summarize(snap, enforced, plan, 2, measure=split) == summary
     assert summarize(snap, enforced, plan, 2, measure=shifted) == summary
     plain = Scope.of(snap, None)
-    assert shifted(snap, plan, plain).evaluation(plain, plan.plan_id) == metrics.evaluate(snap, plan, None)
-    assert split(snap, plan, plain).evaluation(plain, plan.plan_id) == metrics.evaluate(snap, plan, None)
+    assert shifted(snap, plan, plain).evaluation(plain, plan.plan_id) == plan_quality.evaluate(
+        snap, plan, None
+    )
+    assert split(snap, plan, plain).evaluation(plain, plan.plan_id) == plan_quality.evaluate(snap, plan, None)
 
 
 def test_one_pass_counts_what_the_metrics_define() -> None:
@@ -107,7 +109,7 @@ def test_one_pass_counts_what_the_metrics_define() -> None:
         ]
     )
     scope = Scope.of(snap, intents)
-    found = metrics.tally(snap, plan, scope)
+    found = plan_quality.tally(snap, plan, scope)
     s = found.evaluation(scope, plan.plan_id)
     assert s["partitionsChanged"] == 2 and s["replicaMoves"] == 1 and s["networkBytes"] == 100
     assert s["intraBrokerMoves"] == 1 and s["intraBrokerBytes"] == 10 and s["leaderChanges"] == 1
@@ -159,5 +161,7 @@ def test_the_rack_repair_bound_does_not_depend_on_which_partition_came_first(cas
         stay = [b for b, d in zip(p.replicas, p.log_dirs, strict=True) if elig.may_keep(b, d, p.size_bytes)]
         if tree is not None and stay and tree.violation(stay[: scope.rf(p)]) is not None:
             rf, checked = scope.rf(p), checked + 1
-            assert metrics.rack_must_move(tree, rf, stay, memo) == metrics.rack_must_move(tree, rf, stay, {})
+            assert plan_quality.rack_must_move(tree, rf, stay, memo) == plan_quality.rack_must_move(
+                tree, rf, stay, {}
+            )
     assert checked > 100

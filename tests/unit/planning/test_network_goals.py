@@ -16,8 +16,8 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.loads import broker_loads
-from kafka_placement.planning.metrics import apply_plan
 from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.plan_quality import apply_plan
 from kafka_placement.planning.sharding import sharded_optimize
 
 MB = 1_000_000

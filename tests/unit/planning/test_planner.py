@@ -9,9 +9,9 @@ from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import RackAwareness
 from kafka_placement.model.plan import ANY_DIR
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning.metrics import apply_plan
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.placement import place
+from kafka_placement.planning.plan_quality import apply_plan
 from kafka_placement.planning.topology import RackTree
 
 RACKS6 = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}

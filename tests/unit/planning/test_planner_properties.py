@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning.metrics import apply_plan, violations
 from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.planning.plan_quality import apply_plan, violations
 
 RACKS = ["/dc1/r1", "/dc1/r2", "/dc2/r1", "/dc2/r2", "/dc3/r1", None]
 

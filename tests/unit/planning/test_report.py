@@ -131,8 +131,8 @@ def test_a_report_with_the_planners_tally_is_the_report_counted_afresh(
     assert result.tally is not None and not result.plan.empty
     afresh = build_report(snap, result.plan, intents, 2)
     counted: list[object] = []
-    real = report_mod.metrics.tally
-    monkeypatch.setattr(report_mod.metrics, "tally", lambda *a: counted.append(a) or real(*a))
+    real = report_mod.plan_quality.tally
+    monkeypatch.setattr(report_mod.plan_quality, "tally", lambda *a: counted.append(a) or real(*a))
     reused = build_report(snap, result.plan, intents, 2, result.tally)
     assert counted == [] and reused == afresh
     assert build_report(snap, result.plan, intents, 2, result.tally) == afresh  # reusable

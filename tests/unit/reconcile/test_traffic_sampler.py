@@ -15,7 +15,7 @@ from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.traffic import PartitionLook
 from kafka_placement.planning.traffic import PartitionTraffic, Traffic, TrafficState
 from kafka_placement.planning.traffic_state import state_from_json, state_to_json
-from kafka_placement.reconcile.store import CHUNK
+from kafka_placement.reconcile.record_store import CHUNK
 from kafka_placement.reconcile.traffic_sampler import (
     MAX_BROKERS,
     STATE_GZ_BYTES_PER_PARTITION,

@@ -35,7 +35,7 @@ import pickle
 import kafka_placement.spark.engines as engines
 from kafka_placement.model.intents import BrokerDecommission, Intents
 from kafka_placement.planning.sharding import plan_shard, merge_and_balance
-from kafka_placement.planning.metrics import Scope, Tally
+from kafka_placement.planning.plan_quality import Scope, Tally
 import kafka_placement.spark.tally
 print("ok")
 """
