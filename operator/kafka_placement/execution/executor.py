@@ -370,9 +370,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int]
     rated = [m for m in _moves(ex, ex.active() + batch, limits, view.live) if m.rate is not None]
     if not batch or not rated:
         return
-    dir_brokers = {
-        b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i] if b in view.answering
-    }
+    dir_brokers = {b for i in batch if plan.rate[i] or limits.throttle for b in plan.dir_moving[i]}
 
     def write_ahead(planned: ThrottleState) -> None:
         ex.doc.throttles = planned
