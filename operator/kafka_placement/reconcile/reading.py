@@ -12,6 +12,7 @@ waits for it. Unit-tested in tests/unit/reconcile/test_reading.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -41,7 +42,7 @@ def reading(
     lane_active: bool,  # a new-partition lane execution in flight
     heal_due: bool,  # a tracked failure is due for a heal
     heals_dead_brokers: bool,  # selfHealing.brokerFailure is on
-    lane_enforced: bool,  # a policy enforces the lane on new partitions
+    lane_enforced: Callable[[], bool],  # a policy enforces the lane (asked only when it decides: it parses)
 ) -> Reading:
     settled = settled_fingerprint is not None
     quiet = (
@@ -59,5 +60,5 @@ def reading(
         lane_only=lane_only,
         keep_settled=settled and lane_only,
         watch_live=watch_live,
-        skip=lane_only and not lane_active and not lane_enforced and not watch_live,
+        skip=lane_only and not lane_active and not watch_live and not lane_enforced(),
     )

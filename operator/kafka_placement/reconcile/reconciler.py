@@ -340,7 +340,7 @@ class Reconciler:
             lane_active=lane_active,
             heal_due=due is not None and self.wall() >= due,
             heals_dead_brokers=heals_dead_brokers(spec),
-            lane_enforced=lane.enforced(bodies),
+            lane_enforced=lambda: lane.enforced(bodies),
         )
         quiet, lane_only, watch_live = read.quiet, read.lane_only, read.watch_live
         if read.keep_settled:

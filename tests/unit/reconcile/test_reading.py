@@ -19,7 +19,7 @@ IDLE: dict[str, Any] = dict(
     lane_active=False,
     heal_due=False,
     heals_dead_brokers=False,
-    lane_enforced=False,
+    lane_enforced=lambda: False,
 )
 
 
@@ -46,7 +46,7 @@ def test_anything_of_ours_changed_reads_kafka_whole(change: dict[str, Any]) -> N
 
 
 def test_a_quiet_reconcile_still_looks_for_new_partitions_and_watches_the_live_brokers() -> None:
-    lane = reading(**{**IDLE, "lane_enforced": True})
+    lane = reading(**{**IDLE, "lane_enforced": lambda: True})
     assert lane.quiet and lane.lane_only and not lane.skip and not lane.watch_live
     healing = reading(**{**IDLE, "heals_dead_brokers": True})
     assert healing.quiet and healing.watch_live and not healing.skip and healing.keep_settled
