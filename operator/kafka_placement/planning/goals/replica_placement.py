@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from heapq import heapify, heappop
+from itertools import filterfalse
 from typing import Any
 
 from ...model.errors import InfeasibleError
@@ -31,7 +33,6 @@ from ..repairs import repair_reasons
 from ..room import eject_for
 from ..state import Eligibility, Key
 from ..targets import order_replicas, replication_factor, target_dirs
-from ..topology import Unit
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -56,6 +57,8 @@ class ReplicaPlacementGoal:
     def optimize(self, ctx: PlanningContext) -> None:
         a = ctx.assignment
         self._limits = balance_limits(ctx)
+        salt = self.salt
+        self._ties = {b: zlib.crc32(f"{salt}:{b}".encode()) if salt else 0 for b in ctx.eligibility.dirs}
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
@@ -136,7 +139,6 @@ class ReplicaPlacementGoal:
             return
         policy = a.policy(key)
         preferred = set(policy.preferred_brokers) if policy is not None else set()
-        rank = self._ranker(ctx, preferred)
 
         lost = {b for b, d in zip(reps, dirs, strict=True) if _lost(e, b, d) and not e.may_keep(b, d, size)}
 
@@ -148,11 +150,12 @@ class ReplicaPlacementGoal:
             # Among replicas that may stay, keep first those that need no dir move (no copy at all).
             relocating = {b for b, d in zip(reps, dirs, strict=True) if not e.may_keep(b, d, size)}
             load = a.broker_bytes if self._limits is not None else None
+            rank = self._ranker(ctx, preferred)
             target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)), load)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
         else:
-            target = self._extend(ctx, key, keep, rf, usable, rank)
+            target = self._extend(ctx, key, keep, rf, usable, preferred)
         if target is None:
             raise self._infeasible(ctx, key, rf, keep)
         self._apply(ctx, key, order_replicas(reps, target))
@@ -224,13 +227,11 @@ class ReplicaPlacementGoal:
         return [errors[k] for k in sorted(errors, key=lambda k: (-a.size[k], k))]
 
     def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
+        """The order brokers are offered in: preferred first, then the least loaded, then a salted
+        tie-break (none without a salt) and the id."""
         a = ctx.assignment
-        if not self.salt:
-            return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], b)
-        if not self._ties:
-            self._ties = {b: zlib.crc32(f"{self.salt}:{b}".encode()) for b in ctx.eligibility.dirs}
-        ties = self._ties
-        return lambda b: (b not in preferred, a.broker_bytes[b], a.broker_replicas[b], ties[b], b)
+        bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
+        return lambda b: (b not in preferred, bb[b], br[b], ties[b], b)
 
     def _trim(self, ctx: PlanningContext, key: Key, keep: list[int], rf: int) -> list[int]:
         """Lower the RF (or drop extras): keep the leader, drop replicas on the most loaded brokers."""
@@ -246,36 +247,46 @@ class ReplicaPlacementGoal:
         keep: list[int],
         rf: int,
         usable: Callable[[int], bool],
-        rank: Callable[[int], tuple[object, ...]],
+        preferred: set[int],
     ) -> list[int] | None:
         """Add brokers: preferred first, then racks the partition does not use yet, then least loaded.
 
         Brokers are asked ``usable`` (a dir with room: the costliest question) in that order and only
         until one answers yes: the same choice as the best of all usable brokers, as the order's key
-        ends with the broker id and so never ties."""
-        soft = ctx.soft_tree
+        ends with the broker id and so never ties (where the disk headroom rule binds, the best often has
+        no room: ``drain`` asks 2.5 brokers a slot)."""
+        path = ctx.soft_tree.path
+        brokers = list(ctx.eligibility.dirs)
+        a = ctx.assignment
+        other = set(brokers) - preferred
         chosen = list(keep)
         answers: dict[int, bool] = {}
-
-        def asked(b: int) -> bool:
-            if b not in answers:
-                answers[b] = usable(b)
-            return answers[b]
-
-        def order_key(b: int, used: set[Unit]) -> tuple[object, ...]:
-            r = rank(b)
-            return (r[0], soft.path[b] in used, *r[1:])
-
         while len(chosen) < rf:
-            used = {soft.path[b] for b in chosen}
-            keys = {b: order_key(b, used) for b in ctx.eligibility.dirs if b not in chosen}
-            while True:  # the best by key first; asked again only when it has no room (rare)
-                if not keys:
-                    return None
-                best = min(keys, key=keys.__getitem__)
-                if asked(best):
+            used = {path[b] for b in chosen}
+            free = list(filterfalse(set(chosen).__contains__, brokers))
+            # The order's keys built by C-level maps (no Python call per broker: this runs for every
+            # replica a repair adds, over every broker): (not preferred, under a used unit, bytes,
+            # replicas, tie-break, id), as ``_ranker`` orders them.
+            keys = list(
+                zip(
+                    map(other.__contains__, free),
+                    map(used.__contains__, map(path.__getitem__, free)),
+                    map(a.broker_bytes.__getitem__, free),
+                    map(a.broker_replicas.__getitem__, free),
+                    map(self._ties.__getitem__, free),
+                    free,
+                    strict=True,
+                )
+            )
+            heapify(keys)  # the best first; the next ones only while the best has no room
+            while keys:
+                best = heappop(keys)[-1]
+                if best not in answers:
+                    answers[best] = usable(best)
+                if answers[best]:
                     break
-                del keys[best]
+            else:
+                return None
             chosen.append(best)
         return chosen
 
