@@ -15,6 +15,8 @@ from typing import Any
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
 from ..model.crd_parts import LAUNCHERS, SPARK_MEMORY_PATTERN
+from ..model.effort import DEFAULT_EFFORT, EFFORTS
+from ..model.effort import DESCRIPTION as EFFORT_DESCRIPTION
 from ..model.errors import BadInputError
 from ..model.intents import MAX_REPLICATION_FACTOR, Intents
 from ..model.jsonio import INT32_MAX, clip
@@ -74,6 +76,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     intents = load_intents(args.intents).with_reactive_cordon(args.reactive_cordon)
     if args.max_disk_share is not None:
         intents = intents.with_max_disk_share(args.max_disk_share)
+    intents = intents.with_effort(args.effort)
     if args.engine == "spark-k8s":
         result = _plan_on_kubernetes(args, snapshot)
     else:
@@ -149,6 +152,8 @@ def _plan_on_kubernetes(args: argparse.Namespace, snapshot: ClusterSnapshot) -> 
         extra_arguments=(
             *(("--reactive-cordon",) if args.reactive_cordon else ()),
             *(("--max-disk-share", repr(args.max_disk_share)) if args.max_disk_share is not None else ()),
+            "--effort",
+            args.effort,
         ),
         conf=tuple(args.spark_conf),
     )
@@ -287,6 +292,12 @@ def register(sub: Any) -> None:
             f"default: the intents' capacity.maxDiskShare, else {DEFAULT_MAX_DISK_SHARE:g}); a plan that "
             "cannot keep every dir under it is refused (exit 3)"
         ),
+    )
+    p.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        default=DEFAULT_EFFORT,
+        help=f"{EFFORT_DESCRIPTION} Default: %(default)s.",
     )
     p.set_defaults(func=cmd_plan)
 

@@ -35,6 +35,8 @@ from .crd_parts import (
     _name,
     _str,
 )
+from .effort import DEFAULT_EFFORT, EFFORTS, Effort
+from .effort import DESCRIPTION as EFFORT_DESCRIPTION
 from .errors import BadInputError
 from .self_healing import SelfHealingSpec
 from .spec_fields import child, custom, leaf, object_schema, parse_object, spec_of
@@ -261,7 +263,7 @@ SPARK_K8S_DEFAULTS = SparkK8sDefaults()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlannerSpec:
-    DESCRIPTION: ClassVar[str] = "Which planner engine runs, and its Spark settings."
+    DESCRIPTION: ClassVar[str] = "Which planner engine runs, how hard it searches, and its Spark settings."
 
     engine: str = leaf(
         "engine",
@@ -271,6 +273,10 @@ class PlannerSpec:
             enum=list(ENGINES),
             default="auto",
         ),
+    )
+    effort: str = leaf(
+        "effort",
+        _str(EFFORT_DESCRIPTION, enum=list(EFFORTS), default=DEFAULT_EFFORT),
     )
     spark: SparkSpec = child("spark", SparkSpec, absent=True)
 
@@ -407,6 +413,12 @@ class ClusterSpec:
     def disk_per_log_dir(self) -> bool:
         """``capacity.diskPerLogDir``: every log dir on a disk of its own (planning/headroom.py)."""
         return self.capacity.disk_per_log_dir if self.capacity is not None else False
+
+    @property
+    def effort(self) -> Effort:
+        """``planner.effort`` (model/effort.py), its default when ``planner`` is absent."""
+        effort = self.planner.effort if self.planner is not None else DEFAULT_EFFORT
+        return next(e for e in EFFORTS if e == effort)  # (the schema's enum: one of them)
 
     @property
     def spark(self) -> SparkSpec:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .capacity import DEFAULT_MAX_DISK_SHARE, CapacitySpec
 from .crd_parts import MAX_NAME
+from .effort import DEFAULT_EFFORT, Effort
 from .errors import BadInputError
 from .intent_kinds import (
     KINDS,
@@ -67,6 +68,9 @@ class Intents:
     # Every log dir on a disk of its own (capacity.diskPerLogDir): no two dirs of a broker are taken for one
     # filesystem (planning/headroom.py ``volumes``); set from ``capacity`` by ``with_capacity``.
     disk_per_log_dir: bool = False
+    # How hard the planner searches for the cheapest plan (model/effort.py: KafkaCluster
+    # spec.planner.effort, the CLI's --effort); set by ``with_effort``.
+    effort: Effort = DEFAULT_EFFORT
     # policy_for's answers (the planner asks once per partition; a cluster has far fewer topics)
     _policy_of: dict[str, PlacementPolicy | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -100,6 +104,10 @@ class Intents:
         given, whether every log dir is on a disk of its own)."""
         separate = self.disk_per_log_dir if disk_per_log_dir is None else disk_per_log_dir
         return replace(self, max_disk_share=share, disk_per_log_dir=separate)
+
+    def with_effort(self, effort: Effort) -> Intents:
+        """The same intents planned with another effort (model/effort.py)."""
+        return replace(self, effort=effort)
 
     def policy_for(self, topic: str) -> PlacementPolicy | None:
         """The first policy whose topic selector matches (policies are in priority order)."""

@@ -30,7 +30,9 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
 
 Bounds, deterministic (never wall time: the same input gives the same plan on a busy machine): the
 program is built only when it has at most ``MAX_VARIABLES`` binaries, and HiGHS explores at most
-``MAX_NODES`` branch-and-bound nodes and ``NODE_WORK`` nodes x binaries; a solution is taken only
+``MAX_NODES`` branch-and-bound nodes and ``NODE_WORK`` nodes x binaries, and under the ``Balanced``
+effort (the default; model/effort.py) stops once its best is proven within 0.5% of the optimum; the
+``Fast`` effort does not run the program for quality (goals/exact_placement.py); a solution is taken only
 after it is checked again with exact integers against every rule (``check``), so a rounding inside the
 solver can never place a replica against a rule. Not run with move budgets, preferred brokers or network
 capacities (rules the program does not model): the greedy plan stands there.
@@ -41,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..model.effort import BALANCED_GAP
 from ..model.snapshot import PartitionState
 from . import plan_quality, waiting
 from .context import PlanningContext
@@ -122,6 +125,16 @@ def sized(ctx: PlanningContext) -> bool:
     return ctx.eligibility.sized
 
 
+def worth(ctx: PlanningContext, now: int) -> int:
+    """What a placement must copy less than to replace the greedy one that copies ``now``: under the
+    ``Balanced`` effort at least ``BALANCED_GAP`` less (a program that can win no more is pruned at its
+    root instead of searching to prove that nothing a fraction of a percent cheaper exists), under
+    ``Exhaustive`` anything less."""
+    if ctx.intents.effort == "Exhaustive":
+        return now
+    return min(now, int(now / (1 + BALANCED_GAP)) + 1)  # none cheaper: now <= (1 + gap) x the optimum
+
+
 def solve(
     ctx: PlanningContext,
     parts: Sequence[PartitionState],
@@ -201,7 +214,9 @@ def solve(
         ]
         if terms:
             m.row(terms, float("-inf"), float(most - sum(fixed_dir.get(d, 0) for d in places)))
-    values = _run(m)
+    # HiGHS's gap is (found - bound) / found: found <= (1 + BALANCED_GAP) x the optimum
+    gap = BALANCED_GAP / (1 + BALANCED_GAP)
+    values = _run(m, gap if ctx.intents.effort != "Exhaustive" else None)
     if values is None:
         return None
     found: Placements = {}
@@ -347,9 +362,12 @@ def _spread(m: _Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
                     m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
 
 
-def _run(m: _Program) -> list[float] | None:
+def _run(m: _Program, gap: float | None = None) -> list[float] | None:
     """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes and
-    ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), or None. Each
+    ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), or None; with
+    ``gap``, HiGHS stops as soon as its best is proven within that share of the optimum (the
+    ``Balanced`` effort, model/effort.py: on a cluster of a few brokers most of the search otherwise
+    goes to proving that no plan a fraction of a percent cheaper exists). Each
     row and the objective are scaled by their largest coefficient (bytes in the tens of billions
     otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers."""
     import warnings
@@ -377,7 +395,12 @@ def _run(m: _Program) -> list[float] | None:
             constraints=LinearConstraint(
                 diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
             ),
-            options={"node_limit": min(MAX_NODES, NODE_WORK // n), "disp": False, **HIGHS_OPTIONS},
+            options={
+                "node_limit": min(MAX_NODES, NODE_WORK // n),
+                "disp": False,
+                **({"mip_rel_gap": gap} if gap is not None else {}),
+                **HIGHS_OPTIONS,
+            },
         )
     if res.x is None:
         return None

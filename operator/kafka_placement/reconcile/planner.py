@@ -46,6 +46,7 @@ from ..kube.gateway import KubeGateway
 from ..model.capacity import CapacitySpec
 from ..model.cluster_spec import ClusterSpec, PlannerSpec, SparkSpec
 from ..model.crd_parts import LAUNCHERS
+from ..model.effort import DEFAULT_EFFORT, Effort
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intents, validate_against
 from ..model.snapshot import ClusterSnapshot
@@ -67,10 +68,14 @@ def engine_of(planner: PlannerSpec | None, env: Mapping[str, str] = os.environ) 
 
 
 def spark_k8s_settings(
-    spark: SparkSpec, namespace: str, reactive_cordon: bool, env: Mapping[str, str] = os.environ
+    spark: SparkSpec,
+    namespace: str,
+    reactive_cordon: bool,
+    env: Mapping[str, str] = os.environ,
+    effort: Effort = DEFAULT_EFFORT,
 ) -> SparkK8sSettings:
     """The spark-k8s settings for a KafkaCluster (``spec.planner.spark``, then the Helm values, then
-    ``SparkK8sSettings``' defaults)."""
+    ``SparkK8sSettings``' defaults; ``spec.planner.effort`` passed to the job)."""
     image = spark.image or env.get(ENV + "SPARK_IMAGE")
     if not image:
         raise BadInputError(
@@ -115,7 +120,10 @@ def spark_k8s_settings(
         exchange_mount=mount,
         exchange_dir=Path(env.get(ENV + "SPARK_EXCHANGE_LOCAL_DIR") or mount),
         timeout_s=float(spark.timeout_seconds),
-        extra_arguments=("--reactive-cordon",) if reactive_cordon else (),
+        extra_arguments=(
+            *(("--reactive-cordon",) if reactive_cordon else ()),
+            *(("--effort", effort) if effort != DEFAULT_EFFORT else ()),
+        ),
         **given,
     )
 
@@ -272,9 +280,10 @@ def plan_cluster(
     engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
-            result = plan_with(snapshot, inputs.intents, EngineSettings(engine=engine))
+            intents = inputs.intents.with_effort(spec.effort)
+            result = plan_with(snapshot, intents, EngineSettings(engine=engine))
             return Planned(plan=result.plan, summary=result.summary, tally=result.tally)
-        settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon)
+        settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon, effort=spec.effort)
         replan = float(spec.spark.replan_seconds)
         tolerance = tolerance_of(inputs.intents)
         return _spark_k8s_step(kube, runs, snapshot, inputs.text, settings, replan, now(), tolerance)

@@ -2,7 +2,8 @@
 
     spark-submit --master local[*] operator/kafka_placement/spark/job.py \\
         --snapshot snapshot.json|snapshot-dir --intents intents.yaml -o plan.json [--summary summary.json] \\
-        [--shards N] [--max-moves-per-broker N] [--reactive-cordon] [--max-disk-share SHARE]
+        [--shards N] [--max-moves-per-broker N] [--reactive-cordon] [--max-disk-share SHARE] \\
+        [--effort Fast|Balanced|Exhaustive]
 
 Under ``spark-submit`` (or a SparkApplication on Kubernetes) the master comes from spark-submit; the
 snapshot and plan are exchanged through files (a mounted volume on Kubernetes). Exit codes are the
@@ -19,6 +20,7 @@ from pathlib import Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kafka_placement.model.effort import DEFAULT_EFFORT, EFFORTS
     from kafka_placement.model.errors import PlacementError
     from kafka_placement.model.intents import Intents
     from kafka_placement.spark.engines import EngineSettings, plan_with, spark_session
@@ -37,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the cluster cannot cordon dirs (Kafka < 4.3): move new empty replicas off cordoned dirs",
     )
     ap.add_argument("--max-disk-share", type=float, help="the CLI's: no dir planned above this share")
+    ap.add_argument("--effort", choices=EFFORTS, default=DEFAULT_EFFORT, help="the CLI's --effort")
     args = ap.parse_args(argv)
     try:
         snapshot = read_snapshot(args.snapshot)
@@ -46,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         intents = intents.with_reactive_cordon(args.reactive_cordon)
         if args.max_disk_share is not None:
             intents = intents.with_max_disk_share(args.max_disk_share)
+        intents = intents.with_effort(args.effort)
         settings = EngineSettings(engine="spark", shards=args.shards)
         result = plan_with(
             snapshot, intents, settings, spark_session(None), max_moves_per_broker=args.max_moves_per_broker

@@ -277,6 +277,8 @@ BAD = [
     ({**MINIMAL, "limits": {"onConfigChange": "Stop"}}, "spec.limits.onConfigChange", "Reapply, Pause"),
     ({**MINIMAL, "limits": {"maxMoves": 5}}, "spec.limits", "unknown field(s) maxMoves"),
     ({**MINIMAL, "planner": {"engine": "gpu"}}, "spec.planner.engine", "local, spark, spark-k8s, auto"),
+    ({**MINIMAL, "planner": {"effort": "fast"}}, "spec.planner.effort", "Fast, Balanced, Exhaustive"),
+    ({**MINIMAL, "planner": {"effort": 3}}, "spec.planner.effort", "expected a string"),
     ({**MINIMAL, "planner": {"spark": {"memory": "2 GB"}}}, "spec.planner.spark.memory", "does not match"),
     ({**MINIMAL, "planner": {"spark": {"timeoutSeconds": 59}}}, "spec.planner.spark.timeoutSeconds", ">= 60"),
     (

@@ -8,6 +8,7 @@ import pytest
 from tests.unit.builders import intents
 from tests.unit.planning.test_planner_optimum import DECOMMISSION_4, one_dir
 
+from kafka_placement.model.effort import BALANCED_GAP, EFFORTS
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
@@ -42,14 +43,38 @@ def test_the_plan_is_the_optimum_where_the_greedy_steps_copy_more(monkeypatch: p
     from tests.bench.optimum import solve
 
     snap, wanted = decommission_with_balance()
-    s = compute_plan(snap, wanted).summary
+    s = compute_plan(snap, wanted.with_effort("Exhaustive")).summary
     opt = solve(snap, wanted, time_limit=10)
     assert opt.exact and opt.balance_reachable and opt.bytes is not None
     assert abs(s["bytesToMove"] - opt.bytes) <= 1  # (the solver's objective is a float)
     assert s["hardViolationsAfter"] == 0
     assert all(g["met"] for g in s["goals"]), s["goals"]
+    # the default effort stops within 0.5% of the optimum: here it keeps the greedy plan, 0.37% above
+    balanced = compute_plan(snap, wanted).summary
+    assert opt.bytes < balanced["bytesToMove"] <= opt.bytes * (1 + BALANCED_GAP)
+    assert balanced["hardViolationsAfter"] == 0 and all(g["met"] for g in balanced["goals"])
     greedy_only(monkeypatch)
     assert compute_plan(snap, wanted).summary["bytesToMove"] > opt.bytes + 10**8  # what it improves on
+
+
+def test_each_effort_bounds_the_exact_program() -> None:
+    """Fast plans with the greedy goals alone; Balanced within 0.5% of Exhaustive's plan (HiGHS stops
+    once its best is proven that close, and a program that cannot win 0.5% is pruned at its root);
+    every effort keeps every rule. 4 brokers, 24 partitions, RF 3, two rack levels, broker balance."""
+    from tests.bench.generator import cluster
+
+    snap = cluster(brokers=4, partitions=24, topics=4, rf=3, dcs=2, racks_per_dc=2, seed=3, dirs=2)
+    wanted = Intents.loads(
+        "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
+        "  rackAwareness: {separator: /, levels: 2}\n  balance: {brokers: true}\n"
+    )
+    moved = {}
+    for effort in EFFORTS:
+        s = compute_plan(snap, wanted.with_effort(effort)).summary
+        assert s["hardViolationsAfter"] == 0, effort
+        moved[effort] = s["bytesToMove"]
+    assert moved["Exhaustive"] <= moved["Balanced"] <= moved["Exhaustive"] * (1 + BALANCED_GAP)
+    assert moved["Fast"] > moved["Balanced"] * 1.2  # (the greedy goals alone: 27% more here)
 
 
 def test_the_same_input_gives_the_same_plan() -> None:

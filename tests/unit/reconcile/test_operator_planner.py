@@ -71,6 +71,8 @@ def test_spark_k8s_settings_take_the_spec_over_the_helm_values() -> None:
     mine = spark_k8s_settings(spark_of(spec), "kafka", reactive_cordon=True, env=HELM)
     assert (mine.image, mine.namespace, mine.executor_instances, mine.timeout_s) == ("mine:2", "n2", 1, 90)
     assert mine.extra_arguments == ("--reactive-cordon",)
+    fast = spark_k8s_settings(spark_of(spec), "kafka", reactive_cordon=False, env=HELM, effort="Fast")
+    assert fast.extra_arguments == ("--effort", "Fast")  # spec.planner.effort reaches the job
     no_namespace = {k: v for k, v in HELM.items() if k != "KAFKA_PLACEMENT_SPARK_NAMESPACE"}
     assert spark_k8s_settings(SparkSpec(), "kafka", False, env=no_namespace).namespace == "kafka"
 

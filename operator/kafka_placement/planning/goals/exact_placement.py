@@ -1,10 +1,11 @@
 """The exact program as a goal (``planning/exact.py``): after the greedy repair and broker balance, on a
-small cluster, the cheapest placement that keeps every hard rule and the balance limits replaces the
-greedy one when it copies fewer bytes, or when the greedy one left a broker above its limit the
-program meets. It changes only replica sets and dirs; the goals after it (leaders, network, failure
-spread) work on its result as on the greedy one's. Not run when a policy asks for dir balance: that
-goal's local copies come after it and the program does not count them (a plan it finds cheaper could
-end dearer). Pure: no I/O.
+small cluster and unless the planner's effort is ``Fast`` (model/effort.py), the cheapest placement
+that keeps every hard rule and the balance limits replaces the greedy one when it copies fewer bytes
+(under the ``Balanced`` effort, at least 0.5% fewer: ``exact.worth``), or when the greedy one left a
+broker above its limit the program meets. It changes only replica sets and dirs; the goals after it
+(leaders, network, failure spread) work on its result as on the greedy one's. Not run when a policy
+asks for dir balance: that goal's local copies come after it and the program does not count them (a
+plan it finds cheaper could end dearer). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class ExactPlacementGoal:
     is_hard = False
 
     def optimize(self, ctx: PlanningContext) -> None:
+        if ctx.intents.effort == "Fast":
+            return  # (model/effort.py: the greedy goals' plan stands)
         if not exact.applicable(ctx) or ctx.tolerance("log_dirs") is not None:
             return  # (dir balance after it makes local copies the program does not count)
         limits = balance_limits(ctx)
@@ -41,7 +44,7 @@ class ExactPlacementGoal:
         # brokers first (a third of the binaries), the dirs then chosen as the greedy steps choose them;
         # on dirs within their room only when that choice does not fit
         for dirs in (False, True) if exact.sized(ctx) else (False,):
-            found = exact.solve(ctx, parts, limit, below=now if meets else None, dirs=dirs)
+            found = exact.solve(ctx, parts, limit, below=exact.worth(ctx, now) if meets else None, dirs=dirs)
             if found is not None and exact.apply(ctx, found, limit):
                 break
         else:
