@@ -272,6 +272,20 @@ def test_invalid_resources_are_rejected_or_reported_and_nothing_moves(
         ),
     )
     assert bad.returncode != 0 and "logDirs" in bad.stderr  # the CRD schema rejects a relative path
+    effort = kubectl(
+        "-n",
+        ns,
+        "apply",
+        "-f",
+        "-",
+        check=False,
+        input=(
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: careless}\n"
+            f"spec: {{bootstrapServers: '{kafka_rig.bootstrap_servers}', planner: {{effort: fast}}}}\n"
+        ),
+    )
+    assert effort.returncode != 0 and "spec.planner.effort" in effort.stderr  # the schema's enum
+    assert '"Exhaustive"' in effort.stderr  # the apiserver lists the choices
     apply(
         kubectl,
         ns,
