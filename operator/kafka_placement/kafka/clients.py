@@ -70,6 +70,7 @@ class KafkaClients:
         self._last_client_error: str | None = None
         self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
+        self._all_down_at = 0.0  # time.monotonic() librdkafka last reported every broker it knows down
 
     def close(self) -> None:
         self._confluent = None  # the librdkafka handle is freed when it is garbage collected
@@ -103,6 +104,8 @@ class KafkaClients:
         if code in failures.UNREACHABLE - {"_ALL_BROKERS_DOWN"} or self._last_client_error is None:
             self._last_client_error = text
         self._last_client_error_at = time.monotonic()  # "all brokers down" renews the reason before it
+        if code == "_ALL_BROKERS_DOWN":
+            self._all_down_at = self._last_client_error_at
         if _KNOWN_BROKER.search(text):  # "host:port/3: Connect to ... failed": a broker of the metadata
             self._known_broker_down = True
 
@@ -137,7 +140,8 @@ class KafkaClients:
     def _connected(self, admin: Any) -> None:
         """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
         client's errors meanwhile: a refused authentication fails at once with its reason instead of after
-        the whole connect timeout. Metadata goes to any broker the client reaches; a DescribeCluster would
+        the whole connect timeout, and so does every bootstrap server failing to connect (librdkafka's
+        "all brokers down"). Metadata goes to any broker the client reaches; a DescribeCluster would
         go to the broker the metadata names controller, which right after a broker died may be the dead
         one (KRaft names any registered broker until it is fenced): every connect then waited the connect
         timeout for it, and a heal's reconciles were slow exactly when a broker had just died."""
@@ -147,7 +151,8 @@ class KafkaClients:
             TopicCollection([access.PROBE_TOPIC]), request_timeout=self.settings.connect_timeout_s
         )
         future = futures[access.PROBE_TOPIC]
-        deadline = time.monotonic() + self.settings.connect_timeout_s + 2
+        started = time.monotonic()
+        deadline = started + self.settings.connect_timeout_s + 2
         while True:
             try:
                 future.result(timeout=0.2)
@@ -164,7 +169,9 @@ class KafkaClients:
                         raise refused from None
                     finally:  # this frame holds ``admin``: see _call
                         del refused
-                if time.monotonic() > deadline:
+                if self._all_down_at >= started or time.monotonic() > deadline:
+                    # every bootstrap server failed (refused, unresolvable, timed out): the reason now,
+                    # not after the connect timeout (a mistyped address answered in a second, not 20)
                     raise self._unavailable(self._last_client_error or "no broker answered") from None
 
     def _py(self) -> Any:
