@@ -24,8 +24,8 @@ from tests.integration.conftest import KafkaRig, TopicFactory
 
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.crd_parts import GROUP, PLURALS, VERSION
-from kafka_placement.model.traffic import PartitionKey
-from kafka_placement.planning.traffic import Traffic
+from kafka_placement.model.traffic_looks import PartitionKey
+from kafka_placement.planning.traffic_rates import Traffic
 from kafka_placement.reconcile import plan_review
 from kafka_placement.reconcile.reconciler import Reconciler
 

@@ -25,7 +25,7 @@ from tests.integration.conftest import create_topics_everywhere
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning.traffic import Traffic, TrafficState, estimates, fold
+from kafka_placement.planning.traffic_rates import Traffic, TrafficState, estimates, fold
 
 if TYPE_CHECKING:
     from conftest import KafkaRig, TopicFactory

@@ -31,7 +31,7 @@ from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
-from ..planning import traffic
+from ..planning import traffic_rates
 from ._args import number_in
 from ._io import check_outputs, read_plan, write_json
 
@@ -68,9 +68,9 @@ def _snapshot(args: argparse.Namespace) -> int:
             raise BadInputError(f"must be a positive number of seconds, got {window:g}", "--traffic-window")
         if not 2 <= looks <= MAX_LOOKS:
             raise BadInputError(f"must be 2 to {MAX_LOOKS}, got {looks}", "--traffic-looks")
-        if window / (looks - 1) < traffic.MIN_INTERVAL_S:
+        if window / (looks - 1) < traffic_rates.MIN_INTERVAL_S:
             raise BadInputError(
-                f"{looks} looks over {window:g} s are closer than {traffic.MIN_INTERVAL_S:g} s apart: "
+                f"{looks} looks over {window:g} s are closer than {traffic_rates.MIN_INTERVAL_S:g} s apart: "
                 "give a longer window or fewer looks",
                 "--traffic-window",
             )
@@ -94,15 +94,15 @@ MAX_LOOKS = 1000
 
 
 def _sampled(gateway: KafkaGateway, window: float, looks: int) -> ClusterSnapshot:
-    """``looks`` looks spaced evenly over ``window`` seconds, folded (planning/traffic.py), and the last
+    """``looks`` looks spaced evenly over ``window`` seconds, folded (planning/traffic_rates.py), and the last
     look's snapshot with each partition's estimates."""
-    state = traffic.TrafficState()
+    state = traffic_rates.TrafficState()
     start = time.monotonic()
     for i in range(looks):
         time.sleep(max(0.0, start + i * window / (looks - 1) - time.monotonic()))
         snapshot, look = gateway.traffic_look()
-        state = traffic.fold(state, look, window)
-    return traffic.with_traffic(snapshot, traffic.estimates(state, window))
+        state = traffic_rates.fold(state, look, window)
+    return traffic_rates.with_traffic(snapshot, traffic_rates.estimates(state, window))
 
 
 # ---- execute / status / cancel / verify ------------------------------------------------------------

@@ -18,9 +18,9 @@ from ..kafka.throttles import FOLLOWER_REPLICAS, ThrottleError, set_rates
 from ..model.throttle_state import ThrottleState
 from ..planning.headroom import hard_stop
 from . import disk_watch
-from .disk_watch import REPLICATION, TRICKLE, Decision, Write
+from .disk_watch import REPLICATION, TRICKLE, DiskDecision, Write
 from .record import MAX_WATCHED, DirSeen, Execution, HeldDir, HeldRate
-from .view import View
+from .view import TickView
 
 __all__ = ["MAX_HELD_CHARS", "TRICKLE", "clear_holds", "describe_held", "held_dirs", "watch_disks"]
 
@@ -30,7 +30,9 @@ SHOWN = 10
 MAX_HELD_CHARS = 1000  # status.progress.diskHeld and the Events: far under any object's size limit
 
 
-def watch_disks(ex: Execution, gateway: KafkaGateway, view: View, candidates: Sequence[int]) -> Decision:
+def watch_disks(
+    ex: Execution, gateway: KafkaGateway, view: TickView, candidates: Sequence[int]
+) -> DiskDecision:
     """Decide for this tick, hold or release throttles, record it; returns the decision (the executor
     leaves the deferred candidates out and starts no dir move into a dir above the limit)."""
     plan, disk = ex.plan, ex.doc.disk
@@ -69,7 +71,7 @@ def watch_disks(ex: Execution, gateway: KafkaGateway, view: View, candidates: Se
 
 
 def _apply_holds(
-    ex: Execution, gateway: KafkaGateway, view: View, d: Decision, active: Sequence[Write]
+    ex: Execution, gateway: KafkaGateway, view: TickView, d: DiskDecision, active: Sequence[Write]
 ) -> None:
     """Lower the throttles of newly held dirs to ``TRICKLE``, put back those of released ones (on live
     brokers that answer: one that is not live cannot be configured, nor does it copy anything)."""

@@ -35,7 +35,7 @@ from ..kafka.types import LogDirInfo
 from ..model.plan import ANY_DIR
 from ..planning.headroom import hard_stop, limit_bytes
 from .record import ExecutionPlan
-from .view import View
+from .view import TickView
 
 DirKey = tuple[int, str]
 RateKey = tuple[int, str]  # (broker, throttle config)
@@ -50,8 +50,8 @@ __all__ = [
     "DIR_MOVE",
     "REPLICATION",
     "TRICKLE",
-    "Decision",
     "DirUse",
+    "DiskDecision",
     "Write",
     "decide",
     "usage",
@@ -87,7 +87,7 @@ class Write:
 
 
 @dataclass(frozen=True)
-class Decision:
+class DiskDecision:
     """What one tick does about the disks: candidates deferred (-> the dir that defers them), dirs held
     (-> the moves in flight into them), the broker throttles to keep at ``TRICKLE``, and the dirs the
     moves in flight write into with their usage (watched: the record keeps them for the next tick's rise
@@ -110,7 +110,7 @@ def usage(dirs: Mapping[int, Iterable[LogDirInfo]]) -> dict[DirKey, DirUse]:
     }
 
 
-def writes(plan: ExecutionPlan, i: int, view: View) -> list[Write]:
+def writes(plan: ExecutionPlan, i: int, view: TickView) -> list[Write]:
     """The replicas plan partition ``i`` writes, and where (module docstring)."""
     t = plan.targets[i]
     out: list[Write] = []
@@ -130,7 +130,7 @@ def decide(
     held_before: Iterable[DirKey],
     active: Sequence[Write],
     candidates: Sequence[Write],
-) -> Decision:
+) -> DiskDecision:
     """Defer and hold per the module docstring. ``use``: this tick's dirs; ``previous``: the used bytes of
     the dirs watched last tick; ``held_before``: the dirs held after the last tick; ``active`` and
     ``candidates``: what the moves in flight and those that may be submitted write."""
@@ -175,4 +175,4 @@ def decide(
             deferred[w.move] = into[0]
         elif (w.broker, w.config) in hold:
             deferred[w.move] = hold[(w.broker, w.config)]
-    return Decision(deferred, held, frozenset(hold), watched, above)
+    return DiskDecision(deferred, held, frozenset(hold), watched, above)

@@ -57,7 +57,7 @@ from .record import (
 )
 from .safety import check_plan_min_isr, defend, repairs, unsafe
 from .throttling import clear_owned
-from .view import View, at_target, read_view
+from .view import TickView, at_target, read_view
 
 __all__ = [
     "TRANSITIONS",
@@ -207,7 +207,7 @@ def _confirm_complete(ex: Execution, gateway: KafkaGateway) -> bool:
 # ---- a moving tick ---------------------------------------------------------------------------------
 
 
-def _reconcile(ex: Execution, view: View) -> bool:
+def _reconcile(ex: Execution, view: TickView) -> bool:
     """Intents not confirmed (a crash between recording and acting): adopt them if Kafka has them."""
     changed = False
     for i, sub in list(ex.doc.in_flight.items()):
@@ -228,7 +228,7 @@ def _reconcile(ex: Execution, view: View) -> bool:
     return changed
 
 
-def _diverged(ex: Execution, view: View) -> list[str]:
+def _diverged(ex: Execution, view: TickView) -> list[str]:
     """Our confirmed moves that Kafka no longer runs but that did not reach their target."""
     out = []
     for i in ex.active():
@@ -244,7 +244,7 @@ def _diverged(ex: Execution, view: View) -> list[str]:
     return out
 
 
-def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
+def _unhealthy(ex: Execution, view: TickView, candidates: list[int]) -> list[str]:
     """Why moving must pause: brokers of our moves that are not live or do not answer the operator (their
     throttles could not be set), partitions (of the topics read) under-replicated for reasons other than
     our moves, targets below min ISR (execution/safety.py)."""
@@ -257,7 +257,7 @@ def _unhealthy(ex: Execution, view: View, candidates: list[int]) -> list[str]:
 
 
 def _dir_moves(
-    ex: Execution, view: View, gateway: KafkaGateway, full: Iterable[tuple[int, str]] = ()
+    ex: Execution, view: TickView, gateway: KafkaGateway, full: Iterable[tuple[int, str]] = ()
 ) -> None:
     """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs
     (not into a dir in ``full``, above the disk headroom: started when it is back under it)."""
@@ -281,7 +281,7 @@ def _dir_moves(
         ex.error("moving replicas between dirs failed (retried next tick): " + "; ".join(failed[:5]))
 
 
-def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) -> list[int]:
+def _select(ex: Execution, view: TickView, limits: Limits, candidates: list[int]) -> list[int]:
     """The next batch from ``candidates`` (execution order) within the count and byte limits."""
     plan = ex.plan
     count: dict[int, int] = {}
@@ -330,7 +330,7 @@ def _select(ex: Execution, view: View, limits: Limits, candidates: list[int]) ->
     return batch
 
 
-def _by_health(ex: Execution, view: View, candidates: list[int]) -> list[int]:
+def _by_health(ex: Execution, view: TickView, candidates: list[int]) -> list[int]:
     """``candidates`` with those now under-replicated first, the fewest in-sync replicas (against min ISR)
     first (a stable sort: the execution order otherwise; a broker that died since validation)."""
     plan = ex.plan
@@ -362,7 +362,7 @@ def _moves(ex: Execution, indices: list[int], limits: Limits, live: frozenset[in
     ]
 
 
-def _throttle(ex: Execution, gateway: KafkaGateway, view: View, batch: list[int], limits: Limits) -> None:
+def _throttle(ex: Execution, gateway: KafkaGateway, view: TickView, batch: list[int], limits: Limits) -> None:
     """Throttle ``batch`` (and re-assert the rates of moves in flight on the same brokers); what will be
     set is saved in the record before Kafka is touched. Brokers that are not live, or did not answer this
     tick, are left out (their rate is set with the next batch that involves them once they answer)."""
@@ -468,7 +468,7 @@ def _finish(ex: Execution, gateway: KafkaGateway) -> None:
     ex.save()
 
 
-def _cancel(ex: Execution, gateway: KafkaGateway, view: View) -> None:
+def _cancel(ex: Execution, gateway: KafkaGateway, view: TickView) -> None:
     """KIP-455 revert of our in-flight moves, then the original replica order, then throttles off."""
     plan = ex.plan
     ours = ex.active()
@@ -561,7 +561,7 @@ def _candidates(ex: Execution, limits: Limits) -> list[int]:
     return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
 
 
-def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False) -> View | None:
+def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False) -> TickView | None:
     """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
     unreachable raises; so does a save that lost a race (``RecordConflict``), before acting. ``scoped``:
     validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster."""
@@ -607,7 +607,9 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool =
     return view
 
 
-def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, candidates: list[int]) -> None:
+def _moving(
+    ex: Execution, gateway: KafkaGateway, view: TickView, limits: Limits, candidates: list[int]
+) -> None:
     for i in ex.active():
         if at_target(view, ex.plan.targets[i]):
             ex.finish(i)
@@ -651,7 +653,7 @@ def _moving(ex: Execution, gateway: KafkaGateway, view: View, limits: Limits, ca
         _submit(ex, gateway, batch)
 
 
-def _revert_stranded(ex: Execution, gateway: KafkaGateway, view: View) -> None:
+def _revert_stranded(ex: Execution, gateway: KafkaGateway, view: TickView) -> None:
     """The reassignments a superseded plan left moving toward a broker that died (``retarget``, not yet
     ours): reverted (KIP-455 cancel: Kafka drops the replicas they were adding, the data stays where it
     was), after which the partition is a pending move of this plan like any other. A reassignment
@@ -674,7 +676,7 @@ def _revert_stranded(ex: Execution, gateway: KafkaGateway, view: View) -> None:
         )
 
 
-def _sample(ex: Execution, view: View) -> None:
+def _sample(ex: Execution, view: TickView) -> None:
     """Bytes copied per in-flight partition (never less than seen before: a broker that is down or slow
     to answer does not make progress go backwards), a rate sample, and the progress summary."""
     if ex.plan.baseline is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .record import Execution, PState
-from .view import View
+from .view import TickView
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class Progress:
         )
 
 
-def in_flight_bytes(ex: Execution, view: View) -> dict[int, int]:
+def in_flight_bytes(ex: Execution, view: TickView) -> dict[int, int]:
     """Bytes copied so far of each active partition (by plan index), from DescribeLogDirs."""
     plan = ex.plan
     out: dict[int, int] = {}

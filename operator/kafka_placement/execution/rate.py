@@ -19,7 +19,7 @@ from ..model.throttle_state import ThrottleState
 from . import rate_watch
 from .rate_watch import Side
 from .record import Execution, PState
-from .view import View
+from .view import TickView
 
 __all__ = ["factors", "hold_rates"]
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def hold_rates(
-    ex: Execution, gateway: KafkaGateway, view: View, moves: Sequence[Move], rate: int | None
+    ex: Execution, gateway: KafkaGateway, view: TickView, moves: Sequence[Move], rate: int | None
 ) -> None:
     """Measure, decide and set for this tick (``moves``: the active moves as the executor throttles them,
     ``rate``: the execution's throttle)."""

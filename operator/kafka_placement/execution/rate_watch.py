@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled
 from .record import MAX_HOLD_FACTOR, MAX_RATE_SAMPLES, ExecutionPlan, RateSide
-from .view import View
+from .view import TickView
 
 __all__ = [
     "BUSY_S",
@@ -43,7 +43,7 @@ __all__ = [
     "SETTLE_S",
     "STALLED",
     "WINDOW_S",
-    "Reading",
+    "RateReading",
     "Side",
     "decide",
     "readings",
@@ -60,7 +60,7 @@ STALLED = 0.3  # a side achieving under this share of its throttle is stalled fo
 
 
 @dataclass(slots=True)
-class Reading:
+class RateReading:
     """One tick's look at a side: bytes its active moves copied so far and have left, and the active
     moves' bytes of finished moves to add to its base (``finished``)."""
 
@@ -70,7 +70,7 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class RateDecision:
     """The sides after this tick, and the Kafka rates to set (side -> bytes/s)."""
 
     sides: dict[Side, RateSide]
@@ -80,20 +80,20 @@ class Decision:
 def readings(
     plan: ExecutionPlan,
     active: Sequence[int],
-    view: View,
+    view: TickView,
     leaders: Mapping[int, int],
     finished: Collection[int],
-) -> tuple[dict[Side, Reading], dict[int, int]]:
+) -> tuple[dict[Side, RateReading], dict[int, int]]:
     """Each side's reading from the tick's view (``active``: the moves in flight; ``finished``: those
     active at the last tick that are done now, counted in full on the sides that moved them then,
     ``leaders`` saying which broker sent each). Returns the readings and each active move's sender."""
-    out: dict[Side, Reading] = {}
+    out: dict[Side, RateReading] = {}
     senders: dict[int, int] = {}
 
-    def at(side: Side) -> Reading:
+    def at(side: Side) -> RateReading:
         r = out.get(side)
         if r is None:
-            r = out[side] = Reading()
+            r = out[side] = RateReading()
         return r
 
     for i in finished:
@@ -125,11 +125,11 @@ def readings(
 
 def decide(
     sides: Mapping[Side, RateSide],
-    seen: Mapping[Side, Reading],
+    seen: Mapping[Side, RateReading],
     targets: Mapping[Side, int],
     now: float,
     measurable: Collection[Side],
-) -> Decision:
+) -> RateDecision:
     """Update every side from this tick's readings (``targets``: each throttled side's throttle;
     ``measurable``: the sides whose broker is live and not held) and say which Kafka rates change."""
     out: dict[Side, RateSide] = {k: s.model_copy(deep=True) for k, s in sides.items()}
@@ -163,7 +163,7 @@ def decide(
         factor = _measure(side, now)
         if factor is not None:
             writes[key] = scaled(target, factor)
-    return Decision(out, writes)
+    return RateDecision(out, writes)
 
 
 def _measure(side: RateSide, now: float) -> float | None:

@@ -35,7 +35,7 @@ from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
 from ..model.snapshot import PartitionState
 from .record import Execution, LimitsDoc
-from .view import View
+from .view import TickView
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def repairs(target: PartitionTarget, p: PartitionState) -> bool:
     return p.leader is not None and not out_of_sync & set(target.replicas)
 
 
-def unsafe(ex: Execution, view: View, candidates: Sequence[int]) -> list[str]:
+def unsafe(ex: Execution, view: TickView, candidates: Sequence[int]) -> list[str]:
     """Partitions of the topics read that are under-replicated for reasons other than our moves (with
     their ISR against min ISR), and candidates whose target is now below their topic's min ISR. The
     under-replication the plan repairs (its target drops every out-of-sync replica: ``repairs``) is

@@ -44,14 +44,14 @@ class Stranded:
 
 
 @dataclass(frozen=True)
-class InFlight:
+class FlightSplit:
     """The running execution's moves in flight as a new plan treats them."""
 
     kept: dict[Key, PartitionTarget]  # every broker of the target alive: the move goes on
     stranded: dict[Key, Stranded]  # the target names a broker not alive: re-planned from its origin
 
 
-def in_flight(ex: Execution, snap: ClusterSnapshot) -> InFlight:
+def in_flight(ex: Execution, snap: ClusterSnapshot) -> FlightSplit:
     """``ex``'s moves in flight, split by whether every broker of their target is alive in ``snap``."""
     alive = {b.id for b in snap.brokers if b.alive}
     kept: dict[Key, PartitionTarget] = {}
@@ -64,7 +64,7 @@ def in_flight(ex: Execution, snap: ClusterSnapshot) -> InFlight:
             kept[t.key] = t
         else:
             stranded[t.key] = Stranded(t, origin)
-    return InFlight(kept, stranded)
+    return FlightSplit(kept, stranded)
 
 
 def _origin(ex: Execution, i: int) -> Original | None:
@@ -76,7 +76,7 @@ def _origin(ex: Execution, i: int) -> Original | None:
     return Original(tuple(a.replicas), tuple(a.log_dirs), a.size) if a is not None else None
 
 
-def planning_view(snap: ClusterSnapshot, flight: InFlight) -> ClusterSnapshot:
+def planning_view(snap: ClusterSnapshot, flight: FlightSplit) -> ClusterSnapshot:
     """The snapshot the new plan is computed on: kept moves as if done, stranded ones where they started
     (the replicas of their origin still in sync stay in sync; their leader, if it is one of them)."""
     seen = as_if_done(snap, flight.kept)
@@ -112,7 +112,7 @@ def planning_view(snap: ClusterSnapshot, flight: InFlight) -> ClusterSnapshot:
     return replace(seen, partitions=tuple(parts), brokers=tuple(sorted(brokers, key=lambda b: b.id)))
 
 
-def keeping_flight(plan: Plan, flight: InFlight, snap: ClusterSnapshot) -> Plan:
+def keeping_flight(plan: Plan, flight: FlightSplit, snap: ClusterSnapshot) -> Plan:
     """``plan`` keeping the kept moves' targets; a stranded move takes the plan's target for its partition,
     else its origin when every broker of that is alive in ``snap``, else keeps its own."""
     alive = {b.id for b in snap.brokers if b.alive}

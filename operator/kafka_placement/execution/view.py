@@ -32,7 +32,7 @@ class ReplicaDirs:
 
 
 @dataclass(frozen=True)
-class View:
+class TickView:
     """What one tick read from Kafka (only the partitions it asked for)."""
 
     cluster_id: str | None
@@ -74,7 +74,7 @@ class View:
 
 def read_view(
     gateway: KafkaGateway, keys: Iterable[Key], brokers: Iterable[int] = (), *, min_isr: bool = False
-) -> View:
+) -> TickView:
     """Read what a tick needs about ``keys``; DescribeLogDirs goes to the live brokers among those that
     hold a replica of them (per metadata) plus ``brokers`` (those a move will add); with ``min_isr`` also
     their topics' effective min.insync.replicas."""
@@ -96,10 +96,10 @@ def read_view(
     topics = {t for t, _ in described}
     mins = gateway.min_insync_replicas(topics) if min_isr and topics else {}
     silent = (asked | (gateway.silent & set(live))) - dirs.keys()  # refused now, or lately and not asked
-    return View(cluster_id, frozenset(live), described, in_flight, dirs, mins, silent=frozenset(silent))
+    return TickView(cluster_id, frozenset(live), described, in_flight, dirs, mins, silent=frozenset(silent))
 
 
-def dirs_settled(view: View, t: PartitionTarget) -> bool:
+def dirs_settled(view: TickView, t: PartitionTarget) -> bool:
     for b, d in zip(t.replicas, t.log_dirs, strict=True):
         if d == ANY_DIR:
             continue
@@ -109,7 +109,7 @@ def dirs_settled(view: View, t: PartitionTarget) -> bool:
     return True
 
 
-def at_target(view: View, t: PartitionTarget) -> bool:
+def at_target(view: TickView, t: PartitionTarget) -> bool:
     """Not reassigning, replicas equal the target (order included), every named dir matches."""
     p = view.partitions.get(t.key)
     return (

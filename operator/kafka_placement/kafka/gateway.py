@@ -29,8 +29,8 @@ from typing import Any
 
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
-from ..model.traffic import PartitionLook, TrafficLook
-from . import access, failures, liveness, tiered, traffic
+from ..model.traffic_looks import PartitionLook, TrafficLook
+from . import access, failures, liveness, tiered, traffic_reads
 from .clients import LIBRDKAFKA_LOGGER, kafka_python_admin
 from .configs import KafkaConfigs
 from .connection import ConnectionSettings
@@ -299,7 +299,7 @@ class KafkaGateway(KafkaConfigs):
         ]
 
     def traffic_look(self) -> tuple[ClusterSnapshot, TrafficLook]:
-        """A snapshot and one look at the traffic (kafka/traffic.py): every partition's earliest and
+        """A snapshot and one look at the traffic (kafka/traffic_reads.py): every partition's earliest and
         latest offsets, with its size from the snapshot and its topic's id, and every consumer group's
         committed offsets. The look's time is the wall clock's when the offsets were read.
 
@@ -311,16 +311,16 @@ class KafkaGateway(KafkaConfigs):
         snap = self.snapshot()
         timeout = self.settings.request_timeout_s
         started = time.time()
-        ends = traffic.list_offsets(self._admin, self._call, [p.key for p in snap.partitions], timeout)
+        ends = traffic_reads.list_offsets(self._admin, self._call, [p.key for p in snap.partitions], timeout)
         at = (started + time.time()) / 2
         last, self._traffic_offsets = self._traffic_offsets, ends
         back = {k[0] for k, (s, e) in ends.items() if k in last and (e < last[k][1] or s < last[k][0])}
         topics = snap.topics()
         unread = sorted({t for t in topics if t not in self._topic_ids} | back)
         if unread:
-            self._topic_ids.update(traffic.topic_ids(self._admin, self._call, unread, timeout))
+            self._topic_ids.update(traffic_reads.topic_ids(self._admin, self._call, unread, timeout))
         self._topic_ids = ids = {t: self._topic_ids[t] for t in topics if t in self._topic_ids}
-        groups = traffic.committed_offsets(self._admin, self._call, timeout)
+        groups = traffic_reads.committed_offsets(self._admin, self._call, timeout)
         sizes = {p.key: p.size_bytes for p in snap.partitions}
         looks = {k: PartitionLook(s, e, sizes[k], ids.get(k[0])) for k, (s, e) in ends.items()}
         return snap, TrafficLook(at, looks, groups)

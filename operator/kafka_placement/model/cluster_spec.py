@@ -286,7 +286,7 @@ class PlannerSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrafficSpec:
-    """``spec.traffic``: the operator's periodic traffic sampler (handlers/traffic.py)."""
+    """``spec.traffic``: the operator's periodic traffic sampler (handlers/traffic_daemon.py)."""
 
     DESCRIPTION: ClassVar[str] = (
         "Traffic sampling: every periodSeconds one look at every partition's offsets and the consumer "

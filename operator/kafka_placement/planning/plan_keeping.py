@@ -54,7 +54,7 @@ def inputs_key(snapshot: ClusterSnapshot, intents_text: str, settings: str = "")
 
 
 @dataclass(frozen=True, slots=True)
-class Loads:
+class TrafficLoads:
     """Per broker its network in and network out (bytes/s), on the live placement
     (``before``) and after a plan (``after``; equal to ``before`` for no plan). A partition without a
     rate adds no traffic (planning/loads.py's definitions; the leader is the first replica)."""
@@ -77,21 +77,21 @@ class Loads:
         }
 
     @staticmethod
-    def from_json(doc: Mapping[str, Any]) -> Loads:
+    def from_json(doc: Mapping[str, Any]) -> TrafficLoads:
         before: dict[str, dict[int, float]] = {m: {} for m in METRICS}
         after: dict[str, dict[int, float]] = {m: {} for m in METRICS}
         for key, row in doc.items():
             b = int(key)
             for i, m in enumerate(METRICS):
                 before[m][b], after[m][b] = float(row[i]), float(row[i + len(METRICS)])
-        return Loads(before, after, tuple(sorted(int(k) for k in doc)))
+        return TrafficLoads(before, after, tuple(sorted(int(k) for k in doc)))
 
 
-def loads_of(snapshot: ClusterSnapshot, plan: Plan | None = None) -> Loads:
+def loads_of(snapshot: ClusterSnapshot, plan: Plan | None = None) -> TrafficLoads:
     """The brokers' loads on ``snapshot``'s placement and after ``plan`` (planning/loads.py's
     ``plan_traffic``, the summary's own definition)."""
     t = plan_traffic(snapshot, plan)
-    return Loads(t.before, t.after, snapshot.broker_ids)
+    return TrafficLoads(t.before, t.after, snapshot.broker_ids)
 
 
 def tolerance_of(intents: Intents) -> float:
@@ -101,7 +101,9 @@ def tolerance_of(intents: Intents) -> float:
     return min(tols, default=DEFAULT_TOLERANCE)
 
 
-def drifted(planned: Loads, now: Loads, tolerance: float, metrics: tuple[str, ...] = METRICS) -> str | None:
+def drifted(
+    planned: TrafficLoads, now: TrafficLoads, tolerance: float, metrics: tuple[str, ...] = METRICS
+) -> str | None:
     """Why the loads ``now`` are too far from those a plan was made from (None: within the bound): the
     first broker and metric (of ``metrics``) whose load, live or after the plan, moved by more than
     ``DRIFT_SHARE`` x ``tolerance`` x the metric's mean as planned. A broker added or gone is drift."""
@@ -130,10 +132,10 @@ class KeptPlan:
     plan: Plan
     summary: Mapping[str, Any]
     key: str
-    loads: Loads
+    loads: TrafficLoads
     tolerance: float
 
-    def keep(self, key: str, now: Loads, rates_known: bool = True) -> str | None:
+    def keep(self, key: str, now: TrafficLoads, rates_known: bool = True) -> str | None:
         """None when this plan is kept for inputs ``key`` and loads ``now``, else why not. Without
         ``rates_known`` (traffic sampled but no estimate in memory yet, e.g. right after a restart: no
         evidence of drift) only the key decides."""
@@ -146,7 +148,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "DRIFT_SHARE",
     "KeptPlan",
-    "Loads",
+    "TrafficLoads",
     "drifted",
     "inputs_key",
     "loads_of",

@@ -68,7 +68,7 @@ def shard_of(topic: str, partition: int, shards: int) -> int:
     return zlib.crc32(f"{topic}\0{partition}".encode()) % shards
 
 
-class Loads(Protocol):
+class LoadSource(Protocol):
     """Bytes and replicas per broker and per dir (an ``Assignment``, or the Spark engine's aggregate)."""
 
     @property
@@ -96,7 +96,7 @@ class ShardView:
     free: dict[DirKey, int]
 
     @staticmethod
-    def of(snapshot: ClusterSnapshot, loads: Loads, shards: int, elig: Eligibility) -> ShardView:
+    def of(snapshot: ClusterSnapshot, loads: LoadSource, shards: int, elig: Eligibility) -> ShardView:
         """The view of ``snapshot`` (its ``loads`` and rules ``elig``) for each of ``shards`` shards."""
         rooms = elig.rooms(loads.dir_bytes)
         return ShardView(

@@ -1,5 +1,5 @@
-"""A ``TrafficState`` (planning/traffic.py) as a small columnar JSON document, so that a sampler can keep
-it with its cluster and go on after a restart. Pure: no I/O.
+"""A ``TrafficState`` (planning/traffic_rates.py) as a small columnar JSON document, so that a sampler can
+keep it with its cluster and go on after a restart. Pure: no I/O.
 
 One column per field, one row per partition (``topic``, ``partition``, ``at``, ``start``, ``end``,
 ``size``, ``topicId``, ``rate``), the group names once (``groups``) and per row the groups' committed
@@ -17,8 +17,8 @@ from typing import Any
 
 from ..model.errors import BadInputError
 from ..model.jsonio import as_int, as_int32, as_list, as_number, as_object, as_str, as_topic, check_fields
-from ..model.traffic import PartitionLook
-from .traffic import SKIP_REASONS, PartitionTraffic, TrafficState
+from ..model.traffic_looks import PartitionLook
+from .traffic_rates import SKIP_REASONS, PartitionTraffic, TrafficState
 
 STATE_VERSION = 1
 _COLUMNS = ("topic", "partition", "at", "start", "end", "size", "topicId", "rate", "committed", "advanced")

@@ -37,7 +37,7 @@ from ..model.throttle_state import ClaimOwner
 from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.report import Report, build_report
-from ..planning.traffic import with_traffic
+from ..planning.traffic_rates import with_traffic
 from . import healing, metrics, plan_review, pressure, retiring
 from . import status as st
 from .cordons import (

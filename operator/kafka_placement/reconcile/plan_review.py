@@ -42,7 +42,7 @@ from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
 from ..model.plan import Plan
 from ..planning.loads import rate_text
-from ..planning.plan_keeping import KeptPlan, Loads
+from ..planning.plan_keeping import KeptPlan, TrafficLoads
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
 from .record_store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
@@ -163,7 +163,7 @@ class KeptPlanRecord(BaseModel):
     plan_id: str = Field(pattern=r"^[0-9a-f]{6,64}$")
     key: str = Field(pattern=r"^[0-9a-f]{64}$")
     tolerance: float = Field(ge=0)
-    loads: dict[str, list[float]]  # plan_keeping.Loads.to_json: per broker in, out before and after
+    loads: dict[str, list[float]]  # plan_keeping.TrafficLoads.to_json: per broker in, out before and after
     summary: dict[str, Any]
 
     @staticmethod
@@ -186,7 +186,7 @@ class KeptPlanRecord(BaseModel):
         if plan.plan_id != self.plan_id:
             raise ValueError(f"the record keeps plan {self.plan_id}, not {plan.plan_id}")
         summary = {**self.summary, "review": dict(review)}
-        return KeptPlan(plan, summary, self.key, Loads.from_json(self.loads), self.tolerance)
+        return KeptPlan(plan, summary, self.key, TrafficLoads.from_json(self.loads), self.tolerance)
 
 
 def kept_text(kept: KeptPlan | None) -> str | None:

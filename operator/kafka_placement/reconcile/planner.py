@@ -50,7 +50,14 @@ from ..model.effort import DEFAULT_EFFORT, Effort
 from ..model.errors import BadInputError, InfeasibleError, PlacementError
 from ..model.intents import Intents, validate_against
 from ..model.snapshot import ClusterSnapshot
-from ..planning.plan_keeping import DEFAULT_TOLERANCE, Loads, drifted, inputs_key, loads_of, tolerance_of
+from ..planning.plan_keeping import (
+    DEFAULT_TOLERANCE,
+    TrafficLoads,
+    drifted,
+    inputs_key,
+    loads_of,
+    tolerance_of,
+)
 from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
 from ..spark.k8s import SparkK8sSettings
@@ -193,7 +200,7 @@ class SparkRun(BaseModel):
     finished_at: float | None = None
     error: str | None = Field(None, max_length=2000)
     reason: str | None = Field(None, max_length=40)  # the error's condition reason (Failed, Infeasible, ...)
-    # per broker the loads of the snapshot it planned (plan_keeping.Loads.to_json; absent in a record
+    # per broker the loads of the snapshot it planned (plan_keeping.TrafficLoads.to_json; absent in a record
     # of an older release): its result is not reused once the rates drifted beyond plan_keeping's bound
     rates: dict[str, list[float]] | None = None
 
@@ -338,13 +345,13 @@ def _spark_k8s_step(
     return Planned(running=f"{k8s.describe(settings, fresh.run_id)} submitted; planning")
 
 
-def _drifted(run: SparkRun, now: Loads, tolerance: float) -> bool:
+def _drifted(run: SparkRun, now: TrafficLoads, tolerance: float) -> bool:
     """Whether the rates drifted beyond plan_keeping's bound since the run's snapshot (sizes do not
     count here: ``replanSeconds`` bounds them)."""
     if run.rates is None:
         return False
     try:
-        planned = Loads.from_json(run.rates)
+        planned = TrafficLoads.from_json(run.rates)
     except (ValueError, IndexError, TypeError):
         return True
     return drifted(planned, now, tolerance, ("in", "out")) is not None

@@ -46,8 +46,8 @@ from ..model.intents import (
     ClusterRef,
     Intents,
 )
-from ..model.traffic import PartitionKey
-from ..planning.traffic import Traffic
+from ..model.traffic_looks import PartitionKey
+from ..planning.traffic_rates import Traffic
 from . import healing, metrics, periods
 from . import new_partitions as lane
 from . import status as st

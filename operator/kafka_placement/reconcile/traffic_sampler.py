@@ -1,8 +1,8 @@
 """The operator's traffic sampler: one look per ``spec.traffic.periodSeconds`` at a KafkaCluster, folded
-into its traffic state (planning/traffic.py), kept with the cluster and summed per broker for
+into its traffic state (planning/traffic_rates.py), kept with the cluster and summed per broker for
 ``status.traffic`` (docs/architecture.md, "Traffic sampling").
 
-Its own kopf daemon (handlers/traffic.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so
+Its own kopf daemon (handlers/traffic_daemon.py) calls ``TrafficSampler.tick``, apart from the reconcile's, so
 a look never holds a reconcile up (nor a reconcile a look); only the leader samples, through the same
 fenced gateway and leader fence as the reconciler. One gateway serves a cluster's looks (its clients'
 connections, the access check and the topic ids it has read are reused) for ``GATEWAY_LOOKS`` looks,
@@ -47,9 +47,9 @@ from ..model.capacity import Capacity, CapacitySpec
 from ..model.cluster_spec import ClusterSpec, TrafficSpec
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
-from ..model.traffic import PartitionKey
+from ..model.traffic_looks import PartitionKey
 from ..planning.loads import BrokerLoad, broker_loads
-from ..planning.traffic import Traffic, TrafficState, estimates, fold, with_traffic
+from ..planning.traffic_rates import Traffic, TrafficState, estimates, fold, with_traffic
 from ..planning.traffic_state import state_from_json, state_to_json
 from .fencing import FencedGateway
 from .leader import Leadership
@@ -94,7 +94,7 @@ def traffic_status(
     its declared capacity and utilisation (an override naming a broker the cluster lacks:
     ``capacityError`` instead); the look's time, the partitions with a known rate and, when given, the
     consumer groups whose committed offsets the look read (only those the principal may describe: read
-    fan-out counts no other); the samples skipped so far by reason (``planning/traffic.py``) and whether
+    fan-out counts no other); the samples skipped so far by reason (``planning/traffic_rates.py``) and whether
     the network capacity goal is on (``networkCapacityGoal``: ``on`` or ``off: <why>``). Pure."""
     loads = broker_loads(with_traffic(snapshot, traffic))
     capacity_error: str | None = None

@@ -22,7 +22,7 @@ from kafka_placement.execution.record import (
     Submission,
 )
 from kafka_placement.execution.store import FileStore
-from kafka_placement.execution.view import View
+from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE
 from kafka_placement.kafka.types import ConfigTarget, LogDirInfo, ReplicaInDir
 from kafka_placement.model.plan import PartitionTarget, Plan
@@ -97,9 +97,9 @@ def test_a_held_throttle_defers_candidates_it_governs_and_no_others() -> None:
 def test_a_replica_added_to_any_dir_writes_where_it_is_seen_else_any_dir_of_its_broker() -> None:
     plan = Plan.of([PartitionTarget("t", 0, (2, 1), ("any", "/d0")), PartitionTarget("t", 1, (1,), ("/d1",))])
     indexed = ExecutionPlan(plan, [Original((1,), ("/d0",), 10), Original((1,), ("/d0",), 10)])
-    unseen = View("c", frozenset({1, 2}), {}, {}, {})
+    unseen = TickView("c", frozenset({1, 2}), {}, {}, {})
     assert disk_watch.writes(indexed, 0, unseen) == [Write(0, 2, None, REPLICATION)]
-    seen = View("c", frozenset({1, 2}), {}, {}, {2: (_dir(2, "/x", 50, ("t", 0)),)})
+    seen = TickView("c", frozenset({1, 2}), {}, {}, {2: (_dir(2, "/x", 50, ("t", 0)),)})
     assert disk_watch.writes(indexed, 0, seen) == [Write(0, 2, "/x", REPLICATION)]
     assert disk_watch.writes(indexed, 1, seen) == [Write(1, 1, "/d1", DIR_MOVE)]
 
@@ -138,10 +138,10 @@ def _moving(tmp_path: Path, limits: LimitsDoc) -> Execution:
     return ex
 
 
-def _view(used_mib: float) -> View:
+def _view(used_mib: float) -> TickView:
     parts = {("t", p): PartitionState("t", p, (1, 2), ("/d0", "/d1"), 1, (1,), 30 * MIB) for p in (0, 1)}
     dirs = {2: (_dir(2, "/d1", used_mib, ("t", 0)), _dir(2, "/d0", 1))}
-    return View("c1", frozenset({1, 2}), parts, {}, dirs)
+    return TickView("c1", frozenset({1, 2}), parts, {}, dirs)
 
 
 def test_a_hold_lowers_the_receiving_brokers_follower_rate_and_puts_it_back_when_room_returns(

@@ -27,7 +27,7 @@ from kafka_placement.execution.record import (
     Submission,
 )
 from kafka_placement.execution.store import FileStore, RecordConflict
-from kafka_placement.execution.view import View
+from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.types import LogDirInfo, OpError, Reassignment, ReplicaInDir
 from kafka_placement.model.errors import BadInputError
 from kafka_placement.model.plan import PartitionTarget, Plan
@@ -269,8 +269,8 @@ def test_priority_then_freeing_then_small_first() -> None:
     assert plan.priority == [0, 0, 5] and plan.rate == [None, None, 123]
 
 
-def _view(partitions: dict[tuple[str, int], PartitionState]) -> View:
-    return View("c1", frozenset({1, 2, 3, 4}), partitions, {}, {})
+def _view(partitions: dict[tuple[str, int], PartitionState]) -> TickView:
+    return TickView("c1", frozenset({1, 2, 3, 4}), partitions, {}, {})
 
 
 def _healthy(t: PartitionTarget, o: Original) -> PartitionState:
@@ -382,7 +382,7 @@ def test_an_unknown_answer_keeps_the_intent_and_a_refusal_is_not_counted(tmp_pat
     # the next tick sees t-0 moving in Kafka: adopted, not sent again
     t0, o0 = PLAN.partitions[0], BASELINE[0]
     moving = {t0.key: Reassignment((1, 3, 2), (2,), (3,))}
-    view = View("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, moving, {})
+    view = TickView("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, moving, {})
     assert executor._reconcile(ex, view)
     assert ex.doc.in_flight[0].state == Submission.CONFIRMED
     assert (c.submissions, c.resubmitted, c.unsent) == (2, 0, 0)
@@ -393,7 +393,9 @@ def test_an_unknown_answer_kafka_never_acted_on_is_sent_again_as_a_first_submiss
     ex.doc.phase = Phase.MOVING
     executor._submit(ex, _Answers({("t", 0): OpError("UNKNOWN", "no answer", True)}), [0])  # type: ignore[arg-type]
     t0, o0 = PLAN.partitions[0], BASELINE[0]
-    assert executor._reconcile(ex, View("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, {}, {}))
+    assert executor._reconcile(
+        ex, TickView("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, {}, {})
+    )
     assert ex.state(0) == PState.PENDING and 0 not in ex.doc.in_flight
     executor._submit(ex, _Answers({}), [0])  # type: ignore[arg-type]
     c = ex.doc.counters
@@ -415,8 +417,8 @@ def test_completion_rereads_a_partition_a_lagging_broker_shows_off_target(
     stale[t0.key] = _healthy(t0, o0)
     d1 = {2: (LogDirInfo(2, "/d1", None, 0, 0, None, (ReplicaInDir("t", 1, 50, 0, False),)),)}
 
-    def view(partitions: dict[tuple[str, int], PartitionState]) -> View:
-        return View("c1", frozenset({1, 2, 3, 4}), partitions, {}, d1)
+    def view(partitions: dict[tuple[str, int], PartitionState]) -> TickView:
+        return TickView("c1", frozenset({1, 2, 3, 4}), partitions, {}, d1)
 
     reads = [view(stale), view(done)]
     monkeypatch.setattr(executor, "read_view", lambda gateway, keys, *a, **kw: reads.pop(0))

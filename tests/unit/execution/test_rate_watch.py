@@ -10,7 +10,7 @@ import pytest
 from tests.unit.kafka.test_throttles import _Configs
 
 from kafka_placement.execution import executor, rate, rate_watch
-from kafka_placement.execution.rate_watch import BUSY_S, SETTLE_S, WINDOW_S, Reading, decide
+from kafka_placement.execution.rate_watch import BUSY_S, SETTLE_S, WINDOW_S, RateReading, decide
 from kafka_placement.execution.record import (
     MAX_HOLD_FACTOR,
     Execution,
@@ -22,7 +22,7 @@ from kafka_placement.execution.record import (
     Submission,
 )
 from kafka_placement.execution.store import FileStore
-from kafka_placement.execution.view import View
+from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled
 from kafka_placement.kafka.types import ConfigTarget, LogDirInfo, ReplicaInDir
 from kafka_placement.model.plan import PartitionTarget, Plan
@@ -47,7 +47,7 @@ def _run(
     now = start
     for r in [0.0, *rates]:
         copied += int(r * T * tick)
-        d = decide(sides, {IN: Reading(copied=copied, left=left)}, {IN: T}, now, {IN})
+        d = decide(sides, {IN: RateReading(copied=copied, left=left)}, {IN: T}, now, {IN})
         sides = d.sides
         if d.writes:
             writes.append((now, d.writes))
@@ -82,17 +82,17 @@ def test_a_side_starved_of_work_or_stalled_or_held_changes_nothing() -> None:
     sides, writes = _run([0.1] * 60)
     assert writes == [] and sides[IN].factor == 1.0 and sides[IN].rate == pytest.approx(0.1 * T)
     # not measurable (its broker not live, or held by the disk watch): no samples
-    d = decide({}, {IN: Reading(copied=5, left=10**12)}, {IN: T}, 100.0, set())
+    d = decide({}, {IN: RateReading(copied=5, left=10**12)}, {IN: T}, 100.0, set())
     assert d.sides[IN].samples == [] and d.writes == {}
     # unthrottled: no side at all
-    assert decide({}, {IN: Reading(copied=5, left=10**12)}, {}, 100.0, {IN}).sides == {}
+    assert decide({}, {IN: RateReading(copied=5, left=10**12)}, {}, 100.0, {IN}).sides == {}
 
 
 def test_a_new_side_starts_at_the_factor_its_kind_learnt_and_a_new_throttle_is_measured_afresh() -> None:
     learnt = RateSide(broker=3, config=FOLLOWER_RATE, target=T, factor=1.2, rate=0.99 * T)
-    d = decide({(3, FOLLOWER_RATE): learnt}, {IN: Reading(0, 10**12)}, {IN: T}, 50.0, {IN})
+    d = decide({(3, FOLLOWER_RATE): learnt}, {IN: RateReading(0, 10**12)}, {IN: T}, 50.0, {IN})
     assert d.sides[IN].factor == 1.2 and d.writes == {IN: 1_200_000}
-    d = decide(d.sides, {IN: Reading(0, 10**12)}, {IN: 2 * T}, 51.0, {IN})  # a move at its own rate
+    d = decide(d.sides, {IN: RateReading(0, 10**12)}, {IN: 2 * T}, 51.0, {IN})  # a move at its own rate
     assert d.writes == {IN: 2_400_000} and d.sides[IN].since == 51.0 and d.sides[IN].target == 2 * T
 
 
@@ -102,20 +102,20 @@ PLAN = Plan.of(
 SIZE = 100 * T
 
 
-def _view(copied: int) -> View:
+def _view(copied: int) -> TickView:
     parts = {("t", p): PartitionState("t", p, (1, 2), ("/d0", "/d0"), 1, (1,), SIZE) for p in (0, 1)}
     dirs = {2: (LogDirInfo(2, "/d0", None, 0, 0, None, (ReplicaInDir("t", 0, copied, 0, False),)),)}
-    return View("c1", frozenset({1, 2, 3}), parts, {}, dirs)
+    return TickView("c1", frozenset({1, 2, 3}), parts, {}, dirs)
 
 
 def test_readings_count_the_bytes_each_side_copied_and_finished_moves_in_full() -> None:
     plan = ExecutionPlan(PLAN, [Original((1,), ("/d0",), SIZE), Original((1,), ("/d0",), SIZE)])
     seen, senders = rate_watch.readings(plan, [0], _view(30 * T), {}, [])
-    assert seen[IN] == Reading(copied=30 * T, left=70 * T) and seen[OUT] == Reading(30 * T, 70 * T)
+    assert seen[IN] == RateReading(copied=30 * T, left=70 * T) and seen[OUT] == RateReading(30 * T, 70 * T)
     assert senders == {0: 1}
     # partition 1 finished since the last tick, sent by broker 1 then: its whole size on both sides
     seen, _ = rate_watch.readings(plan, [0], _view(40 * T), {1: 1}, [1])
-    assert seen[IN] == Reading(40 * T, 60 * T, SIZE) and seen[OUT] == Reading(40 * T, 60 * T, SIZE)
+    assert seen[IN] == RateReading(40 * T, 60 * T, SIZE) and seen[OUT] == RateReading(40 * T, 60 * T, SIZE)
 
 
 def _limits() -> LimitsDoc:
@@ -158,5 +158,5 @@ def test_hold_rates_sets_the_raised_rate_written_ahead_keeps_it_on_new_batches_a
 def test_a_rate_near_the_top_of_javas_long_stays_exact_and_is_never_raised_past_it() -> None:
     top = 2**63 - 1
     assert scaled(top, 1.0) == top and scaled(top, 1.5) == top and scaled(T, 1.163) == 1_163_000
-    d = decide({}, {IN: Reading(0, 10**30)}, {IN: top}, 0.0, {IN})
+    d = decide({}, {IN: RateReading(0, 10**30)}, {IN: top}, 0.0, {IN})
     assert d.sides[IN].target == top and d.writes == {}

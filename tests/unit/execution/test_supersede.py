@@ -213,7 +213,7 @@ def test_a_move_in_flight_toward_a_dead_broker_is_replanned_from_its_origin(tmp_
     partition like any other."""
     from kafka_placement.execution import executor
     from kafka_placement.execution.supersede import in_flight, keeping_flight, planning_view
-    from kafka_placement.execution.view import View as KafkaView
+    from kafka_placement.execution.view import TickView as KafkaView
     from kafka_placement.kafka.types import Reassignment
 
     old_plan = Plan.of(

@@ -1,4 +1,4 @@
-"""The traffic sampler's looks over time (reconcile/traffic_sampler.py, handlers/traffic.py), with an
+"""The traffic sampler's looks over time (reconcile/traffic_sampler.py, handlers/traffic_daemon.py), with an
 in-memory ConfigMap store and a scripted gateway: one gateway per cluster reused across looks (closed on
 a settings change, a failed look, after GATEWAY_LOOKS, and by ``forget``), the state saved at most every
 SAVE_FRACTION of the window and reloaded after a restart, nothing done for a cluster that does not
@@ -17,12 +17,12 @@ from typing import Any, cast
 import pytest
 from tests.unit.builders import snapshot
 
-from kafka_placement.handlers import traffic as handler
-from kafka_placement.kafka import traffic as reads
+from kafka_placement.handlers import traffic_daemon as handler
+from kafka_placement.kafka import traffic_reads as reads
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway, KafkaUnavailableError
 from kafka_placement.kube.gateway import KubeGateway
-from kafka_placement.model.traffic import PartitionLook, TrafficLook
+from kafka_placement.model.traffic_looks import PartitionLook, TrafficLook
 from kafka_placement.reconcile import traffic_sampler as ts
 from kafka_placement.reconcile.leader import Unelected
 from kafka_placement.reconcile.record_store import DOC_KEY

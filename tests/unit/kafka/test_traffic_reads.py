@@ -1,5 +1,5 @@
-"""Per-item failures of the traffic reads (kafka/traffic.py ``Failures``), with confluent-kafka's own error
-values: the cluster's (unreachable) and the principal's (denied) are raised for the gateway to map, an
+"""Per-item failures of the traffic reads (kafka/traffic_reads.py ``Failures``), with confluent-kafka's own
+error values: the cluster's (unreachable) and the principal's (denied) are raised for the gateway to map, an
 item's own (a topic deleted meanwhile) leaves the item out, unless every item failed."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_placement.kafka.traffic import Failures
+from kafka_placement.kafka.traffic_reads import Failures
 
 
 def _error(code: int) -> KafkaException:

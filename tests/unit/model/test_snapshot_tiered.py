@@ -207,7 +207,7 @@ def test_derived_snapshots_keep_the_storage_fields_and_own_their_indexes() -> No
     indexes were once shared dicts that a derived snapshot overwrote)."""
     from dataclasses import replace
 
-    from kafka_placement.planning.traffic import Traffic, with_traffic
+    from kafka_placement.planning.traffic_rates import Traffic, with_traffic
 
     snap = ClusterSnapshot.from_json(_doc(topics=TOPICS, followerFetchLastTieredOffset=True))
     bigger = replace(snap, partitions=tuple(replace(p, size_bytes=p.size_bytes + 1) for p in snap.partitions))

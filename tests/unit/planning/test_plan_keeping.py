@@ -12,19 +12,19 @@ import pytest
 from tests.unit.builders import intents, snapshot
 
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.model.traffic import PartitionLook, TrafficLook
+from kafka_placement.model.traffic_looks import PartitionLook, TrafficLook
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.plan_keeping import (
     DEFAULT_TOLERANCE,
     DRIFT_SHARE,
     KeptPlan,
-    Loads,
+    TrafficLoads,
     drifted,
     inputs_key,
     loads_of,
     tolerance_of,
 )
-from kafka_placement.planning.traffic import TrafficState, estimates, fold, with_traffic
+from kafka_placement.planning.traffic_rates import TrafficState, estimates, fold, with_traffic
 
 POLICY = "kind: PlacementPolicy\nmetadata: {name: net}\nspec: {balance: {networkIn: true, tolerance: 0.2}}\n"
 WINDOW = 60.0
@@ -98,10 +98,10 @@ def test_the_bound_is_a_share_of_the_tolerance_times_the_mean() -> None:
     assert mean > 0
     bound = DRIFT_SHARE * 0.2 * mean
 
-    def nudged(by: float) -> Loads:
+    def nudged(by: float) -> TrafficLoads:
         before = {m: dict(v) for m, v in planned.before.items()}
         before["in"][3] += by
-        return Loads(before, before, planned.brokers)
+        return TrafficLoads(before, before, planned.brokers)
 
     assert drifted(planned, nudged(0.99 * bound), 0.2) is None
     assert drifted(planned, nudged(1.01 * bound), 0.2) is not None
@@ -154,7 +154,7 @@ def test_tolerance_is_the_smallest_enforced_policys_and_loads_round_trip() -> No
     assert tolerance_of(intents("kind: BrokerDecommission\nspec: {brokers: [1]}\n")) == DEFAULT_TOLERANCE
     snap = sampled([skewed()])[0]
     loads = loads_of(snap, kept_plan(snap).plan)
-    back = Loads.from_json(loads.to_json())
+    back = TrafficLoads.from_json(loads.to_json())
     assert back.brokers == loads.brokers
     assert drifted(loads, back, 0.01) is None
     assert back.before["in"][1] == pytest.approx(loads.before["in"][1], abs=0.1)

@@ -1,4 +1,4 @@
-"""Traffic estimates from looks (planning/traffic.py): bytes in per second and read fan-out, and every
+"""Traffic estimates from looks (planning/traffic_rates.py): bytes in per second and read fan-out, and every
 bad input the sampler meets: no history, retention and compaction, a recreated topic, clocks set back,
 looks too close together, failed reads, partitions gone."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_placement.model.traffic import PartitionLook, TrafficLook
-from kafka_placement.planning.traffic import (
+from kafka_placement.model.traffic_looks import PartitionLook, TrafficLook
+from kafka_placement.planning.traffic_rates import (
     Traffic,
     TrafficState,
     broker_totals,

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.traffic import PartitionLook, TrafficLook
-from kafka_placement.planning.traffic import TrafficState, estimates, fold
+from kafka_placement.model.traffic_looks import PartitionLook, TrafficLook
+from kafka_placement.planning.traffic_rates import TrafficState, estimates, fold
 from kafka_placement.planning.traffic_state import state_from_json, state_to_json
 
 W = 60.0

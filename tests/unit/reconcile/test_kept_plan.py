@@ -15,7 +15,7 @@ from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
-from kafka_placement.planning.traffic import Traffic
+from kafka_placement.planning.traffic_rates import Traffic
 from kafka_placement.reconcile import cluster_pass, plan_review
 from kafka_placement.reconcile.cluster_pass import ReconcilePass
 from kafka_placement.reconcile.decision import Planned

@@ -14,7 +14,7 @@ from kafka_placement.execution.executor import Limits
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.planning.optimizer import compute_plan
-from kafka_placement.planning.plan_keeping import KeptPlan, Loads, loads_of
+from kafka_placement.planning.plan_keeping import KeptPlan, TrafficLoads, loads_of
 from kafka_placement.planning.report import build_report
 from kafka_placement.reconcile import plan_review
 
@@ -128,7 +128,7 @@ def test_the_kept_plan_record_of_2000_brokers_at_gigabytes_per_second_is_kept() 
     side = {m: {b: 1_234_567_890.123 + b for b in brokers} for m in ("in", "out")}
     snap, plan, intents = golden("all")
     summary = {"partitionsChanged": 10**6, "replicaMoves": 10**6, "bytesToMove": 10**15, "lowerBoundBytes": 1}
-    text = plan_review.kept_text(KeptPlan(plan, summary, "ab" * 32, Loads(side, side, brokers), 0.05))
+    text = plan_review.kept_text(KeptPlan(plan, summary, "ab" * 32, TrafficLoads(side, side, brokers), 0.05))
     assert text is not None and 100_000 < len(text) <= plan_review.MAX_KEPT_BYTES
     data, binary = plan_review.review_data(build_report(snap, plan, intents), Limits(), text)
     assert sum(len(k) + len(v.encode()) for k, v in {**data, **binary}.items()) <= plan_review.MAX_DATA_BYTES

@@ -12,8 +12,8 @@ from tests.unit.builders import snapshot
 
 from kafka_placement.model.capacity import BrokerCapacity, Capacity, CapacitySpec
 from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.traffic import PartitionLook
-from kafka_placement.planning.traffic import PartitionTraffic, Traffic, TrafficState
+from kafka_placement.model.traffic_looks import PartitionLook
+from kafka_placement.planning.traffic_rates import PartitionTraffic, Traffic, TrafficState
 from kafka_placement.planning.traffic_state import state_from_json, state_to_json
 from kafka_placement.reconcile.record_store import CHUNK
 from kafka_placement.reconcile.traffic_sampler import (

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..model.traffic import PartitionKey
+from ..model.traffic_looks import PartitionKey
 from . import access, failures
 from .types import DENIED
 

@@ -4,7 +4,7 @@ groups' committed offsets (docs/architecture.md, "Traffic sampling").
 A ``TrafficLook`` is a plain record of one moment: per partition its log start offset, log end offset
 and size in bytes (the largest replica, as the snapshot has it) and, optionally, the topic's id (a
 topic deleted and created again under the same name has a new one); per consumer group the committed
-offset of every partition it has one on. The Kafka gateway produces looks; ``planning/traffic.py`` folds
+offset of every partition it has one on. The Kafka gateway produces looks; ``planning/traffic_rates.py`` folds
 successive looks into rates and fan-outs. Times are seconds of the sampler's wall clock (looks survive a
 restart of the process that took them, so a monotonic clock would not do); nothing here trusts that
 clock to move forward.

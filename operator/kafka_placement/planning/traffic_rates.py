@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..model.snapshot import ClusterSnapshot
-from ..model.traffic import PartitionKey, PartitionLook, TrafficLook
+from ..model.traffic_looks import PartitionKey, PartitionLook, TrafficLook
 
 DEFAULT_WINDOW_S = 300.0  # minutes, not hours: the rate follows a shift of load within a few windows
 MIN_INTERVAL_S = 1.0  # looks closer than this give no rate (offsets and sizes are not read atomically)
