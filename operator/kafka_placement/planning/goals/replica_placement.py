@@ -18,6 +18,7 @@ all send their largest partitions to the same empty brokers.
 from __future__ import annotations
 
 import zlib
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop
 from itertools import filterfalse
@@ -33,6 +34,7 @@ from ..repairs import repair_reasons
 from ..room import eject_for
 from ..state import Eligibility, Key
 from ..targets import order_replicas, replication_factor, target_dirs
+from ..topology import Unit
 
 EJECT_LIMIT = 3  # times one partition may be sent back to make room for another
 EJECT_ROUNDS = 20  # attempts per partition that found no room, in all
@@ -48,6 +50,11 @@ class ReplicaPlacementGoal:
         self.salt = salt
         self._ties: dict[int, int] = {}
         self._limits: dict[int, float] | None = None
+        # brokers by (bytes, replicas, tie-break, id), kept sorted as the repairs change loads
+        # (``_ordered``): None = to be built; ``_dirty`` = brokers whose loads changed since
+        self._order: list[tuple[int, int, int, int]] | None = None
+        self._keyed: dict[int, tuple[int, int, int, int]] = {}
+        self._dirty: set[int] = set()
 
     def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict:
         """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
@@ -59,6 +66,7 @@ class ReplicaPlacementGoal:
         self._limits = balance_limits(ctx)
         salt = self.salt
         self._ties = {b: zlib.crc32(f"{salt}:{b}".encode()) if salt else 0 for b in ctx.eligibility.dirs}
+        self._order = None
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         for key in sorted(a.replicas, key=lambda k: (-a.size[k], k)):
@@ -176,14 +184,16 @@ class ReplicaPlacementGoal:
         """Partitions no dir had room for: a bounded repacking search first (``repack``: it may move
         replicas of partitions this goal changes anyway out of the way), else the ejection search."""
         changed = {k for k in ctx.assignment.replicas if _changed(ctx, k) or needs_repair(ctx, k)}
-        if repack(
+        packed = repack(
             ctx,
             full,
             lambda k: replication_factor(ctx, k),
             lambda k, r: self.accepts(ctx, k, r),
             order_replicas,
             changed.__contains__,
-        ):
+        )
+        self._order = None  # (the search moved replicas itself)
+        if packed:
             return []
         return self._pack(ctx, full)
 
@@ -209,6 +219,7 @@ class ReplicaPlacementGoal:
                 if e.rule != headroom.RULE:
                     continue
             ejected = eject_for(ctx, key, tabu, EJECT_LIMIT, lambda k: needs_repair(ctx, k) or k in changed)
+            self._order = None  # (the ejection moved replicas itself)
             if not ejected:
                 continue
             try:
@@ -254,41 +265,96 @@ class ReplicaPlacementGoal:
         Brokers are asked ``usable`` (a dir with room: the costliest question) in that order and only
         until one answers yes: the same choice as the best of all usable brokers, as the order's key
         ends with the broker id and so never ties (where the disk headroom rule binds, the best often has
-        no room: ``drain`` asks 2.5 brokers a slot)."""
+        no room: ``drain`` asks 2.5 brokers a slot). Without preferred brokers the order is the kept load
+        order (``_ordered``), walked twice: brokers under a unit the partition does not use yet, then
+        the others."""
         path = ctx.soft_tree.path
-        brokers = list(ctx.eligibility.dirs)
-        a = ctx.assignment
-        other = set(brokers) - preferred
         chosen = list(keep)
         answers: dict[int, bool] = {}
+
+        def asked(b: int) -> bool:
+            if b not in answers:
+                answers[b] = usable(b)
+            return answers[b]
+
         while len(chosen) < rf:
             used = {path[b] for b in chosen}
-            free = list(filterfalse(set(chosen).__contains__, brokers))
-            # The order's keys built by C-level maps (no Python call per broker: this runs for every
-            # replica a repair adds, over every broker): (not preferred, under a used unit, bytes,
-            # replicas, tie-break, id), as ``_ranker`` orders them.
-            keys = list(
-                zip(
-                    map(other.__contains__, free),
-                    map(used.__contains__, map(path.__getitem__, free)),
-                    map(a.broker_bytes.__getitem__, free),
-                    map(a.broker_replicas.__getitem__, free),
-                    map(self._ties.__getitem__, free),
-                    free,
-                    strict=True,
+            if preferred:
+                best = self._best_preferred(ctx, chosen, used, preferred, asked)
+            else:  # the common case: the kept load order, brokers under a unit not used yet first
+                taken = set(chosen)
+                order = self._ordered(ctx)
+                best = next(
+                    (
+                        k[-1]
+                        for under_used in (False, True)
+                        for k in order
+                        if k[-1] not in taken and (path[k[-1]] in used) == under_used and asked(k[-1])
+                    ),
+                    None,
                 )
-            )
-            heapify(keys)  # the best first; the next ones only while the best has no room
-            while keys:
-                best = heappop(keys)[-1]
-                if best not in answers:
-                    answers[best] = usable(best)
-                if answers[best]:
-                    break
-            else:
+            if best is None:
                 return None
             chosen.append(best)
         return chosen
+
+    def _best_preferred(
+        self,
+        ctx: PlanningContext,
+        chosen: list[int],
+        used: set[Unit],
+        preferred: set[int],
+        asked: Callable[[int], bool],
+    ) -> int | None:
+        """``_extend``'s choice of one broker when the policy prefers some: every broker's key, (not
+        preferred, under a used unit, bytes, replicas, tie-break, id), built by C-level maps."""
+        path = ctx.soft_tree.path
+        a = ctx.assignment
+        brokers = list(ctx.eligibility.dirs)
+        other = set(brokers) - preferred
+        free = list(filterfalse(set(chosen).__contains__, brokers))
+        keys = list(
+            zip(
+                map(other.__contains__, free),
+                map(used.__contains__, map(path.__getitem__, free)),
+                map(a.broker_bytes.__getitem__, free),
+                map(a.broker_replicas.__getitem__, free),
+                map(self._ties.__getitem__, free),
+                free,
+                strict=True,
+            )
+        )
+        heapify(keys)  # the best first; the next ones only while the best has no room
+        while keys:
+            best: int = heappop(keys)[-1]
+            if asked(best):
+                return best
+        return None
+
+    def _ordered(self, ctx: PlanningContext) -> list[tuple[int, int, int, int]]:
+        """The brokers that may hold replicas by (bytes, replicas, tie-break, id), as they are now: built
+        once, then only the brokers the repairs changed since (``_dirty``) are moved in the sorted list
+        (a repair changes two or three brokers' loads; sorting every broker for every replica added was
+        the repair's largest cost where many replicas leave their broker). Rebuilt after a search that
+        moved replicas itself (repack, ejection)."""
+        a = ctx.assignment
+        bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
+        if self._order is None:
+            self._keyed = {b: (bb[b], br[b], ties[b], b) for b in ctx.eligibility.dirs}
+            self._order = sorted(self._keyed.values())
+        elif self._dirty:
+            order, keyed = self._order, self._keyed
+            for b in self._dirty:
+                old = keyed.get(b)
+                if old is None:
+                    continue  # (not a broker that may hold replicas)
+                new = (bb[b], br[b], ties[b], b)
+                if new != old:
+                    del order[bisect_left(order, old)]
+                    insort(order, new)
+                    keyed[b] = new
+        self._dirty.clear()
+        return self._order
 
     def _apply(self, ctx: PlanningContext, key: Key, target: list[int]) -> None:
         a = ctx.assignment
@@ -306,6 +372,8 @@ class ReplicaPlacementGoal:
             moved = sum(1 for b in target if b not in where)
             if moved:
                 ctx.charge(policy, size * moved)
+        self._dirty.update(where)
+        self._dirty.update(target)
         a.set_placement(key, target, new_dirs)
 
     def _infeasible(self, ctx: PlanningContext, key: Key, rf: int, keep: list[int]) -> InfeasibleError:
