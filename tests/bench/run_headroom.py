@@ -27,6 +27,14 @@ the fastest run of each side kept; beside it the Python function calls of one pl
 (``cProfile``, a separate run): a count of the work done that no neighbour on the machine changes. The rule
 must not cost more than 1.05x bytes or time (issue 53). Writes its section of docs/benchmarks.md unless
 ``--print``.
+
+CPU time on this shared VM varies by 5-10% between runs of identical work, so ``--instructions`` measures
+instead the machine instructions of one plan of each side under valgrind (``cachegrind``, no cache
+simulation): a process that builds the scenario and plans both sides once (imports, lazy caches), then
+plans one side once more; the plan's count is that process's count minus one that stops before the last
+plan, every process with one hash seed (``PYTHONHASHSEED=0``: the same set orders, so the same work).
+Deterministic, whatever else runs on the machine (``--jobs`` valgrind processes side by side);
+about 30x slower than a plan. Writes its own section.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime
+import gc
 import os
 import pstats
 import sys
@@ -56,6 +65,7 @@ from kafka_placement.planning.optimizer import compute_plan  # noqa: E402
 from kafka_placement.planning.plan_quality import evaluate  # noqa: E402
 
 SECTION = "## Disk headroom: what the rule costs (on vs off)"
+INSTRUCTIONS = "## Disk headroom: instructions on vs off (valgrind)"
 IDENTICAL = "## Disk headroom: a new broker's identical empty disks counted as one volume"
 SHARE = headroom.DEFAULT_MAX_DISK_SHARE
 
@@ -113,6 +123,8 @@ def one(
     times: dict[str, list[float]] = {"off": [], "on": []}
     plans: dict[str, Plan | Exception] = {}
     for side in (s for pair in order for s in pair):
+        plans.pop(side, None)  # the previous plan of this side is not kept alive through this one
+        gc.collect()  # each plan starts from the same heap: no collection owed by the one before
         t = time.process_time()
         try:
             plans[side] = compute_plan(snaps[side], intents).plan
@@ -136,6 +148,62 @@ def one(
         }
     print(row, flush=True)
     return row
+
+
+def child(name: str, partitions: int, side: str, plans: int) -> None:
+    """Under valgrind (``--instructions``): the scenario, both sides planned once, then ``side``
+    ``plans`` times more."""
+    snap, text = scenario(name, brokers=60, partitions=partitions, topics=max(20, partitions // 500))
+    intents = Intents.loads(text)
+    on_snap, _ = sized_volumes(snap, 0.8, True)
+    for s in (snap, on_snap):
+        compute_plan(s, intents)
+    for _ in range(plans):
+        gc.collect()
+        compute_plan(on_snap if side == "on" else snap, intents)
+
+
+def instructions(name: str, partitions: int, jobs: int) -> dict[str, Any]:
+    """Machine instructions of one plan of each side (see the docstring)."""
+    import concurrent.futures
+    import re
+    import subprocess
+
+    def count(side: str, plans: int) -> int:
+        argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        argv += [sys.executable, __file__, "--child", f"{name},{partitions},{side},{plans}"]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same set and dict orders in every process
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stderr
+        found = re.search(r"I\s+refs:\s+([\d,]+)", out)
+        if found is None:
+            raise RuntimeError(f"no instruction count from valgrind: {out[-400:]}")
+        return int(found.group(1).replace(",", ""))
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        base, off, on = pool.map(lambda a: count(*a), [("off", 0), ("off", 1), ("on", 1)])
+    row = {"scenario": name, "partitions": partitions, "off": off - base, "on": on - base}
+    print(row, flush=True)
+    return row
+
+
+def instructions_report(rows: list[dict[str, Any]], command: str) -> str:
+    day = datetime.date.today().isoformat()
+    lines = [
+        INSTRUCTIONS,
+        "",
+        f"`{command}` ({day}). See the docstring of `tests/bench/run_headroom.py` (``--instructions``): "
+        "the machine instructions of one plan, counted by valgrind, the rule off and on (the sides of the "
+        "section above).",
+        "",
+        "| scenario | partitions | instructions off (G) | on (G) | on / off |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scenario']} | {r['partitions']} | {r['off'] / 1e9:.2f} | {r['on'] / 1e9:.2f} "
+            f"| {r['on'] / r['off']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def f(v: object, spec: str) -> str:
@@ -183,7 +251,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2, help="plans per side, in ABBA order (default 2)")
     ap.add_argument("--print", action="store_true", help="print only, do not write docs/benchmarks.md")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--instructions", action="store_true", help="count instructions under valgrind instead")
+    ap.add_argument("--jobs", type=int, default=2, help="valgrind processes side by side (--instructions)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        name, partitions, side, plans = args.child.split(",")
+        child(name, int(partitions), side, int(plans))
+        return 0
+    if args.instructions:
+        rows = [
+            instructions(name, int(n), args.jobs)
+            for n in args.sizes.split(",")
+            for name in args.scenarios.split(",")
+        ]
+        command = (
+            f"python tests/bench/run_headroom.py --instructions --sizes {args.sizes} "
+            f"--scenarios {args.scenarios}"
+        )
+        text = instructions_report(rows, command)
+        print(text)
+        if not args.print:
+            write_section(text, Path(args.output), INSTRUCTIONS)
+        return 0
     one("decommission", 300, args.fullest)  # a warm-up: the first plan of a process pays its imports
     declared = (False, True) if args.identical else (False,)  # identical disks: without, then declared
     rows = [
