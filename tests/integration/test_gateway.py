@@ -439,16 +439,15 @@ def test_throttles_are_owned_state_restored_exactly(
 @pytest.mark.timeout(60)  # a refused connection fails each call at once; only a hang would reach this
 def test_unreachable_cluster_fails_fast_with_the_servers_named() -> None:
     """Every bootstrap server refusing: the reason as soon as librdkafka reports every broker down, not
-    after the connect timeout (60 s here: a mistyped address is answered in a second or two)."""
+    after the connect timeout (60 s here, per call: waiting it out would overrun the test's bound; a
+    mistyped address is answered in a second or two)."""
     calls: list[Callable[[KafkaGateway], object]] = [KafkaGateway.snapshot, KafkaGateway.list_reassignments]
     for call in calls:
-        started = time.monotonic()
         with (
             KafkaGateway(ConnectionSettings(UNREACHABLE, connect_timeout_s=60)) as gw,
             pytest.raises(KafkaUnavailableError) as raised,
         ):
             call(gw)
-        assert time.monotonic() - started < 30, "waited out the connect timeout"
         assert raised.value.message.startswith(f"cannot reach Kafka at {UNREACHABLE}: ")
         assert "Connection refused" in raised.value.message  # the reason, not a connect timeout
         assert raised.value.exit_code == 1

@@ -20,8 +20,6 @@ from __future__ import annotations
 import zlib
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
-from heapq import heapify, heappop
-from itertools import filterfalse
 from typing import Any
 
 from ...model.errors import InfeasibleError
@@ -306,30 +304,18 @@ class ReplicaPlacementGoal:
         preferred: set[int],
         asked: Callable[[int], bool],
     ) -> int | None:
-        """``_extend``'s choice of one broker when the policy prefers some: every broker's key, (not
-        preferred, under a used unit, bytes, replicas, tie-break, id), built by C-level maps."""
-        path = ctx.soft_tree.path
-        a = ctx.assignment
-        brokers = list(ctx.eligibility.dirs)
-        other = set(brokers) - preferred
-        free = list(filterfalse(set(chosen).__contains__, brokers))
-        keys = list(
-            zip(
-                map(other.__contains__, free),
-                map(used.__contains__, map(path.__getitem__, free)),
-                map(a.broker_bytes.__getitem__, free),
-                map(a.broker_replicas.__getitem__, free),
-                map(self._ties.__getitem__, free),
-                free,
-                strict=True,
-            )
+        """``_extend``'s choice of one broker when the policy prefers some (rare: every broker ranked):
+        preferred first, then under a unit the partition does not use yet, then ``_ranker``'s order."""
+        rank, path, taken = self._ranker(ctx, preferred), ctx.soft_tree.path, set(chosen)
+
+        def key(b: int) -> tuple[object, ...]:
+            r = rank(b)
+            return (r[0], path[b] in used, *r[1:])
+
+        return next(
+            (b for b in sorted((b for b in ctx.eligibility.dirs if b not in taken), key=key) if asked(b)),
+            None,
         )
-        heapify(keys)  # the best first; the next ones only while the best has no room
-        while keys:
-            best: int = heappop(keys)[-1]
-            if asked(best):
-                return best
-        return None
 
     def _ordered(self, ctx: PlanningContext) -> list[tuple[int, int, int, int]]:
         """The brokers that may hold replicas by (bytes, replicas, tie-break, id), as they are now: built
