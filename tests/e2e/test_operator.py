@@ -259,30 +259,19 @@ def test_invalid_resources_are_rejected_or_reported_and_nothing_moves(
 ) -> None:
     ns = k8s_namespace
     apply(kubectl, ns, cluster_manifest("prod", kafka_rig.bootstrap_servers))
-    bad = kubectl(
-        "-n",
-        ns,
-        "apply",
-        "-f",
-        "-",
-        check=False,
-        input=(
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: rel}\n"
-            "spec: {clusterRef: {name: prod}, broker: 1, logDirs: [data-0]}\n"
-        ),
+
+    def refused(manifest: str) -> Any:
+        """``kubectl apply`` of a manifest the CRD schema must refuse: the failed run."""
+        return kubectl("-n", ns, "apply", "-f", "-", check=False, input=manifest)
+
+    bad = refused(
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: rel}\n"
+        "spec: {clusterRef: {name: prod}, broker: 1, logDirs: [data-0]}\n"
     )
     assert bad.returncode != 0 and "logDirs" in bad.stderr  # the CRD schema rejects a relative path
-    effort = kubectl(
-        "-n",
-        ns,
-        "apply",
-        "-f",
-        "-",
-        check=False,
-        input=(
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: careless}\n"
-            f"spec: {{bootstrapServers: '{kafka_rig.bootstrap_servers}', planner: {{effort: fast}}}}\n"
-        ),
+    effort = refused(
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: careless}\n"
+        f"spec: {{bootstrapServers: '{kafka_rig.bootstrap_servers}', planner: {{effort: fast}}}}\n"
     )
     assert effort.returncode != 0 and "spec.planner.effort" in effort.stderr  # the schema's enum
     assert '"Exhaustive"' in effort.stderr  # the apiserver lists the choices
