@@ -191,7 +191,7 @@ def part_tick(partitions: int, ticks: int) -> dict[str, Any]:
     store = MemoryStore()
     limits = executor.Limits(max_moves=1000, max_moves_per_broker=1000)
     t0 = time.process_time()
-    ex = Execution.create(store, plan, limits=limits.to_doc(), cluster_id="recorded")
+    ex = Execution.create(store, plan, limits=limits, cluster_id="recorded")
     ex.save()
     executor.tick(kafka, ex, limits)  # type: ignore[arg-type]  # validation (a full read) + first batch
     start_s = time.process_time() - t0

@@ -165,7 +165,7 @@ def test_min_isr_raised_mid_run_pauses_then_resumes(
     replicas mid-run stops new submissions with a message naming the partition; lowering it resumes."""
     topic = new_topic([[1, 2], [1, 2]], config={"min.insync.replicas": "2"})
     plan = plan_of([(topic, 0, [1, 3]), (topic, 1, [3, 2])])
-    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=executor.Limits().to_doc())
+    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=executor.Limits())
     ex.save()
     limits = executor.Limits(max_moves=1)  # one at a time: p1 is still a candidate after the first tick
     executor.tick(gateway, ex, limits)
@@ -201,7 +201,7 @@ def test_removed_throttles_are_reapplied_then_held_and_never_left_behind(
     produce(kafka_rig, topic, 1, 120, 100_000)  # 12 MB at 200 KB/s (50 KB/s while held): outlasts the steps
     plan = plan_of([(topic, 0, [1, 3])])
     limits = executor.Limits(throttle=200_000, max_reapplies=2, reapply_window_s=20)
-    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits.to_doc())
+    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits)
     ex.save()
     brokers = [1, 2, 3]
     before = our_throttles_in_kafka(gateway, topic, brokers)
@@ -285,7 +285,7 @@ def test_policy_pause_holds_while_the_change_lasts(
     produce(kafka_rig, topic, 2, 40, 100_000)
     plan = plan_of([(topic, 0, [1, 3]), (topic, 1, [3, 2])])
     limits = executor.Limits(throttle=200_000, max_moves=1, on_config_change="Pause")
-    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits.to_doc())
+    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits)
     ex.save()
     executor.tick(gateway, ex, limits)
     assert ex.phase == Phase.MOVING and len(ex.doc.in_flight) == 1
@@ -317,7 +317,7 @@ def test_removed_cordon_is_reapplied(
     cordoned = kafka_rig.node(2).log_dirs[1]
     plan = plan_of([(topic, 0, [1, 3])])
     limits = executor.Limits(throttle=200_000)
-    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits.to_doc())
+    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=limits)
     ex.doc.owned_cordons = {2: [cordoned]}
     ex.save()
 

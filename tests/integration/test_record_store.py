@@ -324,7 +324,7 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
 ) -> None:
     """The whole record, not only the store: Execution.create stores the plan as a blob, the baseline as
     another, and the progress document stays small; a second writer's update is refused, not lost."""
-    from kafka_placement.execution.record import Execution, LimitsDoc, Original, Submission
+    from kafka_placement.execution.record import Execution, Limits, Original, Submission
     from kafka_placement.model.plan import PartitionTarget, Plan
 
     r = random.Random(7).getrandbits
@@ -336,7 +336,7 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
         ]
     )
     store = ConfigMapStore(KubeGateway(core.api_client), ns, "exec-1m", owner)
-    limits = LimitsDoc(max_moves_per_broker=250, max_moves=1250, max_bytes_per_broker=None, throttle=None)
+    limits = Limits(max_moves_per_broker=250, max_moves=1250, max_bytes_per_broker=None, throttle=None)
     ex = Execution.create(store, plan, limits=limits, cluster_id="c1")
     ex.save()
     # each move adds its third replica (the baseline had broker 1000+ there): 1000 bytes to copy per move

@@ -218,10 +218,10 @@ def _limits(args: argparse.Namespace) -> executor.Limits:
     if not 1 <= args.max_reapplies <= 1000 or not 1 <= args.reapply_window_seconds <= 86400:
         raise BadInputError("--max-reapplies must be 1..1000 and --reapply-window-seconds 1..86400")
     return executor.Limits(
-        args.max_moves_per_broker,
-        args.max_moves,
-        args.max_bytes_per_broker,
-        args.throttle,
+        max_moves_per_broker=args.max_moves_per_broker,
+        max_moves=args.max_moves,
+        max_bytes_per_broker=args.max_bytes_per_broker,
+        throttle=args.throttle,
         on_config_change="Pause" if args.on_config_change == "pause" else "Reapply",
         max_reapplies=args.max_reapplies,
         reapply_window_s=args.reapply_window_seconds,
@@ -292,12 +292,12 @@ def _execute(args: argparse.Namespace) -> int:
             ex = Execution.create(
                 store,
                 plan,
-                limits=limits.to_doc(),
+                limits=limits,
                 bootstrap_servers=settings.bootstrap_servers,
                 cluster_id=cluster_id,
             )
         ex.doc.owner = Owner(pid=os.getpid(), started_at=time.time())
-        ex.doc.limits = limits.to_doc()
+        ex.doc.limits = limits
         ex.save()
         print(f"execution state: {store.where}", file=sys.stderr)
         ex = executor.run(

@@ -29,13 +29,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError, KafkaUnavailableError
 from ..kafka.throttles import Move, ThrottleError, apply_throttles
-from ..model.capacity import DEFAULT_MAX_DISK_SHARE
-from ..model.cluster_spec import LimitsSpec
-from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
@@ -43,12 +39,13 @@ from .disk import TRICKLE, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
 from .rate import factors, hold_rates
 from .record import (
+    ASSUMED_UNTHROTTLED_RATE,
     MAX_SAMPLES,
     TERMINAL,
     TRANSITIONS,
     Event,
     Execution,
-    LimitsDoc,
+    Limits,
     Original,
     Phase,
     PState,
@@ -60,6 +57,7 @@ from .throttling import clear_owned
 from .view import TickView, at_target, read_view
 
 __all__ = [
+    "ASSUMED_UNTHROTTLED_RATE",
     "TRANSITIONS",
     "Limits",
     "live_progress",
@@ -76,57 +74,10 @@ log = logging.getLogger(__name__)
 DIVERGED_TICKS = 3  # a move seen neither running nor at target this many ticks in a row...
 DIVERGED_S = 30.0  # ...and for this long is taken as cancelled or changed outside (not a metadata lag)
 TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka errors before giving up
-ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
 LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
 MIN_LOOKAHEAD = 256
 CONFIRM_READS = 4  # reads of a plan partition seen off target at completion before it is reopened...
 CONFIRM_WAIT_S = 1.0  # ...this far apart (a broker's metadata lagging the controller's is not a change)
-
-
-_SPEC_LIMITS = LimitsSpec()  # the KafkaCluster's spec.limits defaults (model/cluster_spec.py): one source
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Concurrency and throttle settings of an execution (defaults: the KafkaCluster CRD's spec.limits,
-    docs/architecture.md, docs/cli.md)."""
-
-    # bytes in flight cap large partitions; counts only many tiny ones
-    max_moves_per_broker: int = _SPEC_LIMITS.max_moves_per_broker
-    max_moves: int = _SPEC_LIMITS.max_moves_in_flight  # cluster-wide, Cruise Control's default
-    max_bytes_per_broker: int | None = None  # None: throttle (or the assumed rate) x batch_seconds
-    throttle: int | None = None  # bytes/s for inter-broker and log-dir moves; None = unthrottled
-    batch_seconds: int = _SPEC_LIMITS.batch_seconds  # the target time to copy one broker's bytes in flight
-    # owned configs changed by another party: re-applied, or no new moves while it lasts
-    on_config_change: OnConfigChange = _SPEC_LIMITS.on_config_change
-    max_reapplies: int = _SPEC_LIMITS.max_reapplies  # ...re-applied at most this often within the window
-    reapply_window_s: int = _SPEC_LIMITS.reapply_window_seconds
-    # no dir filled above this share of its volume (planning/headroom.py): the disk watch holds to it
-    max_disk_share: float = DEFAULT_MAX_DISK_SHARE
-    # False outside the cluster's maintenance windows (model/windows.py): no new move is submitted, the
-    # moves in flight go on and are followed to their end (decided per reconcile, never recorded)
-    window_open: bool = True
-    # hold each broker's achieved replication rate at the throttle (execution/rate_watch.py)
-    hold_rate: bool = False
-
-    @property
-    def bytes_per_broker(self) -> int:
-        if self.max_bytes_per_broker is not None:
-            return self.max_bytes_per_broker
-        return (self.throttle or ASSUMED_UNTHROTTLED_RATE) * self.batch_seconds
-
-    def to_doc(self) -> LimitsDoc:
-        return LimitsDoc(
-            max_moves_per_broker=self.max_moves_per_broker,
-            max_moves=self.max_moves,
-            max_bytes_per_broker=self.max_bytes_per_broker,
-            throttle=self.throttle,
-            on_config_change=self.on_config_change,
-            max_reapplies=self.max_reapplies,
-            reapply_window_s=self.reapply_window_s,
-            max_disk_share=self.max_disk_share,
-            hold_rate=self.hold_rate,
-        )
 
 
 # ---- validation and completion (the only full reads) ---------------------------------------------
@@ -561,10 +512,14 @@ def _candidates(ex: Execution, limits: Limits) -> list[int]:
     return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
 
 
-def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False) -> TickView | None:
+def tick(
+    gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False, window_open: bool = True
+) -> TickView | None:
     """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
     unreachable raises; so does a save that lost a race (``RecordConflict``), before acting. ``scoped``:
-    validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster."""
+    validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster.
+    ``window_open`` False (outside the cluster's maintenance windows, model/windows.py): no new move is
+    submitted; the moves in flight go on and are followed to their end."""
     ex.doc.counters.ticks += 1
     if ex.phase in TERMINAL:
         sweep(gateway, ex)
@@ -597,7 +552,7 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool =
         ex.move(Event.THROTTLED)
         ex.save()
     if ex.phase in (Phase.MOVING, Phase.PAUSED):
-        _moving(ex, gateway, view, limits, candidates)
+        _moving(ex, gateway, view, limits, candidates, window_open)
     if ex.phase == Phase.FINISHING:
         _finish(ex, gateway)
     elif ex.phase == Phase.CANCELLING:
@@ -608,7 +563,12 @@ def tick(gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool =
 
 
 def _moving(
-    ex: Execution, gateway: KafkaGateway, view: TickView, limits: Limits, candidates: list[int]
+    ex: Execution,
+    gateway: KafkaGateway,
+    view: TickView,
+    limits: Limits,
+    candidates: list[int],
+    window_open: bool,
 ) -> None:
     for i in ex.active():
         if at_target(view, ex.plan.targets[i]):
@@ -631,7 +591,7 @@ def _moving(
         ex.move(Event.ALL_DONE)
         return
     _revert_stranded(ex, gateway, view)
-    hold = defend(ex, gateway, limits.to_doc(), view.answering)
+    hold = defend(ex, gateway, limits, view.answering)
     bad = _unhealthy(ex, view, candidates)
     if bad or hold:
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
@@ -645,7 +605,7 @@ def _moving(
     _dir_moves(ex, view, gateway, watch.above)
     if limits.hold_rate:
         hold_rates(ex, gateway, view, _moves(ex, ex.active(), limits, view.live), limits.throttle)
-    if ex.phase != Phase.MOVING or not limits.window_open:
+    if ex.phase != Phase.MOVING or not window_open:
         return
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])
     if batch:

@@ -34,10 +34,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
+from ..model.cluster_spec import LimitsSpec
+from ..model.crd_parts import OnConfigChange
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.throttle_state import ClaimOwner, ThrottleState
 from .store import Store
+
+ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
+_SPEC_LIMITS = LimitsSpec()  # the KafkaCluster's spec.limits defaults (model/cluster_spec.py): one source
 
 RECORD_KIND = "KafkaPlacementExecution"
 RECORD_VERSION = 2
@@ -185,21 +190,36 @@ class Rule(_Model):
     throttle: int | None = Field(None, ge=1)
 
 
-class LimitsDoc(_Model):
-    """Concurrency limits (see executor.Limits for the meaning and defaults)."""
+class Limits(_Model):
+    """The executor's limits: concurrency, bytes in flight, throttle, defence and disk headroom. One model
+    for the execution and its record (the record keeps the limits it runs under); built from the
+    KafkaCluster's ``spec.limits`` (``reconcile/inputs.limits_of``, whose defaults these are) or the
+    CLI's flags. Whether a maintenance window is open is decided per tick, never recorded
+    (``executor.tick``'s ``window_open``)."""
 
-    max_moves_per_broker: int = Field(ge=1)
-    max_moves: int = Field(ge=1)
-    max_bytes_per_broker: int | None = Field(ge=1)
-    throttle: int | None = Field(ge=1)
-    on_config_change: Literal["Reapply", "Pause"] = "Reapply"
-    max_reapplies: int = Field(5, ge=1, le=1000)
-    reapply_window_s: int = Field(600, ge=1, le=86400)
+    # bytes in flight cap large partitions; counts only many tiny ones
+    max_moves_per_broker: int = Field(_SPEC_LIMITS.max_moves_per_broker, ge=1)
+    max_moves: int = Field(_SPEC_LIMITS.max_moves_in_flight, ge=1)  # cluster-wide, Cruise Control's default
+    max_bytes_per_broker: int | None = Field(None, ge=1)  # None: throttle (or the assumed rate) x batch_s
+    throttle: int | None = Field(None, ge=1)  # bytes/s for inter-broker and log-dir moves; None: unthrottled
+    batch_seconds: int = Field(_SPEC_LIMITS.batch_seconds, ge=1)  # target time to copy a broker's in flight
+    # owned configs changed by another party: re-applied (at most max_reapplies within the window), or no
+    # new moves while it lasts
+    on_config_change: OnConfigChange = _SPEC_LIMITS.on_config_change
+    max_reapplies: int = Field(_SPEC_LIMITS.max_reapplies, ge=1, le=1000)
+    reapply_window_s: int = Field(_SPEC_LIMITS.reapply_window_seconds, ge=1, le=86400)
     # the disk headroom the plan was made with (planning/headroom.py): the executor's disk watch holds to it
     # (execution/disk_watch.py); records written before it was kept have the default
     max_disk_share: float = Field(DEFAULT_MAX_DISK_SHARE, ge=MIN_DISK_SHARE, le=MAX_DISK_SHARE)
     # hold each broker's achieved replication rate at the throttle (execution/rate_watch.py)
     hold_rate: bool = False
+
+    @property
+    def bytes_per_broker(self) -> int:
+        """Most bytes in flight into (and out of) one broker."""
+        if self.max_bytes_per_broker is not None:
+            return self.max_bytes_per_broker
+        return (self.throttle or ASSUMED_UNTHROTTLED_RATE) * self.batch_seconds
 
 
 class HeldDir(_Model):
@@ -332,7 +352,7 @@ class RecordDoc(_Model):
     throttles: ThrottleState = ThrottleState()
     # the KafkaCluster whose execution this is, claimed on each throttled broker (None: the CLI's)
     claim_owner: ClaimOwner | None = None
-    limits: LimitsDoc
+    limits: Limits
     rules: list[Rule] = []
     counters: Counters = Counters()
     defence: Defence = Defence()
@@ -513,7 +533,7 @@ class Execution:
         store: Store,
         plan: Plan,
         *,
-        limits: LimitsDoc,
+        limits: Limits,
         bootstrap_servers: str = "",
         cluster_id: str | None = None,
         rules: Sequence[Rule] = (),

@@ -34,7 +34,7 @@ from ..kafka.throttles import Drift, owned_drift
 from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
 from ..model.snapshot import PartitionState
-from .record import Execution, LimitsDoc
+from .record import Execution, Limits
 from .view import TickView
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def _until(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def defend(ex: Execution, gateway: KafkaGateway, limits: LimitsDoc, live: Iterable[int]) -> str | None:
+def defend(ex: Execution, gateway: KafkaGateway, limits: Limits, live: Iterable[int]) -> str | None:
     """Check the configs the execution owns and re-apply or hold per ``limits``; returns why no new move
     may be submitted now (None: go on). Counts go to the record's ``defence``."""
     d = ex.doc.defence

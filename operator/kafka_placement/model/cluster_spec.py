@@ -109,7 +109,8 @@ class SaslSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LimitsSpec:
-    """``spec.limits``; its defaults are also the executor's (``execution.executor.Limits``)."""
+    """``spec.limits``; its defaults are also the executor's (``execution.record.Limits``: the one model the
+    executor runs under and its record keeps; ``reconcile/inputs.limits_of`` builds it from this)."""
 
     DESCRIPTION: ClassVar[str] = (
         "Concurrency limits of the executor: counts and bytes in flight. Thousands of small "

@@ -399,12 +399,11 @@ class ReconcilePass:
         assert record is not None
         members = [b for b in self.view.resources if b["metadata"]["uid"] in record.doc.participants]
         window = window_gate(self.spec.execution, self.spec.self_healing, members, self.rec.wall())
-        limits = replace(self.limits, window_open=window.open)
         executor.sweep(self.gw, record)
         before = record.doc.defence.reapplied
         held_before = held_dirs(record)
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
-            executor.tick(self.gw, record, limits)
+            executor.tick(self.gw, record, self.limits, window_open=window.open)
         if record.phase == Phase.COMPLETED:
             self.snap = None  # the intents are checked next against a fresh read, not the one before
         if record.doc.defence.reapplied > before:
@@ -414,7 +413,7 @@ class ReconcilePass:
         metrics.observe_progress(
             metrics.cluster_label(meta["namespace"], meta["name"]),
             record.doc.plan_id,
-            limits.throttle,
+            self.limits.throttle,
             progress,
         )
         metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
@@ -637,7 +636,7 @@ class ReconcilePass:
         record = Execution.create(
             self.store,
             a.plan,
-            limits=self.limits.to_doc(),
+            limits=self.limits,
             bootstrap_servers=self.gw.settings.bootstrap_servers,
             cluster_id=snap.cluster_id,
             rules=list(a.rules),

@@ -24,7 +24,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 from ..execution import executor
@@ -410,7 +409,7 @@ class Reconciler:
         meta = cluster["metadata"]
         where = (meta["namespace"], meta["name"])
         previous = (cluster.get("status") or {}).get("newPartitions")
-        unthrottled = replace(limits, throttle=None, max_bytes_per_broker=None)
+        unthrottled = limits.model_copy(update={"throttle": None, "max_bytes_per_broker": None})
         shown: dict[str, Any] | None = None
         if record is not None and record.phase not in TERMINAL:
             with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError)
@@ -451,7 +450,7 @@ class Reconciler:
             new = Execution.create(
                 store,
                 out.start,
-                limits=unthrottled.to_doc(),
+                limits=unthrottled,
                 bootstrap_servers=gw.settings.bootstrap_servers,
                 cluster_id=snap.cluster_id,
                 participants=list(out.participants),

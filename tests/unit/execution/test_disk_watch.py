@@ -16,7 +16,7 @@ from kafka_placement.execution.disk_watch import DIR_MOVE, REPLICATION, TRICKLE,
 from kafka_placement.execution.record import (
     Execution,
     ExecutionPlan,
-    LimitsDoc,
+    Limits,
     Original,
     Phase,
     Submission,
@@ -25,6 +25,7 @@ from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE
 from kafka_placement.kafka.types import ConfigTarget, LogDirInfo, ReplicaInDir
+from kafka_placement.model.cluster_spec import LimitsSpec
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
 from kafka_placement.planning.headroom import hard_stop
@@ -104,8 +105,8 @@ def test_a_replica_added_to_any_dir_writes_where_it_is_seen_else_any_dir_of_its_
     assert disk_watch.writes(indexed, 1, seen) == [Write(1, 1, "/d1", DIR_MOVE)]
 
 
-def _limits(share: float = 0.85, throttle: int | None = None) -> LimitsDoc:
-    return LimitsDoc(
+def _limits(share: float = 0.85, throttle: int | None = None) -> Limits:
+    return Limits(
         max_moves_per_broker=5,
         max_moves=10,
         max_bytes_per_broker=None,
@@ -129,7 +130,7 @@ def _dir(broker: int, path: str, used_mib: float, *replicas: tuple[str, int]) ->
 PLAN = Plan.of([PartitionTarget("t", 0, (2,), ("/d1",)), PartitionTarget("t", 1, (2,), ("/d1",))])
 
 
-def _moving(tmp_path: Path, limits: LimitsDoc) -> Execution:
+def _moving(tmp_path: Path, limits: Limits) -> Execution:
     ex = Execution.create(FileStore(tmp_path / "state.json"), PLAN, limits=limits, cluster_id="c1")
     ex.set_baseline([Original((1,), ("/d0",), 30 * MIB, 1, 1), Original((1,), ("/d0",), MIB, 1, 1)], {})
     ex.doc.phase = Phase.MOVING
@@ -201,11 +202,11 @@ def test_a_record_written_before_the_disk_watch_loads_with_the_default_limit(tmp
     ex = _moving(tmp_path, _limits(0.6))
     raw = json.loads((tmp_path / "state.json").read_text())
     assert raw["limits"]["maxDiskShare"] == 0.6 and raw["disk"]["held"] == []
-    del raw["limits"]["maxDiskShare"], raw["disk"]
+    del raw["limits"]["maxDiskShare"], raw["limits"]["batchSeconds"], raw["disk"]  # kept since
     (tmp_path / "state.json").write_text(json.dumps(raw))
     old = Execution.load(FileStore(tmp_path / "state.json"))
     assert old is not None and old.doc.limits.max_disk_share == 0.85 and old.doc.disk.held == []
-    assert executor.Limits(max_disk_share=0.7).to_doc().max_disk_share == 0.7
+    assert old.doc.limits.batch_seconds == LimitsSpec().batch_seconds
     del ex
 
 

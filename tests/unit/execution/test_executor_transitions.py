@@ -19,7 +19,6 @@ from kafka_placement.execution.record import (
     Execution,
     ExecutionPlan,
     IllegalTransition,
-    LimitsDoc,
     Original,
     Phase,
     PState,
@@ -96,7 +95,7 @@ BASELINE = [
     Original((1, 2), ("/d0", "/d0"), 50),
     Original((2, 4), ("/d0", "/d0"), 10),
 ]
-LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
+LIMITS = Limits(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 
 
 def _execution(tmp_path: Path, rules: list[Rule] | None = None) -> Execution:

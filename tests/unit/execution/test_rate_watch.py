@@ -15,7 +15,7 @@ from kafka_placement.execution.record import (
     MAX_HOLD_FACTOR,
     Execution,
     ExecutionPlan,
-    LimitsDoc,
+    Limits,
     Original,
     Phase,
     RateSide,
@@ -118,10 +118,8 @@ def test_readings_count_the_bytes_each_side_copied_and_finished_moves_in_full() 
     assert seen[IN] == RateReading(40 * T, 60 * T, SIZE) and seen[OUT] == RateReading(40 * T, 60 * T, SIZE)
 
 
-def _limits() -> LimitsDoc:
-    return LimitsDoc(
-        max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=T, hold_rate=True
-    )
+def _limits() -> Limits:
+    return Limits(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=T, hold_rate=True)
 
 
 def test_hold_rates_sets_the_raised_rate_written_ahead_keeps_it_on_new_batches_and_restores_the_previous(

@@ -11,7 +11,7 @@ from tests.unit.reconcile.test_decide import PLAN, SUMMARY, body, executing, pha
 
 from kafka_placement.execution.record import (
     Execution,
-    LimitsDoc,
+    Limits,
     Original,
     PState,
     Submission,
@@ -33,7 +33,7 @@ from kafka_placement.reconcile.decision import (
     View,
 )
 
-LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
+LIMITS = Limits(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 
 
 def heal(name: str = "heal-2", **spec: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from kafka_placement.execution.record import Execution, LimitsDoc
+from kafka_placement.execution.record import Execution, Limits
 from kafka_placement.execution.store import FileStore
 from kafka_placement.kafka.throttles import (
     FOLLOWER_RATE,
@@ -72,7 +72,7 @@ def test_the_state_applied_is_the_state_recorded_cleared_and_defended(tmp_path: 
     move = Move("t", 0, current=(1, 2), target=(3, 2))
     store = FileStore(tmp_path / "state.json")
     plan = Plan.of([PartitionTarget("t", 0, (3, 2), ("any", "any"))])
-    limits = LimitsDoc(max_moves_per_broker=1, max_moves=1, max_bytes_per_broker=None, throttle=1000)
+    limits = Limits(max_moves_per_broker=1, max_moves=1, max_bytes_per_broker=None, throttle=1000)
     ex = Execution.create(store, plan, limits=limits, cluster_id="c1")
 
     def write_ahead(planned: ThrottleState) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client import REGISTRY
 
 from kafka_placement.execution.progress import compute_progress
-from kafka_placement.execution.record import Execution, LimitsDoc, Original, Phase, Submission
+from kafka_placement.execution.record import Execution, Limits, Original, Phase, Submission
 from kafka_placement.execution.store import FileStore
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
@@ -19,7 +19,7 @@ from kafka_placement.reconcile import metrics
 PLAN = Plan.of(
     [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 3), ("any", "any"))]
 )
-LIMITS = LimitsDoc(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
+LIMITS = Limits(max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None)
 
 
 def _record(tmp_path: Path, name: str) -> Execution:
@@ -118,7 +118,7 @@ def test_the_dirs_moves_write_into_have_a_usage_series_until_no_move_writes_ther
     from kafka_placement.execution.record import DirSeen, HeldDir
 
     ex = _record(tmp_path, "disk")
-    ex.doc.limits = LimitsDoc(
+    ex.doc.limits = Limits(
         max_moves_per_broker=5, max_moves=10, max_bytes_per_broker=None, throttle=None, max_disk_share=0.8
     )
     ex.doc.phase = Phase.MOVING
