@@ -11,6 +11,7 @@ import kopf
 from ..execution.record import TERMINAL, Execution
 from ..execution.store import RecordConflict
 from ..model.errors import BadInputError
+from ..model.intent_status import IntentStatus
 from ..model.intents import ClusterRef, Intent, OperatorFields, parse_resource
 from ..reconcile import leader
 from ..reconcile import status as st
@@ -35,9 +36,8 @@ def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
     except BadInputError as e:
         patch.status.update(st.intent_status(body, st.FAILED, "InvalidSpec", e.message))
         raise kopf.PermanentError(e.message) from None
-    phase = (body.get("status") or {}).get("phase")
-    generation = body["metadata"].get("generation")
-    if phase is None or (body.get("status") or {}).get("observedGeneration") != generation:
+    status = IntentStatus.of(body)
+    if status.phase is None or status.observed_generation != body["metadata"].get("generation"):
         patch.status.update(
             st.intent_status(body, st.PENDING, "Accepted", "waiting for the cluster's planner")
         )

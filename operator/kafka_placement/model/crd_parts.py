@@ -116,31 +116,3 @@ def _name(description: str) -> Schema:
 
 
 # ---- shared parts (the intents' clusterRef and operator fields are declared in model/intent_kinds.py) --
-
-
-def _conditions(types: tuple[str, ...]) -> Schema:
-    return _arr(
-        "Standard Kubernetes conditions, one per type, with the reason and a human-readable message.",
-        _obj(
-            "One condition of the resource.",
-            {
-                "type": _str(f"Condition type: one of {', '.join(types)}.", enum=list(types)),
-                "status": _str("Whether the condition holds.", enum=["True", "False", "Unknown"]),
-                "reason": _str(
-                    "A CamelCase, machine-readable reason for the last transition.",
-                    maxLength=1024,
-                    pattern=CONDITION_REASON_PATTERN,
-                ),
-                "message": _str("A human-readable explanation of the condition.", maxLength=32768),
-                "lastTransitionTime": _str(
-                    "When the condition last changed status (RFC 3339).", format="date-time"
-                ),
-                "observedGeneration": _int(
-                    "The metadata.generation the condition was computed from.", 0, int64=True
-                ),
-            },
-            ["type", "status"],
-        ),
-        maxItems=16,
-        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )

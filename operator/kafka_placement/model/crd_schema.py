@@ -4,7 +4,8 @@ Structural OpenAPI v3 schemas (apiextensions.k8s.io/v1) of the four kinds of gro
 ``kafkaplacement.io``, built as plain dicts so ``crds/`` and the chart's ``crds/`` are generated from
 here (``kafka-placement crds``) and a unit test fails on drift. Every kind's spec is declared once with
 its parser: the intent kinds' in ``model/intent_kinds.py``, the KafkaCluster's in
-``model/cluster_spec.py``. Every field has a description so
+``model/cluster_spec.py``; so is the intents' status, with the model the operator writes and reads
+(``model/intent_status.py``). Every field has a description so
 ``kubectl explain`` documents the API.
 """
 
@@ -19,151 +20,22 @@ from .crd_parts import (
     CATEGORIES,
     CLUSTER_CONDITION_TYPES,
     CLUSTER_PHASES,
-    CONDITION_TYPES,
     GROUP,
     HEADER,
     NEW_PARTITION_PHASES,
-    PHASES,
     PLURALS,
     VERSION,
     Schema,
     _arr,
     _bool,
     _col,
-    _conditions,
     _int,
     _obj,
     _str,
 )
 from .intent_kinds import spec_schema
+from .intent_status import IntentStatus, conditions_schema
 from .self_healing import status_schema
-
-
-def _waiting() -> Schema:
-    """``status.plan.waiting``: the partitions no plan can act on now (planning/waiting.py writes it)."""
-
-    def common(description: str, first: Schema, extra: dict[str, Schema]) -> Schema:
-        return _obj(
-            description,
-            {
-                "partitions": _int("How many partitions wait, named or not.", 0, int64=True),
-                "brokers": _arr(
-                    "The dead brokers they keep a replica on.", _int("Broker id.", 0), maxItems=1000
-                ),
-                "first": _arr("The first ones by name.", first, maxItems=10),
-                **extra,
-            },
-        )
-
-    ids = _arr("Broker ids.", _int("Broker id.", 0), maxItems=128)
-    return _obj(
-        "Partitions the plan leaves as they are because no plan can act on them now (a state, not a "
-        "failure): the BrokerDecommission of their dead broker stays Pending with the reason.",
-        {
-            "NoInSyncReplica": common(
-                "No leader and no live replica in the ISR (the leader died while the others were out of "
-                "sync): nothing to copy from until a leader is elected.",
-                _obj(
-                    "A partition, its dead replicas and its live out-of-sync ones.",
-                    {"partition": _str("topic-partition", maxLength=300), "dead": ids, "outOfSync": ids},
-                ),
-                {},
-            ),
-            "WaitingForCapacity": common(
-                "A replica on a dead broker, and fewer brokers able to hold the partition than its "
-                "replication factor: it waits for a broker to return or be added.",
-                _str("topic-partition", maxLength=300),
-                {
-                    "replicationFactor": _int("The largest replication factor among them.", 0),
-                    "brokersAvailable": _int("The fewest brokers that may hold one of them.", 0),
-                    "brokersNeeded": _int("How many more brokers they need.", 0),
-                },
-            ),
-        },
-    )
-
-
-def _intent_status() -> Schema:
-    return _obj(
-        "Observed state, written by the operator.",
-        {
-            "phase": _str("Lifecycle phase of this intent.", enum=list(PHASES)),
-            "conditions": _conditions(CONDITION_TYPES),
-            "observedGeneration": _int(
-                "The metadata.generation of the spec the status describes.", 0, int64=True
-            ),
-            "message": _str("Human-readable summary of the current phase.", maxLength=32768),
-            "plan": _obj(
-                "The current plan made for this intent (together with all other intents of the cluster).",
-                {
-                    "id": _str("Plan id; copy it to spec.approvedPlan to approve the plan.", maxLength=128),
-                    "moves": _int("Number of partition moves in the plan.", 0, int64=True),
-                    "replicaMoves": _int(
-                        "Number of replica moves (one partition move may move several).", 0, int64=True
-                    ),
-                    "bytes": _int(
-                        "Bytes the plan moves over the network and between log dirs.", 0, int64=True
-                    ),
-                    "lowerBoundBytes": _int(
-                        "Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True
-                    ),
-                    "waiting": _waiting(),
-                    "review": _obj(
-                        "Where to read the plan before approving it.",
-                        {
-                            "configMap": _str(
-                                "ConfigMap with the plan's report (report.html), per-broker and per-dir "
-                                "load before/after, moves by topic, the largest moves, batches and an "
-                                "estimated duration.",
-                                maxLength=253,
-                            ),
-                            "brokersChanging": _str(
-                                "The brokers whose load changes most, with their bytes before and after.",
-                                maxLength=1000,
-                            ),
-                            "trafficChanging": _str(
-                                "With measured rates: the brokers whose network in and out change most, "
-                                "before and after.",
-                                maxLength=1000,
-                            ),
-                        },
-                    ),
-                },
-            ),
-            "progress": _obj(
-                "Progress of the plan's execution.",
-                {
-                    "partitionsDone": _int("Partitions whose move completed.", 0, int64=True),
-                    "partitionsTotal": _int("Partitions the plan moves.", 0, int64=True),
-                    "bytesMoved": _int("Bytes moved so far.", 0, int64=True),
-                    "bytesRemaining": _int("Bytes still to move.", 0, int64=True),
-                    "eta": _str(
-                        "Estimated completion time (RFC 3339), from the recent transfer rate.",
-                        format="date-time",
-                    ),
-                    "summary": _str(
-                        'Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64
-                    ),
-                    "diskHeld": _str(
-                        "While the executor holds moves because the log dir they write into is about to "
-                        "fill (above the hard stop of capacity.maxDiskShare): which dir, how full, which "
-                        "moves. Absent otherwise.",
-                        maxLength=1000,
-                    ),
-                },
-            ),
-            "retry": _obj(
-                "Set while this intent, created while an execution ran, could not supersede it (its plan "
-                "failed, waits for a broker, or the moves in flight already cover it): it is planned "
-                "again no earlier than 'after' (60 s, doubled per attempt, at most an hour), or when the "
-                "execution ends.",
-                {
-                    "attempts": _int("Failed attempts so far.", 1),
-                    "after": _str("When the next attempt may be made (RFC 3339).", format="date-time"),
-                },
-            ),
-        },
-    )
 
 
 def _intent_columns() -> list[Schema]:
@@ -316,7 +188,7 @@ def _kafka_cluster_status() -> Schema:
             ),
             "traffic": _traffic_status(),
             **status_schema(),
-            "conditions": _conditions(CLUSTER_CONDITION_TYPES),
+            "conditions": conditions_schema(CLUSTER_CONDITION_TYPES),
             "observedGeneration": _int("The metadata.generation the status describes.", 0, int64=True),
         },
     )
@@ -401,7 +273,7 @@ def crd_documents() -> list[dict[str, Any]]:
             "ldc",
             "Cordon log dirs of a broker (no new replicas), optionally draining them.",
             spec_schema("LogDirCordon"),
-            _intent_status(),
+            IntentStatus.schema(),
             _intent_columns(),
         ),
         _crd(
@@ -409,7 +281,7 @@ def crd_documents() -> list[dict[str, Any]]:
             "bdc",
             "Move every replica off the listed brokers.",
             spec_schema("BrokerDecommission"),
-            _intent_status(),
+            IntentStatus.schema(),
             _intent_columns(),
         ),
         _crd(
@@ -417,7 +289,7 @@ def crd_documents() -> list[dict[str, Any]]:
             "kpp",
             "Placement rules (rack spread, replication factor, balance) for selected topics.",
             spec_schema("PlacementPolicy"),
-            _intent_status(),
+            IntentStatus.schema(),
             _intent_columns(),
         ),
     ]

@@ -1,15 +1,17 @@
 """Typed custom-resource specs whose fields are each declared once; parser and CRD schema derive from it.
 
-A spec is a frozen dataclass whose fields are declared with ``leaf`` (a JSON name and its OpenAPI
-schema: description, type, bounds, enum, pattern and ``default``; a scalar, a map of scalars or an array
-of scalars), ``child`` (a nested spec class) or ``custom`` (a schema and a reader of its own, e.g.
-``selfHealing``'s ``SelfHealingSpec``). A field declared otherwise is not the spec's (an intent's
-``name``, taken from its metadata): the parser is given it (``parse_object(..., name=...)``). The CRD
-schema (``object_schema``) and the strict parser (``parse_object``) are both derived from those
-declarations, and a leaf's Python default *is* its schema's ``default``: the object the apiserver
-stores (defaults filled in) and the object the user wrote parse to the same value
-(tests/unit/model/test_cluster_spec.py checks it). The pattern of ``self_healing.py``'s status entries
-(``_field``), extended to whole specs with nested objects and defaults.
+A spec is a frozen dataclass whose fields are declared with ``leaf`` (a JSON name and its OpenAPI schema:
+description, type, bounds, enum, pattern and ``default``; a scalar, a map of scalars or an array of
+scalars), ``child`` (a nested spec class) or ``custom`` (a schema and a reader of its own, e.g.
+``selfHealing``'s ``SelfHealingSpec``), or ``items`` (an array of a nested spec class). A field declared
+otherwise is not the spec's (an intent's ``name``, taken from its metadata): the parser is given it
+(``parse_object(..., name=...)``). The CRD schema (``object_schema``) and the strict parser
+(``parse_object``) are both derived from those declarations, and a leaf's Python default *is* its
+schema's ``default``: the object the apiserver stores (defaults filled in) and the object the user wrote
+parse to the same value (tests/unit/model/test_cluster_spec.py checks it). ``to_json`` writes an instance
+back as that JSON: the statuses are declared the same way (model/intent_status.py), so what the operator
+writes and what it reads back have one declaration too. The pattern of ``self_healing.py``'s status
+entries (``_field``), extended to whole specs with nested objects and defaults.
 
 Why not pydantic (the execution record's model): its JSON schema is not a structural OpenAPI schema
 (``$ref``, ``anyOf`` with null, titles; no ``x-kubernetes-*``, no control over the field order), so the
@@ -62,6 +64,8 @@ class _Prop:
     required: bool = False
     missing: str | None = None  # the message of a missing required field, at the field itself
     says: Mapping[str, str] | None = None  # a leaf's own words for errors (``check_value``)
+    many: Schema | None = None  # ``items``: the array's own schema (its items are ``nested``'s)
+    write: Callable[[Any], Any] | None = None  # a custom field's writer (``to_json``)
 
 
 def leaf(
@@ -92,9 +96,24 @@ def child(json: str, cls: type[Any], *, required: bool = False, absent: bool = F
     return field(default_factory=cls, metadata=meta) if absent else field(default=None, metadata=meta)
 
 
-def custom(json: str, schema: Schema, read: Callable[[object, str], Any]) -> Any:
-    """A field with a schema and a reader of its own (``read(value, where)``); None when absent."""
-    return field(default=None, metadata={_KEY: _Prop(json, schema=schema, read=read)})
+def items(json: str, cls: type[Any], description: str, *, max_items: int, **extra: Any) -> Any:
+    """An array of nested objects of spec class ``cls`` (at most ``max_items``; ``extra``: more of the
+    array's schema, e.g. ``x-kubernetes-list-type``); ``()`` when absent."""
+    many = {"type": "array", "description": description, "maxItems": max_items, **extra}
+    return field(default=(), metadata={_KEY: _Prop(json, nested=cls, many=many)})
+
+
+def custom(
+    json: str,
+    schema: Schema,
+    read: Callable[[object, str], Any],
+    write: Callable[[Any], Any] | None = None,
+    *,
+    default: Any = None,
+) -> Any:
+    """A field with a schema and a reader of its own (``read(value, where)``) and, for ``to_json``, a writer
+    (``write(value)``; without one the value is written as it is); ``default`` when absent."""
+    return field(default=default, metadata={_KEY: _Prop(json, schema=schema, read=read, write=write)})
 
 
 def spec_of(body: Mapping[str, Any]) -> Any:
@@ -116,7 +135,10 @@ def properties(cls: type[Any]) -> dict[str, Schema]:
     """The schemas of a spec class's fields, by JSON name in declaration order."""
     out: dict[str, Schema] = {}
     for _, p in _props(cls):
-        if p.nested is not None:
+        if p.many is not None:
+            assert p.nested is not None
+            out[p.json] = {**p.many, "items": object_schema(p.nested)}
+        elif p.nested is not None:
             out[p.json] = object_schema(p.nested)
         else:
             assert p.schema is not None
@@ -153,12 +175,48 @@ def parse_object(
             continue
         if p.read is not None:
             kw[name] = p.read(value, at)
+        elif p.many is not None:
+            assert p.nested is not None
+            listed = as_list(value, at)
+            if len(listed) > p.many["maxItems"]:
+                raise BadInputError(f"at most {p.many['maxItems']} entries, got {len(listed)}", at)
+            kw[name] = tuple(parse_object(p.nested, v, f"{at}[{i}]") for i, v in enumerate(listed))
         elif p.nested is not None:
             kw[name] = parse_object(p.nested, value, at)
         else:
             assert p.schema is not None
             kw[name] = check_value(p.schema, value, at, p.says)
     return cls(**kw)
+
+
+def to_json(obj: Any) -> dict[str, Any]:
+    """An instance of a spec class as the JSON object its schema describes (what ``parse_object`` reads
+    back): JSON names, nested objects and arrays written out, absent (None) fields left out."""
+    out: dict[str, Any] = {}
+    for name, p in _props(type(obj)):
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        if p.write is not None:
+            out[p.json] = p.write(value)
+        elif p.many is not None:
+            out[p.json] = [to_json(v) for v in value]
+        elif p.nested is not None:
+            out[p.json] = to_json(value)
+        elif p.read is not None:
+            out[p.json] = value
+        else:
+            assert p.schema is not None
+            out[p.json] = _leaf_json(p.schema, value)
+    return out
+
+
+def _leaf_json(schema: Schema, value: Any) -> Any:
+    if schema["type"] == "object":  # a map of scalars, kept as (key, value) pairs
+        return dict(value)
+    if schema["type"] == "array":
+        return list(value)
+    return value
 
 
 def check_value(schema: Schema, value: object, where: str, says: Mapping[str, str] | None = None) -> Any:
@@ -238,10 +296,12 @@ __all__ = [
     "check_value",
     "child",
     "custom",
+    "items",
     "json_names",
     "leaf",
     "object_schema",
     "parse_object",
     "properties",
     "spec_of",
+    "to_json",
 ]

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..execution.record import Phase, Rule
 from ..model.errors import BadInputError
+from ..model.intent_status import IntentStatus, Progress
 from ..model.intents import (
     BrokerDecommission,
     Intent,
@@ -45,6 +46,7 @@ from ..model.intents import (
 )
 from ..model.plan import Plan
 from ..model.self_healing import SelfHealingSpec, format_time, parse_time
+from ..model.spec_fields import to_json
 from ..model.windows import ExecutionSpec, Gate, gate
 from ..planning import waiting
 from . import status as st
@@ -117,7 +119,7 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
     statuses = tuple(
         StatusPatch(b, st.FAILED, f.reason, f.message)
         for b in resources
-        if (b.get("status") or {}).get("phase") != st.COMPLETED
+        if IntentStatus.of(b).phase != st.COMPLETED
     )
     cluster = {
         "phase": f.cluster_phase,
@@ -321,9 +323,10 @@ RETRY_FIRST_S, RETRY_MAX_S = 60, 3600  # the backoff of an intent that failed to
 def retry_at(body: Body) -> float:
     """When an intent that failed to supersede the execution in flight may try again (``status.retry``;
     0: now)."""
-    after = ((body.get("status") or {}).get("retry") or {}).get("after")
+    retry = IntentStatus.of(body).retry
+    after = retry.after if retry is not None else None
     try:
-        return parse_time(str(after), "status.retry.after") if after else 0.0
+        return parse_time(after, "status.retry.after") if after else 0.0
     except BadInputError:
         return 0.0  # unreadable: tried now, and written afresh
 
@@ -331,9 +334,8 @@ def retry_at(body: Body) -> float:
 def retry_of(body: Body, now: float) -> dict[str, Any]:
     """``status.retry`` after one more failed attempt: the attempts so far and when the next may be
     (``RETRY_FIRST_S`` doubled per attempt, at most ``RETRY_MAX_S``)."""
-    old = (body.get("status") or {}).get("retry") or {}
-    attempts = old.get("attempts")
-    attempts = attempts + 1 if isinstance(attempts, int) and attempts > 0 else 1
+    old = IntentStatus.of(body).retry
+    attempts = old.attempts + 1 if old is not None and old.attempts else 1
     wait = min(RETRY_FIRST_S * 2 ** min(attempts - 1, 16), RETRY_MAX_S)
     return {"attempts": attempts, "after": format_time(now + wait)}
 
@@ -486,6 +488,11 @@ def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:
     )
 
 
+def _shown(progress: Progress | None) -> dict[str, Any] | None:
+    """A stored ``status.progress`` written again as it is (a Completed intent keeps its last progress)."""
+    return None if progress is None else to_json(progress)
+
+
 def _all(
     valid: Sequence[tuple[Body, Intent]], phase: str, reason: str, message: str, **kw: Any
 ) -> tuple[StatusPatch, ...]:
@@ -539,7 +546,7 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
         pending = tuple(
             StatusPatch(b, st.PLANNING, st.PLANNING, msg)
             for b, _ in valid
-            if (b.get("status") or {}).get("phase") in (None, st.PENDING)
+            if IntentStatus.of(b).phase in (None, st.PENDING)
         )
         return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
@@ -549,7 +556,7 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
             statuses=tuple(
                 StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting)
                 for b, _ in valid
-                if (b.get("status") or {}).get("phase") != st.COMPLETED
+                if IntentStatus.of(b).phase != st.COMPLETED
             )
         )
     if planned.plan is None:
@@ -596,7 +603,7 @@ def _gates(
                     "Converged",
                     message,
                     plan=shown,
-                    progress=(b.get("status") or {}).get("progress") if executed else None,
+                    progress=_shown(IntentStatus.of(b).progress) if executed else None,
                 )
                 for b, _ in valid
             )

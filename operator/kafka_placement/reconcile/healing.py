@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from ..model.cluster_spec import InvalidPart
 from ..model.crd_parts import COMPLETED, FAILED, GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
+from ..model.intent_status import IntentStatus
 from ..model.intents import BrokerDecommission, LogDirCordon, parse_resource
 from ..model.self_healing import (
     DEFAULT_SETTLE_S,
@@ -275,7 +276,7 @@ def heals_of(bodies: Iterable[Mapping[str, Any]]) -> list[Heal]:
         elif isinstance(intent, LogDirCordon) and len(intent.log_dirs) == 1:
             target = (intent.broker, intent.log_dirs[0])
         if target is not None:
-            phase = (b.get("status") or {}).get("phase")
+            phase = IntentStatus.of(b).phase
             relief = isinstance(intent, LogDirCordon) and intent.relieve_below_share is not None
             out.append(Heal(b, str(b["kind"]), intent.name, target, phase, relief))
     return out

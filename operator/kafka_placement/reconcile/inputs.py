@@ -28,6 +28,7 @@ from ..kafka.gateway import (
 from ..kube.gateway import KubeError, KubeGateway
 from ..model.cluster_spec import ClusterSpec
 from ..model.errors import BadInputError
+from ..model.intent_status import IntentStatus
 from ..model.intents import (
     BrokerDecommission,
     parse_resource,
@@ -156,7 +157,7 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
     it is not planned (and so converges). A broker unknown from the start is still bad input (a typo)."""
     spec: dict[str, Any] = dict(spec_of(body))
     doc = {"kind": body["kind"], "spec": spec, "metadata": {"name": body["metadata"]["name"]}}
-    if body["kind"] != "BrokerDecommission" or (body.get("status") or {}).get("phase") not in ACCEPTED:
+    if body["kind"] != "BrokerDecommission" or IntentStatus.of(body).phase not in ACCEPTED:
         return doc
     try:
         intent = parse_resource(body)

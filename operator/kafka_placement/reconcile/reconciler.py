@@ -41,6 +41,7 @@ from ..model.cluster_spec import ClusterSpec, is_connection_error
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intent_kinds import KINDS
+from ..model.intent_status import IntentStatus
 from ..model.intents import (
     ClusterRef,
     Intents,
@@ -177,18 +178,21 @@ class Reconciler:
     def set_status(self, p: StatusPatch) -> None:
         """Write one intent status (an Event when phase or message changed; nothing when unchanged)."""
         body = p.body
-        old = body.get("status") or {}
+        old, stored = IntentStatus.of(body), body.get("status") or {}
+        if old.unread is not None:
+            name = body["metadata"]["name"]
+            log.warning("%s/%s: status not read, a new one is written: %s", body["kind"], name, old.unread)
         new = st.intent_status(
             body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress, retry=p.retry
         )
         self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
-        if old.get("phase") != p.phase or old.get("message") != p.message:
+        if old.phase != p.phase or old.message != p.message:
             etype = "Warning" if p.phase == st.FAILED else "Normal"
             self.kube.event(body, etype, p.reason or p.phase, p.message or p.phase)
-        took = healing.healed_in(body, old.get("phase"), p.phase, self.wall())
+        took = healing.healed_in(body, old.phase, p.phase, self.wall())
         if took is not None:
             metrics.HEAL_SECONDS.labels(kind=body["kind"]).observe(took)
-        if st.unchanged(old, new):
+        if st.unchanged(stored, new):
             return
         meta = body["metadata"]
         self.kube.patch_custom_status(

@@ -24,8 +24,10 @@ from typing import Any
 
 from ..kafka.types import LogDirInfo
 from ..model import crd_parts
+from ..model.intent_status import IntentStatus, PlanStatus, Progress, Retry
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from ..model.spec_fields import to_json
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -141,28 +143,31 @@ def intent_status(
     progress: Mapping[str, Any] | None = None,
     retry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A full status for an intent resource in ``phase``; ``retry`` (decide's ``retry_of``) is kept while
-    Planning when not given, and removed (null) in any other phase without it."""
-    old = body.get("status") or {}
-    status: dict[str, Any] = {
-        "phase": phase,
-        "observedGeneration": (body.get("metadata") or {}).get("generation"),
-        "conditions": merge_conditions(old.get("conditions"), phase_conditions(phase, reason, message)),
-        "message": message,
-    }
-    if plan is not None:
-        status["plan"] = dict(plan)
-    if progress is not None:
-        shown: dict[str, Any] = dict(progress)
-        for key in old.get("progress") or {}:  # a merge patch keeps what it does not name; null removes it
-            shown.setdefault(
-                key, None
-            )  # (status.progress.diskHeld once a hold ended, an ETA no longer known)
-        status["progress"] = shown
-    if retry is not None:
-        status["retry"] = dict(retry)
-    elif old.get("retry") is not None:
-        status["retry"] = old["retry"] if phase == PLANNING else None
+    """A full status for an intent resource in ``phase`` (``IntentStatus``, model/intent_status.py: each
+    part parsed against its declaration, so a writer cannot write what the schema does not hold), as the
+    JSON of a merge patch. ``retry`` (decide's ``retry_of``) is kept while Planning when not given, and
+    removed (null) in any other phase without it; a ``progress`` key the old status has and the new one
+    does not is removed (null)."""
+    old = IntentStatus.of(body)
+    conditions = merge_conditions(
+        [to_json(c) for c in old.conditions], phase_conditions(phase, reason, message)
+    )
+    new = IntentStatus(
+        phase=phase,
+        observed_generation=(body.get("metadata") or {}).get("generation"),
+        conditions=IntentStatus.parse({"conditions": conditions}).conditions,
+        message=message,
+        plan=None if plan is None else PlanStatus.parse(plan),
+        progress=None if progress is None else Progress.parse(progress),
+        retry=Retry.parse(retry) if retry is not None else (old.retry if phase == PLANNING else None),
+    )
+    status = to_json(new)
+    if progress is not None and old.progress is not None:
+        # a merge patch keeps what it does not name; null removes it (status.progress.diskHeld once a
+        # hold ended, an ETA no longer known)
+        status["progress"] = {**dict.fromkeys(to_json(old.progress)), **status["progress"]}
+    if old.retry is not None and new.retry is None:
+        status["retry"] = None
     return status
 
 

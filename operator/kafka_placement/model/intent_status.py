@@ -1,0 +1,320 @@
+# ruff: noqa: RUF009  (child/items/custom return dataclasses.field specifiers, like field(): nothing is shared)
+"""The status of an intent resource (LogDirCordon, BrokerDecommission, PlacementPolicy), declared once.
+
+Each part is a frozen dataclass of ``spec_fields`` declarations (a JSON name and its schema, description
+and bounds included), as the specs are: the CRD's status schema (``IntentStatus.schema``, used by
+model/crd_schema.py and so by ``docs/reference.md``), the parser of a stored status (``IntentStatus.of``)
+and the JSON the operator writes (``spec_fields.to_json``) all derive from them. The reconcile layer
+builds these (reconcile/status.py) and reads them back, never a status dict by string keys. The
+conditions' schema (``conditions_schema``) is the KafkaCluster's too, with its own types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .crd_parts import CONDITION_REASON_PATTERN, CONDITION_TYPES, PHASES, Schema, _arr, _int, _str
+from .errors import BadInputError
+from .jsonio import as_list
+from .spec_fields import child, custom, items, leaf, object_schema, parse_object, to_json
+
+MAX_CONDITIONS = 16
+
+
+# ---- conditions (every kind's) ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    """One standard Kubernetes condition (its ``type`` is one of its kind's types)."""
+
+    DESCRIPTION: ClassVar[str] = "One condition of the resource."
+
+    type: str = leaf("type", _str("Condition type.", maxLength=316), required=True)
+    status: str = leaf(
+        "status", _str("Whether the condition holds.", enum=["True", "False", "Unknown"]), required=True
+    )
+    reason: str | None = leaf(
+        "reason",
+        _str(
+            "A CamelCase, machine-readable reason for the last transition.",
+            maxLength=1024,
+            pattern=CONDITION_REASON_PATTERN,
+        ),
+    )
+    message: str | None = leaf(
+        "message", _str("A human-readable explanation of the condition.", maxLength=32768)
+    )
+    last_transition_time: str | None = leaf(
+        "lastTransitionTime",
+        _str("When the condition last changed status (RFC 3339).", format="date-time"),
+    )
+    observed_generation: int | None = leaf(
+        "observedGeneration",
+        _int("The metadata.generation the condition was computed from.", 0, int64=True),
+    )
+
+
+def conditions_schema(types: tuple[str, ...]) -> Schema:
+    """``status.conditions`` of a kind whose condition types are ``types``: one entry per type."""
+    entry = object_schema(Condition)
+    entry["properties"]["type"] = _str(f"Condition type: one of {', '.join(types)}.", enum=list(types))
+    return _arr(
+        "Standard Kubernetes conditions, one per type, with the reason and a human-readable message.",
+        entry,
+        maxItems=MAX_CONDITIONS,
+        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+def _read_conditions(raw: object, where: str) -> tuple[Condition, ...]:
+    listed = as_list(raw, where)
+    if len(listed) > MAX_CONDITIONS:
+        raise BadInputError(f"at most {MAX_CONDITIONS} entries, got {len(listed)}", where)
+    return tuple(parse_object(Condition, c, f"{where}[{i}]") for i, c in enumerate(listed))
+
+
+def _write_conditions(value: tuple[Condition, ...]) -> list[dict[str, Any]]:
+    return [to_json(c) for c in value]
+
+
+def conditions_field(types: tuple[str, ...]) -> Any:
+    """The ``conditions`` field of a status class whose kind has the condition ``types``."""
+    return custom("conditions", conditions_schema(types), _read_conditions, _write_conditions, default=())
+
+
+# ---- status.plan ---------------------------------------------------------------------------------------
+
+_IDS = _arr("Broker ids.", _int("Broker id.", 0), maxItems=128)
+_PARTITIONS = _int("How many partitions wait, named or not.", 0, int64=True)
+_DEAD = _arr("The dead brokers they keep a replica on.", _int("Broker id.", 0), maxItems=1000)
+_FIRST = "The first ones by name."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoInSyncPartition:
+    DESCRIPTION: ClassVar[str] = "A partition, its dead replicas and its live out-of-sync ones."
+
+    partition: str | None = leaf("partition", _str("topic-partition", maxLength=300))
+    dead: tuple[int, ...] | None = leaf("dead", _IDS)
+    out_of_sync: tuple[int, ...] | None = leaf("outOfSync", _IDS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoInSyncReplicaWait:
+    DESCRIPTION: ClassVar[str] = (
+        "No leader and no live replica in the ISR (the leader died while the others were out of sync): "
+        "nothing to copy from until a leader is elected."
+    )
+
+    partitions: int | None = leaf("partitions", _PARTITIONS)
+    brokers: tuple[int, ...] | None = leaf("brokers", _DEAD)
+    first: tuple[NoInSyncPartition, ...] = items("first", NoInSyncPartition, _FIRST, max_items=10)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityWait:
+    DESCRIPTION: ClassVar[str] = (
+        "A replica on a dead broker, and fewer brokers able to hold the partition than its replication "
+        "factor: it waits for a broker to return or be added."
+    )
+
+    partitions: int | None = leaf("partitions", _PARTITIONS)
+    brokers: tuple[int, ...] | None = leaf("brokers", _DEAD)
+    first: tuple[str, ...] | None = leaf(
+        "first", _arr(_FIRST, _str("topic-partition", maxLength=300), maxItems=10)
+    )
+    replication_factor: int | None = leaf(
+        "replicationFactor", _int("The largest replication factor among them.", 0)
+    )
+    brokers_available: int | None = leaf(
+        "brokersAvailable", _int("The fewest brokers that may hold one of them.", 0)
+    )
+    brokers_needed: int | None = leaf("brokersNeeded", _int("How many more brokers they need.", 0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """``status.plan.waiting``: the partitions no plan can act on now (planning/waiting.py writes it)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Partitions the plan leaves as they are because no plan can act on them now (a state, not a "
+        "failure): the BrokerDecommission of their dead broker stays Pending with the reason."
+    )
+
+    no_in_sync_replica: NoInSyncReplicaWait | None = child("NoInSyncReplica", NoInSyncReplicaWait)
+    waiting_for_capacity: CapacityWait | None = child("WaitingForCapacity", CapacityWait)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    DESCRIPTION: ClassVar[str] = "Where to read the plan before approving it."
+
+    config_map: str | None = leaf(
+        "configMap",
+        _str(
+            "ConfigMap with the plan's report (report.html), per-broker and per-dir load before/after, "
+            "moves by topic, the largest moves, batches and an estimated duration.",
+            maxLength=253,
+        ),
+    )
+    brokers_changing: str | None = leaf(
+        "brokersChanging",
+        _str("The brokers whose load changes most, with their bytes before and after.", maxLength=1000),
+    )
+    traffic_changing: str | None = leaf(
+        "trafficChanging",
+        _str(
+            "With measured rates: the brokers whose network in and out change most, before and after.",
+            maxLength=1000,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanStatus:
+    DESCRIPTION: ClassVar[str] = (
+        "The current plan made for this intent (together with all other intents of the cluster)."
+    )
+
+    id: str | None = leaf(
+        "id", _str("Plan id; copy it to spec.approvedPlan to approve the plan.", maxLength=128)
+    )
+    moves: int | None = leaf("moves", _int("Number of partition moves in the plan.", 0, int64=True))
+    replica_moves: int | None = leaf(
+        "replicaMoves",
+        _int("Number of replica moves (one partition move may move several).", 0, int64=True),
+    )
+    bytes: int | None = leaf(
+        "bytes", _int("Bytes the plan moves over the network and between log dirs.", 0, int64=True)
+    )
+    lower_bound_bytes: int | None = leaf(
+        "lowerBoundBytes",
+        _int("Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True),
+    )
+    waiting: Waiting | None = child("waiting", Waiting)
+    review: Review | None = child("review", Review)
+
+    @staticmethod
+    def parse(raw: object, where: str = "status.plan") -> PlanStatus:
+        return parse_object(PlanStatus, raw, where)
+
+
+# ---- status.progress and status.retry ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    DESCRIPTION: ClassVar[str] = "Progress of the plan's execution."
+
+    partitions_done: int | None = leaf(
+        "partitionsDone", _int("Partitions whose move completed.", 0, int64=True)
+    )
+    partitions_total: int | None = leaf("partitionsTotal", _int("Partitions the plan moves.", 0, int64=True))
+    bytes_moved: int | None = leaf("bytesMoved", _int("Bytes moved so far.", 0, int64=True))
+    bytes_remaining: int | None = leaf("bytesRemaining", _int("Bytes still to move.", 0, int64=True))
+    eta: str | None = leaf(
+        "eta",
+        _str("Estimated completion time (RFC 3339), from the recent transfer rate.", format="date-time"),
+    )
+    summary: str | None = leaf(
+        "summary", _str('Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64)
+    )
+    disk_held: str | None = leaf(
+        "diskHeld",
+        _str(
+            "While the executor holds moves because the log dir they write into is about to fill (above "
+            "the hard stop of capacity.maxDiskShare): which dir, how full, which moves. Absent otherwise.",
+            maxLength=1000,
+        ),
+    )
+
+    @staticmethod
+    def parse(raw: object, where: str = "status.progress") -> Progress:
+        return parse_object(Progress, raw, where)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retry:
+    DESCRIPTION: ClassVar[str] = (
+        "Set while this intent, created while an execution ran, could not supersede it (its plan failed, "
+        "waits for a broker, or the moves in flight already cover it): it is planned again no earlier "
+        "than 'after' (60 s, doubled per attempt, at most an hour), or when the execution ends."
+    )
+
+    attempts: int | None = leaf("attempts", _int("Failed attempts so far.", 1))
+    after: str | None = leaf(
+        "after", _str("When the next attempt may be made (RFC 3339).", format="date-time")
+    )
+
+    @staticmethod
+    def parse(raw: object, where: str = "status.retry") -> Retry:
+        return parse_object(Retry, raw, where)
+
+
+# ---- the whole status ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntentStatus:
+    """``status`` of an intent resource; every field absent until the operator writes it."""
+
+    DESCRIPTION: ClassVar[str] = "Observed state, written by the operator."
+
+    phase: str | None = leaf("phase", _str("Lifecycle phase of this intent.", enum=list(PHASES)))
+    conditions: tuple[Condition, ...] = conditions_field(CONDITION_TYPES)
+    observed_generation: int | None = leaf(
+        "observedGeneration",
+        _int("The metadata.generation of the spec the status describes.", 0, int64=True),
+    )
+    message: str | None = leaf(
+        "message", _str("Human-readable summary of the current phase.", maxLength=32768)
+    )
+    plan: PlanStatus | None = child("plan", PlanStatus)
+    progress: Progress | None = child("progress", Progress)
+    retry: Retry | None = child("retry", Retry)
+    # not the schema's: why the stored status could not be read (``of``), for the caller to log
+    unread: str | None = None
+
+    @staticmethod
+    def schema() -> Schema:
+        return object_schema(IntentStatus)
+
+    @staticmethod
+    def parse(raw: object, where: str = "status") -> IntentStatus:
+        return parse_object(IntentStatus, raw, where)
+
+    @staticmethod
+    def of(body: Mapping[str, Any]) -> IntentStatus:
+        """The stored status of a resource (an empty one when it has none). The apiserver validated it
+        against the schema these classes generate; one that does not parse (written by another version,
+        or edited by hand through the status subresource) is read as empty, saying why (``unread``: the
+        status writer logs it), and the operator writes a whole new one."""
+        raw = body.get("status")
+        if not raw:
+            return IntentStatus()
+        try:
+            return IntentStatus.parse(raw)
+        except BadInputError as e:
+            return IntentStatus(unread=str(e))
+
+    def condition(self, ctype: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == ctype), None)
+
+
+__all__ = [
+    "CapacityWait",
+    "Condition",
+    "IntentStatus",
+    "NoInSyncPartition",
+    "NoInSyncReplicaWait",
+    "PlanStatus",
+    "Progress",
+    "Retry",
+    "Review",
+    "Waiting",
+    "conditions_field",
+    "conditions_schema",
+]
