@@ -217,7 +217,7 @@ def _field(json: str, schema: Schema, default: Any = MISSING) -> Any:
     return field(metadata=meta) if default is MISSING else field(default=default, metadata=meta)
 
 
-def _entry_schema(cls: type, description: str, required: list[str]) -> Schema:
+def entry_schema(cls: type, description: str, required: list[str]) -> Schema:
     return _obj(description, {f.metadata["json"]: f.metadata["schema"] for f in fields(cls)}, required)
 
 
@@ -492,42 +492,6 @@ class HealingState:
         }
 
 
-def status_schema() -> dict[str, Schema]:
-    """The KafkaCluster status fields of self-healing (from the entries' declared fields)."""
-    return {
-        "deadBrokers": _arr(
-            "Brokers the cluster names (replicas or registration) that are not alive, since when, and "
-            "their heal.",
-            _entry_schema(DeadBroker, "One broker that is not alive.", ["id", "since"]),
-            maxItems=10000,
-        ),
-        "offlineLogDirs": _arr(
-            "Offline log dirs of live brokers, since when, and their heal.",
-            _entry_schema(OfflineLogDir, "One offline log dir.", ["broker", "path", "since"]),
-            maxItems=10000,
-        ),
-        "pastFailures": _arr(
-            f"The last {MAX_PAST_FAILURES} broker failures that ended (the broker back for settleSeconds), "
-            "oldest first: since when, the heal, when the broker returned, and when the heal was retired "
-            "or why it was not (entries awaiting their heal's retirement are kept beyond that count).",
-            _entry_schema(PastFailure, "One broker failure that ended.", ["broker", "since"]),
-            maxItems=1000,
-        ),
-        "pressuredLogDirs": _arr(
-            "Log dirs whose volume is above selfHealing.diskPressure.aboveShare, since when, how full, and "
-            "their heal.",
-            _entry_schema(PressuredLogDir, "One log dir under disk pressure.", ["broker", "path", "since"]),
-            maxItems=10000,
-        ),
-        "unreachableBrokers": _arr(
-            "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
-            "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
-            _entry_schema(UnreachableBroker, "One unreachable broker.", ["id", "since"]),
-            maxItems=10000,
-        ),
-    }
-
-
 __all__ = [
     "DEFAULT_SETTLE_S",
     "KEEP",
@@ -547,9 +511,9 @@ __all__ = [
     "PressuredLogDir",
     "SelfHealingSpec",
     "UnreachableBroker",
+    "entry_schema",
     "format_time",
     "parse_time",
     "past_failures",
     "pressured_log_dirs",
-    "status_schema",
 ]

@@ -96,10 +96,12 @@ def child(json: str, cls: type[Any], *, required: bool = False, absent: bool = F
     return field(default_factory=cls, metadata=meta) if absent else field(default=None, metadata=meta)
 
 
-def items(json: str, cls: type[Any], description: str, *, max_items: int, **extra: Any) -> Any:
-    """An array of nested objects of spec class ``cls`` (at most ``max_items``; ``extra``: more of the
-    array's schema, e.g. ``x-kubernetes-list-type``); ``()`` when absent."""
-    many = {"type": "array", "description": description, "maxItems": max_items, **extra}
+def items(json: str, cls: type[Any], description: str, *, max_items: int | None, **extra: Any) -> Any:
+    """An array of nested objects of spec class ``cls`` (at most ``max_items``; None: unbounded, for a
+    list the operator writes of what the cluster has, e.g. its brokers; ``extra``: more of the array's
+    schema, e.g. ``x-kubernetes-list-type``); ``()`` when absent."""
+    bound = {} if max_items is None else {"maxItems": max_items}
+    many = {"type": "array", "description": description, **bound, **extra}
     return field(default=(), metadata={_KEY: _Prop(json, nested=cls, many=many)})
 
 
@@ -178,8 +180,9 @@ def parse_object(
         elif p.many is not None:
             assert p.nested is not None
             listed = as_list(value, at)
-            if len(listed) > p.many["maxItems"]:
-                raise BadInputError(f"at most {p.many['maxItems']} entries, got {len(listed)}", at)
+            most = p.many.get("maxItems")
+            if most is not None and len(listed) > most:
+                raise BadInputError(f"at most {most} entries, got {len(listed)}", at)
             kw[name] = tuple(parse_object(p.nested, v, f"{at}[{i}]") for i, v in enumerate(listed))
         elif p.nested is not None:
             kw[name] = parse_object(p.nested, value, at)
@@ -191,11 +194,12 @@ def parse_object(
 
 def to_json(obj: Any) -> dict[str, Any]:
     """An instance of a spec class as the JSON object its schema describes (what ``parse_object`` reads
-    back): JSON names, nested objects and arrays written out, absent (None) fields left out."""
+    back): JSON names, nested objects and arrays written out; absent fields (None, or an empty list of
+    ``items`` or ``custom`` entries, their default) left out."""
     out: dict[str, Any] = {}
     for name, p in _props(type(obj)):
         value = getattr(obj, name)
-        if value is None:
+        if value is None or (value == () and (p.many is not None or p.read is not None)):
             continue
         if p.write is not None:
             out[p.json] = p.write(value)

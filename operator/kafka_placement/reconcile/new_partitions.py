@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..execution.record import TERMINAL, Execution, Phase
+from ..model.cluster_status import NewPartitionsStatus
 from ..model.crd_parts import NEW_PARTITION_PHASES
 from ..model.errors import BadInputError, InfeasibleError
 from ..model.intent_kinds import OperatorFields
@@ -154,7 +155,7 @@ class Outcome:
     """What one lane step decided: the lane's status, the Events to post (on the participants), and the
     execution to start (its plan and participants' uids) when approved."""
 
-    status: dict[str, Any] | None = None
+    status: NewPartitionsStatus | None = None
     events: tuple[tuple[Body, str, str, str], ...] = ()
     start: Plan | None = None
     participants: tuple[str, ...] = ()
@@ -170,7 +171,7 @@ def decide_lane(
     valid: Sequence[tuple[Body, Intent]],
     intents: Intents,
     running: frozenset[Key],
-    previous: Mapping[str, Any] | None,
+    previous: NewPartitionsStatus | None,
 ) -> Outcome:
     """Plan the pending new partitions of ``snapshot`` (read alone) for the enforced ``intents`` of the
     ``valid`` resources, leaving out those of the running execution's plan (``running``) and those over
@@ -186,13 +187,13 @@ def decide_lane(
         plan = lane_plan(small, intents)
     except (InfeasibleError, BadInputError) as e:
         message = f"new partitions cannot be placed per the intents: {e.message}"
-        status = {"phase": BLOCKED, "message": message[:1000]}
+        status = NewPartitionsStatus(phase=BLOCKED, message=message[:1000])
         topics = sorted({p.topic for p in small.partitions})
         brokers = {b for p in small.partitions for b in p.replicas}
         on = [b for b, i in valid if applies(i, topics, brokers, intents)]
         return Outcome(status, _events(on, previous, status, "Warning", "NewPartitionsBlocked"))
     if plan is None:
-        return Outcome({"phase": WATCHING, "message": "new partitions placed per the intents"})
+        return Outcome(NewPartitionsStatus(phase=WATCHING, message="new partitions placed per the intents"))
     topics = sorted({t.topic for t in plan.partitions})
     origins = {p.key: p.replicas for p in small.partitions}
     brokers = {b for t in plan.partitions for b in (*origins.get(t.key, ()), *t.replicas)}
@@ -220,26 +221,32 @@ def decide_lane(
 
 
 def _events(
-    on: Sequence[Body], previous: Mapping[str, Any] | None, status: Mapping[str, Any], etype: str, reason: str
+    on: Sequence[Body],
+    previous: NewPartitionsStatus | None,
+    status: NewPartitionsStatus,
+    etype: str,
+    reason: str,
 ) -> tuple[tuple[Body, str, str, str], ...]:
-    same = previous is not None and all(
-        previous.get(k) == status.get(k) for k in ("phase", "planId", "message")
+    same = previous is not None and (previous.phase, previous.plan_id, previous.message) == (
+        status.phase,
+        status.plan_id,
+        status.message,
     )
-    return () if same else tuple((b, etype, reason, str(status["message"])) for b in on)
+    return () if same else tuple((b, etype, reason, str(status.message)) for b in on)
 
 
-def _status(phase: str, plan_id: str, partitions: int, message: str) -> dict[str, Any]:
+def _status(phase: str, plan_id: str, partitions: int, message: str) -> NewPartitionsStatus:
     """``status.newPartitions``: the lane's phase, its last plan and why (bounded)."""
-    return {"phase": phase, "planId": plan_id, "partitions": partitions, "message": message[:1000]}
+    return NewPartitionsStatus(phase=phase, plan_id=plan_id, partitions=partitions, message=message[:1000])
 
 
-def left_to_replan(waiting: Mapping[str, Any]) -> dict[str, Any]:
+def left_to_replan(waiting: NewPartitionsStatus) -> NewPartitionsStatus:
     """``status.newPartitions`` once a full re-plan took over the partitions of a lane plan that waited."""
-    message = f"lane plan {waiting.get('planId')} superseded: the cluster's plan covers its partitions"
-    return {"phase": WATCHING, "planId": waiting.get("planId"), "message": message}
+    message = f"lane plan {waiting.plan_id} superseded: the cluster's plan covers its partitions"
+    return NewPartitionsStatus(phase=WATCHING, plan_id=waiting.plan_id, message=message)
 
 
-def record_status(record: Execution) -> dict[str, Any]:
+def record_status(record: Execution) -> NewPartitionsStatus:
     """``status.newPartitions`` of a lane execution as its record stands."""
     doc = record.doc
     plan = f"lane plan {doc.plan_id}"

@@ -38,6 +38,7 @@ from ..kafka.gateway import (
 )
 from ..kube.gateway import KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
+from ..model.cluster_status import NewPartitionsStatus, new_partitions_of
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intent_kinds import KINDS
@@ -46,6 +47,7 @@ from ..model.intents import (
     ClusterRef,
     Intents,
 )
+from ..model.spec_fields import to_json
 from ..model.traffic_looks import PartitionKey
 from ..planning.traffic_rates import Traffic
 from . import healing, metrics, periods
@@ -278,8 +280,13 @@ class Reconciler:
     # ---- one reconciliation ------------------------------------------------------------------------
 
     def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
-        """Reconcile; returns the KafkaCluster's status patch. The spec is parsed once, here, and handed
-        down (connection, executor limits, planner, self-healing)."""
+        """Reconcile; returns the KafkaCluster's status patch (checked against its declaration)."""
+        meta = cluster["metadata"]
+        return st.checked_cluster_patch(self._reconcile(cluster), meta["namespace"], meta["name"])
+
+    def _reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
+        """The spec is parsed once, here, and handed down (connection, executor limits, planner,
+        self-healing)."""
         meta = cluster["metadata"]
         ns, name = meta["namespace"], meta["name"]
         label = metrics.cluster_label(ns, name)
@@ -327,8 +334,10 @@ class Reconciler:
             return failed("CorruptExecutionRecord", e.message, connected=True)
         active = record is not None and record.phase not in TERMINAL
         lane_active = lane_record is not None and lane_record.phase not in TERMINAL
-        waiting = (cluster.get("status") or {}).get("newPartitions") or {}
-        lane_plan = waiting.get("planId") if waiting.get("phase") == lane.AWAITING_APPROVAL else None
+        waiting = new_partitions_of(cluster.get("status"))
+        lane_plan = (
+            waiting.plan_id if waiting is not None and waiting.phase == lane.AWAITING_APPROVAL else None
+        )
         where, print_ = (ns, name), fingerprint(cluster, bodies, record, lane_plan)
         memory = self.memory(where)
         settled, memory.settled = memory.settled, None
@@ -373,8 +382,8 @@ class Reconciler:
                 status = one.run()
                 if one.snap is not None:  # the full re-plan covered every partition of it
                     memory.watch.saw_snapshot(one.snap)
-                    if waiting.get("phase") in lane.WAITING:
-                        status["newPartitions"] = lane.left_to_replan(waiting)
+                    if waiting is not None and waiting.phase in lane.WAITING:
+                        status["newPartitions"] = to_json(lane.left_to_replan(waiting))
                 status |= self._lane(
                     gw, cluster, limits, bodies, record, lane_store, lane_record, full=one.snap is not None
                 )
@@ -412,25 +421,25 @@ class Reconciler:
         KafkaCluster's ``status.newPartitions`` (nothing when the lane has nothing to say)."""
         meta = cluster["metadata"]
         where = (meta["namespace"], meta["name"])
-        previous = (cluster.get("status") or {}).get("newPartitions")
+        previous = new_partitions_of(cluster.get("status"))
         unthrottled = limits.model_copy(update={"throttle": None, "max_bytes_per_broker": None})
-        shown: dict[str, Any] | None = None
+        shown: NewPartitionsStatus | None = None
         if record is not None and record.phase not in TERMINAL:
             with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError)
                 executor.tick(gw, record, unthrottled, scoped=True)
             shown = lane.record_status(record)
             if record.phase not in TERMINAL:
-                return {"newPartitions": shown}
+                return {"newPartitions": to_json(shown)}
         watch = self.memory(where).watch
         valid, _ = parse(bodies)
         enforced = [(b, i) for b, i in valid if lane.is_enforced(i)]
         started = self.clock()
         if full or not enforced or not watch.due(started):  # paced by the looks' own cost (Watch)
-            return {"newPartitions": shown} if shown is not None else {}
+            return _lane_status(shown)
         watch.look(gw.partition_counts())
         watch.paced(started, self.clock())
         if not watch.pending:
-            return {"newPartitions": shown} if shown is not None else {}
+            return _lane_status(shown)
         snap = gw.snapshot(only=watch.pending)
         documents = [d for d in (planning_document(b, snap) for b, _ in enforced) if d is not None]
         try:
@@ -461,7 +470,13 @@ class Reconciler:
             )
             new.save()
             metrics.LANE_PLANS.labels(cluster=metrics.cluster_label(meta["namespace"], meta["name"])).inc()
-        if out.status is not None and out.status["phase"] in (lane.WATCHING, lane.EXECUTING):
+        if out.status is not None and out.status.phase in (lane.WATCHING, lane.EXECUTING):
             watch.pending.clear()  # placed, planned, or left to the full re-plan (large, or in its plan)
-        status = out.status if out.status is not None and out.status["phase"] != lane.WATCHING else shown
-        return {"newPartitions": status} if status is not None else {}
+        return _lane_status(
+            out.status if out.status is not None and out.status.phase != lane.WATCHING else shown
+        )
+
+
+def _lane_status(shown: NewPartitionsStatus | None) -> dict[str, Any]:
+    """The KafkaCluster status patch of the lane: its ``status.newPartitions``, or nothing to say."""
+    return {} if shown is None else {"newPartitions": to_json(shown)}

@@ -19,15 +19,20 @@ entry per type, ``lastTransitionTime`` changes only when the status flips.
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..kafka.types import LogDirInfo
 from ..model import crd_parts
+from ..model.cluster_status import check_patch
+from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, PlanStatus, Progress, Retry
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import to_json
+
+log = logging.getLogger(__name__)
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -305,3 +310,14 @@ def light_cluster_status(
         ],
         "reassignmentsInFlight": in_flight,
     }
+
+
+def checked_cluster_patch(patch: dict[str, Any], ns: str, name: str) -> dict[str, Any]:
+    """``patch`` (a KafkaCluster status merge patch) as it is, once checked against its declaration
+    (model/cluster_status.py): a part the schema does not hold is logged as the defect it is (the apiserver
+    would refuse it, or prune an unknown field silently) and sent anyway, for the apiserver to decide."""
+    try:
+        check_patch(patch)
+    except BadInputError as e:
+        log.error("KafkaCluster %s/%s: the status patch breaks the status schema: %s", ns, name, e)
+    return patch

@@ -45,12 +45,14 @@ from ..kafka.gateway import KafkaAuthenticationError, KafkaAuthorizationError, K
 from ..kube.gateway import KubeError, KubeGateway
 from ..model.capacity import Capacity, CapacitySpec
 from ..model.cluster_spec import ClusterSpec, TrafficSpec
+from ..model.cluster_status import MAX_TRAFFIC_BROKERS
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..model.traffic_looks import PartitionKey
 from ..planning.loads import BrokerLoad, broker_loads
 from ..planning.traffic_rates import Traffic, TrafficState, estimates, fold, with_traffic
 from ..planning.traffic_state import state_from_json, state_to_json
+from . import status as st
 from .fencing import FencedGateway
 from .leader import Leadership
 from .record_store import ConfigMapStore
@@ -58,7 +60,7 @@ from .record_store import ConfigMapStore
 log = logging.getLogger(__name__)
 
 DOC_VERSION = 1
-MAX_BROKERS = 2000  # status.traffic lists at most this many brokers (~240 KB): 1000 brokers fit twice
+MAX_BROKERS = MAX_TRAFFIC_BROKERS  # status.traffic lists at most this many brokers (~240 KB): 1000 fit twice
 GATEWAY_LOOKS = 10  # looks one gateway serves: the access check and the topic ids read once per 10
 SAVE_FRACTION = 0.5  # the state is saved once the looks advanced this fraction of the window
 STATE_GZ_BYTES_PER_PARTITION = 32  # bound; 28.3 measured (tests/unit/reconcile/test_traffic_sampler.py)
@@ -305,7 +307,10 @@ class TrafficSampler:
         if c.at and 0 <= now - c.at < sampling.period_seconds:
             return None
         try:
-            return self._look(c, spec, sampling, ns, shown)
+            status = self._look(c, spec, sampling, ns, shown)
+            if status is not None:
+                st.checked_cluster_patch({"traffic": status}, ns, name)
+            return status
         except RecordConflict as e:  # another writer (a new leader's claim): reload before the next look
             log.warning("KafkaCluster %s/%s: traffic state not saved: %s", ns, name, e)
             self.forget(ns, name)

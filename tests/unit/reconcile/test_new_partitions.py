@@ -68,7 +68,7 @@ def test_new_partitions_in_one_dc_are_spread_by_the_hard_goal_alone() -> None:
     assert out.start is not None and out.status is not None
     (target,) = out.start.partitions  # t1-1 already spans both DCs: not moved (no balance move)
     assert target.name == "t1-0" and {RACKS[b][:4] for b in target.replicas} == {"/dc1", "/dc2"}
-    assert out.status["phase"] == lane.EXECUTING and out.status["planId"] == out.start.plan_id
+    assert out.status.phase == lane.EXECUTING and out.status.plan_id == out.start.plan_id
     assert out.participants == ("u-spread",)
     assert [e[2] for e in out.events] == ["NewPartitionsPlaced"]
 
@@ -77,23 +77,23 @@ def test_a_manual_policy_holds_the_lane_plan_until_its_id_is_approved() -> None:
     snap = snapshot(RACKS, [("t1", 0, [1, 2], [0, 0], 10)])
     out = lane.decide_lane(snap, valid(policy(approval="Manual")), intents(POLICY), frozenset(), None)
     assert out.start is None and out.status is not None
-    assert out.status["phase"] == lane.AWAITING_APPROVAL
-    plan_id = out.status["planId"]
-    assert f"set spec.approvedPlan: {plan_id} on PlacementPolicy/spread" in out.status["message"]
+    assert out.status.phase == lane.AWAITING_APPROVAL
+    plan_id = out.status.plan_id
+    assert f"set spec.approvedPlan: {plan_id} on PlacementPolicy/spread" in out.status.message
     again = lane.decide_lane(snap, valid(policy(approval="Manual")), intents(POLICY), frozenset(), out.status)
     assert again.events == ()  # told once, not every reconcile
     approved = policy(approval="Manual", approvedPlan=plan_id)
     go = lane.decide_lane(snap, valid(approved), intents(POLICY), frozenset(), out.status)
     assert go.start is not None and go.start.plan_id == plan_id
     paused = lane.decide_lane(snap, valid(policy(paused=True)), intents(POLICY), frozenset(), None)
-    assert paused.start is None and paused.status is not None and paused.status["phase"] == lane.PAUSED
+    assert paused.start is None and paused.status is not None and paused.status.phase == lane.PAUSED
 
 
 def test_the_lane_leaves_the_running_plan_and_large_partitions_to_the_full_replan() -> None:
     parts = [("t1", 0, [1, 2], [0, 0], 10), ("t1", 1, [1, 2], [0, 0], SMALL_REPLICA_BYTES + 1)]
     snap = snapshot(RACKS, parts)
     out = lane.decide_lane(snap, valid(policy()), intents(POLICY), frozenset({("t1", 0)}), None)
-    assert out.start is None and out.status is not None and out.status["phase"] == lane.WATCHING
+    assert out.start is None and out.status is not None and out.status.phase == lane.WATCHING
 
 
 def test_a_rule_no_placement_meets_is_blocked_with_a_warning_and_no_plan() -> None:
@@ -103,8 +103,8 @@ def test_a_rule_no_placement_meets_is_blocked_with_a_warning_and_no_plan() -> No
     body = resource("PlacementPolicy", "rf5", {"topics": {"include": ["t1"]}, "replicationFactor": 5})
     snap = snapshot(RACKS, [("t1", 0, [1, 2], [0, 0], 10)])
     out = lane.decide_lane(snap, valid(body), intents(text), frozenset(), None)
-    assert out.start is None and out.status is not None and out.status["phase"] == lane.BLOCKED
-    assert "t1-0" in out.status["message"]
+    assert out.start is None and out.status is not None and out.status.phase == lane.BLOCKED
+    assert "t1-0" in out.status.message
     assert [(e[1], e[2]) for e in out.events] == [("Warning", "NewPartitionsBlocked")]
 
 

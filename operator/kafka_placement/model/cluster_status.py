@@ -1,0 +1,369 @@
+# ruff: noqa: RUF009  (child/items/custom return dataclasses.field specifiers, like field(): nothing is shared)
+"""The status of a KafkaCluster, declared once, as the intents' is (model/intent_status.py).
+
+Each part is a frozen dataclass of ``spec_fields`` declarations: the CRD's status schema
+(``ClusterStatus.schema``, used by model/crd_schema.py and so by ``docs/reference.md``) and the parser of
+a stored status or of a status patch derive from them. Self-healing's entries (``status.deadBrokers`` and
+the rest) are declared in model/self_healing.py and enter here as custom fields with their own readers.
+Several writers patch parts of this status (the reconcile's pass, the traffic sampler, the new-partition
+lane); ``check_patch`` parses what each sends against these declarations before it is sent, so a writer
+cannot write a field the schema does not hold (the apiserver would prune it silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from .crd_parts import (
+    CLUSTER_CONDITION_TYPES,
+    CLUSTER_PHASES,
+    NEW_PARTITION_PHASES,
+    Schema,
+    _arr,
+    _bool,
+    _int,
+    _str,
+)
+from .errors import BadInputError
+from .intent_status import Condition, conditions_field
+from .jsonio import as_list, as_object
+from .self_healing import (
+    MAX_PAST_FAILURES,
+    DeadBroker,
+    OfflineLogDir,
+    PastFailure,
+    PressuredLogDir,
+    UnreachableBroker,
+    entry_schema,
+)
+from .spec_fields import child, custom, items, leaf, object_schema, parse_object
+
+P = TypeVar("P")
+
+# ---- brokers -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirStatus:
+    DESCRIPTION: ClassVar[str] = "One log dir of the broker."
+
+    path: str | None = leaf("path", _str("Absolute path of the log dir."))
+    used_bytes: int | None = leaf("usedBytes", _int("Bytes used by partition replicas.", 0, int64=True))
+    total_bytes: int | None = leaf("totalBytes", _int("Size of the volume.", 0, int64=True))
+    usable_bytes: int | None = leaf("usableBytes", _int("Free bytes on the volume.", 0, int64=True))
+    cordoned: bool | None = leaf(
+        "cordoned", _bool("Whether the dir is cordoned (KIP-1066 or by a LogDirCordon).")
+    )
+    online: bool | None = leaf("online", _bool("Whether the dir is online."))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerStatus:
+    DESCRIPTION: ClassVar[str] = "One broker of the cluster."
+
+    id: int | None = leaf("id", _int("Broker id.", 0))
+    rack: str | None = leaf("rack", _str("Rack string (may be hierarchical, e.g. /dc1/r2)."))
+    log_dirs: tuple[LogDirStatus, ...] = items(
+        "logDirs", LogDirStatus, "The broker's log dirs.", max_items=None
+    )
+
+
+# ---- the new-partition lane ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewPartitionsStatus:
+    DESCRIPTION: ClassVar[str] = (
+        "The new-partition lane: partitions created since the cluster was last read, placed per the "
+        "intents within seconds, also while an execution runs (its last plan and its state)."
+    )
+
+    phase: str | None = leaf(
+        "phase",
+        _str(
+            "Watching, AwaitingApproval, Paused, Executing, Completed, Failed or Blocked.",
+            enum=list(NEW_PARTITION_PHASES),
+        ),
+    )
+    plan_id: str | None = leaf(
+        "planId",
+        _str("The lane plan's id; with approval Manual, copy it to spec.approvedPlan.", maxLength=128),
+    )
+    partitions: int | None = leaf("partitions", _int("Partitions the lane plan moves.", 0, int64=True))
+    message: str | None = leaf("message", _str("What the lane did or waits for.", maxLength=1000))
+
+    @staticmethod
+    def parse(raw: object, where: str = "status.newPartitions") -> NewPartitionsStatus:
+        return parse_object(NewPartitionsStatus, raw, where)
+
+
+# ---- traffic -------------------------------------------------------------------------------------------
+
+
+def _number(description: str) -> Schema:
+    return {"type": "number", "description": description}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerCapacity:
+    DESCRIPTION: ClassVar[str] = "The broker's capacity per spec.capacity (known fields only)."
+
+    network_in: int | None = leaf("networkIn", _int("Network in, bytes per second.", 1, int64=True))
+    network_out: int | None = leaf("networkOut", _int("Network out, bytes per second.", 1, int64=True))
+    disk: int | None = leaf("disk", _int("Disk, bytes.", 1, int64=True))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Utilisation:
+    DESCRIPTION: ClassVar[str] = "Load / capacity per resource with a known capacity (1.0 = full)."
+
+    network_in: float | None = leaf("networkIn", _number("bytesInPerSec / capacity.networkIn."))
+    network_out: float | None = leaf("networkOut", _number("networkOutBytesPerSec / capacity.networkOut."))
+    disk: float | None = leaf("disk", _number("diskBytes / capacity.disk."))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerTraffic:
+    DESCRIPTION: ClassVar[str] = (
+        "One broker's traffic (sums over its replicas whose partition has a known rate)."
+    )
+
+    id: int | None = leaf("id", _int("Broker id.", 0))
+    bytes_in: int | None = leaf(
+        "bytesInPerSec",
+        _int("Bytes per second written to the broker's replicas, leaders and followers.", 0, int64=True),
+    )
+    leader_bytes_in: int | None = leaf(
+        "leaderBytesInPerSec",
+        _int("Bytes per second produced to the partitions the broker leads.", 0, int64=True),
+    )
+    network_out: int | None = leaf(
+        "networkOutBytesPerSec",
+        _int(
+            "Bytes per second fetched from the broker: over the partitions it leads, bytes in x "
+            "(followers + read fan-out).",
+            0,
+            int64=True,
+        ),
+    )
+    disk_bytes: int | None = leaf(
+        "diskBytes", _int("Bytes of the broker's replicas (the largest replica's size).", 0, int64=True)
+    )
+    replicas_measured: int | None = leaf(
+        "replicasMeasured", _int("The broker's replicas with a known rate.", 0, int64=True)
+    )
+    capacity: BrokerCapacity | None = child("capacity", BrokerCapacity)
+    utilisation: Utilisation | None = child("utilisation", Utilisation)
+
+
+def _count(description: str) -> Schema:
+    return _int(description, 0, int64=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplesSkipped:
+    DESCRIPTION: ClassVar[str] = (
+        "Samples skipped so far (kept across restarts), by reason; none gives a rate."
+    )
+
+    failed_read: int | None = leaf("failedRead", _count("A look that failed for a partition."))
+    recreated: int | None = leaf(
+        "recreated",
+        _count(
+            "The log went backwards or the topic id changed (deleted and created again): its history dropped."
+        ),
+    )
+    clock_back: int | None = leaf("clockBack", _count("A look not after the last one (a clock set back)."))
+    too_close: int | None = leaf("tooClose", _count("A look too close to the last one."))
+    group_back: int | None = leaf(
+        "groupBack", _count("A consumer group's committed offset went backwards (a reset, not reading).")
+    )
+
+
+MAX_TRAFFIC_BROKERS = 2000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficStatus:
+    DESCRIPTION: ClassVar[str] = (
+        "Traffic sampled per spec.traffic: per-broker totals of the partitions' weighted bytes in."
+    )
+
+    sampled_at: str | None = leaf("sampledAt", _str("When the last look was taken (RFC 3339)."))
+    window_seconds: int | None = leaf("windowSeconds", _int("The window of the weighted rates.", 1))
+    looks: int | None = leaf("looks", _count("Looks taken so far (kept across operator restarts)."))
+    partitions_measured: int | None = leaf("partitionsMeasured", _count("Partitions with a known rate."))
+    groups_read: int | None = leaf(
+        "groupsRead",
+        _count(
+            "Consumer groups whose committed offsets the last look read: only groups the principal may "
+            "DESCRIBE; read fan-out counts no other."
+        ),
+    )
+    brokers: tuple[BrokerTraffic, ...] = items(
+        "brokers", BrokerTraffic, f"Per broker, at most {MAX_TRAFFIC_BROKERS}.", max_items=MAX_TRAFFIC_BROKERS
+    )
+    brokers_omitted: int | None = leaf(
+        "brokersOmitted", _int(f"Brokers beyond the {MAX_TRAFFIC_BROKERS} listed.", 0)
+    )
+    capacity_error: str | None = leaf(
+        "capacityError",
+        _str("Why no capacity is shown: spec.capacity names a broker the cluster does not have."),
+    )
+    samples_skipped: SamplesSkipped | None = child("samplesSkipped", SamplesSkipped)
+    network_capacity_goal: str | None = leaf(
+        "networkCapacityGoal",
+        _str(
+            "Whether plans keep every broker under maxShare of its declared network capacity: 'on: ...' "
+            "or 'off: <why>' (no spec.capacity, no network capacity, no measured rate)."
+        ),
+    )
+
+    @staticmethod
+    def parse(raw: object, where: str = "status.traffic") -> TrafficStatus:
+        return parse_object(TrafficStatus, raw, where)
+
+
+# ---- self-healing's entries ----------------------------------------------------------------------------
+
+
+def _entries(
+    json: str, entry: Any, description: str, entry_description: str, required: list[str], most: int
+) -> Any:
+    """A list of self-healing entries (``entry``'s ``from_json`` / ``to_json``, model/self_healing.py)."""
+    schema = _arr(description, entry_schema(entry, entry_description, required), maxItems=most)
+
+    def read(raw: object, where: str) -> tuple[Any, ...]:
+        listed = as_list(raw, where)
+        if len(listed) > most:
+            raise BadInputError(f"at most {most} entries, got {len(listed)}", where)
+        return tuple(entry.from_json(e, f"{where}[{i}]") for i, e in enumerate(listed))
+
+    def write(value: tuple[Any, ...]) -> list[dict[str, Any]]:
+        return [e.to_json() for e in value]
+
+    return custom(json, schema, read, write, default=())
+
+
+# ---- the whole status ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterStatus:
+    """``status`` of a KafkaCluster; every field absent until the operator writes it."""
+
+    DESCRIPTION: ClassVar[str] = "Observed state of the cluster, written by the operator."
+
+    phase: str | None = leaf("phase", _str("Connection state.", enum=list(CLUSTER_PHASES)))
+    brokers: tuple[BrokerStatus, ...] = items(
+        "brokers", BrokerStatus, "Brokers, racks and log dirs with usage and cordon state.", max_items=None
+    )
+    reassignments_in_flight: int | None = leaf(
+        "reassignmentsInFlight", _int("Partition reassignments in progress in Kafka.", 0)
+    )
+    new_partitions: NewPartitionsStatus | None = child("newPartitions", NewPartitionsStatus)
+    traffic: TrafficStatus | None = child("traffic", TrafficStatus)
+    dead_brokers: tuple[DeadBroker, ...] = _entries(
+        "deadBrokers",
+        DeadBroker,
+        "Brokers the cluster names (replicas or registration) that are not alive, since when, and their "
+        "heal.",
+        "One broker that is not alive.",
+        ["id", "since"],
+        10000,
+    )
+    offline_log_dirs: tuple[OfflineLogDir, ...] = _entries(
+        "offlineLogDirs",
+        OfflineLogDir,
+        "Offline log dirs of live brokers, since when, and their heal.",
+        "One offline log dir.",
+        ["broker", "path", "since"],
+        10000,
+    )
+    past_failures: tuple[PastFailure, ...] = _entries(
+        "pastFailures",
+        PastFailure,
+        f"The last {MAX_PAST_FAILURES} broker failures that ended (the broker back for settleSeconds), "
+        "oldest first: since when, the heal, when the broker returned, and when the heal was retired or "
+        "why it was not (entries awaiting their heal's retirement are kept beyond that count).",
+        "One broker failure that ended.",
+        ["broker", "since"],
+        1000,
+    )
+    pressured_log_dirs: tuple[PressuredLogDir, ...] = _entries(
+        "pressuredLogDirs",
+        PressuredLogDir,
+        "Log dirs whose volume is above selfHealing.diskPressure.aboveShare, since when, how full, and "
+        "their heal.",
+        "One log dir under disk pressure.",
+        ["broker", "path", "since"],
+        10000,
+    )
+    unreachable_brokers: tuple[UnreachableBroker, ...] = _entries(
+        "unreachableBrokers",
+        UnreachableBroker,
+        "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
+        "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
+        "One unreachable broker.",
+        ["id", "since"],
+        10000,
+    )
+    conditions: tuple[Condition, ...] = conditions_field(CLUSTER_CONDITION_TYPES)
+    observed_generation: int | None = leaf(
+        "observedGeneration", _int("The metadata.generation the status describes.", 0, int64=True)
+    )
+
+    @staticmethod
+    def schema() -> Schema:
+        return object_schema(ClusterStatus)
+
+    @staticmethod
+    def parse(raw: object, where: str = "status") -> ClusterStatus:
+        return parse_object(ClusterStatus, raw, where)
+
+
+def check_patch(patch: Mapping[str, Any], where: str = "status") -> None:
+    """A merge patch of a KafkaCluster's status holds only what ``ClusterStatus`` declares: each field it
+    sets parses (a null, which removes a field, is always allowed); raises ``BadInputError`` naming the
+    field otherwise."""
+    obj = as_object(patch, where)
+    ClusterStatus.parse({k: v for k, v in obj.items() if v is not None}, where)
+
+
+def new_partitions_of(status: Mapping[str, Any] | None) -> NewPartitionsStatus | None:
+    """``status.newPartitions`` as stored, or None when absent or unreadable (a lane state is then
+    written afresh)."""
+    return _part(status, "newPartitions", NewPartitionsStatus.parse)
+
+
+def traffic_of(status: Mapping[str, Any] | None) -> TrafficStatus | None:
+    """``status.traffic`` as stored, or None when absent or unreadable."""
+    return _part(status, "traffic", TrafficStatus.parse)
+
+
+def _part(status: Mapping[str, Any] | None, key: str, parse: Callable[[object, str], P]) -> P | None:
+    raw = (status or {}).get(key)
+    if not raw:
+        return None
+    try:
+        return parse(raw, f"status.{key}")
+    except BadInputError:
+        return None
+
+
+__all__ = [
+    "BrokerCapacity",
+    "BrokerStatus",
+    "BrokerTraffic",
+    "ClusterStatus",
+    "LogDirStatus",
+    "NewPartitionsStatus",
+    "SamplesSkipped",
+    "TrafficStatus",
+    "Utilisation",
+    "check_patch",
+    "new_partitions_of",
+    "traffic_of",
+]
