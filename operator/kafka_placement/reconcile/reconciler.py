@@ -281,8 +281,17 @@ class Reconciler:
 
     def reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
         """Reconcile; returns the KafkaCluster's status patch (checked against its declaration)."""
-        meta = cluster["metadata"]
-        return st.checked_cluster_patch(self._reconcile(cluster), meta["namespace"], meta["name"])
+        status = self._reconcile(cluster)
+        problem = st.patch_problem(status)
+        if problem is not None:
+            meta = cluster["metadata"]
+            log.error(
+                "KafkaCluster %s/%s: the status breaks its schema: %s",
+                meta["namespace"],
+                meta["name"],
+                problem,
+            )
+        return status
 
     def _reconcile(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
         """The spec is parsed once, here, and handed down (connection, executor limits, planner,

@@ -19,7 +19,6 @@ entry per type, ``lastTransitionTime`` changes only when the status flips.
 from __future__ import annotations
 
 import datetime
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,8 +30,6 @@ from ..model.intent_status import IntentStatus, PlanStatus, Progress, Retry
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import to_json
-
-log = logging.getLogger(__name__)
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -312,12 +309,13 @@ def light_cluster_status(
     }
 
 
-def checked_cluster_patch(patch: dict[str, Any], ns: str, name: str) -> dict[str, Any]:
-    """``patch`` (a KafkaCluster status merge patch) as it is, once checked against its declaration
-    (model/cluster_status.py): a part the schema does not hold is logged as the defect it is (the apiserver
-    would refuse it, or prune an unknown field silently) and sent anyway, for the apiserver to decide."""
+def patch_problem(patch: Mapping[str, Any]) -> str | None:
+    """What breaks the status schema in ``patch`` (a KafkaCluster status merge patch), checked against its
+    declaration (model/cluster_status.py); None when nothing does. A writer's defect: the caller logs it
+    and sends the patch anyway, for the apiserver to decide (it would refuse a bad value, or prune an
+    unknown field silently)."""
     try:
         check_patch(patch)
     except BadInputError as e:
-        log.error("KafkaCluster %s/%s: the status patch breaks the status schema: %s", ns, name, e)
-    return patch
+        return str(e)
+    return None

@@ -308,8 +308,9 @@ class TrafficSampler:
             return None
         try:
             status = self._look(c, spec, sampling, ns, shown)
-            if status is not None:
-                st.checked_cluster_patch({"traffic": status}, ns, name)
+            problem = None if status is None else st.patch_problem({"traffic": status})
+            if problem is not None:
+                log.error("KafkaCluster %s/%s: status.traffic breaks its schema: %s", ns, name, problem)
             return status
         except RecordConflict as e:  # another writer (a new leader's claim): reload before the next look
             log.warning("KafkaCluster %s/%s: traffic state not saved: %s", ns, name, e)
