@@ -34,13 +34,15 @@ venv: $(STAMP)
 # controller-manager, etcd and helm from the Go module proxy; containerd, runc, CNI plugins, iptables and
 # promtool (the chart's alert rules are checked with it) unpacked from Debian packages; the broker plugin
 # (broker-plugin/) built with Maven, its JUnit tests included, rebuilt only when its sources change (all
-# cached outside the repo); headless Chromium from Debian's packages for the report's browser test
+# cached outside the repo); the GitOps health checkers (kstatus, gopher-lua) from the Go module proxy;
+# headless Chromium from Debian's packages for the report's browser test
 # (installed once, a no-op after).
 rig-build: venv
 	@bash scripts/check-tools.sh java mvn go
 	bash tests/rig/kafka/fetch.sh
 	bash scripts/build-broker-plugin.sh
 	bash tests/rig/k8s/build.sh
+	bash tests/rig/gitops/build.sh >/dev/null
 	bash tests/rig/node/fetch-debs.sh >/dev/null
 	bash scripts/install-chromium.sh >/dev/null
 	bash tests/rig/prometheus/fetch-promtool.sh >/dev/null

@@ -29,11 +29,21 @@ PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING = "Pending", "Planning", "Awaiti
 COMPLETED, FAILED, PAUSED, CANCELLED = "Completed", "Failed", "Paused", "Cancelled"
 PHASES = (PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED)
 READY, PROGRESSING, DEGRADED, BLOCKED = "Ready", "Progressing", "Degraded", "Blocked"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED)
+# kstatus' abnormal-true pair (sigs.k8s.io/cli-utils, what Flux and `kubectl wait`-style tools read):
+# Reconciling while the operator still works toward the spec, Stalled when it cannot without the user
+RECONCILING, STALLED = "Reconciling", "Stalled"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, BLOCKED, RECONCILING, STALLED)
 SELF_HEALING_CONDITION = "SelfHealing"
 # False while a broker alive in the cluster does not answer the operator (reconcile/healing.py)
 BROKERS_REACHABLE_CONDITION = "BrokersReachable"
-CLUSTER_CONDITION_TYPES = (READY, DEGRADED, SELF_HEALING_CONDITION, BROKERS_REACHABLE_CONDITION)
+CLUSTER_CONDITION_TYPES = (
+    READY,
+    DEGRADED,
+    SELF_HEALING_CONDITION,
+    BROKERS_REACHABLE_CONDITION,
+    RECONCILING,
+    STALLED,
+)
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
 CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED)  # a KafkaCluster's connection state
 # the new-partition lane's phases (KafkaCluster status.newPartitions.phase; reconcile/new_partitions.py)

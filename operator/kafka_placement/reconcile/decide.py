@@ -124,7 +124,13 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
-            current, {st.READY: (f.connected, f.reason, f.message), st.DEGRADED: (True, f.reason, f.message)}
+            current,
+            {
+                st.READY: (f.connected, f.reason, f.message),
+                st.DEGRADED: (True, f.reason, f.message),
+                st.RECONCILING: (False, f.reason, ""),
+                st.STALLED: (True, f.reason, f.message),
+            },
         ),
     }
     return Decision(statuses=statuses, cluster=cluster)

@@ -216,6 +216,11 @@ def connected_cluster(current: Sequence[Mapping[str, Any]] | None) -> dict[str, 
         "phase": st.CONNECTED,
         "conditions": cluster_conditions(
             current,
-            {st.READY: (True, st.CONNECTED, "Kafka answered"), st.DEGRADED: (False, st.CONNECTED, "")},
+            {
+                st.READY: (True, st.CONNECTED, "Kafka answered"),
+                st.DEGRADED: (False, st.CONNECTED, ""),
+                st.RECONCILING: (False, st.CONNECTED, ""),
+                st.STALLED: (False, st.CONNECTED, ""),
+            },
         ),
     }

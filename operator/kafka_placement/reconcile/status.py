@@ -35,7 +35,7 @@ from ..model.spec_fields import to_json
 PHASES = crd_parts.PHASES
 PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED = PHASES
 CONDITION_TYPES = crd_parts.CONDITION_TYPES
-READY, PROGRESSING, DEGRADED, BLOCKED = CONDITION_TYPES
+READY, PROGRESSING, DEGRADED, BLOCKED, RECONCILING, STALLED = CONDITION_TYPES
 
 
 def now() -> str:
@@ -45,7 +45,7 @@ def now() -> str:
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = crd_parts.CONNECTED, crd_parts.UNREACHABLE, crd_parts.NOT_AUTHORIZED
 # the KafkaCluster conditions decide merges (SelfHealing and BrokersReachable are healing.py's; every one
 # the CRD knows: crd_parts.CLUSTER_CONDITION_TYPES)
-DECIDED_CLUSTER_CONDITIONS = (READY, DEGRADED)
+DECIDED_CLUSTER_CONDITIONS = (READY, DEGRADED, RECONCILING, STALLED)
 # a KafkaCluster condition only while spec.selfHealing is declared
 SELF_HEALING = crd_parts.SELF_HEALING_CONDITION
 # a KafkaCluster condition: whether every broker alive in the cluster answers the operator (healing.py's)
@@ -108,8 +108,11 @@ def kept_condition(
     return out + [dict(c) for c in current or () if isinstance(c, Mapping) and c.get("type") == ctype]
 
 
+RECONCILING_PHASES = (PENDING, PLANNING, EXECUTING, CANCELLED)  # Cancelled: its intent is planned again
+
+
 def phase_conditions(phase: str, reason: str, message: str) -> dict[str, tuple[bool, str, str]]:
-    """The four conditions implied by a phase (reason/message go on the one that explains it)."""
+    """The conditions implied by a phase (reason/message go on the one that explains it)."""
     return {
         READY: (  # a Pending intent with a reason of its own (waiting for a broker, say) says it here
             phase == COMPLETED,
@@ -132,6 +135,15 @@ def phase_conditions(phase: str, reason: str, message: str) -> dict[str, tuple[b
             reason if phase in (AWAITING_APPROVAL, PAUSED, FAILED) else "",
             message if phase in (AWAITING_APPROVAL, PAUSED, FAILED) else "",
         ),
+        # kstatus (docs/gitops.md): InProgress while the operator works toward the spec (a Pending intent
+        # waiting for a broker included), Failed when it cannot without the user; Current otherwise (done,
+        # or the user's turn: AwaitingApproval and Paused are not failures)
+        RECONCILING: (
+            phase in RECONCILING_PHASES,
+            reason if phase in RECONCILING_PHASES else phase,
+            message if phase in RECONCILING_PHASES else "",
+        ),
+        STALLED: (phase == FAILED, reason if phase == FAILED else phase, message if phase == FAILED else ""),
     }
 
 

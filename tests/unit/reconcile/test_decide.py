@@ -95,17 +95,18 @@ def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip(
     old = "2020-01-01T00:00:00Z"
     unreachable = [
         {"type": t, "status": v, "reason": "ClusterUnreachable", "message": "a", "lastTransitionTime": old}
-        for t, v in (("Ready", "False"), ("Degraded", "True"))
+        for t, v in (("Ready", "False"), ("Degraded", "True"), ("Reconciling", "False"), ("Stalled", "True"))
     ]
     again = decide(
         View([retire()], failure=Failure("ClusterUnreachable", "b", False), cluster_conditions=unreachable)
     )
     assert again.cluster is not None
-    assert [c["lastTransitionTime"] for c in again.cluster["conditions"]] == [old, old]
-    assert [c["message"] for c in again.cluster["conditions"]] == ["b", "b"]  # the latest reason
+    assert [c["lastTransitionTime"] for c in again.cluster["conditions"]] == [old] * 4
+    assert [c["message"] for c in again.cluster["conditions"]] == ["b", "b", "", "b"]  # the latest reason
     back = decide(View([], cluster_conditions=unreachable)).cluster
     assert back is not None and back["phase"] == "Connected"
-    assert all(c["lastTransitionTime"] != old for c in back["conditions"])  # both flipped
+    flipped = {c["type"] for c in back["conditions"] if c["lastTransitionTime"] != old}
+    assert flipped == {"Ready", "Degraded", "Stalled"}  # Reconciling stayed False
     steady = decide(View([], cluster_conditions=back["conditions"])).cluster
     assert steady is not None and steady["conditions"] == back["conditions"]
 
