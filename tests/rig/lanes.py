@@ -66,6 +66,7 @@ LANES = (
             "tests/e2e/test_operator_traffic.py",
             "tests/e2e/test_operator_preemption.py",  # two pre-emptions: about 150 s (moved from operator,
             # the long pole at 30 min on 2026-12-02: lanes node 21, kafka 24.7, operator 30.1 min)
+            "tests/integration/test_memory_refusal.py",  # a plan under a 100 MiB cgroup: about 10 s
             "tests/integration/test_gitops_health.py",  # kstatus and Argo CD's Lua on each kind: about 20 s
             "tests/integration/test_executor_scale.py",  # thousands of moves: about 100 s (moved from kafka,
             # the long pole on 2026-12-03: lanes node 25.7, kafka 28.9, operator 26.8 min)

@@ -29,6 +29,7 @@ from typing import Any
 from ..kafka.gateway import LIBRDKAFKA_LOGGER
 from ..model.errors import BadInputError, PlacementError
 from ..reconcile import periods
+from ..spark.memory import parse_size
 
 log = logging.getLogger("kafka_placement.operator")
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -103,6 +104,9 @@ def cmd_operator(args: argparse.Namespace) -> int:
         lease_ns = _lease_namespace(args)
     os.environ["KP_RECONCILE_INTERVAL"] = str(args.interval)
     os.environ["KP_RESYNC_SECONDS"] = str(args.resync_seconds)
+    if args.max_memory is not None:
+        parse_size(args.max_memory)  # refused here, not at the first plan
+        os.environ["KP_MAX_MEMORY"] = args.max_memory
     import kopf
 
     from ..handlers import health, register  # registers every handler with kopf
@@ -257,6 +261,13 @@ def register(sub: Any) -> None:
         default=periods.resync_s(),
         help="an idle cluster whose resources did not change is re-read from Kafka and re-planned at most "
         "this often (placement drift made by others is found within it; 0 = every reconcile)",
+    )
+    p.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="the most memory a plan made in the operator's process may take (e.g. 3Gi; default: the "
+        "pod's memory limit): a cluster whose plan would need more is refused before planning, its "
+        "intents Failed with reason InsufficientMemory, never an out-of-memory kill",
     )
     p.add_argument(
         "--metrics-port",

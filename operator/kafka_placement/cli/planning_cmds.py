@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
@@ -28,6 +30,7 @@ from ..planning.report import build_report
 from ..planning.report_html import render
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
+from ..spark.memory import check_read, limit_of
 from ._args import int_in, key_value, number_in
 from ._io import (
     Output,
@@ -64,6 +67,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         conf=tuple(args.spark_conf),
         executor_wait_s=float(args.spark_executor_wait),
     )
+    memory = limit_of(args.max_memory)
+    settings = replace(settings, memory=memory)
+    if args.engine in ("local", "auto") and args.snapshot != "-" and Path(args.snapshot).is_file():
+        check_read(Path(args.snapshot).stat().st_size, memory, args.snapshot)  # before it is read
     spark = start_session(settings) if args.engine == "spark" else None  # starts while the files are read
     snapshot = read_snapshot_arg(args.snapshot)
     if snapshot.unreachable:  # alive brokers whose dirs were not read: a plan would not know their replicas
@@ -298,6 +305,13 @@ def register(sub: Any) -> None:
         choices=EFFORTS,
         default=DEFAULT_EFFORT,
         help=f"{EFFORT_DESCRIPTION} Default: %(default)s.",
+    )
+    p.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="the most memory the local engine may take (e.g. 3Gi, 2500Mi; default: the container's "
+        "memory limit, else none): a snapshot whose plan would need more is refused before it is read "
+        "or planned (exit 3), never killed for lack of memory mid-plan",
     )
     p.set_defaults(func=cmd_plan)
 

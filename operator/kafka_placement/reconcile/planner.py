@@ -61,6 +61,7 @@ from ..planning.plan_keeping import (
 from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
 from ..spark.k8s import SparkK8sSettings
+from ..spark.memory import limit_of
 from .decision import Planned
 
 ENV = "KAFKA_PLACEMENT_"
@@ -288,7 +289,8 @@ def plan_cluster(
     try:
         if engine != "spark-k8s":
             intents = inputs.intents.with_effort(spec.effort)
-            result = plan_with(snapshot, intents, EngineSettings(engine=engine))
+            local = EngineSettings(engine=engine, memory=limit_of(None))  # the pod's, or --max-memory
+            result = plan_with(snapshot, intents, local)
             return Planned(plan=result.plan, summary=result.summary, tally=result.tally)
         settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon, effort=spec.effort)
         replan = float(spec.spark.replan_seconds)

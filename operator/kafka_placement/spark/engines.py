@@ -53,6 +53,7 @@ from .analysis import Analysis, SnapshotSlices
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .io import arrow_table, ipc_bytes, ipc_table, partitions_of
+from .memory import Limit, check_plan
 from .shipping import ship
 from .tally import plan_slices, tally_plan, tally_slices
 
@@ -73,6 +74,7 @@ class EngineSettings:
     executor_wait_s: float = 120.0  # on a cluster: longest time with no executor before giving up
     auto_spark_replicas: int = AUTO_SPARK_REPLICAS
     local_max_replicas: int = LOCAL_MAX_REPLICAS
+    memory: Limit | None = None  # the local engine's memory limit (spark/memory.py): refused when over
 
 
 def replica_count(snapshot: ClusterSnapshot) -> int:
@@ -111,6 +113,7 @@ def _plan_with(
 ) -> PlanResult:
     engine = choose(snapshot, settings)
     if engine == "local":
+        check_plan(replica_count(snapshot), len(snapshot.partitions), settings.memory)
         result = compute_plan(snapshot, intents, optimizer=optimize, **kw)
         result.summary["engine"] = engine
         return result

@@ -251,3 +251,26 @@ def test_the_clusters_planner_effort_reaches_the_planner() -> None:
         assert planned.summary is not None and planned.summary["hardViolationsAfter"] == 0
         moved[effort or spec.effort] = planned.summary["bytesToMove"]
     assert moved["Exhaustive"] <= moved["Balanced"] < moved["Fast"]
+
+
+def test_a_plan_over_the_operators_memory_limit_is_a_planning_failure_named_insufficient_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``kafka-placement operator --max-memory`` (KP_MAX_MEMORY; else the pod's limit): a cluster whose
+    plan would not fit is refused before planning, its intents Failed and Stalled with reason
+    InsufficientMemory."""
+    from tests.unit.planning.headroom_cases import roomy
+
+    from kafka_placement.reconcile import status
+    from kafka_placement.reconcile.planner import plan_cluster
+
+    body = {"kind": "BrokerDecommission", "metadata": {"name": "retire-4"}, "spec": {"brokers": [4]}}
+    spec = cluster({"planner": {"engine": "local"}})
+    monkeypatch.setenv("KP_MAX_MEMORY", "1Mi")
+    planned = plan_cluster(None, None, "ns", spec, roomy(), PlanInputs.of([body], False), False)  # type: ignore[arg-type]
+    assert planned.plan is None and planned.error_reason == "InsufficientMemory"
+    assert "more than 0.00 GiB (--max-memory)" in (planned.error or "")
+    conditions = status.phase_conditions(status.FAILED, planned.error_reason, planned.error or "")
+    assert conditions["Stalled"][:2] == (True, "InsufficientMemory")
+    monkeypatch.setenv("KP_MAX_MEMORY", "64Gi")
+    assert plan_cluster(None, None, "ns", spec, roomy(), PlanInputs.of([body], False), False).plan is not None  # type: ignore[arg-type]

@@ -1,0 +1,114 @@
+"""Memory refusal: what `kafka-placement plan` (local engine) really takes against what spark/memory.py
+estimates before reading (from the JSON file's size) and before planning (from the replicas), so that the
+refusal's constants stay above what planning takes.
+
+    .venv/bin/python tests/bench/run_memory.py [--sizes 50000:50,100000:100] [-o docs/benchmarks.md]
+
+Each size: the generator's scenario ``all`` (RF 3) written as a JSON snapshot, planned by the CLI in a
+fresh process whose peak resident memory is the kernel's (``ru_maxrss`` of the waited child; the files
+are generated in a process of their own, so that no child starts as a fork of a large parent). The
+estimates must be at least the measured peak (ratio >= 1); the section is appended to the output with the
+command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "operator"))
+
+
+from kafka_placement.spark import memory  # noqa: E402
+
+CLI = Path(sys.executable).parent / "kafka-placement"
+
+
+def peak_of(cmd: list[str]) -> tuple[int, int]:
+    """(exit code, peak resident bytes) of ``cmd`` run alone in a fresh process."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="50000:50,100000:100,300000:300", help="partitions:brokers,...")
+    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for item in args.sizes.split(","):
+            partitions, brokers = (int(x) for x in item.split(":"))
+            snap_file, intents_file = Path(tmp) / "s.json", Path(tmp) / "i.yaml"
+            made = subprocess.run(
+                [sys.executable, "-c", GENERATE, *map(str, (partitions, brokers, snap_file, intents_file))],
+                capture_output=True, text=True, check=True, cwd=ROOT,
+            )  # fmt: skip
+            replicas = int(made.stdout)
+            size = snap_file.stat().st_size
+            cmd = [str(CLI), "plan", "--snapshot", str(snap_file), "--intents", str(intents_file)]
+            code, peak = peak_of([*cmd, "-o", str(Path(tmp) / "p.json"), "--max-memory", "100Gi"])
+            assert code == 0, f"plan exited {code}"
+            read_need = memory.JSON_PEAK_BASE + memory.JSON_PEAK_PER_BYTE * size
+            # the plan check adds to what the process holds once the snapshot is read (measured here as
+            # the peak of a read alone, an upper bound of the resident memory after it)
+            code, after_read = peak_of([sys.executable, "-c", READ_ONLY, str(snap_file)])
+            assert code == 0
+            plan_need = after_read + memory.PLAN_BYTES_PER_REPLICA * replicas
+            rows.append((partitions, brokers, size, replicas, peak, read_need, plan_need))
+            said = f"read estimate {int(read_need) >> 20} MiB, plan estimate {int(plan_need) >> 20} MiB"
+            print(f"{partitions}: file {size >> 20} MiB, peak {peak >> 20} MiB, {said}", file=sys.stderr)
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "",
+        "## Memory refusal: estimates against the measured peak",
+        "",
+        f"`python tests/bench/run_memory.py --sizes {args.sizes}` ({when}, {os.cpu_count()} cores). Scenario "
+        "`all`, RF 3, a JSON snapshot planned by `kafka-placement plan` (local engine, default effort) in a "
+        "fresh process; peak = the kernel's maximum resident set of that process. Read estimate = what "
+        "`spark/memory.py` refuses against before the file is read "
+        f"({memory.JSON_PEAK_PER_BYTE} x the file + {memory.JSON_PEAK_BASE >> 20} MiB); plan estimate = what "
+        f"it refuses against before planning (the memory held once the snapshot is read, measured as the "
+        f"peak of a read alone, + {memory.PLAN_BYTES_PER_REPLICA} bytes per replica). Both must stay above "
+        "the peak (ratio >= 1): a refusal then comes before the kernel's out-of-memory kill would.",
+        "",
+        "| partitions | brokers | JSON MiB | replicas | peak MiB | read estimate MiB (ratio) "
+        "| plan estimate MiB (ratio) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for partitions, brokers, size, replicas, peak, read_need, plan_need in rows:
+        lines.append(
+            f"| {partitions} | {brokers} | {size / 2**20:.0f} | {replicas} | {peak / 2**20:.0f} | "
+            f"{read_need / 2**20:.0f} ({read_need / peak:.2f}) | "
+            f"{plan_need / 2**20:.0f} ({plan_need / peak:.2f}) |"
+        )
+    with open(args.output, "a") as out:
+        out.write("\n".join(lines) + "\n")
+    worst = min(min(r[5], r[6]) / r[4] for r in rows)
+    print(f"lowest estimate / peak: {worst:.2f}", file=sys.stderr)
+
+
+GENERATE = (
+    "import sys; sys.path[:0] = ['.', 'operator']; from pathlib import Path; "
+    "from tests.bench.generator import scenario; n, b = int(sys.argv[1]), int(sys.argv[2]); "
+    "snap, intents = scenario('all', brokers=b, partitions=n, topics=n // 500); "
+    "Path(sys.argv[3]).write_text(snap.dumps()); Path(sys.argv[4]).write_text(intents); "
+    "print(sum(len(p.replicas) for p in snap.partitions))"
+)
+READ_ONLY = (
+    "import sys; sys.path.insert(0, 'operator'); from kafka_placement.cli._io import read_snapshot_arg; "
+    "read_snapshot_arg(sys.argv[1])"
+)
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    main()
