@@ -29,7 +29,7 @@ from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, PlanStatus, Progress, Retry
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
-from ..model.spec_fields import to_json
+from ..model.spec_fields import parse_object, to_json
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -157,8 +157,9 @@ def intent_status(
     progress: Mapping[str, Any] | None = None,
     retry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A full status for an intent resource in ``phase`` (``IntentStatus``, model/intent_status.py: each
-    part parsed against its declaration, so a writer cannot write what the schema does not hold), as the
+    """A full status for an intent resource in ``phase`` (``IntentStatus``, model/intent_status.py: each part
+    parsed against its declaration, so a writer cannot write what the schema does not hold; only ``plan``,
+    which a record of an earlier release may carry, has what the schema no longer holds left out), as the
     JSON of a merge patch. ``retry`` (decide's ``retry_of``) is kept while Planning when not given, and
     removed (null) in any other phase without it; a ``progress`` key the old status has and the new one
     does not is removed (null)."""
@@ -171,7 +172,9 @@ def intent_status(
         observed_generation=(body.get("metadata") or {}).get("generation"),
         conditions=IntentStatus.parse({"conditions": conditions}).conditions,
         message=message,
-        plan=None if plan is None else PlanStatus.parse(plan),
+        # a plan's status may come from an execution record written by an earlier release (one with
+        # status.plan.batches): what the schema no longer holds is left out, as the apiserver would
+        plan=None if plan is None else parse_object(PlanStatus, plan, "status.plan", others=True),
         progress=None if progress is None else Progress.parse(progress),
         retry=Retry.parse(retry) if retry is not None else (old.retry if phase == PLANNING else None),
     )

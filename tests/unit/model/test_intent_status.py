@@ -113,12 +113,18 @@ def test_an_unreadable_stored_status_is_read_as_empty_saying_why() -> None:
     assert IntentStatus.of({"metadata": {}}) == IntentStatus()
 
 
-def test_the_writer_refuses_a_part_the_schema_does_not_hold() -> None:
+def test_the_writer_refuses_a_part_the_schema_does_not_hold_and_prunes_an_old_records_plan() -> None:
     body = {"kind": "BrokerDecommission", "metadata": {"name": "d", "generation": 1}}
     with pytest.raises(BadInputError, match="unknown field"):
-        st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan={"id": "p", "samplesSkipped": 1})
-    with pytest.raises(BadInputError, match="unknown field"):
         st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", progress={"percent": 3})
+    with pytest.raises(BadInputError, match=r"status\.plan\.moves"):
+        st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan={"id": "p", "moves": -1})
+    # an execution record of an earlier release keeps status.plan.batches, which the schema dropped
+    old = {"id": "p", "moves": 3, "batches": 2}
+    assert st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan=old)["plan"] == {
+        "id": "p",
+        "moves": 3,
+    }
 
 
 def test_the_writer_removes_what_it_no_longer_says_and_keeps_the_retry_while_planning() -> None:
