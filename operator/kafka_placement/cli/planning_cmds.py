@@ -69,8 +69,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     memory = limit_of(args.max_memory)
     settings = replace(settings, memory=memory)
-    if args.engine in ("local", "auto") and args.snapshot != "-" and Path(args.snapshot).is_file():
-        check_read(Path(args.snapshot).stat().st_size, memory, args.snapshot)  # before it is read
+    if args.engine == "local" and args.snapshot != "-" and Path(args.snapshot).is_file():
+        check_read(Path(args.snapshot).stat().st_size, memory, args.snapshot)  # before it is read (auto: may
+        # choose Spark, whose executors hold the plan; it is checked once read, should it plan here)
     spark = start_session(settings) if args.engine == "spark" else None  # starts while the files are read
     snapshot = read_snapshot_arg(args.snapshot)
     if snapshot.unreachable:  # alive brokers whose dirs were not read: a plan would not know their replicas
