@@ -226,8 +226,12 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
 ) -> None:
     """Two clusters on the same Kafka, one planning with PySpark local inside the operator's container
     (read-only root, /tmp emptyDir, the chart's memory limit), one with the local engine: the same
-    Advise-mode policy (raise the replication factor to 3) gets the same plan: plan ids are content
-    hashes, and a repair this small runs as one shard, which plans what the local engine plans."""
+    Advise-mode policy (raise the replication factor to 3) gets a plan of the same moves and bytes from
+    each. Not the same plan id: each cluster reads Kafka itself, at its own moment, and what the two reads
+    see may differ (the dir a new replica takes follows its broker's dir loads, which change as the rig's
+    earlier topics roll and expire segments: the likely cause, not proven); the ids differed in 2 of 4
+    suite runs, the moves and bytes never. That the engines plan one snapshot alike, to the id, is
+    test_spark_pods.py's, which gives both the same file."""
     ns = release_ns
     bootstrap = rig_json["kafka"]["podBootstrapServers"]
     topic = new_topic([[1, 2] if i % 2 else [2, 1] for i in range(40)])  # RF 2, nothing on broker 3
@@ -268,7 +272,7 @@ def test_spark_inside_the_pod_plans_what_the_local_engine_plans(
     local = wait_for(
         "the local engine's plan", lambda: advised("local"), 120, why=lambda: diagnose(kubectl, ns)
     )
-    assert spark["moves"] == 40 and spark == local, (spark, local)
+    assert spark["moves"] == local["moves"] == 40 and spark["bytes"] == local["bytes"] == 0, (spark, local)
     leader = lease_holder(kubectl, ns).rsplit("_", 1)[0]
     jvm = "grep -l org.apache.spark.deploy.SparkSubmit /proc/[0-9]*/cmdline"  # the session's JVM
     ran = kubectl("exec", leader, "-n", ns, "--", "sh", "-c", jvm, check=False)
