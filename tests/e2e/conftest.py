@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.e2e.transitions import outside_the_table
 from tests.integration.conftest import *  # noqa: F403  (the rig fixtures, for this directory too)
 from tests.integration.conftest import KafkaRig  # noqa: F401
 
@@ -64,6 +65,8 @@ class Operator:
             os.killpg(self.proc.pid, sig)
             self.proc.wait(30)
         self.proc = None
+        outside = outside_the_table(self.log.read_text(errors="replace") if self.log.exists() else "")
+        assert not outside, f"phase transitions the table (reconcile/phases.py) does not allow: {outside}"
 
     def tail(self, lines: int = 40) -> str:
         return (

@@ -16,6 +16,7 @@ from ..model.intents import ClusterRef, Intent, OperatorFields, parse_resource
 from ..reconcile import leader
 from ..reconcile import status as st
 from ..reconcile.cordons import declared_cordons
+from ..reconcile.phases import Event, move
 from .runtime import runtime
 
 
@@ -34,13 +35,16 @@ def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
         intent = parse_resource(body, kind)
         OperatorFields.of(body, kind)
     except BadInputError as e:
-        patch.status.update(st.intent_status(body, st.FAILED, "InvalidSpec", e.message))
+        status = IntentStatus.of(body)
+        to = move(status.phase, Event.INVALID_SPEC)
+        if to is not None:
+            patch.status.update(st.intent_status(body, to.phase, to.reason, e.message))
         raise kopf.PermanentError(e.message) from None
     status = IntentStatus.of(body)
-    if status.phase is None or status.observed_generation != body["metadata"].get("generation"):
-        patch.status.update(
-            st.intent_status(body, st.PENDING, "Accepted", "waiting for the cluster's planner")
-        )
+    to = move(status.phase, Event.ACCEPTED)
+    new_spec = status.phase is None or status.observed_generation != body["metadata"].get("generation")
+    if new_spec and to is not None:
+        patch.status.update(st.intent_status(body, to.phase, to.reason, "waiting for the cluster's planner"))
     return intent
 
 

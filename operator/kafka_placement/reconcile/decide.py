@@ -69,16 +69,16 @@ from .decision import (
     View,
     cluster_conditions,
     connected_cluster,
+    moved,
 )
 from .healing import CREATED_BY, SELF_HEALING
+from .phases import Event
 
-UNREACHABLE = "BrokersUnreachable"  # the reason of intents whose plan waits for a broker to answer
-
-EXECUTOR_TO_PHASE = {
-    Phase.COMPLETED: st.COMPLETED,
-    Phase.CANCELLED: st.CANCELLED,
-    Phase.FAILED: st.FAILED,
-    Phase.PAUSED: st.PAUSED,
+EXECUTOR_EVENTS = {  # the executor's phase as an event of its intents (others: ExecutionProgress)
+    Phase.COMPLETED: Event.EXECUTION_COMPLETED,
+    Phase.CANCELLED: Event.EXECUTION_CANCELLED,
+    Phase.FAILED: Event.EXECUTION_FAILED,
+    Phase.PAUSED: Event.EXECUTION_PAUSED,
 }
 
 
@@ -104,23 +104,19 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
     """The valid resources with their intents, and a Failed status for each invalid one (the kind's
     fields or the operator's: ``_gate``)."""
     valid: list[tuple[Body, Intent]] = []
-    failed: list[StatusPatch] = []
+    failed: tuple[StatusPatch, ...] = ()
     for b in resources:
         try:
             intent = parse_resource(b)
             OperatorFields.of(b)
             valid.append((b, intent))
         except BadInputError as e:
-            failed.append(StatusPatch(b, st.FAILED, "InvalidSpec", e.message))
+            failed += _each([b], Event.INVALID_SPEC, e.message)
     return valid, tuple(failed)
 
 
 def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None) -> Decision:
-    statuses = tuple(
-        StatusPatch(b, st.FAILED, f.reason, f.message)
-        for b in resources
-        if IntentStatus.of(b).phase != st.COMPLETED
-    )
+    statuses = _each(resources, Event.CLUSTER_FAILURE, f.message, f.reason)  # a Completed one stays so
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
@@ -182,11 +178,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if sync:  # the statuses come with the next decision: each is written once per reconcile
             return Decision(actions=sync)
         msg = "spec.paused is true; no new moves are submitted"
-        return Decision(
-            statuses=tuple(
-                StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=record.plan_status) for b in members
-            )
-        )
+        return Decision(statuses=_each(members, Event.PAUSED_BY_SPEC, msg, plan=record.plan_status))
     urgent = _urgent(valid, record, view.retiring, view.now)
     dropped = [b for b in members if b["metadata"]["uid"] in view.retiring]
     waiting: tuple[StatusPatch, ...] = ()
@@ -205,12 +197,13 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         )
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
     events += _disk_notes(record, members)
-    phase = EXECUTOR_TO_PHASE.get(record.phase, st.EXECUTING)
-    reason, message = str(record.phase), record.last_error or f"executor phase {record.phase}"
-    if phase == st.EXECUTING and view.window is not None and not view.window.open:
-        reason, message = WAITING_FOR_WINDOW, view.window.says()
+    event = EXECUTOR_EVENTS.get(record.phase, Event.EXECUTION_PROGRESS)
+    reason = str(record.phase) if event == Event.EXECUTION_PROGRESS else None  # else the table's word
+    message = record.last_error or f"executor phase {record.phase}"
+    if event == Event.EXECUTION_PROGRESS and view.window is not None and not view.window.open:
+        event, reason, message = Event.WAITING_FOR_WINDOW, None, view.window.says()
     waits: tuple[StatusPatch, ...] = ()
-    if phase == st.COMPLETED:  # the plan is done; the intents' own rules are checked on a fresh read
+    if event == Event.EXECUTION_COMPLETED:  # the plan is done; the intents' rules are checked on a fresh read
         if view.unmet is None:
             return Decision(actions=(CheckIntents(tuple(members)),))
         if not view.unmet:  # what waits (no plan could act on it) keeps its intents Pending, saying why
@@ -222,17 +215,14 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if view.unmet:
             # planned again by the next reconcile (a broker's metadata lagging right after the moves
             # must not make it plan done moves again): until then they are still executing
-            phase, reason = st.EXECUTING, st.EXECUTING
+            event, reason = Event.RULES_UNMET, None
             message = (
                 f"plan {record.plan_id} executed, but {len(view.unmet)} partitions still break the "
                 f"intents' rules ({', '.join(view.unmet[:5])}): planning the rest"
             )
         else:
             message = f"plan {record.plan_id} executed; a fresh read shows every intent's rules hold"
-    statuses = tuple(
-        StatusPatch(b, phase, reason, message, plan=record.plan_status, progress=record.progress)
-        for b in members
-    )
+    statuses = _each(members, event, message, reason, plan=record.plan_status, progress=record.progress)
     return Decision(statuses=waiting + waits + statuses, events=events)
 
 
@@ -248,7 +238,7 @@ def _waiting(
     waits = (plan_status or {}).get("waiting") or {}
     if not waits:
         return ()
-    out = []
+    out: list[StatusPatch] = []
     for b, intent in valid:
         if not isinstance(intent, BrokerDecommission):
             continue
@@ -258,12 +248,13 @@ def _waiting(
         reason = next(
             r for r in waiting.REASONS if set((waits.get(r) or {}).get("brokers", ())) & set(intent.brokers)
         )
-        out.append(StatusPatch(b, st.PENDING, reason, f"{done}; {why}", plan=plan_status, progress=progress))
+        out += _each(
+            [b], Event.PARTITIONS_WAIT, f"{done}; {why}", reason, plan=plan_status, progress=progress
+        )
     return tuple(out)
 
 
 SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
-WAITING_FOR_WINDOW = "WaitingForWindow"
 
 
 def window_gate(
@@ -379,7 +370,7 @@ def _supersede(
     planned = view.planned
     if planned is None:
         msg = f"planning with every intent to supersede the running plan {record.plan_id} (more urgent)"
-        pending = tuple(StatusPatch(b, st.PLANNING, st.PLANNING, msg) for b, _ in urgent)
+        pending = _each([b for b, _ in urgent], Event.SUPERSEDING, msg)
         plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
         return Decision(statuses=pending, actions=(plan_them,))
     gone = _backing_off(_rejected(valid, planned), view.now)  # each fails alone; the rest without them
@@ -405,12 +396,12 @@ def _supersede_with(
 ) -> Decision | tuple[StatusPatch, ...]:
     """``_supersede`` once the new plan (or why there is none) is known."""
     if planned.running is not None:
-        return tuple(StatusPatch(b, st.PLANNING, st.PLANNING, planned.running) for b, _ in urgent)
+        return _all(urgent, Event.PLAN_RUNNING, planned.running)
     if planned.waiting is not None:
-        return tuple(StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting) for b, _ in urgent)
+        return _all(urgent, Event.BROKERS_UNREACHABLE, planned.waiting)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
-        return tuple(StatusPatch(b, st.FAILED, reason, planned.error or "planning failed") for b, _ in urgent)
+        return _all(urgent, Event.PLANNING_FAILED, planned.error or "planning failed", reason)
     if planned.plan.empty and dropped:  # nothing in flight, nothing left to do: nothing to revert either
         told = (
             f"plan {record.plan_id} stops for {names}: no move of it is in flight and the other intents "
@@ -423,7 +414,7 @@ def _supersede_with(
             f"the moves in flight of plan {record.plan_id} already do what it asks: it is planned again "
             "once that execution ends"
         )
-        return tuple(StatusPatch(b, st.PENDING, "CoveredByRunningPlan", msg) for b, _ in urgent)
+        return _all(urgent, Event.COVERED_BY_RUNNING_PLAN, msg)
     plan = planned.plan
     plan_status = st.plan_status(planned.summary, plan.plan_id)
     enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
@@ -434,20 +425,17 @@ def _supersede_with(
             f"{record.plan_id} for {names}; it awaits approval: set spec.approvedPlan: {plan.plan_id} on "
             + ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         )
-        return tuple(
-            StatusPatch(b, st.AWAITING_APPROVAL, st.AWAITING_APPROVAL, msg, plan=plan_status)
-            for b, _ in urgent
-        )
+        return _all(urgent, Event.AWAITING_APPROVAL, msg, plan=plan_status)
     if any(_gate(b).paused for b, _ in enforced):
         msg = f"spec.paused is true: plan {plan.plan_id} does not supersede the running plan"
-        return tuple(StatusPatch(b, st.PAUSED, "PausedBySpec", msg, plan=plan_status) for b, _ in urgent)
+        return _all(urgent, Event.PAUSED_BY_SPEC, msg, plan=plan_status)
     if view.below_min_isr is None:
         return Decision(actions=(CheckMinIsr(plan),))
     if view.below_min_isr:
         msg = f"plan {plan.plan_id} would leave partitions below min.insync.replicas: " + ", ".join(
             view.below_min_isr[:10]
         )
-        return tuple(StatusPatch(b, st.FAILED, "BelowMinInsyncReplicas", msg) for b, _ in urgent)
+        return _all(urgent, Event.BELOW_MIN_ISR, msg)
     msg = f"executing plan {plan.plan_id}, which supersedes plan {record.plan_id} (for {names})"
     told = (
         f"plan {record.plan_id} superseded by plan {plan.plan_id} for {names}: its moves in flight go on "
@@ -455,7 +443,7 @@ def _supersede_with(
     )
     start = replace(
         _start(enforced, plan, plan_status, replaces_record=True),
-        then=_all(enforced, st.EXECUTING, st.EXECUTING, msg, plan=plan_status),
+        then=_all(enforced, Event.EXECUTION_STARTED, msg, plan=plan_status),
         supersedes=record.plan_id,
         events=tuple(
             Note(b, "Normal", "Superseded", told)
@@ -499,10 +487,17 @@ def _shown(progress: Progress | None) -> dict[str, Any] | None:
     return None if progress is None else to_json(progress)
 
 
-def _all(
-    valid: Sequence[tuple[Body, Intent]], phase: str, reason: str, message: str, **kw: Any
+def _each(
+    bodies: Sequence[Body], event: Event, message: str, reason: str | None = None, **kw: Any
 ) -> tuple[StatusPatch, ...]:
-    return tuple(StatusPatch(b, phase, reason, message, **kw) for b, _ in valid)
+    """The status ``event`` gives each of ``bodies`` (``moved``: none for those it leaves as they are)."""
+    return tuple(p for b in bodies if (p := moved(b, event, message, reason, **kw)) is not None)
+
+
+def _all(
+    valid: Sequence[tuple[Body, Intent]], event: Event, message: str, reason: str | None = None, **kw: Any
+) -> tuple[StatusPatch, ...]:
+    return _each([b for b, _ in valid], event, message, reason, **kw)
 
 
 def _rejected(valid: Sequence[tuple[Body, Intent]], planned: Planned) -> tuple[StatusPatch, ...]:
@@ -516,20 +511,20 @@ def _rejected(valid: Sequence[tuple[Body, Intent]], planned: Planned) -> tuple[S
         if isinstance(i, BrokerDecommission) and _by_self_healing(b)
         for broker in i.brokers
     }
-    out = []
+    out: list[StatusPatch] = []
     for b, i in valid:
         why = planned.rejected.get(b["metadata"]["uid"])
         if why is None:
             continue
         by = heals.get(i.broker) if isinstance(i, LogDirCordon) and _by_self_healing(b) else None
         if by is None or not isinstance(i, LogDirCordon):
-            out.append(StatusPatch(b, st.FAILED, "InvalidInput", why + tail))
+            out += _each([b], Event.REJECTED, why + tail)
             continue
         msg = (
             f"superseded by {by['kind']}/{by['metadata']['name']}, the heal of broker {i.broker}, which "
             f"moves every replica off it ({why})"
         )
-        out.append(StatusPatch(b, st.CANCELLED, "Superseded", msg))
+        out += _each([b], Event.SUPERSEDED, msg)
     return tuple(out)
 
 
@@ -549,35 +544,22 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
         if not valid:  # nothing to plan: the cordons once, then done
             return Decision(actions=sync)
         msg = "planning with all active intents of the cluster"
-        pending = tuple(
-            StatusPatch(b, st.PLANNING, st.PLANNING, msg)
-            for b, _ in valid
-            if IntentStatus.of(b).phase in (None, st.PENDING)
-        )
+        pending = _all(valid, Event.PLANNING, msg)  # only those Pending (or new) say so
         return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
-        return Decision(statuses=_all(valid, st.PLANNING, st.PLANNING, planned.running))
+        return Decision(statuses=_all(valid, Event.PLAN_RUNNING, planned.running))
     if planned.waiting is not None:  # a Completed intent stays so (nothing it did is undone meanwhile)
-        return Decision(
-            statuses=tuple(
-                StatusPatch(b, st.PENDING, UNREACHABLE, planned.waiting)
-                for b, _ in valid
-                if IntentStatus.of(b).phase != st.COMPLETED
-            )
-        )
+        return Decision(statuses=_all(valid, Event.BROKERS_UNREACHABLE, planned.waiting))
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
-        return Decision(statuses=_all(valid, st.FAILED, reason, planned.error or "planning failed"))
+        return Decision(
+            statuses=_all(valid, Event.PLANNING_FAILED, planned.error or "planning failed", reason)
+        )
     plan, summary = planned.plan, planned.summary
     plan_status = st.plan_status(summary, plan.plan_id)
     # Advise-mode policies only report: they take no part in the plan, its approval or its execution.
     advisors = [(b, i) for b, i in valid if isinstance(i, PlacementPolicy) and not i.enforced]
-    advice = tuple(
-        StatusPatch(
-            b, st.COMPLETED, "Advised", st.advice_message(summary), plan=st.advice_plan_status(summary)
-        )
-        for b, _ in advisors
-    )
+    advice = _all(advisors, Event.ADVISED, st.advice_message(summary), plan=st.advice_plan_status(summary))
     enforced = [(b, i) for b, i in valid if all(b is not a for a, _ in advisors)]
     gate = _gates(enforced, plan, plan_status, last, view.below_min_isr)
     return replace(gate, statuses=advice + gate.statuses)
@@ -603,15 +585,18 @@ def _gates(
         return Decision(
             statuses=waits
             + tuple(
-                StatusPatch(
-                    b,
-                    st.COMPLETED,
-                    "Converged",
-                    message,
-                    plan=shown,
-                    progress=_shown(IntentStatus.of(b).progress) if executed else None,
-                )
+                p
                 for b, _ in valid
+                if (
+                    p := moved(
+                        b,
+                        Event.CONVERGED,
+                        message,
+                        plan=shown,
+                        progress=_shown(IntentStatus.of(b).progress) if executed else None,
+                    )
+                )
+                is not None
             )
         )
     unapproved = [b for b, _ in valid if _gate(b).unapproved(plan.plan_id)]
@@ -626,13 +611,9 @@ def _gates(
             msg += (
                 f"; review it in ConfigMap {review['configMap']} (most changed: {review['brokersChanging']})"
             )
-        return Decision(
-            statuses=_all(valid, st.AWAITING_APPROVAL, st.AWAITING_APPROVAL, msg, plan=plan_status)
-        )
+        return Decision(statuses=_all(valid, Event.AWAITING_APPROVAL, msg, plan=plan_status))
     if any(_gate(b).paused for b, _ in valid):
-        return Decision(
-            statuses=_all(valid, st.PAUSED, "PausedBySpec", "spec.paused is true", plan=plan_status)
-        )
+        return Decision(statuses=_all(valid, Event.PAUSED_BY_SPEC, "spec.paused is true", plan=plan_status))
     if below_min_isr is None:
         return Decision(actions=(CheckMinIsr(plan),))
     if below_min_isr:  # the executor would refuse it too; say so before any record is made
@@ -641,10 +622,10 @@ def _gates(
             "topic's min.insync.replicas (unwritable with acks=all); nothing moves: "
             + ", ".join(below_min_isr[:10])
         )
-        return Decision(statuses=_all(valid, st.FAILED, "BelowMinInsyncReplicas", msg, plan=plan_status))
+        return Decision(statuses=_all(valid, Event.BELOW_MIN_ISR, msg, plan=plan_status))
     start = _start(valid, plan, plan_status, replaces_record=last is not None)
     msg = f"executing plan {plan.plan_id}"
-    then = _all(valid, st.EXECUTING, st.EXECUTING, msg, plan=plan_status)
+    then = _all(valid, Event.EXECUTION_STARTED, msg, plan=plan_status)
     return Decision(actions=(replace(start, then=then),))
 
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..execution.record import TERMINAL, Phase, Rule
-from ..model.intents import (
-    Intent,
-)
+from ..model.intent_status import IntentStatus
+from ..model.intents import Intent
 from ..model.plan import Plan
 from ..model.windows import Gate
 from ..planning.plan_quality import Tally
 from . import status as st
+from .phases import Event, move
 
 Body = Mapping[str, Any]
 
@@ -105,7 +105,10 @@ class View:
 
 @dataclass(frozen=True)
 class StatusPatch:
+    """An intent's status to write: made only by ``moved`` (its phase from the phase table)."""
+
     body: Body
+    event: Event
     phase: str
     reason: str
     message: str
@@ -114,6 +117,23 @@ class StatusPatch:
     # ``status.retry`` of an intent that failed to supersede the execution in flight (``retry_of``); None:
     # kept while Planning, removed otherwise
     retry: Mapping[str, Any] | None = None
+
+
+def moved(
+    body: Body,
+    event: Event,
+    message: str,
+    reason: str | None = None,
+    *,
+    plan: Mapping[str, Any] | None = None,
+    progress: Mapping[str, Any] | None = None,
+) -> StatusPatch | None:
+    """The status ``event`` gives ``body`` (reconcile/phases.py, ``move`` from its current phase); None
+    when the event leaves the phase as it is."""
+    to = move(IntentStatus.of(body).phase, event, reason)
+    if to is None:
+        return None
+    return StatusPatch(body, event, to.phase, to.reason, message, plan=plan, progress=progress)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.goals.replica_placement import ReplicaPlacementGoal, unmet
 from ..planning.optimizer import optimize
 from ..planning.state import SMALL_REPLICA_BYTES
+from .phases import LaneEvent, move_lane
 
 Key = tuple[str, int]
 Body = Mapping[str, Any]
@@ -187,13 +188,13 @@ def decide_lane(
         plan = lane_plan(small, intents)
     except (InfeasibleError, BadInputError) as e:
         message = f"new partitions cannot be placed per the intents: {e.message}"
-        status = NewPartitionsStatus(phase=BLOCKED, message=message[:1000])
+        status = _status(LaneEvent.BLOCKED, message)
         topics = sorted({p.topic for p in small.partitions})
         brokers = {b for p in small.partitions for b in p.replicas}
         on = [b for b, i in valid if applies(i, topics, brokers, intents)]
         return Outcome(status, _events(on, previous, status, "Warning", "NewPartitionsBlocked"))
     if plan is None:
-        return Outcome(NewPartitionsStatus(phase=WATCHING, message="new partitions placed per the intents"))
+        return Outcome(_status(LaneEvent.PLACED, "new partitions placed per the intents"))
     topics = sorted({t.topic for t in plan.partitions})
     origins = {p.key: p.replicas for p in small.partitions}
     brokers = {b for t in plan.partitions for b in (*origins.get(t.key, ()), *t.replicas)}
@@ -205,13 +206,13 @@ def decide_lane(
     if unapproved:
         who = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         message = f"{what} awaits approval: set spec.approvedPlan: {plan.plan_id} on {who}"
-        status = _status(AWAITING_APPROVAL, plan.plan_id, len(names), message)
+        status = _status(LaneEvent.AWAITING_APPROVAL, message, plan.plan_id, len(names))
         return Outcome(status, _events(bodies, previous, status, "Normal", "NewPartitionsAwaitApproval"))
     if any(OperatorFields.of(b).paused for b in bodies):
         message = f"{what} held: spec.paused is true on a participant"
-        status = _status(PAUSED, plan.plan_id, len(names), message)
+        status = _status(LaneEvent.PAUSED_BY_SPEC, message, plan.plan_id, len(names))
         return Outcome(status, _events(bodies, previous, status, "Normal", "NewPartitionsPaused"))
-    status = _status(EXECUTING, plan.plan_id, len(names), f"executing {what}")
+    status = _status(LaneEvent.STARTED, f"executing {what}", plan.plan_id, len(names))
     return Outcome(
         status,
         _events(bodies, previous, status, "Normal", "NewPartitionsPlaced"),
@@ -235,15 +236,19 @@ def _events(
     return () if same else tuple((b, etype, reason, str(status.message)) for b in on)
 
 
-def _status(phase: str, plan_id: str, partitions: int, message: str) -> NewPartitionsStatus:
-    """``status.newPartitions``: the lane's phase, its last plan and why (bounded)."""
+def _status(
+    event: LaneEvent, message: str, plan_id: str | None = None, partitions: int | None = None
+) -> NewPartitionsStatus:
+    """``status.newPartitions``: the lane's phase after ``event`` (reconcile/phases.py), its last plan and
+    why (bounded)."""
+    phase = move_lane(event)
     return NewPartitionsStatus(phase=phase, plan_id=plan_id, partitions=partitions, message=message[:1000])
 
 
 def left_to_replan(waiting: NewPartitionsStatus) -> NewPartitionsStatus:
     """``status.newPartitions`` once a full re-plan took over the partitions of a lane plan that waited."""
     message = f"lane plan {waiting.plan_id} superseded: the cluster's plan covers its partitions"
-    return NewPartitionsStatus(phase=WATCHING, plan_id=waiting.plan_id, message=message)
+    return _status(LaneEvent.WAITING_FOR_FULL_PLAN, message, waiting.plan_id)
 
 
 def record_status(record: Execution) -> NewPartitionsStatus:
@@ -252,9 +257,9 @@ def record_status(record: Execution) -> NewPartitionsStatus:
     plan = f"lane plan {doc.plan_id}"
     if record.phase not in TERMINAL:
         message = f"executing {plan}: {doc.done_count}/{doc.partitions} done"
-        return _status(EXECUTING, doc.plan_id, doc.partitions, message)
+        return _status(LaneEvent.STARTED, message, doc.plan_id, doc.partitions)
     if record.phase == Phase.COMPLETED:
         message = f"{plan} executed: new partitions placed per the intents"
-        return _status(COMPLETED, doc.plan_id, doc.partitions, message)
+        return _status(LaneEvent.COMPLETED, message, doc.plan_id, doc.partitions)
     message = f"{plan} {record.phase}: {doc.last_error or 'no error recorded'}"
-    return _status(FAILED, doc.plan_id, doc.partitions, message)
+    return _status(LaneEvent.FAILED, message, doc.plan_id, doc.partitions)

@@ -50,7 +50,7 @@ from ..model.intents import (
 from ..model.spec_fields import to_json
 from ..model.traffic_looks import PartitionKey
 from ..planning.traffic_rates import Traffic
-from . import healing, metrics, periods
+from . import healing, metrics, periods, phases
 from . import new_partitions as lane
 from . import status as st
 from .cluster_pass import ReconcilePass
@@ -188,6 +188,9 @@ class Reconciler:
             body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress, retry=p.retry
         )
         self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
+        if old.phase != p.phase:  # what tests/e2e hold to the phase table (reconcile/phases.py)
+            name = f"{body['kind']}/{body['metadata']['name']}"
+            log.info(phases.LOG_TRANSITION, name, old.phase, p.phase, p.event, p.reason)
         if old.phase != p.phase or old.message != p.message:
             etype = "Warning" if p.phase == st.FAILED else "Normal"
             self.kube.event(body, etype, p.reason or p.phase, p.message or p.phase)

@@ -1,19 +1,9 @@
-"""Status of the custom resources: phases, conditions (Ready, Progressing, Degraded, Blocked), plans.
+"""Status of the custom resources: phases, conditions (Ready, Progressing, Degraded, Blocked, Reconciling,
+Stalled), plans.
 
-Phases of an intent resource (LogDirCordon, BrokerDecommission, PlacementPolicy) and what moves them:
-
-    Pending ──plan computed──► Planning ──empty plan──► Completed
-                                  │ moves needed, approval Manual and approvedPlan != plan id
-                                  ▼
-                           AwaitingApproval ──spec.approvedPlan == plan id──► Executing
-    Planning ──approval Automatic──► Executing ──all moves done──► Completed
-    PlacementPolicy with mode Advise, enforced plan empty ──► Completed, the message says what would move
-    Executing ──safety gate (under-replicated partitions)──► Paused ──healthy──► Executing
-    any ──spec.paused: true──► Paused ;  Executing ──resource deleted──► Cancelled (KIP-455 revert)
-    any ──invalid spec / unknown broker / infeasible / cluster unreachable──► Failed (Degraded or Blocked)
-
-A changed spec (new generation) starts over at Pending. Conditions follow Kubernetes conventions: one
-entry per type, ``lastTransitionTime`` changes only when the status flips.
+The phases and what moves them are a table (reconcile/phases.py, ``move``); ``intent_status`` writes the
+phase and reason ``move`` chose. A changed spec (new generation) starts over at Pending. Conditions follow
+Kubernetes conventions: one entry per type, ``lastTransitionTime`` changes only when the status flips.
 """
 
 from __future__ import annotations
