@@ -38,7 +38,7 @@ from .self_healing import (
     UnreachableBroker,
     entry_schema,
 )
-from .spec_fields import child, custom, items, leaf, object_schema, parse_object
+from .spec_fields import child, custom, items, leaf, object_schema, parse_object, to_json
 
 P = TypeVar("P")
 
@@ -343,6 +343,23 @@ def traffic_of(status: Mapping[str, Any] | None) -> TrafficStatus | None:
     return _part(status, "traffic", TrafficStatus.parse)
 
 
+def racks_of(status: Mapping[str, Any] | None) -> dict[int, str | None]:
+    """Each broker's rack as ``status.brokers`` lists it (empty when absent or unreadable)."""
+    parsed = _part(status, "brokers", _alone("brokers"))
+    return {b.id: b.rack for b in parsed.brokers if b.id is not None} if parsed is not None else {}
+
+
+def conditions_of(status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """``status.conditions`` as stored, parsed (empty when absent or unreadable: written afresh)."""
+    parsed = _part(status, "conditions", _alone("conditions"))
+    return [to_json(c) for c in parsed.conditions] if parsed is not None else []
+
+
+def _alone(key: str) -> Callable[[object, str], ClusterStatus]:
+    """A parser of one part of a status, alone (the others' errors do not hide it)."""
+    return lambda raw, where: ClusterStatus.parse({key: raw}, where.rsplit(".", 1)[0])
+
+
 def _part(status: Mapping[str, Any] | None, key: str, parse: Callable[[object, str], P]) -> P | None:
     raw = (status or {}).get(key)
     if not raw:
@@ -364,6 +381,8 @@ __all__ = [
     "TrafficStatus",
     "Utilisation",
     "check_patch",
+    "conditions_of",
     "new_partitions_of",
+    "racks_of",
     "traffic_of",
 ]

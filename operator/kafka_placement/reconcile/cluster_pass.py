@@ -25,6 +25,7 @@ from ..kafka.gateway import (
 )
 from ..kube.gateway import KubeConflict, KubeError
 from ..model.cluster_spec import ClusterSpec
+from ..model.cluster_status import racks_of
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError, PlacementError
 from ..model.intents import (
@@ -211,7 +212,7 @@ class ReconcilePass:
             for d in ds
             if d.online and d.total_bytes > 0
         }
-        racks = {b["id"]: b.get("rack") for b in ((self.cluster.get("status") or {}).get("brokers") or [])}
+        racks = racks_of(self.cluster.get("status"))
         in_flight = len(self.record.doc.in_flight) if self.record is not None else 0
         return st.light_cluster_status(racks, dirs, in_flight)
 

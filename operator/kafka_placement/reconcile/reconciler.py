@@ -38,7 +38,7 @@ from ..kafka.gateway import (
 )
 from ..kube.gateway import KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
-from ..model.cluster_status import NewPartitionsStatus, new_partitions_of
+from ..model.cluster_status import NewPartitionsStatus, conditions_of, new_partitions_of
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intent_kinds import KINDS
@@ -305,7 +305,7 @@ class Reconciler:
         listed = self.intents_of(ns, name)
         bodies = [b for b in listed if not b["metadata"].get("deletionTimestamp")]
         leaving = self._leaving(ns, name, listed)  # their cordons are removed by this reconcile's sync
-        conditions = (cluster.get("status") or {}).get("conditions")
+        conditions = conditions_of(cluster.get("status"))
 
         def failed(reason: str, message: str, connected: bool, phase: str = st.UNREACHABLE) -> dict[str, Any]:
             metrics.RECONCILE_ERRORS.labels(cluster=label).inc()

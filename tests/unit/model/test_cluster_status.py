@@ -92,3 +92,15 @@ def test_a_patch_may_remove_fields_with_null_and_a_broken_stored_part_reads_as_a
     lane = new_partitions_of({"newPartitions": {"phase": "AwaitingApproval", "planId": "p", "partitions": 2}})
     assert lane is not None and (lane.phase, lane.plan_id, lane.partitions) == ("AwaitingApproval", "p", 2)
     assert traffic_of({"traffic": {"looks": -1}}) is None
+
+
+def test_racks_and_conditions_are_read_typed_each_alone_and_a_broken_one_reads_as_absent() -> None:
+    from kafka_placement.model.cluster_status import conditions_of, racks_of
+
+    ready = {"type": "Ready", "status": "True", "reason": "Connected", "message": ""}
+    ready["lastTransitionTime"] = "2026-12-03T10:00:00Z"
+    status = {"brokers": [{"id": 1, "rack": "/dc1/r1"}, {"id": 2}], "conditions": [ready], "traffic": 7}
+    assert racks_of(status) == {1: "/dc1/r1", 2: None}  # a broken traffic part hides neither
+    assert conditions_of(status) == [ready]
+    assert racks_of({"brokers": [{"id": "one"}]}) == {} and racks_of(None) == {}
+    assert conditions_of({"conditions": "Ready"}) == [] and conditions_of({}) == []
