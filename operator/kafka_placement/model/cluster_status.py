@@ -36,7 +36,6 @@ from .self_healing import (
     PastFailure,
     PressuredLogDir,
     UnreachableBroker,
-    entry_schema,
 )
 from .spec_fields import child, custom, items, leaf, object_schema, parse_object, to_json
 
@@ -229,11 +228,9 @@ class TrafficStatus:
 # ---- self-healing's entries ----------------------------------------------------------------------------
 
 
-def _entries(
-    json: str, entry: Any, description: str, entry_description: str, required: list[str], most: int
-) -> Any:
+def _entries(json: str, entry: Any, description: str, most: int) -> Any:
     """A list of self-healing entries (``entry``'s ``from_json`` / ``to_json``, model/self_healing.py)."""
-    schema = _arr(description, entry_schema(entry, entry_description, required), maxItems=most)
+    schema = _arr(description, object_schema(entry), maxItems=most)
 
     def read(raw: object, where: str) -> tuple[Any, ...]:
         listed = as_list(raw, where)
@@ -270,16 +267,12 @@ class ClusterStatus:
         DeadBroker,
         "Brokers the cluster names (replicas or registration) that are not alive, since when, and their "
         "heal.",
-        "One broker that is not alive.",
-        ["id", "since"],
         10000,
     )
     offline_log_dirs: tuple[OfflineLogDir, ...] = _entries(
         "offlineLogDirs",
         OfflineLogDir,
         "Offline log dirs of live brokers, since when, and their heal.",
-        "One offline log dir.",
-        ["broker", "path", "since"],
         10000,
     )
     past_failures: tuple[PastFailure, ...] = _entries(
@@ -288,8 +281,6 @@ class ClusterStatus:
         f"The last {MAX_PAST_FAILURES} broker failures that ended (the broker back for settleSeconds), "
         "oldest first: since when, the heal, when the broker returned, and when the heal was retired or "
         "why it was not (entries awaiting their heal's retirement are kept beyond that count).",
-        "One broker failure that ended.",
-        ["broker", "since"],
         1000,
     )
     pressured_log_dirs: tuple[PressuredLogDir, ...] = _entries(
@@ -297,8 +288,6 @@ class ClusterStatus:
         PressuredLogDir,
         "Log dirs whose volume is above selfHealing.diskPressure.aboveShare, since when, how full, and "
         "their heal.",
-        "One log dir under disk pressure.",
-        ["broker", "path", "since"],
         10000,
     )
     unreachable_brokers: tuple[UnreachableBroker, ...] = _entries(
@@ -306,8 +295,6 @@ class ClusterStatus:
         UnreachableBroker,
         "Brokers alive in the cluster (registered, not fenced) that do not answer the operator, since "
         "when: not dead (never healed, their replicas not lost); no plan is made until they answer.",
-        "One unreachable broker.",
-        ["id", "since"],
         10000,
     )
     conditions: tuple[Condition, ...] = conditions_field(CLUSTER_CONDITION_TYPES)

@@ -6,7 +6,8 @@ status entries ``status.deadBrokers`` / ``status.offlineLogDirs`` / ``status.unr
 ``status.pastFailures`` (``DeadBroker``, ``OfflineLogDir``, ``UnreachableBroker``, ``PastFailure``, read
 and written with ``from_json`` / ``to_json``), and the CRD schema of both (``spec_schema``,
 ``status_schema``, used by ``crd_schema.py``). Each status field is declared once, with its JSON name,
-its schema and its description (``_field``); the schema and the (de)serialisation are derived from that.
+its schema and its description (``leaf``, spec_fields.py); the schema and the (de)serialisation are
+derived from that.
 
 "Since when" a failure was first seen, and since when a dead broker is back (``backSince``: the failure
 ends once it has stayed alive ``brokerFailure.settleSeconds``), live in the KafkaCluster's status, so they
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
-from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _obj, _str
+from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _str
 from .errors import BadInputError
-from .jsonio import as_int, as_object, as_str, brief, check_fields
+from .jsonio import brief
 from .spec_fields import child, json_names, leaf, object_schema, parse_object
+from .spec_fields import to_json as written
 
 MAX_AFTER_SECONDS = 7 * 86400  # a failure older than a week is not "waiting to be healed"
 MAX_CONCURRENT_HEALS = 1000
@@ -209,54 +211,18 @@ SelfHealingSpec.FIELDS = json_names(SelfHealingSpec)
 # ---- status entries ------------------------------------------------------------------------------------
 
 
-def _field(json: str, schema: Schema, default: Any = MISSING) -> Any:
-    """A dataclass field declared with its JSON name and schema (the description included)."""
-    meta = {"json": json, "schema": schema}
-    if isinstance(default, tuple):
-        return field(default=default, metadata=meta)
-    return field(metadata=meta) if default is MISSING else field(default=default, metadata=meta)
+E = TypeVar("E")
 
 
-def entry_schema(cls: type, description: str, required: list[str]) -> Schema:
-    return _obj(description, {f.metadata["json"]: f.metadata["schema"] for f in fields(cls)}, required)
-
-
-def _to_json(entry: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields(entry):
-        value = getattr(entry, f.name)
-        if value is None or value == ():
-            continue
-        out[f.metadata["json"]] = list(value) if isinstance(value, tuple) else value
-    return out
-
-
-def _from_json(cls: type, raw: object, where: str) -> dict[str, Any]:
-    obj = as_object(raw, where)
-    check_fields(obj, where, [f.metadata["json"] for f in fields(cls)])
-    kw: dict[str, Any] = {}
-    for f in fields(cls):
-        key, kind = f.metadata["json"], f.metadata["schema"]["type"]
-        at = f"{where}.{key}"
-        if key not in obj:
-            if f.default is MISSING:
-                raise BadInputError(f"missing required field '{key}'", where)
-            continue
-        value = obj[key]
-        if kind == "integer":
-            kw[f.name] = as_int(value, at, minimum=0)
-        elif kind == "string":
-            kw[f.name] = as_str(value, at)
-        else:  # an array of strings
-            items = value if isinstance(value, list) else None
-            if items is None or not all(isinstance(i, str) for i in items):
-                raise BadInputError("must be a list of strings", at)
-            kw[f.name] = tuple(items)
+def _from_json(cls: type[E], raw: object, where: str) -> E:
+    """An entry parsed against its declaration (spec_fields.py), its times checked (RFC 3339)."""
+    entry = parse_object(cls, raw, where)
     times = (("since", "since"), ("back_since", "backSince"), ("returned_at", "returnedAt"))
-    for key, name in (*times, ("retired_at", "retiredAt")):
-        if key in kw:
-            parse_time(kw[key], f"{where}.{name}")
-    return kw
+    for name, key in (*times, ("retired_at", "retiredAt")):
+        value = getattr(entry, name, None)
+        if value is not None:
+            parse_time(value, f"{where}.{key}")
+    return entry
 
 
 _SINCE = _str("When the operator first saw the failure (RFC 3339).", format="date-time")
@@ -292,21 +258,23 @@ _BACK_SINCE = _str(
 class DeadBroker:
     """A broker the cluster names (a replica or its registration) that is not alive."""
 
-    id: int = _field("id", _int("Broker id.", 0))
-    since: str = _field("since", _SINCE)
-    heal: str | None = _field("heal", _HEAL, None)
-    lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
-    lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
-    back_since: str | None = _field("backSince", _BACK_SINCE, None)
-    no_in_sync: tuple[str, ...] = _field("noInSyncReplicaPartitions", _NO_ISR, ())
-    no_in_sync_count: int | None = _field("noInSyncReplicaPartitionCount", _NO_ISR_COUNT, None)  # None: 0
+    DESCRIPTION: ClassVar[str] = "One broker that is not alive."
+
+    id: int = leaf("id", _int("Broker id.", 0), required=True)
+    since: str = leaf("since", _SINCE, required=True)
+    heal: str | None = leaf("heal", _HEAL, value=None)
+    lost_partitions: tuple[str, ...] = leaf("lostPartitions", _LOST, value=())
+    lost_count: int = leaf("lostPartitionCount", _LOST_COUNT, value=0)
+    back_since: str | None = leaf("backSince", _BACK_SINCE, value=None)
+    no_in_sync: tuple[str, ...] = leaf("noInSyncReplicaPartitions", _NO_ISR, value=())
+    no_in_sync_count: int | None = leaf("noInSyncReplicaPartitionCount", _NO_ISR_COUNT, value=None)  # None: 0
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> DeadBroker:
-        return cls(**_from_json(cls, raw, where))
+        return _from_json(cls, raw, where)
 
     def to_json(self) -> dict[str, Any]:
-        return _to_json(self)
+        return written(self)
 
     @property
     def failure(self) -> str:
@@ -318,36 +286,42 @@ class UnreachableBroker:
     """A broker alive in the cluster (registered, not fenced) that does not answer the operator: never
     taken for dead, never healed; no plan is made while it does not answer."""
 
-    id: int = _field("id", _int("Broker id.", 0))
-    since: str = _field(
-        "since", _str("When the operator first could not reach it (RFC 3339).", format="date-time")
+    DESCRIPTION: ClassVar[str] = "One unreachable broker."
+
+    id: int = leaf("id", _int("Broker id.", 0), required=True)
+    since: str = leaf(
+        "since",
+        _str("When the operator first could not reach it (RFC 3339).", format="date-time"),
+        required=True,
     )
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> UnreachableBroker:
-        return cls(**_from_json(cls, raw, where))
+        return _from_json(cls, raw, where)
 
     def to_json(self) -> dict[str, Any]:
-        return _to_json(self)
+        return written(self)
 
 
 @dataclass(frozen=True, slots=True)
 class OfflineLogDir:
     """An offline log dir of a live broker."""
 
-    broker: int = _field("broker", _int("Id of the broker the dir belongs to.", 0))
-    path: str = _field("path", _str("Absolute path of the log dir.", maxLength=4096))
-    since: str = _field("since", _SINCE)
-    heal: str | None = _field("heal", _HEAL, None)
-    lost_partitions: tuple[str, ...] = _field("lostPartitions", _LOST, ())
-    lost_count: int = _field("lostPartitionCount", _LOST_COUNT, 0)
+    DESCRIPTION: ClassVar[str] = "One offline log dir."
+
+    broker: int = leaf("broker", _int("Id of the broker the dir belongs to.", 0), required=True)
+    path: str = leaf("path", _str("Absolute path of the log dir.", maxLength=4096), required=True)
+    since: str = leaf("since", _SINCE, required=True)
+    heal: str | None = leaf("heal", _HEAL, value=None)
+    lost_partitions: tuple[str, ...] = leaf("lostPartitions", _LOST, value=())
+    lost_count: int = leaf("lostPartitionCount", _LOST_COUNT, value=0)
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> OfflineLogDir:
-        return cls(**_from_json(cls, raw, where))
+        return _from_json(cls, raw, where)
 
     def to_json(self) -> dict[str, Any]:
-        return _to_json(self)
+        return written(self)
 
     @property
     def failure(self) -> str:
@@ -359,20 +333,26 @@ class PressuredLogDir:
     """A log dir whose volume is above ``diskPressure.aboveShare`` (or, once healed, not yet under the
     heal's ``relieveBelowShare``)."""
 
-    broker: int = _field("broker", _int("Id of the broker the dir belongs to.", 0))
-    path: str = _field("path", _str("Absolute path of the log dir.", maxLength=4096))
-    since: str = _field("since", _SINCE)
-    used_percent: int = _field("usedPercent", _int("How full its volume was at the last read, in %.", 0), 0)
-    heal: str | None = _field(
-        "heal", _str("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253), None
+    DESCRIPTION: ClassVar[str] = "One log dir under disk pressure."
+
+    broker: int = leaf("broker", _int("Id of the broker the dir belongs to.", 0), required=True)
+    path: str = leaf("path", _str("Absolute path of the log dir.", maxLength=4096), required=True)
+    since: str = leaf("since", _SINCE, required=True)
+    used_percent: int = leaf(
+        "usedPercent", _int("How full its volume was at the last read, in %.", 0), value=0
+    )
+    heal: str | None = leaf(
+        "heal",
+        _str("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253),
+        value=None,
     )
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> PressuredLogDir:
-        return cls(**_from_json(cls, raw, where))
+        return _from_json(cls, raw, where)
 
     def to_json(self) -> dict[str, Any]:
-        return _to_json(self)
+        return written(self)
 
     @property
     def failure(self) -> str:
@@ -397,40 +377,44 @@ class PastFailure:
     An entry with a heal and neither ``retiredAt`` nor ``notRetired`` awaits the heal's retirement (an
     execution still runs it)."""
 
-    broker: int = _field("broker", _int("Broker id.", 0))
-    since: str = _field("since", _SINCE)
-    heal: str | None = _field(
-        "heal", _str("The heal created for it (a BrokerDecommission in this namespace).", maxLength=253), None
+    DESCRIPTION: ClassVar[str] = "One broker failure that ended."
+
+    broker: int = leaf("broker", _int("Broker id.", 0), required=True)
+    since: str = leaf("since", _SINCE, required=True)
+    heal: str | None = leaf(
+        "heal",
+        _str("The heal created for it (a BrokerDecommission in this namespace).", maxLength=253),
+        value=None,
     )
-    returned_at: str | None = _field(
+    returned_at: str | None = leaf(
         "returnedAt",
         _str("When the broker was first seen alive again (RFC 3339; absent: not known).", format="date-time"),
-        None,
+        value=None,
     )
-    retired_at: str | None = _field(
+    retired_at: str | None = leaf(
         "retiredAt",
         _str(
             "When the operator retired the heal (deleted it, lifting its cordon: brokerFailure.onReturn "
             "Retire), RFC 3339.",
             format="date-time",
         ),
-        None,
+        value=None,
     )
-    not_retired: str | None = _field(
+    not_retired: str | None = leaf(
         "notRetired",
         _str(
             "Why the heal was not retired (onReturn Keep, its spec.brokers edited, deleted by hand).",
             maxLength=1000,
         ),
-        None,
+        value=None,
     )
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> PastFailure:
-        return cls(**_from_json(cls, raw, where))
+        return _from_json(cls, raw, where)
 
     def to_json(self) -> dict[str, Any]:
-        return _to_json(self)
+        return written(self)
 
     @property
     def awaiting_retirement(self) -> bool:
@@ -511,7 +495,6 @@ __all__ = [
     "PressuredLogDir",
     "SelfHealingSpec",
     "UnreachableBroker",
-    "entry_schema",
     "format_time",
     "parse_time",
     "past_failures",

@@ -10,8 +10,8 @@ otherwise is not the spec's (an intent's ``name``, taken from its metadata): the
 schema's ``default``: the object the apiserver stores (defaults filled in) and the object the user wrote
 parse to the same value (tests/unit/model/test_cluster_spec.py checks it). ``to_json`` writes an instance
 back as that JSON: the statuses are declared the same way (model/intent_status.py), so what the operator
-writes and what it reads back have one declaration too. The pattern of ``self_healing.py``'s status
-entries (``_field``), extended to whole specs with nested objects and defaults.
+writes and what it reads back have one declaration too (self-healing's status entries included,
+model/self_healing.py).
 
 Why not pydantic (the execution record's model): its JSON schema is not a structural OpenAPI schema
 (``$ref``, ``anyOf`` with null, titles; no ``x-kubernetes-*``, no control over the field order), so the
@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 from .crd_parts import Schema, _obj
@@ -66,6 +66,7 @@ class _Prop:
     says: Mapping[str, str] | None = None  # a leaf's own words for errors (``check_value``)
     many: Schema | None = None  # ``items``: the array's own schema (its items are ``nested``'s)
     write: Callable[[Any], Any] | None = None  # a custom field's writer (``to_json``)
+    omit_empty: bool = False  # an empty array left out by ``to_json`` (a leaf declared with ``value=()``)
 
 
 def leaf(
@@ -75,12 +76,24 @@ def leaf(
     required: bool = False,
     missing: str | None = None,
     says: Mapping[str, str] | None = None,
+    value: Any = MISSING,
 ) -> Any:
     """A scalar, map or array field: its default is ``schema["default"]`` (an array's as a tuple); without
     one it is None when absent, unless ``required`` (``missing``: the message naming what to set, else the
-    generic one). ``says``: messages for a broken ``minItems``, ``set`` or ``pattern`` (``check_value``)."""
-    prop = _Prop(json, schema=schema, required=required or missing is not None, missing=missing, says=says)
+    generic one). ``says``: messages for a broken ``minItems``, ``set`` or ``pattern`` (``check_value``).
+    ``value``: a default the schema does not carry (a status field the apiserver must not fill in, e.g. a
+    self-healing entry's ``lostPartitionCount: 0``); an array's ``()`` is left out when written."""
+    prop = _Prop(
+        json,
+        schema=schema,
+        required=required or missing is not None,
+        missing=missing,
+        says=says,
+        omit_empty=value == (),
+    )
     meta = {_KEY: prop}
+    if value is not MISSING:
+        return field(default=value, metadata=meta)
     if "default" in schema:
         default = schema["default"]
         return field(default=tuple(default) if isinstance(default, list) else default, metadata=meta)
@@ -199,7 +212,7 @@ def to_json(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, p in _props(type(obj)):
         value = getattr(obj, name)
-        if value is None or (value == () and (p.many is not None or p.read is not None)):
+        if value is None or (value == () and (p.many is not None or p.read is not None or p.omit_empty)):
             continue
         if p.write is not None:
             out[p.json] = p.write(value)
