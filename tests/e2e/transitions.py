@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from kafka_placement.reconcile.phases import Event, Move, move
+from kafka_placement.reconcile.phases import IntentEvent, PhaseMove, move
 
 TRANSITION = re.compile(r": phase (\w+) -> (\w+) \(event (\w+), reason (\w+)\)")
 
@@ -16,9 +16,9 @@ def outside_the_table(log: str) -> list[str]:
     for m in TRANSITION.finditer(log):
         before, after, event, reason = m.groups()
         try:
-            moved = move(None if before == "None" else before, Event(event), reason)
+            moved = move(None if before == "None" else before, IntentEvent(event), reason)
         except ValueError:  # an event the table does not know
             moved = None
-        if moved != Move(after, reason):
+        if moved != PhaseMove(after, reason):
             out.append(m.group(0))
     return out

@@ -16,7 +16,7 @@ from ..model.intents import ClusterRef, Intent, OperatorFields, parse_resource
 from ..reconcile import leader
 from ..reconcile import status as st
 from ..reconcile.cordons import declared_cordons
-from ..reconcile.phases import Event, move
+from ..reconcile.phases import IntentEvent, move
 from .runtime import runtime
 
 
@@ -36,12 +36,12 @@ def validate(kind: str, body: Mapping[str, Any], patch: kopf.Patch) -> Intent:
         OperatorFields.of(body, kind)
     except BadInputError as e:
         status = IntentStatus.of(body)
-        to = move(status.phase, Event.INVALID_SPEC)
+        to = move(status.phase, IntentEvent.INVALID_SPEC)
         if to is not None:
             patch.status.update(st.intent_status(body, to.phase, to.reason, e.message))
         raise kopf.PermanentError(e.message) from None
     status = IntentStatus.of(body)
-    to = move(status.phase, Event.ACCEPTED)
+    to = move(status.phase, IntentEvent.ACCEPTED)
     new_spec = status.phase is None or status.observed_generation != body["metadata"].get("generation")
     if new_spec and to is not None:
         patch.status.update(st.intent_status(body, to.phase, to.reason, "waiting for the cluster's planner"))

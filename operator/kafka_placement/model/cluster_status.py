@@ -106,7 +106,7 @@ def _number(description: str) -> Schema:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerCapacity:
+class BrokerCapacityStatus:
     DESCRIPTION: ClassVar[str] = "The broker's capacity per spec.capacity (known fields only)."
 
     network_in: int | None = leaf("networkIn", _int("Network in, bytes per second.", 1, int64=True))
@@ -153,7 +153,7 @@ class BrokerTraffic:
     replicas_measured: int | None = leaf(
         "replicasMeasured", _int("The broker's replicas with a known rate.", 0, int64=True)
     )
-    capacity: BrokerCapacity | None = child("capacity", BrokerCapacity)
+    capacity: BrokerCapacityStatus | None = child("capacity", BrokerCapacityStatus)
     utilisation: Utilisation | None = child("utilisation", Utilisation)
 
 
@@ -358,7 +358,7 @@ def _part(status: Mapping[str, Any] | None, key: str, parse: Callable[[object, s
 
 
 __all__ = [
-    "BrokerCapacity",
+    "BrokerCapacityStatus",
     "BrokerStatus",
     "BrokerTraffic",
     "ClusterStatus",

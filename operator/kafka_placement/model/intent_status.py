@@ -136,7 +136,7 @@ class CapacityWait:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Waiting:
+class WaitingStatus:
     """``status.plan.waiting``: the partitions no plan can act on now (planning/waiting.py writes it)."""
 
     DESCRIPTION: ClassVar[str] = (
@@ -194,7 +194,7 @@ class PlanStatus:
         "lowerBoundBytes",
         _int("Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True),
     )
-    waiting: Waiting | None = child("waiting", Waiting)
+    waiting: WaitingStatus | None = child("waiting", WaitingStatus)
     review: Review | None = child("review", Review)
 
     @staticmethod
@@ -206,7 +206,7 @@ class PlanStatus:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Progress:
+class ProgressStatus:
     DESCRIPTION: ClassVar[str] = "Progress of the plan's execution."
 
     partitions_done: int | None = leaf(
@@ -232,8 +232,8 @@ class Progress:
     )
 
     @staticmethod
-    def parse(raw: object, where: str = "status.progress") -> Progress:
-        return parse_object(Progress, raw, where)
+    def parse(raw: object, where: str = "status.progress") -> ProgressStatus:
+        return parse_object(ProgressStatus, raw, where)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -273,7 +273,7 @@ class IntentStatus:
         "message", _str("Human-readable summary of the current phase.", maxLength=32768)
     )
     plan: PlanStatus | None = child("plan", PlanStatus)
-    progress: Progress | None = child("progress", Progress)
+    progress: ProgressStatus | None = child("progress", ProgressStatus)
     retry: Retry | None = child("retry", Retry)
     # not the schema's: why the stored status could not be read (``of``), for the caller to log
     unread: str | None = None
@@ -311,10 +311,10 @@ __all__ = [
     "NoInSyncPartition",
     "NoInSyncReplicaWait",
     "PlanStatus",
-    "Progress",
+    "ProgressStatus",
     "Retry",
     "Review",
-    "Waiting",
+    "WaitingStatus",
     "conditions_field",
     "conditions_schema",
 ]

@@ -16,7 +16,7 @@ that. The gates, in order (docs/architecture.md, "Reconcile"): a failure reachin
 record fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a
 deleted participant requests a cancel, ``spec.paused`` holds it, a more urgent intent or a heal being
 retired (``view.retiring``) supersedes it by a re-plan keeping its moves in flight, otherwise one tick,
-then its progress, and a Warning Event when it re-applied owned configs changed by another party); with
+then its progress, and a Warning IntentEvent when it re-applied owned configs changed by another party); with
 none, every valid
 intent is planned together: a running planner job keeps them Planning, a planning error fails them,
 Advise-mode policies only report, an empty plan converges, an unapproved Manual plan awaits approval,
@@ -35,7 +35,7 @@ from typing import Any
 
 from ..execution.record import Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus, Progress
+from ..model.intent_status import IntentStatus, ProgressStatus
 from ..model.intents import (
     BrokerDecommission,
     Intent,
@@ -72,13 +72,13 @@ from .decision import (
     moved,
 )
 from .healing import CREATED_BY, SELF_HEALING
-from .phases import Event
+from .phases import IntentEvent
 
 EXECUTOR_EVENTS = {  # the executor's phase as an event of its intents (others: ExecutionProgress)
-    Phase.COMPLETED: Event.EXECUTION_COMPLETED,
-    Phase.CANCELLED: Event.EXECUTION_CANCELLED,
-    Phase.FAILED: Event.EXECUTION_FAILED,
-    Phase.PAUSED: Event.EXECUTION_PAUSED,
+    Phase.COMPLETED: IntentEvent.EXECUTION_COMPLETED,
+    Phase.CANCELLED: IntentEvent.EXECUTION_CANCELLED,
+    Phase.FAILED: IntentEvent.EXECUTION_FAILED,
+    Phase.PAUSED: IntentEvent.EXECUTION_PAUSED,
 }
 
 
@@ -111,12 +111,12 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
             OperatorFields.of(b)
             valid.append((b, intent))
         except BadInputError as e:
-            failed += _each([b], Event.INVALID_SPEC, e.message)
+            failed += _each([b], IntentEvent.INVALID_SPEC, e.message)
     return valid, tuple(failed)
 
 
 def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None) -> Decision:
-    statuses = _each(resources, Event.CLUSTER_FAILURE, f.message, f.reason)  # a Completed one stays so
+    statuses = _each(resources, IntentEvent.CLUSTER_FAILURE, f.message, f.reason)  # a Completed one stays so
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
@@ -178,7 +178,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if sync:  # the statuses come with the next decision: each is written once per reconcile
             return Decision(actions=sync)
         msg = "spec.paused is true; no new moves are submitted"
-        return Decision(statuses=_each(members, Event.PAUSED_BY_SPEC, msg, plan=record.plan_status))
+        return Decision(statuses=_each(members, IntentEvent.PAUSED_BY_SPEC, msg, plan=record.plan_status))
     urgent = _urgent(valid, record, view.retiring, view.now)
     dropped = [b for b in members if b["metadata"]["uid"] in view.retiring]
     waiting: tuple[StatusPatch, ...] = ()
@@ -197,13 +197,13 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         )
         events = tuple(Note(b, "Warning", "OwnedConfigChanged", msg) for b in members)
     events += _disk_notes(record, members)
-    event = EXECUTOR_EVENTS.get(record.phase, Event.EXECUTION_PROGRESS)
-    reason = str(record.phase) if event == Event.EXECUTION_PROGRESS else None  # else the table's word
+    event = EXECUTOR_EVENTS.get(record.phase, IntentEvent.EXECUTION_PROGRESS)
+    reason = str(record.phase) if event == IntentEvent.EXECUTION_PROGRESS else None  # else the table's word
     message = record.last_error or f"executor phase {record.phase}"
-    if event == Event.EXECUTION_PROGRESS and view.window is not None and not view.window.open:
-        event, reason, message = Event.WAITING_FOR_WINDOW, None, view.window.says()
+    if event == IntentEvent.EXECUTION_PROGRESS and view.window is not None and not view.window.open:
+        event, reason, message = IntentEvent.WAITING_FOR_WINDOW, None, view.window.says()
     waits: tuple[StatusPatch, ...] = ()
-    if event == Event.EXECUTION_COMPLETED:  # the plan is done; the intents' rules are checked on a fresh read
+    if event == IntentEvent.EXECUTION_COMPLETED:  # done; the intents' rules are checked on a fresh read
         if view.unmet is None:
             return Decision(actions=(CheckIntents(tuple(members)),))
         if not view.unmet:  # what waits (no plan could act on it) keeps its intents Pending, saying why
@@ -215,7 +215,7 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if view.unmet:
             # planned again by the next reconcile (a broker's metadata lagging right after the moves
             # must not make it plan done moves again): until then they are still executing
-            event, reason = Event.RULES_UNMET, None
+            event, reason = IntentEvent.RULES_UNMET, None
             message = (
                 f"plan {record.plan_id} executed, but {len(view.unmet)} partitions still break the "
                 f"intents' rules ({', '.join(view.unmet[:5])}): planning the rest"
@@ -249,7 +249,7 @@ def _waiting(
             r for r in waiting.REASONS if set((waits.get(r) or {}).get("brokers", ())) & set(intent.brokers)
         )
         out += _each(
-            [b], Event.PARTITIONS_WAIT, f"{done}; {why}", reason, plan=plan_status, progress=progress
+            [b], IntentEvent.PARTITIONS_WAIT, f"{done}; {why}", reason, plan=plan_status, progress=progress
         )
     return tuple(out)
 
@@ -370,7 +370,7 @@ def _supersede(
     planned = view.planned
     if planned is None:
         msg = f"planning with every intent to supersede the running plan {record.plan_id} (more urgent)"
-        pending = _each([b for b, _ in urgent], Event.SUPERSEDING, msg)
+        pending = _each([b for b, _ in urgent], IntentEvent.SUPERSEDING, msg)
         plan_them = PlanIntents(tuple(b for b, _ in valid), keeping_in_flight=True, dropping=bool(dropped))
         return Decision(statuses=pending, actions=(plan_them,))
     gone = _backing_off(_rejected(valid, planned), view.now)  # each fails alone; the rest without them
@@ -396,12 +396,12 @@ def _supersede_with(
 ) -> Decision | tuple[StatusPatch, ...]:
     """``_supersede`` once the new plan (or why there is none) is known."""
     if planned.running is not None:
-        return _all(urgent, Event.PLAN_RUNNING, planned.running)
+        return _all(urgent, IntentEvent.PLAN_RUNNING, planned.running)
     if planned.waiting is not None:
-        return _all(urgent, Event.BROKERS_UNREACHABLE, planned.waiting)
+        return _all(urgent, IntentEvent.BROKERS_UNREACHABLE, planned.waiting)
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
-        return _all(urgent, Event.PLANNING_FAILED, planned.error or "planning failed", reason)
+        return _all(urgent, IntentEvent.PLANNING_FAILED, planned.error or "planning failed", reason)
     if planned.plan.empty and dropped:  # nothing in flight, nothing left to do: nothing to revert either
         told = (
             f"plan {record.plan_id} stops for {names}: no move of it is in flight and the other intents "
@@ -414,7 +414,7 @@ def _supersede_with(
             f"the moves in flight of plan {record.plan_id} already do what it asks: it is planned again "
             "once that execution ends"
         )
-        return _all(urgent, Event.COVERED_BY_RUNNING_PLAN, msg)
+        return _all(urgent, IntentEvent.COVERED_BY_RUNNING_PLAN, msg)
     plan = planned.plan
     plan_status = st.plan_status(planned.summary, plan.plan_id)
     enforced = [(b, i) for b, i in valid if not (isinstance(i, PlacementPolicy) and not i.enforced)]
@@ -425,17 +425,17 @@ def _supersede_with(
             f"{record.plan_id} for {names}; it awaits approval: set spec.approvedPlan: {plan.plan_id} on "
             + ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         )
-        return _all(urgent, Event.AWAITING_APPROVAL, msg, plan=plan_status)
+        return _all(urgent, IntentEvent.AWAITING_APPROVAL, msg, plan=plan_status)
     if any(_gate(b).paused for b, _ in enforced):
         msg = f"spec.paused is true: plan {plan.plan_id} does not supersede the running plan"
-        return _all(urgent, Event.PAUSED_BY_SPEC, msg, plan=plan_status)
+        return _all(urgent, IntentEvent.PAUSED_BY_SPEC, msg, plan=plan_status)
     if view.below_min_isr is None:
         return Decision(actions=(CheckMinIsr(plan),))
     if view.below_min_isr:
         msg = f"plan {plan.plan_id} would leave partitions below min.insync.replicas: " + ", ".join(
             view.below_min_isr[:10]
         )
-        return _all(urgent, Event.BELOW_MIN_ISR, msg)
+        return _all(urgent, IntentEvent.BELOW_MIN_ISR, msg)
     msg = f"executing plan {plan.plan_id}, which supersedes plan {record.plan_id} (for {names})"
     told = (
         f"plan {record.plan_id} superseded by plan {plan.plan_id} for {names}: its moves in flight go on "
@@ -443,7 +443,7 @@ def _supersede_with(
     )
     start = replace(
         _start(enforced, plan, plan_status, replaces_record=True),
-        then=_all(enforced, Event.EXECUTION_STARTED, msg, plan=plan_status),
+        then=_all(enforced, IntentEvent.EXECUTION_STARTED, msg, plan=plan_status),
         supersedes=record.plan_id,
         events=tuple(
             Note(b, "Normal", "Superseded", told)
@@ -482,20 +482,24 @@ def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:
     )
 
 
-def _shown(progress: Progress | None) -> dict[str, Any] | None:
+def _shown(progress: ProgressStatus | None) -> dict[str, Any] | None:
     """A stored ``status.progress`` written again as it is (a Completed intent keeps its last progress)."""
     return None if progress is None else to_json(progress)
 
 
 def _each(
-    bodies: Sequence[Body], event: Event, message: str, reason: str | None = None, **kw: Any
+    bodies: Sequence[Body], event: IntentEvent, message: str, reason: str | None = None, **kw: Any
 ) -> tuple[StatusPatch, ...]:
     """The status ``event`` gives each of ``bodies`` (``moved``: none for those it leaves as they are)."""
     return tuple(p for b in bodies if (p := moved(b, event, message, reason, **kw)) is not None)
 
 
 def _all(
-    valid: Sequence[tuple[Body, Intent]], event: Event, message: str, reason: str | None = None, **kw: Any
+    valid: Sequence[tuple[Body, Intent]],
+    event: IntentEvent,
+    message: str,
+    reason: str | None = None,
+    **kw: Any,
 ) -> tuple[StatusPatch, ...]:
     return _each([b for b, _ in valid], event, message, reason, **kw)
 
@@ -518,13 +522,13 @@ def _rejected(valid: Sequence[tuple[Body, Intent]], planned: Planned) -> tuple[S
             continue
         by = heals.get(i.broker) if isinstance(i, LogDirCordon) and _by_self_healing(b) else None
         if by is None or not isinstance(i, LogDirCordon):
-            out += _each([b], Event.REJECTED, why + tail)
+            out += _each([b], IntentEvent.REJECTED, why + tail)
             continue
         msg = (
             f"superseded by {by['kind']}/{by['metadata']['name']}, the heal of broker {i.broker}, which "
             f"moves every replica off it ({why})"
         )
-        out += _each([b], Event.SUPERSEDED, msg)
+        out += _each([b], IntentEvent.SUPERSEDED, msg)
     return tuple(out)
 
 
@@ -544,22 +548,24 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
         if not valid:  # nothing to plan: the cordons once, then done
             return Decision(actions=sync)
         msg = "planning with all active intents of the cluster"
-        pending = _all(valid, Event.PLANNING, msg)  # only those Pending (or new) say so
+        pending = _all(valid, IntentEvent.PLANNING, msg)  # only those Pending (or new) say so
         return Decision(statuses=pending, actions=(*sync, PlanIntents(tuple(b for b, _ in valid))))
     if planned.running is not None:
-        return Decision(statuses=_all(valid, Event.PLAN_RUNNING, planned.running))
+        return Decision(statuses=_all(valid, IntentEvent.PLAN_RUNNING, planned.running))
     if planned.waiting is not None:  # a Completed intent stays so (nothing it did is undone meanwhile)
-        return Decision(statuses=_all(valid, Event.BROKERS_UNREACHABLE, planned.waiting))
+        return Decision(statuses=_all(valid, IntentEvent.BROKERS_UNREACHABLE, planned.waiting))
     if planned.plan is None:
         reason = planned.error_reason or "PlanningFailed"
         return Decision(
-            statuses=_all(valid, Event.PLANNING_FAILED, planned.error or "planning failed", reason)
+            statuses=_all(valid, IntentEvent.PLANNING_FAILED, planned.error or "planning failed", reason)
         )
     plan, summary = planned.plan, planned.summary
     plan_status = st.plan_status(summary, plan.plan_id)
     # Advise-mode policies only report: they take no part in the plan, its approval or its execution.
     advisors = [(b, i) for b, i in valid if isinstance(i, PlacementPolicy) and not i.enforced]
-    advice = _all(advisors, Event.ADVISED, st.advice_message(summary), plan=st.advice_plan_status(summary))
+    advice = _all(
+        advisors, IntentEvent.ADVISED, st.advice_message(summary), plan=st.advice_plan_status(summary)
+    )
     enforced = [(b, i) for b, i in valid if all(b is not a for a, _ in advisors)]
     gate = _gates(enforced, plan, plan_status, last, view.below_min_isr)
     return replace(gate, statuses=advice + gate.statuses)
@@ -590,7 +596,7 @@ def _gates(
                 if (
                     p := moved(
                         b,
-                        Event.CONVERGED,
+                        IntentEvent.CONVERGED,
                         message,
                         plan=shown,
                         progress=_shown(IntentStatus.of(b).progress) if executed else None,
@@ -611,9 +617,11 @@ def _gates(
             msg += (
                 f"; review it in ConfigMap {review['configMap']} (most changed: {review['brokersChanging']})"
             )
-        return Decision(statuses=_all(valid, Event.AWAITING_APPROVAL, msg, plan=plan_status))
+        return Decision(statuses=_all(valid, IntentEvent.AWAITING_APPROVAL, msg, plan=plan_status))
     if any(_gate(b).paused for b, _ in valid):
-        return Decision(statuses=_all(valid, Event.PAUSED_BY_SPEC, "spec.paused is true", plan=plan_status))
+        return Decision(
+            statuses=_all(valid, IntentEvent.PAUSED_BY_SPEC, "spec.paused is true", plan=plan_status)
+        )
     if below_min_isr is None:
         return Decision(actions=(CheckMinIsr(plan),))
     if below_min_isr:  # the executor would refuse it too; say so before any record is made
@@ -622,10 +630,10 @@ def _gates(
             "topic's min.insync.replicas (unwritable with acks=all); nothing moves: "
             + ", ".join(below_min_isr[:10])
         )
-        return Decision(statuses=_all(valid, Event.BELOW_MIN_ISR, msg, plan=plan_status))
+        return Decision(statuses=_all(valid, IntentEvent.BELOW_MIN_ISR, msg, plan=plan_status))
     start = _start(valid, plan, plan_status, replaces_record=last is not None)
     msg = f"executing plan {plan.plan_id}"
-    then = _all(valid, Event.EXECUTION_STARTED, msg, plan=plan_status)
+    then = _all(valid, IntentEvent.EXECUTION_STARTED, msg, plan=plan_status)
     return Decision(actions=(replace(start, then=then),))
 
 

@@ -17,7 +17,7 @@ from ..model.plan import Plan
 from ..model.windows import Gate
 from ..planning.plan_quality import Tally
 from . import status as st
-from .phases import Event, move
+from .phases import IntentEvent, move
 
 Body = Mapping[str, Any]
 
@@ -108,7 +108,7 @@ class StatusPatch:
     """An intent's status to write: made only by ``moved`` (its phase from the phase table)."""
 
     body: Body
-    event: Event
+    event: IntentEvent
     phase: str
     reason: str
     message: str
@@ -121,7 +121,7 @@ class StatusPatch:
 
 def moved(
     body: Body,
-    event: Event,
+    event: IntentEvent,
     message: str,
     reason: str | None = None,
     *,
@@ -138,7 +138,7 @@ def moved(
 
 @dataclass(frozen=True)
 class Note:
-    """An Event to post on ``body``."""
+    """An IntentEvent to post on ``body``."""
 
     body: Body
     type: str

@@ -1,7 +1,7 @@
 """The phases of the intent resources and of the new-partition lane, as tables, and the one function that
 moves each.
 
-Every status written to an intent names an ``Event``: what the reconcile found (a plan computed, a plan
+Every status written to an intent names an ``IntentEvent``: what the reconcile found (a plan computed, a plan
 awaiting approval, the execution's progress, a cluster it cannot reach...). ``TABLE`` gives each event
 the phase it leads to, its default reason word (a ``Failed`` status's reason is the failure's own), and
 the phases it leaves as they are; ``move`` is the only way an intent's phase changes (decide.py for the
@@ -32,7 +32,7 @@ from ..model import crd_parts
 PENDING, PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED = crd_parts.PHASES
 
 
-class Event(StrEnum):
+class IntentEvent(StrEnum):
     """What a reconcile (or the create/update handler) found about an intent."""
 
     ACCEPTED = "Accepted"  # a new spec (a new generation), valid
@@ -63,7 +63,7 @@ class Event(StrEnum):
 
 
 @dataclass(frozen=True)
-class Rule:
+class PhaseRule:
     """Where an event leads: ``to``, with ``reason`` unless the writer gives the event's own (a failure's,
     the executor's phase, a waiting partition's), and the phases it leaves as they are (``keeps``)."""
 
@@ -72,41 +72,41 @@ class Rule:
     keeps: frozenset[str | None] = frozenset()
 
 
-TABLE: Mapping[Event, Rule] = {
-    Event.ACCEPTED: Rule(PENDING, "Accepted"),
-    Event.INVALID_SPEC: Rule(FAILED, "InvalidSpec"),
-    Event.CLUSTER_FAILURE: Rule(FAILED, keeps=frozenset({COMPLETED})),
-    Event.PLANNING: Rule(
+TABLE: Mapping[IntentEvent, PhaseRule] = {
+    IntentEvent.ACCEPTED: PhaseRule(PENDING, "Accepted"),
+    IntentEvent.INVALID_SPEC: PhaseRule(FAILED, "InvalidSpec"),
+    IntentEvent.CLUSTER_FAILURE: PhaseRule(FAILED, keeps=frozenset({COMPLETED})),
+    IntentEvent.PLANNING: PhaseRule(
         PLANNING,
         "Planning",
         keeps=frozenset({PLANNING, AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED}),
     ),
-    Event.PLAN_RUNNING: Rule(PLANNING, "Planning"),
-    Event.SUPERSEDING: Rule(PLANNING, "Planning"),
-    Event.BROKERS_UNREACHABLE: Rule(PENDING, "BrokersUnreachable", keeps=frozenset({COMPLETED})),
-    Event.PLANNING_FAILED: Rule(FAILED),
-    Event.REJECTED: Rule(FAILED, "InvalidInput"),
-    Event.SUPERSEDED: Rule(CANCELLED, "Superseded"),
-    Event.ADVISED: Rule(COMPLETED, "Advised"),
-    Event.CONVERGED: Rule(COMPLETED, "Converged"),
-    Event.PARTITIONS_WAIT: Rule(PENDING),
-    Event.COVERED_BY_RUNNING_PLAN: Rule(PENDING, "CoveredByRunningPlan"),
-    Event.AWAITING_APPROVAL: Rule(AWAITING_APPROVAL, "AwaitingApproval"),
-    Event.PAUSED_BY_SPEC: Rule(PAUSED, "PausedBySpec"),
-    Event.BELOW_MIN_ISR: Rule(FAILED, "BelowMinInsyncReplicas"),
-    Event.EXECUTION_STARTED: Rule(EXECUTING, "Executing"),
-    Event.EXECUTION_PROGRESS: Rule(EXECUTING),
-    Event.WAITING_FOR_WINDOW: Rule(EXECUTING, "WaitingForWindow"),
-    Event.RULES_UNMET: Rule(EXECUTING, "Executing"),
-    Event.EXECUTION_COMPLETED: Rule(COMPLETED, "Completed"),
-    Event.EXECUTION_PAUSED: Rule(PAUSED, "Paused"),
-    Event.EXECUTION_CANCELLED: Rule(CANCELLED, "Cancelled"),
-    Event.EXECUTION_FAILED: Rule(FAILED, "Failed"),
+    IntentEvent.PLAN_RUNNING: PhaseRule(PLANNING, "Planning"),
+    IntentEvent.SUPERSEDING: PhaseRule(PLANNING, "Planning"),
+    IntentEvent.BROKERS_UNREACHABLE: PhaseRule(PENDING, "BrokersUnreachable", keeps=frozenset({COMPLETED})),
+    IntentEvent.PLANNING_FAILED: PhaseRule(FAILED),
+    IntentEvent.REJECTED: PhaseRule(FAILED, "InvalidInput"),
+    IntentEvent.SUPERSEDED: PhaseRule(CANCELLED, "Superseded"),
+    IntentEvent.ADVISED: PhaseRule(COMPLETED, "Advised"),
+    IntentEvent.CONVERGED: PhaseRule(COMPLETED, "Converged"),
+    IntentEvent.PARTITIONS_WAIT: PhaseRule(PENDING),
+    IntentEvent.COVERED_BY_RUNNING_PLAN: PhaseRule(PENDING, "CoveredByRunningPlan"),
+    IntentEvent.AWAITING_APPROVAL: PhaseRule(AWAITING_APPROVAL, "AwaitingApproval"),
+    IntentEvent.PAUSED_BY_SPEC: PhaseRule(PAUSED, "PausedBySpec"),
+    IntentEvent.BELOW_MIN_ISR: PhaseRule(FAILED, "BelowMinInsyncReplicas"),
+    IntentEvent.EXECUTION_STARTED: PhaseRule(EXECUTING, "Executing"),
+    IntentEvent.EXECUTION_PROGRESS: PhaseRule(EXECUTING),
+    IntentEvent.WAITING_FOR_WINDOW: PhaseRule(EXECUTING, "WaitingForWindow"),
+    IntentEvent.RULES_UNMET: PhaseRule(EXECUTING, "Executing"),
+    IntentEvent.EXECUTION_COMPLETED: PhaseRule(COMPLETED, "Completed"),
+    IntentEvent.EXECUTION_PAUSED: PhaseRule(PAUSED, "Paused"),
+    IntentEvent.EXECUTION_CANCELLED: PhaseRule(CANCELLED, "Cancelled"),
+    IntentEvent.EXECUTION_FAILED: PhaseRule(FAILED, "Failed"),
 }
 
 
 @dataclass(frozen=True)
-class Move:
+class PhaseMove:
     """A status to write: the phase ``event`` leads to from the current one, and its reason."""
 
     phase: str
@@ -117,7 +117,7 @@ class Move:
 LOG_TRANSITION = "%s: phase %s -> %s (event %s, reason %s)"
 
 
-def move(current: str | None, event: Event, reason: str | None = None) -> Move | None:
+def move(current: str | None, event: IntentEvent, reason: str | None = None) -> PhaseMove | None:
     """The phase after ``event`` in phase ``current`` (None: a new resource) and the reason to write
     (``reason`` when given, else the event's own); None when the event leaves ``current`` as it is."""
     rule = TABLE[event]
@@ -126,7 +126,7 @@ def move(current: str | None, event: Event, reason: str | None = None) -> Move |
     word = reason or rule.reason
     if not word:
         raise ValueError(f"event {event} needs a reason of its own")
-    return Move(rule.to, word)
+    return PhaseMove(rule.to, word)
 
 
 # ---- the new-partition lane ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from ..kafka.types import LogDirInfo
 from ..model import crd_parts
 from ..model.cluster_status import check_patch
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus, PlanStatus, Progress, Retry
+from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus, Retry
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import parse_object, to_json
@@ -165,7 +165,7 @@ def intent_status(
         # a plan's status may come from an execution record written by an earlier release (one with
         # status.plan.batches): what the schema no longer holds is left out, as the apiserver would
         plan=None if plan is None else parse_object(PlanStatus, plan, "status.plan", others=True),
-        progress=None if progress is None else Progress.parse(progress),
+        progress=None if progress is None else ProgressStatus.parse(progress),
         retry=Retry.parse(retry) if retry is not None else (old.retry if phase == PLANNING else None),
     )
     status = to_json(new)

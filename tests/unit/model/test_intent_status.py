@@ -10,7 +10,7 @@ import pytest
 
 from kafka_placement.model.crd_schema import crd_documents
 from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.intent_status import IntentStatus, PlanStatus, Progress
+from kafka_placement.model.intent_status import IntentStatus, PlanStatus, ProgressStatus
 from kafka_placement.model.spec_fields import to_json
 from kafka_placement.reconcile import status as st
 
@@ -133,7 +133,9 @@ def test_the_writer_removes_what_it_no_longer_says_and_keeps_the_retry_while_pla
     out = st.intent_status(body, st.EXECUTING, st.EXECUTING, "moving", progress=progress)
     assert out["progress"]["partitionsDone"] == 13 and out["progress"]["diskHeld"] is None
     assert out["retry"] is None and out["observedGeneration"] == 4
-    assert Progress.parse({k: v for k, v in out["progress"].items() if v is not None}).summary == "13/40"
+    assert (
+        ProgressStatus.parse({k: v for k, v in out["progress"].items() if v is not None}).summary == "13/40"
+    )
     planning = st.intent_status(body, st.PLANNING, st.PLANNING, "planning")
     assert planning["retry"] == FULL["retry"] and "progress" not in planning
     ready = next(c for c in planning["conditions"] if c["type"] == "Ready")

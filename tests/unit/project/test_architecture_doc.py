@@ -54,3 +54,14 @@ def test_modules_are_small_and_say_their_role() -> None:
     assert max(sizes.values()) <= LARGEST, max(sizes.items(), key=lambda kv: kv[1])
     ordered = sorted(sizes.values())
     assert ordered[len(ordered) // 2] < HALF_UNDER
+
+
+def test_no_two_classes_of_the_package_share_a_name() -> None:
+    """One name, one class: a reader (or a grep) never has to ask which ``Progress`` is meant."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not shared, f"classes of one name in several places: {shared}"

@@ -11,14 +11,14 @@ import pytest
 
 from kafka_placement.model import crd_parts
 from kafka_placement.reconcile import phases
-from kafka_placement.reconcile.phases import LANE, TABLE, Event, LaneEvent, move, move_lane
+from kafka_placement.reconcile.phases import LANE, TABLE, IntentEvent, LaneEvent, move, move_lane
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "operator" / "kafka_placement"
 
 
 def _next(phase: str | None) -> set[str]:
-    return {m.phase for e in Event if (m := move(phase, e, "Why")) is not None}
+    return {m.phase for e in IntentEvent if (m := move(phase, e, "Why")) is not None}
 
 
 def test_every_phase_is_reachable_from_a_new_resource_and_none_is_a_dead_end() -> None:
@@ -37,7 +37,7 @@ def test_every_phase_is_reachable_from_a_new_resource_and_none_is_a_dead_end() -
 
 
 def test_the_table_leads_only_to_the_crds_phases_and_gives_every_status_a_reason() -> None:
-    assert set(TABLE) == set(Event) and set(LANE) == set(LaneEvent)
+    assert set(TABLE) == set(IntentEvent) and set(LANE) == set(LaneEvent)
     assert {r.to for r in TABLE.values()} == set(crd_parts.PHASES)
     assert set(LANE.values()) == set(crd_parts.NEW_PARTITION_PHASES)
     for event, rule in TABLE.items():
@@ -50,18 +50,18 @@ def test_the_table_leads_only_to_the_crds_phases_and_gives_every_status_a_reason
 
 def test_the_guards() -> None:
     # only a new or Pending intent says Planning while the cluster is planned
-    assert move(None, Event.PLANNING) == phases.Move(crd_parts.PLANNING, "Planning")
-    assert move(crd_parts.PENDING, Event.PLANNING) == phases.Move(crd_parts.PLANNING, "Planning")
+    assert move(None, IntentEvent.PLANNING) == phases.PhaseMove(crd_parts.PLANNING, "Planning")
+    assert move(crd_parts.PENDING, IntentEvent.PLANNING) == phases.PhaseMove(crd_parts.PLANNING, "Planning")
     for other in set(crd_parts.PHASES) - {crd_parts.PENDING}:
-        assert move(other, Event.PLANNING) is None, other
+        assert move(other, IntentEvent.PLANNING) is None, other
     # a Completed intent stays so while its cluster cannot be reached
-    assert move(crd_parts.COMPLETED, Event.CLUSTER_FAILURE, "ClusterUnreachable") is None
-    assert move(crd_parts.COMPLETED, Event.BROKERS_UNREACHABLE) is None
-    assert move(crd_parts.EXECUTING, Event.CLUSTER_FAILURE, "ClusterUnreachable") == phases.Move(
+    assert move(crd_parts.COMPLETED, IntentEvent.CLUSTER_FAILURE, "ClusterUnreachable") is None
+    assert move(crd_parts.COMPLETED, IntentEvent.BROKERS_UNREACHABLE) is None
+    assert move(crd_parts.EXECUTING, IntentEvent.CLUSTER_FAILURE, "ClusterUnreachable") == phases.PhaseMove(
         crd_parts.FAILED, "ClusterUnreachable"
     )
     # a writer's own reason wins over the table's word
-    assert move(crd_parts.EXECUTING, Event.EXECUTION_PROGRESS, "Moving") == phases.Move(
+    assert move(crd_parts.EXECUTING, IntentEvent.EXECUTION_PROGRESS, "Moving") == phases.PhaseMove(
         crd_parts.EXECUTING, "Moving"
     )
     assert move_lane(LaneEvent.WAITING_FOR_FULL_PLAN) == move_lane(LaneEvent.PLACED) == "Watching"
@@ -73,7 +73,7 @@ def _source(*names: str) -> str:
 
 def test_every_event_is_written_somewhere() -> None:
     writers = _source("reconcile/decide.py", "handlers/intent_common.py")
-    unused = [e.name for e in Event if not re.search(rf"\bEvent\.{e.name}\b", writers)]
+    unused = [e.name for e in IntentEvent if not re.search(rf"\bEvent\.{e.name}\b", writers)]
     assert not unused, f"events in the table that no writer uses: {unused}"
     lane = _source("reconcile/new_partitions.py")
     assert not [e.name for e in LaneEvent if not re.search(rf"\bLaneEvent\.{e.name}\b", lane)]
