@@ -73,7 +73,7 @@ def _source(*names: str) -> str:
 
 def test_every_event_is_written_somewhere() -> None:
     writers = _source("reconcile/decide.py", "handlers/intent_common.py")
-    unused = [e.name for e in IntentEvent if not re.search(rf"\bEvent\.{e.name}\b", writers)]
+    unused = [e.name for e in IntentEvent if not re.search(rf"\bIntentEvent\.{e.name}\b", writers)]
     assert not unused, f"events in the table that no writer uses: {unused}"
     lane = _source("reconcile/new_partitions.py")
     assert not [e.name for e in LaneEvent if not re.search(rf"\bLaneEvent\.{e.name}\b", lane)]
