@@ -32,7 +32,7 @@ from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_sample
 from tests.e2e.test_operator import apply
 from tests.integration.test_executor_broker_down import rig_node
 
-from kafka_placement.execution.record import TERMINAL
+from kafka_placement.execution.record_doc import TERMINAL
 from kafka_placement.model.self_healing import parse_time
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]

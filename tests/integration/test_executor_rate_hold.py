@@ -24,7 +24,7 @@ from tests.integration.test_executor import (
     write_plan,
 )
 
-from kafka_placement.execution.record import MAX_HOLD_FACTOR
+from kafka_placement.execution.record_doc import MAX_HOLD_FACTOR
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kafka.throttles import DIR_RATE
 

@@ -20,7 +20,8 @@ from tests.integration.conftest import wait_for
 from tests.integration.test_executor import produce
 
 from kafka_placement.execution import executor
-from kafka_placement.execution.record import Execution, Phase
+from kafka_placement.execution.record import Execution
+from kafka_placement.execution.record_doc import Phase
 from kafka_placement.execution.store import FileStore
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import ConfigChange, ConfigTarget, KafkaGateway

@@ -324,7 +324,8 @@ def test_an_execution_record_of_a_1m_partition_plan_is_saved_loaded_and_updated(
 ) -> None:
     """The whole record, not only the store: Execution.create stores the plan as a blob, the baseline as
     another, and the progress document stays small; a second writer's update is refused, not lost."""
-    from kafka_placement.execution.record import Execution, Limits, Original, Submission
+    from kafka_placement.execution.record import Execution, Original
+    from kafka_placement.execution.record_doc import Limits, Submission
     from kafka_placement.model.plan import PartitionTarget, Plan
 
     r = random.Random(7).getrandbits

@@ -24,7 +24,8 @@ from typing import Any
 from ..execution import executor
 from ..execution.disk import describe_held
 from ..execution.progress import Progress
-from ..execution.record import TERMINAL, Event, Execution, Owner, Phase
+from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL, Event, Owner, Phase
 from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError

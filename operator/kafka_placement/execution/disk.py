@@ -19,7 +19,8 @@ from ..model.throttle_state import ThrottleState
 from ..planning.headroom import hard_stop
 from . import disk_watch
 from .disk_watch import REPLICATION, TRICKLE, DiskDecision, Write
-from .record import MAX_WATCHED, DirSeen, Execution, HeldDir, HeldRate
+from .record import Execution
+from .record_doc import MAX_WATCHED, DirSeen, HeldDir, HeldRate
 from .view import TickView
 
 __all__ = ["MAX_HELD_CHARS", "TRICKLE", "clear_holds", "describe_held", "held_dirs", "watch_disks"]

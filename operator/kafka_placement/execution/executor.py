@@ -38,15 +38,13 @@ from ..model.throttle_state import ThrottleState
 from .disk import TRICKLE, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
 from .rate import factors, hold_rates
-from .record import (
+from .record import MAX_SAMPLES, Execution, Original
+from .record_doc import (
     ASSUMED_UNTHROTTLED_RATE,
-    MAX_SAMPLES,
     TERMINAL,
     TRANSITIONS,
     Event,
-    Execution,
     Limits,
-    Original,
     Phase,
     PState,
     Submission,

@@ -14,7 +14,8 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from .record import Execution, PState
+from .record import Execution
+from .record_doc import PState
 from .view import TickView
 
 

@@ -18,7 +18,8 @@ from ..kafka.throttles import Move, ThrottleError, broker_rates, set_rates
 from ..model.throttle_state import ThrottleState
 from . import rate_watch
 from .rate_watch import Side
-from .record import Execution, PState
+from .record import Execution
+from .record_doc import PState
 from .view import TickView
 
 __all__ = ["factors", "hold_rates"]

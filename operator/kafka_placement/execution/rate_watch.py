@@ -34,7 +34,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled
-from .record import MAX_HOLD_FACTOR, MAX_RATE_SAMPLES, ExecutionPlan, RateSide
+from .record import ExecutionPlan
+from .record_doc import MAX_HOLD_FACTOR, MAX_RATE_SAMPLES, RateSide
 from .view import TickView
 
 __all__ = [

@@ -34,7 +34,8 @@ from ..kafka.throttles import Drift, owned_drift
 from ..model.errors import BadInputError
 from ..model.plan import PartitionTarget
 from ..model.snapshot import PartitionState
-from .record import Execution, Limits
+from .record import Execution
+from .record_doc import Limits
 from .view import TickView
 
 log = logging.getLogger(__name__)

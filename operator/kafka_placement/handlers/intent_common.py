@@ -8,7 +8,8 @@ from typing import Any
 
 import kopf
 
-from ..execution.record import TERMINAL, Execution
+from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL
 from ..execution.store import RecordConflict
 from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..execution import executor, supersede
 from ..execution.disk import held_dirs
-from ..execution.record import TERMINAL, Execution, Phase, plan_blob, plan_blob_name
+from ..execution.record import Execution, plan_blob, plan_blob_name
+from ..execution.record_doc import TERMINAL, Phase
 from ..execution.safety import below_min_isr
 from ..kafka import throttle_claims
 from ..kafka.gateway import (

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..execution.record import Phase, Rule
+from ..execution.record_doc import Phase, Rule
 from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, ProgressStatus
 from ..model.intents import (

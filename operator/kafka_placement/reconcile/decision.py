@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..execution.record import TERMINAL, Phase, Rule
+from ..execution.record_doc import TERMINAL, Phase, Rule
 from ..model.intent_status import IntentStatus
 from ..model.intents import Intent
 from ..model.plan import Plan

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from prometheus_client import Counter, Gauge, Histogram
 
 from ..execution.progress import Progress
-from ..execution.record import TERMINAL, Execution, Phase
+from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL, Phase
 from ..model.snapshot import PartitionState
 
 _PLAN = ["cluster", "plan"]

@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..execution.record import TERMINAL, Execution, Phase
+from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL, Phase
 from ..model.cluster_status import NewPartitionsStatus
 from ..model.crd_parts import NEW_PARTITION_PHASES
 from ..model.errors import BadInputError, InfeasibleError

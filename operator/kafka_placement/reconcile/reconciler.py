@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from ..execution import executor
-from ..execution.record import TERMINAL, Execution
+from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL
 from ..execution.store import RecordConflict
 from ..kafka.gateway import (
     KafkaAuthenticationError,

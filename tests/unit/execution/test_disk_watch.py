@@ -13,14 +13,8 @@ from tests.unit.kafka.test_throttles import _Configs
 from kafka_placement.execution import disk_watch, executor
 from kafka_placement.execution.disk import describe_held, watch_disks
 from kafka_placement.execution.disk_watch import DIR_MOVE, REPLICATION, TRICKLE, DirUse, Write, decide
-from kafka_placement.execution.record import (
-    Execution,
-    ExecutionPlan,
-    Limits,
-    Original,
-    Phase,
-    Submission,
-)
+from kafka_placement.execution.record import Execution, ExecutionPlan, Original
+from kafka_placement.execution.record_doc import Limits, Phase, Submission
 from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE
@@ -211,7 +205,7 @@ def test_a_record_written_before_the_disk_watch_loads_with_the_default_limit(tmp
 
 
 def test_the_operator_status_names_the_held_dirs_and_what_they_hold(tmp_path: Path) -> None:
-    from kafka_placement.execution.record import HeldDir
+    from kafka_placement.execution.record_doc import HeldDir
     from kafka_placement.reconcile.inputs import record_view
 
     ex = _moving(tmp_path, _limits(0.85))

@@ -13,13 +13,11 @@ import pytest
 from kafka_placement.execution import executor, throttling
 from kafka_placement.execution.executor import TRANSITIONS, Limits, next_phase
 from kafka_placement.execution.progress import compute_progress, observed_rate
-from kafka_placement.execution.record import (
+from kafka_placement.execution.record import Execution, ExecutionPlan, Original
+from kafka_placement.execution.record_doc import (
     PHASES,
     Event,
-    Execution,
-    ExecutionPlan,
     IllegalTransition,
-    Original,
     Phase,
     PState,
     Rule,

@@ -11,16 +11,8 @@ from tests.unit.kafka.test_throttles import _Configs
 
 from kafka_placement.execution import executor, rate, rate_watch
 from kafka_placement.execution.rate_watch import BUSY_S, SETTLE_S, WINDOW_S, RateReading, decide
-from kafka_placement.execution.record import (
-    MAX_HOLD_FACTOR,
-    Execution,
-    ExecutionPlan,
-    Limits,
-    Original,
-    Phase,
-    RateSide,
-    Submission,
-)
+from kafka_placement.execution.record import Execution, ExecutionPlan, Original
+from kafka_placement.execution.record_doc import MAX_HOLD_FACTOR, Limits, Phase, RateSide, Submission
 from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.view import TickView
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, LEADER_RATE, scaled

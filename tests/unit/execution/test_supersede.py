@@ -9,13 +9,8 @@ from typing import Any
 
 from tests.unit.reconcile.test_decide import PLAN, SUMMARY, body, executing, phases, retire
 
-from kafka_placement.execution.record import (
-    Execution,
-    Limits,
-    Original,
-    PState,
-    Submission,
-)
+from kafka_placement.execution.record import Execution, Original
+from kafka_placement.execution.record_doc import Limits, PState, Submission
 from kafka_placement.execution.store import FileStore
 from kafka_placement.execution.supersede import as_if_done, in_flight, keeping_in_flight
 from kafka_placement.model.plan import PartitionTarget, Plan

@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from kafka_placement.execution.record import Execution, Limits
+from kafka_placement.execution.record import Execution
+from kafka_placement.execution.record_doc import Limits
 from kafka_placement.execution.store import FileStore
 from kafka_placement.kafka.throttles import (
     FOLLOWER_RATE,

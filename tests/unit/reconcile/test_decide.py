@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.execution.record import Phase
+from kafka_placement.execution.record_doc import Phase
 from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.reconcile import status as st

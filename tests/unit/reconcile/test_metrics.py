@@ -10,7 +10,8 @@ from pathlib import Path
 from prometheus_client import REGISTRY
 
 from kafka_placement.execution.progress import compute_progress
-from kafka_placement.execution.record import Execution, Limits, Original, Phase, Submission
+from kafka_placement.execution.record import Execution, Original
+from kafka_placement.execution.record_doc import Limits, Phase, Submission
 from kafka_placement.execution.store import FileStore
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
@@ -115,7 +116,7 @@ def test_a_deleted_clusters_series_are_removed_and_only_its_own(tmp_path: Path) 
 
 
 def test_the_dirs_moves_write_into_have_a_usage_series_until_no_move_writes_there(tmp_path: Path) -> None:
-    from kafka_placement.execution.record import DirSeen, HeldDir
+    from kafka_placement.execution.record_doc import DirSeen, HeldDir
 
     ex = _record(tmp_path, "disk")
     ex.doc.limits = Limits(

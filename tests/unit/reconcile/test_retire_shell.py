@@ -12,7 +12,8 @@ from typing import Any, cast
 
 from tests.unit.reconcile.test_retiring import BACK, NAME, SINCE, SPEC, T0, ended, heal
 
-from kafka_placement.execution.record import Execution, Phase
+from kafka_placement.execution.record import Execution
+from kafka_placement.execution.record_doc import Phase
 from kafka_placement.kube.gateway import KubeConflict, KubeError, KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
 from kafka_placement.model.self_healing import HealingState, PastFailure, format_time
@@ -157,7 +158,8 @@ def test_a_replan_dropping_the_only_retired_heal_is_its_moves_in_flight_and_need
     (t-2) are dropped."""
     from tests.unit.execution.test_supersede import LIMITS, _snapshot
 
-    from kafka_placement.execution.record import Original, Submission
+    from kafka_placement.execution.record import Original
+    from kafka_placement.execution.record_doc import Submission
     from kafka_placement.execution.store import FileStore
     from kafka_placement.model.plan import PartitionTarget, Plan
 
