@@ -1,14 +1,15 @@
 """End to end: maintenance windows (``KafkaCluster.spec.execution.windows``) on the main rig, the operator as
 a process, real clock, real Kafka.
 
-A decommission of broker 3 (8 partitions of about 3 MB on it, at most 2 moves in flight, 500 kB/s) is approved
+A decommission of broker 3 (8 partitions of about 3 MB on it, at most 2 moves in flight, 300 kB/s) is approved
 while the only window is hours away: the execution is recorded but submits nothing, its intent says
 ``WaitingForWindow`` with the next opening. The window is moved to now: moves start. It is moved away
-again while moves are in flight: those finish, no new one is submitted (the submission count stays put
-over several ticks). The windows removed, the execution completes: every partition off broker 3, each
-submitted once.
+again while moves are in flight: those finish, throttled to ``outsideWindowBytesPerSecond`` (100 kB/s, set
+on their brokers in Kafka), no new one is submitted (the submission count stays put over several ticks).
+The windows removed, the cap is lifted and the execution completes: every partition off broker 3, each
+submitted once, no throttle left (the cluster guard).
 
-Cost: about 60-90 s (the moves themselves, throttled).
+Cost: about 90-120 s (the moves themselves, throttled).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from tests.e2e.conftest import KafkaRig, Operator, get
 from tests.e2e.test_operator import apply, execution_record
 from tests.integration.conftest import wait_for
@@ -36,6 +38,23 @@ def windows(kubectl: Any, ns: str, name: str, value: list[dict[str, Any]] | None
     kubectl("-n", ns, "patch", "kafkacluster", name, "--type=merge", "-p", json.dumps(patch))
 
 
+CAP = 100_000  # outsideWindowBytesPerSecond
+
+
+def follower_rates(rig: KafkaRig) -> dict[int, str]:
+    """Each broker's follower.replication.throttled.rate, where one is set."""
+    admin = AdminClient({"bootstrap.servers": rig.bootstrap_servers})
+    out = {}
+    for node in rig.nodes:
+        resource = ConfigResource(ResourceType.BROKER, str(node.id))
+        entry = (
+            admin.describe_configs([resource])[resource].result(30).get("follower.replication.throttled.rate")
+        )
+        if entry is not None and entry.value:
+            out[node.id] = entry.value
+    return out
+
+
 def progressing(kubectl: Any, ns: str) -> tuple[str | None, str, str]:
     status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
     cond = [c for c in status.get("conditions") or () if c.get("type") == "Progressing"]
@@ -48,7 +67,7 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     ns, name = k8s_namespace, "windowed"
     topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
     producer = Producer({"bootstrap.servers": kafka_rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
-    for i in range(12 * 300):  # 3 MB a partition: a move takes seconds at 500 kB/s, so a window that is
+    for i in range(12 * 300):  # 3 MB a partition: a move takes seconds at 300 kB/s, so a window that is
         # open for a moment lets a few moves start, not all
         producer.produce(topic, partition=i % 12, value=b"x" * 10_000)
         if i % 500 == 0:
@@ -59,8 +78,9 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         kubectl,
         ns,
         f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
-        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n  throttleBytesPerSecond: 500000\n"
-        f"  limits: {{maxMovesInFlight: 2}}\n  execution: {{windows: {json.dumps(later)}}}\n",
+        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n  throttleBytesPerSecond: 300000\n"
+        f"  limits: {{maxMovesInFlight: 2}}\n"
+        f"  execution: {{windows: {json.dumps(later)}, outsideWindowBytesPerSecond: {CAP}}}\n",
     )
     apply(
         kubectl,
@@ -86,6 +106,12 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
     windows(kubectl, ns, name, later)  # closed again, moves in flight
     wait_for("WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60)
+    assert f"throttled to {CAP} bytes/s per broker" in progressing(kubectl, ns)[2]
+    # the cap is recorded once applied; moves in flight then (none starts while closed) were capped in Kafka
+    wait_for("the cap recorded", lambda: record().get("windowCap") == CAP, timeout=30)
+    assert record().get("inFlight"), "the moves finished before the window closed: nothing was capped"
+    rates = follower_rates(kafka_rig)
+    assert str(CAP) in rates.values(), rates
     frozen = submitted()
     wait_for("the moves in flight finished", lambda: not record().get("inFlight"), timeout=120)
     ticks = record().get("counters", {}).get("ticks", 0)
@@ -95,6 +121,7 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     assert record().get("phase") not in ("Completed", "Failed", "Cancelled")
 
     windows(kubectl, ns, name, None)  # no windows: always
+    wait_for("the cap lifted", lambda: record().get("windowCap") is None, timeout=60)
     started = time.monotonic()
     wait_for("Completed", lambda: progressing(kubectl, ns)[0] == "Completed", timeout=180)
     counters = record()["counters"]

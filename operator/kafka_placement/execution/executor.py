@@ -53,6 +53,7 @@ from .record_doc import (
 from .safety import check_plan_min_isr, defend, repairs, unsafe
 from .throttling import clear_owned
 from .view import TickView, at_target, read_view
+from .window_cap import cap_in_flight, capped
 
 __all__ = [
     "ASSUMED_UNTHROTTLED_RATE",
@@ -601,8 +602,12 @@ def _moving(
         ex.move(Event.HEALTHY)
     watch = watch_disks(ex, gateway, view, candidates)
     _dir_moves(ex, view, gateway, watch.above)
+    cap = None if window_open else limits.outside_window  # outside the windows: the moves in flight capped
+    in_flight = _moves(ex, ex.active(), limits, view.live)
     if limits.hold_rate:
-        hold_rates(ex, gateway, view, _moves(ex, ex.active(), limits, view.live), limits.throttle)
+        rate = limits.throttle if cap is None else min(limits.throttle or cap, cap)
+        hold_rates(ex, gateway, view, capped(in_flight, cap), rate)
+    cap_in_flight(ex, gateway, view, in_flight, limits, cap)
     if ex.phase != Phase.MOVING or not window_open:
         return
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])

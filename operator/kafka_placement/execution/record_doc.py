@@ -188,6 +188,9 @@ class Limits(_Model):
     max_disk_share: float = Field(DEFAULT_MAX_DISK_SHARE, ge=MIN_DISK_SHARE, le=MAX_DISK_SHARE)
     # hold each broker's achieved replication rate at the throttle (execution/rate_watch.py)
     hold_rate: bool = False
+    # the throttle of the moves in flight while every maintenance window is closed (execution/window_cap.py;
+    # None: they go on at their own; spec.execution.outsideWindowBytesPerSecond)
+    outside_window: int | None = Field(None, ge=1)
 
     @property
     def bytes_per_broker(self) -> int:
@@ -333,6 +336,7 @@ class RecordDoc(_Model):
     defence: Defence = Defence()
     disk: DiskWatchDoc = DiskWatchDoc()  # absent in records written before the disk watch
     rate: RateHoldDoc = RateHoldDoc()  # absent in records written before the rate hold
+    window_cap: int | None = None  # the rate the moves in flight are capped at now (execution/window_cap.py)
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last

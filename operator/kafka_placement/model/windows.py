@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from .crd_parts import _arr, _str
+from .crd_parts import _arr, _int, _str
 from .errors import BadInputError
 from .jsonio import as_list, brief
 from .spec_fields import custom, leaf, object_schema, parse_object
@@ -154,6 +154,15 @@ class ExecutionSpec:
         ),
         _windows,
     )
+    outside_window_bytes_per_second: int | None = leaf(
+        "outsideWindowBytesPerSecond",
+        _int(
+            "The replication throttle (bytes/s per broker) of the moves in flight while every window is "
+            "closed: they finish at this rate instead of their own; absent = at their own rate.",
+            1,
+            int64=True,
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +172,7 @@ class Gate:
 
     open: bool
     next_open: float | None = None  # epoch seconds
+    cap: int | None = None  # the throttle of the moves in flight while closed (outsideWindowBytesPerSecond)
 
     def says(self) -> str:
         """What the status says while closed."""
@@ -176,6 +186,7 @@ class Gate:
         return (
             f"outside the maintenance windows (spec.execution.windows): no new move is submitted until the "
             f"next one opens at {when}; moves in flight finish"
+            + (f", throttled to {self.cap} bytes/s per broker" if self.cap is not None else "")
         )
 
 

@@ -281,7 +281,9 @@ def window_gate(
         labels = (b.get("metadata") or {}).get("labels") or {}
         if heals_ignore and labels.get(CREATED_BY) == SELF_HEALING:
             return Gate(True)
-    return gate(windows, now)
+    closed = gate(windows, now)
+    cap = execution.outside_window_bytes_per_second if execution is not None else None
+    return closed if closed.open else replace(closed, cap=cap)
 
 
 def urgency(body: Body, intent: Intent) -> tuple[int, int]:

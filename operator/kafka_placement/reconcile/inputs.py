@@ -182,6 +182,7 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
         reapply_window_s=limits.reapply_window_seconds,
         max_disk_share=spec.max_disk_share,
         hold_rate=limits.hold_achieved_rate,
+        outside_window=spec.execution.outside_window_bytes_per_second if spec.execution else None,
     )
 
 

@@ -112,3 +112,35 @@ def test_bad_windows_are_refused_naming_the_field(window: dict[str, Any], says: 
 def test_too_many_windows_are_refused() -> None:
     with pytest.raises(BadInputError, match="at most 50 windows"):
         spec(*({"start": "09:00", "end": "10:00"} for _ in range(51)))
+
+
+def test_outside_the_windows_the_moves_in_flight_may_be_capped_and_the_status_says_so() -> None:
+    from kafka_placement.execution.window_cap import capped
+    from kafka_placement.kafka.throttles import Move
+    from kafka_placement.reconcile.decide import window_gate
+    from kafka_placement.reconcile.inputs import limits_of
+
+    capped_spec = ClusterSpec.parse(
+        {
+            "bootstrapServers": "k:9092",
+            "throttleBytesPerSecond": 5_000_000,
+            "execution": {
+                "windows": [{"start": "01:00", "end": "02:00"}],
+                "outsideWindowBytesPerSecond": 100_000,
+            },
+        }
+    )
+    assert limits_of(capped_spec).outside_window == 100_000 and limits_of(spec()).outside_window is None
+    closed = window_gate(capped_spec.execution, None, [], at("2026-12-14 12:00"))
+    assert not closed.open and closed.cap == 100_000
+    assert closed.says().endswith("moves in flight finish, throttled to 100000 bytes/s per broker")
+    assert window_gate(capped_spec.execution, None, [], at("2026-12-14 01:30")).cap is None  # open
+    moves = [
+        Move("t", 0, (1, 2), (2, 3), 5_000_000),
+        Move("t", 1, (1, 2), (2, 4)),
+        Move("t", 2, (1,), (3,), 50),
+    ]
+    assert [m.rate for m in capped(moves, 100_000)] == [100_000, 100_000, 50]  # the unthrottled one too
+    assert capped(moves, None) == moves
+    with pytest.raises(BadInputError, match=r"spec.execution.outsideWindowBytesPerSecond: must be >= 1"):
+        ClusterSpec.parse({"bootstrapServers": "k:9092", "execution": {"outsideWindowBytesPerSecond": 0}})
