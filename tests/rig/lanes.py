@@ -123,7 +123,7 @@ LANES = (
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
-            "tests/e2e/test_operator_windows.py",  # maintenance windows: about 55 s (back from node, once the
+            "tests/e2e/test_operator_windows.py",  # maintenance windows: about 90 s (back from node, once the
             # flapping broker took two flaps instead of three, 2026-12-03)
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending

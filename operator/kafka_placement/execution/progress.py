@@ -11,9 +11,12 @@ observed over the record's samples. Cost follows the partitions in flight.
 from __future__ import annotations
 
 import datetime
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.windows import Window, finish_at
 from .record import Execution
 from .record_doc import PState
 from .view import TickView
@@ -34,8 +37,10 @@ class Progress:
     def bytes_remaining(self) -> int:
         return max(self.bytes_total - self.bytes_moved, 0)
 
-    def status_json(self) -> dict[str, Any]:
-        """The flat ``status.progress`` of the custom resources (crd_schema), ETA as RFC 3339."""
+    def status_json(self, windows: Sequence[Window] | None = None) -> dict[str, Any]:
+        """The flat ``status.progress`` of the custom resources (crd_schema), ETA as RFC 3339: the time
+        left at the observed rate, counted inside the maintenance ``windows`` the execution waits for
+        (model/windows.py; none: from now on; beyond ten years of windows: no ETA)."""
         out: dict[str, Any] = {
             "partitionsDone": self.partitions_done,
             "partitionsTotal": self.partitions_total,
@@ -44,8 +49,9 @@ class Progress:
             "summary": f"{self.partitions_done}/{self.partitions_total}",
         }
         if self.eta_s is not None:
-            eta = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.eta_s)
-            out["eta"] = eta.strftime("%Y-%m-%dT%H:%M:%SZ")
+            at = finish_at(windows, time.time(), self.eta_s)
+            if at is not None:
+                out["eta"] = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -206,4 +206,53 @@ def gate(windows: Sequence[Window] | None, now: float) -> Gate:
     return Gate(False, min(upcoming).timestamp() if upcoming else None)
 
 
-__all__ = ["DAYS", "ExecutionSpec", "Gate", "Window", "gate", "zone"]
+MAX_FINISH_WEEKS = 520  # how far ahead ``finish_at`` walks the windows (ten years) before giving up
+
+
+def finish_at(windows: Sequence[Window] | None, now: float, work_s: float) -> float | None:
+    """When ``work_s`` seconds of work that runs only inside ``windows`` ends, from ``now`` (epoch seconds):
+    ``now + work_s`` without windows; the open time of overlapping windows counted once. None when it would
+    take longer than ``MAX_FINISH_WEEKS`` (a few minutes a week against years of work)."""
+    if not windows:
+        return now + work_s
+    left = max(work_s, 0.0)
+    at = dt.datetime.fromtimestamp(now, dt.UTC)
+    weeks = 0
+    while weeks < MAX_FINISH_WEEKS:
+        horizon = at + dt.timedelta(days=7)
+        spans = sorted(  # in UTC: the difference of two times of one zone is wall-clock time (PEP 495)
+            (max(o.astimezone(dt.UTC), at), min(c.astimezone(dt.UTC), horizon))
+            for w in windows
+            for o, c in w.spans(at)
+            if c > at and o < horizon
+        )
+        week_s = 0.0
+        for opens, closes in _merged(spans):
+            open_s = (closes - opens).total_seconds()
+            if left <= open_s:
+                return (opens + dt.timedelta(seconds=left)).timestamp()
+            left -= open_s
+            week_s += open_s
+        at, weeks = horizon, weeks + 1
+        whole = int(left // week_s) - 1 if week_s > 0 else 0  # the weeks between repeat this one's hours
+        if weeks + whole >= MAX_FINISH_WEEKS:
+            return None
+        if whole > 0:
+            at, weeks, left = at + dt.timedelta(days=7 * whole), weeks + whole, left - whole * week_s
+    return None
+
+
+def _merged(spans: list[tuple[dt.datetime, dt.datetime]]) -> list[tuple[dt.datetime, dt.datetime]]:
+    """Sorted spans with those that overlap or touch joined."""
+    out: list[tuple[dt.datetime, dt.datetime]] = []
+    for opens, closes in spans:
+        if opens >= closes:
+            continue
+        if out and opens <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], closes))
+        else:
+            out.append((opens, closes))
+    return out
+
+
+__all__ = ["DAYS", "ExecutionSpec", "Gate", "Window", "finish_at", "gate", "zone"]

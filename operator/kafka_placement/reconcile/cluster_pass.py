@@ -47,7 +47,7 @@ from .cordons import (
     sync_cordons,
     with_cordons,
 )
-from .decide import decide, window_gate
+from .decide import decide, window_bound, window_gate
 from .decision import (
     CheckIntents,
     CheckMinIsr,
@@ -419,9 +419,9 @@ class ReconcilePass:
             progress,
         )
         metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
-        self.view = replace(
-            self.view, ticked=True, record=record_view(record, before, held_before), window=window
-        )
+        bound = window_bound(self.spec.execution, self.spec.self_healing, members)
+        viewed = record_view(record, before, held_before, bound)
+        self.view = replace(self.view, ticked=True, record=viewed, window=window)
 
     def _sync_cordons(self, a: SyncCordons) -> None:
         """Set ``cordoned.log.dirs`` for the declared cordons and remove those only deleted resources

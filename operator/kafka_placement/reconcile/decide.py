@@ -47,7 +47,7 @@ from ..model.intents import (
 from ..model.plan import Plan
 from ..model.self_healing import SelfHealingSpec, format_time, parse_time
 from ..model.spec_fields import to_json
-from ..model.windows import ExecutionSpec, Gate, gate
+from ..model.windows import ExecutionSpec, Gate, Window, gate
 from ..planning import waiting
 from . import status as st
 from .decision import (
@@ -257,30 +257,41 @@ def _waiting(
 SUPERSEDABLE = frozenset({Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
 
 
+def window_bound(
+    execution: ExecutionSpec | None, healing: object, participants: Sequence[Body]
+) -> tuple[Window, ...] | None:
+    """The maintenance windows the execution of ``participants`` waits for (model/windows.py): None without
+    windows, or when one of them sets ``spec.ignoreWindows``, or is a heal while
+    ``selfHealing.ignoreWindows`` is true (``healing``: the KafkaCluster's parsed ``spec.selfHealing``; a
+    heal of a cluster whose self-healing is not declared, or invalid, keeps the default, true)."""
+    windows = execution.windows if execution is not None else None
+    if not windows:
+        return None
+    heals_ignore = healing.ignore_windows if isinstance(healing, SelfHealingSpec) else True
+    for b in participants:
+        try:
+            if OperatorFields.of(b).ignore_windows:
+                return None
+        except BadInputError:
+            continue
+        labels = (b.get("metadata") or {}).get("labels") or {}
+        if heals_ignore and labels.get(CREATED_BY) == SELF_HEALING:
+            return None
+    return windows
+
+
 def window_gate(
     execution: ExecutionSpec | None,
     healing: object,
     participants: Sequence[Body],
     now: float,
 ) -> Gate:
-    """Whether the execution of ``participants`` may submit new moves at ``now`` (model/windows.py): always
-    without windows; at any time when one of them sets ``spec.ignoreWindows``, or is a heal while
-    ``selfHealing.ignoreWindows`` is true (``healing``: the KafkaCluster's parsed ``spec.selfHealing``; a
-    heal of a cluster whose self-healing is not declared, or invalid, keeps the default, true); else
-    only inside a window."""
-    windows = execution.windows if execution is not None else None
-    if not windows:
+    """Whether the execution of ``participants`` may submit new moves at ``now``: always when it waits
+    for no window (``window_bound``), else only inside one; closed, with the cap of the moves in flight
+    (``outsideWindowBytesPerSecond``)."""
+    windows = window_bound(execution, healing, participants)
+    if windows is None:
         return Gate(True)
-    heals_ignore = healing.ignore_windows if isinstance(healing, SelfHealingSpec) else True
-    for b in participants:
-        try:
-            if OperatorFields.of(b).ignore_windows:
-                return Gate(True)
-        except BadInputError:
-            continue
-        labels = (b.get("metadata") or {}).get("labels") or {}
-        if heals_ignore and labels.get(CREATED_BY) == SELF_HEALING:
-            return Gate(True)
     closed = gate(windows, now)
     cap = execution.outside_window_bytes_per_second if execution is not None else None
     return closed if closed.open else replace(closed, cap=cap)
@@ -659,5 +670,6 @@ __all__ = [
     "decide",
     "execution_rules",
     "parse",
+    "window_bound",
     "window_gate",
 ]

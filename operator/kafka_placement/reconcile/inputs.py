@@ -36,6 +36,7 @@ from ..model.intents import (
 from ..model.self_healing import SelfHealingSpec
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import spec_of
+from ..model.windows import Window
 from . import status as st
 from .decision import RecordView
 from .secret_files import pem_file
@@ -190,13 +191,15 @@ def record_view(
     record: Execution | None,
     reapplied_before: int | None = None,
     held_before: tuple[str, ...] | None = None,
+    windows: Sequence[Window] | None = None,
 ) -> RecordView | None:
-    """What ``decide`` needs of the record (with the progress of its last tick)."""
+    """What ``decide`` needs of the record (with the progress of its last tick; its ETA counted inside
+    the maintenance ``windows`` the execution waits for)."""
     if record is None:
         return None
     doc = record.doc
     held = held_dirs(record)
-    progress = executor.progress(record).status_json() if reapplied_before is not None else None
+    progress = executor.progress(record).status_json(windows) if reapplied_before is not None else None
     if progress is not None and held:
         progress["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
     return RecordView(

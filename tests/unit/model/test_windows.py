@@ -144,3 +144,25 @@ def test_outside_the_windows_the_moves_in_flight_may_be_capped_and_the_status_sa
     assert capped(moves, None) == moves
     with pytest.raises(BadInputError, match=r"spec.execution.outsideWindowBytesPerSecond: must be >= 1"):
         ClusterSpec.parse({"bootstrapServers": "k:9092", "execution": {"outsideWindowBytesPerSecond": 0}})
+
+
+def test_the_eta_of_an_execution_that_waits_for_windows_counts_only_their_open_time() -> None:
+    from kafka_placement.model.windows import finish_at
+
+    sat_night = spec({"days": ["Sat"], "start": "22:00", "end": "02:00"})  # 4 h a week, across midnight
+    windows = sat_night.execution.windows if sat_night.execution else None
+    monday = at("2026-12-14 12:00")
+    assert finish_at(windows, monday, 3600) == at("2026-12-19 23:00")  # waits for Saturday
+    assert finish_at(windows, monday, 5 * 3600) == at("2026-12-26 23:00")  # 4 h, then 1 h a week later
+    assert finish_at(windows, at("2026-12-19 23:00"), 3600) == at("2026-12-20 00:00")  # inside one now
+    assert finish_at(windows, monday, 100 * 4 * 3600 + 3600) == at("2028-11-18 23:00")  # weeks skipped whole
+    assert finish_at(windows, monday, 1e12) is None  # beyond ten years: no ETA
+    assert finish_at(None, 100.0, 5) == 105.0 and finish_at((), 100.0, 0) == 100.0
+    overlapping = spec({"start": "10:00", "end": "12:00"}, {"start": "11:00", "end": "13:00"})
+    both = overlapping.execution.windows if overlapping.execution else None
+    assert finish_at(both, at("2026-12-14 10:00"), 3 * 3600) == at("2026-12-14 13:00")  # counted once
+    assert finish_at(both, at("2026-12-14 10:00"), 3 * 3600 + 60) == at("2026-12-15 10:01")
+    # the night clocks go back in Paris (2026-10-25 03:00 -> 02:00) a 01:00-04:00 window lasts 4 h
+    paris = spec({"days": ["Sun"], "start": "01:00", "end": "04:00", "timeZone": "Europe/Paris"})
+    fall = paris.execution.windows if paris.execution else None
+    assert finish_at(fall, at("2026-10-24 12:00"), 4 * 3600) == at("2026-10-25 04:00", "Europe/Paris")
