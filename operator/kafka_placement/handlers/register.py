@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import kopf
 
-from . import brokerdecommission, health, kafkacluster, logdircordon, placementpolicy, traffic_daemon
+from . import health, intents, kafkacluster, traffic_daemon
 
-MODULES = (kafkacluster, logdircordon, brokerdecommission, placementpolicy, health, traffic_daemon)
+MODULES = (kafkacluster, intents, health, traffic_daemon)
 
 
 @kopf.on.startup()
