@@ -23,13 +23,14 @@ def register(kind: str) -> None:
     """kopf's handlers of one intent kind."""
     plural = PLURALS[kind]
 
-    @kopf.on.resume(GROUP, VERSION, plural)
-    @kopf.on.create(GROUP, VERSION, plural)
-    @kopf.on.update(GROUP, VERSION, plural, field="spec")
+    # the ids the handlers had as module functions (kopf keeps a handler's progress under its id)
+    @kopf.on.resume(GROUP, VERSION, plural, id="accept")
+    @kopf.on.create(GROUP, VERSION, plural, id="accept")
+    @kopf.on.update(GROUP, VERSION, plural, field="spec", id="accept")
     def accept(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         validate(kind, body, patch)
 
-    @kopf.on.delete(GROUP, VERSION, plural)
+    @kopf.on.delete(GROUP, VERSION, plural, id="delete")
     def delete(body: kopf.Body, logger: Any, **_: Any) -> None:
         cancel_if_participating(body, logger)
         if kind in CORDONING:
