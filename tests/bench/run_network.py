@@ -181,7 +181,7 @@ def run(cases: list[Case], limits: tuple[float, float]) -> list[dict[str, Any]]:
         took = best[i]
         assert took is not None
         cpu, spent, goals = took
-        s = plans[i].summary
+        s = plans[i].summary.to_json()
         after = apply_plan(truth, plans[i].plan)
         net_in, net_out = loads(after)
         lin, lout = limits

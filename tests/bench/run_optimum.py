@@ -149,7 +149,7 @@ def run(inst: Instance, time_limit: float) -> dict[str, Any]:
         row.update(plan=None, planError=f"exit 3: {e.rule}", planSeconds=time.perf_counter() - t)
         result = None
     else:
-        s = result.summary
+        s = result.summary.to_json()
         balance_goal = next((g for g in s["goals"] if g["goal"] == "BrokerBalance"), None)
         row.update(
             plan=s["bytesToMove"],

@@ -60,7 +60,7 @@ session = spark.result() if spark is not None else None
 waited = time.perf_counter() - t1
 result = plan_with(snap, intents, settings, session)
 t2 = time.perf_counter()
-s = result.summary
+s = result.summary.to_json()
 if s.get("sharding"):
     s["sharding"]["seconds"]["session"] = round(waited, 1)  # what the plan waited for Spark to start
 print(json.dumps({{"load": t1 - t0, "plan": t2 - t1, "partitionsChanged": s["partitionsChanged"],

@@ -55,7 +55,7 @@ def shape(brokers: int, partitions: int, seeds: int) -> dict[str, Any]:
         moved: dict[str, int] = {}
         for effort in EFFORTS:
             t = time.perf_counter()
-            s = compute_plan(snap, intents.with_effort(effort)).summary
+            s = compute_plan(snap, intents.with_effort(effort)).summary.to_json()
             times[effort].append(time.perf_counter() - t)
             assert s["hardViolationsAfter"] == 0, (brokers, partitions, seed, effort)
             moved[effort] = s["bytesToMove"]

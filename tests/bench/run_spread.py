@@ -61,7 +61,7 @@ FailureSpreadGoal.optimize = _timed  # type: ignore[method-assign]
 def run(snap: Any, text: str) -> dict[str, Any]:
     _goal_seconds[0] = 0.0
     t, cpu = time.perf_counter(), time.process_time()
-    s = compute_plan(snap, Intents.loads(text)).summary
+    s = compute_plan(snap, Intents.loads(text)).summary.to_json()
     spent, cpu = time.perf_counter() - t, time.process_time() - cpu
     spread = s["failureSpread"]
     return {

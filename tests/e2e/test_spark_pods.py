@@ -206,7 +206,7 @@ def test_plans_on_driver_and_executor_pods_equal_the_engines_plans(
         assert plan.plan_id == local.plan.plan_id
     else:
         assert plan.plan_id == sharded_optimize(snap, intents.enforced_only(), shards).plan_id
-        assert summary["bytesToMove"] <= 1.01 * local.summary["bytesToMove"]
+        assert summary["bytesToMove"] <= 1.01 * local.summary.bytes_to_move
 
     # the executors were pods of this run, started by the kubelet; the completed run leaves no pod
     started = {

@@ -178,7 +178,7 @@ optimizer = SparkOptimizer(EngineSettings("spark", master=master, shards=int(sha
 result = compute_plan(snap, intents, optimizer=optimizer.optimize)
 alive = len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
 Path(out).write_text(json.dumps({"planId": result.plan.plan_id, "killed": killed, "executorsAfter": alive,
-                                 "hardViolationsAfter": result.summary["hardViolationsAfter"]}))
+                                 "hardViolationsAfter": result.summary.hard_violations_after}))
 spark.stop()
 """
 

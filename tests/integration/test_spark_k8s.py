@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -179,9 +180,9 @@ def test_completed_application_returns_the_plan(
     set_state(custom, k8s_namespace, name, "SUBMITTED")
     set_state(custom, k8s_namespace, name, "RUNNING")
     result = compute_plan(written, intents)
-    result.summary["engine"] = "spark"
+    written_summary = replace(result.summary, engine="spark").to_json()
     (run_dir / "plan.json").write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
-    (run_dir / "summary.json").write_text(json.dumps(result.summary, indent=1) + "\n")
+    (run_dir / "summary.json").write_text(json.dumps(written_summary, indent=1) + "\n")
     time.sleep(0.5)  # the function sees RUNNING at least once, keeps waiting
     assert not future.done()
     set_state(custom, k8s_namespace, name, "COMPLETED")
@@ -189,11 +190,9 @@ def test_completed_application_returns_the_plan(
     plan, summary = future.result(timeout=WAIT_S)
     assert plan == result.plan
     assert plan.to_json() == result.plan.to_json() and not plan.empty
-    assert summary["engine"] == "spark-k8s"
-    assert summary["sparkApplication"] == f"{k8s_namespace}/{name}"
-    assert {k: v for k, v in summary.items() if k not in ("engine", "sparkApplication")} == {
-        k: v for k, v in result.summary.items() if k != "engine"
-    }
+    assert summary.engine == "spark-k8s"
+    assert summary.spark_application == f"{k8s_namespace}/{name}"
+    assert replace(summary, engine=None, spark_application=None) == result.summary
     poll(f"deletion of {name}", lambda: get_app(custom, k8s_namespace, name) is None)
     assert sorted(p.name for p in run_dir.iterdir()) == ["plan.json", "summary.json"]  # inputs removed
 

@@ -56,10 +56,10 @@ for case in sorted(Path(cases_dir).iterdir()):
         # the plan, and its summary tallied on the workers
         result = compute_plan(snap, intents, optimizer=optimizer.optimize, measure=optimizer.measure)
     local = compute_plan(snap, intents, optimizer=lambda s, i: result.plan)
-    results[case.name] = {"planId": result.plan.plan_id, "bytes": result.summary["bytesToMove"],
+    results[case.name] = {"planId": result.plan.plan_id, "bytes": result.summary.bytes_to_move,
                           "shards": optimizer.reports[0]["shards"],
                           "summaryAsLocal": result.summary == local.summary,
-                          "hardViolationsAfter": result.summary["hardViolationsAfter"]}
+                          "hardViolationsAfter": result.summary.hard_violations_after}
 Path(out).write_text(json.dumps({"master": sc.master, "executors": executors, "results": results}))
 spark.stop()
 """
@@ -119,4 +119,4 @@ def test_the_plan_is_the_local_engines_or_the_sharded_pipelines(
         assert got["planId"] == local.plan.plan_id
     else:  # the same pipeline in one process, and within 1% of the local engine's bytes
         assert got["planId"] == sharded_optimize(snap, intents.enforced_only(), got["shards"]).plan_id
-        assert got["bytes"] <= 1.01 * local.summary["bytesToMove"]
+        assert got["bytes"] <= 1.01 * local.summary.bytes_to_move

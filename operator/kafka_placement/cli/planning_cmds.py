@@ -28,6 +28,7 @@ from ..planning.placement import MAX_NEW_PARTITIONS, place
 from ..planning.plan_quality import evaluate
 from ..planning.report import build_report
 from ..planning.report_html import render
+from ..planning.summary_parts import DiskHeadroom
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ..spark.memory import check_read, limit_of
@@ -94,33 +95,31 @@ def cmd_plan(args: argparse.Namespace) -> int:
         )
     outputs = [plan_output("-o", args.output, result.plan)]
     if with_summary:
-        outputs.append(json_output("--summary", args.summary, result.summary))
+        outputs.append(json_output("--summary", args.summary, result.summary.to_json()))
     write_outputs(outputs)
     s = result.summary
     print(
-        f"plan {result.plan.plan_id}: {s['partitionsChanged']} partitions, "
-        f"{s['replicaMoves']} replica moves, "
-        f"{s['intraBrokerMoves']} dir moves, {s['bytesToMove']} bytes (lower bound {s['lowerBoundBytes']}), "
-        f"{s['batches']['count']} batches, hard violations after: {s['hardViolationsAfter']} "
-        f"(engine {s['engine']})",
+        f"plan {result.plan.plan_id}: {s.partitions_changed} partitions, "
+        f"{s.replica_moves} replica moves, "
+        f"{s.intra_broker_moves} dir moves, {s.bytes_to_move} bytes (lower bound {s.lower_bound_bytes}), "
+        f"{s.batches.count} batches, hard violations after: {s.hard_violations_after} "
+        f"(engine {s.engine})",
         file=sys.stderr,
     )
-    print(headroom_line(s.get("diskHeadroom")), file=sys.stderr)
+    print(headroom_line(s.disk_headroom), file=sys.stderr)
     return 0
 
 
-def headroom_line(disk: dict[str, Any] | None) -> str:
+def headroom_line(disk: DiskHeadroom | None) -> str:
     """The summary's disk headroom in one line: the limit, the fullest dir after the plan, and the dirs
     without a limit (their volume size unknown)."""
     if disk is None:
         return "disk headroom: not reported"
-    share = disk["maxDiskShare"]
-    top = disk.get("fullest")
-    unknown = len((disk.get("unknownSize") or {}).get("dirs", ()))
+    share, top, unknown = disk.max_disk_share, disk.fullest, len(disk.unknown_size)
     head = f"disk headroom: no log dir above {100 * share:.1f}% of its volume"
     if top is not None:
-        at = 100 * top["shareAfter"]
-        head += f"; fullest after the plan: broker {top['broker']} {top['path']} at {at:.1f}%"
+        at = 100 * top.share_after
+        head += f"; fullest after the plan: broker {top.broker} {top.path} at {at:.1f}%"
     if unknown:
         head += f"; {unknown} dir(s) of unknown volume size have no limit"
     return head
@@ -175,7 +174,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     snapshot = read_snapshot_arg(args.snapshot)
     plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
-    write_json(args.output, evaluate(snapshot, plan, intents))
+    write_json(args.output, evaluate(snapshot, plan, intents).to_json())
     return 0
 
 

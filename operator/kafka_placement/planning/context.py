@@ -8,12 +8,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..model.intents import Intents, PlacementPolicy, RackAwareness
 from ..model.snapshot import ClusterSnapshot
+from .plan_summary import PlanSummary
 from .state import Assignment, Eligibility, Key
 from .topology import RackTree
 
@@ -43,7 +44,7 @@ class Goal(Protocol):
         broker that may receive and joins ``replicas`` in place of another, it sees only its place
         (``PlanningContext.receiver_place``)."""
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Whether the plan meets this goal, from the metrics of its summary (None: no policy asks for
         it)."""
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE
 from ..model.errors import DIR_CAPACITY, DiskHeadroomError
 from ..model.snapshot import ClusterSnapshot
+from .summary_parts import DirShare, DiskHeadroom, FullestDir
 
 DirKey = tuple[int, str]
 RULE = DIR_CAPACITY  # the InfeasibleError rule of a plan refused by this limit
@@ -198,39 +199,34 @@ def summary(
     before: Mapping[DirKey, int],
     after: Mapping[DirKey, int],
     disk_per_log_dir: bool = False,
-) -> dict[str, object]:
+) -> DiskHeadroom:
     """The summary's ``diskHeadroom``: the limit, each dir of known size with its volume's share before
     (as measured) and after the plan, the fullest after, and the dirs without a limit (size unknown).
     ``before``/``after``: the bytes of replicas per dir before and after the plan."""
     volume, sizes = volumes(snapshot, disk_per_log_dir)
     hb, ha = held_per_volume(volume, before), held_per_volume(volume, after)
-    dirs: list[dict[str, object]] = []
-    unknown: list[dict[str, object]] = []
+    dirs: list[DirShare] = []
+    unknown: list[tuple[int, str]] = []
     for b in snapshot.brokers:
         for d in b.log_dirs:
             v = volume.get((b.id, d.path))
             if v is None:
-                unknown.append({"broker": b.id, "path": d.path})
+                unknown.append((b.id, d.path))
                 continue
             s = sizes[v]
-            entry: dict[str, object] = {
-                "broker": b.id,
-                "path": d.path,
-                "totalBytes": s.total,
-                "shareBefore": _share(s.used, s.total),
-                "shareAfter": _share(used_after(s, hb.get(v, 0), ha.get(v, 0)), s.total),
-            }
-            if v != (b.id, d.path):
-                entry["sharesVolumeWith"] = v[1]
-            dirs.append(entry)
+            dirs.append(
+                DirShare(
+                    b.id,
+                    d.path,
+                    s.total,
+                    _share(s.used, s.total),
+                    _share(used_after(s, hb.get(v, 0), ha.get(v, 0)), s.total),
+                    v[1] if v != (b.id, d.path) else None,
+                )
+            )
     top = fullest(sizes, hb, ha)
-    out: dict[str, object] = {"maxDiskShare": share, "dirs": dirs, "fullest": None}
-    if top is not None:
-        (broker, path), planned = top
-        out["fullest"] = {"broker": broker, "path": path, "shareAfter": round(planned, 4)}
-    if unknown:
-        out["unknownSize"] = {"dirs": unknown, "note": "volume size unknown (totalBytes 0): no limit"}
-    return out
+    most = None if top is None else FullestDir(*top[0], round(top[1], 4))
+    return DiskHeadroom(share, tuple(dirs), most, tuple(unknown))
 
 
 def fullest(

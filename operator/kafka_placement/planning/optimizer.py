@@ -10,17 +10,18 @@ their extra moves are only reported (``advisories``), never put in the plan.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from ..model.errors import InfeasibleError
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from . import batching, headroom, plan_quality
+from . import batching, headroom, plan_quality, summary_parts
 from .context import Goal, PlanningContext
 from .goals import default_goals
+from .plan_summary import Metrics, PlanSummary
 from .state import Eligibility
+from .summary_parts import Advisories, GoalEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class PlanResult:
     the same snapshot reuses it (``report.build_report``) instead of counting every partition again."""
 
     plan: Plan
-    summary: dict[str, Any]
+    summary: PlanSummary
     tally: plan_quality.Tally | None = field(default=None, compare=False, repr=False)
 
 
@@ -111,16 +112,13 @@ def compute_plan(
         try:
             full = run(snapshot, intents)
         except InfeasibleError as e:  # advice that cannot be followed must not block the enforced plan
-            summary["advisories"] = {"policies": [p.name for p in advised], "error": e.message}
-            return PlanResult(plan, summary, tallied[0])
+            advice = Advisories(tuple(p.name for p in advised), e.message)
+            return PlanResult(plan, replace(summary, advisories=advice), tallied[0])
         extra = Plan.of([t for t in full.partitions if plan.by_key().get(t.key) != t])
         moved = plan_quality.movement(snapshot, extra)
-        summary["advisories"] = {
-            "policies": [p.name for p in advised],
-            "partitions": moved["partitionsChanged"],
-            "bytesToMove": moved["bytesToMove"],
-            "plan": extra.to_json(),
-        }
+        names = tuple(p.name for p in advised)
+        advice = Advisories(names, None, moved["partitionsChanged"], moved["bytesToMove"], extra)
+        summary = replace(summary, advisories=advice)
     return PlanResult(plan, summary, tallied[0])
 
 
@@ -131,68 +129,73 @@ def summarize(
     max_moves_per_broker: int,
     measure: Measure | None = None,
     batches: Batches | None = None,
-) -> dict[str, Any]:
+) -> PlanSummary:
     """The plan's metrics (``metrics``) from one tally of the partitions, its batches, under-replicated
     partitions and goals (the intents are valid for the snapshot)."""
     scope = plan_quality.Scope.of(snapshot, intents)
     found = (measure or plan_quality.tally)(snapshot, plan, scope)
-    summary = found.evaluation(scope, plan.plan_id)
+    metrics = found.evaluation(scope, plan.plan_id)
     order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
-    under = sorted(found.under_replicated)
-    summary["batches"] = {"count": len(order), "maxMovesPerBroker": max_moves_per_broker, "order": order}
-    summary["underReplicatedInPlan"] = under
     net = plan_quality.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
     if net is not None:  # (only with traffic or capacities: summaries without them are as before)
-        summary["traffic"] = net
-        summary["balanceBefore"].update(net.pop("balanceBefore"))
-        summary["balanceAfter"].update(net.pop("balanceAfter"))
-        _bound_network(summary, net.pop("lowerBoundNetworkInBytes"))
-    summary["diskHeadroom"] = headroom.summary(
-        snapshot,
-        intents.max_disk_share,
-        found.before.dir_bytes,
-        found.after.dir_bytes,
-        intents.disk_per_log_dir,
+        metrics = replace(
+            _bound_network(metrics, net.network_in_bound),
+            balance_before=replace(metrics.balance_before, traffic=net.before),
+            balance_after=replace(metrics.balance_after, traffic=net.after),
+        )
+    summary = PlanSummary.of(
+        metrics,
+        batches=summary_parts.Batches(len(order), max_moves_per_broker, tuple(map(tuple, order))),
+        under_replicated_in_plan=tuple(sorted(found.under_replicated)),
+        traffic=net.section if net is not None else None,
+        disk_headroom=headroom.summary(
+            snapshot,
+            intents.max_disk_share,
+            found.before.dir_bytes,
+            found.after.dir_bytes,
+            intents.disk_per_log_dir,
+        ),
+        goals=(),
     )
-    summary["goals"] = goal_report(intents, summary)
-    return summary
+    return replace(summary, goals=goal_report(intents, summary))
 
 
-def refuse_over_headroom(summary: dict[str, Any]) -> None:
+def refuse_over_headroom(summary: PlanSummary) -> None:
     """Never a plan that breaks the disk headroom limit, whichever engine made it: a plan that leaves a
     dir above it (the summary's ``capacity`` violation) is refused, naming the fullest dir."""
-    if not summary["violationsAfter"]["capacity"]:
+    after = summary.violations_after
+    if after is None or not after.capacity:
         return
-    disk = summary["diskHeadroom"]
-    top = disk["fullest"]
+    disk = summary.disk_headroom
+    top = disk.fullest
+    assert top is not None  # (a volume above the limit after the plan is the fullest's)
     raise headroom.refused(
-        disk["maxDiskShare"],
-        (top["broker"], top["path"]),
-        top["shareAfter"],
-        f"the plan leaves {summary['violationsAfter']['capacity']} volume(s) above the limit",
+        disk.max_disk_share,
+        (top.broker, top.path),
+        top.share_after,
+        f"the plan leaves {after.capacity} volume(s) above the limit",
     )
 
 
-def _bound_network(summary: dict[str, Any], network_in: int) -> None:
+def _bound_network(metrics: Metrics, network_in: int) -> Metrics:
     """Fold the network in term into the lower bound: its copies leave brokers that keep data, as the
     drain, rack-repair and balance copies do (one copy may serve both), never the decommission and
     replication-factor ones (``metrics``' module docstring)."""
-    lb = summary.get("lowerBound")
+    lb = metrics.lower_bound
     if lb is None:
-        return
-    lb["networkIn"] = network_in
-    forced = lb["decommission"] + lb["rfGrowth"]
-    lb["total"] = forced + max(lb["total"] - forced, network_in)
-    summary["lowerBoundBytes"] = lb["total"]
-    moved = summary["bytesToMove"]
-    summary["bytesOverLowerBound"] = round(moved / lb["total"], 4) if lb["total"] else None
+        return metrics
+    forced = lb.decommission + lb.rf_growth
+    lb = replace(lb, network_in=network_in, total=forced + max(lb.total - forced, network_in))
+    moved = metrics.bytes_to_move
+    ratio = round(moved / lb.total, 4) if lb.total else None
+    return replace(metrics, lower_bound=lb, lower_bound_bytes=lb.total, bytes_over_lower_bound=ratio)
 
 
 def _asks_network(intents: Intents) -> bool:
     return any(p.balance.network_in or p.balance.network_out for p in intents.policies)
 
 
-def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any]]:
+def goal_report(intents: Intents, summary: PlanSummary) -> tuple[GoalEntry, ...]:
     """Each goal a policy asks for (the hard one always) with its value after the plan, whether it is
     met (``Goal.verdict``) and whether it is hard.
 
@@ -202,19 +205,12 @@ def goal_report(intents: Intents, summary: dict[str, Any]) -> list[dict[str, Any
     and when broker balance is provably out of reach (``reach.py``) its entry says why
     (``unreachable``), distinct from a goal the planner merely failed to meet.
     """
-    report: list[dict[str, Any]] = []
+    report: list[GoalEntry] = []
     for goal in default_goals():
         found = goal.verdict(intents, summary)
-        if found is None:
-            continue
-        entry: dict[str, Any] = {
-            "goal": goal.name,
-            "hard": goal.is_hard,
-            "met": found.met,
-            "value": found.value,
-            "target": found.target,
-        }
-        if found.unreachable:
-            entry["unreachable"] = found.unreachable
-        report.append(entry)
-    return report
+        if found is not None:
+            entry = GoalEntry(
+                goal.name, goal.is_hard, found.met, found.value, found.target, found.unreachable
+            )
+            report.append(entry)
+    return tuple(report)

@@ -34,6 +34,7 @@ from ..model.intents import Intents
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from .loads import plan_traffic
+from .plan_summary import PlanSummary, StatusSummary
 
 DRIFT_SHARE = 0.5  # a broker's load may drift by this share of the tolerance x the mean before a re-plan
 DEFAULT_TOLERANCE = 0.05  # Balance.tolerance's default: the bound's tolerance when no policy sets one
@@ -130,7 +131,7 @@ class KeptPlan:
     """A plan (with its summary) made from inputs ``key`` and ``loads``, kept while ``keep`` says so."""
 
     plan: Plan
-    summary: Mapping[str, Any]
+    summary: PlanSummary | StatusSummary
     key: str
     loads: TrafficLoads
     tolerance: float

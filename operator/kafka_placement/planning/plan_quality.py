@@ -44,15 +44,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..model.intent_status import WaitingStatus
 from ..model.intents import Intents, PlacementPolicy, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from ..model.spec_fields import parse_object
 from . import shares, waiting
 from .loads import plan_traffic
+from .plan_summary import Metrics
 from .reach import Reach
 from .repairs import broken
 from .spread import FollowerRoom, spread_of, targets
 from .state import DirKey, Eligibility
+from .summary_parts import (
+    FollowerSpread,
+    LoadBalance,
+    LowerBound,
+    RuleViolations,
+    Spread,
+    TrafficBalance,
+    TrafficRow,
+    TrafficSection,
+)
 from .topology import RackTree
 from .waiting import Waiting
 
@@ -171,7 +184,7 @@ class Loads:
         add_into(self.dir_bytes, other.dir_bytes)
         add_into(self.dir_replicas, other.dir_replicas)
 
-    def balance(self, brokers: Sequence[int], elig: Eligibility) -> dict[str, Any]:
+    def balance(self, brokers: Sequence[int], elig: Eligibility) -> LoadBalance:
         """max/mean of bytes, replicas and preferred leaders over ``brokers``; dirs (those not
         drained): the worst broker's."""
         bb = [self.bytes.get(b, 0) for b in brokers]
@@ -183,14 +196,14 @@ class Loads:
             r = _ratio(held) if sizes is None else _share_ratio(held, [sizes[d] for d in paths])
             if r is not None:
                 dir_ratios.append(r)
-        return {
-            "brokerBytesMaxMean": shares.max_mean(elig.capacity, brokers, self.bytes),
-            "brokerBytesMax": max(bb, default=0),
-            "brokerBytesMean": round(sum(bb) / len(bb), 1) if bb else 0,
-            "replicasMaxMean": _ratio([self.replicas.get(b, 0) for b in brokers]),
-            "leadersMaxMean": _ratio([self.leaders.get(b, 0) for b in brokers]),
-            "dirBytesMaxMeanWorstBroker": max(dir_ratios, default=None),
-        }
+        return LoadBalance(
+            shares.max_mean(elig.capacity, brokers, self.bytes),
+            max(bb, default=0),
+            round(sum(bb) / len(bb), 1) if bb else 0,
+            _ratio([self.replicas.get(b, 0) for b in brokers]),
+            _ratio([self.leaders.get(b, 0) for b in brokers]),
+            max(dir_ratios, default=None),
+        )
 
 
 @dataclass(slots=True)
@@ -255,7 +268,7 @@ class Bound:
         add_into(self.dropped_dirs, other.dropped_dirs)
         add_into(self.drained_on, other.drained_on)
 
-    def total(self, scope: Scope, before: Loads, reach: Reach, unreachable: str | None) -> dict[str, int]:
+    def total(self, scope: Scope, before: Loads, reach: Reach, unreachable: str | None) -> LowerBound:
         """The bytes any valid plan must copy (``total``), term by term."""
         intents, elig, active = scope.intents or Intents(), scope.elig, scope.active
         decom, drain, growth, rack = self.decommission, self.drain, self.growth, self.rack
@@ -303,18 +316,18 @@ class Bound:
         # take from it (its drained replicas, its replicas of partitions breaking the spread); the
         # rest of its excess leaves by moves of their own.
         uncovered = int(sum(max(0.0, leave[b] - drained_on[b] - self.rack_on.get(b, 0)) for b in active))
-        return {
-            "total": decom + growth + max(drain + rack + uncovered, leaving),
-            "decommission": decom,
-            "rfGrowth": growth,
-            "drain": drain,
-            "rackRepair": rack,
-            "brokerExcess": int(sum(broker_excess.values())),
-            "dirExcess": int(sum(dir_excess.values())),
-            "leavingBrokers": leaving,
-            "uncoveredByRepairs": uncovered,
-            "balanceUnreachable": 0 if unreachable is None else 1,
-        }
+        return LowerBound(
+            total=decom + growth + max(drain + rack + uncovered, leaving),
+            decommission=decom,
+            rf_growth=growth,
+            drain=drain,
+            rack_repair=rack,
+            broker_excess=int(sum(broker_excess.values())),
+            dir_excess=int(sum(dir_excess.values())),
+            leaving_brokers=leaving,
+            uncovered_by_repairs=uncovered,
+            balance_unreachable=0 if unreachable is None else 1,
+        )
 
 
 @dataclass(slots=True)
@@ -471,32 +484,30 @@ class Tally:
         self.waiting.merge(other.waiting)
         return self
 
-    def evaluation(self, scope: Scope, plan_id: str) -> dict[str, Any]:
+    def evaluation(self, scope: Scope, plan_id: str) -> Metrics:
         """Every metric of the plan (intent-dependent ones are null without intents)."""
-        active = scope.active
-        out: dict[str, Any] = {"planId": plan_id, **self.movement}
+        active, moved = scope.active, self.movement
+        bound: dict[str, Any] = {}
         if scope.intents is not None:
             why = self.reach.why(scope.intents, active, scope.trees, scope.elig.capacity)
             lb = self.bound.total(scope, self.before, self.reach, why)
-            out["brokerBalanceUnreachable"] = why
-            out["lowerBoundBytes"] = lb["total"]
-            out["lowerBound"] = lb
-            moved = self.movement["bytesToMove"]
-            out["bytesOverLowerBound"] = round(moved / lb["total"], 4) if lb["total"] else None
-        else:
-            out["lowerBoundBytes"] = None
-        out["balanceBefore"] = self.before.balance(active, scope.elig)
-        out["balanceAfter"] = self.after.balance(active, scope.elig)
-        if scope.intents is not None:
-            out["violationsBefore"] = self.violations_before.finish(scope.elig, self.before.dir_bytes)
-            out["violationsAfter"] = self.violations_after.finish(scope.elig, self.before.dir_bytes)
-            out["hardViolationsAfter"] = sum(out["violationsAfter"].values())
+            held = self.before.dir_bytes
+            after = RuleViolations.from_json(self.violations_after.finish(scope.elig, held))
             waits = self.waiting.to_json()
-            if waits:  # left as they are, not failed: no plan can act on them now (waiting.py)
-                out["waiting"] = waits
+            bound = {
+                "broker_balance_unreachable": why,
+                "lower_bound": lb,
+                "bytes_over_lower_bound": round(moved["bytesToMove"] / lb.total, 4) if lb.total else None,
+                "violations_before": RuleViolations.from_json(
+                    self.violations_before.finish(scope.elig, held)
+                ),
+                "violations_after": after,
+                # left as they are, not failed: no plan can act on them now (waiting.py)
+                "waiting": parse_object(WaitingStatus, waits, "waiting") if waits else None,
+            }
         followers = {b: {f: n for f, n in v.items() if f != b} for b in active if (v := self.peers.get(b))}
         counts = {b: spread_of(v) for b, v in followers.items()}
-        out["failureSpread"] = _spread([n for n in counts.values() if n])
+        spread = FollowerSpread(_spread([n for n in counts.values() if n]))
         asked = [q for q in scope.intents.policies if q.balance.failure_spread] if scope.intents else []
         if asked:
             rooms = [
@@ -506,17 +517,26 @@ class Tally:
             led = {b: self.peers[b].get(b, 0) for b in followers}
             goal = targets(followers, led, active, rooms)
             below = {b: t - counts[b] for b, t in goal.items() if counts[b] < t}
-            out["failureSpread"].update(
-                {
-                    "target": _spread(list(goal.values())),
-                    "brokersBelowTarget": len(below),
-                    "followersShort": sum(below.values()),
-                }
-            )
+            spread = replace(spread, target=_spread(list(goal.values())))
+            spread = replace(spread, brokers_below_target=len(below), followers_short=sum(below.values()))
             # A broker's spread rises by reorders (free) and by redirecting replicas the plan moves
             # anyway (no extra copy): no plan provably needs bytes for it, so the bound adds none.
-            out["lowerBound"]["failureSpread"] = 0
-        return out
+            bound["lower_bound"] = replace(bound["lower_bound"], failure_spread=0)
+        return Metrics(
+            plan_id=plan_id,
+            partitions_changed=moved["partitionsChanged"],
+            replica_moves=moved["replicaMoves"],
+            intra_broker_moves=moved["intraBrokerMoves"],
+            leader_changes=moved["leaderChanges"],
+            network_bytes=moved["networkBytes"],
+            intra_broker_bytes=moved["intraBrokerBytes"],
+            bytes_to_move=moved["bytesToMove"],
+            lower_bound_bytes=bound["lower_bound"].total if bound else None,
+            balance_before=self.before.balance(active, scope.elig),
+            balance_after=self.after.balance(active, scope.elig),
+            failure_spread=spread,
+            **bound,
+        )
 
 
 def count_move(out: dict[str, int], p: PartitionState, q: PartitionState) -> None:
@@ -569,7 +589,7 @@ def tally_of(pairs: Iterable[tuple[PartitionState, PartitionTarget | None]], sco
     return out
 
 
-def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = None) -> dict[str, Any]:
+def evaluate(snapshot: ClusterSnapshot, plan: Plan, intents: Intents | None = None) -> Metrics:
     """Every metric of ``plan`` on ``snapshot`` (intent-dependent ones are null without intents).
 
     The intents are checked against the snapshot as ``plan`` checks them (unknown brokers or dirs,
@@ -622,11 +642,11 @@ def _share_ratio(held: Sequence[int], sizes: Sequence[int]) -> float | None:
     return round(max(h / s for h, s in zip(held, sizes, strict=True)) / mean, 4) if mean > 0 else None
 
 
-def _spread(counts: Sequence[int]) -> dict[str, float]:
+def _spread(counts: Sequence[int]) -> Spread:
     """Over how many other brokers the followers of each leading broker's partitions spread."""
     if not counts:
-        return {"min": 0, "mean": 0.0}
-    return {"min": min(counts), "mean": round(sum(counts) / len(counts), 2)}
+        return Spread(0, 0.0)
+    return Spread(min(counts), round(sum(counts) / len(counts), 2))
 
 
 def add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
@@ -638,13 +658,24 @@ def add_into(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
 MAX_TRAFFIC_BROKERS = 100  # brokers listed in the summary's traffic (the busiest after the plan)
 
 
+@dataclass(frozen=True, slots=True)
+class TrafficMeasure:
+    """``traffic``'s answer: the summary's traffic section, the traffic's balance before and after (None:
+    no rate) and the network in term of the lower bound (``_network_in_bound``)."""
+
+    section: TrafficSection
+    before: TrafficBalance | None
+    after: TrafficBalance | None
+    network_in_bound: int
+
+
 def traffic(
     snapshot: ClusterSnapshot,
     plan: Plan,
     intents: Intents | None,
     active: Sequence[int],
     asked: bool = False,
-) -> dict[str, Any] | None:
+) -> TrafficMeasure | None:
     """The plan's traffic section (None: no rate in the snapshot, no capacity declared and no network
     goal ``asked``): per broker
     network in, network out and leaders' bytes in before and after (``planning/loads.py``'s
@@ -681,32 +712,32 @@ def traffic(
             if loads[what].get(b, 0.0) > lim * (1 + 1e-9) + 1e-6
         )
 
-    def row(b: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": b}
-        for name, what in (("networkIn", "in"), ("networkOut", "out"), ("leaderBytesIn", "lead")):
-            out[name] = [round(before[what].get(b, 0.0), 1), round(after[what].get(b, 0.0), 1)]
-        for name, what in (("networkInLimit", "in"), ("networkOutLimit", "out")):
-            if b in limits[what]:
-                out[name] = round(limits[what][b], 1)
-        return out
+    def row(b: int) -> TrafficRow:
+        def pair(what: str) -> tuple[float, float]:
+            return round(before[what].get(b, 0.0), 1), round(after[what].get(b, 0.0), 1)
+
+        def limit(what: str) -> float | None:
+            return round(limits[what][b], 1) if b in limits[what] else None
+
+        return TrafficRow(b, pair("in"), pair("out"), pair("lead"), limit("in"), limit("out"))
 
     brokers = sorted(
         snapshot.broker_ids, key=lambda b: (-max(after["in"].get(b, 0.0), after["out"].get(b, 0.0)), b)
     )
     bound = _network_in_bound(snapshot, intents, before["in"], limits["in"] if state == "on" else {}, active)
-    return {
-        "partitionsWithRate": rated,
-        "partitionsWithoutRate": unrated,
-        "capacityGoal": state,
-        "maxShare": cap.max_share if cap is not None else None,
-        "brokersOverLimitBefore": over(before) if state == "on" else None,
-        "brokersOverLimitAfter": over(after) if state == "on" else None,
-        "brokerCount": len(brokers),
-        "brokers": [row(b) for b in sorted(brokers[:MAX_TRAFFIC_BROKERS])],
-        "lowerBoundNetworkInBytes": bound,
-        "balanceBefore": _traffic_balance(before, active) if rated else {},
-        "balanceAfter": _traffic_balance(after, active) if rated else {},
-    }
+    section = TrafficSection(
+        partitions_with_rate=rated,
+        partitions_without_rate=unrated,
+        capacity_goal=state,
+        max_share=cap.max_share if cap is not None else None,
+        brokers_over_limit_before=over(before) if state == "on" else None,
+        brokers_over_limit_after=over(after) if state == "on" else None,
+        broker_count=len(brokers),
+        brokers=tuple(row(b) for b in sorted(brokers[:MAX_TRAFFIC_BROKERS])),
+    )
+    if not rated:
+        return TrafficMeasure(section, None, None, bound)
+    return TrafficMeasure(section, _traffic_balance(before, active), _traffic_balance(after, active), bound)
 
 
 def _network_in_bound(
@@ -756,10 +787,10 @@ def _network_in_bound(
     return int(total)
 
 
-def _traffic_balance(loads: dict[str, dict[int, float]], active: Sequence[int]) -> dict[str, Any]:
+def _traffic_balance(loads: dict[str, dict[int, float]], active: Sequence[int]) -> TrafficBalance:
     """Network in, network out and the leaders' bytes in: max/mean over the active brokers."""
-    return {
-        "networkInMaxMean": _ratio([loads["in"].get(b, 0.0) for b in active]),
-        "networkOutMaxMean": _ratio([loads["out"].get(b, 0.0) for b in active]),
-        "leaderBytesInMaxMean": _ratio([loads["lead"].get(b, 0.0) for b in active]),
-    }
+    return TrafficBalance(
+        _ratio([loads["in"].get(b, 0.0) for b in active]),
+        _ratio([loads["out"].get(b, 0.0) for b in active]),
+        _ratio([loads["lead"].get(b, 0.0) for b in active]),
+    )

@@ -21,6 +21,7 @@ from ..model.snapshot import ClusterSnapshot
 from . import plan_quality
 from .batching import MAX_PER_BROKER
 from .optimizer import summarize
+from .plan_summary import PlanSummary
 from .topology import RackTree
 
 MAX_BROKERS = 300  # brokers charted and listed (the most loaded, before or after)
@@ -93,7 +94,7 @@ class Report:
     """Everything the report shows; ``summary`` is the plan's summary (``optimizer.summarize``)."""
 
     plan_id: str
-    summary: dict[str, Any]
+    summary: PlanSummary
     with_intents: bool  # False: the lower bound and violations are not known
     threshold: float | None  # bytes per broker the balance goal allows after the plan, if one asks
     brokers: tuple[BrokerRow, ...]
@@ -113,11 +114,11 @@ class Report:
 
     @property
     def lower_bound(self) -> int | None:
-        return self.summary["lowerBoundBytes"] if self.with_intents else None
+        return self.summary.lower_bound_bytes if self.with_intents else None
 
     @property
     def ratio(self) -> float | None:
-        return self.summary.get("bytesOverLowerBound") if self.with_intents else None
+        return self.summary.bytes_over_lower_bound if self.with_intents else None
 
 
 def build_report(
@@ -162,7 +163,7 @@ def build_report(
     dir_brokers = _top(
         changing, MAX_DIR_BROKERS, lambda r: (r.bytes_in + r.bytes_out + r.dir_bytes, -r.broker)
     )
-    shares = {(x["broker"], x["path"]): x for x in summary["diskHeadroom"]["dirs"]}
+    shares = {(x.broker, x.path): x for x in summary.disk_headroom.dirs}
     dirs = [
         DirRow(
             b.id,
@@ -170,7 +171,7 @@ def build_report(
             (before.dir_bytes.get((b.id, d.path), 0), after.dir_bytes.get((b.id, d.path), 0)),
             d.usable_bytes,
             d.cordoned,
-            (x["shareBefore"], x["shareAfter"]) if (x := shares.get((b.id, d.path))) is not None else None,
+            (x.share_before, x.share_after) if (x := shares.get((b.id, d.path))) is not None else None,
         )
         for r in sorted(dir_brokers, key=lambda r: r.broker)
         if (b := snapshot.broker(r.broker)) is not None
@@ -197,7 +198,7 @@ def build_report(
         moves=tuple(moves),
         moves_count=Capped(len(moves), len(flows.moves)),
         batch_bytes=tuple(
-            sum(flows.bytes_of.get(n, 0) for n in batch) for batch in summary["batches"]["order"]
+            sum(flows.bytes_of.get(n, 0) for n in batch) for batch in summary.batches.order or ()
         ),
         tiered=(sum(t.partitions for t in tiered), sum(t.bytes for t in tiered)),
     )
@@ -248,12 +249,12 @@ def _top(rows: list[BrokerRow], n: int, key: Any) -> list[BrokerRow]:
     return rows if len(rows) <= n else heapq.nlargest(n, rows, key=key)
 
 
-def _threshold(intents: Intents, summary: dict[str, Any]) -> float | None:
+def _threshold(intents: Intents, summary: PlanSummary) -> float | None:
     """``(1 + tolerance) * mean`` bytes per broker after the plan, the tightest broker-balance goal's."""
     tolerances = [p.balance.tolerance for p in intents.policies if p.balance.brokers]
     if not tolerances:
         return None
-    return (1 + min(tolerances)) * float(summary["balanceAfter"]["brokerBytesMean"])
+    return (1 + min(tolerances)) * float(summary.balance_after.broker_bytes_mean)
 
 
 def _units(

@@ -50,8 +50,8 @@ def render(report: Report) -> str:
         _summary_table(report),
         *_charts(report),
         *_tables(report),
-        f'<p class="note">{len(s["batches"]["order"])} batches of at most '
-        f"{s['batches']['maxMovesPerBroker']} moves per broker.</p>",
+        f'<p class="note">{len(s.batches.order or ())} batches of at most '
+        f"{s.batches.max_moves_per_broker} moves per broker.</p>",
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -62,7 +62,7 @@ def _headline(r: Report) -> str:
     ratio = "n/a" if r.ratio is None else f"{r.ratio:.4f}"
     return (
         f'<p id="headline"><b>Plan</b> {escape(r.plan_id)} &middot; <b>bytes to move</b> '
-        f"{_bytes(r.summary['bytesToMove'])} &middot; <b>lower bound</b> {lb} &middot; "
+        f"{_bytes(r.summary.bytes_to_move)} &middot; <b>lower bound</b> {lb} &middot; "
         f"<b>ratio</b> {ratio}</p>"
     )
 
@@ -84,19 +84,24 @@ def _summary_table(r: Report) -> str:
     s = r.summary
     rows: list[tuple[str, Any]] = [
         ("planId", r.plan_id),
-        *((k, s[k]) for k in ("partitionsChanged", "replicaMoves", "intraBrokerMoves", "leaderChanges")),
-        *((k, s[k]) for k in ("networkBytes", "intraBrokerBytes", "bytesToMove")),
+        ("partitionsChanged", s.partitions_changed),
+        ("replicaMoves", s.replica_moves),
+        ("intraBrokerMoves", s.intra_broker_moves),
+        ("leaderChanges", s.leader_changes),
+        ("networkBytes", s.network_bytes),
+        ("intraBrokerBytes", s.intra_broker_bytes),
+        ("bytesToMove", s.bytes_to_move),
         ("lowerBoundBytes", r.lower_bound),
         ("bytesOverLowerBound", r.ratio),
-        ("batches", s["batches"]["count"]),
-        ("hardViolationsAfter", s.get("hardViolationsAfter")),
+        ("batches", s.batches.count),
+        ("hardViolationsAfter", s.hard_violations_after if s.violations_after is not None else None),
     ]
-    for when in ("Before", "After"):
-        for k, v in s[f"balance{when}"].items():
-            rows.append((f"{k} ({when.lower()})", v))
-    if r.with_intents:
-        for k, v in s["violationsAfter"].items():
-            rows.append((f"violations {k} (before → after)", f"{s['violationsBefore'][k]} → {v}"))
+    for when, balance in (("before", s.balance_before), ("after", s.balance_after)):  # named as in JSON
+        rows += [(f"{k} ({when})", v) for k, v in balance.to_json().items()]
+    if r.with_intents and s.violations_before is not None and s.violations_after is not None:
+        before = s.violations_before.to_json()
+        for k, v in s.violations_after.to_json().items():
+            rows.append((f"violations {k} (before → after)", f"{before[k]} → {v}"))
     body = "".join(
         f'<tr><th>{escape(k)}</th><td class="n" data-key="{escape(k)}">{escape(_plain(v))}</td></tr>'
         for k, v in rows
@@ -106,7 +111,7 @@ def _summary_table(r: Report) -> str:
 
 def _charts(r: Report) -> list[str]:
     out = ["<h2>Load per broker (bytes), before and after</h2>", _note(r.brokers_count, "brokers")]
-    lines = [("mean after", float(r.summary["balanceAfter"]["brokerBytesMean"]), "mean")]
+    lines = [("mean after", float(r.summary.balance_after.broker_bytes_mean), "mean")]
     if r.threshold is not None:
         lines.append(("balance threshold", r.threshold, "line"))
     out.append(
@@ -189,31 +194,31 @@ def _tables(r: Report) -> list[str]:
             ],
         )
     )
-    traffic = r.summary.get("traffic")
-    if traffic and traffic.get("brokers") and traffic.get("partitionsWithRate"):
-        shown, total = len(traffic["brokers"]), traffic["brokerCount"]
+    traffic = r.summary.traffic
+    if traffic is not None and traffic.brokers and traffic.partitions_with_rate:
+        shown, total = len(traffic.brokers), traffic.broker_count
         out += [
             "<h2>Traffic per broker (bytes/s), before and after</h2>",
             f"<p>{shown} of {total} brokers (the busiest after the plan); network capacity goal: "
-            f"{escape(str(traffic['capacityGoal']))}; partitions without a rate: "
-            f"{traffic['partitionsWithoutRate']}.</p>",
+            f"{escape(traffic.capacity_goal)}; partitions without a rate: "
+            f"{traffic.partitions_without_rate}.</p>",
         ]
         rows = [
             [
-                t["id"],
-                _rate_pair(t["networkIn"]),
-                _rate_pair(t["networkOut"]),
-                _rate_pair(t["leaderBytesIn"]),
-                _rate(t.get("networkInLimit")),
-                _rate(t.get("networkOutLimit")),
+                t.id,
+                _rate_pair(t.network_in),
+                _rate_pair(t.network_out),
+                _rate_pair(t.leader_bytes_in),
+                _rate(t.network_in_limit),
+                _rate(t.network_out_limit),
             ]
-            for t in traffic["brokers"]
+            for t in traffic.brokers
         ]
         head = ["broker", "network in", "network out", "leaders' bytes in", "in limit", "out limit"]
         out.append(_table("traffic", head, rows))
     if r.dirs:
         out += ["<h2>Dirs</h2>", _note(r.dir_brokers_count, "brokers")]
-        limit = r.summary["diskHeadroom"]["maxDiskShare"]
+        limit = r.summary.disk_headroom.max_disk_share
         note = f"disk headroom: no dir is planned above {100 * limit:.1f}% of its volume"
         out.append(f'<p class="note">{escape(note)}</p>')
         rows = [
@@ -250,7 +255,7 @@ def _share_chart(r: Report) -> list[str]:
     known = [d for d in r.dirs if d.share is not None]
     if not known:
         return []
-    limit = 100 * r.summary["diskHeadroom"]["maxDiskShare"]
+    limit = 100 * r.summary.disk_headroom.max_disk_share
     return [
         "<h2>Dirs of the brokers that change (share of their volume)</h2>",
         _bars(

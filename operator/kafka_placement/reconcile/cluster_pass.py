@@ -38,6 +38,7 @@ from ..model.snapshot import ClusterSnapshot
 from ..model.throttle_state import ClaimOwner
 from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
+from ..planning.plan_summary import StatusSummary
 from ..planning.report import Report, build_report
 from ..planning.traffic_rates import with_traffic
 from . import healing, metrics, plan_review, pressure, retiring
@@ -469,7 +470,7 @@ class ReconcilePass:
                 kept.plan.check_against(snap, live_only=True)
                 memory.kept = kept
                 return Planned(plan=kept.plan, summary=kept.summary)
-        return KeptPlan(Plan(()), {}, key, loads_of(snap), tolerance_of(inputs.intents))
+        return KeptPlan(Plan(()), StatusSummary(), key, loads_of(snap), tolerance_of(inputs.intents))
 
     def _kept_from_review(self, key: str) -> KeptPlan | None:
         """The plan an earlier leader kept (the review ConfigMap's ``keptPlan`` and the plan's blob), unless
@@ -563,7 +564,7 @@ class ReconcilePass:
                     reactive,
                 )
             else:  # only retired heals ran it: no intent is left to plan, the moves in flight are kept
-                planned = Planned(plan=Plan(()), summary={})
+                planned = Planned(plan=Plan(()), summary=StatusSummary())
         finally:
             metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
         # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker
@@ -624,7 +625,7 @@ class ReconcilePass:
                 self.cluster, "Warning", "PlanReviewNotWritten", f"plan {plan.plan_id}: {e}"[:1000]
             )
             return planned
-        return replace(planned, summary={**planned.summary, "review": review})
+        return replace(planned, summary=replace(planned.summary, review=review))
 
     def _start(self, a: StartExecution) -> None:
         meta = self.cluster["metadata"]

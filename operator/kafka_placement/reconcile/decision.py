@@ -16,6 +16,7 @@ from ..model.intents import Intent
 from ..model.plan import Plan
 from ..model.windows import Gate
 from ..planning.plan_quality import Tally
+from ..planning.plan_summary import PlanSummary, StatusSummary
 from . import status as st
 from .phases import IntentEvent, move
 
@@ -63,7 +64,8 @@ class Planned:
     """The outcome of planning the valid intents together (exactly one of plan / error / running)."""
 
     plan: Plan | None = None
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    # the planner's summary, or the part of it a plan kept across a leader change carries (no plan: empty)
+    summary: PlanSummary | StatusSummary = field(default_factory=StatusSummary)
     error_reason: str | None = None  # Infeasible, InvalidInput, or the error's own reason
     error: str | None = None
     running: str | None = None  # a planner job still running (spark-k8s): what it is doing

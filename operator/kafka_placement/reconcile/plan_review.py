@@ -32,6 +32,7 @@ import base64
 import gzip
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,13 +41,15 @@ from ..execution.executor import ASSUMED_UNTHROTTLED_RATE, Limits
 from ..execution.record import plan_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
+from ..model.intent_status import Review
 from ..model.plan import Plan
 from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, TrafficLoads
+from ..planning.plan_summary import PlanSummary, StatusSummary
 from ..planning.report import BrokerRow, Report
 from ..planning.report_html import render
+from ..planning.summary_parts import TrafficRow
 from .record_store import CLUSTER, MANAGED_BY, cluster_label, configmap_name
-from .status import status_summary
 
 PLAN_ID = "kafkaplacement.io/plan-id"
 MAX_DATA_BYTES = 900 * 1024  # the ConfigMap's text: below the 1 MiB object limit with room for metadata
@@ -94,29 +97,30 @@ def traffic_changing(report: Report, n: int = CHANGING) -> str:
     """With measured rates (the summary's ``traffic``), the ``n`` brokers whose network in and out the
     plan changes most, e.g. ``broker 1 in 1.2 MB/s -> 0.6 MB/s, out 2.4 MB/s -> 1.2 MB/s``; empty
     without rates or when the plan changes no broker's traffic."""
-    traffic = report.summary.get("traffic") or {}
-    if not traffic.get("partitionsWithRate"):
+    traffic = report.summary.traffic
+    if traffic is None or not traffic.partitions_with_rate:
         return ""
 
-    def change(t: dict[str, Any]) -> float:
-        return float(sum(abs(t[k][1] - t[k][0]) for k in ("networkIn", "networkOut")))
+    def change(t: TrafficRow) -> float:
+        return float(sum(abs(after - before) for before, after in (t.network_in, t.network_out)))
 
-    rows = [t for t in traffic.get("brokers") or [] if change(t) >= 1]
-    shown = sorted(rows, key=lambda t: (-change(t), t["id"]))[:n]
+    rows = [t for t in traffic.brokers if change(t) >= 1]
+    shown = sorted(rows, key=lambda t: (-change(t), t.id))[:n]
     return "; ".join(
-        f"broker {t['id']} in {rate_text(t['networkIn'][0])} -> {rate_text(t['networkIn'][1])}, "
-        f"out {rate_text(t['networkOut'][0])} -> {rate_text(t['networkOut'][1])}"
+        f"broker {t.id} in {rate_text(t.network_in[0])} -> {rate_text(t.network_in[1])}, "
+        f"out {rate_text(t.network_out[0])} -> {rate_text(t.network_out[1])}"
         for t in shown
     )
 
 
-def review_status(data: Mapping[str, str], name: str) -> dict[str, str]:
+def review_status(data: Mapping[str, str], name: str) -> Review:
     """``status.plan.review`` from the review ConfigMap's ``data``: its name, the brokers whose load
     changes most and, with rates, those whose traffic does."""
-    out = {"configMap": name, "brokersChanging": data.get("brokersChanging", "")}
-    if data.get("trafficChanging"):
-        out["trafficChanging"] = data["trafficChanging"]
-    return out
+    return Review(
+        config_map=name,
+        brokers_changing=data.get("brokersChanging", ""),
+        traffic_changing=data.get("trafficChanging") or None,
+    )
 
 
 def estimate(report: Report, limits: Limits) -> dict[str, Any]:
@@ -132,11 +136,10 @@ def estimate(report: Report, limits: Limits) -> dict[str, Any]:
     }
 
 
-def _bounded(summary: Mapping[str, Any]) -> dict[str, Any]:
+def _bounded(summary: PlanSummary) -> dict[str, Any]:
     """The summary without what grows with the plan: the batches' order of every partition (their count
     stays; ``batches.json`` has their bytes)."""
-    batches = {k: v for k, v in (summary.get("batches") or {}).items() if k != "order"}
-    return {**summary, "batches": batches} if "batches" in summary else dict(summary)
+    return replace(summary, batches=replace(summary.batches, order=None)).to_json()
 
 
 def _batches(sizes: tuple[int, ...], per_broker: int) -> dict[str, Any]:
@@ -164,7 +167,7 @@ class KeptPlanRecord(BaseModel):
     key: str = Field(pattern=r"^[0-9a-f]{64}$")
     tolerance: float = Field(ge=0)
     loads: dict[str, list[float]]  # plan_keeping.TrafficLoads.to_json: per broker in, out before and after
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # StatusSummary.to_json
 
     @staticmethod
     def of(kept: KeptPlan) -> KeptPlanRecord:
@@ -173,7 +176,7 @@ class KeptPlanRecord(BaseModel):
             key=kept.key,
             tolerance=kept.tolerance,
             loads=kept.loads.to_json(),
-            summary=status_summary(kept.summary),
+            summary=StatusSummary.of(kept.summary).to_json(),
         )
 
     def text(self) -> str | None:
@@ -181,11 +184,11 @@ class KeptPlanRecord(BaseModel):
         out = self.model_dump_json()
         return out if len(out.encode()) <= MAX_KEPT_BYTES else None
 
-    def kept(self, plan: Plan, review: Mapping[str, str]) -> KeptPlan:
+    def kept(self, plan: Plan, review: Review) -> KeptPlan:
         """The kept plan, ``plan`` being the one the record names, its summary with ``review``."""
         if plan.plan_id != self.plan_id:
             raise ValueError(f"the record keeps plan {self.plan_id}, not {plan.plan_id}")
-        summary = {**self.summary, "review": dict(review)}
+        summary = replace(StatusSummary.from_json(self.summary), review=review)
         return KeptPlan(plan, summary, self.key, TrafficLoads.from_json(self.loads), self.tolerance)
 
 
@@ -196,7 +199,7 @@ def kept_text(kept: KeptPlan | None) -> str | None:
 
 def read_kept(
     kube: KubeGateway, namespace: str, cluster: Mapping[str, Any]
-) -> tuple[KeptPlanRecord, dict[str, str]] | str | None:
+) -> tuple[KeptPlanRecord, Review] | str | None:
     """The kept plan's record in the cluster's review ConfigMap, with the ``status.plan.review`` it shows;
     None when there is none to keep (no ConfigMap, no ``keptPlan``), else why it cannot be used (a
     ConfigMap another KafkaCluster owns, plan ids that disagree, a record that does not parse)."""
@@ -317,7 +320,7 @@ def publish(
     limits: Limits,
     fence: Callable[[], None],
     kept: str | None = None,
-) -> dict[str, str]:
+) -> Review:
     """Write the review ConfigMap of plan ``plan_id`` (its report made by ``make_report``) unless it
     already shows that plan (then only its ``keptPlan``, when ``kept`` differs); returns
     ``status.plan.review``: the ConfigMap's name and the brokers whose load changes most. Every write

@@ -328,7 +328,7 @@ def _spark_k8s_step(
             try:
                 what = k8s.describe(settings, run.run_id)
                 plan, summary = k8s.read_outputs(settings.exchange_dir / run.run_id, what)
-                return Planned(plan=plan, summary=summary | k8s.summary_fields(settings, run.run_id))
+                return Planned(plan=plan, summary=k8s.with_run(summary, settings, run.run_id))
             except PlacementError:
                 pass  # the exchange dir was cleaned: plan again
         elif run.state == "Submitted":

@@ -17,9 +17,10 @@ from ..model import crd_parts
 from ..model.cluster_status import check_patch
 from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus, Retry
-from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import parse_object, to_json
+from ..planning.plan_summary import PlanSummary, StatusSummary
+from ..planning.summary_parts import Advisories
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -192,61 +193,43 @@ def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return all(shown(old, k) == shown(new, k) for k in STATUS_PARTS)
 
 
-def plan_status(summary: Mapping[str, Any], plan_id: str) -> dict[str, Any]:
+def plan_status(summary: PlanSummary | StatusSummary, plan_id: str) -> dict[str, Any]:
     """``status.plan``: the plan's id, partition and replica moves, bytes and their lower bound. No batch
     count: the executor does not submit fixed batches, it tops up the moves in flight as room frees
     within its limits (moves and bytes, per broker and per cluster: ``spec.limits``), so the planner's
     batches (the CLI summary's, ordered with ``--max-moves-per-broker``) would not describe it."""
     out = {
         "id": plan_id,
-        "moves": summary.get("partitionsChanged", 0),
-        "replicaMoves": summary.get("replicaMoves", 0),
-        "bytes": summary.get("bytesToMove", 0),
-        "lowerBoundBytes": summary.get("lowerBoundBytes", 0),
+        "moves": summary.partitions_changed,
+        "replicaMoves": summary.replica_moves,
+        "bytes": summary.bytes_to_move,
+        "lowerBoundBytes": summary.lower_bound_bytes,
     }
-    waits = summary.get("waiting")  # partitions left as they are: no plan can act on them now (bounded)
-    if waits:
-        out["waiting"] = dict(waits)
-    review = summary.get("review")  # the reconcile's review ConfigMap (reconcile/plan_review.py)
-    return {**out, "review": dict(review)} if review else out
+    waits = summary.waiting  # partitions left as they are: no plan can act on them now (bounded)
+    if waits is not None:
+        out["waiting"] = to_json(waits)
+    review = summary.review  # the reconcile's review ConfigMap (reconcile/plan_review.py)
+    return {**out, "review": to_json(review)} if review is not None else out
 
 
-STATUS_SUMMARY_KEYS = (
-    "partitionsChanged",
-    "replicaMoves",
-    "bytesToMove",
-    "lowerBoundBytes",
-    "advisories",
-    "waiting",
-)
-
-
-def status_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a plan's summary the intents' status reads (``plan_status`` and the advice): what a
-    kept plan carries across a leader change (reconcile/plan_review.py, ``KeptPlanRecord``)."""
-    return {k: summary[k] for k in STATUS_SUMMARY_KEYS if k in summary}
-
-
-def advice_plan_status(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+def advice_plan_status(summary: PlanSummary | StatusSummary) -> dict[str, Any] | None:
     """``status.plan`` of an Advise-mode policy: the moves it advises (never executed)."""
-    adv = summary.get("advisories") or {}
-    if "plan" not in adv:
+    adv = summary.advisories
+    if adv is None or adv.plan is None:
         return None
-    advised = Plan.from_json(adv["plan"], "advisories.plan")
-    return {"id": advised.plan_id, "moves": adv.get("partitions", 0), "bytes": adv.get("bytesToMove", 0)}
+    return {"id": adv.plan.plan_id, "moves": adv.partitions, "bytes": adv.bytes_to_move}
 
 
-def advice_message(summary: Mapping[str, Any]) -> str:
+def advice_message(summary: PlanSummary | StatusSummary) -> str:
     """What the cluster's Advise-mode policies would move (the planner's ``advisories``); nothing moves."""
-    adv = summary.get("advisories") or {}
-    names = list(adv.get("policies") or [])
+    adv = summary.advisories or Advisories(())
+    names = adv.policies
     target = "this policy" if len(names) <= 1 else f"the Advise policies {', '.join(names)}"
     tail = "(mode Advise: nothing is moved)"
-    if adv.get("error"):
-        return f"advice: {target} cannot be met: {adv['error']} {tail}"
+    if adv.error:
+        return f"advice: {target} cannot be met: {adv.error} {tail}"
     return (
-        f"advice: {adv.get('partitions', 0)} partitions, {adv.get('bytesToMove', 0)} bytes would move "
-        f"to meet {target} {tail}"
+        f"advice: {adv.partitions} partitions, {adv.bytes_to_move} bytes would move to meet {target} {tail}"
     )
 
 

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..model.crd_parts import ENGINES  # the KafkaCluster CRD's spec.planner.engine enum
@@ -115,8 +115,7 @@ def _plan_with(
     if engine == "local":
         check_plan(replica_count(snapshot), len(snapshot.partitions), settings.memory)
         result = compute_plan(snapshot, intents, optimizer=optimize, **kw)
-        result.summary["engine"] = engine
-        return result
+        return replace(result, summary=replace(result.summary, engine=engine))
     if engine != "spark":
         raise PlacementError(
             "spark-k8s needs the Kubernetes settings of `kafka-placement plan --engine spark-k8s`"
@@ -127,10 +126,9 @@ def _plan_with(
         result = compute_plan(
             snapshot, intents, optimizer=spark.optimize, measure=spark.measure, batches=spark.batches, **kw
         )
-    result.summary["engine"] = engine
-    if spark.reports:
-        result.summary["sharding"] = spark.reports[0]  # the enforced plan's (advisories plan again)
-    return result
+    # the report of the enforced plan's run (advisories plan again)
+    summary = replace(result.summary, engine=engine, sharding=spark.reports[0] if spark.reports else None)
+    return replace(result, summary=summary)
 
 
 def java_available() -> bool:

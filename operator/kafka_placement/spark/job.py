@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             args.output.write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
         if args.summary:
-            args.summary.write_text(json.dumps(result.summary, indent=1) + "\n")
+            args.summary.write_text(json.dumps(result.summary.to_json(), indent=1) + "\n")
         print(f"plan {result.plan.plan_id}: {len(result.plan.partitions)} partitions -> {args.output}")
         return 0
     except PlacementError as e:

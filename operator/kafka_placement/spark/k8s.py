@@ -34,7 +34,7 @@ import re
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +44,7 @@ from ..model.crd_parts import Launcher
 from ..model.errors import BadInputError, InfeasibleError, PlacementError, infeasible
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from ..planning.plan_summary import PlanSummary
 from . import driver_pod as pods
 
 GROUP = "sparkoperator.k8s.io"
@@ -233,7 +234,7 @@ def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, ex
         raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
 
 
-def read_outputs(run_dir: Path, what: str) -> tuple[Plan, dict[str, Any]]:
+def read_outputs(run_dir: Path, what: str) -> tuple[Plan, PlanSummary]:
     """The plan and summary the job wrote; a missing or invalid plan is a clear error."""
     plan_path = run_dir / "plan.json"
     if not plan_path.is_file():
@@ -246,12 +247,15 @@ def read_outputs(run_dir: Path, what: str) -> tuple[Plan, dict[str, Any]]:
     if not summary_path.is_file():  # the job writes it beside the plan: without it the run is broken
         raise PlacementError(f"{what} completed but wrote no summary: {summary_path} not found")
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        doc = json.loads(summary_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise PlacementError(f"{what} wrote an invalid summary {summary_path}: {str(e)[:200]}") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("partitionsChanged"), int):
+    if not isinstance(doc, dict) or not isinstance(doc.get("partitionsChanged"), int):
         raise PlacementError(f"{what} wrote an invalid summary {summary_path}: not a planning summary")
-    return plan, summary
+    try:
+        return plan, PlanSummary.from_json(doc)
+    except BadInputError as e:
+        raise PlacementError(f"{what} wrote an invalid summary {summary_path}: {e.message}") from None
 
 
 def remove_inputs(run_dir: Path) -> None:
@@ -330,18 +334,20 @@ def outcome(state: RunState | None, what: str) -> Literal["completed", "running"
     return "running"
 
 
-def collect(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[Plan, dict[str, Any]]:
+def collect(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> tuple[Plan, PlanSummary]:
     """The completed run's plan and summary; the pod or application is deleted unless ``keep_application``."""
     plan, summary = read_outputs(Path(settings.exchange_dir) / run_id, describe(settings, run_id))
     if not settings.keep_application:
         delete_application(kube, settings, run_id)
-    return plan, summary | summary_fields(settings, run_id)
+    return plan, with_run(summary, settings, run_id)
 
 
-def summary_fields(settings: SparkK8sSettings, run_id: str) -> dict[str, str]:
+def with_run(summary: PlanSummary, settings: SparkK8sSettings, run_id: str) -> PlanSummary:
     """What a spark-k8s summary adds: the engine and the run's pod or application."""
-    key = "sparkDriverPod" if settings.launcher == "Pod" else "sparkApplication"
-    return {"engine": "spark-k8s", key: f"{settings.namespace}/{application_name(run_id)}"}
+    run = f"{settings.namespace}/{application_name(run_id)}"
+    if settings.launcher == "Pod":
+        return replace(summary, engine="spark-k8s", spark_driver_pod=run)
+    return replace(summary, engine="spark-k8s", spark_application=run)
 
 
 def delete_application(kube: KubeGateway, settings: SparkK8sSettings, run_id: str) -> None:
@@ -362,7 +368,7 @@ def run_on_kubernetes(
     intents_text: str,
     settings: SparkK8sSettings,
     run_id: str | None = None,
-) -> tuple[Plan, dict[str, Any]]:
+) -> tuple[Plan, PlanSummary]:
     """Plan ``snapshot`` with the Spark job on Kubernetes and wait for it (the CLI's way; the operator
     polls the same steps across reconciles instead: reconcile/planner.py).
 
@@ -416,7 +422,7 @@ __all__ = [
     "run_on_kubernetes",
     "spark_application",
     "submit",
-    "summary_fields",
     "timed_out",
+    "with_run",
     "write_inputs",
 ]

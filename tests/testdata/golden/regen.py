@@ -49,8 +49,13 @@ def main() -> None:
         (d / "intents.yaml").write_text(text)
         result = compute_plan(snap, Intents.loads(text))
         (d / "plan.json").write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
-        (d / "expected.json").write_text(json.dumps(expected(result.summary), indent=1) + "\n")
-        print(name, result.plan.plan_id, result.summary["bytesToMove"], result.summary["lowerBoundBytes"])
+        (d / "expected.json").write_text(json.dumps(expected(result.summary.to_json()), indent=1) + "\n")
+        print(
+            name,
+            result.plan.plan_id,
+            result.summary.bytes_to_move,
+            result.summary.lower_bound_bytes,
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from kafka_placement.execution.supersede import as_if_done, in_flight, keeping_i
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
 from kafka_placement.model.throttle_state import ThrottleState
+from kafka_placement.planning.plan_summary import StatusSummary
 from kafka_placement.reconcile import status as st
 from kafka_placement.reconcile.decide import decide
 from kafka_placement.reconcile.decision import (
@@ -93,7 +94,7 @@ def test_what_does_not_supersede() -> None:
     d = decide(View(view.resources, record=record, cordons_synced=True, planned=view.planned, ticked=True))
     assert phases(d)["heal-2"] == (st.AWAITING_APPROVAL, "AwaitingApproval")
     assert f"spec.approvedPlan: {new.plan_id}" in next(p.message for p in d.statuses if p.body is manual)
-    empty = Planned(plan=Plan.of([]), summary={})
+    empty = Planned(plan=Plan.of([]), summary=StatusSummary())
     d = decide(View([retire(phase=st.EXECUTING), heal()], record=record, cordons_synced=True, planned=empty))
     assert [type(a) for a in d.actions] == [Tick]
 
@@ -131,7 +132,7 @@ def test_a_heal_retired_while_it_runs_is_replanned_out_keeping_its_moves_in_flig
 def test_a_heal_retired_with_nothing_in_flight_and_nothing_left_to_do_stops_its_execution() -> None:
     record = executing("uid-heal-2")
     base = View([heal()], record=record, cordons_synced=True, retiring=frozenset({"uid-heal-2"}))
-    d = decide(replace(base, planned=Planned(plan=Plan.of([]), summary={}, kept_only=True)))
+    d = decide(replace(base, planned=Planned(plan=Plan.of([]), summary=StatusSummary(), kept_only=True)))
     assert [type(a) for a in d.actions] == [RequestCancel, Tick]  # a cancel with nothing to revert
     assert [(n.body["metadata"]["name"], n.reason) for n in d.events] == [("heal-2", "Superseded")]
     assert "nothing is reverted" in d.events[0].message

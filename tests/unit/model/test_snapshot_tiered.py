@@ -93,7 +93,7 @@ def test_a_move_of_a_tiered_partition_costs_its_local_bytes_everywhere() -> None
     assert (tiered.copy_bytes, plain.copy_bytes) == (LOCAL, PLAIN)
     plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
     intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
-    summary = plan_quality.evaluate(snap, plan, intents)
+    summary = plan_quality.evaluate(snap, plan, intents).to_json()
     assert summary["bytesToMove"] == summary["networkBytes"] == LOCAL + PLAIN
     assert summary["lowerBoundBytes"] == LOCAL + PLAIN
     elig = Eligibility.of(snap, intents)
@@ -148,7 +148,7 @@ def test_with_kip1023_a_move_costs_the_untiered_bytes_everywhere_a_dir_move_its_
     assert read_snapshot(tmp_path / "snap") == snap
     plan = Plan((PartitionTarget("tiered", 0, (2,), ("any",)), PartitionTarget("plain", 0, (2,), ("any",))))
     intents = Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
-    summary = plan_quality.evaluate(snap, plan, intents)
+    summary = plan_quality.evaluate(snap, plan, intents).to_json()
     assert summary["bytesToMove"] == summary["networkBytes"] == UNTIERED + PLAIN
     assert summary["lowerBoundBytes"] == UNTIERED + PLAIN
     elig = Eligibility.of(snap, intents)
@@ -194,7 +194,7 @@ def test_with_copies_cheaper_than_their_disk_bytes_the_lower_bound_stays_below_t
         }
     )
     intents = Intents.loads("kind: PlacementPolicy\nspec: {balance: {brokers: true, tolerance: 0.1}}\n")
-    s = compute_plan(snap, intents).summary
+    s = compute_plan(snap, intents).summary.to_json()
     assert 0 < s["lowerBoundBytes"] <= s["bytesToMove"] <= 8 * 30_000, s["lowerBound"]
     # broker 1 holds 12 MB against a threshold of 1.1 x 4 MB: 7.6 MB must leave it, at 1% (the cheapest
     # copy per disk byte) at least 76 kB of copies (counted as disk bytes, the bound would exceed the plan)

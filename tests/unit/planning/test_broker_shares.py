@@ -64,7 +64,7 @@ def after(snap: ClusterSnapshot, intents: Intents) -> tuple[dict[int, int], dict
         if (p.topic, p.partition) not in moved:
             for b in p.replicas:
                 held[b] += GB
-    return held, result.summary
+    return held, result.summary.to_json()
 
 
 def test_a_big_new_broker_takes_bytes_in_proportion_to_its_disk() -> None:

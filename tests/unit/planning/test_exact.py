@@ -43,18 +43,18 @@ def test_the_plan_is_the_optimum_where_the_greedy_steps_copy_more(monkeypatch: p
     from tests.bench.optimum import solve
 
     snap, wanted = decommission_with_balance()
-    s = compute_plan(snap, wanted.with_effort("Exhaustive")).summary
+    s = compute_plan(snap, wanted.with_effort("Exhaustive")).summary.to_json()
     opt = solve(snap, wanted, time_limit=10)
     assert opt.exact and opt.balance_reachable and opt.bytes is not None
     assert abs(s["bytesToMove"] - opt.bytes) <= 1  # (the solver's objective is a float)
     assert s["hardViolationsAfter"] == 0
     assert all(g["met"] for g in s["goals"]), s["goals"]
     # the default effort stops within 0.5% of the optimum: here it keeps the greedy plan, 0.37% above
-    balanced = compute_plan(snap, wanted).summary
+    balanced = compute_plan(snap, wanted).summary.to_json()
     assert opt.bytes < balanced["bytesToMove"] <= opt.bytes * (1 + BALANCED_GAP)
     assert balanced["hardViolationsAfter"] == 0 and all(g["met"] for g in balanced["goals"])
     greedy_only(monkeypatch)
-    assert compute_plan(snap, wanted).summary["bytesToMove"] > opt.bytes + 10**8  # what it improves on
+    assert compute_plan(snap, wanted).summary.bytes_to_move > opt.bytes + 10**8  # what it improves on
 
 
 def test_each_effort_bounds_the_exact_program() -> None:
@@ -70,7 +70,7 @@ def test_each_effort_bounds_the_exact_program() -> None:
     )
     moved = {}
     for effort in EFFORTS:
-        s = compute_plan(snap, wanted.with_effort(effort)).summary
+        s = compute_plan(snap, wanted.with_effort(effort)).summary.to_json()
         assert s["hardViolationsAfter"] == 0, effort
         moved[effort] = s["bytesToMove"]
     assert moved["Exhaustive"] <= moved["Balanced"] <= moved["Exhaustive"] * (1 + BALANCED_GAP)
@@ -96,7 +96,7 @@ def test_full_dirs_the_searches_cannot_pack_are_packed_exactly(monkeypatch: pyte
         lambda self, ctx, full: [InfeasibleError("no room", "dir-capacity", "t-0")],
     )
     result = compute_plan(snap, intents(DECOMMISSION_4))
-    assert result.summary["bytesToMove"] == 90 and result.summary["hardViolationsAfter"] == 0
+    assert result.summary.bytes_to_move == 90 and result.summary.hard_violations_after == 0
     assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
     greedy_only(monkeypatch)
     with pytest.raises(InfeasibleError):

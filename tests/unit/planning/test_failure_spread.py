@@ -50,7 +50,7 @@ def test_the_goal_spreads_a_brokers_followers_over_every_other_broker() -> None:
     result = compute_plan(snap, intents(SPREAD))
     plan = result.plan.to_json()
     assert followers_of(snap, plan, 1) == {2, 3, 4, 5, 6}  # the 5 other brokers, of 8 follower slots
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["failureSpread"]["brokersBelowTarget"] == 0
     assert s["lowerBound"]["failureSpread"] == 0
@@ -64,12 +64,12 @@ def test_the_summary_says_the_goal_is_unmet_without_the_goal_and_adds_nothing_wh
     snap = concentrated()
     asked_not_run = compute_plan(
         snap, intents(SPREAD), optimizer=lambda s, i: optimize(s, i, default_goals()[:-1])
-    ).summary
+    ).summary.to_json()
     assert asked_not_run["failureSpread"]["brokersBelowTarget"] >= 1
     assert asked_not_run["failureSpread"]["followersShort"] >= 3
     entry = next(g for g in asked_not_run["goals"] if g["goal"] == "FailureSpread")
     assert entry["met"] is False
-    off = compute_plan(snap, intents(OFF)).summary
+    off = compute_plan(snap, intents(OFF)).summary.to_json()
     assert set(off["failureSpread"]) == {"min", "mean"}  # the summary without the goal is unchanged
     assert "failureSpread" not in off["lowerBound"]
     assert all(g["goal"] != "FailureSpread" for g in off["goals"])
@@ -89,7 +89,7 @@ def test_under_a_rack_spread_followers_go_only_where_the_spread_allows() -> None
     result = compute_plan(snap, intents(RACKED))
     plan = result.plan.to_json()
     assert followers_of(snap, plan, 1) == {3, 4, 5, 6}  # never broker 2, in broker 1's rack
-    assert result.summary["hardViolationsAfter"] == 0
+    assert result.summary.hard_violations_after == 0
     for t in plan["partitions"]:
         assert len({RACKS[b] for b in t["replicas"]}) == 3
 
@@ -102,7 +102,7 @@ def test_cordoned_and_decommissioned_brokers_get_no_follower_and_the_target_says
     result = compute_plan(snap, intents(text))
     followers = followers_of(snap, result.plan.to_json(), 1)
     assert followers == {2, 3, 4, 5}  # 6 is cordoned and 7 leaves: neither receives
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0 and s["failureSpread"]["brokersBelowTarget"] == 0
 
 
@@ -113,17 +113,17 @@ def test_broker_balance_stays_met_and_limits_the_spread() -> None:
     parts += [("big", i, [b], [0], 3 * GB) for i, b in enumerate([4, 5, 6])]
     snap = snapshot({b: None for b in range(1, 7)}, parts)
     text = SPREAD.replace("{failureSpread: true}", "{brokers: true, failureSpread: true, tolerance: 0.1}")
-    s = compute_plan(snap, intents(text)).summary
+    s = compute_plan(snap, intents(text)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     bb = next(g for g in s["goals"] if g["goal"] == "BrokerBalance")
-    plain = compute_plan(snap, intents(text.replace(", failureSpread: true", ""))).summary
+    plain = compute_plan(snap, intents(text.replace(", failureSpread: true", ""))).summary.to_json()
     assert bb["value"] <= max(bb["target"], plain["balanceAfter"]["brokerBytesMaxMean"]) + 1e-9
 
 
 def test_the_move_budget_binds_the_goal() -> None:
     snap = concentrated()
     text = SPREAD.replace("{balance:", "{moveBudget: {maxMoves: 1}, balance:")
-    s = compute_plan(snap, intents(text)).summary
+    s = compute_plan(snap, intents(text)).summary.to_json()
     assert s["replicaMoves"] == 1
     assert s["failureSpread"]["brokersBelowTarget"] == 1
 
@@ -149,7 +149,7 @@ def test_the_sharded_pipeline_runs_the_goal_on_the_merged_plan() -> None:
         assert followers_of(snap, off.plan.to_json(), 1) == {2, 3}
         on = compute_plan(snap, intents(SPREAD + decommission), optimizer=run)
         assert followers_of(snap, on.plan.to_json(), 1) == {2, 3, 4, 5}  # 6 leaves
-        s = on.summary
+        s = on.summary.to_json()
         assert s["hardViolationsAfter"] == 0 and s["failureSpread"]["brokersBelowTarget"] == 0
 
 
@@ -167,8 +167,8 @@ def test_on_random_racked_clusters_the_goal_breaks_no_rule_and_keeps_the_other_g
     on_text = text.replace("leaders: true}", "leaders: true, failureSpread: true}")
     without = compute_plan(
         snap, intents(on_text), optimizer=lambda s, i: optimize(s, i, default_goals()[:-1])
-    ).summary
-    with_goal = compute_plan(snap, intents(on_text)).summary
+    ).summary.to_json()
+    with_goal = compute_plan(snap, intents(on_text)).summary.to_json()
     assert with_goal["hardViolationsAfter"] == 0
     before = {g["goal"]: g for g in without["goals"]}
     for g in with_goal["goals"]:

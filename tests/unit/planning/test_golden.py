@@ -44,14 +44,18 @@ def test_plan_and_metrics_match_the_reviewed_output(name: str) -> None:
         f"plan of {name} changed: {result.plan.plan_id} != {golden_plan.plan_id}"
     )
     for key, value in expected.items():
-        actual = result.summary["batches"]["count"] if key == "batchCount" else result.summary[key]
+        actual = (
+            result.summary.to_json()["batches"]["count"]
+            if key == "batchCount"
+            else result.summary.to_json()[key]
+        )
         assert actual == value, f"{name}: {key}"
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_scenario_quality_targets(name: str) -> None:
     snap, intents, _, _ = load(name)
-    s = compute_plan(snap, intents).summary
+    s = compute_plan(snap, intents).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["violationsAfter"]["rackSpread"] == 0
     if name in ("decommission", "drain", "rack-repair"):

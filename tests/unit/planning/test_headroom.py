@@ -31,7 +31,7 @@ def test_the_roomy_case_keeps_the_small_dir_under_the_limit_moving_the_same_byte
     # Issue 53: /d0 a 100 GB volume 40% full, /d1 a 40 GB volume 50% full, 20 GB arrive per broker. The
     # plan used to put them all into /d1 (40 of 40 GB: dir balance compared bytes, not shares).
     result = compute_plan(roomy(), Intents.loads(DECOMMISSION_4))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["bytesToMove"] == s["lowerBoundBytes"] == 60 * GB  # the same bytes: every arriving replica
     found = shares(s)
     for b in (1, 2, 3):
@@ -43,7 +43,7 @@ def test_the_roomy_case_keeps_the_small_dir_under_the_limit_moving_the_same_byte
 
 def test_the_roomy_case_at_the_default_share_fills_the_big_disk_not_the_small_one() -> None:
     # Placed by share of the volume: the 40 GB disk takes less than the 100 GB one.
-    s = compute_plan(roomy(), Intents.loads(DECOMMISSION_4)).summary
+    s = compute_plan(roomy(), Intents.loads(DECOMMISSION_4)).summary.to_json()
     found = shares(s)
     for b in (1, 2, 3):
         gained_small = (found[(b, "/d1")][1] - found[(b, "/d1")][0]) * 40
@@ -72,7 +72,7 @@ def test_a_higher_share_plans_what_the_default_refuses() -> None:
     )
     with pytest.raises(DiskHeadroomError):
         compute_plan(more, Intents.loads(DECOMMISSION_4))
-    s = compute_plan(more, Intents.loads(DECOMMISSION_4).with_max_disk_share(0.95)).summary
+    s = compute_plan(more, Intents.loads(DECOMMISSION_4).with_max_disk_share(0.95)).summary.to_json()
     assert max(after for _, after in shares(s).values()) <= 0.95
     assert s["diskHeadroom"]["maxDiskShare"] == 0.95
 
@@ -95,9 +95,9 @@ def test_a_dir_above_the_limit_before_the_plan_receives_nothing_but_may_shed() -
             for b, d in zip(t.replicas, t.log_dirs, strict=True):
                 if (b, d) == (1, "/d0"):
                     assert before[t.key].get(1) == "/d0", t  # only replicas it already held
-        found = shares(result.summary)
+        found = shares(result.summary.to_json())
         assert found[(1, "/d0")][1] <= found[(1, "/d0")][0]
-    shed = compute_plan(snap, Intents.loads(DECOMMISSION_4 + policy)).summary
+    shed = compute_plan(snap, Intents.loads(DECOMMISSION_4 + policy)).summary.to_json()
     assert shares(shed)[(1, "/d0")][1] < 0.9  # replicas left it
 
 
@@ -106,7 +106,7 @@ def test_unknown_volume_size_has_no_limit_and_the_summary_says_so() -> None:
     for b in doc["brokers"]:
         for d in b["logDirs"]:
             d["totalBytes"] = d["usableBytes"] = 0
-    s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(DECOMMISSION_4)).summary
+    s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(DECOMMISSION_4)).summary.to_json()
     disk = s["diskHeadroom"]
     assert disk["dirs"] == [] and disk["fullest"] is None
     assert len(disk["unknownSize"]["dirs"]) == 8 and "no limit" in disk["unknownSize"]["note"]
@@ -135,7 +135,7 @@ def test_a_volume_shared_by_two_dirs_is_counted_once() -> None:
     assert a.room(1, "/d0") == a.room(1, "/d1") == 5 * GB
     a.move(("f", 0), 0, 1, "/d1")  # (partition f-0 is on brokers 1 and 2, /d0): 1 GB onto the volume
     assert a.room(1, "/d0") == 5 * GB  # a move within one filesystem: its bytes stay on it
-    s = compute_plan(snap, Intents.loads(DECOMMISSION_4)).summary  # 12 GB arriving, 15 GB of room
+    s = compute_plan(snap, Intents.loads(DECOMMISSION_4)).summary.to_json()  # 12 GB arriving, 15 GB of room
     assert max(after for _, after in shares(s).values()) <= LIMIT
     assert shares(s)[(1, "/d0")] == shares(s)[(1, "/d1")]  # one volume, one share
     with pytest.raises(DiskHeadroomError):  # 3 GB of room per volume (9 GB), 12 GB arriving
@@ -161,7 +161,7 @@ def test_declared_disk_per_log_dir_makes_equal_figures_two_volumes() -> None:
         compute_plan(snap, detected)
     ctx = PlanningContext.of(snap, declared)
     assert ctx.eligibility.volume[(1, "/d1")] == (1, "/d1")  # two volumes, a room each
-    s = compute_plan(snap, declared).summary
+    s = compute_plan(snap, declared).summary.to_json()
     assert max(after for _, after in shares(s).values()) <= LIMIT
     assert s["diskHeadroom"]["fullest"]["shareAfter"] <= LIMIT
     assert detected.with_max_disk_share(0.9, True).disk_per_log_dir  # the operator's new-partition lane
@@ -171,7 +171,7 @@ def test_sharded_planning_keeps_the_limit() -> None:
     # The Spark engine's sharded core: the shards' room is the cluster's, divided among them.
     snap = roomy()
     plan = sharded_optimize(snap, Intents.loads(DECOMMISSION_4), 3)
-    s = compute_plan(snap, Intents.loads(DECOMMISSION_4), optimizer=lambda sn, i: plan).summary
+    s = compute_plan(snap, Intents.loads(DECOMMISSION_4), optimizer=lambda sn, i: plan).summary.to_json()
     assert max(after for _, after in shares(s).values()) <= LIMIT
     with pytest.raises(InfeasibleError):
         sharded_optimize(tight(), Intents.loads(DECOMMISSION_4), 3)
@@ -265,8 +265,8 @@ def test_no_plan_of_the_generator_puts_a_dir_above_the_limit(drawn: tuple[str, i
         result = compute_plan(sized, intents)
     except InfeasibleError:
         return
-    found = shares(result.summary)
-    assert found and result.summary["violationsAfter"]["capacity"] == 0
+    found = shares(result.summary.to_json())
+    assert found and result.summary.to_json()["violationsAfter"]["capacity"] == 0
     arrived = {
         (b, d)
         for t in result.plan.partitions

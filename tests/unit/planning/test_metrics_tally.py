@@ -110,7 +110,7 @@ def test_one_pass_counts_what_the_metrics_define() -> None:
     )
     scope = Scope.of(snap, intents)
     found = plan_quality.tally(snap, plan, scope)
-    s = found.evaluation(scope, plan.plan_id)
+    s = found.evaluation(scope, plan.plan_id).to_json()
     assert s["partitionsChanged"] == 2 and s["replicaMoves"] == 1 and s["networkBytes"] == 100
     assert s["intraBrokerMoves"] == 1 and s["intraBrokerBytes"] == 10 and s["leaderChanges"] == 1
     assert s["lowerBound"]["decommission"] == 100 and s["lowerBound"]["drain"] == 10
@@ -141,7 +141,7 @@ def test_bytes_a_lower_replication_factor_drops_from_a_dir_count_as_leaving_it()
             for i, (pair, ds) in enumerate(zip(pairs, dirs, strict=True))
         ]
     )
-    s = summarize(snap, intents, plan, 2)
+    s = summarize(snap, intents, plan, 2).to_json()
     assert all(g["met"] for g in s["goals"]) and s["hardViolationsAfter"] == 0, s["goals"]
     assert s["bytesToMove"] == s["intraBrokerBytes"] == 600
     assert s["lowerBoundBytes"] <= 600, s["lowerBound"]

@@ -65,7 +65,7 @@ def test_hot_partitions_on_one_broker_are_spread_within_tolerance(resource: str)
     after = broker_loads(apply_plan(snap, result.plan))
     loads = [getattr(x, key) for x in after.values()]
     assert max(loads) / (sum(loads) / len(loads)) <= 1.1 + 1e-9
-    s = result.summary
+    s = result.summary.to_json()
     assert s["balanceAfter"][f"{resource}MaxMean"] <= 1.1
     assert goal(s, f"{resource[0].upper()}{resource[1:]}Balance")["met"] is True
     # the summary's per-broker traffic is the loads' own
@@ -78,7 +78,7 @@ def test_hot_partitions_on_one_broker_are_spread_within_tolerance(resource: str)
 def test_network_out_is_balanced_by_leadership_alone_when_it_can_be() -> None:
     snap = hot_cluster()
     text = "kind: PlacementPolicy\nspec: {balance: {networkOut: true, tolerance: 0.1}}\n"
-    s = compute_plan(snap, intents(text)).summary
+    s = compute_plan(snap, intents(text)).summary.to_json()
     assert s["bytesToMove"] == 0 and s["leaderChanges"] > 0
     assert s["balanceAfter"]["networkOutMaxMean"] <= 1.1
 
@@ -89,9 +89,9 @@ def test_move_budget_bounds_the_bytes_network_balance_moves() -> None:
         "kind: PlacementPolicy\n"
         "spec: {balance: {networkIn: true, tolerance: 0.05}, moveBudget: {maxMoves: 2}}\n"
     )
-    s = compute_plan(snap, intents(text)).summary
+    s = compute_plan(snap, intents(text)).summary.to_json()
     assert s["replicaMoves"] <= 2
-    free = compute_plan(snap, intents(text.replace(", moveBudget: {maxMoves: 2}", ""))).summary
+    free = compute_plan(snap, intents(text.replace(", moveBudget: {maxMoves: 2}", ""))).summary.to_json()
     assert free["balanceAfter"]["networkInMaxMean"] <= s["balanceAfter"]["networkInMaxMean"]
 
 
@@ -104,7 +104,7 @@ def test_network_in_balance_moves_the_cheapest_bytes_per_rate() -> None:
     rates = {("hot", 0): 10 * MB, ("hot", 1): 10 * MB} | {("cold", i): 2 * MB for i in range(6)}
     snap = with_rates(snap, rates)
     text = "kind: PlacementPolicy\nspec: {balance: {networkIn: true, tolerance: 0.2}}\n"
-    s = compute_plan(snap, intents(text)).summary
+    s = compute_plan(snap, intents(text)).summary.to_json()
     assert s["bytesToMove"] == MB  # the small hot one, not the 1 GB one
     # the bound: broker 1 (20 MB/s in, threshold 1.2 x 16) must shed 0.8 MB/s; the cheapest carrier holds
     # 1 MB per 10 MB/s, so at least 80 kB leave it
@@ -129,9 +129,9 @@ def test_capacity_share_is_never_exceeded_after_the_plan() -> None:
     for load in after.values():
         assert load.network_in <= 0.8 * cap.default.network_in + 1e-6  # type: ignore[operator]
         assert load.network_out <= 0.8 * cap.default.network_out + 1e-6  # type: ignore[operator]
-    t = result.summary["traffic"]
+    t = result.summary.to_json()["traffic"]
     assert t["capacityGoal"] == "on" and t["brokersOverLimitBefore"] > 0 and t["brokersOverLimitAfter"] == 0
-    assert goal(result.summary, "NetworkCapacity") == {
+    assert goal(result.summary.to_json(), "NetworkCapacity") == {
         "goal": "NetworkCapacity",
         "hard": True,
         "met": True,
@@ -188,18 +188,22 @@ def test_without_traffic_the_network_goals_change_nothing_and_say_so() -> None:
         bare, intents(base % ", networkIn: true, networkOut: true").with_capacity(capacity(10, 10))
     )
     assert asked.plan == plain.plan
-    t = asked.summary["traffic"]
+    t = asked.summary.to_json()["traffic"]
     assert (
         t["partitionsWithRate"] == 0 and t["capacityGoal"] == "off: no rate in the snapshot (bytesInPerSec)"
     )
-    g = goal(asked.summary, "NetworkInBalance")
+    g = goal(asked.summary.to_json(), "NetworkInBalance")
     assert g["met"] is False and g["unreachable"] == "no rate in the snapshot (bytesInPerSec)"
-    assert "traffic" not in plain.summary  # no traffic, no capacity, no network goal: summary as before
+    assert (
+        "traffic" not in plain.summary.to_json()
+    )  # no traffic, no capacity, no network goal: summary as before
 
 
 def test_capacities_missing_turn_the_capacity_goal_off_and_the_summary_says_so() -> None:
     snap = hot_cluster()
-    s = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {networkIn: true}}\n")).summary
+    s = compute_plan(
+        snap, intents("kind: PlacementPolicy\nspec: {balance: {networkIn: true}}\n")
+    ).summary.to_json()
     assert s["traffic"]["capacityGoal"].startswith("off: no network capacity declared")
     assert all(g["goal"] != "NetworkCapacity" for g in s["goals"])
 
@@ -211,7 +215,7 @@ def test_a_partition_without_a_rate_counts_nothing_and_is_counted() -> None:
     s = compute_plan(
         replace(snap, partitions=tuple(parts)),
         intents("kind: PlacementPolicy\nspec: {balance: {networkIn: true}}\n"),
-    ).summary
+    ).summary.to_json()
     assert s["traffic"]["partitionsWithoutRate"] == 1 and s["traffic"]["partitionsWithRate"] == len(parts) - 1
 
 
@@ -265,7 +269,7 @@ def test_leader_balance_hands_no_leadership_to_a_broker_at_its_network_out_limit
     )
     after = broker_loads(apply_plan(snap, result.plan))
     assert after[2].network_out <= 0.8 * 2_000
-    assert result.summary["leaderChanges"] > 0 and result.summary["bytesToMove"] == 0
+    assert result.summary.leader_changes > 0 and result.summary.bytes_to_move == 0
     assert after[3].network_out > after[2].network_out
 
 

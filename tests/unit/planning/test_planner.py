@@ -43,8 +43,8 @@ def test_decommission_moves_exactly_the_replicas_on_the_broker() -> None:
     result = compute_plan(snap, intents("kind: BrokerDecommission\nspec: {brokers: [4]}\n"))
     (target,) = result.plan.partitions
     assert target.name == "t-2" and target.replicas[0] == 3 and 4 not in target.replicas
-    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 70
-    assert result.summary["hardViolationsAfter"] == 0
+    assert result.summary.bytes_to_move == result.summary.lower_bound_bytes == 70
+    assert result.summary.hard_violations_after == 0
 
 
 def test_leader_on_removed_broker_hands_over_to_a_kept_replica() -> None:
@@ -60,7 +60,7 @@ def test_drain_prefers_another_dir_of_the_same_broker() -> None:
     )
     (target,) = result.plan.partitions
     assert target.replicas == (1, 2) and target.log_dirs == ("/data/d1", "/data/d0")
-    assert result.summary["replicaMoves"] == 0 and result.summary["intraBrokerMoves"] == 1
+    assert result.summary.replica_moves == 0 and result.summary.intra_broker_moves == 1
 
 
 def test_draining_a_failed_dir_recreates_its_replicas_on_other_brokers() -> None:
@@ -80,7 +80,7 @@ def test_draining_a_failed_dir_recreates_its_replicas_on_other_brokers() -> None
     )
     (target,) = result.plan.partitions
     assert target.name == "t-0" and 1 not in target.replicas and 2 in target.replicas
-    assert result.summary["intraBrokerMoves"] == 0 and result.summary["hardViolationsAfter"] == 0
+    assert result.summary.intra_broker_moves == 0 and result.summary.hard_violations_after == 0
 
 
 def test_drain_of_whole_broker_is_a_network_move_and_cordon_blocks_new_replicas() -> None:
@@ -120,9 +120,9 @@ def test_rack_repair_moves_one_replica_into_the_empty_dc() -> None:
     result = compute_plan(snap, intents(text))
     (target,) = result.plan.partitions
     assert len(set(target.replicas) & {1, 2, 3}) == 2 and ({5, 6} & set(target.replicas))
-    assert result.summary["violationsBefore"]["rackSpread"] == 1
-    assert result.summary["violationsAfter"]["rackSpread"] == 0
-    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 10
+    assert result.summary.to_json()["violationsBefore"]["rackSpread"] == 1
+    assert result.summary.to_json()["violationsAfter"]["rackSpread"] == 0
+    assert result.summary.bytes_to_move == result.summary.lower_bound_bytes == 10
 
 
 def test_replication_factor_up_and_down() -> None:
@@ -150,8 +150,8 @@ def test_scale_out_balance_fills_the_new_broker_with_the_minimum() -> None:
     loads = {b: sum(p.size_bytes for p in after.partitions if b in p.replicas) for b in (1, 2, 3, 4)}
     assert loads == {1: 600, 2: 600, 3: 600, 4: 600}
     # 6 of the 24 replicas must reach broker 4; the continuous bound (excess over 1.05 x mean) is lower
-    assert result.summary["bytesToMove"] == 600 and result.summary["replicaMoves"] == 6
-    assert result.summary["lowerBoundBytes"] == 3 * (800 - 630)
+    assert result.summary.bytes_to_move == 600 and result.summary.replica_moves == 6
+    assert result.summary.lower_bound_bytes == 3 * (800 - 630)
 
 
 def test_leader_balance_reorders_without_moving_data() -> None:
@@ -159,8 +159,8 @@ def test_leader_balance_reorders_without_moving_data() -> None:
     parts += [("u", i, [1, 2, 3], [0, 0, 0], 10) for i in range(6)]
     snap = snapshot({1: None, 2: None, 3: None}, parts)
     result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
-    assert result.summary["bytesToMove"] == 0 and result.summary["leaderChanges"] == 4
-    assert result.summary["balanceAfter"]["leadersMaxMean"] == 1.0
+    assert result.summary.bytes_to_move == 0 and result.summary.leader_changes == 4
+    assert result.summary.to_json()["balanceAfter"]["leadersMaxMean"] == 1.0
 
 
 def test_leader_balance_hands_over_along_a_chain_when_every_follower_is_full() -> None:
@@ -171,7 +171,7 @@ def test_leader_balance_hands_over_along_a_chain_when_every_follower_is_full() -
     parts += [("c", i, [3, 2], [0, 0], 10) for i in range(2)]
     snap = snapshot({1: None, 2: None, 3: None}, parts)
     result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["bytesToMove"] == 0 and s["balanceAfter"]["leadersMaxMean"] == 1.0
     assert s["leaderChanges"] == 4  # two of a's to broker 2, two of b's to broker 3
     assert next(g for g in s["goals"] if g["goal"] == "LeaderBalance")["met"] is True
@@ -182,9 +182,9 @@ def test_leader_balance_reaches_the_lowest_ceiling_when_the_limit_is_out_of_reac
     parts = [("a", i, [1, 2], [0, 0], 10) for i in range(9)] + [("c", 0, [3, 1], [0, 0], 10)]
     snap = snapshot({1: None, 2: None, 3: None}, parts)
     result = compute_plan(snap, intents("kind: PlacementPolicy\nspec: {balance: {leaders: true}}\n"))
-    goal = next(g for g in result.summary["goals"] if g["goal"] == "LeaderBalance")
+    goal = next(g for g in result.summary.to_json()["goals"] if g["goal"] == "LeaderBalance")
     assert goal["met"] is False and goal["value"] == round(5 / (10 / 3), 4)
-    assert result.summary["bytesToMove"] == 0 and result.summary["leaderChanges"] == 4
+    assert result.summary.bytes_to_move == 0 and result.summary.leader_changes == 4
 
 
 def test_advise_policy_reports_but_does_not_plan() -> None:
@@ -192,7 +192,7 @@ def test_advise_policy_reports_but_does_not_plan() -> None:
     text = "kind: PlacementPolicy\nspec: {rackAwareness: {levels: 2}, mode: Advise}\n"
     result = compute_plan(snap, intents(text))
     assert result.plan.empty
-    assert result.summary["advisories"]["partitions"] == 1
+    assert result.summary.to_json()["advisories"]["partitions"] == 1
 
 
 def test_move_budget_limits_balance_moves() -> None:
@@ -200,8 +200,8 @@ def test_move_budget_limits_balance_moves() -> None:
     snap = snapshot({1: None, 2: None, 3: None, 4: None}, parts)
     text = "kind: PlacementPolicy\nspec: {balance: {brokers: true}, moveBudget: {maxMoves: 2}}\n"
     result = compute_plan(snap, intents(text))
-    assert result.summary["replicaMoves"] == 2
-    assert next(g for g in result.summary["goals"] if g["goal"] == "BrokerBalance")["met"] is False
+    assert result.summary.replica_moves == 2
+    assert next(g for g in result.summary.to_json()["goals"] if g["goal"] == "BrokerBalance")["met"] is False
 
 
 def test_place_new_partitions_spreads_racks_and_avoids_cordons() -> None:
@@ -231,7 +231,7 @@ def test_rack_repair_drops_the_replica_that_would_need_a_dir_move_anyway() -> No
     result = compute_plan(snap, intents(text))
     (target,) = result.plan.partitions
     assert set(target.replicas) == {2, 3}  # one copy (to dc2) instead of a dir move plus a copy
-    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 10
+    assert result.summary.bytes_to_move == result.summary.lower_bound_bytes == 10
 
 
 def test_infeasible_advice_is_reported_without_blocking_the_enforced_plan() -> None:
@@ -242,7 +242,7 @@ def test_infeasible_advice_is_reported_without_blocking_the_enforced_plan() -> N
     )
     result = compute_plan(snap, intents(text))
     assert result.plan.partitions[0].replicas == (1, 2)
-    assert "replication factor 3" in result.summary["advisories"]["error"]
+    assert "replication factor 3" in result.summary.to_json()["advisories"]["error"]
 
 
 def test_reactive_cordon_moves_only_empty_replicas_off_cordoned_dirs() -> None:
@@ -253,7 +253,7 @@ def test_reactive_cordon_moves_only_empty_replicas_off_cordoned_dirs() -> None:
     (target,) = result.plan.partitions
     assert target.name == "new-0" and target.replicas == (1, 2)
     assert target.log_dirs == ("/data/d1", "/data/d0")
-    assert result.summary["bytesToMove"] == 0
+    assert result.summary.bytes_to_move == 0
 
 
 def test_reactive_cordon_with_a_byte_bound_moves_replicas_up_to_it() -> None:
@@ -322,8 +322,8 @@ def test_a_dead_brokers_replicas_are_lost_and_its_missing_rack_breaks_no_rule() 
     } == {"t"}
     for t in result.plan.partitions:
         assert 3 not in t.replicas and len({racks[b] and racks[b].split("/")[1] for b in t.replicas}) == 3
-    assert result.summary["bytesToMove"] == result.summary["lowerBoundBytes"] == 100 * len(lost)
-    assert result.summary["hardViolationsAfter"] == 1  # one-0 still names broker 3: nothing to copy
+    assert result.summary.bytes_to_move == result.summary.lower_bound_bytes == 100 * len(lost)
+    assert result.summary.hard_violations_after == 1  # one-0 still names broker 3: nothing to copy
 
 
 def test_unmet_names_the_partitions_that_still_break_the_intents_rules() -> None:

@@ -52,7 +52,7 @@ def one_dir(
 def test_shedding_clears_the_excess_without_overshooting() -> None:
     # Broker 1 holds 50+30+20+20+20 = 140 of 420 bytes on 4 brokers: threshold 1.05 x 105 = 110.25,
     # excess 29.75. One replica of 30 clears it; the greedy shed two replicas of 20 (40 bytes).
-    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), intents(BALANCE)).summary
+    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), OVERSHOOT, {}), intents(BALANCE)).summary.to_json()
     assert all(g["met"] for g in s["goals"])
     assert s["bytesToMove"] == 30
 
@@ -62,7 +62,7 @@ def test_blocked_single_moves_are_exchanged() -> None:
     # threshold 105. A 40 cannot go to broker 2 (120 > 105) nor to dc2 (spread); exchanging a 40 of
     # broker 1 with a 20 of broker 2 balances both (100 and 100) for 60 bytes.
     text = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 2}\n  balance:")
-    s = compute_plan(one_dir(TWO_DCS, BLOCKED, {}), intents(text)).summary
+    s = compute_plan(one_dir(TWO_DCS, BLOCKED, {}), intents(text)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert all(g["met"] for g in s["goals"]), s["goals"]
     assert s["bytesToMove"] == 60
@@ -73,7 +73,7 @@ def test_tight_room_is_packed_instead_of_refused() -> None:
     # the emptiest broker leaves a 30 with nowhere to go; moving a newly placed replica elsewhere
     # (it is copied anyway) makes room: every byte is placed, nothing extra moves.
     snap = one_dir(dict.fromkeys(range(1, 5)), TIGHT, {1: 40, 2: 80, 3: 80, 4: 0})
-    s = compute_plan(snap, intents(DECOMMISSION_4)).summary
+    s = compute_plan(snap, intents(DECOMMISSION_4)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 150
 
@@ -85,7 +85,7 @@ def test_tight_room_moves_a_kept_replica_out_of_the_way() -> None:
     # the only plan. Placing only the replicas that must move (even with ejection) cannot fit it.
     snap = one_dir(dict.fromkeys(range(1, 5)), CROWDED, {1: 20, 2: 30, 3: 40, 4: 0})
     result = compute_plan(snap, intents(DECOMMISSION_4))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 90
     assert {t.partition: sorted(t.replicas) for t in result.plan.partitions} == {0: [1, 2], 1: [1, 3]}
@@ -100,7 +100,7 @@ def test_a_kept_replica_leaves_a_full_broker_for_a_replica_that_has_nowhere_else
     # afresh (every replica of the repaired partitions placed again, home first) does.
     snap = one_dir(dict.fromkeys(range(1, 5)), RESEAT, {1: 0, 2: 80, 3: 50, 4: 0})
     result = compute_plan(snap, intents(DECOMMISSION_4))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 100
     placed = {t.partition: sorted(t.replicas) for t in result.plan.partitions}
@@ -115,7 +115,7 @@ def test_a_chain_of_two_evictions_makes_room() -> None:
     # dir ends over its room, every RF kept.
     snap = one_dir(dict.fromkeys(range(1, 5)), CHAIN, {1: 20, 2: 80, 3: 10, 4: 0})
     result = compute_plan(snap, intents(DECOMMISSION_4))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 140
     placed = {t.partition: sorted(t.replicas) for t in result.plan.partitions}
@@ -129,7 +129,7 @@ def test_a_copy_balance_pays_for_again_is_taken_back() -> None:
     # replica of 2 broker 1 still held (10 more) from broker 1: 110 bytes. Partition 2 copied once,
     # from broker 5 only, keeps broker 1 at 100: 100 bytes, the optimum.
     result = compute_plan(one_dir(DCS, REPAIRED, {}), intents(SPREAD_AND_BALANCE))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert all(g["met"] for g in s["goals"]), s["goals"]
     assert s["bytesToMove"] == 100
@@ -142,7 +142,7 @@ def test_unreachable_balance_is_reported_as_such() -> None:
     racks: dict[int, str | None] = {1: "/dc1/r1", 2: "/dc2/r1", 3: "/dc2/r2", 4: "/dc3/r1", 5: "/dc3/r2"}
     parts = [(n, [1, 2 + n % 2, 4 + n % 2], 10) for n in range(6)]
     text = BALANCE.replace("  balance:", "  rackAwareness: {separator: /, levels: 1}\n  balance:")
-    s = compute_plan(one_dir(racks, parts, {}), intents(text)).summary
+    s = compute_plan(one_dir(racks, parts, {}), intents(text)).summary.to_json()
     (goal,) = [g for g in s["goals"] if g["goal"] == "BrokerBalance"]
     assert not goal["met"] and "unit dc1" in goal["unreachable"]
     assert s["lowerBound"]["brokerExcess"] == 0  # no plan meets it: it bounds nothing
@@ -150,7 +150,7 @@ def test_unreachable_balance_is_reported_as_such() -> None:
 
 def test_reachable_balance_is_not_reported_unreachable() -> None:
     parts = [(n, [1], 10) for n in range(8)]
-    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), parts, {}), intents(BALANCE)).summary
+    s = compute_plan(one_dir(dict.fromkeys(range(1, 5)), parts, {}), intents(BALANCE)).summary.to_json()
     assert all(g["met"] and "unreachable" not in g for g in s["goals"])
 
 
@@ -202,7 +202,7 @@ def test_plans_match_the_exact_optimum_on_tiny_instances(seed: int) -> None:
         cases += hand_made()
     for snap, text in cases:
         wanted = Intents.loads(text)
-        s = compute_plan(snap, wanted).summary
+        s = compute_plan(snap, wanted).summary.to_json()
         opt = solve(
             snap, wanted, time_limit=5, dirs=any(d.total_bytes for b in snap.brokers for d in b.log_dirs)
         )
@@ -225,7 +225,7 @@ def test_a_broker_shed_before_others_had_room_sheds_again() -> None:
     from kafka_placement.model.intents import Intents
 
     inst, _ = draw(1696208009, "scale-out", 81)
-    s = compute_plan(inst.snapshot, Intents.loads(inst.intents)).summary
+    s = compute_plan(inst.snapshot, Intents.loads(inst.intents)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     (goal,) = [g for g in s["goals"] if g["goal"] == "BrokerBalance"]
     assert goal["met"], goal
@@ -255,7 +255,7 @@ def test_the_repair_packed_afresh_sends_kept_replicas_home_first() -> None:
     for d, w in zip(dirs, weights, strict=True):
         d.update(room_of(int(room * w), 1 << 50))
     text = f"kind: BrokerDecommission\nspec: {{brokers: [{leaving}]}}\n"
-    s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(text)).summary
+    s = compute_plan(ClusterSnapshot.from_json(doc), Intents.loads(text)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] <= 1.035 * 25_589_894_503, s["bytesToMove"]
 
@@ -278,7 +278,7 @@ def test_a_blocked_broker_sheds_into_room_made_by_redirecting_the_repairs_copies
         "  topics: {include: ['*']}\n  rackAwareness: {separator: /, levels: 2}\n"
         "  balance: {brokers: true, leaders: true, tolerance: 0.067}\n"
     )
-    s = compute_plan(snap, Intents.loads(text)).summary
+    s = compute_plan(snap, Intents.loads(text)).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     (goal,) = [g for g in s["goals"] if g["goal"] == "BrokerBalance"]
     assert goal["met"], goal
@@ -313,7 +313,9 @@ def test_when_no_search_packs_a_kept_replica_of_a_repaired_partition_is_moved_ou
 
     room = {1: 2606211813, 2: 2518693329, 3: 0, 4: 5706972510, 5: 3487343726, 6: 5395586707}
     snap = tight(8, 51, 3, 1, 379567900, room | {7: 3284871250, 8: 3934336534})
-    s = compute_plan(snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [3]}\n")).summary
+    s = compute_plan(
+        snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [3]}\n")
+    ).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 30_000_716_788  # the solver's proven optimum
 
@@ -328,6 +330,8 @@ def test_the_exact_packing_is_taken_when_the_reopened_search_copies_more() -> No
     room = {1: 0, 2: 2387964660, 3: 1532230210, 4: 1934040848, 5: 1579863633, 6: 1900423585}
     room |= {7: 3537499669, 8: 1552159278, 9: 3837195013, 10: 1892767303, 11: 3625242774}
     snap = tight(11, 73, 1, 2, 1952811531, room)
-    s = compute_plan(snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")).summary
+    s = compute_plan(
+        snap, Intents.loads("kind: BrokerDecommission\nspec: {brokers: [1]}\n")
+    ).summary.to_json()
     assert s["hardViolationsAfter"] == 0
     assert s["bytesToMove"] == 24_051_226_589  # the solver's proven optimum

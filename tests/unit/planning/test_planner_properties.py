@@ -95,7 +95,7 @@ def test_plan_satisfies_every_hard_rule_or_is_infeasible(case: tuple[ClusterSnap
     except InfeasibleError as e:
         assert e.rule and e.partition and e.exit_code == 3
         return
-    plan, summary = result.plan, result.summary
+    plan, summary = result.plan, result.summary.to_json()
     after = apply_plan(snap, plan)
     assert violations(snap, after, intents) == dict.fromkeys(
         ("decommissioned", "drained", "cordoned", "replicationFactor", "rackSpread", "capacity"), 0
@@ -121,4 +121,4 @@ def test_plan_satisfies_every_hard_rule_or_is_infeasible(case: tuple[ClusterSnap
 @given(clusters())
 def test_no_intents_means_no_plan(snap: ClusterSnapshot) -> None:
     result = compute_plan(snap, Intents())
-    assert result.plan.empty and result.summary["bytesToMove"] == 0
+    assert result.plan.empty and result.summary.bytes_to_move == 0

@@ -54,7 +54,7 @@ def test_rf3_on_three_brokers_one_dead_waits_for_capacity_and_the_rest_is_healed
     moved = {t.name for t in result.plan.partitions}
     assert moved == {f"t2-{n}" for n in range(4)}
     assert all(3 not in t.replicas and len(t.replicas) == 2 for t in result.plan.partitions)
-    waits = result.summary["waiting"]
+    waits = result.summary.to_json()["waiting"]
     assert set(waits) == {waiting.WAITING_FOR_CAPACITY}
     entry = waits[waiting.WAITING_FOR_CAPACITY]
     assert entry == {
@@ -76,7 +76,7 @@ def test_the_sharded_planner_leaves_the_same_partitions_waiting() -> None:
     local = compute_plan(snap, intents(RETIRE_3))
     sharded = compute_plan(snap, intents(RETIRE_3), optimizer=lambda s, i: sharded_optimize(s, i, 3))
     assert {t.name for t in sharded.plan.partitions} == {t.name for t in local.plan.partitions}
-    assert sharded.summary["waiting"] == local.summary["waiting"]
+    assert sharded.summary.to_json()["waiting"] == local.summary.to_json()["waiting"]
 
 
 def test_decommissioning_a_live_broker_that_too_few_brokers_can_replace_is_still_infeasible() -> None:
@@ -98,19 +98,19 @@ def test_a_partition_with_no_in_sync_replica_is_never_moved_and_is_named() -> No
         result = compute_plan(snap, intents(wanted))
         assert "t-0" not in {t.name for t in result.plan.partitions}
         assert {f"t-{n}" for n in range(1, 6)} <= {t.name for t in result.plan.partitions}
-        entry = result.summary["waiting"][waiting.NO_IN_SYNC_REPLICA]
+        entry = result.summary.to_json()["waiting"][waiting.NO_IN_SYNC_REPLICA]
         assert entry == {
             "partitions": 1,
             "brokers": [3],
             "first": [{"partition": "t-0", "dead": [3], "outOfSync": [1]}],
         }
-    text = waiting.text(result.summary["waiting"], [3])
+    text = waiting.text(result.summary.to_json()["waiting"], [3])
     assert "t-0 (out of sync: 1)" in text and "never elects an unclean one" in text
     # once a leader is elected (unclean, by the user), it is planned as usual
     doc = snap.to_json()
     doc["partitions"][0] |= {"leader": 1, "isr": [1]}
     after = compute_plan(ClusterSnapshot.from_json(doc), intents(RETIRE_3))
-    assert "t-0" in {t.name for t in after.plan.partitions} and "waiting" not in after.summary
+    assert "t-0" in {t.name for t in after.plan.partitions} and "waiting" not in after.summary.to_json()
 
 
 def test_without_a_dead_broker_nothing_waits_even_with_no_leader_read() -> None:
@@ -122,7 +122,7 @@ def test_without_a_dead_broker_nothing_waits_even_with_no_leader_read() -> None:
     result = compute_plan(
         ClusterSnapshot.from_json(doc), intents("kind: BrokerDecommission\nspec: {brokers: [2]}\n")
     )
-    assert len(result.plan.partitions) == 4 and "waiting" not in result.summary
+    assert len(result.plan.partitions) == 4 and "waiting" not in result.summary.to_json()
 
 
 def test_the_summarys_waiting_is_what_the_crd_schema_of_status_plan_waiting_declares() -> None:
@@ -135,7 +135,7 @@ def test_the_summarys_waiting_is_what_the_crd_schema_of_status_plan_waiting_decl
     schema = root["properties"]["status"]["properties"]["plan"]["properties"]["waiting"]
     parts = [("t", 0, [3, 1], [0, 0], 10), ("t3", 0, [1, 2, 3], [0, 0, 0], 10)]
     snap = with_dead(snapshot({1: "a", 2: "b", 3: "c"}, parts).to_json(), 3, {"t-0": [3]})
-    waits = compute_plan(snap, intents(RETIRE_3)).summary["waiting"]
+    waits = compute_plan(snap, intents(RETIRE_3)).summary.to_json()["waiting"]
     assert set(waits) == set(waiting.REASONS) == set(schema["properties"])
 
     def check(value: Any, s: dict[str, Any], at: str) -> None:

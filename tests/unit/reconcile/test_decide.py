@@ -6,13 +6,18 @@ its statuses, Events and actions, one case at a time.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from kafka_placement.execution.record_doc import Phase
+from kafka_placement.model.intent_status import WaitingStatus
 from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
 from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.spec_fields import parse_object
+from kafka_placement.planning.plan_summary import StatusSummary
+from kafka_placement.planning.summary_parts import Advisories
 from kafka_placement.reconcile import status as st
 from kafka_placement.reconcile.decide import decide
 from kafka_placement.reconcile.decision import (
@@ -34,7 +39,7 @@ PLAN = Plan.of(
     [PartitionTarget("t", 0, (1, 2), ("any", "any")), PartitionTarget("t", 1, (2, 1), ("any", "any"))]
 )
 EMPTY = Plan.of([])
-SUMMARY = {"partitionsChanged": 2, "bytesToMove": 2048, "replicaMoves": 2}
+SUMMARY = StatusSummary(partitions_changed=2, bytes_to_move=2048, replica_moves=2)
 
 
 def body(
@@ -215,7 +220,7 @@ def test_a_planning_error_fails_every_intent_with_its_reason(reason: str) -> Non
 
 
 def test_advise_policies_only_report_and_take_no_part_in_the_execution() -> None:
-    summary = {**SUMMARY, "advisories": {"policies": ["spread"], "partitions": 5, "bytesToMove": 10}}
+    summary = replace(SUMMARY, advisories=Advisories(("spread",), partitions=5, bytes_to_move=10))
     d = decide(View([advise(), retire()], planned=Planned(plan=PLAN, summary=summary), below_min_isr=[]))
     assert phases(d) == {"spread": (st.COMPLETED, "Advised")}
     assert "5 partitions" in d.statuses[0].message and "nothing is moved" in d.statuses[0].message
@@ -224,7 +229,7 @@ def test_advise_policies_only_report_and_take_no_part_in_the_execution() -> None
 
 
 def test_an_empty_plan_converges() -> None:
-    d = decide(View([retire()], planned=Planned(plan=EMPTY, summary={})))
+    d = decide(View([retire()], planned=Planned(plan=EMPTY, summary=StatusSummary())))
     assert phases(d) == {"retire-3": (st.COMPLETED, "Converged")} and d.done
     assert d.statuses[0].message == "converged: the placement matches every declared intent"
 
@@ -441,7 +446,14 @@ def test_an_empty_plan_with_partitions_waiting_on_a_decommissioned_broker_keeps_
     RF-3 partitions two live brokers cannot hold, stays Pending (reason WaitingForCapacity, how many, what
     RF, how many brokers more); an intent nothing waits on converges as usual."""
     other = body("BrokerDecommission", "retire-4", {"brokers": [4]})
-    d = decide(View([retire(), other], planned=Planned(plan=EMPTY, summary={"waiting": WAITING})))
+    d = decide(
+        View(
+            [retire(), other],
+            planned=Planned(
+                plan=EMPTY, summary=StatusSummary(waiting=parse_object(WaitingStatus, WAITING, "waiting"))
+            ),
+        )
+    )
     assert phases(d) == {
         "retire-3": (st.PENDING, "WaitingForCapacity"),
         "retire-4": (st.COMPLETED, "Converged"),

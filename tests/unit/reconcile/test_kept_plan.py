@@ -5,6 +5,7 @@ replaced)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -12,6 +13,7 @@ from tests.unit.planning.test_plan_keeping import cluster, jittered, skewed
 
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.cluster_spec import ClusterSpec
+from kafka_placement.model.intent_status import Review
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
@@ -170,7 +172,7 @@ def test_a_new_leader_keeps_the_plan_from_the_record_the_last_one_wrote(
         self: ReconcilePass, planned: Planned, plan: Plan, snap: Any, intents: Any, kept: Any
     ) -> Planned:
         written.append(plan_review.kept_text(kept))
-        return Planned(plan=planned.plan, summary={**planned.summary, "review": {"configMap": "cm"}})
+        return Planned(plan=planned.plan, summary=replace(planned.summary, review=Review(config_map="cm")))
 
     monkeypatch.setattr(ReconcilePass, "_review", review)
     look: dict[str, Any] = {"rates": {("t", i): Traffic(r, 0) for i, r in skewed().items()}}

@@ -208,9 +208,11 @@ def test_the_clusters_max_disk_share_reaches_the_planner_and_a_refusal_is_disk_h
         inputs = PlanInputs.of([body], False, spec.capacity)
         assert inputs.intents.max_disk_share == spec.max_disk_share
         planned = plan_cluster(None, None, "ns", spec, roomy(), inputs, False)  # type: ignore[arg-type]
-        assert planned.summary is not None
-        assert planned.summary["diskHeadroom"]["maxDiskShare"] == spec.max_disk_share
-        assert all(d["shareAfter"] <= spec.max_disk_share for d in planned.summary["diskHeadroom"]["dirs"])
+        assert planned.summary.to_json() is not None
+        assert planned.summary.to_json()["diskHeadroom"]["maxDiskShare"] == spec.max_disk_share
+        assert all(
+            d["shareAfter"] <= spec.max_disk_share for d in planned.summary.to_json()["diskHeadroom"]["dirs"]
+        )
     assert (
         Intents.loads(
             intents_yaml([body], cluster({"capacity": {"maxDiskShare": 0.6}}).capacity)
@@ -248,8 +250,8 @@ def test_the_clusters_planner_effort_reaches_the_planner() -> None:
         planner = {"engine": "local", **({"effort": effort} if effort else {})}
         spec = cluster({"planner": planner})
         planned = plan_cluster(None, None, "ns", spec, snap, PlanInputs.of([body], False), False)  # type: ignore[arg-type]
-        assert planned.summary is not None and planned.summary["hardViolationsAfter"] == 0
-        moved[effort or spec.effort] = planned.summary["bytesToMove"]
+        assert planned.summary.to_json() is not None and planned.summary.hard_violations_after == 0
+        moved[effort or spec.effort] = planned.summary.bytes_to_move
     assert moved["Exhaustive"] <= moved["Balanced"] < moved["Fast"]
 
 

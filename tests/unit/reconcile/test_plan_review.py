@@ -4,6 +4,7 @@ brokers that change most, an estimate at the throttle, and a bounded size at any
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from pydantic import ValidationError
@@ -11,11 +12,15 @@ from tests.bench.generator import scenario
 from tests.unit.planning.test_report import golden
 
 from kafka_placement.execution.executor import Limits
+from kafka_placement.model.intent_status import Review
 from kafka_placement.model.intents import Intents
-from kafka_placement.model.plan import Plan
+from kafka_placement.model.plan import PartitionTarget, Plan
+from kafka_placement.model.spec_fields import to_json
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.plan_keeping import KeptPlan, TrafficLoads, loads_of
+from kafka_placement.planning.plan_summary import StatusSummary
 from kafka_placement.planning.report import build_report
+from kafka_placement.planning.summary_parts import Advisories
 from kafka_placement.reconcile import plan_review
 
 
@@ -27,15 +32,15 @@ def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None
     summary = json.loads(data["summary.json"])  # all of it but the batches' order of every partition
     assert (
         "order" not in summary["batches"]
-        and summary["batches"]["count"] == report.summary["batches"]["count"]
+        and summary["batches"]["count"] == report.summary.to_json()["batches"]["count"]
     )
     assert {k: v for k, v in summary.items() if k != "batches"} == {
-        k: v for k, v in report.summary.items() if k != "batches"
+        k: v for k, v in report.summary.to_json().items() if k != "batches"
     }
     brokers = json.loads(data["brokers.json"])["brokers"]
     assert {b["broker"] for b in brokers} == {b.id for b in snap.brokers}
     copied = sum(b["bytesIn"] + b["dirBytes"] for b in brokers)
-    assert copied == report.summary["bytesToMove"] > 0
+    assert copied == report.summary.bytes_to_move > 0
     busiest = max(max(b["bytesIn"], b["bytesOut"], b["dirBytes"]) for b in brokers)
     est = json.loads(data["estimate.json"])
     assert est == {
@@ -58,13 +63,13 @@ def test_with_rates_the_review_names_the_brokers_whose_traffic_changes_most() ->
     snap, plan, intents = golden("decommission")
     data, _ = plan_review.review_data(build_report(snap, plan, intents), Limits())
     assert data["trafficChanging"] == ""  # no rates: nothing claimed
-    assert "trafficChanging" not in plan_review.review_status(data, "cm")
+    assert plan_review.review_status(data, "cm").traffic_changing is None
     rated = replace(snap, partitions=tuple(replace(p, bytes_in_per_sec=2e6) for p in snap.partitions))
     report = build_report(rated, plan, intents)
     data, _ = plan_review.review_data(report, Limits())
-    status = plan_review.review_status(data, "cm")
+    status = to_json(plan_review.review_status(data, "cm"))
     assert status["trafficChanging"] == data["trafficChanging"] and len(status["trafficChanging"]) <= 1000
-    rows = report.summary["traffic"]["brokers"]
+    rows = report.summary.to_json()["traffic"]["brokers"]
 
     def change(t: dict[str, list[float]]) -> float:
         return sum(abs(t[k][1] - t[k][0]) for k in ("networkIn", "networkOut"))
@@ -100,22 +105,23 @@ def test_batches_stay_bounded_however_many_there_are() -> None:
 def test_the_kept_plan_record_round_trips_and_is_left_out_when_too_large() -> None:
     snap, plan, intents = golden("all")
     loads = loads_of(snap, plan)
-    summary = {"partitionsChanged": 3, "replicaMoves": 4, "bytesToMove": 5, "lowerBoundBytes": 2, "x": 1}
-    kept = KeptPlan(plan, {**summary, "review": {"configMap": "old"}}, "ab" * 32, loads, 0.1)
+    summary = StatusSummary(partitions_changed=3, replica_moves=4, bytes_to_move=5, lower_bound_bytes=2)
+    kept = KeptPlan(plan, replace(summary, review=Review(config_map="old")), "ab" * 32, loads, 0.1)
     text = plan_review.kept_text(kept)
     assert text is not None
     data, _ = plan_review.review_data(build_report(snap, plan, intents), Limits(), text)
     assert data[plan_review.KEPT_PLAN] == text
     record = plan_review.KeptPlanRecord.model_validate_json(text)
-    back = record.kept(plan, {"configMap": "cm", "brokersChanging": "broker 1"})
+    back = record.kept(plan, Review(config_map="cm", brokers_changing="broker 1"))
     assert back.key == kept.key and back.tolerance == 0.1 and back.plan is plan
     assert back.keep(kept.key, loads) is None  # the loads survive the JSON within the drift bound
     # the status's part of the summary, and the review the ConfigMap shows now
-    assert back.summary == {**{k: v for k, v in summary.items() if k != "x"}, "review": {
+    assert back.summary.to_json() == {**summary.to_json(), "review": {
         "configMap": "cm", "brokersChanging": "broker 1"}}  # fmt: skip
     with pytest.raises(ValueError, match="keeps plan"):
-        record.kept(Plan(()), {})
-    huge = {**summary, "advisories": {"plan": {"partitions": ["x" * 100] * 4000}}}
+        record.kept(Plan(()), Review())
+    advised = Plan.of([PartitionTarget("x" * 100, i, (1, 2), ("any", "any")) for i in range(4000)])
+    huge = replace(summary, advisories=Advisories(("spread",), partitions=4000, plan=advised))
     assert plan_review.kept_text(KeptPlan(plan, huge, "ab" * 32, loads, 0.1)) is None
     with pytest.raises(ValidationError):
         plan_review.KeptPlanRecord.model_validate_json(text.replace('"version":1', '"version":2'))
@@ -127,7 +133,9 @@ def test_the_kept_plan_record_of_2000_brokers_at_gigabytes_per_second_is_kept() 
     brokers = tuple(range(1, 2001))
     side = {m: {b: 1_234_567_890.123 + b for b in brokers} for m in ("in", "out")}
     snap, plan, intents = golden("all")
-    summary = {"partitionsChanged": 10**6, "replicaMoves": 10**6, "bytesToMove": 10**15, "lowerBoundBytes": 1}
+    summary = StatusSummary(
+        partitions_changed=10**6, replica_moves=10**6, bytes_to_move=10**15, lower_bound_bytes=1
+    )
     text = plan_review.kept_text(KeptPlan(plan, summary, "ab" * 32, TrafficLoads(side, side, brokers), 0.05))
     assert text is not None and 100_000 < len(text) <= plan_review.MAX_KEPT_BYTES
     data, binary = plan_review.review_data(build_report(snap, plan, intents), Limits(), text)

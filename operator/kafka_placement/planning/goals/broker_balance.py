@@ -20,11 +20,11 @@ import math
 from bisect import bisect_left
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from ...model.intents import Intents
 from .. import shares
 from ..context import PlanningContext, Verdict, balance_verdict
+from ..plan_summary import PlanSummary
 from ..state import Key
 from .reclaim import reclaim
 
@@ -41,10 +41,10 @@ class BrokerBalanceGoal:
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # later goals only reorder or move within a broker: broker loads do not change
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Bytes max/mean after the plan; when unmet and provably out of reach (reach.py), why."""
-        found = balance_verdict(intents, "brokers", summary["balanceAfter"].get("brokerBytesMaxMean"))
-        why = summary.get("brokerBalanceUnreachable")
+        found = balance_verdict(intents, "brokers", summary.balance_after.broker_bytes_max_mean)
+        why = summary.broker_balance_unreachable
         if found is not None and not found.met and why:
             return replace(found, unreachable=why)
         return found

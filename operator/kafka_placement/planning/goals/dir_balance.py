@@ -17,10 +17,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import Any
 
 from ...model.intents import Intents
 from ..context import PlanningContext, Verdict, balance_verdict
+from ..plan_summary import PlanSummary
 from ..state import Key
 
 
@@ -33,9 +33,9 @@ class DirBalanceGoal:
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # leader reorders keep every replica in its dir
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Bytes max/mean over the dirs of the worst broker after the plan."""
-        return balance_verdict(intents, "log_dirs", summary["balanceAfter"].get("dirBytesMaxMeanWorstBroker"))
+        return balance_verdict(intents, "log_dirs", summary.balance_after.dir_bytes_max_mean_worst_broker)
 
     def optimize(self, ctx: PlanningContext) -> None:
         tol = ctx.tolerance("log_dirs")

@@ -19,13 +19,13 @@ disks. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ...model.errors import DiskHeadroomError
 from ...model.intents import Intents
 from .. import headroom
 from ..context import PlanningContext, Verdict
+from ..plan_summary import PlanSummary
 from ..state import Key
 
 
@@ -38,7 +38,7 @@ class DiskReliefGoal:
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # the relieved dirs are cordoned: no later goal may bring a replica back to them
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         return None  # a plan that leaves a relieved dir above its share is refused, never made
 
     def optimize(self, ctx: PlanningContext) -> None:

@@ -10,12 +10,12 @@ plan it finds cheaper could end dearer). Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ...model.intents import Intents
 from .. import exact
 from ..context import PlanningContext, Verdict
+from ..plan_summary import PlanSummary
 from ..state import Key
 from .replica_placement import balance_limits
 
@@ -57,6 +57,6 @@ class ExactPlacementGoal:
         """Later goals are not held to the program's placement (it is a step, not a rule)."""
         return True
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Nothing a policy asks for: it has no entry in the summary's goals."""
         return None

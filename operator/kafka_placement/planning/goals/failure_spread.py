@@ -29,6 +29,7 @@ from typing import Any
 from ...model.intents import Intents
 from .. import shares
 from ..context import PlanningContext, Verdict
+from ..plan_summary import PlanSummary
 from ..spread import FollowerRoom, spread_of, targets
 from ..state import Key
 
@@ -44,11 +45,11 @@ class FailureSpreadGoal:
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         return True  # the last goal: nothing runs after it
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Leading brokers below their target after the plan (met at 0)."""
         if not any(p.balance.failure_spread for p in intents.policies):
             return None
-        below = summary.get("failureSpread", {}).get("brokersBelowTarget")
+        below = summary.failure_spread.brokers_below_target
         return Verdict(not below, below, 0)
 
     def optimize(self, ctx: PlanningContext) -> None:

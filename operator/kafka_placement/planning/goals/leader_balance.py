@@ -24,13 +24,14 @@ it considers for them. Reorders update the arrays in place. The limit is tried b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
 from ...model.intents import Intents
 from ...model.snapshot import PartitionState
 from ..context import PlanningContext, Verdict, balance_verdict
+from ..plan_summary import PlanSummary
 from ..state import Key
 
 # Flow rounds. A round may fall short of its flow: a partition counts on the edge to each follower that
@@ -142,9 +143,9 @@ class LeaderBalanceGoal:
             return True
         return ctx.assignment.broker_leaders.get(replicas[0], 0) + 1 <= self._limit
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Preferred leaders max/mean after the plan."""
-        return balance_verdict(intents, "leaders", summary["balanceAfter"].get("leadersMaxMean"))
+        return balance_verdict(intents, "leaders", summary.balance_after.leaders_max_mean)
 
     def optimize(self, ctx: PlanningContext) -> None:
         a, e = ctx.assignment, ctx.eligibility

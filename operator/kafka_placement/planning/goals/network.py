@@ -26,7 +26,7 @@ goals' moves that take a broker over its threshold, and moves only what every ea
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from heapq import heapify, heappop
 from typing import Any
@@ -36,7 +36,9 @@ from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ..context import PlanningContext, Verdict, balance_verdict
 from ..loads import rate_text
+from ..plan_summary import PlanSummary
 from ..state import Key
+from ..summary_parts import TrafficBalance
 from .failure_spread import BalanceLimits
 
 TRIES = 4000  # rule checks per broker shed
@@ -297,12 +299,12 @@ class NetworkCapacityGoal:
         added = a.out_of(key, len(replicas)) - (a.out_of(key, len(old)) if old[0] == lead else 0.0)
         return added <= 0 or a.net_out[lead] + added <= lim + EPS
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Brokers above their limit after the plan (met at 0); None when the goal is off."""
-        traffic = summary.get("traffic")
-        if not traffic or traffic.get("capacityGoal") != "on":
+        traffic = summary.traffic
+        if traffic is None or traffic.capacity_goal != "on":
             return None
-        over = traffic["brokersOverLimitAfter"]
+        over = traffic.brokers_over_limit_after
         return Verdict(over == 0, over, 0)
 
     def optimize(self, ctx: PlanningContext) -> None:
@@ -396,13 +398,16 @@ class _BalanceGoal:
 
     name = ""
     switch = ""  # the policy's balance field
-    summary_key = ""  # balanceAfter's max/mean
     is_hard = False
 
     def __init__(self) -> None:
         self.threshold: float | None = None
 
     def load(self, ctx: PlanningContext) -> dict[int, float]:
+        raise NotImplementedError
+
+    def max_mean(self, after: TrafficBalance) -> float | None:
+        """This goal's max/mean after the plan (the summary's ``balanceAfter``)."""
         raise NotImplementedError
 
     def added(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> dict[int, float]:
@@ -420,10 +425,11 @@ class _BalanceGoal:
             if w > 0
         )
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict | None:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Max/mean after the plan; unmet and saying why when the snapshot has no rate to balance."""
-        found = balance_verdict(intents, self.switch, summary["balanceAfter"].get(self.summary_key))
-        if found is not None and not summary.get("traffic", {}).get("partitionsWithRate"):
+        rates = summary.balance_after.traffic
+        found = balance_verdict(intents, self.switch, self.max_mean(rates) if rates is not None else None)
+        if found is not None and (summary.traffic is None or not summary.traffic.partitions_with_rate):
             return replace(found, met=False, unreachable="no rate in the snapshot (bytesInPerSec)")
         return found
 
@@ -469,7 +475,9 @@ class NetworkInBalanceGoal(_BalanceGoal):
 
     name = "NetworkInBalance"
     switch = "network_in"
-    summary_key = "networkInMaxMean"
+
+    def max_mean(self, after: TrafficBalance) -> float | None:
+        return after.network_in_max_mean
 
     def load(self, ctx: PlanningContext) -> dict[int, float]:
         return ctx.assignment.net_in
@@ -495,7 +503,9 @@ class NetworkOutBalanceGoal(_BalanceGoal):
 
     name = "NetworkOutBalance"
     switch = "network_out"
-    summary_key = "networkOutMaxMean"
+
+    def max_mean(self, after: TrafficBalance) -> float | None:
+        return after.network_out_max_mean
 
     def load(self, ctx: PlanningContext) -> dict[int, float]:
         return ctx.assignment.net_out
@@ -527,7 +537,9 @@ class LeaderBytesInBalanceGoal(_BalanceGoal):
 
     name = "LeaderBytesInBalance"
     switch = "network_out"
-    summary_key = "leaderBytesInMaxMean"
+
+    def max_mean(self, after: TrafficBalance) -> float | None:
+        return after.leader_bytes_in_max_mean
 
     def load(self, ctx: PlanningContext) -> dict[int, float]:
         return ctx.assignment.lead_in

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import zlib
 from bisect import bisect_left, insort
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
 from .. import headroom, shares, waiting
 from ..context import PlanningContext, Verdict
+from ..plan_summary import PlanSummary
 from ..repack import repack
 from ..repairs import repair_reasons
 from ..room import eject_for
@@ -54,9 +54,9 @@ class ReplicaPlacementGoal:
         self._keyed: dict[int, tuple[int, int, int, int]] = {}
         self._dirty: set[int] = set()
 
-    def verdict(self, intents: Intents, summary: Mapping[str, Any]) -> Verdict:
+    def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict:
         """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
-        left = summary["hardViolationsAfter"]
+        left = summary.hard_violations_after
         return Verdict(left == 0, left, 0)
 
     def optimize(self, ctx: PlanningContext) -> None:
