@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from ..kafka.throttles import DIR_RATE, FOLLOWER_RATE
 from ..kafka.types import LogDirInfo
 from ..model.plan import ANY_DIR
-from ..planning.headroom import hard_stop, limit_bytes
+from ..planning.headroom import Volume, hard_stop, limit_bytes
 from .record import ExecutionPlan
 from .view import TickView
 
@@ -50,29 +50,12 @@ __all__ = [
     "DIR_MOVE",
     "REPLICATION",
     "TRICKLE",
-    "DirUse",
     "DiskDecision",
     "Write",
     "decide",
     "usage",
     "writes",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class DirUse:
-    """A dir's volume as DescribeLogDirs reports it (``total`` > 0)."""
-
-    total: int
-    usable: int
-
-    @property
-    def used(self) -> int:
-        return max(self.total - self.usable, 0)
-
-    @property
-    def share(self) -> float:
-        return self.used / self.total
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +79,14 @@ class DiskDecision:
     deferred: dict[int, DirKey] = field(default_factory=dict)
     held: dict[DirKey, list[int]] = field(default_factory=dict)
     hold: frozenset[RateKey] = frozenset()
-    watched: dict[DirKey, DirUse] = field(default_factory=dict)
+    watched: dict[DirKey, Volume] = field(default_factory=dict)
     above: frozenset[DirKey] = frozenset()  # dirs above maxDiskShare (no new write into them)
 
 
-def usage(dirs: Mapping[int, Iterable[LogDirInfo]]) -> dict[DirKey, DirUse]:
+def usage(dirs: Mapping[int, Iterable[LogDirInfo]]) -> dict[DirKey, Volume]:
     """The online dirs of known size among those DescribeLogDirs reported."""
     return {
-        (b, d.path): DirUse(d.total_bytes, d.usable_bytes)
+        (b, d.path): Volume(d.total_bytes, d.usable_bytes)
         for b, infos in dirs.items()
         for d in infos
         if d.online and d.total_bytes > 0
@@ -125,7 +108,7 @@ def writes(plan: ExecutionPlan, i: int, view: TickView) -> list[Write]:
 
 def decide(
     share: float,
-    use: Mapping[DirKey, DirUse],
+    use: Mapping[DirKey, Volume],
     previous: Mapping[DirKey, int],
     held_before: Iterable[DirKey],
     active: Sequence[Write],
@@ -157,7 +140,7 @@ def decide(
 
     held: dict[DirKey, list[int]] = {}
     hold: dict[RateKey, DirKey] = {}
-    watched: dict[DirKey, DirUse] = {}
+    watched: dict[DirKey, Volume] = {}
     for w in active:
         for k in dirs_of(w):
             watched[k] = use[k]

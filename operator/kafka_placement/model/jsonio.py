@@ -179,6 +179,16 @@ def as_int32_list(value: object, where: str) -> tuple[int, ...]:
     return as_int_list(value, where, minimum=0, maximum=INT32_MAX)
 
 
+def as_replicas(value: object, where: str) -> tuple[int, ...]:
+    """A partition's replica list: broker ids (``as_int32_list``), at least one, none twice."""
+    replicas = as_int32_list(value, where)
+    if not replicas:
+        raise BadInputError("a partition needs at least one replica", where)
+    if len(set(replicas)) != len(replicas):
+        raise BadInputError(f"duplicate replica in {brief_list(replicas)}", where)
+    return replicas
+
+
 @functools.lru_cache(maxsize=4096)
 def _legal_topic(name: str) -> bool:
     return name not in (".", "..") and _TOPIC_NAME.fullmatch(name) is not None

@@ -22,9 +22,9 @@ from .errors import BadInputError
 from .jsonio import (
     as_int,
     as_int32,
-    as_int32_list,
     as_list,
     as_object,
+    as_replicas,
     as_str,
     as_topic,
     brief,
@@ -119,11 +119,7 @@ class Plan:
             check_fields(p, where, ("topic", "partition", "replicas", "log_dirs"))
             topic = as_topic(require(p, "topic", where), f"{where}.topic")
             number = as_int32(require(p, "partition", where), f"{where}.partition")
-            replicas = as_int32_list(require(p, "replicas", where), f"{where}.replicas")
-            if not replicas:
-                raise BadInputError("a partition needs at least one replica", f"{where}.replicas")
-            if len(set(replicas)) != len(replicas):
-                raise BadInputError(f"duplicate replica in {brief_list(replicas)}", f"{where}.replicas")
+            replicas = as_replicas(require(p, "replicas", where), f"{where}.replicas")
             dirs_raw = as_list(p.get("log_dirs", [ANY_DIR] * len(replicas)), f"{where}.log_dirs")
             if len(dirs_raw) != len(replicas):
                 raise BadInputError(

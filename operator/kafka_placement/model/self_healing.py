@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self
 
 from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _str
 from .errors import BadInputError
@@ -211,18 +211,28 @@ SelfHealingSpec.FIELDS = json_names(SelfHealingSpec)
 # ---- status entries ------------------------------------------------------------------------------------
 
 
-E = TypeVar("E")
+class _Entry:
+    """What every status entry below can do: be read from its JSON (``from_json``: parsed against its
+    declaration, spec_fields.py, its times checked, RFC 3339) and written as it (``to_json``)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> Self:
+        entry = parse_object(cls, raw, where)
+        _check_times(entry, where)
+        return entry
+
+    def to_json(self) -> dict[str, Any]:
+        return written(self)
 
 
-def _from_json(cls: type[E], raw: object, where: str) -> E:
-    """An entry parsed against its declaration (spec_fields.py), its times checked (RFC 3339)."""
-    entry = parse_object(cls, raw, where)
+def _check_times(entry: object, where: str) -> None:
     times = (("since", "since"), ("back_since", "backSince"), ("returned_at", "returnedAt"))
     for name, key in (*times, ("retired_at", "retiredAt")):
         value = getattr(entry, name, None)
         if value is not None:
             parse_time(value, f"{where}.{key}")
-    return entry
 
 
 _SINCE = _str("When the operator first saw the failure (RFC 3339).", format="date-time")
@@ -255,7 +265,7 @@ _BACK_SINCE = _str(
 
 
 @dataclass(frozen=True, slots=True)
-class DeadBroker:
+class DeadBroker(_Entry):
     """A broker the cluster names (a replica or its registration) that is not alive."""
 
     DESCRIPTION: ClassVar[str] = "One broker that is not alive."
@@ -269,20 +279,13 @@ class DeadBroker:
     no_in_sync: tuple[str, ...] = leaf("noInSyncReplicaPartitions", _NO_ISR, value=())
     no_in_sync_count: int | None = leaf("noInSyncReplicaPartitionCount", _NO_ISR_COUNT, value=None)  # None: 0
 
-    @classmethod
-    def from_json(cls, raw: object, where: str) -> DeadBroker:
-        return _from_json(cls, raw, where)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
-
     @property
     def failure(self) -> str:
         return f"broker {self.id} not alive since {self.since}"
 
 
 @dataclass(frozen=True, slots=True)
-class UnreachableBroker:
+class UnreachableBroker(_Entry):
     """A broker alive in the cluster (registered, not fenced) that does not answer the operator: never
     taken for dead, never healed; no plan is made while it does not answer."""
 
@@ -295,16 +298,9 @@ class UnreachableBroker:
         required=True,
     )
 
-    @classmethod
-    def from_json(cls, raw: object, where: str) -> UnreachableBroker:
-        return _from_json(cls, raw, where)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
-
 
 @dataclass(frozen=True, slots=True)
-class OfflineLogDir:
+class OfflineLogDir(_Entry):
     """An offline log dir of a live broker."""
 
     DESCRIPTION: ClassVar[str] = "One offline log dir."
@@ -316,20 +312,13 @@ class OfflineLogDir:
     lost_partitions: tuple[str, ...] = leaf("lostPartitions", _LOST, value=())
     lost_count: int = leaf("lostPartitionCount", _LOST_COUNT, value=0)
 
-    @classmethod
-    def from_json(cls, raw: object, where: str) -> OfflineLogDir:
-        return _from_json(cls, raw, where)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
-
     @property
     def failure(self) -> str:
         return f"log dir {self.path} of broker {self.broker} offline since {self.since}"
 
 
 @dataclass(frozen=True, slots=True)
-class PressuredLogDir:
+class PressuredLogDir(_Entry):
     """A log dir whose volume is above ``diskPressure.aboveShare`` (or, once healed, not yet under the
     heal's ``relieveBelowShare``)."""
 
@@ -346,13 +335,6 @@ class PressuredLogDir:
         _str("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253),
         value=None,
     )
-
-    @classmethod
-    def from_json(cls, raw: object, where: str) -> PressuredLogDir:
-        return _from_json(cls, raw, where)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
 
     @property
     def failure(self) -> str:
@@ -371,7 +353,7 @@ def pressured_log_dirs(status: Mapping[str, Any] | None) -> tuple[PressuredLogDi
 
 
 @dataclass(frozen=True, slots=True)
-class PastFailure:
+class PastFailure(_Entry):
     """A broker failure that ended (the broker back for ``settleSeconds``), in ``status.pastFailures``: when
     it started, its heal, when the broker returned, and when the heal was retired, or why it was not.
     An entry with a heal and neither ``retiredAt`` nor ``notRetired`` awaits the heal's retirement (an
@@ -408,13 +390,6 @@ class PastFailure:
         ),
         value=None,
     )
-
-    @classmethod
-    def from_json(cls, raw: object, where: str) -> PastFailure:
-        return _from_json(cls, raw, where)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
 
     @property
     def awaiting_retirement(self) -> bool:

@@ -48,6 +48,7 @@ from .jsonio import (
     as_list,
     as_number,
     as_object,
+    as_replicas,
     as_str,
     as_topic,
     brief,
@@ -344,11 +345,7 @@ def _parse_partition(raw: object, where: str, brokers: Mapping[int, Broker]) -> 
     topic = as_topic(require(obj, "topic", where), f"{where}.topic")
     number = as_int32(require(obj, "partition", where), f"{where}.partition")
     where = f"{where} ({topic}-{number})"
-    replicas = as_int32_list(require(obj, "replicas", where), f"{where}.replicas")
-    if not replicas:
-        raise BadInputError("a partition needs at least one replica", f"{where}.replicas")
-    if len(set(replicas)) != len(replicas):
-        raise BadInputError(f"duplicate replica in {brief_list(replicas)}", f"{where}.replicas")
+    replicas = as_replicas(require(obj, "replicas", where), f"{where}.replicas")
     dirs_raw = as_list(obj.get("logDirs", [None] * len(replicas)), f"{where}.logDirs")
     if len(dirs_raw) != len(replicas):
         raise BadInputError(

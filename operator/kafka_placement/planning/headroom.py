@@ -70,14 +70,20 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Volume:
-    """A log dir's filesystem: its size and free bytes at snapshot time (``total`` > 0: known)."""
+    """A log dir's filesystem: its size and free bytes as Kafka reports them (``total`` > 0: known); the
+    planner's headroom and the executor's disk watch (execution/disk_watch.py) read it alike."""
 
     total: int
     usable: int
 
     @property
     def used(self) -> int:
-        return self.total - self.usable
+        return max(self.total - self.usable, 0)
+
+    @property
+    def share(self) -> float:
+        """How full it is (0..1; ``total`` > 0)."""
+        return self.used / self.total
 
 
 def limit_bytes(total: int, share: float) -> int:

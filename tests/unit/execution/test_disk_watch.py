@@ -12,7 +12,7 @@ from tests.unit.kafka.test_throttles import _Configs
 
 from kafka_placement.execution import disk_watch, executor
 from kafka_placement.execution.disk import describe_held, watch_disks
-from kafka_placement.execution.disk_watch import DIR_MOVE, REPLICATION, TRICKLE, DirUse, Write, decide
+from kafka_placement.execution.disk_watch import DIR_MOVE, REPLICATION, TRICKLE, Write, decide
 from kafka_placement.execution.record import Execution, ExecutionPlan, Original
 from kafka_placement.execution.record_doc import Limits, Phase, Submission
 from kafka_placement.execution.store import FileStore
@@ -22,14 +22,14 @@ from kafka_placement.kafka.types import ConfigTarget, LogDirInfo, ReplicaInDir
 from kafka_placement.model.cluster_spec import LimitsSpec
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import PartitionState
-from kafka_placement.planning.headroom import hard_stop
+from kafka_placement.planning.headroom import Volume, hard_stop
 
 MIB = 1 << 20
 TOTAL = 100 * MIB
 
 
-def _use(used_mib: float) -> DirUse:
-    return DirUse(TOTAL, TOTAL - int(used_mib * MIB))
+def _use(used_mib: float) -> Volume:
+    return Volume(TOTAL, TOTAL - int(used_mib * MIB))
 
 
 def test_the_hard_stop_is_half_the_room_above_the_limit_at_most_097() -> None:
