@@ -15,7 +15,7 @@ numbers are checked for range (broker ids int32, RF <= 32767, tolerance finite).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -204,13 +204,14 @@ def validate_against(intents: Intents, snapshot: ClusterSnapshot) -> None:
     Messages name the intent's file and document (``intents.yaml: document 2 (LogDirCordon c1).spec``)
     or, for a resource, its kind and name."""
     known = brief_list(snapshot.broker_ids)
-    for d in intents.decommissions:
-        for i, b in enumerate(d.brokers):
+
+    def brokers_known(ids: Sequence[int], at: str) -> None:
+        for i, b in enumerate(ids):
             if snapshot.broker(b) is None:
-                raise BadInputError(
-                    f"unknown broker {b}; the cluster has brokers {known}",
-                    f"{_spec_at(d, 'BrokerDecommission')}.brokers[{i}]",
-                )
+                raise BadInputError(f"unknown broker {b}; the cluster has brokers {known}", f"{at}[{i}]")
+
+    for d in intents.decommissions:
+        brokers_known(d.brokers, f"{_spec_at(d, 'BrokerDecommission')}.brokers")
     for c in intents.cordons:
         broker = snapshot.broker(c.broker)
         if broker is None:
@@ -227,12 +228,7 @@ def validate_against(intents: Intents, snapshot: ClusterSnapshot) -> None:
                         f"{_spec_at(c, 'LogDirCordon')}.logDirs[{i}]",
                     )
     for p in intents.policies:
-        for i, b in enumerate(p.preferred_brokers):
-            if snapshot.broker(b) is None:
-                raise BadInputError(
-                    f"unknown broker {b}; the cluster has brokers {known}",
-                    f"{_spec_at(p, 'PlacementPolicy')}.preferredBrokers[{i}]",
-                )
+        brokers_known(p.preferred_brokers, f"{_spec_at(p, 'PlacementPolicy')}.preferredBrokers")
     if len(intents.policies) > 1:
         for topic in snapshot.topics():
             matching = [p for p in intents.policies if p.matches(topic)]

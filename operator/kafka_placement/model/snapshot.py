@@ -254,28 +254,24 @@ class ClusterSnapshot:
         return _parse_snapshot(load_json(text, source), source)
 
 
+def _known(**fields: Any) -> dict[str, Any]:
+    """The fields whose value is known (None: unknown, left out), in the order given."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def _traffic_fields(p: PartitionState) -> dict[str, Any]:
     """The traffic fields that are known (absent: unknown)."""
-    out: dict[str, Any] = {}
-    if p.bytes_in_per_sec is not None:
-        out["bytesInPerSec"] = p.bytes_in_per_sec
-    if p.read_fanout is not None:
-        out["readFanout"] = p.read_fanout
-    if p.untiered_bytes is not None:
-        out["untieredBytes"] = p.untiered_bytes
-    return out
+    return _known(bytesInPerSec=p.bytes_in_per_sec, readFanout=p.read_fanout, untieredBytes=p.untiered_bytes)
 
 
 def _storage_fields(t: TopicStorage) -> dict[str, Any]:
     """A topic's entry of ``topics``: the fields that are known."""
-    out: dict[str, Any] = {"topic": t.topic}
-    if t.remote is not None:
-        out["remoteStorageEnable"] = t.remote
-    if t.local_retention_bytes is not None:
-        out["localRetentionBytes"] = t.local_retention_bytes
-    if t.local_retention_ms is not None:
-        out["localRetentionMs"] = t.local_retention_ms
-    return out
+    return _known(
+        topic=t.topic,
+        remoteStorageEnable=t.remote,
+        localRetentionBytes=t.local_retention_bytes,
+        localRetentionMs=t.local_retention_ms,
+    )
 
 
 _TOPIC_FIELDS = ("topic", "remoteStorageEnable", "localRetentionBytes", "localRetentionMs")
