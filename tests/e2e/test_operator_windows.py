@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from typing import Any
 
@@ -102,14 +103,24 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     wait_for("a few ticks", lambda: record().get("counters", {}).get("ticks", 0) >= ticks + 3, timeout=60)
     assert submitted() == 0 and not record().get("inFlight")  # recorded, nothing sent
 
-    windows(kubectl, ns, name, [{"start": hhmm(-1), "end": hhmm(1)}])  # open now
-    wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
-    windows(kubectl, ns, name, later)  # closed again, moves in flight
-    wait_for("WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60)
-    assert f"throttled to {CAP} bytes/s per broker" in progressing(kubectl, ns)[2]
-    # the cap is recorded once applied; moves in flight then (none starts while closed) were capped in Kafka
-    wait_for("the cap recorded", lambda: record().get("windowCap") == CAP, timeout=30)
-    assert record().get("inFlight"), "the moves finished before the window closed: nothing was capped"
+    def capped() -> int:  # how often the operator capped moves in flight (its log: window_cap.py)
+        return len(re.findall(rf"\b[1-9]\d* moves in flight capped at {CAP} B/s", operator.log.read_text()))
+
+    for _ in range(3):  # a move may end before the operator sees the window close: then open and close again
+        before = capped()
+        windows(kubectl, ns, name, [{"start": hhmm(-1), "end": hhmm(1)}])  # open now
+        wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
+        windows(kubectl, ns, name, later)  # closed again, moves in flight
+        wait_for(
+            "WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60
+        )
+        assert f"throttled to {CAP} bytes/s per broker" in progressing(kubectl, ns)[2]
+        wait_for("the cap recorded", lambda: record().get("windowCap") == CAP, timeout=30)
+        if capped() > before:
+            break
+    else:
+        pytest.fail("three times the moves in flight ended before the window closed: nothing was capped")
+    # capped once while closed (the record says so; Kafka has the rate until a window opens or the end)
     rates = follower_rates(kafka_rig)
     assert str(CAP) in rates.values(), rates
     frozen = submitted()
