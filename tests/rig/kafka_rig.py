@@ -19,7 +19,10 @@ The jars come from tests/rig/kafka/fetch.sh (cache outside the repo). Each node 
 `java -cp libs/* kafka.Kafka server.properties` with a 768 MB heap (KP_KAFKA_HEAP); the main cluster also
 has the broker plugin's jar (scripts/build-broker-plugin.sh, cached outside the repo) on its classpath and
 its `replica.selector.class` set (MultiLevelRackAwareReplicaSelector). Storage is formatted
-with the storage tool (random cluster id, dynamic quorum via --initial-controllers). Data and logs live in
+with the storage tool (random cluster id; Kafka 3.9 and newer: a dynamic quorum via --initial-controllers,
+3.7 and 3.8: a static one, controller.quorum.voters). Any release from 3.7 runs
+(`--kafka-version`, or `--libs DIR`: the version is read from its kafka_2.13 jar); settings an older
+release does not know are left out of its server.properties. Data and logs live in
 `.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
 `kafkaLegacy` (legacy) or `kafka-<name>` (others, e.g. `kafka-secure`), preserving every other key (e.g.
 `k8s`). The secure profile (or `--secure`) has no plaintext listener: certificates, SCRAM users,
@@ -183,6 +186,11 @@ class Cluster:
     small_dir_mib: int = 0  # > 0: ``small_dir`` is a tmpfs of this size
 
     @property
+    def dynamic_quorum(self) -> bool:
+        """KIP-853's dynamic controller quorum (Kafka 3.9+); older releases have static voters only."""
+        return version_key(self.kafka_version) >= DYNAMIC_QUORUM_SINCE
+
+    @property
     def small_dir(self) -> Path:
         """The last node's last log dir (a small filesystem of its own when ``small_dir_mib``)."""
         return self.nodes[-1].log_dirs[-1]
@@ -252,6 +260,34 @@ def rig_parser(
     return p, sub, common
 
 
+# Kafka 3.9 (KIP-853) formats a dynamic quorum (--initial-controllers, controller.quorum.bootstrap.servers);
+# 3.7 and 3.8 know only static voters (controller.quorum.voters)
+DYNAMIC_QUORUM_SINCE = (3, 9)
+OLDEST_KAFKA = (3, 7)  # the oldest release the rig runs (tests/compat/smoke.py checks each since)
+# server.properties settings newer than some release the rig runs: (major, minor) of the first that knows it
+SETTING_SINCE = {
+    "share.coordinator.state.topic.replication.factor": (4, 0),
+    "share.coordinator.state.topic.min.isr": (4, 0),
+}
+
+
+def version_key(version: str) -> tuple[int, int]:
+    """(major, minor) of a Kafka version like 4.3.1 or 3.9.0-rc1; (0, 0) when it is not one."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def kafka_version_of(libs: Path) -> str | None:
+    """The Kafka version of the jars in ``libs``, read from its kafka_2.13-<version>.jar (None: none, or
+    more than one)."""
+    found = {
+        j.name.removeprefix("kafka_2.13-").removesuffix(".jar")
+        for j in libs.glob("kafka_2.13-*.jar")
+        if not j.name.endswith(("-test.jar", "-sources.jar", "-javadoc.jar"))
+    }
+    return found.pop() if len(found) == 1 else None
+
+
 def default_libs(version: str) -> Path:
     cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
     return cache / "kafka" / version / "libs"
@@ -282,7 +318,7 @@ def check_plugins(jars: Sequence[Path]) -> None:
     if any(j.name.endswith("-test.jar") for j in jars if not j.is_file()):
         raise RigError(
             f"kafka rig: Kafka's tiered storage test jar is missing ({', '.join(missing)}): run "
-            "`bash tests/rig/kafka/fetch.sh` (or `make rig-build`)",
+            "`bash tests/rig/kafka/fetch.sh --tiered` (or `make rig-build`)",
             2,
         )
     if missing:
@@ -473,6 +509,12 @@ def check_libs(libs: Path, version: str) -> None:
             "or pass --libs DIR",
             2,
         )
+    if version_key(version) < OLDEST_KAFKA:
+        raise RigError(
+            f"kafka rig: Kafka {version} is older than the oldest release the rig runs "
+            f"({'.'.join(map(str, OLDEST_KAFKA))}: KRaft with JBOD)",
+            2,
+        )
 
 
 def server_properties(cluster: Cluster, node: Node) -> str:
@@ -480,11 +522,9 @@ def server_properties(cluster: Cluster, node: Node) -> str:
     # Internal topics at RF 2 (of 3 nodes) so a broker can be decommissioned in tests, as on a real
     # cluster where RF < broker count; min.insync.replicas 1 keeps producers going during moves.
     rf = min(2, n)
-    voters = ",".join(f"{HOST}:{x.controller_port}" for x in cluster.nodes)
-    props = {
+    props: dict[str, Any] = {
         "process.roles": "broker,controller",
         "node.id": node.id,
-        "controller.quorum.bootstrap.servers": voters,
         "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
         "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
         "controller.listener.names": "CONTROLLER",
@@ -518,6 +558,19 @@ def server_properties(cluster: Cluster, node: Node) -> str:
         # 3-node cluster then spends about a quarter less CPU (docs/benchmarks.md, make test and set-up times)
         "metadata.max.idle.interval.ms": 5000,
     }
+    if cluster.dynamic_quorum:  # KIP-853: the controllers' endpoints are advertised too
+        props["controller.quorum.bootstrap.servers"] = ",".join(
+            f"{HOST}:{x.controller_port}" for x in cluster.nodes
+        )
+    else:  # static voters; before 3.9 a broker may not advertise a controller listener
+        props["controller.quorum.voters"] = ",".join(
+            f"{x.id}@{HOST}:{x.controller_port}" for x in cluster.nodes
+        )
+        props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.port}"
+    release = version_key(cluster.kafka_version)
+    for key, since in SETTING_SINCE.items():
+        if release < since:
+            props.pop(key, None)
     if cluster.replica_selector:
         props["replica.selector.class"] = cluster.replica_selector
     if cluster.tiered:
@@ -572,13 +625,9 @@ def format_storage(java: str, cluster: Cluster, timeout: float) -> str:
     initial = ",".join(f"{n.id}@{HOST}:{n.controller_port}:{kafka_uuid()}" for n in cluster.nodes)
     procs: list[tuple[Node, subprocess.Popen[str]]] = []
     for node in cluster.nodes:
-        args = [
-            "format",
-            "--config",
-            str(node.config),
-            f"--cluster-id={cluster_id}",
-            f"--initial-controllers={initial}",
-        ]
+        args = ["format", "--config", str(node.config), f"--cluster-id={cluster_id}"]
+        if cluster.dynamic_quorum:  # else the static voters of server.properties
+            args.append(f"--initial-controllers={initial}")
         if cluster.release_version:
             args.append(f"--release-version={cluster.release_version}")
         if cluster.security:
@@ -604,13 +653,18 @@ def format_storage(java: str, cluster: Cluster, timeout: float) -> str:
             continue
         (node.home / "format.log").write_text(out)
         if proc.returncode != 0:
-            tail = "\n    ".join(out.strip().splitlines()[-8:])
+            tail = "\n    ".join(without_stack_frames(out)[-8:])
             errors.append(f"node {node.id}: storage format failed (exit {proc.returncode}):\n    {tail}")
         versions.update(re.findall(r"metadata\.version (\S+?)\.?$", out, re.MULTILINE))
     if errors:
         bad_input = any("release" in e.lower() or "metadata.version" in e for e in errors)
         raise RigError(f"kafka rig '{cluster.name}': " + "\n".join(errors), 2 if bad_input else 1)
     return versions.pop() if len(versions) == 1 else (cluster.release_version or "unknown")
+
+
+def without_stack_frames(out: str) -> list[str]:
+    """A Java tool's output lines without its stack frames (``\tat ...``, ``... 5 more``): the message."""
+    return [x for x in out.strip().splitlines() if not re.match(r"\s+(at |\.\.\. \d+ more)", x)]
 
 
 def log_tail(node: Node, lines: int = 12) -> str:
@@ -738,6 +792,8 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
     data_dir = rig_dir / f"kafka-{args.name}"
     version = args.kafka_version
     libs = Path(args.libs).resolve() if args.libs else default_libs(version)
+    if args.libs:  # the jars given say which release they are
+        version = kafka_version_of(libs) or version
     plugins = (broker_plugin_jar(),) if profile.replica_selector else ()
     tiered = (tiered_storage_jar(libs, version),) if profile.tiered else ()
     return Cluster(
@@ -835,6 +891,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 else {}
             ),
             "version": cluster.kafka_version,
+            "quorum": "dynamic" if cluster.dynamic_quorum else "static",
             "releaseVersion": metadata_version,
             "libsDir": str(cluster.libs),
             **(
@@ -886,7 +943,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise
     print(
         f"kafka rig '{cluster.name}' up in {time.monotonic() - started:.1f}s: Kafka {cluster.kafka_version}, "
-        f"metadata.version {metadata_version}, bootstrap {cluster.bootstrap} "
+        f"metadata.version {metadata_version}, {'dynamic' if cluster.dynamic_quorum else 'static'} quorum, "
+        f"bootstrap {cluster.bootstrap} "
         f"(written to {cluster.rig_dir / 'rig.json'} key '{cluster.key}')"
     )
     return 0
@@ -1075,7 +1133,7 @@ def format_empty_data(java: str, cluster: Cluster, node: Node, timeout: float) -
         shutil.rmtree(d)
         d.mkdir()
     args = ["format", "--config", str(node.config), f"--cluster-id={found.group(1)}", "--ignore-formatted"]
-    if re.search(r"^process\.roles=.*controller", node.config.read_text(), re.MULTILINE):
+    if cluster.dynamic_quorum and re.search(r"^process\.roles=.*controller", node.config.read_text(), re.M):
         args.append("--no-initial-controllers")  # the metadata dir is formatted already: left as it is
     proc = subprocess.run(
         java_cmd(java, cluster, node, "kafka.tools.StorageTool", *args),

@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
 # Download the Apache Kafka jars the test rig (and the benchmarks) run, from Maven Central, with Maven.
+#   fetch.sh            the plain jars (every cluster but `tiered`): any release on Maven Central, 3.7.x on
+#   fetch.sh --tiered   also Kafka's own test remote storage manager (LocalTieredStorage, KIP-405), from the
+#                       kafka-storage test jar (classifier `test`), for the rig's `tiered` cluster only; not
+#                       every release has one on Maven Central (4.4.0 has none): that version then fails here,
+#                       and the tiered cluster runs on a version that has it (the default does)
 #   KAFKA_VERSION (default 4.3.1) picks the release; KP_CACHE (default ~/.cache/kafka-placement) the cache.
-# Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo.
-# Kafka's own test remote storage manager (LocalTieredStorage, KIP-405), from the kafka-storage test jar
-# (classifier `test`), lands apart in $KP_CACHE/kafka/<version>/tiered: only the rig's `tiered` cluster puts
-# it on its classpath.
+# Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo; the test
+# jar lands apart in $KP_CACHE/kafka/<version>/tiered: only the `tiered` cluster puts it on its classpath.
+# A version Maven Central does not serve fails with one clear line (exit 1).
 # Idempotent: a complete cache (marked by libs/.complete) is reused; concurrent callers are serialised
 # with a lock. The last line on stdout is the libs directory.
 set -euo pipefail
+
+tiered=0
+for arg in "$@"; do
+  case $arg in
+    --tiered) tiered=1 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "kafka fetch: unknown argument '$arg' (usage: fetch.sh [--tiered])" >&2; exit 2 ;;
+  esac
+done
 
 KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
 KP_CACHE="${KP_CACHE:-$HOME/.cache/kafka-placement}"
@@ -15,33 +28,46 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DEST="$KP_CACHE/kafka/$KAFKA_VERSION"
 LIBS="$DEST/libs"
 TIERED="$DEST/tiered"
+TEST_JAR="kafka-storage-$KAFKA_VERSION-test.jar"
+# MAVEN_OPTS: keep Maven's own JVM small on a shared machine.
+export MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
 
 die() { echo "kafka fetch: $*" >&2; exit 1; }
 
 [[ "$KAFKA_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+([.-][A-Za-z0-9.-]+)?$ ]] \
   || die "KAFKA_VERSION '$KAFKA_VERSION' is not a release version like 4.3.1"
 
+# why Maven failed, in one line: an artifact Maven Central does not serve, or the log's first error
+maven_failure() {
+  local clean
+  clean=$(sed 's/\x1b\[[0-9;]*m//g' "$1")
+  if grep -Eq "Could not find artifact|could not be resolved|was not found in" <<<"$clean"; then
+    echo "not served by Maven Central"
+  else
+    grep -E '^\[(ERROR|FATAL)\] [A-Z]' <<<"$clean" | head -n 1 | cut -c1-300 || echo "see the log"
+  fi
+}
+
 # the kafka-storage test jar (LocalTieredStorage) in $TIERED, once; needs the lock held
 fetch_tiered() {
-  local jar="kafka-storage-$KAFKA_VERSION-test.jar" tlog="$KP_CACHE/logs/kafka-fetch-tiered-$KAFKA_VERSION.log"
-  [ -f "$TIERED/$jar" ] && return 0
-  command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (Debian: apt-get install maven)"
-  echo "kafka fetch: downloading $jar (LocalTieredStorage) from Maven Central (log: $tlog)" >&2
+  local tlog="$KP_CACHE/logs/kafka-fetch-tiered-$KAFKA_VERSION.log"
+  [ -f "$TIERED/$TEST_JAR" ] && return 0
+  echo "kafka fetch: downloading $TEST_JAR (LocalTieredStorage) from Maven Central (log: $tlog)" >&2
   rm -rf "$TIERED.tmp"
-  if ! MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}" mvn -B -q -Dstyle.color=never \
+  if ! mvn -B -q -Dstyle.color=never \
       -f "$HERE/pom.xml" \
       -Dmaven.repo.local="$KP_CACHE/m2" \
       dependency:copy \
       -Dartifact="org.apache.kafka:kafka-storage:$KAFKA_VERSION:jar:test" \
-      -DoutputDirectory="$TIERED.tmp" >"$tlog" 2>&1 || [ ! -f "$TIERED.tmp/$jar" ]; then
+      -DoutputDirectory="$TIERED.tmp" >"$tlog" 2>&1 || [ ! -f "$TIERED.tmp/$TEST_JAR" ]; then
     rm -rf "$TIERED.tmp"
-    die "Maven could not download $jar; full log: $tlog"
+    die "Kafka $KAFKA_VERSION's tiered storage test jar ($TEST_JAR, org.apache.kafka:kafka-storage:$KAFKA_VERSION:jar:test): $(maven_failure "$tlog"); the tiered cluster needs a version that has one (4.3.1 does); full log: $tlog"
   fi
   rm -rf "$TIERED"
   mv "$TIERED.tmp" "$TIERED"
 }
 
-if [ -f "$LIBS/.complete" ] && [ -f "$TIERED/kafka-storage-$KAFKA_VERSION-test.jar" ]; then
+if [ -f "$LIBS/.complete" ] && { [ $tiered = 0 ] || [ -f "$TIERED/$TEST_JAR" ]; }; then
   echo "kafka fetch: cached Kafka $KAFKA_VERSION jars" >&2
   echo "$LIBS"
   exit 0
@@ -56,7 +82,7 @@ mkdir -p "$DEST" "$KP_CACHE/logs"
 exec 9>"$DEST/.fetch.lock"
 flock 9   # another caller may be downloading the same version: wait for it, then reuse its result
 if [ -f "$LIBS/.complete" ]; then
-  fetch_tiered
+  [ $tiered = 0 ] || fetch_tiered
   echo "$LIBS"
   exit 0
 fi
@@ -67,17 +93,19 @@ rm -rf "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 echo "kafka fetch: downloading Kafka $KAFKA_VERSION jars from Maven Central (log: $log)" >&2
 start=$(date +%s)
-# MAVEN_OPTS: keep Maven's own JVM small on a shared machine.
-if ! MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}" mvn -B -q -U -Dstyle.color=never \
+if ! mvn -B -q -U -Dstyle.color=never \
     -f "$HERE/pom.xml" \
     -Dmaven.repo.local="$KP_CACHE/m2" \
     -Dkafka.version="$KAFKA_VERSION" \
     dependency:copy-dependencies \
     -DincludeScope=runtime \
     -DoutputDirectory="$tmp" >"$log" 2>&1; then
-  sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\[(ERROR|FATAL)\] [A-Z]' | head -n 3 >&2 || tail -n 25 "$log" >&2
-  rmdir "$DEST" 2>/dev/null || rm -f "$DEST/.fetch.lock"; rmdir "$DEST" 2>/dev/null || true
-  die "Maven could not download Kafka $KAFKA_VERSION (does that version exist on Maven Central? is the network up?); full log: $log"
+  why=$(maven_failure "$log")
+  rm -f "$DEST/.fetch.lock"; rmdir "$DEST" 2>/dev/null || true
+  if [[ $why == "not served by Maven Central" ]]; then
+    die "Kafka $KAFKA_VERSION is not served by Maven Central (org.apache.kafka:kafka_2.13:$KAFKA_VERSION and its jars); pick a released version, e.g. 4.3.1; full log: $log"
+  fi
+  die "Maven could not download Kafka $KAFKA_VERSION ($why; is the network up?); full log: $log"
 fi
 for jar in "kafka_2.13-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar" \
     "kafka-storage-$KAFKA_VERSION.jar" "kafka-server-$KAFKA_VERSION.jar"; do
@@ -88,6 +116,6 @@ touch "$tmp/.complete"
 rm -rf "$LIBS"
 mv "$tmp" "$LIBS"
 trap - EXIT
-fetch_tiered
+[ $tiered = 0 ] || fetch_tiered
 echo "kafka fetch: $(ls "$LIBS" | wc -l) jars in $(( $(date +%s) - start ))s" >&2
 echo "$LIBS"
