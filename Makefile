@@ -31,7 +31,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # Kafka jars from Maven Central (with the tiered cluster's kafka-storage test jar: fetch.sh --tiered);
-# kube-apiserver, kubectl, the node's kubelet/kube-proxy/scheduler/controller-manager, etcd and helm from the Go module proxy; containerd, runc, CNI plugins, iptables and
+# kube-apiserver, kubectl, the node's kubelet/kube-proxy/scheduler/controller-manager, etcd and helm from
+# the Go module proxy; containerd, runc, CNI plugins, iptables and
 # promtool (the chart's alert rules are checked with it) unpacked from Debian packages; the broker plugin
 # (broker-plugin/) built with Maven, its JUnit tests included, rebuilt only when its sources change (all
 # cached outside the repo); the GitOps health checkers (kstatus, gopher-lua) from the Go module proxy;
