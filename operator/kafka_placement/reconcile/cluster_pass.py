@@ -35,6 +35,7 @@ from ..model.intents import (
 from ..model.plan import Plan
 from ..model.self_healing import HealingState, SelfHealingSpec, past_failures, pressured_log_dirs
 from ..model.snapshot import ClusterSnapshot
+from ..model.spec_fields import to_json
 from ..model.throttle_state import ClaimOwner
 from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
@@ -644,7 +645,7 @@ class ReconcilePass:
             cluster_id=snap.cluster_id,
             rules=list(a.rules),
             participants=list(a.participants),
-            plan_status=a.plan_status,
+            plan_status=to_json(a.plan_status),
         )
         record.doc.owned_cordons = owned_cordons(snap, a.intents) if self.gw.supports_cordon() else {}
         if meta.get("uid"):  # its throttles are claimed on each broker for the KafkaCluster (throttle_claims)

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..execution.record_doc import Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus, ProgressStatus
+from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
 from ..model.intents import (
     BrokerDecommission,
     Intent,
@@ -228,14 +228,14 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
 
 def _waiting(
     valid: Sequence[tuple[Body, Intent]],
-    plan_status: Mapping[str, Any] | None,
+    plan_status: PlanStatus | None,
     done: str,
-    progress: Mapping[str, Any] | None = None,
+    progress: ProgressStatus | None = None,
 ) -> tuple[StatusPatch, ...]:
     """``Pending`` for each BrokerDecommission some of whose partitions wait (the plan's ``waiting``,
     planning/waiting.py: no in-sync replica left, or too few brokers to hold them): the plan moved the
     rest; it is planned again as the cluster changes (a leader elected, a broker back or added)."""
-    waits = (plan_status or {}).get("waiting") or {}
+    waits = to_json(plan_status.waiting) if plan_status is not None and plan_status.waiting else {}
     if not waits:
         return ()
     out: list[StatusPatch] = []
@@ -434,7 +434,7 @@ def _supersede_with(
     unapproved = [] if planned.kept_only else [b for b, _ in enforced if _gate(b).unapproved(plan.plan_id)]
     if unapproved:
         msg = (
-            f"plan {plan.plan_id} ({plan_status['moves']} partitions) would supersede the running plan "
+            f"plan {plan.plan_id} ({plan_status.moves} partitions) would supersede the running plan "
             f"{record.plan_id} for {names}; it awaits approval: set spec.approvedPlan: {plan.plan_id} on "
             + ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         )
@@ -468,7 +468,7 @@ def _supersede_with(
 
 
 def _start(
-    valid: Sequence[tuple[Body, Intent]], plan: Plan, plan_status: Mapping[str, Any], *, replaces_record: bool
+    valid: Sequence[tuple[Body, Intent]], plan: Plan, plan_status: PlanStatus, *, replaces_record: bool
 ) -> StartExecution:
     """The execution of ``plan`` with these intents as its participants."""
     return StartExecution(
@@ -493,11 +493,6 @@ def execution_rules(intents: Sequence[Intent]) -> tuple[Rule, ...]:
         for i in intents
         if isinstance(i, BrokerDecommission) and (i.priority or i.throttle_bytes_per_sec)
     )
-
-
-def _shown(progress: ProgressStatus | None) -> dict[str, Any] | None:
-    """A stored ``status.progress`` written again as it is (a Completed intent keeps its last progress)."""
-    return None if progress is None else to_json(progress)
 
 
 def _each(
@@ -587,7 +582,7 @@ def _plan(valid: list[tuple[Body, Intent]], last: RecordView | None, view: View)
 def _gates(
     valid: list[tuple[Body, Intent]],
     plan: Plan,
-    plan_status: Mapping[str, Any],
+    plan_status: PlanStatus,
     last: RecordView | None,
     below_min_isr: Sequence[str] | None,
 ) -> Decision:
@@ -598,7 +593,7 @@ def _gates(
         prefix = f"plan {last.plan_id} executed; " if executed and last is not None else ""
         message = f"converged: {prefix}the placement matches every declared intent"
         waits = _waiting(
-            valid, {**(shown or {}), "waiting": plan_status.get("waiting")}, "nothing else to move"
+            valid, replace(shown or PlanStatus(), waiting=plan_status.waiting), "nothing else to move"
         )
         valid = [(b, i) for b, i in valid if all(w.body is not b for w in waits)]
         return Decision(
@@ -612,7 +607,7 @@ def _gates(
                         IntentEvent.CONVERGED,
                         message,
                         plan=shown,
-                        progress=_shown(IntentStatus.of(b).progress) if executed else None,
+                        progress=IntentStatus.of(b).progress if executed else None,  # kept as it is
                     )
                 )
                 is not None
@@ -622,14 +617,12 @@ def _gates(
     if unapproved:
         names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         msg = (
-            f"plan {plan.plan_id} ({plan_status['moves']} partitions, {plan_status['bytes']} bytes) "
+            f"plan {plan.plan_id} ({plan_status.moves} partitions, {plan_status.bytes} bytes) "
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
-        review = plan_status.get("review")
-        if review:  # where to read it first (reconcile/plan_review.py)
-            msg += (
-                f"; review it in ConfigMap {review['configMap']} (most changed: {review['brokersChanging']})"
-            )
+        review = plan_status.review
+        if review is not None:  # where to read it first (reconcile/plan_review.py)
+            msg += f"; review it in ConfigMap {review.config_map} (most changed: {review.brokers_changing})"
         return Decision(statuses=_all(valid, IntentEvent.AWAITING_APPROVAL, msg, plan=plan_status))
     if any(_gate(b).paused for b, _ in valid):
         return Decision(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..execution.record_doc import TERMINAL, Phase, Rule
-from ..model.intent_status import IntentStatus
+from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
 from ..model.intents import Intent
 from ..model.plan import Plan
 from ..model.windows import Gate
@@ -44,9 +44,9 @@ class RecordView:
     plan_id: str
     participants: frozenset[str]
     cancel_requested: bool = False
-    plan_status: Mapping[str, Any] | None = None
+    plan_status: PlanStatus | None = None
     last_error: str | None = None
-    progress: Mapping[str, Any] | None = None  # the progress status after the tick
+    progress: ProgressStatus | None = None  # the progress status after the tick
     reapplied: int = 0  # owned configs re-applied so far (record.defence)
     reapplied_before: int = 0  # ... before this reconcile's tick
     reapplied_what: tuple[str, ...] = ()  # what was changed (record.defence.last)
@@ -114,8 +114,8 @@ class StatusPatch:
     phase: str
     reason: str
     message: str
-    plan: Mapping[str, Any] | None = None
-    progress: Mapping[str, Any] | None = None
+    plan: PlanStatus | None = None
+    progress: ProgressStatus | None = None
     # ``status.retry`` of an intent that failed to supersede the execution in flight (``retry_of``); None:
     # kept while Planning, removed otherwise
     retry: Mapping[str, Any] | None = None
@@ -127,8 +127,8 @@ def moved(
     message: str,
     reason: str | None = None,
     *,
-    plan: Mapping[str, Any] | None = None,
-    progress: Mapping[str, Any] | None = None,
+    plan: PlanStatus | None = None,
+    progress: ProgressStatus | None = None,
 ) -> StatusPatch | None:
     """The status ``event`` gives ``body`` (reconcile/phases.py, ``move`` from its current phase); None
     when the event leaves the phase as it is."""
@@ -201,7 +201,7 @@ class StartExecution:
     """Create the record for exactly this plan (the previous execution's blobs go) and start executing."""
 
     plan: Plan
-    plan_status: Mapping[str, Any]
+    plan_status: PlanStatus
     participants: tuple[str, ...]
     rules: tuple[Rule, ...]
     intents: tuple[Intent, ...]  # whose declared cordons the execution keeps (ownedCordons)

@@ -28,14 +28,14 @@ from ..kafka.gateway import (
 from ..kube.gateway import KubeError, KubeGateway
 from ..model.cluster_spec import ClusterSpec
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus
+from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
 from ..model.intents import (
     BrokerDecommission,
     parse_resource,
 )
 from ..model.self_healing import SelfHealingSpec
 from ..model.snapshot import ClusterSnapshot
-from ..model.spec_fields import spec_of
+from ..model.spec_fields import parse_object, spec_of
 from ..model.windows import Window
 from . import status as st
 from .decision import RecordView
@@ -187,6 +187,18 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
     )
 
 
+def recorded_plan(raw: Mapping[str, Any] | None) -> PlanStatus | None:
+    """The ``status.plan`` an execution record keeps: what the schema holds of it (a record of an earlier
+    release may carry more, e.g. ``batches``: left out, as the apiserver would); None when it has none or
+    it does not parse (the intents' status then shows no plan, the record says why it fails)."""
+    if raw is None:
+        return None
+    try:
+        return parse_object(PlanStatus, raw, "record.planStatus", others=True)
+    except BadInputError:
+        return None
+
+
 def record_view(
     record: Execution | None,
     reapplied_before: int | None = None,
@@ -199,15 +211,18 @@ def record_view(
         return None
     doc = record.doc
     held = held_dirs(record)
-    progress = executor.progress(record).status_json(windows) if reapplied_before is not None else None
-    if progress is not None and held:
-        progress["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
+    progress: ProgressStatus | None = None
+    if reapplied_before is not None:
+        shown = executor.progress(record).status_json(windows)
+        if held:
+            shown["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
+        progress = ProgressStatus.parse(shown, "status.progress")
     return RecordView(
         phase=record.phase,
         plan_id=doc.plan_id,
         participants=frozenset(doc.participants),
         cancel_requested=doc.cancel_requested,
-        plan_status=doc.plan_status,
+        plan_status=recorded_plan(doc.plan_status),
         last_error=doc.last_error,
         progress=progress,
         reapplied=doc.defence.reapplied,

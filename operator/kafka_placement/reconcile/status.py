@@ -18,7 +18,7 @@ from ..model.cluster_status import check_patch
 from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus, Retry
 from ..model.snapshot import ClusterSnapshot
-from ..model.spec_fields import parse_object, to_json
+from ..model.spec_fields import to_json
 from ..planning.plan_summary import PlanSummary, StatusSummary
 from ..planning.summary_parts import Advisories
 
@@ -144,8 +144,8 @@ def intent_status(
     reason: str,
     message: str,
     *,
-    plan: Mapping[str, Any] | None = None,
-    progress: Mapping[str, Any] | None = None,
+    plan: PlanStatus | None = None,
+    progress: ProgressStatus | None = None,
     retry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A full status for an intent resource in ``phase`` (``IntentStatus``, model/intent_status.py: each part
@@ -163,10 +163,8 @@ def intent_status(
         observed_generation=(body.get("metadata") or {}).get("generation"),
         conditions=IntentStatus.parse({"conditions": conditions}).conditions,
         message=message,
-        # a plan's status may come from an execution record written by an earlier release (one with
-        # status.plan.batches): what the schema no longer holds is left out, as the apiserver would
-        plan=None if plan is None else parse_object(PlanStatus, plan, "status.plan", others=True),
-        progress=None if progress is None else ProgressStatus.parse(progress),
+        plan=None if plan is None else PlanStatus.parse(to_json(plan)),  # held to its schema's bounds
+        progress=None if progress is None else ProgressStatus.parse(to_json(progress)),
         retry=Retry.parse(retry) if retry is not None else (old.retry if phase == PLANNING else None),
     )
     status = to_json(new)
@@ -193,31 +191,28 @@ def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return all(shown(old, k) == shown(new, k) for k in STATUS_PARTS)
 
 
-def plan_status(summary: PlanSummary | StatusSummary, plan_id: str) -> dict[str, Any]:
+def plan_status(summary: PlanSummary | StatusSummary, plan_id: str) -> PlanStatus:
     """``status.plan``: the plan's id, partition and replica moves, bytes and their lower bound. No batch
     count: the executor does not submit fixed batches, it tops up the moves in flight as room frees
     within its limits (moves and bytes, per broker and per cluster: ``spec.limits``), so the planner's
     batches (the CLI summary's, ordered with ``--max-moves-per-broker``) would not describe it."""
-    out = {
-        "id": plan_id,
-        "moves": summary.partitions_changed,
-        "replicaMoves": summary.replica_moves,
-        "bytes": summary.bytes_to_move,
-        "lowerBoundBytes": summary.lower_bound_bytes,
-    }
-    waits = summary.waiting  # partitions left as they are: no plan can act on them now (bounded)
-    if waits is not None:
-        out["waiting"] = to_json(waits)
-    review = summary.review  # the reconcile's review ConfigMap (reconcile/plan_review.py)
-    return {**out, "review": to_json(review)} if review is not None else out
+    return PlanStatus(
+        id=plan_id,
+        moves=summary.partitions_changed,
+        replica_moves=summary.replica_moves,
+        bytes=summary.bytes_to_move,
+        lower_bound_bytes=summary.lower_bound_bytes,
+        waiting=summary.waiting,  # partitions left as they are: no plan can act on them now (bounded)
+        review=summary.review,  # the reconcile's review ConfigMap (reconcile/plan_review.py)
+    )
 
 
-def advice_plan_status(summary: PlanSummary | StatusSummary) -> dict[str, Any] | None:
+def advice_plan_status(summary: PlanSummary | StatusSummary) -> PlanStatus | None:
     """``status.plan`` of an Advise-mode policy: the moves it advises (never executed)."""
     adv = summary.advisories
     if adv is None or adv.plan is None:
         return None
-    return {"id": adv.plan.plan_id, "moves": adv.partitions, "bytes": adv.bytes_to_move}
+    return PlanStatus(id=adv.plan.plan_id, moves=adv.partitions, bytes=adv.bytes_to_move)
 
 
 def advice_message(summary: PlanSummary | StatusSummary) -> str:

@@ -212,8 +212,8 @@ def test_the_operator_status_names_the_held_dirs_and_what_they_hold(tmp_path: Pa
     ex.doc.disk.held = [HeldDir(broker=2, path="/d1", share=0.931, since=1.0, moves=12, partitions=["t-0"])]
     view = record_view(ex, 0, ())
     assert view is not None and view.held == ("broker 2 /d1",) and view.held_before == ()
-    assert view.progress is not None
-    shown = view.progress["diskHeld"]
+    assert view.progress is not None and view.progress.disk_held is not None
+    shown = view.progress.disk_held
     assert "broker 2 /d1 at 93.1%: 12 move(s) held (t-0 and 11 more)" in shown and "hard stop 92.5%" in shown
     assert len(shown) <= 1000
 

@@ -113,23 +113,26 @@ def test_an_unreadable_stored_status_is_read_as_empty_saying_why() -> None:
     assert IntentStatus.of({"metadata": {}}) == IntentStatus()
 
 
-def test_the_writer_refuses_a_part_the_schema_does_not_hold_and_prunes_an_old_records_plan() -> None:
+def test_the_writer_refuses_a_part_the_schema_does_not_hold_and_an_old_records_plan_is_pruned() -> None:
+    from kafka_placement.reconcile.inputs import recorded_plan
+
     body = {"kind": "BrokerDecommission", "metadata": {"name": "d", "generation": 1}}
     with pytest.raises(BadInputError, match="unknown field"):
-        st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", progress={"percent": 3})
-    with pytest.raises(BadInputError, match=r"status\.plan\.moves"):
-        st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan={"id": "p", "moves": -1})
+        ProgressStatus.parse({"percent": 3})
+    with pytest.raises(BadInputError, match=r"status\.plan\.moves"):  # a typed plan held to its bounds
+        st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan=PlanStatus(id="p", moves=-1))
     # an execution record of an earlier release keeps status.plan.batches, which the schema dropped
-    old = {"id": "p", "moves": 3, "batches": 2}
+    old = recorded_plan({"id": "p", "moves": 3, "batches": 2})
     assert st.intent_status(body, st.EXECUTING, st.EXECUTING, "m", plan=old)["plan"] == {
         "id": "p",
         "moves": 3,
     }
+    assert recorded_plan({"id": 5}) is None and recorded_plan(None) is None  # unreadable: no plan shown
 
 
 def test_the_writer_removes_what_it_no_longer_says_and_keeps_the_retry_while_planning() -> None:
     body = {"kind": "BrokerDecommission", "metadata": {"name": "d", "generation": 4}, "status": FULL}
-    progress = {"partitionsDone": 13, "partitionsTotal": 40, "summary": "13/40"}
+    progress = ProgressStatus.parse({"partitionsDone": 13, "partitionsTotal": 40, "summary": "13/40"})
     out = st.intent_status(body, st.EXECUTING, st.EXECUTING, "moving", progress=progress)
     assert out["progress"]["partitionsDone"] == 13 and out["progress"]["diskHeld"] is None
     assert out["retry"] is None and out["observedGeneration"] == 4

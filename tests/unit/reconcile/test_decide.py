@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from kafka_placement.execution.record_doc import Phase
-from kafka_placement.model.intent_status import WaitingStatus
+from kafka_placement.model.intent_status import PlanStatus, ProgressStatus, WaitingStatus
 from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
 from kafka_placement.model.plan import PartitionTarget, Plan
-from kafka_placement.model.spec_fields import parse_object
+from kafka_placement.model.spec_fields import parse_object, to_json
 from kafka_placement.planning.plan_summary import StatusSummary
 from kafka_placement.planning.summary_parts import Advisories
 from kafka_placement.reconcile import status as st
@@ -239,13 +239,14 @@ def test_an_empty_plan_after_an_execution_keeps_showing_the_executed_plan() -> N
         phase=Phase.COMPLETED,
         plan_id="p-1",
         participants=frozenset({"uid-retire-3"}),
-        plan_status={"id": "p-1"},
+        plan_status=PlanStatus(id="p-1"),
     )
     progress = {"partitionsDone": 2}
     shown = body("BrokerDecommission", "retire-3", {"brokers": [3]}, st.COMPLETED, progress=progress)
     d = decide(View([shown], record=last, planned=Planned(plan=EMPTY)))
     (p,) = d.statuses
-    assert (p.phase, p.reason, p.plan, p.progress) == (st.COMPLETED, "Converged", {"id": "p-1"}, progress)
+    assert (p.phase, p.reason, p.plan) == (st.COMPLETED, "Converged", PlanStatus(id="p-1"))
+    assert p.progress is not None and to_json(p.progress) == progress
     assert p.message.startswith("converged: plan p-1 executed; ")
 
 
@@ -306,7 +307,7 @@ def test_a_safe_approved_plan_starts_with_rules_participants_and_then_executing(
         ("retire-3", st.EXECUTING),
         ("c1", st.EXECUTING),
     }
-    assert start.plan_status["moves"] == 2
+    assert start.plan_status.moves == 2
 
 
 # ---- an execution in flight ----------------------------------------------------------------------------
@@ -349,12 +350,12 @@ def test_a_deleted_participant_requests_a_cancel_before_the_tick() -> None:
 
 def test_spec_paused_holds_an_execution_unless_a_cancel_was_requested() -> None:
     paused = retire(phase=st.EXECUTING, paused=True)
-    record = executing("uid-retire-3", plan_status={"id": "p"})
+    record = executing("uid-retire-3", plan_status=PlanStatus(id="p"))
     first = decide(View([paused], record=record))
     assert first.statuses == () and [type(a) for a in first.actions] == [SyncCordons]  # cordons still kept
     d = decide(View([paused], record=record, cordons_synced=True))
     assert phases(d) == {"retire-3": (st.PAUSED, "PausedBySpec")} and d.done
-    assert d.statuses[0].plan == {"id": "p"}
+    assert d.statuses[0].plan == PlanStatus(id="p")
     cancelling = decide(
         View([paused], record=executing("uid-retire-3", cancel_requested=True), cordons_synced=True)
     )
@@ -377,13 +378,13 @@ def test_after_a_tick_members_show_the_executor_phase(phase: Phase, shown: str, 
         plan_id="p-9",
         participants=frozenset({"uid-retire-3"}),
         last_error=error,
-        progress={"partitionsDone": 1},
+        progress=ProgressStatus(partitions_done=1),
     )
     other = retire("not-a-member")
     d = decide(View([retire(phase=st.EXECUTING), other], record=record, ticked=True))
     assert set(phases(d)) == {"retire-3"} and d.done
     (p,) = d.statuses
-    assert (p.phase, p.progress) == (shown, {"partitionsDone": 1}) and message in p.message
+    assert (p.phase, p.progress) == (shown, ProgressStatus(partitions_done=1)) and message in p.message
 
 
 def test_a_completed_plan_completes_its_intents_only_once_a_fresh_read_shows_their_rules_hold() -> None:
@@ -460,7 +461,8 @@ def test_an_empty_plan_with_partitions_waiting_on_a_decommissioned_broker_keeps_
     }
     waits = d.statuses[0]
     assert "3 partitions of replication factor up to 3" in waits.message and "1 more needed" in waits.message
-    assert waits.plan is not None and waits.plan["waiting"] == WAITING  # shown in status.plan
+    assert waits.plan is not None and waits.plan.waiting is not None  # shown in status.plan
+    assert to_json(waits.plan.waiting) == WAITING
     assert d.done
 
 
@@ -472,7 +474,9 @@ def test_a_completed_execution_leaves_the_decommission_whose_partitions_wait_pen
         phase=Phase.COMPLETED,
         plan_id="p-9",
         participants=frozenset({"uid-heal-5", "uid-retire-3"}),
-        plan_status={"id": "p-9", "waiting": {"NoInSyncReplica": WAITING["NoInSyncReplica"]}},
+        plan_status=PlanStatus.parse(
+            {"id": "p-9", "waiting": {"NoInSyncReplica": WAITING["NoInSyncReplica"]}}
+        ),
     )
     d = decide(View([heal, retire(phase=st.EXECUTING)], record=record, ticked=True, unmet=[]))
     assert phases(d) == {"heal-5": (st.PENDING, "NoInSyncReplica"), "retire-3": (st.COMPLETED, "Completed")}
@@ -540,13 +544,14 @@ def test_a_progress_key_gone_is_removed_from_the_status_and_only_then_patched() 
     """The status is merge-patched: a key the new progress lacks (diskHeld once a hold ended) is sent as
     null, which removes it; a status that only nulls keys the old one lacks needs no patch."""
     body = retire(phase=st.EXECUTING)
-    held = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1", "diskHeld": "x"})
+    held_progress = ProgressStatus.parse({"summary": "0/1", "diskHeld": "x"})
+    held = st.intent_status(body, st.EXECUTING, "Moving", "m", progress=held_progress)
     body["status"] = held
-    after = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    after = st.intent_status(body, st.EXECUTING, "Moving", "m", progress=ProgressStatus(summary="0/1"))
     assert after["progress"] == {"summary": "0/1", "diskHeld": None}
     assert not st.unchanged(held, after)
     body["status"] = {**after, "progress": {"summary": "0/1"}}  # what the apiserver keeps
-    again = st.intent_status(body, st.EXECUTING, "Moving", "m", progress={"summary": "0/1"})
+    again = st.intent_status(body, st.EXECUTING, "Moving", "m", progress=ProgressStatus(summary="0/1"))
     assert again["progress"] == {"summary": "0/1"} and st.unchanged(body["status"], again)
 
 
