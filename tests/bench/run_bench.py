@@ -40,7 +40,7 @@ GB = 1e9
 
 
 def measure(name: str, snap: ClusterSnapshot, intents: Intents, plan: Plan, seconds: float) -> dict[str, Any]:
-    m = evaluate(snap, plan, intents)
+    m = evaluate(snap, plan, intents).to_json()
     after = m["balanceAfter"]
     return {
         "planner": name,

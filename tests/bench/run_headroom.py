@@ -136,14 +136,16 @@ def one(
         if isinstance(plan, Exception):
             row[side] = {"error": " ".join(str(plan).split())[:160], "seconds": min(times[side])}
             continue
-        m = evaluate(snap, plan, intents)  # the same lower bound for both sides: the snapshot without sizes
+        m = evaluate(
+            snap, plan, intents
+        ).to_json()  # the same lower bound for both sides: the snapshot without sizes
         row[side] = {
             "seconds": min(times[side]),
             "calls": calls(s, intents),
             "bytes": m["bytesToMove"],
             "ratio": m["bytesToMove"] / m["lowerBoundBytes"] if m["lowerBoundBytes"] else None,
             "broker": m["balanceAfter"]["brokerBytesMaxMean"],
-            "hard": evaluate(on_snap, plan, intents)["hardViolationsAfter"],  # the headroom rule counted
+            "hard": evaluate(on_snap, plan, intents).hard_violations_after,  # the headroom rule counted
             "fullest": fullest_after(snap, plan, on_snap),
         }
     print(row, flush=True)

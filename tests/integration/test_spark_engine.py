@@ -108,7 +108,7 @@ def test_the_summary_tallied_in_spark_tasks_is_the_local_summary(
         # A plan that breaks rules and overfills dirs: every counter counts, the batches are the same.
         bad = random_plan(random.Random(5), snap)
         spread = summarize(snap, enforced, bad, 3, measure=optimizer.measure)
-        assert spread == summarize(snap, enforced, bad, 3) and spread["partitionsChanged"] > 0
+        assert spread == summarize(snap, enforced, bad, 3) and spread.partitions_changed > 0
     finally:
         optimizer.close()
     assert optimizer.reports[0]["seconds"]["summary"] >= 0

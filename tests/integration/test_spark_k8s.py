@@ -345,7 +345,7 @@ def test_cli_plan_on_kubernetes_waits_for_the_application_and_writes_its_plan(
         snap = ClusterSnapshot.loads((run_dir / "snapshot.json").read_text(), source="exchange snapshot")
         result = compute_plan(snap, Intents.loads((run_dir / "intents.yaml").read_text(), source="intents"))
         (run_dir / "plan.json").write_text(json.dumps(result.plan.to_json()) + "\n")
-        (run_dir / "summary.json").write_text(json.dumps(result.summary) + "\n")
+        (run_dir / "summary.json").write_text(json.dumps(result.summary.to_json()) + "\n")
         set_state(custom, k8s_namespace, app["metadata"]["name"], "COMPLETED")
         _, err = proc.communicate(timeout=WAIT_S)
     finally:
