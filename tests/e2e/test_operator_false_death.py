@@ -9,7 +9,9 @@ their pod network). The KafkaCluster's bootstrap names those listeners, with ``s
 eight times ``afterSeconds``: the brokers replicate over their own listener, so broker 3 stays registered
 and in every ISR. The status lists it in ``unreachableBrokers`` with the BrokersReachable condition False;
 no ``deadBrokers`` entry, no heal, no reassignment at any time. Once the rule is removed the entry goes and
-the condition is True again.
+the condition is True again. While it holds, topics' configs read through those listeners (the min-ISR
+gate's read) are answered at once: they are sent to a broker that answered, never to the metadata's
+"controller" (KRaft names a random live broker, here the cut one a third of the time; kafka/configs.py).
 
 Cost: about three minutes (three JVMs start and stop, the 40 s hold, the reconciles that wait on the broker
 the operator cannot reach); the cluster and the rule are always removed.
@@ -40,6 +42,7 @@ BROKERS = ",".join(f"127.0.0.1:{BASE + i}" for i in range(3))  # the brokers' ow
 OPERATOR_PORTS = [BASE + 1000 + i for i in range(3)]  # the second listener (kafka_rig POD_PORT_SHIFT)
 CUT = 3
 HOLD_S = 40
+ROUTED_READS = 6  # fresh clients reading a topic's configs while cut: 1 - (2/3)**6 = 91% hit the cut one
 
 
 def rig(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -130,6 +133,11 @@ def test_a_broker_the_operator_cannot_reach_is_unreachable_never_dead(
         )
         cond = reachable(kubectl, ns)
         assert cond.get("status") == "False" and cond.get("reason") == "BrokersUnreachable", cond
+        for _ in range(ROUTED_READS):  # each client's metadata names a random live broker "controller"
+            with KafkaGateway(ConnectionSettings(operator_bootstrap)) as gw:
+                assert CUT not in gw.describe_log_dirs(), "the cut broker answered"
+                gw._attempts = 1  # one try: a read sent to the cut broker would time out and fail here
+                assert gw.min_insync_replicas([topic]) == {topic: 1}
         while time.monotonic() - cut_at < HOLD_S:  # eight times afterSeconds: never dead, never healed
             assert not dead_brokers(kubectl, ns, NAME), status(kubectl, ns)
             assert heals(kubectl, ns) == [], heals(kubectl, ns)

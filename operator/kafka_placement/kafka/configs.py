@@ -3,6 +3,14 @@ bounded batches (librdkafka takes one broker resource per request; topics go tog
 ``TOPICS_PER_CONFIG_REQUEST`` a request), and each topic's effective ``min.insync.replicas``. A broker's
 own configs are read and set through that broker: callers leave out brokers that do not answer
 (``KafkaGateway.silent``).
+
+Topics' configs can be read from any broker, but librdkafka sends a request of topics alone to the broker
+its metadata names "controller" — in KRaft a random live broker, which may be one this operator cannot
+reach: every such read then waited out its timeout three times (a snapshot listed a cut-off broker two
+minutes late, and the executor's min-ISR gate stalled). A request that holds one broker resource goes to
+that broker instead, so a topic batch carries the resource of a broker that has just answered
+(``_config_route``; its answer is dropped), and a route that fails is not used again
+(``_route_failed``): the next attempt takes another, or the controller.
 """
 
 from __future__ import annotations
@@ -30,12 +38,22 @@ class KafkaConfigs(KafkaClients):
         out: dict[ConfigTarget, dict[str, ConfigValue]] = {}
         for batch in _config_batches(targets):
             resources = {ConfigResource(t.kind, t.name): t for t in batch}
+            routed = all(t.kind == "topic" for t in batch)
 
-            def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, Any]:
+            def run(
+                resources: dict[Any, ConfigTarget] = resources, routed: bool = routed
+            ) -> dict[ConfigTarget, Any]:
+                via = self._config_route() if routed else None
+                asked = list(resources) + ([ConfigResource("broker", str(via))] if via is not None else [])
                 futures = self._admin().describe_configs(
-                    list(resources), request_timeout=self.settings.request_timeout_s
+                    asked, request_timeout=self.settings.request_timeout_s
                 )
-                return {resources[r]: f.result() for r, f in futures.items()}
+                try:
+                    return {resources[r]: futures[r].result() for r in resources}
+                except Exception:
+                    if via is not None:
+                        self._route_failed(via)
+                    raise
 
             what = f"describe configs of {_names(batch)}"
             for target, entries in self._call(what, run, needs=access.on_configs(batch)).items():
@@ -50,6 +68,14 @@ class KafkaConfigs(KafkaClients):
                     for name, e in entries.items()
                 }
         return out
+
+    def _config_route(self) -> int | None:
+        """A broker that has just answered this operator, to carry a request of topics' configs (module
+        docstring); None: librdkafka's controller. The gateway knows which brokers answered."""
+        return None
+
+    def _route_failed(self, broker: int) -> None:
+        """A request routed through ``broker`` failed: do not route through it for a while."""
 
     def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
         """Each topic's effective ``min.insync.replicas`` (its own, the broker's or Kafka's default)."""

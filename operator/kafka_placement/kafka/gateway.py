@@ -75,6 +75,7 @@ class KafkaGateway(KafkaConfigs):
     def __init__(self, settings: ConnectionSettings, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
         super().__init__(settings, attempts=attempts, backoff_s=backoff_s)
         self._silent: dict[int, float] = {}  # broker -> time.monotonic() it was left out of DescribeLogDirs
+        self._answered: dict[int, float] = {}  # broker -> time.monotonic() it last answered DescribeLogDirs
         self._access_checked = False  # check_authorized passed: DESCRIBE on the cluster and every topic
         self._topic_ids: dict[str, str] = {}  # traffic_look: the ids read, for this gateway's life
         self._traffic_offsets: dict[PartitionKey, tuple[int, int]] = {}  # traffic_look: the last look's
@@ -514,6 +515,7 @@ class KafkaGateway(KafkaConfigs):
                 log.warning("%s: left out (not answering the operator)", e.message)
                 continue
             self._silent.pop(b, None)
+            self._answered[b] = time.monotonic()
             out[b] = tuple(LogDirInfo.of_response(b, d) for d in resp["log_dirs"])
         if refused and not out:
             raise refused[0]
@@ -527,6 +529,16 @@ class KafkaGateway(KafkaConfigs):
         once this has expired). Says nothing about death (kafka/liveness.py)."""
         now = time.monotonic()
         return frozenset(b for b, at in self._silent.items() if now - at < SILENT_S)
+
+    def _config_route(self) -> int | None:
+        """The lowest broker that answered DescribeLogDirs within ``SILENT_S`` and has not been silent
+        since (kafka/configs.py routes topics' config requests through it); None: none known."""
+        now, silent = time.monotonic(), self.silent
+        fresh = [b for b, at in self._answered.items() if now - at < SILENT_S and b not in silent]
+        return min(fresh) if fresh else None
+
+    def _route_failed(self, broker: int) -> None:
+        self._answered.pop(broker, None)  # until it answers DescribeLogDirs again
 
     def _cordon_config(self, broker: int) -> set[str]:
         value = self.describe_configs([ConfigTarget.broker(broker)])[ConfigTarget.broker(broker)].get(
