@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from kafka_placement.kafka.connection import ConnectionSettings  # noqa: E402
 from kafka_placement.kafka.gateway import KafkaGateway  # noqa: E402
+from kafka_placement.model.snapshot import ClusterSnapshot  # noqa: E402
 
 CLI = Path(sys.executable).parent / "kafka-placement"
 SECTION = "## Execution vs throttle-limited lower bound"
@@ -133,46 +134,69 @@ def lower_bound(sizes: dict[int, int], throttle: int) -> tuple[float, dict[str, 
     return max(load.values()) / throttle, load
 
 
+def layout_plan(bootstrap: str, name: str) -> tuple[ClusterSnapshot, list[dict[str, Any]], dict[int, int]]:
+    """The cluster now, the plan of ``LAYOUT`` on topic ``name`` (entries of a plan file) and each
+    partition's size."""
+    with KafkaGateway(ConnectionSettings(bootstrap)) as gw:
+        snap = gw.snapshot()
+    sizes = {}
+    entries = []
+    for p, (_, target) in enumerate(LAYOUT):
+        part = snap.partition(name, p)
+        assert part is not None
+        sizes[p] = part.size_bytes
+        dirs = ["any"] * len(target)
+        if p == DIR_MOVE[0]:
+            broker = snap.broker(DIR_MOVE[1])
+            assert broker is not None
+            current = part.log_dirs[part.replicas.index(DIR_MOVE[1])]
+            dirs[target.index(DIR_MOVE[1])] = next(d for d in broker.dir_paths if d != current)
+        entries.append({"topic": name, "partition": p, "replicas": target, "log_dirs": dirs})
+    return snap, entries, sizes
+
+
+def execute(
+    bootstrap: str,
+    entries: list[dict[str, Any]],
+    throttle: int,
+    per_broker: int,
+    poll_s: float,
+    timeout: float,
+    hold: bool = False,
+) -> tuple[float, dict[str, Any]]:
+    """`kafka-placement execute --wait` of the plan (``hold``: with --hold-achieved-rate), verified: its
+    wall time and its final record."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = Path(tmp) / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": entries}))
+        state = Path(tmp) / "state.json"
+        cmd = [
+            str(CLI), "execute", "--bootstrap-server", bootstrap, "--plan", str(plan),
+            "--throttle", str(throttle), "--max-moves-per-broker", str(per_broker),
+            "--state", str(state), "--wait", "--poll-seconds", str(poll_s),
+            *(["--hold-achieved-rate"] if hold else []),
+        ]  # fmt: skip
+        started = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        wall = time.monotonic() - started
+        record = json.loads(state.read_text()) if state.exists() else {}
+        if proc.returncode != 0 or record.get("phase") != "Completed":
+            raise RuntimeError(f"execute failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        check = [str(CLI), "verify", "--bootstrap-server", bootstrap, "--plan", str(plan)]
+        verify = subprocess.run(check, capture_output=True, text=True, timeout=120)
+        if verify.returncode != 0:
+            raise RuntimeError(f"verify failed: {verify.stdout}{verify.stderr}")
+    return wall, record
+
+
 def one_run(bootstrap: str, size_mb: int, throttle: int, per_broker: int, poll_s: float) -> dict[str, Any]:
     name = f"bench-exec-{size_mb}mb-m{per_broker}-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, name)
     try:
         produce(bootstrap, name, size_mb * 1_000_000 // len(LAYOUT))
-        with KafkaGateway(ConnectionSettings(bootstrap)) as gw:
-            snap = gw.snapshot()
-        sizes = {}
-        entries = []
-        for p, (_, target) in enumerate(LAYOUT):
-            part = snap.partition(name, p)
-            assert part is not None
-            sizes[p] = part.size_bytes
-            dirs = ["any"] * len(target)
-            if p == DIR_MOVE[0]:
-                broker = snap.broker(DIR_MOVE[1])
-                assert broker is not None
-                current = part.log_dirs[part.replicas.index(DIR_MOVE[1])]
-                dirs[target.index(DIR_MOVE[1])] = next(d for d in broker.dir_paths if d != current)
-            entries.append({"topic": name, "partition": p, "replicas": target, "log_dirs": dirs})
+        _, entries, sizes = layout_plan(bootstrap, name)
         bound, load = lower_bound(sizes, throttle)
-        with tempfile.TemporaryDirectory() as tmp:
-            plan = Path(tmp) / "plan.json"
-            plan.write_text(json.dumps({"version": 1, "partitions": entries}))
-            state = Path(tmp) / "state.json"
-            cmd = [
-                str(CLI), "execute", "--bootstrap-server", bootstrap, "--plan", str(plan),
-                "--throttle", str(throttle), "--max-moves-per-broker", str(per_broker),
-                "--state", str(state), "--wait", "--poll-seconds", str(poll_s),
-            ]  # fmt: skip
-            started = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(600, 20 * bound))
-            wall = time.monotonic() - started
-            record = json.loads(state.read_text()) if state.exists() else {}
-            if proc.returncode != 0 or record.get("phase") != "Completed":
-                raise RuntimeError(f"execute failed ({proc.returncode}): {proc.stderr[-2000:]}")
-            check = [str(CLI), "verify", "--bootstrap-server", bootstrap, "--plan", str(plan)]
-            verify = subprocess.run(check, capture_output=True, text=True, timeout=120)
-            if verify.returncode != 0:
-                raise RuntimeError(f"verify failed: {verify.stdout}{verify.stderr}")
+        wall, record = execute(bootstrap, entries, throttle, per_broker, poll_s, max(600, 20 * bound))
         return {
             "sizeMb": size_mb,
             "bytes": sum(sizes.values()),

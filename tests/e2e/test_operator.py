@@ -176,6 +176,14 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
     assert kafka_py_admin.list_partition_reassignments() == {}  # nothing moves before approval
     blocked = {c["type"]: c for c in waiting["status"]["conditions"]}["Blocked"]
     assert blocked["status"] == "True" and blocked["reason"] == "AwaitingApproval"
+    # the estimate before approval (execution/copy_model.py), and the review ConfigMap's copy of it
+    estimate = waiting["status"]["plan"]["estimate"]
+    assert estimate["seconds"] > 0 and estimate["exact"] and estimate["throttled"], estimate
+    assert (
+        estimate["bytesPerSecond"] == 41_000_000
+    )  # 0.82 of the throttle: brokers achieve less without the hold
+    review = get(kubectl, ns, "configmap", waiting["status"]["plan"]["review"]["configMap"])
+    assert json.loads(review["data"]["estimate.json"])["seconds"] == estimate["seconds"]
 
     kubectl(
         "-n",
@@ -189,7 +197,13 @@ def test_decommission_and_drain_planned_together_with_manual_approval(
     )
     done = wait_phase(kubectl, operator, ns, "brokerdecommission", "retire-3", ("Completed",), timeout=240)
     assert {c["type"]: c for c in done["status"]["conditions"]}["Ready"]["status"] == "True"
-    wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("Completed",))
+    drained_status = wait_phase(kubectl, operator, ns, "logdircordon", "drain-1", ("Completed",))["status"]
+    # the estimate against what happened (status.lastExecution), the same on both intents
+    last = done["status"]["lastExecution"]
+    assert drained_status["lastExecution"] == last
+    assert last["planId"] == plan_id and last["phase"] == "Completed", last
+    assert last["estimatedSeconds"] == estimate["seconds"] and last["actualSeconds"] >= 0
+    assert last["errorRatio"] == f"{last['actualSeconds'] / estimate['seconds']:.2f}"
 
     snap = snapshot(kafka_rig)
     for p in snap.partitions:

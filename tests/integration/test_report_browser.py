@@ -53,7 +53,7 @@ PROBE = """(() => {
     tables[t.id] = [...t.querySelectorAll('tbody tr, tr')].filter(tr => !tr.closest('thead'))
       .map(tr => [...tr.children].map(c => c.textContent));
   const summary = {};
-  for (const td of document.querySelectorAll('td[data-key]')) summary[td.dataset.key] = td.textContent;
+  for (const td of document.querySelectorAll('td[data-key]')) summary[td.dataset.key] = td.dataset.value;
   const handlers = [...document.querySelectorAll('*')].flatMap(
     e => [...e.attributes].filter(a => a.name.startsWith('on')).map(a => e.tagName + ' ' + a.name));
   return {charts, tables, summary, handlers,

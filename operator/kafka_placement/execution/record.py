@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from ..model.errors import BadInputError, PlacementError
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from .record_doc import (
+    TERMINAL,
     AdoptedDoc,
     Blobs,
     Event,
@@ -336,6 +337,10 @@ class Execution:
 
     def move(self, event: Event) -> None:
         self.doc.phase = next_phase(self.doc.phase, event)
+        if self.doc.phase not in TERMINAL:
+            self.doc.finished_at = None  # a failed execution retried ends again
+        elif self.doc.finished_at is None:
+            self.doc.finished_at = time.time()
 
     def error(self, message: str | None) -> None:
         self.doc.last_error = None if message is None else message[:MAX_ERROR_CHARS]

@@ -350,3 +350,4 @@ class RecordDoc(_Model):
     owner: Owner | None = None
     created_at: float = Field()
     updated_at: float = Field()
+    finished_at: float | None = None  # when it reached a terminal phase (absent in older records)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .crd_parts import CONDITION_REASON_PATTERN, CONDITION_TYPES, PHASES, Schema, _arr, _int, _str
+from .crd_parts import CONDITION_REASON_PATTERN, CONDITION_TYPES, PHASES, Schema, _arr, _bool, _int, _str
 from .errors import BadInputError
 from .jsonio import as_list
 from .spec_fields import child, custom, items, leaf, object_schema, parse_object, to_json
@@ -174,6 +174,68 @@ class Review:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PlanEstimate:
+    """``status.plan.estimate``: the execution's duration by the copy model (execution/copy_model.py)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "How long the plan's execution takes, estimated before approval from the executor's own rules "
+        "(spec.limits of the KafkaCluster, its throttle, the bytes each broker copies in, out and between "
+        "its dirs, and the reconcile interval)."
+    )
+
+    seconds: int | None = leaf(
+        "seconds", _int("Seconds from the execution's start to its end (at least 0).", 0, int64=True)
+    )
+    finish_at: str | None = leaf(
+        "finishAt",
+        _str(
+            "When it would end if started when the plan was made, maintenance windows counted (RFC 3339); "
+            "absent when the windows leave no end within ten years.",
+            format="date-time",
+        ),
+    )
+    bytes_per_second: int | None = leaf(
+        "bytesPerSecond",
+        _int("The copy rate per broker assumed: the throttle (or 100 MiB/s unthrottled).", 1, int64=True),
+    )
+    throttled: bool | None = leaf(
+        "throttled", _bool("False: no throttle is set, so the rate is a guess and so is the estimate.")
+    )
+    exact: bool | None = leaf(
+        "exact",
+        _bool(
+            "False: the plan was too large to replay move by move; seconds is the busiest broker's bytes "
+            "over the rate, or the admission rounds its move counts need."
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastExecution:
+    """``status.lastExecution``: the estimate against what happened, once an execution of the intent ends."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "The last execution of a plan this resource took part in: its estimated and actual duration."
+    )
+
+    plan_id: str | None = leaf("planId", _str("The executed plan's id.", maxLength=128))
+    phase: str | None = leaf("phase", _str("How it ended: Completed, Failed or Cancelled.", maxLength=32))
+    started_at: str | None = leaf("startedAt", _str("When it started (RFC 3339).", format="date-time"))
+    finished_at: str | None = leaf("finishedAt", _str("When it ended (RFC 3339).", format="date-time"))
+    estimated_seconds: int | None = leaf(
+        "estimatedSeconds", _int("The plan's estimate before approval (status.plan.estimate).", 0, int64=True)
+    )
+    actual_seconds: int | None = leaf("actualSeconds", _int("How long it took.", 0, int64=True))
+    error_ratio: str | None = leaf(
+        "errorRatio",
+        _str(
+            "Actual over estimated seconds (1.00: exact; above 1: it took longer), as a decimal string.",
+            maxLength=16,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlanStatus:
     DESCRIPTION: ClassVar[str] = (
         "The current plan made for this intent (together with all other intents of the cluster)."
@@ -196,6 +258,7 @@ class PlanStatus:
     )
     waiting: WaitingStatus | None = child("waiting", WaitingStatus)
     review: Review | None = child("review", Review)
+    estimate: PlanEstimate | None = child("estimate", PlanEstimate)
 
     @staticmethod
     def parse(raw: object, where: str = "status.plan") -> PlanStatus:
@@ -275,6 +338,7 @@ class IntentStatus:
     plan: PlanStatus | None = child("plan", PlanStatus)
     progress: ProgressStatus | None = child("progress", ProgressStatus)
     retry: Retry | None = child("retry", Retry)
+    last_execution: LastExecution | None = child("lastExecution", LastExecution)
     # not the schema's: why the stored status could not be read (``of``), for the caller to log
     unread: str | None = None
 

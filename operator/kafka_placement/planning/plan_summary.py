@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..model.errors import BadInputError
-from ..model.intent_status import Review, WaitingStatus
+from ..model.intent_status import PlanEstimate, Review, WaitingStatus
 from ..model.spec_fields import parse_object, to_json
 from .summary_parts import (
     JSON,
@@ -139,6 +139,7 @@ class PlanSummary(Metrics):
     spark_application: str | None = None  # spark-k8s: the run's SparkApplication, namespace/name
     spark_driver_pod: str | None = None  # or its driver pod
     review: Review | None = None  # the operator's review ConfigMap of the plan (reconcile/plan_review.py)
+    estimate: PlanEstimate | None = None  # the operator's copy-model estimate, made with the review
 
     @staticmethod
     def of(metrics: Metrics, **rest: Any) -> PlanSummary:
@@ -165,6 +166,8 @@ class PlanSummary(Metrics):
                 out[key] = value
         if self.review is not None:
             out["review"] = to_json(self.review)
+        if self.estimate is not None:
+            out["estimate"] = to_json(self.estimate)
         return out
 
     @staticmethod
@@ -185,6 +188,7 @@ class PlanSummary(Metrics):
                 spark_application=d.get("sparkApplication"),
                 spark_driver_pod=d.get("sparkDriverPod"),
                 review=None if review is None else parse_object(Review, review, "summary.review"),
+                estimate=_estimate(d.get("estimate")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise BadInputError(f"not a plan summary: {type(e).__name__} {e}"[:300], "summary") from None
@@ -211,6 +215,7 @@ class StatusSummary:
     advisories: Advisories | None = None
     waiting: WaitingStatus | None = None
     review: Review | None = None
+    estimate: PlanEstimate | None = None
 
     @staticmethod
     def of(summary: PlanSummary | StatusSummary) -> StatusSummary:
@@ -229,6 +234,8 @@ class StatusSummary:
             out["waiting"] = to_json(self.waiting)
         if self.review is not None:
             out["review"] = to_json(self.review)
+        if self.estimate is not None:
+            out["estimate"] = to_json(self.estimate)
         return out
 
     @staticmethod
@@ -241,9 +248,14 @@ class StatusSummary:
                 advisories=None if adv is None else Advisories.from_json(adv),
                 waiting=None if waits is None else parse_object(WaitingStatus, waits, "summary.waiting"),
                 review=None if review is None else parse_object(Review, review, "summary.review"),
+                estimate=_estimate(d.get("estimate")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise BadInputError(f"not a plan summary: {type(e).__name__} {e}"[:300], "summary") from None
+
+
+def _estimate(raw: object) -> PlanEstimate | None:
+    return None if raw is None else parse_object(PlanEstimate, raw, "summary.estimate")
 
 
 __all__ = ["Metrics", "PlanSummary", "StatusSummary"]

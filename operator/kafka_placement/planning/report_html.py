@@ -9,7 +9,8 @@ so the operator can render the same page. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -35,8 +36,8 @@ UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 LEGEND_COLOURS = {"before": "#9bb7d4", "after": "#d9822b", "in": "#4a9a5b", "out": "#c0504d"}
 
 
-def render(report: Report) -> str:
-    """The whole page."""
+def render(report: Report, estimate: Mapping[str, Any] | None = None) -> str:
+    """The whole page (with the operator's ``estimate.json`` of the execution, when given)."""
     s = report.summary
     title = f"Placement plan {escape(report.plan_id)}"
     parts = [
@@ -45,6 +46,7 @@ def render(report: Report) -> str:
         f"<title>{title}</title><style>{STYLE}</style></head><body>",
         f"<h1>{title}</h1>",
         _headline(report),
+        *_estimate(estimate),
         *_tiered_note(report),
         "<h2>Summary</h2>",
         _summary_table(report),
@@ -81,32 +83,72 @@ def _tiered_note(r: Report) -> list[str]:
 
 
 def _summary_table(r: Report) -> str:
+    """The summary in words and units; each cell keeps the summary's key and raw value for machines
+    (``data-key``, ``data-value``: the JSON's, as ``plan --summary`` writes it)."""
     s = r.summary
-    rows: list[tuple[str, Any]] = [
-        ("planId", r.plan_id),
-        ("partitionsChanged", s.partitions_changed),
-        ("replicaMoves", s.replica_moves),
-        ("intraBrokerMoves", s.intra_broker_moves),
-        ("leaderChanges", s.leader_changes),
-        ("networkBytes", s.network_bytes),
-        ("intraBrokerBytes", s.intra_broker_bytes),
-        ("bytesToMove", s.bytes_to_move),
-        ("lowerBoundBytes", r.lower_bound),
-        ("bytesOverLowerBound", r.ratio),
-        ("batches", s.batches.count),
-        ("hardViolationsAfter", s.hard_violations_after if s.violations_after is not None else None),
-    ]
+    ratio = r.ratio
+    rows: list[tuple[str, str, Any, str]] = [
+        ("planId", "Plan id", r.plan_id, r.plan_id),
+        ("partitionsChanged", "Partitions moved", s.partitions_changed, _n(s.partitions_changed)),
+        ("replicaMoves", "Replicas moved to another broker", s.replica_moves, _n(s.replica_moves)),
+        ("intraBrokerMoves", "Replicas moved between a broker's dirs", s.intra_broker_moves,
+         _n(s.intra_broker_moves)),
+        ("leaderChanges", "Leadership changes", s.leader_changes, _n(s.leader_changes)),
+        ("networkBytes", "Copied between brokers", s.network_bytes, _short(s.network_bytes)),
+        ("intraBrokerBytes", "Copied between dirs", s.intra_broker_bytes, _short(s.intra_broker_bytes)),
+        ("bytesToMove", "Copied in all", s.bytes_to_move, _short(s.bytes_to_move)),
+        ("lowerBoundBytes", "The least any plan must copy", r.lower_bound,
+         "not known (no intents given)" if r.lower_bound is None else _short(r.lower_bound)),
+        ("bytesOverLowerBound", "Copied beyond that least", ratio,
+         "n/a" if ratio is None else f"{(ratio - 1) * 100:.1f} %"),
+        ("batches", "Batches", s.batches.count, _n(s.batches.count)),
+    ]  # fmt: skip
+    if s.violations_after is not None:
+        rows.append(("hardViolationsAfter", "Hard-rule violations left", s.hard_violations_after,
+                     _n(s.hard_violations_after)))  # fmt: skip
     for when, balance in (("before", s.balance_before), ("after", s.balance_after)):  # named as in JSON
-        rows += [(f"{k} ({when})", v) for k, v in balance.to_json().items()]
+        rows += [
+            (f"{k} ({when})", f"{_words(k)}, {when}", v, _plain(v)) for k, v in balance.to_json().items()
+        ]
     if r.with_intents and s.violations_before is not None and s.violations_after is not None:
         before = s.violations_before.to_json()
         for k, v in s.violations_after.to_json().items():
-            rows.append((f"violations {k} (before → after)", f"{before[k]} → {v}"))
+            key, shown = f"violations {k} (before → after)", f"{before[k]} → {v}"
+            rows.append((key, f"Violations of {_words(k)}", shown, f"{before[k]} before, {v} after"))
     body = "".join(
-        f'<tr><th>{escape(k)}</th><td class="n" data-key="{escape(k)}">{escape(_plain(v))}</td></tr>'
-        for k, v in rows
+        f'<tr><th>{escape(label)}</th><td class="n" data-key="{escape(k)}" data-value="{escape(_plain(v))}">'
+        f"{escape(text)}</td></tr>"
+        for k, label, v, text in rows
     )
     return f'<table id="summary">{body}</table>'
+
+
+def _words(key: str) -> str:
+    """A camelCase key in words (``brokerBytesMaxOverMean`` -> ``broker bytes max over mean``)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).lower()
+
+
+def _estimate(estimate: Mapping[str, Any] | None) -> list[str]:
+    """The estimate of the execution's duration (``estimate.json``, execution/copy_model.py), in words."""
+    if not estimate:
+        return []
+    rate = f"{_short(estimate['bytesPerSecond'])}/s per broker"
+    basis = rate if estimate.get("throttled") else f"an assumed {rate} (no throttle is set)"
+    end = f", ending about {estimate['finishAt']} if started when planned" if estimate.get("finishAt") else ""
+    how = "" if estimate.get("exact", True) else " (too large to replay move by move: the bound)"
+    return [
+        f'<p id="estimate"><b>Estimated duration</b> {_duration(float(estimate["seconds"]))} at {basis}'
+        f"{escape(end)}{how}.</p>"
+    ]
+
+
+def _duration(seconds: float) -> str:
+    """``3 h 25 min``, ``12 min``, ``40 s``."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes = round(whole / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def _charts(r: Report) -> list[str]:
@@ -426,3 +468,8 @@ def _short(n: float) -> str:
 
 def _count(n: float) -> str:
     return f"{n:.0f}"
+
+
+def _n(n: float) -> str:
+    """A count with thousands separated (``12,345``)."""
+    return f"{n:,.0f}"

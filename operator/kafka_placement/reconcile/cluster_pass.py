@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..execution import executor, supersede
+from ..execution import copy_model, executor, supersede
 from ..execution.disk import held_dirs
 from ..execution.record import Execution, plan_blob, plan_blob_name
 from ..execution.record_doc import TERMINAL, Phase
@@ -37,19 +37,20 @@ from ..model.self_healing import HealingState, SelfHealingSpec, past_failures, p
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import to_json
 from ..model.throttle_state import ClaimOwner
+from ..model.windows import finish_at
 from ..planning.goals.replica_placement import unmet
 from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.plan_summary import StatusSummary
 from ..planning.report import Report, build_report
 from ..planning.traffic_rates import with_traffic
-from . import healing, metrics, plan_review, pressure, retiring
+from . import healing, metrics, periods, plan_review, pressure, retiring
 from . import status as st
 from .cordons import (
     owned_cordons,
     sync_cordons,
     with_cordons,
 )
-from .decide import decide, window_bound, window_gate
+from .decide import decide, execution_rules, window_bound, window_gate
 from .decision import (
     CheckIntents,
     CheckMinIsr,
@@ -423,6 +424,11 @@ class ReconcilePass:
         metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
         bound = window_bound(self.spec.execution, self.spec.self_healing, members)
         viewed = record_view(record, before, held_before, bound)
+        ended = viewed.last_execution if viewed is not None else None
+        if record.phase == Phase.COMPLETED and ended is not None and ended.error_ratio is not None:
+            metrics.ETA_ERROR.labels(metrics.cluster_label(meta["namespace"], meta["name"])).set(
+                float(ended.error_ratio)
+            )
         self.view = replace(self.view, ticked=True, record=viewed, window=window)
 
     def _sync_cordons(self, a: SyncCordons) -> None:
@@ -609,6 +615,12 @@ class ReconcilePass:
             found = planned.tally if planned.plan is plan else None
             return build_report(snap, plan, intents, self.limits.max_moves_per_broker, found)
 
+        def estimated() -> dict[str, Any]:  # as if approved now: the execution's limits, rules, windows
+            rules = execution_rules(intents.decommissions)
+            est = copy_model.estimate_plan(snap, plan, self.limits, periods.interval_s(), rules)
+            windows = window_bound(self.spec.execution, self.spec.self_healing, self.view.resources)
+            return plan_review.estimate_json(est, finish_at(windows, rec.wall(), est.seconds))
+
         try:
             blob, data = plan_blob(plan)
             keep = {blob}
@@ -616,9 +628,9 @@ class ReconcilePass:
                 keep |= {b for b in (self.record.doc.blobs.plan, self.record.doc.blobs.baseline) if b}
             self.store.prune_blobs(keep)
             self.store.put_blob(blob, data)
-            review = plan_review.publish(
+            review, estimate = plan_review.publish(
                 rec.kube, meta["namespace"], self.cluster, plan.plan_id, report, self.limits,
-                rec.leadership.fence, plan_review.kept_text(kept),
+                rec.leadership.fence, plan_review.kept_text(kept), make_estimate=estimated,
             )  # fmt: skip
         except (KubeError, PlacementError) as e:
             rec.leadership.fence()
@@ -626,7 +638,7 @@ class ReconcilePass:
                 self.cluster, "Warning", "PlanReviewNotWritten", f"plan {plan.plan_id}: {e}"[:1000]
             )
             return planned
-        return replace(planned, summary=replace(planned.summary, review=review))
+        return replace(planned, summary=replace(planned.summary, review=review, estimate=estimate))
 
     def _start(self, a: StartExecution) -> None:
         meta = self.cluster["metadata"]

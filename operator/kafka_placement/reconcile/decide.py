@@ -35,7 +35,7 @@ from typing import Any
 
 from ..execution.record_doc import Phase, Rule
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
+from ..model.intent_status import IntentStatus, LastExecution, PlanStatus, ProgressStatus
 from ..model.intents import (
     BrokerDecommission,
     Intent,
@@ -209,7 +209,11 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
         if not view.unmet:  # what waits (no plan could act on it) keeps its intents Pending, saying why
             done = f"plan {record.plan_id} executed: everything that can be moved was"
             waits = _waiting(
-                [(b, i) for b, i in valid if b in members], record.plan_status, done, record.progress
+                [(b, i) for b, i in valid if b in members],
+                record.plan_status,
+                done,
+                record.progress,
+                record.last_execution,
             )
             members = [b for b in members if all(w.body is not b for w in waits)]
         if view.unmet:
@@ -222,7 +226,15 @@ def _drive(valid: list[tuple[Body, Intent]], record: RecordView, view: View) -> 
             )
         else:
             message = f"plan {record.plan_id} executed; a fresh read shows every intent's rules hold"
-    statuses = _each(members, event, message, reason, plan=record.plan_status, progress=record.progress)
+    statuses = _each(
+        members,
+        event,
+        message,
+        reason,
+        plan=record.plan_status,
+        progress=record.progress,
+        last_execution=record.last_execution,
+    )
     return Decision(statuses=waiting + waits + statuses, events=events)
 
 
@@ -231,6 +243,7 @@ def _waiting(
     plan_status: PlanStatus | None,
     done: str,
     progress: ProgressStatus | None = None,
+    last_execution: LastExecution | None = None,
 ) -> tuple[StatusPatch, ...]:
     """``Pending`` for each BrokerDecommission some of whose partitions wait (the plan's ``waiting``,
     planning/waiting.py: no in-sync replica left, or too few brokers to hold them): the plan moved the
@@ -249,7 +262,13 @@ def _waiting(
             r for r in waiting.REASONS if set((waits.get(r) or {}).get("brokers", ())) & set(intent.brokers)
         )
         out += _each(
-            [b], IntentEvent.PARTITIONS_WAIT, f"{done}; {why}", reason, plan=plan_status, progress=progress
+            [b],
+            IntentEvent.PARTITIONS_WAIT,
+            f"{done}; {why}",
+            reason,
+            plan=plan_status,
+            progress=progress,
+            last_execution=last_execution,
         )
     return tuple(out)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..execution.record_doc import TERMINAL, Phase, Rule
-from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
+from ..model.intent_status import IntentStatus, LastExecution, PlanStatus, ProgressStatus
 from ..model.intents import Intent
 from ..model.plan import Plan
 from ..model.windows import Gate
@@ -47,6 +47,7 @@ class RecordView:
     plan_status: PlanStatus | None = None
     last_error: str | None = None
     progress: ProgressStatus | None = None  # the progress status after the tick
+    last_execution: LastExecution | None = None  # once it ended (TERMINAL): its estimate and its time
     reapplied: int = 0  # owned configs re-applied so far (record.defence)
     reapplied_before: int = 0  # ... before this reconcile's tick
     reapplied_what: tuple[str, ...] = ()  # what was changed (record.defence.last)
@@ -119,6 +120,7 @@ class StatusPatch:
     # ``status.retry`` of an intent that failed to supersede the execution in flight (``retry_of``); None:
     # kept while Planning, removed otherwise
     retry: Mapping[str, Any] | None = None
+    last_execution: LastExecution | None = None  # an execution just ended: its estimate against its time
 
 
 def moved(
@@ -129,13 +131,16 @@ def moved(
     *,
     plan: PlanStatus | None = None,
     progress: ProgressStatus | None = None,
+    last_execution: LastExecution | None = None,
 ) -> StatusPatch | None:
     """The status ``event`` gives ``body`` (reconcile/phases.py, ``move`` from its current phase); None
     when the event leaves the phase as it is."""
     to = move(IntentStatus.of(body).phase, event, reason)
     if to is None:
         return None
-    return StatusPatch(body, event, to.phase, to.reason, message, plan=plan, progress=progress)
+    return StatusPatch(
+        body, event, to.phase, to.reason, message, plan=plan, progress=progress, last_execution=last_execution
+    )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 from ..execution import executor
 from ..execution.disk import MAX_HELD_CHARS, describe_held, held_dirs
 from ..execution.record import Execution
+from ..execution.record_doc import TERMINAL
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import (
     KafkaAuthorizationError,
@@ -217,12 +218,18 @@ def record_view(
         if held:
             shown["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
         progress = ProgressStatus.parse(shown, "status.progress")
+    plan = recorded_plan(doc.plan_status)
+    ended = None
+    if record.phase in TERMINAL:  # a record of an earlier release has no finishedAt: its last save
+        finished = doc.finished_at if doc.finished_at is not None else doc.updated_at
+        ended = st.last_execution(doc.plan_id, str(record.phase), plan, doc.created_at, finished)
     return RecordView(
         phase=record.phase,
         plan_id=doc.plan_id,
         participants=frozenset(doc.participants),
         cancel_requested=doc.cancel_requested,
-        plan_status=recorded_plan(doc.plan_status),
+        plan_status=plan,
+        last_execution=ended,
         last_error=doc.last_error,
         progress=progress,
         reapplied=doc.defence.reapplied,

@@ -28,6 +28,12 @@ ETA_SECONDS = Gauge(
     "Seconds the running plan still needs at the rate observed so far (NaN until a rate is known)",
     _PLAN,
 )
+ETA_ERROR = Gauge(
+    "kafka_placement_eta_error_ratio",
+    "The cluster's last completed execution: its actual over its estimated seconds (the plan's "
+    "status.plan.estimate before approval; 1: exact, above 1: it took longer); no series before one",
+    ["cluster"],
+)
 THROTTLE_RATE = Gauge(
     "kafka_placement_throttle_bytes_per_second", "Replication throttle set by the executor", _PLAN
 )
@@ -157,6 +163,7 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
         (RECONCILES, ("cluster", "kind")),
         (RECONCILE_ERRORS, ("cluster",)),
         (DEAD_BROKERS, ("cluster",)),
+        (ETA_ERROR, ("cluster",)),
         (SELF_HEALING, ("cluster", "reason")),
         (UNREACHABLE_BROKERS, ("cluster",)),
         (OFFLINE_LOG_DIRS, ("cluster",)),

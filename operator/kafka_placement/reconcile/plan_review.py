@@ -4,16 +4,17 @@
 When the cluster's plan is made (and again only when its id changes), the reconcile writes one ConfigMap,
 owned by the KafkaCluster (so it goes with it), holding what ``kafka-placement report`` shows, from the
 same pure code (``planning/report.py``): ``summary.json`` (the plan's summary, less the batches' order of
-every partition), ``brokers.json`` (per
-broker: bytes, replicas and leaders before/after, bytes copied in and out, bytes moved between its dirs),
-``dirs.json`` (the dirs of the brokers that change), ``topics.json`` (moves by topic), ``moves.json``
-(the largest moves), ``batches.json`` (bytes per batch, ordered with the executor's ``maxMovesPerBroker``)
-and ``estimate.json`` (the busiest broker's bytes in or out over the throttle: how long the copy takes at
-least), ``report.html`` (the self-contained page) and ``planBlob``: the name of the blob holding the
-whole plan (``plan-<id>``, gzip in chunks of at most 900 KiB, the execution record's own blob: the
-execution reads the plan the approver saw). Every list is capped (``report.MAX_*``), so the ConfigMap
-stays far below the 1 MiB object limit at any cluster size; should the page still be too large, it is
-stored gzipped (``binaryData["report.html.gz"]``) and ``data`` says so.
+every partition), ``brokers.json`` (per broker: bytes, replicas and leaders before/after, bytes copied in
+and out, bytes moved between its dirs), ``dirs.json`` (the dirs of the brokers that change),
+``topics.json`` (moves by topic), ``moves.json`` (the largest moves), ``batches.json`` (bytes per batch,
+ordered with the executor's ``maxMovesPerBroker``), ``estimate.json`` (how long the execution takes by
+the executor's copy model, execution/copy_model.py, and when it would end if started when the plan was
+made; ``status.plan.estimate`` is read from it), ``report.html`` (the self-contained page) and
+``planBlob``: the name of the blob holding the whole plan (``plan-<id>``, gzip in chunks of at most 900
+KiB, the execution record's own blob: the execution reads the plan the approver saw). Every list is
+capped (``report.MAX_*``), so the ConfigMap stays far below the 1 MiB object limit at any cluster size;
+should the page still be too large, it is stored gzipped (``binaryData["report.html.gz"]``) and ``data``
+says so.
 
 The intents' ``status.plan.review`` names the ConfigMap and the brokers whose load changes most, so
 ``kubectl describe`` shows them beside the plan id to approve.
@@ -37,12 +38,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..execution.executor import ASSUMED_UNTHROTTLED_RATE, Limits
+from ..execution.copy_model import CopyEstimate
+from ..execution.executor import Limits
 from ..execution.record import plan_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
-from ..model.intent_status import Review
+from ..model.intent_status import PlanEstimate, Review
 from ..model.plan import Plan
+from ..model.self_healing import format_time
 from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, TrafficLoads
 from ..planning.plan_summary import PlanSummary, StatusSummary
@@ -123,17 +126,42 @@ def review_status(data: Mapping[str, str], name: str) -> Review:
     )
 
 
-def estimate(report: Report, limits: Limits) -> dict[str, Any]:
-    """How long the copy takes at least: every broker copies in and out at most at the throttle (or the
-    rate assumed unthrottled), so the busiest broker's bytes set the pace."""
-    rate = limits.throttle or ASSUMED_UNTHROTTLED_RATE
-    busiest = max((max(r.bytes_in, r.bytes_out, r.dir_bytes) for r in report.brokers), default=0)
-    return {
-        "busiestBrokerBytes": busiest,
-        "bytesPerSecond": rate,
-        "throttled": limits.throttle is not None,
-        "seconds": round(busiest / rate, 1),
+def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
+    """``estimate.json``: the copy model's estimate of the execution (execution/copy_model.py) and, when
+    it ends within ten years, when it would end if started when the plan was made (windows counted)."""
+    out: dict[str, Any] = {
+        "seconds": round(est.seconds),
+        "copySeconds": est.copy_seconds,
+        "boundSeconds": est.bound_seconds,
+        "bytes": est.bytes,
+        "moves": est.moves,
+        "bytesPerSecond": est.bytes_per_second,
+        "throttled": est.throttled,
+        "tickSeconds": est.tick_seconds,
+        "busiestBroker": est.busiest_broker,
+        "exact": est.exact,
     }
+    if finish_at is not None:
+        out["finishAt"] = format_time(finish_at)
+    return out
+
+
+def estimate_status(data: Mapping[str, str]) -> PlanEstimate | None:
+    """``status.plan.estimate`` from the review ConfigMap's ``estimate.json`` (None: none, or one this
+    release cannot read)."""
+    try:
+        doc = json.loads(data.get("estimate.json") or "null")
+        if not isinstance(doc, dict) or "exact" not in doc:
+            return None
+        return PlanEstimate(
+            seconds=int(doc["seconds"]),
+            finish_at=doc.get("finishAt"),
+            bytes_per_second=int(doc["bytesPerSecond"]),
+            throttled=bool(doc["throttled"]),
+            exact=bool(doc["exact"]),
+        )
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def _bounded(summary: PlanSummary) -> dict[str, Any]:
@@ -224,9 +252,10 @@ def read_kept(
 
 
 def review_data(
-    report: Report, limits: Limits, kept: str | None = None
+    report: Report, limits: Limits, kept: str | None = None, estimate: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The ConfigMap's ``data`` and ``binaryData`` for ``report`` (pure), with ``kept`` as ``keptPlan``."""
+    """The ConfigMap's ``data`` and ``binaryData`` for ``report`` (pure), with ``kept`` as ``keptPlan``
+    and ``estimate`` (``estimate_json``; None: no ``estimate.json``)."""
 
     def dump(value: Any) -> str:
         return json.dumps(value, indent=1, sort_keys=True)
@@ -298,11 +327,12 @@ def review_data(
             }
         ),
         "batches.json": dump(_batches(report.batch_bytes, limits.max_moves_per_broker)),
-        "estimate.json": dump(estimate(report, limits)),
     }
+    if estimate is not None:
+        data["estimate.json"] = dump(dict(estimate))
     if kept is not None:
         data[KEPT_PLAN] = kept
-    html = render(report)
+    html = render(report, estimate)
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size + len(html.encode()) <= MAX_DATA_BYTES:
         return {**data, "report.html": html}, {}
@@ -320,11 +350,14 @@ def publish(
     limits: Limits,
     fence: Callable[[], None],
     kept: str | None = None,
-) -> Review:
-    """Write the review ConfigMap of plan ``plan_id`` (its report made by ``make_report``) unless it
-    already shows that plan (then only its ``keptPlan``, when ``kept`` differs); returns
-    ``status.plan.review``: the ConfigMap's name and the brokers whose load changes most. Every write
-    passes ``fence`` (the leader's) first."""
+    *,
+    make_estimate: Callable[[], Mapping[str, Any]],
+) -> tuple[Review, PlanEstimate | None]:
+    """Write the review ConfigMap of plan ``plan_id`` (its report made by ``make_report``, its
+    ``estimate.json`` by ``make_estimate``) unless it already shows that plan (then only its
+    ``keptPlan``, when ``kept`` differs); returns ``status.plan.review`` (the ConfigMap's name and the
+    brokers whose load changes most) and ``status.plan.estimate``. Every write passes ``fence`` (the
+    leader's) first."""
     meta = cluster["metadata"]
     name = name_of(meta["name"])
     old = kube.read_config_map(namespace, name)
@@ -333,9 +366,9 @@ def publish(
         if shown.get(KEPT_PLAN) != kept:  # the same plan, made from other loads (or no longer kept)
             fence()
             kube.patch_config_map(namespace, name, {"data": {KEPT_PLAN: kept}})
-        return review_status(shown, name)
+        return review_status(shown, name), estimate_status(shown)
     report = make_report()
-    data, binary = review_data(report, limits, kept)
+    data, binary = review_data(report, limits, kept, make_estimate())
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -367,4 +400,4 @@ def publish(
     if old is not None:
         body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         kube.replace_config_map(namespace, body)
-    return review_status(data, name)
+    return review_status(data, name), estimate_status(data)

@@ -186,7 +186,14 @@ class Reconciler:
             name = body["metadata"]["name"]
             log.warning("%s/%s: status not read, a new one is written: %s", body["kind"], name, old.unread)
         new = st.intent_status(
-            body, p.phase, p.reason, p.message, plan=p.plan, progress=p.progress, retry=p.retry
+            body,
+            p.phase,
+            p.reason,
+            p.message,
+            plan=p.plan,
+            progress=p.progress,
+            retry=p.retry,
+            last_execution=p.last_execution,
         )
         self.leadership.fence()  # a stale leader neither posts Events nor overwrites the new one's status
         if old.phase != p.phase:  # what tests/e2e hold to the phase table (reconcile/phases.py)

@@ -16,7 +16,8 @@ from ..kafka.types import LogDirInfo
 from ..model import crd_parts
 from ..model.cluster_status import check_patch
 from ..model.errors import BadInputError
-from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus, Retry
+from ..model.intent_status import IntentStatus, LastExecution, PlanStatus, ProgressStatus, Retry
+from ..model.self_healing import format_time
 from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import to_json
 from ..planning.plan_summary import PlanSummary, StatusSummary
@@ -147,6 +148,7 @@ def intent_status(
     plan: PlanStatus | None = None,
     progress: ProgressStatus | None = None,
     retry: Mapping[str, Any] | None = None,
+    last_execution: LastExecution | None = None,
 ) -> dict[str, Any]:
     """A full status for an intent resource in ``phase`` (``IntentStatus``, model/intent_status.py: each part
     parsed against its declaration, so a writer cannot write what the schema does not hold; only ``plan``,
@@ -166,6 +168,8 @@ def intent_status(
         plan=None if plan is None else PlanStatus.parse(to_json(plan)),  # held to its schema's bounds
         progress=None if progress is None else ProgressStatus.parse(to_json(progress)),
         retry=Retry.parse(retry) if retry is not None else (old.retry if phase == PLANNING else None),
+        # kept as it is (a merge patch) until the next execution of a plan of this intent ends
+        last_execution=last_execution,
     )
     status = to_json(new)
     if progress is not None and old.progress is not None:
@@ -177,7 +181,7 @@ def intent_status(
     return status
 
 
-STATUS_PARTS = ("phase", "message", "plan", "progress", "observedGeneration", "retry")
+STATUS_PARTS = ("phase", "message", "plan", "progress", "observedGeneration", "retry", "lastExecution")
 
 
 def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -189,6 +193,24 @@ def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         return {k: v for k, v in value.items() if v is not None} if key == "progress" and value else value
 
     return all(shown(old, k) == shown(new, k) for k in STATUS_PARTS)
+
+
+def last_execution(
+    plan_id: str, phase: str, plan: PlanStatus | None, started: float, finished: float
+) -> LastExecution:
+    """``status.lastExecution`` of an execution that ended: its estimate before approval (the plan's
+    ``estimate``, as the record keeps it) against the time it took."""
+    estimated = plan.estimate.seconds if plan is not None and plan.estimate is not None else None
+    actual = max(0, round(finished - started))
+    return LastExecution(
+        plan_id=plan_id,
+        phase=phase,
+        started_at=format_time(started),
+        finished_at=format_time(finished),
+        estimated_seconds=estimated,
+        actual_seconds=actual,
+        error_ratio=f"{actual / estimated:.2f}" if estimated else None,
+    )
 
 
 def plan_status(summary: PlanSummary | StatusSummary, plan_id: str) -> PlanStatus:
@@ -204,6 +226,7 @@ def plan_status(summary: PlanSummary | StatusSummary, plan_id: str) -> PlanStatu
         lower_bound_bytes=summary.lower_bound_bytes,
         waiting=summary.waiting,  # partitions left as they are: no plan can act on them now (bounded)
         review=summary.review,  # the reconcile's review ConfigMap (reconcile/plan_review.py)
+        estimate=summary.estimate,  # the copy model's, made with the review (execution/copy_model.py)
     )
 
 

@@ -14,7 +14,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning import report as report_mod
 from kafka_placement.planning.optimizer import compute_plan, summarize
 from kafka_placement.planning.report import build_report
-from kafka_placement.planning.report_html import MAX_LABEL, _bars, _shorten, render
+from kafka_placement.planning.report_html import MAX_LABEL, _bars, _short, _shorten, render
 
 GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "polyline"}
@@ -28,6 +28,7 @@ class Page(HTMLParser):
         self.stack: list[tuple[str, dict[str, str | None]]] = []
         self.groups: dict[str, int] = {}  # svg id -> bar groups
         self.cells: dict[str, str] = {}  # summary data-key -> text
+        self.values: dict[str, str] = {}  # summary data-key -> data-value (the summary JSON's)
         self.tables: dict[str, list[list[str]]] = {}
         self.text: list[str] = []
         self._cell: str | None = None
@@ -48,6 +49,7 @@ class Page(HTMLParser):
             self._cell = ""
         if tag == "td" and a.get("data-key"):
             self.cells[a["data-key"] or ""] = ""
+            self.values[a["data-key"] or ""] = a.get("data-value") or ""
         if tag not in VOID:
             self.stack.append((tag, a))
 
@@ -106,10 +108,16 @@ def test_golden_report_is_well_formed_self_contained_and_matches_the_summary(nam
     assert found.groups["chart-brokers"] == len(snap.brokers)
     assert found.groups["chart-batches"] == doc["batches"]["count"]
     for key in ("partitionsChanged", "replicaMoves", "intraBrokerMoves", "bytesToMove", "lowerBoundBytes"):
-        assert found.cells[key] == str(doc[key])
-    assert found.cells["planId"] == plan.plan_id
-    assert found.cells["bytesOverLowerBound"] == str(doc["bytesOverLowerBound"])
-    assert found.cells["batches"] == str(doc["batches"]["count"])
+        assert found.values[key] == str(doc[key])  # the summary's own number, for machines
+    assert found.cells["planId"] == found.values["planId"] == plan.plan_id
+    assert found.values["bytesOverLowerBound"] == str(doc["bytesOverLowerBound"])
+    assert found.values["batches"] == str(doc["batches"]["count"])
+    # for a person: words and units, no camelCase key, no raw byte count
+    assert found.cells["bytesToMove"] == _short(doc["bytesToMove"]) and found.cells["bytesToMove"][-1] == "B"
+    assert found.cells["bytesOverLowerBound"] == f"{(doc['bytesOverLowerBound'] - 1) * 100:.1f} %"
+    assert found.cells["partitionsChanged"] == f"{doc['partitionsChanged']:,}"
+    labels = [row[0] for row in found.tables["summary"]]
+    assert "Copied in all" in labels and not [x for x in labels if re.search(r"[a-z][A-Z]", x)], labels
     assert plan.plan_id in "".join(found.text[:20])  # at the top
     brokers = found.tables["brokers"][1:]
     assert len(brokers) == len(snap.brokers)

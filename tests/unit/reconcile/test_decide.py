@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from kafka_placement.execution.record_doc import Phase
-from kafka_placement.model.intent_status import PlanStatus, ProgressStatus, WaitingStatus
+from kafka_placement.model.intent_status import (
+    LastExecution,
+    PlanEstimate,
+    PlanStatus,
+    ProgressStatus,
+    WaitingStatus,
+)
 from kafka_placement.model.intents import BrokerDecommission, LogDirCordon
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.spec_fields import parse_object, to_json
@@ -403,6 +409,35 @@ def test_a_completed_plan_completes_its_intents_only_once_a_fresh_read_shows_the
     assert "2 partitions still break" in d.statuses[0].message and "t-0" in d.statuses[0].message
     d = decide(View([retire(phase=st.EXECUTING)], record=record))  # the next reconcile plans the rest
     assert any(isinstance(a, PlanIntents) for a in d.actions)
+
+
+def test_an_ended_execution_writes_its_estimate_against_its_time_and_keeps_it() -> None:
+    """status.lastExecution: the plan's estimate before approval (the record's plan status) against the
+    time the execution took; written with the Completed status, then left as it is (a merge patch)."""
+    plan = PlanStatus(id="p-9", moves=2, estimate=PlanEstimate(seconds=400, throttled=True, exact=True))
+    ended = st.last_execution("p-9", "Completed", plan, 1_800_000_000.0, 1_800_000_500.4)
+    assert ended == LastExecution(
+        plan_id="p-9",
+        phase="Completed",
+        started_at="2027-01-15T08:00:00Z",
+        finished_at="2027-01-15T08:08:20Z",
+        estimated_seconds=400,
+        actual_seconds=500,
+        error_ratio="1.25",
+    )
+    unknown = st.last_execution("p-9", "Failed", PlanStatus(id="p-9"), 1.0, 2.0)  # no estimate recorded
+    assert unknown.estimated_seconds is None and unknown.error_ratio is None and unknown.actual_seconds == 1
+    record = RecordView(
+        phase=Phase.COMPLETED, plan_id="p-9", participants=frozenset({"uid-retire-3"}), last_execution=ended
+    )
+    d = decide(View([retire(phase=st.EXECUTING)], record=record, ticked=True, unmet=[]))
+    (p,) = d.statuses
+    assert p.phase == st.COMPLETED and p.last_execution == ended
+    status = st.intent_status(retire(), p.phase, p.reason, p.message, last_execution=p.last_execution)
+    assert status["lastExecution"]["errorRatio"] == "1.25"
+    later = st.intent_status(retire(phase=st.COMPLETED), st.PENDING, st.PENDING, "planned again")
+    assert "lastExecution" not in later  # a merge patch keeps the one written
+    assert not st.unchanged({k: v for k, v in status.items() if k != "lastExecution"}, status)
 
 
 def test_owned_configs_changed_by_another_party_post_a_warning_on_every_member() -> None:
