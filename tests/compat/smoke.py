@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -438,9 +438,10 @@ def attempt(fn: Callable[[], str]) -> Outcome:
     return Outcome(status, detail, round(time.monotonic() - started, 1))
 
 
-def smoke_version(version: str, args: argparse.Namespace) -> VersionResult:
-    result = VersionResult(version)
-    started = time.monotonic()
+@contextlib.contextmanager
+def seeded(version: str, args: argparse.Namespace, result: VersionResult) -> Iterator[Cluster | None]:
+    """A cluster of ``version`` with the data topic (outcomes ``fetch``, ``up`` and ``seed`` in
+    ``result``; None when one failed), always torn down."""
     name = f"compat-{version.replace('.', '-')}"
     cluster = Cluster(name, Path(args.rig_dir), Path(args.work) / version)
     shutil.rmtree(cluster.work, ignore_errors=True)  # state files of an earlier run's cluster
@@ -455,26 +456,35 @@ def smoke_version(version: str, args: argparse.Namespace) -> VersionResult:
     try:
         if fetch.status == "pass":
             result.outcomes["up"] = attempt(lambda: tail(run(up_cmd, timeout=300).stdout, 1))
-        if result.outcomes.get("up", Outcome("fail", "", 0)).status == "pass":
-            entry = json.loads((cluster.rig_dir / "rig.json").read_text())[f"kafka-{name}"]
-            cluster.entry, cluster.bootstrap = entry, entry["bootstrapServers"]
+        if result.outcomes.get("up", Outcome("fail", "", 0)).status != "pass":
+            yield None
+            return
+        entry = json.loads((cluster.rig_dir / "rig.json").read_text())[f"kafka-{name}"]
+        cluster.entry, cluster.bootstrap = entry, entry["bootstrapServers"]
 
-            def seed() -> str:
-                create_topic(cluster, DATA_TOPIC, DATA_PARTITIONS)
-                produce(cluster, DATA_TOPIC, DATA_PARTITIONS, args.partition_bytes)
-                return f"{DATA_TOPIC}: {DATA_PARTITIONS} partitions x RF 2, {args.partition_bytes} B each"
+        def seed() -> str:
+            create_topic(cluster, DATA_TOPIC, DATA_PARTITIONS)
+            produce(cluster, DATA_TOPIC, DATA_PARTITIONS, args.partition_bytes)
+            return f"{DATA_TOPIC}: {DATA_PARTITIONS} partitions x RF 2, {args.partition_bytes} B each"
 
-            result.outcomes["seed"] = attempt(seed)
-            for op in OPERATIONS:
-                if result.outcomes["seed"].status != "pass":
-                    break
-                result.outcomes[op] = attempt(lambda op=op: OPS[op](cluster))  # type: ignore[misc]
-            result.notes += unknown_settings(cluster)
+        result.outcomes["seed"] = attempt(seed)
+        yield cluster if result.outcomes["seed"].status == "pass" else None
+        result.notes += unknown_settings(cluster)
     finally:
         down = run([sys.executable, RIG, "down", "--name", name, "--rig-dir", str(cluster.rig_dir)],
                    timeout=120, check=False)  # fmt: skip
         if down.returncode != 0:
             result.notes.append(f"rig down failed: {tail(down.stdout + down.stderr, 3)}")
+
+
+def smoke_version(version: str, args: argparse.Namespace) -> VersionResult:
+    result = VersionResult(version)
+    started = time.monotonic()
+    with seeded(version, args, result) as cluster:
+        for op in OPERATIONS:
+            if cluster is None:
+                break
+            result.outcomes[op] = attempt(lambda op=op: OPS[op](cluster))  # type: ignore[misc]
     for op in OPERATIONS:
         result.outcomes.setdefault(op, Outcome("fail", "not run: the cluster did not come up", 0))
     result.seconds = round(time.monotonic() - started, 1)

@@ -1,7 +1,10 @@
 """The compatibility smoke (tests/compat/smoke.py) as a test, one per Kafka version: each brings a 3-node
 cluster of that release up, runs the CLI's move, cancel, cordon and dead-broker checks on it and tears it
-down (about a minute each). Not part of `make test` (its lanes run tests/integration and tests/e2e only)
-and skipped unless KP_COMPAT=1:
+down (about a minute each); and the operator's connect-and-plan on each (the operator as a process against
+the rig's kube-apiserver: a KafkaCluster connected with every broker listed, a Manual BrokerDecommission
+planned, AwaitingApproval with its estimate, nothing moved; about 40 s each). Not part of `make test` (its
+lanes run tests/integration and tests/e2e only) and skipped unless KP_COMPAT=1; the operator's tests need
+the k8s rig (`scripts/rig.sh up k8s`):
 
     KP_COMPAT=1 .venv/bin/python -m pytest tests/compat -q -m compat
 """
@@ -10,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
+from typing import Any
 
 import pytest
 from tests.compat import smoke
+from tests.e2e.conftest import Operator, get
 
 pytestmark = [
     pytest.mark.compat,
@@ -22,13 +28,53 @@ pytestmark = [
 
 @pytest.mark.parametrize("version", smoke.VERSIONS)
 def test_the_cli_works_on_kafka(version: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    args = argparse.Namespace(
+    result = smoke.smoke_version(version, args_of(tmp_path_factory))
+    failed = {op: o.detail for op, o in result.outcomes.items() if o.status == "fail"}
+    assert not failed, failed
+
+
+def args_of(tmp_path_factory: pytest.TempPathFactory) -> argparse.Namespace:
+    return argparse.Namespace(
         rig_dir=str(tmp_path_factory.mktemp("rig")),
         work=str(tmp_path_factory.mktemp("work")),
         base_port=int(os.environ.get("KP_COMPAT_BASE_PORT", "19092")),
         controller_base_port=int(os.environ.get("KP_COMPAT_CONTROLLER_BASE_PORT", "19192")),
         partition_bytes=2_000_000,
     )
-    result = smoke.smoke_version(version, args)
-    failed = {op: o.detail for op, o in result.outcomes.items() if o.status == "fail"}
-    assert not failed, failed
+
+
+@pytest.mark.parametrize("version", smoke.VERSIONS)
+def test_the_operator_connects_and_plans_on_kafka(
+    version: str,
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    ns = k8s_namespace
+    result = smoke.VersionResult(version)
+    with smoke.seeded(version, args_of(tmp_path_factory), result) as cluster:
+        assert cluster is not None, {op: o.detail for op, o in result.outcomes.items()}
+        manifest = (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: compat}\n"
+            f"spec: {{bootstrapServers: '{cluster.bootstrap}', throttleBytesPerSecond: 10000000}}\n---\n"
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+            "spec: {clusterRef: {name: compat}, brokers: [3], approval: Manual}\n"
+        )
+        kubectl("-n", ns, "apply", "-f", "-", input=manifest)
+        deadline = time.monotonic() + 120
+        while True:
+            status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+            if status.get("phase") == "AwaitingApproval" or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert status.get("phase") == "AwaitingApproval", (status, operator.tail())
+        plan = status["plan"]
+        assert plan["moves"] > 0 and plan["estimate"]["seconds"] > 0, plan
+        kc = get(kubectl, ns, "kafkacluster", "compat").get("status") or {}
+        assert sorted(b["id"] for b in kc.get("brokers") or ()) == [1, 2, 3], kc
+        assert kc.get("phase") == "Connected", kc
+        assert "Traceback" not in operator.tail(400), operator.tail(60)
+        assert smoke.reassignments(cluster) == 0  # nothing moved before approval
+        kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--wait=true", "--timeout=60s")
+        kubectl("-n", ns, "delete", "kafkacluster", "compat", "--wait=true", "--timeout=60s")
