@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
@@ -78,3 +79,50 @@ def test_the_operator_connects_and_plans_on_kafka(
         assert smoke.reassignments(cluster) == 0  # nothing moved before approval
         kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--wait=true", "--timeout=60s")
         kubectl("-n", ns, "delete", "kafkacluster", "compat", "--wait=true", "--timeout=60s")
+
+
+ROLLS = 2  # rounds of restarting every broker in turn
+
+
+@pytest.mark.parametrize("version", ["4.0.2", "4.4.0"])
+def test_the_operator_survives_rolling_restarts_of_every_broker(
+    version: str,
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Each broker stopped and started in turn, twice, while the operator reconciles the cluster every
+    2 s (DescribeCluster, DescribeLogDirs, DescribeConfigs to brokers stopping and starting: where
+    librdkafka 2.16 once aborted a process, issue 55): the operator process is alive throughout, says
+    the cluster is Connected with every broker once they are back, and its log has no traceback or
+    assertion."""
+    ns = k8s_namespace
+    result = smoke.VersionResult(version)
+    with smoke.seeded(version, args_of(tmp_path_factory), result) as cluster:
+        assert cluster is not None, {op: o.detail for op, o in result.outcomes.items()}
+        manifest = (
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: rolled}\n"
+            f"spec: {{bootstrapServers: '{cluster.bootstrap}'}}\n"
+        )
+        kubectl("-n", ns, "apply", "-f", "-", input=manifest)
+
+        def connected() -> bool:
+            kc = get(kubectl, ns, "kafkacluster", "rolled").get("status") or {}
+            listed = sorted(b["id"] for b in kc.get("brokers") or ())
+            gone = kc.get("unreachableBrokers") or kc.get("deadBrokers")
+            return kc.get("phase") == "Connected" and listed == [1, 2, 3] and not gone
+
+        smoke.wait_for("the KafkaCluster connected", connected, 120)
+        rig = [smoke.RIG, "--name", cluster.name, "--rig-dir", str(cluster.rig_dir)]
+        for _ in range(ROLLS):
+            for node in ("1", "2", "3"):
+                smoke.run([sys.executable, rig[0], "stop-node", *rig[1:], "--node", node], timeout=120)
+                time.sleep(4)  # reconciles against a cluster missing that broker
+                smoke.run([sys.executable, rig[0], "start-node", *rig[1:], "--node", node], timeout=180)
+                assert operator.proc is not None and operator.proc.poll() is None, operator.tail(80)
+        smoke.wait_for("every broker back, none unreachable or dead", connected, 180)
+        assert operator.proc is not None and operator.proc.poll() is None, operator.tail(80)
+        log = operator.tail(100_000)
+        assert "Traceback" not in log and "Assertion" not in log, log[-5000:]
+        kubectl("-n", ns, "delete", "kafkacluster", "rolled", "--wait=true", "--timeout=60s")
