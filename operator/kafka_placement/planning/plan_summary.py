@@ -219,7 +219,7 @@ class StatusSummary:
 
     @staticmethod
     def of(summary: PlanSummary | StatusSummary) -> StatusSummary:
-        """The status's part of ``summary`` (without its review: the ConfigMap's own)."""
+        """The status's part of ``summary`` (without its review and estimate: the ConfigMap's own)."""
         return StatusSummary(
             **{name: getattr(summary, name) for name, _ in _STATUS},
             advisories=summary.advisories,
