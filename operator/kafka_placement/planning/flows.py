@@ -39,23 +39,22 @@ class Flows:
     def add(self, p: PartitionState, q: PartitionState) -> None:
         """Plan entry moving partition ``p`` to ``q`` (``plan_quality.after_move``)."""
         self.entries += 1
-        copy, size = p.copy_bytes, p.size_bytes
-        reps, q_reps = p.replicas, q.replicas
+        copy = p.copy_bytes
+        reps, dirs, q_reps, q_dirs = p.replicas, p.log_dirs, q.replicas, q.log_dirs
         moves = moved = 0
-        if q_reps != reps or q.log_dirs != p.log_dirs:
-            old = dict(zip(reps, p.log_dirs, strict=True))
-            bytes_in, dir_bytes = self.bytes_in, self.dir_bytes
-            for b, d in zip(q_reps, q.log_dirs, strict=True):
-                if b not in old:
+        if q_reps != reps or q_dirs != dirs:  # (tuples of a few: no dict, no set)
+            bytes_in, dir_bytes, bytes_out = self.bytes_in, self.dir_bytes, self.bytes_out
+            for b, d in zip(q_reps, q_dirs, strict=True):
+                if b not in reps:
                     moves += 1
                     moved += copy
                     bytes_in[b] = bytes_in.get(b, 0) + copy
-                elif d is not None and (was := old[b]) is not None and d != was:
-                    moved += size  # (a dir move copies the whole local log: count_move)
+                elif d is not None and (was := dirs[reps.index(b)]) is not None and d != was:
+                    moved += p.size_bytes  # (a dir move copies the whole local log: count_move)
                     dir_bytes[b] = dir_bytes.get(b, 0) + copy
-            bytes_out = self.bytes_out
-            for b in set(reps).difference(q_reps):
-                bytes_out[b] = bytes_out.get(b, 0) + copy
+            for b in reps:
+                if b not in q_reps:
+                    bytes_out[b] = bytes_out.get(b, 0) + copy
         row = self.topics.get(p.topic)
         if row is None:
             self.topics[p.topic] = [1, moves, moved]
