@@ -29,6 +29,7 @@ from ..planning.plan_quality import evaluate
 from ..planning.report import build_report
 from ..planning.report_html import render
 from ..planning.summary_parts import DiskHeadroom
+from ..spark.collector import collector_paused
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ..spark.memory import check_read, limit_of
@@ -183,7 +184,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     snapshot = read_snapshot_arg(args.snapshot)
     plan = read_plan(args.plan)
     intents = load_intents(args.intents) if args.intents else None
-    report = build_report(snapshot, plan, intents, args.max_moves_per_broker)
+    with collector_paused():  # (as the planner: spark.collector)
+        report = build_report(snapshot, plan, intents, args.max_moves_per_broker)
     write_outputs([Output("-o", args.output, text=render(report))])
     return 0
 

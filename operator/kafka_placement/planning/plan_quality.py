@@ -35,7 +35,9 @@ computed in **one pass** that adds each partition (before, after) to a ``Tally``
 sets of partitions ``merge``, and ``Tally.evaluation`` finishes the metrics from the merged totals. The
 local engine tallies the whole snapshot in one go; the Spark engine's tasks tally the snapshot without
 the plan (``spark.analysis``), then only the plan's entries (``Tally.shift``, ``spark.tally``), and the
-driver merges their tallies: the same code, so the same summary. Pure: no I/O.
+driver merges their tallies: the same code, so the same summary. The same shift sums what the plan's
+entries copy per broker and topic (``flows.py``), which the report (``report.py``) reads from the
+planner's tally instead of passing over the plan again. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..model.spec_fields import parse_object
 from . import shares, waiting
+from .flows import Flows
 from .loads import plan_traffic
 from .plan_summary import Metrics
 from .reach import Reach
@@ -405,6 +408,7 @@ class Tally:
     peers: dict[int, dict[int, int]] = field(default_factory=dict)
     under_replicated: list[str] = field(default_factory=list)  # under-replicated partitions in the plan
     waiting: Waiting = field(default_factory=Waiting)  # partitions the hard rules would change that wait
+    flows: Flows = field(default_factory=Flows)  # what the plan's entries copy (the report's: flows.py)
 
     def add(self, p: PartitionState, t: PartitionTarget | None, scope: Scope) -> None:
         """Partition ``p`` of the snapshot, with its plan entry ``t`` (None when the plan leaves it)."""
@@ -438,6 +442,7 @@ class Tally:
         if p.under_replicated:
             self.under_replicated.append(p.name)
         count_move(self.movement, p, q)
+        self.flows.add(p, q)
         self._pair(p, -1)
         self._pair(q, 1)
         if scope.intents is not None:
@@ -482,6 +487,7 @@ class Tally:
             add_into(self.peers.setdefault(b, {}), followers)
         self.under_replicated.extend(other.under_replicated)
         self.waiting.merge(other.waiting)
+        self.flows.merge(other.flows)
         return self
 
     def evaluation(self, scope: Scope, plan_id: str) -> Metrics:

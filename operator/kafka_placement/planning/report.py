@@ -3,10 +3,12 @@
 From a snapshot, a plan and optionally the intents: the plan's summary exactly as ``plan --summary``
 computes it (``optimizer.summarize``, one tally), and from that same tally the per-broker and per-dir
 loads before and after (each dir's share of its volume too, beside the disk headroom limit), replicas per
-rack unit at each level of the hierarchy, bytes moved in and out
-of each broker, moves by topic, the largest moves and bytes per batch. Lists that grow with the cluster
-are capped (``MAX_*``) and keep their full count, so a report of a huge cluster stays small and says
-what it left out. Pure: no I/O.
+rack unit at each level of the hierarchy, and the plan's flows (``flows.py``, summed by the tally as it
+shifts each entry in): bytes moved in and out of each broker, moves by topic, the largest moves. Bytes
+per batch come from the batches' own pass over the plan (each change knows what it copies). With the
+planner's tally (``PlanResult.tally``) nothing passes over the partitions again. Lists that grow with
+the cluster are capped (``MAX_*``) and keep their full count, so a report of a huge cluster stays small
+and says what it left out. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from typing import Any
 from ..model.intents import Intents, RackAwareness, validate_against
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
-from . import plan_quality
+from . import batching, plan_quality
 from .batching import MAX_PER_BROKER
+from .flows import LARGEST
 from .optimizer import summarize
 from .plan_summary import PlanSummary
+from .state import Eligibility
 from .topology import RackTree
 
 MAX_BROKERS = 300  # brokers charted and listed (the most loaded, before or after)
 MAX_DIR_BROKERS = 40  # brokers whose dirs are charted (those moving the most bytes)
 MAX_UNITS = 100  # rack units per level
 MAX_TOPICS = 50  # topics listed (moving the most bytes)
-MAX_MOVES = 50  # largest partition moves listed
+MAX_MOVES = LARGEST  # largest partition moves listed (at most the flows' LARGEST: those are kept)
 MAX_LEVELS = 8  # rack levels without a policy (the most a policy may ask for)
 
 
@@ -141,10 +145,16 @@ def build_report(
         tallies.append(tally if tally is not None else plan_quality.tally(s, p, scope))
         return tallies[-1]
 
-    summary = summarize(snapshot, rules, plan, max_moves_per_broker, measure)
+    moved: dict[str, int] = {}  # bytes each entry copies, from its change
+
+    def ordered(s: ClusterSnapshot, p: Plan, elig: Eligibility, per_broker: int) -> list[list[str]]:
+        found = batching.changes(s, p, elig)
+        moved.update((c.name, c.moved) for c in found)
+        return batching.order(found, per_broker)
+
+    summary = summarize(snapshot, rules, plan, max_moves_per_broker, measure, ordered)
     found = tallies[0]
-    before, after = found.before, found.after
-    flows = _Flows.of(snapshot, plan)
+    before, after, flows = found.before, found.after, found.flows
     brokers = [
         BrokerRow(
             b.id,
@@ -178,8 +188,10 @@ def build_report(
         for d in b.log_dirs
     ]
     units, levels, unit_total = _units(snapshot, rules, brokers)
-    topics = sorted(flows.topics.values(), key=lambda t: (-t.bytes, t.topic))
-    moves = heapq.nsmallest(MAX_MOVES, flows.moves, key=lambda m: (-m.bytes, m.partition))
+    topics = sorted(
+        (TopicRow(topic, *row) for topic, row in flows.topics.items()), key=lambda t: (-t.bytes, t.topic)
+    )
+    moves = [MoveRow(name, size, (was, now), -neg) for neg, name, size, was, now in flows.largest(MAX_MOVES)]
     tiered = [t for t in topics if snapshot.remote_storage(t.topic)]
     return Report(
         plan_id=plan.plan_id,
@@ -196,53 +208,10 @@ def build_report(
         topics=tuple(topics[:MAX_TOPICS]),
         topics_count=Capped(min(MAX_TOPICS, len(topics)), len(topics)),
         moves=tuple(moves),
-        moves_count=Capped(len(moves), len(flows.moves)),
-        batch_bytes=tuple(
-            sum(flows.bytes_of.get(n, 0) for n in batch) for batch in summary.batches.order or ()
-        ),
+        moves_count=Capped(len(moves), flows.entries),
+        batch_bytes=tuple(sum(map(moved.__getitem__, batch)) for batch in summary.batches.order or ()),
         tiered=(sum(t.partitions for t in tiered), sum(t.bytes for t in tiered)),
     )
-
-
-@dataclass(slots=True)
-class _Flows:
-    """What the plan copies, per broker, topic, partition (by name) and move."""
-
-    bytes_in: dict[int, int]
-    bytes_out: dict[int, int]
-    dir_bytes: dict[int, int]
-    topics: dict[str, TopicRow]
-    bytes_of: dict[str, int]
-    moves: list[MoveRow]
-
-    @staticmethod
-    def of(snapshot: ClusterSnapshot, plan: Plan) -> _Flows:
-        out = _Flows({}, {}, {}, {}, {}, [])
-        for t in plan.partitions:
-            p = snapshot.partition(t.topic, t.partition)
-            if p is None:
-                continue
-            q = plan_quality.after_move(p, t)
-            moved = dict.fromkeys(plan_quality.MOVEMENT, 0)
-            plan_quality.count_move(moved, p, q)
-            size, old = p.copy_bytes, dict(zip(p.replicas, p.log_dirs, strict=True))
-            for b, d in zip(q.replicas, q.log_dirs, strict=True):
-                if b not in old:
-                    out.bytes_in[b] = out.bytes_in.get(b, 0) + size
-                elif d is not None and old[b] is not None and d != old[b]:
-                    out.dir_bytes[b] = out.dir_bytes.get(b, 0) + size
-            for b in set(p.replicas) - set(q.replicas):
-                out.bytes_out[b] = out.bytes_out.get(b, 0) + size
-            row = out.topics.get(p.topic) or TopicRow(p.topic, 0, 0, 0)
-            out.topics[p.topic] = TopicRow(
-                p.topic,
-                row.partitions + 1,
-                row.replica_moves + moved["replicaMoves"],
-                row.bytes + moved["bytesToMove"],
-            )
-            out.bytes_of[t.name] = moved["bytesToMove"]
-            out.moves.append(MoveRow(t.name, size, (p.replicas, q.replicas), moved["bytesToMove"]))
-        return out
 
 
 def _top(rows: list[BrokerRow], n: int, key: Any) -> list[BrokerRow]:

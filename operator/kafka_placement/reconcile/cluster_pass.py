@@ -43,6 +43,7 @@ from ..planning.plan_keeping import KeptPlan, inputs_key, loads_of, tolerance_of
 from ..planning.plan_summary import StatusSummary
 from ..planning.report import Report, build_report
 from ..planning.traffic_rates import with_traffic
+from ..spark.collector import collector_paused
 from . import healing, metrics, periods, plan_review, pressure, retiring
 from . import status as st
 from .cordons import (
@@ -613,7 +614,8 @@ class ReconcilePass:
 
         def report() -> Report:  # the planner's tally of this plan when it made one
             found = planned.tally if planned.plan is plan else None
-            return build_report(snap, plan, intents, self.limits.max_moves_per_broker, found)
+            with collector_paused():  # (as the planner: spark.collector)
+                return build_report(snap, plan, intents, self.limits.max_moves_per_broker, found)
 
         def estimated() -> dict[str, Any]:  # as if approved now: the execution's limits, rules, windows
             rules = execution_rules(intents.decommissions)

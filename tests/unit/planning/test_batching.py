@@ -6,8 +6,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.unit.builders import racked_cluster
+from tests.unit.planning.test_metrics_tally import random_plan
 
-from kafka_placement.planning.batching import Change, order
+from kafka_placement.model.intents import Intents
+from kafka_placement.planning import plan_quality
+from kafka_placement.planning.batching import Change, changes, order
+from kafka_placement.planning.state import Eligibility
 
 
 def _first_fit(found: list[Change], max_per_broker: int, max_per_batch: int) -> list[list[str]]:
@@ -70,3 +75,28 @@ def test_changes_without_brokers_fill_the_first_batch_and_limits_are_checked() -
     assert order(found, 1, 3) == [["t-0", "t-1", "t-2"], ["t-3"]]
     with pytest.raises(ValueError, match="max_per_broker"):
         order(found, 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_change_copies_what_the_summary_counts_and_involves_the_brokers_it_changes(seed: int) -> None:
+    """``Change.moved`` is ``count_move``'s bytes to move (new replicas copy the local bytes, a dir move
+    the whole log; a few dirs unknown, RF +-1, ``any`` dirs), and the brokers involved are those gaining
+    or losing a replica or moving it between dirs, on random plans."""
+    snap = racked_cluster(seed)
+    plan = random_plan(random.Random(seed), snap)
+    elig = Eligibility.of(snap, Intents())
+    found = changes(snap, plan, elig)
+    assert len(found) == len(plan.partitions) > 100
+    for c, t in zip(found, plan.partitions, strict=True):
+        p = snap.partition(t.topic, t.partition)
+        assert p is not None and c.name == t.name and c.size_bytes == p.copy_bytes
+        q = plan_quality.after_move(p, t)
+        counted = dict.fromkeys(plan_quality.MOVEMENT, 0)
+        plan_quality.count_move(counted, p, q)
+        assert c.moved == counted["bytesToMove"]
+        was, now = (
+            dict(zip(p.replicas, p.log_dirs, strict=True)),
+            dict(zip(q.replicas, q.log_dirs, strict=True)),
+        )
+        moving = {b for b in was.keys() & now.keys() if None not in (was[b], now[b]) and was[b] != now[b]}
+        assert c.brokers == (was.keys() ^ now.keys()) | moving

@@ -1,0 +1,14 @@
+"""The plan's report and its review ConfigMap are pinned: for small varied plans (review_cases.py), what
+``report.build_report`` returns and what ``plan_review.review_data`` writes equal, as text, the files the
+report code wrote before it was made fast for a million partitions (tests/unit/planning/reviews/), with
+and without the planner's tally."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.planning.review_cases import CASES, REVIEWS, pinned, text_of
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_report_and_its_review_configmap_are_the_pinned_ones(name: str) -> None:
+    assert text_of(pinned(CASES[name]())) == (REVIEWS / f"{name}.json").read_text()
