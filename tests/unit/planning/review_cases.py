@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import random
 import sys
@@ -21,6 +22,7 @@ from tests.bench.generator import scenario
 from tests.unit.builders import intents as parse_intents
 from tests.unit.planning.test_network_goals import capacity, hot_cluster
 
+from kafka_placement.execution.copy_model import estimate_plan
 from kafka_placement.execution.executor import Limits
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan
@@ -207,15 +209,15 @@ def _limits(case: Case) -> Iterator[None]:
             setattr(module, name, old)
 
 
-def report_of(case: Case) -> Report:
-    """The case's report (with the planner's tally when ``tallied``)."""
+def report_of(case: Case) -> tuple[Report, Plan]:
+    """The case's report (with the planner's tally when ``tallied``) and its plan."""
     plan, tally = case.plan, None
     if case.plan is None or case.tallied:
         assert case.intents is not None
         result = compute_plan(case.snapshot, case.intents, max_moves_per_broker=case.planned_at)
         plan, tally = result.plan, result.tally
     assert plan is not None
-    return build_report(case.snapshot, plan, case.intents, case.per_broker, tally)
+    return build_report(case.snapshot, plan, case.intents, case.per_broker, tally), plan
 
 
 def _plain(value: Any) -> Any:
@@ -229,11 +231,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
+PAGES = ("report.html", "report.html.gz")  # pinned by digest: the page renders the pinned report
+
+
 def pinned(case: Case) -> dict[str, Any]:
-    """What is pinned of a case: the report, and the ConfigMap's data and binaryData."""
+    """What is pinned of a case: the report, and the ConfigMap's data (with the copy model's estimate of
+    a throttled execution, as the operator writes it) and binaryData, the page by its SHA-256 and size."""
+    limits = Limits(max_moves_per_broker=case.per_broker, throttle=10_000_000)
     with _limits(case):
-        report = report_of(case)
-        data, binary = plan_review.review_data(report, Limits(max_moves_per_broker=case.per_broker))
+        report, plan = report_of(case)
+        estimate = plan_review.estimate_json(estimate_plan(case.snapshot, plan, limits, 5.0), None)
+        data, binary = plan_review.review_data(report, limits, None, estimate)
+    for doc in (data, binary):
+        for key in PAGES:
+            if key in doc:
+                text = doc[key].encode()
+                doc[key] = f"sha256 {hashlib.sha256(text).hexdigest()}, {len(text)} bytes"
     return {"report": _plain(report), "data": data, "binaryData": binary}
 
 
