@@ -122,25 +122,32 @@ class ExecutionPlan:
             return
         usage = dir_usage or {}
         freeing = [False] * n
+        ruled = [(set(r.brokers), r) for r in rules]
         for i, (t, o) in enumerate(zip(self.targets, self.baseline, strict=True)):
             before = set(o.replicas)
-            old_dirs = dict(zip(o.replicas, o.log_dirs, strict=True))
-            self.adding[i] = tuple(b for b in t.replicas if b not in before)
-            self.removing[i] = tuple(b for b in o.replicas if b not in set(t.replicas))
-            self.dir_moving[i] = tuple(
-                b
-                for b, d in zip(t.replicas, t.log_dirs, strict=True)
-                if b in before and d != ANY_DIR and old_dirs.get(b) != d
-            )
-            self.move_bytes[i] = o.size * (len(self.adding[i]) + len(self.dir_moving[i]))
-            matching = [r for r in rules if set(r.brokers) & set(self.removing[i])]
-            self.priority[i] = max((r.priority for r in matching), default=0)
-            self.rate[i] = min((r.throttle for r in matching if r.throttle is not None), default=None)
-            freeing[i] = any(
-                usage.get((b, d), 0.0) >= self.FREEING_DIR_USAGE
-                for b, d in zip(o.replicas, o.log_dirs, strict=True)
-                if d is not None and (b in self.removing[i] or b in self.dir_moving[i])
-            )
+            after = set(t.replicas)
+            adding = tuple(b for b in t.replicas if b not in before)
+            removing = tuple(b for b in o.replicas if b not in after)
+            moving: tuple[int, ...] = ()
+            if any(d != ANY_DIR for d in t.log_dirs):  # (most targets name no dir: skipped at once)
+                old_dirs = dict(zip(o.replicas, o.log_dirs, strict=True))
+                moving = tuple(
+                    b
+                    for b, d in zip(t.replicas, t.log_dirs, strict=True)
+                    if b in before and d != ANY_DIR and old_dirs.get(b) != d
+                )
+            self.adding[i], self.removing[i], self.dir_moving[i] = adding, removing, moving
+            self.move_bytes[i] = o.size * (len(adding) + len(moving))
+            if ruled and removing:
+                matching = [r for brokers, r in ruled if not brokers.isdisjoint(removing)]
+                self.priority[i] = max((r.priority for r in matching), default=0)
+                self.rate[i] = min((r.throttle for r in matching if r.throttle is not None), default=None)
+            if usage and (removing or moving):
+                freeing[i] = any(
+                    usage.get((b, d), 0.0) >= self.FREEING_DIR_USAGE
+                    for b, d in zip(o.replicas, o.log_dirs, strict=True)
+                    if d is not None and (b in removing or b in moving)
+                )
         base = self.baseline
         self.order.sort(key=lambda i: (base[i].urgency, -self.priority[i], not freeing[i], base[i].size, i))
 
