@@ -20,9 +20,9 @@ partitions and removes them (``START_TICKS``, ``END_TICKS``).
 The replay is exact for the model, in time proportional to the moves times the moves in flight (about a
 second for 30,000 moves). A plan of more than ``MAX_REPLAY_MOVES`` moves, or one whose replay passes
 ``MAX_WORK`` stream-steps, gets the bound instead: the busiest broker's bytes over its rate, or the
-admission rounds its move counts need, whichever is longer (``exact`` False; on the plans of the unit
-tests and benchmarks the replay ends within a few percent of it once thousands of moves queue). Pure: no
-clock, no I/O.
+admission rounds its move counts need, whichever is longer (``exact`` False; on random plans of 20,000
+and 100,000 small moves, replayed for comparison, the two agreed: the admission rounds set the pace).
+Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
@@ -33,13 +33,12 @@ from dataclasses import dataclass
 
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
+from .executor import LOOKAHEAD, MIN_LOOKAHEAD  # candidates a tick scans: the executor's own numbers
 from .record import ExecutionPlan, Original
 from .record_doc import ASSUMED_UNTHROTTLED_RATE, Limits, Rule
 
 START_TICKS = 2  # validation (a full read), then the first submission with its throttles
 END_TICKS = 1  # the completion's confirming read and the throttles' removal
-LOOKAHEAD = 4  # candidates a tick scans: this many times its room, at least MIN_LOOKAHEAD (executor's)
-MIN_LOOKAHEAD = 256
 UNHELD_SHARE = 0.82  # of the throttle a broker achieves without the rate hold (0.75-0.88 measured)
 MAX_WORK = 3_000_000  # stream-steps the replay may take before it gives the bound instead
 MAX_REPLAY_MOVES = 50_000  # larger plans get the bound at once (the replay costs ~30 us a move)
