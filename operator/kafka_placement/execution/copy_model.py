@@ -11,7 +11,8 @@ move's own throttle (a rule's), else the execution's, else ``ASSUMED_UNTHROTTLED
 broker copies as fast as its disks and network let it: the figure is then a guess, and says so). Kafka's
 brokers replicate below their configured rate (0.75-0.88 of it, measured on the project's rig): with the
 rate hold on (``holdAchievedRate``, execution/rate_watch.py) they achieve the throttle, without it the
-model counts ``UNHELD_SHARE`` of it.
+model counts ``UNHELD_SHARE`` of it. A broker side with a throttle of its own below the execution's (the
+adaptive throttle's current value, execution/adaptive.py) copies at that one.
 
 Ticks are what make many small moves slow: a move is seen done, and its room given to the next, only at
 a tick. The execution's first ticks validate the plan and set its throttles, and its last confirms the
@@ -39,6 +40,7 @@ from .record_doc import ASSUMED_UNTHROTTLED_RATE, Limits, Rule
 
 START_TICKS = 2  # validation (a full read), then the first submission with its throttles
 END_TICKS = 1  # the completion's confirming read and the throttles' removal
+Resource = tuple[str, int]  # ("in" | "out" | "dir", broker): what a copy stream loads
 UNHELD_SHARE = 0.82  # of the throttle a broker achieves without the rate hold (0.75-0.88 measured)
 MAX_WORK = 3_000_000  # stream-steps the replay may take before it gives the bound instead
 MAX_REPLAY_MOVES = 50_000  # larger plans get the bound at once (the replay costs ~30 us a move)
@@ -56,7 +58,7 @@ class CopyEstimate:
     bytes_per_second: int  # the rate per broker and side the model assumed (what the throttle achieves)
     throttled: bool  # False: the rate is ASSUMED_UNTHROTTLED_RATE, a guess
     tick_seconds: float
-    busiest_broker: int | None  # the broker with the most bytes to copy in, out or between its dirs
+    busiest_broker: int | None  # the broker whose copy in, out or between its dirs takes longest at its rate
     exact: bool  # False: the plan was too large to replay; seconds is the bound (module docstring)
 
 
@@ -78,22 +80,34 @@ def baseline_of(snapshot: ClusterSnapshot, plan: Plan) -> tuple[list[Original], 
 
 
 def estimate_plan(
-    snapshot: ClusterSnapshot, plan: Plan, limits: Limits, tick_s: float, rules: Sequence[Rule] = ()
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    limits: Limits,
+    tick_s: float,
+    rules: Sequence[Rule] = (),
+    side_rates: Mapping[Resource, int] | None = None,
 ) -> CopyEstimate:
     """``estimate`` of ``plan`` as if executed now from ``snapshot`` (``rules``: the intents' throttles
-    and priorities, as the execution would get them)."""
+    and priorities, as the execution would get them; ``side_rates``: as ``estimate``'s)."""
     baseline, leaders = baseline_of(snapshot, plan)
-    return estimate(ExecutionPlan(plan, baseline, rules), limits, tick_s, leaders)
+    return estimate(ExecutionPlan(plan, baseline, rules), limits, tick_s, leaders, side_rates)
 
 
 def estimate(
-    plan: ExecutionPlan, limits: Limits, tick_s: float, leaders: Mapping[int, int] | None = None
+    plan: ExecutionPlan,
+    limits: Limits,
+    tick_s: float,
+    leaders: Mapping[int, int] | None = None,
+    side_rates: Mapping[Resource, int] | None = None,
 ) -> CopyEstimate:
     """The copy model's duration of ``plan`` (with its baseline) under ``limits``, ticking every ``tick_s``
-    seconds; ``leaders``: each plan index's leader (absent: its first replica)."""
+    seconds; ``leaders``: each plan index's leader (absent: its first replica); ``side_rates``: a
+    broker's own throttle into it (``("in", broker)``) or out of it (``("out", broker)``) where it is
+    below the execution's (the adaptive throttle at its current value, execution/adaptive.py)."""
     tick_s = max(float(tick_s), 0.001)
     share = 1.0 if limits.hold_rate else UNHELD_SHARE
     rate = round(limits.throttle * share) if limits.throttle else ASSUMED_UNTHROTTLED_RATE
+    own = {x: min(rate, max(round(v * share), 1)) for x, v in (side_rates or {}).items()}
     lead = leaders or {}
     n = len(plan.targets)
     # per move: its streams (resources it loads: ("in"|"out"|"dir", broker)), bytes each copies
@@ -113,10 +127,15 @@ def estimate(
             total += size
             for r in s:
                 load[r] = load.get(r, 0) + size
-    busiest, busiest_bytes = max(load.items(), key=lambda kv: (kv[1], -kv[0][1]), default=(None, 0))
-    bound = busiest_bytes / rate
+    busiest, bound = max(
+        ((x, b / own.get(x, rate)) for x, b in load.items()),
+        key=lambda kv: (kv[1], -kv[0][1]),
+        default=(None, 0.0),
+    )
     moves = sum(1 for i in range(n) if plan.involved(i) or plan.removing[i])
-    copy_s = _replay(plan, limits, tick_s, rate, share, streams, lead) if moves <= MAX_REPLAY_MOVES else None
+    copy_s = (
+        _replay(plan, limits, tick_s, rate, share, streams, lead, own) if moves <= MAX_REPLAY_MOVES else None
+    )
     exact = copy_s is not None
     if copy_s is None:
         copy_s = max(bound, _rounds(plan, limits) * tick_s)
@@ -156,6 +175,7 @@ def _replay(
     share: float,
     streams: list[tuple[tuple[tuple[str, int], ...], ...]],
     leaders: Mapping[int, int],
+    own_rates: Mapping[Resource, int],
 ) -> float | None:
     """Seconds from the first submission to the last move seen done (module docstring); None: over
     ``MAX_WORK``."""
@@ -225,7 +245,7 @@ def _replay(
                 if b <= 0:
                     v.append(0.0)
                     continue
-                r = min([own] + [rate / users[x] for x in s])
+                r = min([own] + [own_rates.get(x, rate) / users[x] for x in s])
                 v.append(r)
                 first = min(first, b / r)
             speeds[i] = v

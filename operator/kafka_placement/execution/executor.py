@@ -35,6 +35,8 @@ from ..kafka.throttles import Move, ThrottleError, apply_throttles
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
+from .adapting import adapt, first_rates
+from .adaptive import Ceilings
 from .disk import TRICKLE, watch_disks
 from .progress import Progress, compute_progress, in_flight_bytes
 from .rate import factors, hold_rates
@@ -312,7 +314,14 @@ def _moves(ex: Execution, indices: list[int], limits: Limits, live: frozenset[in
     ]
 
 
-def _throttle(ex: Execution, gateway: KafkaGateway, view: TickView, batch: list[int], limits: Limits) -> None:
+def _throttle(
+    ex: Execution,
+    gateway: KafkaGateway,
+    view: TickView,
+    batch: list[int],
+    limits: Limits,
+    ceilings: Ceilings | None = None,
+) -> None:
     """Throttle ``batch`` (and re-assert the rates of moves in flight on the same brokers); what will be
     set is saved in the record before Kafka is touched. Brokers that are not live, or did not answer this
     tick, are left out (their rate is set with the next batch that involves them once they answer)."""
@@ -341,6 +350,7 @@ def _throttle(ex: Execution, gateway: KafkaGateway, view: TickView, batch: list[
             override=held,
             factors=factors(ex),
             brokers=view.answering,
+            ceilings=first_rates(ex, ceilings, rated, limits.throttle, view.answering),
         )
     except ThrottleError as e:
         ex.doc.throttles = e.state
@@ -512,13 +522,20 @@ def _candidates(ex: Execution, limits: Limits) -> list[int]:
 
 
 def tick(
-    gateway: KafkaGateway, ex: Execution, limits: Limits, *, scoped: bool = False, window_open: bool = True
+    gateway: KafkaGateway,
+    ex: Execution,
+    limits: Limits,
+    *,
+    scoped: bool = False,
+    window_open: bool = True,
+    ceilings: Ceilings | None = None,
 ) -> TickView | None:
     """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
     unreachable raises; so does a save that lost a race (``RecordConflict``), before acting. ``scoped``:
     validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster.
     ``window_open`` False (outside the cluster's maintenance windows, model/windows.py): no new move is
-    submitted; the moves in flight go on and are followed to their end."""
+    submitted; the moves in flight go on and are followed to their end. ``ceilings``: the adaptive
+    throttle's inputs (execution/adaptive.py; None: the static throttle alone)."""
     ex.doc.counters.ticks += 1
     if ex.phase in TERMINAL:
         sweep(gateway, ex)
@@ -547,11 +564,11 @@ def tick(
         ex.move(Event.CANCEL)  # in Finishing every move is done already: finishing is quicker
         ex.save()
     if ex.phase == Phase.THROTTLING:
-        _throttle(ex, gateway, view, _select(ex, view, limits, candidates), limits)
+        _throttle(ex, gateway, view, _select(ex, view, limits, candidates), limits, ceilings)
         ex.move(Event.THROTTLED)
         ex.save()
     if ex.phase in (Phase.MOVING, Phase.PAUSED):
-        _moving(ex, gateway, view, limits, candidates, window_open)
+        _moving(ex, gateway, view, limits, candidates, window_open, ceilings)
     if ex.phase == Phase.FINISHING:
         _finish(ex, gateway)
     elif ex.phase == Phase.CANCELLING:
@@ -568,6 +585,7 @@ def _moving(
     limits: Limits,
     candidates: list[int],
     window_open: bool,
+    ceilings: Ceilings | None = None,
 ) -> None:
     for i in ex.active():
         if at_target(view, ex.plan.targets[i]):
@@ -604,15 +622,16 @@ def _moving(
     _dir_moves(ex, view, gateway, watch.above)
     cap = None if window_open else limits.outside_window  # outside the windows: the moves in flight capped
     in_flight = _moves(ex, ex.active(), limits, view.live)
+    rate = limits.throttle if cap is None else min(limits.throttle or cap, cap)
+    adapt(ex, gateway, capped(in_flight, cap), rate, ceilings, view.answering)
     if limits.hold_rate:
-        rate = limits.throttle if cap is None else min(limits.throttle or cap, cap)
         hold_rates(ex, gateway, view, capped(in_flight, cap), rate)
     cap_in_flight(ex, gateway, view, in_flight, limits, cap)
     if ex.phase != Phase.MOVING or not window_open:
         return
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])
     if batch:
-        _throttle(ex, gateway, view, batch, limits)
+        _throttle(ex, gateway, view, batch, limits, ceilings)
         _submit(ex, gateway, batch)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ..kafka.gateway import KafkaGateway
 from ..kafka.throttles import Move, ThrottleError, broker_rates, set_rates
 from ..model.throttle_state import ThrottleState
-from . import rate_watch
+from . import adaptive, rate_watch
 from .rate_watch import Side
 from .record import Execution
 from .record_doc import PState
@@ -39,9 +39,10 @@ def hold_rates(
     seen, senders = rate_watch.readings(plan, active, view, doc.leaders, finished)
     per_broker = broker_rates(moves, rate)
     targets: dict[Side, int] = {}
+    ceiling = adaptive.applied(ex.doc.adaptive)  # the adaptive throttle's rates (execution/adaptive.py)
     for b, config in seen:
         if b in per_broker:
-            targets[(b, config)] = per_broker[b]
+            targets[(b, config)] = min(per_broker[b], ceiling.get((b, config), per_broker[b]))
     held = {(r.broker, r.config) for r in ex.doc.disk.rates}
     measurable = {k for k in seen if k[0] in view.answering and k not in held}
     sides = {(s.broker, s.config): s for s in doc.sides}

@@ -272,6 +272,25 @@ class RateHoldDoc(_Model):
     changes: int = Field(0, ge=0)  # Kafka rates the hold has set so far
 
 
+class AdaptiveSide(_Model):
+    """One side of a broker's replication under the adaptive throttle (execution/adaptive.py): the rate it
+    yields to the client traffic last set (before the rate hold's factor), and what it was computed from."""
+
+    broker: int = Field(ge=0)
+    config: str = Field(max_length=200)
+    value: int = Field(ge=1)  # bytes/s
+    note: str | None = Field(None, max_length=300)  # why it is at the maximum (no capacity, no rate)
+
+
+class AdaptiveDoc(_Model):
+    """The adaptive throttle's state: each side's rate set, and when each broker's last was written (at
+    most one write per broker per sampling period)."""
+
+    sides: list[AdaptiveSide] = Field([], max_length=20_000)
+    written: dict[int, float] = {}  # broker -> when its rates were last changed
+    changes: int = Field(0, ge=0)  # rate changes the traffic caused so far
+
+
 class Owner(_Model):
     pid: int
     started_at: float
@@ -336,6 +355,7 @@ class RecordDoc(_Model):
     defence: Defence = Defence()
     disk: DiskWatchDoc = DiskWatchDoc()  # absent in records written before the disk watch
     rate: RateHoldDoc = RateHoldDoc()  # absent in records written before the rate hold
+    adaptive: AdaptiveDoc = AdaptiveDoc()  # absent in records written before the adaptive throttle
     window_cap: int | None = None  # the rate the moves in flight are capped at now (execution/window_cap.py)
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan

@@ -25,6 +25,7 @@ from ..kafka.throttles import (
     set_rates,
 )
 from ..model.throttle_state import ThrottleState
+from . import adaptive
 from .disk import TRICKLE
 from .rate import factors
 from .record import Execution
@@ -80,6 +81,7 @@ def cap_in_flight(
                 claim=ex.doc.claim_owner,
                 override=held,
                 brokers=view.answering,
+                ceilings=adaptive.applied(ex.doc.adaptive),
             )
         else:
             state = _uncap(ex, gateway, view, moves, limits, dir_brokers, held, write_ahead)
@@ -128,6 +130,7 @@ def _uncap(
             override=held,
             factors=factors(ex),
             brokers=view.answering,
+            ceilings=adaptive.applied(ex.doc.adaptive),
         )
     kept = set(broker_rates(rated, limits.throttle)) | ({*dir_brokers} if rated else set())
     wanted: dict[int, dict[str, str | None]] = {}

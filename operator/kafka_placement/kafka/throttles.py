@@ -96,6 +96,7 @@ def apply_throttles(
     override: Mapping[tuple[int, str], str] | None = None,
     factors: Mapping[tuple[int, str], float] | None = None,
     brokers: Collection[int] | None = None,
+    ceilings: Mapping[tuple[int, str], int] | None = None,
 ) -> ThrottleState:
     """Throttle ``moves`` at their own rate or ``rate`` bytes/s (a broker in several moves gets the lowest;
     moves with neither are left unthrottled), dir moves at ``dir_rate`` on ``dir_move_brokers``; extends
@@ -118,7 +119,10 @@ def apply_throttles(
     (the executor's rate hold, execution/rate_watch.py: a held achieved rate stays held).
 
     ``brokers``: the brokers that can be configured now (None: all); rates of others are left out (a
-    broker answers for its own configs: one that is down would only make the call time out)."""
+    broker answers for its own configs: one that is down would only make the call time out).
+
+    ``ceilings``: (broker, leader or follower rate) -> the most that rate may be before its factor (the
+    adaptive throttle, execution/adaptive.py: a rate yielding to clients stays yielding)."""
     rates = [r for r in (rate, dir_rate, *(m.rate for m in moves)) if r is not None]
     if any(r <= 0 for r in rates):
         raise ValueError("throttle rates must be positive")
@@ -126,12 +130,15 @@ def apply_throttles(
     moves = [m for m in moves if (m.rate or rate) is not None]
     wanted: dict[int, dict[str, str]] = {}
     replicas = throttled_replicas(moves)
-    boost = factors or {}
+    boost, ceiling = factors or {}, ceilings or {}
     for b, r in broker_rates(moves, rate).items():
         if brokers is not None and b not in brokers:
             continue
         wanted.setdefault(b, {}).update(
-            {name: str(scaled(r, boost.get((b, name), 1.0))) for name in (LEADER_RATE, FOLLOWER_RATE)}
+            {
+                name: str(scaled(min(r, ceiling.get((b, name), r)), boost.get((b, name), 1.0)))
+                for name in (LEADER_RATE, FOLLOWER_RATE)
+            }
         )
     if dir_rate is not None:
         for b in dir_move_brokers:

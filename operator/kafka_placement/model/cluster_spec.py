@@ -333,6 +333,72 @@ class TrafficSpec:
         return s
 
 
+# ---- the adaptive throttle -------------------------------------------------------------------------------
+
+THROTTLE_MODES = ("Adaptive",)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThrottleSpec:
+    """``spec.throttle``: a replication throttle that yields to client traffic (execution/adaptive.py)."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "A replication throttle that yields to clients (instead of the static throttleBytesPerSecond; "
+        "set one or the other). Per broker taking part in a move: its follower rate is capacity.networkIn x "
+        "capacity.maxShare minus the client bytes in that status.traffic measures on it, its leader rate "
+        "capacity.networkOut x maxShare minus its measured network out, each clamped to "
+        "[minBytesPerSecond, maxBytesPerSecond] and set again when the traffic moves it by more than 10% "
+        "(at most once per broker per traffic.periodSeconds). Without a capacity or a measured rate for "
+        "a broker it gets maxBytesPerSecond, and status.progress.throttleNote says why."
+    )
+    MIN_ABOVE_MAX: ClassVar[str] = "minBytesPerSecond must be <= maxBytesPerSecond"
+
+    mode: str = leaf(
+        "mode",
+        _str("Adaptive: the rate follows the client traffic (above).", enum=list(THROTTLE_MODES)),
+        missing="throttle.mode is required (Adaptive)",
+    )
+    min_bytes_per_second: int = leaf(
+        "minBytesPerSecond",
+        _int("The lowest replication rate set on a broker, bytes per second.", 1, int64=True),
+        missing="throttle.minBytesPerSecond is required (bytes per second)",
+    )
+    max_bytes_per_second: int = leaf(
+        "maxBytesPerSecond",
+        _int(
+            "The highest replication rate set on a broker, bytes per second (also the rate batches and "
+            "the estimate are sized with).",
+            1,
+            int64=True,
+        ),
+        missing="throttle.maxBytesPerSecond is required (bytes per second)",
+    )
+
+    def check(self, where: str = "spec.throttle") -> None:
+        """``BadInputError`` when min is above max."""
+        if self.min_bytes_per_second > self.max_bytes_per_second:
+            raise BadInputError(
+                f"{self.MIN_ABOVE_MAX} (got {self.min_bytes_per_second} > {self.max_bytes_per_second})",
+                f"{where}.minBytesPerSecond",
+            )
+
+    @staticmethod
+    def schema() -> Schema:
+        s = object_schema(ThrottleSpec)
+        rule = "self.minBytesPerSecond <= self.maxBytesPerSecond"
+        s["x-kubernetes-validations"] = [{"rule": rule, "message": ThrottleSpec.MIN_ABOVE_MAX}]
+        return s
+
+
+def _throttle(raw: object, where: str) -> ThrottleSpec:
+    spec = parse_object(ThrottleSpec, raw, where)
+    spec.check(where)
+    return spec
+
+
+THROTTLE_BOTH = "set throttleBytesPerSecond (static) or throttle (adaptive), not both"
+
+
 # ---- the spec ------------------------------------------------------------------------------------------
 
 
@@ -376,6 +442,7 @@ class ClusterSpec:
             int64=True,
         ),
     )
+    throttle: ThrottleSpec | None = custom("throttle", ThrottleSpec.schema(), _throttle)
     limits: LimitsSpec = child("limits", LimitsSpec, absent=True)
     planner: PlannerSpec | None = child("planner", PlannerSpec)
     self_healing: SelfHealingSpec | InvalidPart | None = custom(
@@ -388,7 +455,10 @@ class ClusterSpec:
     @staticmethod
     def parse(raw: object, where: str = "spec") -> ClusterSpec:
         """The spec; ``BadInputError`` naming the field when it is invalid (not for ``selfHealing``)."""
-        return parse_object(ClusterSpec, raw, where)
+        spec = parse_object(ClusterSpec, raw, where)
+        if spec.throttle is not None and spec.throttle_bytes_per_second is not None:
+            raise BadInputError(THROTTLE_BOTH, f"{where}.throttle")
+        return spec
 
     @staticmethod
     def of(body: Mapping[str, Any]) -> ClusterSpec:
@@ -397,7 +467,18 @@ class ClusterSpec:
 
     @staticmethod
     def schema() -> Schema:
-        return object_schema(ClusterSpec)
+        s = object_schema(ClusterSpec)
+        rule = "!has(self.throttle) || !has(self.throttleBytesPerSecond)"
+        s["x-kubernetes-validations"] = [{"rule": rule, "message": THROTTLE_BOTH}]
+        return s
+
+    @property
+    def top_throttle(self) -> int | None:
+        """The highest replication rate an execution sets per broker: ``throttleBytesPerSecond``, or the
+        adaptive throttle's ``maxBytesPerSecond`` (None: unthrottled)."""
+        if self.throttle is not None:
+            return self.throttle.max_bytes_per_second
+        return self.throttle_bytes_per_second
 
     @property
     def sampling(self) -> TrafficSpec:
@@ -446,6 +527,7 @@ __all__ = [
     "SaslSpec",
     "SparkK8sDefaults",
     "SparkSpec",
+    "ThrottleSpec",
     "TlsSpec",
     "TrafficSpec",
     "is_connection_error",

@@ -269,6 +269,24 @@ class PlanStatus:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRates:
+    DESCRIPTION: ClassVar[str] = "A broker's replication throttle as the execution has set it in Kafka now."
+
+    broker: int | None = leaf("broker", _int("Broker id.", 0))
+    leader_bytes_per_second: int | None = leaf(
+        "leaderBytesPerSecond",
+        _int("leader.replication.throttled.rate: what new replicas fetch from it.", 0, int64=True),
+    )
+    follower_bytes_per_second: int | None = leaf(
+        "followerBytesPerSecond",
+        _int("follower.replication.throttled.rate: what it fetches as a new replica.", 0, int64=True),
+    )
+
+
+MAX_RATES_SHOWN = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgressStatus:
     DESCRIPTION: ClassVar[str] = "Progress of the plan's execution."
 
@@ -290,6 +308,22 @@ class ProgressStatus:
         _str(
             "While the executor holds moves because the log dir they write into is about to fill (above "
             "the hard stop of capacity.maxDiskShare): which dir, how full, which moves. Absent otherwise.",
+            maxLength=1000,
+        ),
+    )
+
+    throttles: tuple[BrokerRates, ...] = items(
+        "throttles",
+        BrokerRates,
+        f"Each throttled broker's replication rates now (the first {MAX_RATES_SHOWN}; with the adaptive "
+        "throttle they follow the client traffic).",
+        max_items=MAX_RATES_SHOWN,
+    )
+    throttle_note: str | None = leaf(
+        "throttleNote",
+        _str(
+            "With the adaptive throttle: the brokers left at maxBytesPerSecond for want of a capacity or "
+            "a measured rate, and why. Absent otherwise.",
             maxLength=1000,
         ),
     )

@@ -64,7 +64,7 @@ from .decision import (
     Tick,
     View,
 )
-from .inputs import MAX_STEPS, planning_document, record_view
+from .inputs import MAX_STEPS, ceilings_of, planning_document, record_view
 from .planner import PlanInputs, plan_cluster
 from .record_store import ConfigMapStore
 
@@ -409,7 +409,8 @@ class ReconcilePass:
         before = record.doc.defence.reapplied
         held_before = held_dirs(record)
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
-            executor.tick(self.gw, record, self.limits, window_open=window.open)
+            ceilings = ceilings_of(self.spec, self.cluster.get("status") or {}, self.rec.wall())
+            executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings)
         if record.phase == Phase.COMPLETED:
             self.snap = None  # the intents are checked next against a fresh read, not the one before
         if record.doc.defence.reapplied > before:
@@ -619,7 +620,9 @@ class ReconcilePass:
 
         def estimated() -> dict[str, Any]:  # as if approved now: the execution's limits, rules, windows
             rules = execution_rules(intents.decommissions)
-            est = copy_model.estimate_plan(snap, plan, self.limits, periods.interval_s(), rules)
+            ceilings = ceilings_of(self.spec, self.cluster.get("status") or {}, rec.wall())
+            sides = ceilings.model_rates(b.id for b in snap.brokers) if ceilings is not None else None
+            est = copy_model.estimate_plan(snap, plan, self.limits, periods.interval_s(), rules, sides)
             windows = window_bound(self.spec.execution, self.spec.self_healing, self.view.resources)
             return plan_review.estimate_json(est, finish_at(windows, rec.wall(), est.seconds))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -16,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..execution import executor
+from ..execution import adapting, executor
+from ..execution.adaptive import STALE_PERIODS, Ceilings, Measured
+from ..execution.adaptive import notes as adaptive_notes
 from ..execution.disk import MAX_HELD_CHARS, describe_held, held_dirs
 from ..execution.record import Execution
 from ..execution.record_doc import TERMINAL
@@ -27,7 +30,9 @@ from ..kafka.gateway import (
     KafkaOperationError,
 )
 from ..kube.gateway import KubeError, KubeGateway
+from ..model.capacity import DEFAULT_MAX_SHARE
 from ..model.cluster_spec import ClusterSpec
+from ..model.cluster_status import TrafficStatus
 from ..model.errors import BadInputError
 from ..model.intent_status import IntentStatus, PlanStatus, ProgressStatus
 from ..model.intents import (
@@ -171,13 +176,14 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
 
 
 def limits_of(spec: ClusterSpec) -> executor.Limits:
-    """The executor's limits from the KafkaCluster's ``spec.limits`` and ``throttleBytesPerSecond``."""
+    """The executor's limits from the KafkaCluster's ``spec.limits`` and its throttle (the static
+    ``throttleBytesPerSecond``, or the adaptive ``throttle``'s maximum: batches are sized with it)."""
     limits = spec.limits
     return executor.Limits(
         max_moves_per_broker=limits.max_moves_per_broker,
         max_moves=limits.max_moves_in_flight,
         max_bytes_per_broker=limits.max_bytes_per_broker,
-        throttle=spec.throttle_bytes_per_second,
+        throttle=spec.top_throttle,
         batch_seconds=limits.batch_seconds,
         on_config_change=limits.on_config_change,
         max_reapplies=limits.max_reapplies,
@@ -186,6 +192,49 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
         hold_rate=limits.hold_achieved_rate,
         outside_window=spec.execution.outside_window_bytes_per_second if spec.execution else None,
     )
+
+
+def ceilings_of(spec: ClusterSpec, status: Mapping[str, Any], now: float) -> Ceilings | None:
+    """The adaptive throttle's inputs (execution/adaptive.py) from the KafkaCluster's ``spec.throttle``,
+    ``spec.capacity`` and the traffic its sampler last wrote in ``status.traffic``; None with the static
+    throttle."""
+    if spec.throttle is None:
+        return None
+    period = spec.sampling.period_seconds
+    traffic: dict[int, Measured] = {}
+    missing: str | None = None
+    try:
+        seen = TrafficStatus.parse(status.get("traffic") or {})
+    except BadInputError:
+        seen = TrafficStatus()
+    at = _epoch(seen.sampled_at)
+    if not spec.sampling.enabled:
+        missing = "traffic sampling is off (spec.traffic.enabled)"
+    elif at is None:
+        missing = "no traffic look yet"
+    elif now - at > STALE_PERIODS * period:
+        missing = f"the last traffic look is {now - at:.0f} s old (> {STALE_PERIODS} x periodSeconds)"
+    else:
+        traffic = {b.id: Measured(b.bytes_in, b.network_out) for b in seen.brokers if b.id is not None}
+    capacity = spec.capacity
+    return Ceilings(
+        low=spec.throttle.min_bytes_per_second,
+        high=spec.throttle.max_bytes_per_second,
+        max_share=capacity.max_share if capacity is not None else DEFAULT_MAX_SHARE,
+        capacity=capacity,
+        traffic=traffic,
+        period_s=float(period),
+        missing=missing,
+    )
+
+
+def _epoch(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def recorded_plan(raw: Mapping[str, Any] | None) -> PlanStatus | None:
@@ -217,6 +266,10 @@ def record_view(
         shown = executor.progress(record).status_json(windows)
         if held:
             shown["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
+        if rates := adapting.shown(record):
+            shown["throttles"] = rates
+        if note := adaptive_notes(record.doc.adaptive):
+            shown["throttleNote"] = note[:MAX_HELD_CHARS]
         progress = ProgressStatus.parse(shown, "status.progress")
     plan = recorded_plan(doc.plan_status)
     ended = None

@@ -272,6 +272,35 @@ BAD = [
     ({**MINIMAL, "throttleBytesPerSecond": True}, "spec.throttleBytesPerSecond", "expected an integer"),
     ({**MINIMAL, "throttleBytesPerSecond": "fast"}, "spec.throttleBytesPerSecond", "expected an integer"),
     ({**MINIMAL, "throttleBytesPerSecond": 1.5}, "spec.throttleBytesPerSecond", "expected an integer"),
+    (
+        {**MINIMAL, "throttle": {"mode": "Adaptive", "minBytesPerSecond": 9, "maxBytesPerSecond": 8}},
+        "spec.throttle.minBytesPerSecond",
+        "minBytesPerSecond must be <= maxBytesPerSecond (got 9 > 8)",
+    ),
+    (
+        {**MINIMAL, "throttle": {"mode": "Static", "minBytesPerSecond": 1, "maxBytesPerSecond": 8}},
+        "spec.throttle.mode",
+        "one of Adaptive",
+    ),
+    (
+        {**MINIMAL, "throttle": {"mode": "Adaptive", "maxBytesPerSecond": 8}},
+        "spec.throttle.minBytesPerSecond",
+        "throttle.minBytesPerSecond is required",
+    ),
+    (
+        {**MINIMAL, "throttle": {"mode": "Adaptive", "minBytesPerSecond": 0, "maxBytesPerSecond": 8}},
+        "spec.throttle.minBytesPerSecond",
+        "must be >= 1",
+    ),
+    (
+        {
+            **MINIMAL,
+            "throttleBytesPerSecond": 5,
+            "throttle": {"mode": "Adaptive", "minBytesPerSecond": 1, "maxBytesPerSecond": 8},
+        },
+        "spec.throttle",
+        "set throttleBytesPerSecond (static) or throttle (adaptive), not both",
+    ),
     ({**MINIMAL, "limits": {"maxMovesInFlight": 0}}, "spec.limits.maxMovesInFlight", "must be >= 1"),
     ({**MINIMAL, "limits": {"maxReapplies": 1001}}, "spec.limits.maxReapplies", "must be <= 1000"),
     ({**MINIMAL, "limits": {"onConfigChange": "Stop"}}, "spec.limits.onConfigChange", "Reapply, Pause"),
@@ -327,6 +356,7 @@ def test_the_schema_is_the_models() -> None:
         "tls",
         "sasl",
         "throttleBytesPerSecond",
+        "throttle",
         "limits",
         "planner",
         "selfHealing",

@@ -1,0 +1,142 @@
+"""End to end: the adaptive throttle (``KafkaCluster.spec.throttle``, mode Adaptive) on the main rig, the
+operator as a process, its traffic sampler looking every 5 s (window 5 s), real Kafka.
+
+Brokers can take 1 MB/s in and out (``spec.capacity``, ``maxShare`` 0.8: 800 kB/s for Kafka's own use), the
+throttle is kept within [50 kB/s, 500 kB/s]. A decommission of broker 3 moves 8 partitions of about 8 MB
+onto brokers 1 and 2, at most 2 at once: with no client traffic their follower rate is the maximum,
+500 kB/s, in Kafka. Then a producer writes 500 kB/s to a partition on each of brokers 1 and 2: once the
+sampler has seen it, their follower rate is lowered (800 - 500 = 300 kB/s, within a sampling period of the
+look that showed it), ``status.progress.throttles`` says so. The producer stops: the rate goes back up to the
+maximum. The intent is deleted (a cancel: the moves in flight are reverted) and no throttle is left on
+any broker. (That a broker's rates change at most once per sampling period is the pure decision's, tested
+in tests/unit/execution/test_adaptive.py.)
+
+Cost: about 60-90 s.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.test_operator import apply, execution_record, throttles_left
+from tests.e2e.test_operator_windows import follower_rates
+from tests.integration.conftest import wait_for
+from tests.integration.test_traffic import PacedProducer
+
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(360)]
+
+CAPACITY = 1_000_000  # network in and out, bytes/s; x maxShare 0.8 = 800 kB/s
+LOW, HIGH = 50_000, 500_000
+HOT = 500_000  # the producer's rate into each of brokers 1 and 2
+PERIOD = 5  # spec.traffic.periodSeconds (and windowSeconds)
+
+
+def rates_shown(kubectl: Any, ns: str) -> dict[int, dict[str, int]]:
+    status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+    return {r["broker"]: r for r in (status.get("progress") or {}).get("throttles") or ()}
+
+
+def bytes_in(kubectl: Any, ns: str, name: str) -> dict[int, int]:
+    traffic = (get(kubectl, ns, "kafkacluster", name).get("status") or {}).get("traffic") or {}
+    return {b["id"]: b.get("bytesInPerSec", 0) for b in traffic.get("brokers") or ()}
+
+
+def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
+    operator: Operator,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    kafka_admin: Any,
+    new_topic: Any,
+) -> None:
+    ns, name = k8s_namespace, "adaptive"
+    data = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
+    hot = new_topic([[1], [2]])
+    producer = Producer({"bootstrap.servers": kafka_rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
+    for i in range(12 * 800):  # 8 MB a partition: a move takes about 16 s at the most, 27 s yielding
+        producer.produce(data, partition=i % 12, value=b"x" * 10_000)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    apply(
+        kubectl,
+        ns,
+        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n"
+        f"  throttle: {{mode: Adaptive, minBytesPerSecond: {LOW}, maxBytesPerSecond: {HIGH}}}\n"
+        f"  traffic: {{enabled: true, periodSeconds: {PERIOD}, windowSeconds: {PERIOD}}}\n"
+        f"  capacity: {{default: {{networkInBytesPerSec: {CAPACITY}, networkOutBytesPerSec: {CAPACITY}}}}}\n"
+        f"  limits: {{maxMovesInFlight: 2}}\n",
+    )
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        f"spec: {{clusterRef: {{name: {name}}}, brokers: [3]}}\n",
+    )
+
+    def record() -> dict[str, Any]:
+        return execution_record(kubectl, ns, name)
+
+    wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=120)
+    # quiet: every receiving broker at the maximum, in Kafka and in the intent's status
+    wait_for("the maximum set", lambda: str(HIGH) in follower_rates(kafka_rig).values(), timeout=30)
+    wait_for("the rates shown", lambda: bool(rates_shown(kubectl, ns)), timeout=30)
+    shown = rates_shown(kubectl, ns)
+    assert all(r.get("followerBytesPerSecond") == HIGH for r in shown.values()), shown
+
+    paced = PacedProducer(kafka_rig.bootstrap_servers, {(hot, 0): HOT, (hot, 1): HOT})
+    try:
+        wait_for(
+            "the traffic seen",
+            lambda: min(bytes_in(kubectl, ns, name).get(b, 0) for b in (1, 2)) > 0.7 * HOT,
+            timeout=60,
+        )
+        t_seen = time.monotonic()
+
+        def lowered() -> bool:
+            rates = follower_rates(kafka_rig)
+            return any(b in rates and int(rates[b]) < 0.9 * HIGH for b in (1, 2))
+
+        wait_for("a receiving broker's throttle lowered", lowered, timeout=60)
+        print(f"adaptive e2e: throttle lowered {time.monotonic() - t_seen:.1f} s after the look showed it")
+        rates = {b: int(v) for b, v in follower_rates(kafka_rig).items()}
+        low = [b for b in (1, 2) if b in rates and rates[b] < 0.9 * HIGH]
+        decided = {(s["broker"], s["config"]): s["value"] for s in record()["adaptive"]["sides"]}
+        for b in low:  # 800 kB/s - what the sampler measured (over 70% of HOT), never under the minimum
+            assert LOW <= rates[b] <= 0.8 * CAPACITY - 0.7 * HOT, rates
+            assert decided[(b, "follower.replication.throttled.rate")] == rates[b], (decided, rates)
+        wait_for(
+            "the lowered rate shown",
+            lambda: any(
+                rates_shown(kubectl, ns).get(b, {}).get("followerBytesPerSecond", HIGH) < 0.9 * HIGH
+                for b in low
+            ),
+            timeout=30,
+        )
+        assert record().get("inFlight"), "the moves ended before the traffic stopped: nothing to raise"
+    finally:
+        paced.close()
+    assert not paced.failed, paced.failed[:3]
+
+    def raised() -> bool:
+        rates = follower_rates(kafka_rig)
+        return all(b in rates and int(rates[b]) >= HIGH for b in low)
+
+    wait_for("the throttle raised back to the maximum", raised, timeout=60)
+    doc = record()["adaptive"]
+    assert doc["changes"] >= 2, doc  # lowered, raised
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--wait=false")
+    wait_for(
+        "the execution ended",
+        lambda: (
+            record().get("phase") in ("Cancelled", "Completed")
+            and not record().get("throttles", {}).get("brokers")
+        ),
+        timeout=180,
+    )
+    wait_for("no throttle left", lambda: not throttles_left(kafka_admin, kafka_rig), timeout=30)
