@@ -21,9 +21,8 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.conftest import KafkaRig, Operator, fill, get
 from tests.e2e.test_operator import apply, execution_record
 from tests.integration.conftest import wait_for
 
@@ -67,13 +66,9 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
 ) -> None:
     ns, name = k8s_namespace, "windowed"
     topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
-    producer = Producer({"bootstrap.servers": kafka_rig.bootstrap_servers, "acks": "all", "linger.ms": 20})
-    for i in range(12 * 300):  # 3 MB a partition: a move takes seconds at 300 kB/s, so a window that is
-        # open for a moment lets a few moves start, not all
-        producer.produce(topic, partition=i % 12, value=b"x" * 10_000)
-        if i % 500 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
+    # 3 MB a partition: a move takes seconds at 300 kB/s, so a window that is open for a moment lets a few
+    # moves start, not all
+    fill(kafka_rig.bootstrap_servers, topic, 12, 3)
     later = [{"start": hhmm(3), "end": hhmm(4)}]  # every day, hours away (UTC)
     apply(
         kubectl,

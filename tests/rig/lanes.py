@@ -123,6 +123,7 @@ LANES = (
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
+            "tests/e2e/test_operator_adaptive_throttle.py",  # a throttle yielding to a producer: about 70 s
             "tests/e2e/test_operator_windows.py",  # maintenance windows: about 90 s (back from node, once the
             # flapping broker took two flaps instead of three, 2026-12-03)
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs

@@ -1,7 +1,8 @@
 """The adaptive throttle applied: each tick's decision (execution/adaptive.py, pure) carried out.
 
 ``first_rates`` runs before a batch's throttles are set: the brokers the batch brings get their rates from
-the traffic now (``apply_throttles`` writes them with the batch, through its ``ceilings``). ``adapt`` runs
+the traffic now (``apply_throttles`` writes them with the batch, through its ``ceilings``), by the same
+rule as the moves in flight. ``adapt`` runs
 in every moving tick: the brokers of the moves in flight whose traffic moved their rate by more than 10%
 (at most once per broker per sampling period) get it set through ``kafka/throttles.set_rates``, the record
 saved with what will be set before Kafka is touched, as for every throttle. A side a disk hold keeps at a
@@ -17,13 +18,13 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..kafka.gateway import KafkaGateway
-from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE, Move, ThrottleError, broker_rates, scaled, set_rates
+from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE, Move, broker_rates, scaled
 from ..model.intent_status import MAX_RATES_SHOWN
-from ..model.throttle_state import ThrottleState
 from . import adaptive
 from .adaptive import Ceilings, Side
 from .rate import factors
 from .record import Execution
+from .throttling import set_owned
 
 __all__ = ["adapt", "first_rates", "shown"]
 
@@ -37,14 +38,13 @@ def first_rates(
     rate: int | None,
     brokers: Collection[int],
 ) -> dict[Side, int]:
-    """The adaptive rates ``apply_throttles`` caps ``moves`` at, the sides new to the execution decided
-    from the traffic now (``brokers``: those that can be configured now); {} without the adaptive
+    """The adaptive rates ``apply_throttles`` caps ``moves`` at, decided from the traffic now for their
+    brokers that can be configured now (``brokers``): a broker new to the execution gets its first, one
+    idle since its last change its current (by the same rule as ``adapt``); {} without the adaptive
     throttle."""
     doc = ex.doc.adaptive
     if ceilings is not None:
-        known = {s.broker for s in doc.sides}
-        fresh = [b for b in broker_rates(moves, rate) if b not in known and b in brokers]
-        adaptive.decide(doc, ceilings, fresh, time.time())
+        adaptive.decide(doc, ceilings, [b for b in broker_rates(moves, rate) if b in brokers], time.time())
     return adaptive.applied(doc)
 
 
@@ -73,17 +73,7 @@ def adapt(
     if not wanted:
         return  # (the decision is saved with the tick)
 
-    def write_ahead(planned: ThrottleState) -> None:
-        ex.doc.throttles = planned
-        ex.save()
-
-    try:
-        ex.doc.throttles = set_rates(
-            gateway, ex.doc.throttles, wanted, before_alter=write_ahead, claim=ex.doc.claim_owner
-        )
-    except ThrottleError as e:
-        ex.doc.throttles = e.state
-        raise
+    set_owned(ex, gateway, wanted)
     for b, configs in sorted(wanted.items()):
         log.info(
             "adaptive throttle: broker %d %s",

@@ -14,12 +14,12 @@ import time
 from collections.abc import Sequence
 
 from ..kafka.gateway import KafkaGateway
-from ..kafka.throttles import Move, ThrottleError, broker_rates, set_rates
-from ..model.throttle_state import ThrottleState
+from ..kafka.throttles import Move, broker_rates
 from . import adaptive, rate_watch
 from .rate_watch import Side
 from .record import Execution
 from .record_doc import PState
+from .throttling import set_owned
 from .view import TickView
 
 __all__ = ["factors", "hold_rates"]
@@ -56,18 +56,10 @@ def hold_rates(
     for (b, config), value in sorted(writes.items()):
         wanted.setdefault(b, {})[config] = str(value)
 
-    def write_ahead(planned: ThrottleState) -> None:
-        ex.doc.throttles = planned
+    def counted() -> None:
         doc.changes += len(writes)
-        ex.save()
 
-    try:
-        ex.doc.throttles = set_rates(
-            gateway, ex.doc.throttles, wanted, before_alter=write_ahead, claim=ex.doc.claim_owner
-        )
-    except ThrottleError as e:
-        ex.doc.throttles = e.state
-        raise
+    set_owned(ex, gateway, wanted, counted)
     for (b, config), value in sorted(writes.items()):
         s = d.sides[(b, config)]
         achieved = f"{s.rate / 1e6:.2f} MB/s" if s.rate is not None else "not measured yet"

@@ -1,19 +1,46 @@
-"""Removing an execution's throttles at its end (or cancel, or a sweep of a terminal record) and seeing
-them gone: a broker that is not alive, or did not answer the operator a moment ago, cannot be asked
+"""Changing an execution's broker rates with the record written ahead (``set_owned``: the rate hold, the
+adaptive throttle), and removing its throttles at its end (or cancel, or a sweep of a terminal record) and
+seeing them gone: a broker that is not alive, or did not answer the operator a moment ago, cannot be asked
 (Kafka takes a broker's own config through that broker), so its rates stay in the record until it is back.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 
 from ..kafka.gateway import KafkaGateway, KafkaOperationError
-from ..kafka.throttles import clear_throttles, still_set
+from ..kafka.throttles import ThrottleError, clear_throttles, set_rates, still_set
 from ..model.throttle_state import ThrottleState
 from .disk import clear_holds
 from .record import Execution
 
 CLEAR_CHECK_S = 15.0  # how long removed throttles may still be shown by a broker before the tick retries
+
+
+def set_owned(
+    ex: Execution,
+    gateway: KafkaGateway,
+    wanted: Mapping[int, Mapping[str, str | None]],
+    before: Callable[[], None] | None = None,
+) -> None:
+    """Set broker rates (broker -> config -> value) as the execution's own: what will be set is saved in
+    the record before Kafka is touched (``before`` runs then too), and on a failure the record keeps what
+    may now be set, so it can be cleared."""
+
+    def write_ahead(planned: ThrottleState) -> None:
+        ex.doc.throttles = planned
+        if before is not None:
+            before()
+        ex.save()
+
+    try:
+        ex.doc.throttles = set_rates(
+            gateway, ex.doc.throttles, wanted, before_alter=write_ahead, claim=ex.doc.claim_owner
+        )
+    except ThrottleError as e:
+        ex.doc.throttles = e.state
+        raise
 
 
 def clear_owned(ex: Execution, gateway: KafkaGateway) -> None:

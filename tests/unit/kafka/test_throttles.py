@@ -118,3 +118,23 @@ def test_brokers_that_cannot_be_configured_now_are_left_out() -> None:
     state = apply_throttles(gw, moves, 1000, dir_rate=500, dir_move_brokers=[3], brokers={1, 2})  # type: ignore[arg-type]
     assert {b.broker for b in state.brokers} == {1, 2} and not gw.configs[B3]
     assert {t.config for t in state.topics} == {FOLLOWER_REPLICAS, LEADER_REPLICAS}
+
+
+def test_ceilings_lower_a_side_before_its_factor_and_a_hold_overrides_both() -> None:
+    """The adaptive throttle's rates (execution/adaptive.py) cap a broker side below the move's rate, the
+    rate hold's factor applies on top, a disk hold's value replaces them; a ceiling above the rate changes
+    nothing."""
+    gw = _Configs({B1: {}, B2: {}, B3: {}, T: {}})
+    move = Move("t", 0, current=(1, 2), target=(3, 2))
+    state = apply_throttles(
+        gw,  # type: ignore[arg-type]
+        [move],
+        1000,
+        ceilings={(3, FOLLOWER_RATE): 300, (1, LEADER_RATE): 5000, (2, LEADER_RATE): 400},
+        factors={(3, FOLLOWER_RATE): 1.5},
+        override={(2, LEADER_RATE): "7"},
+    )
+    assert gw.configs[B3] == {FOLLOWER_RATE: "450", LEADER_RATE: "1000"}  # 300 x 1.5
+    assert gw.configs[B1] == {FOLLOWER_RATE: "1000", LEADER_RATE: "1000"}  # a ceiling above: the rate
+    assert gw.configs[B2] == {FOLLOWER_RATE: "1000", LEADER_RATE: "7"}  # held
+    assert BrokerThrottle(broker=3, config=FOLLOWER_RATE, previous=None, value="450") in state.brokers
