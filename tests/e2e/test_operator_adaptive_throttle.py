@@ -4,13 +4,13 @@ operator as a process, its traffic sampler looking every 5 s (window 5 s), real 
 Brokers can take 600 kB/s in and out (``spec.capacity``, ``maxShare`` 0.8: 480 kB/s for Kafka's own use),
 the throttle is kept within [30 kB/s, 300 kB/s]. A decommission of broker 3 moves 8 partitions of about
 8 MB onto brokers 1 and 2, at most 2 at once (over 100 s at the maximum): with no client traffic their
-follower rate is the maximum, 300 kB/s, in Kafka. Then a producer writes 300 kB/s to a partition on each of
-brokers 1 and 2: once the sampler has seen it, their follower rate is lowered (480 - 300 = 180 kB/s once
-the weighted rate has caught up; set within a sampling period of the look that showed it),
-``status.progress.throttles`` says so. The producer stops: the rate goes back up to the
-maximum. The intent is deleted (a cancel: the moves in flight are reverted) and no throttle is left on
-any broker. (That a broker's rates change at most once per sampling period is the pure decision's, tested
-in tests/unit/execution/test_adaptive.py.)
+follower rate is the maximum, 300 kB/s, in Kafka. Then a producer writes 400 kB/s to a partition on each of
+brokers 1 and 2: once the sampler has seen it, their follower rate is lowered (first within a sampling
+period of the look that showed it, then down to 480 - 400 = 80 kB/s as the weighted rate catches up),
+``status.progress.throttles`` says so. The producer stops: the rate goes back up to the maximum (exactly:
+a rate reaching a bound is set even when it moves by less than 10%). The intent is deleted (a cancel: the
+moves in flight are reverted) and no throttle is left on any broker. (That a broker's rates change at most
+once per sampling period is the pure decision's, tested in tests/unit/execution/test_adaptive.py.)
 
 Cost: about 60-90 s.
 """
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(360)]
 
 CAPACITY = 600_000  # network in and out, bytes/s; x maxShare 0.8 = 480 kB/s
 LOW, HIGH = 30_000, 300_000
-HOT = 300_000  # the producer's rate into each of brokers 1 and 2
+HOT = 400_000  # the producer's rate into each of brokers 1 and 2
 PERIOD = 5  # spec.traffic.periodSeconds (and windowSeconds)
 
 
@@ -99,18 +99,24 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
 
         wait_for("a receiving broker's throttle lowered", lowered, timeout=60)
         print(f"adaptive e2e: throttle lowered {time.monotonic() - t_seen:.1f} s after the look showed it")
+        room = 0.8 * CAPACITY - 0.7 * HOT  # 480 kB/s less what the sampler measures (over 70% of HOT)
+
+        def down() -> bool:
+            rates = follower_rates(kafka_rig)
+            return all(b in rates and int(rates[b]) <= room for b in (1, 2))
+
+        wait_for("both receiving brokers' throttles down to the clients' room", down, timeout=60)
         rates = {b: int(v) for b, v in follower_rates(kafka_rig).items()}
-        low = [b for b in (1, 2) if b in rates and rates[b] < 0.9 * HIGH]
         print(f"adaptive e2e: follower rates in Kafka with the producer on: {rates}")
+        low = [1, 2]
         decided = {(s["broker"], s["config"]): s["value"] for s in record()["adaptive"]["sides"]}
-        for b in low:  # 480 kB/s - what the sampler measured (over 70% of HOT), never under the minimum
-            assert LOW <= rates[b] <= 0.8 * CAPACITY - 0.7 * HOT, rates
+        for b in low:  # never under the minimum; what Kafka has is what the record says was decided
+            assert rates[b] >= LOW, rates
             assert decided[(b, "follower.replication.throttled.rate")] == rates[b], (decided, rates)
         wait_for(
-            "the lowered rate shown",
-            lambda: any(
-                rates_shown(kubectl, ns).get(b, {}).get("followerBytesPerSecond", HIGH) < 0.9 * HIGH
-                for b in low
+            "the lowered rates shown",
+            lambda: all(
+                rates_shown(kubectl, ns).get(b, {}).get("followerBytesPerSecond", HIGH) <= room for b in low
             ),
             timeout=30,
         )
@@ -123,7 +129,16 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
         rates = follower_rates(kafka_rig)
         return all(b in rates and int(rates[b]) >= HIGH for b in low)
 
-    wait_for("the throttle raised back to the maximum", raised, timeout=60)
+    def why() -> str:
+        doc = record()
+        return (
+            f"Kafka {follower_rates(kafka_rig)}; traffic {bytes_in(kubectl, ns, name)}; record phase "
+            f"{doc.get('phase')}, in flight {sorted(doc.get('inFlight') or {})}, "
+            f"adaptive {doc.get('adaptive')}"
+            f"\n{operator.tail()}"
+        )
+
+    wait_for("the throttle raised back to the maximum", raised, timeout=60, why=why)
     doc = record()["adaptive"]
     assert doc["changes"] >= 2, doc  # lowered, raised
     print(f"adaptive e2e: raised back: {follower_rates(kafka_rig)}, {doc['changes']} changes")

@@ -15,8 +15,9 @@ broker, without a rate measured on it, or when the last look is older than ``STA
 periods, the broker gets ``maxBytesPerSecond`` and the note says why.
 
 A side's rate is set when the broker first takes part, then again only when the traffic moves it by more
-than ``CHANGE`` (10%) and its broker's rates were last changed at least one sampling period ago: config
-writes are bounded by one per broker per period, however the traffic jitters. The value Kafka gets is that
+than ``CHANGE`` (10%), or onto ``minBytesPerSecond`` or ``maxBytesPerSecond``, and its broker's rates were
+last changed at least one sampling period ago: config writes are bounded by one per broker per period,
+however the traffic jitters. The value Kafka gets is that
 rate, lowered further by a move's own throttle or the window cap, and raised by the rate hold's factor
 (execution/rate_watch.py) like any other; execution/adapting.py carries the decision out.
 """
@@ -89,8 +90,8 @@ class Ceilings:
 
 def decide(doc: AdaptiveDoc, ceilings: Ceilings, brokers: Iterable[int], now: float) -> dict[Side, int]:
     """The sides of ``brokers`` (those that can be configured now) whose rate is to be set now (module
-    docstring): a side not set yet, or one the traffic moved by more than ``CHANGE`` on a broker not
-    changed within a sampling period. ``doc`` is updated as if they were set: the caller sets them (a
+    docstring): a side not set yet, or one the traffic moved by more than ``CHANGE`` (or onto a bound) on
+    a broker not changed within a sampling period. ``doc`` is updated as if they were set: the caller sets them (a
     failure raises, and the record is not saved with them)."""
     sides = {(s.broker, s.config): s for s in doc.sides}
     out: dict[Side, int] = {}
@@ -98,7 +99,7 @@ def decide(doc: AdaptiveDoc, ceilings: Ceilings, brokers: Iterable[int], now: fl
         wanted = {c: ceilings.value(b, c) for c in SIDES}
         have = {c: sides.get((b, c)) for c in SIDES}
         new = any(h is None for h in have.values())
-        moved = any(h is not None and abs(wanted[c][0] - h.value) > CHANGE * h.value for c, h in have.items())
+        moved = any(h is not None and _moved(h.value, wanted[c][0], ceilings) for c, h in have.items())
         rested = now - doc.written.get(b, float("-inf")) >= ceilings.period_s
         if not new and not (moved and rested):
             for c, h in have.items():  # the note follows the measurement at once; the rate waits
@@ -116,6 +117,13 @@ def decide(doc: AdaptiveDoc, ceilings: Ceilings, brokers: Iterable[int], now: fl
         doc.written[b] = now
     doc.sides = [sides[k] for k in sorted(sides)]
     return out
+
+
+def _moved(had: int, wanted: int, ceilings: Ceilings) -> bool:
+    """Whether a side's rate is to change: by more than ``CHANGE``, or onto a bound (a rate left a few
+    percent under the maximum once the traffic is gone would stay there for good)."""
+    at_bound = wanted in (ceilings.low, ceilings.high) and wanted != had
+    return at_bound or abs(wanted - had) > CHANGE * had
 
 
 def applied(doc: AdaptiveDoc) -> dict[Side, int]:

@@ -347,9 +347,9 @@ class ThrottleSpec:
         "set one or the other). Per broker taking part in a move: its follower rate is capacity.networkIn x "
         "capacity.maxShare minus the client bytes in that status.traffic measures on it, its leader rate "
         "capacity.networkOut x maxShare minus its measured network out, each clamped to "
-        "[minBytesPerSecond, maxBytesPerSecond] and set again when the traffic moves it by more than 10% "
-        "(at most once per broker per traffic.periodSeconds). Without a capacity or a measured rate for "
-        "a broker it gets maxBytesPerSecond, and status.progress.throttleNote says why."
+        "[minBytesPerSecond, maxBytesPerSecond] and set again when the traffic moves it by more than 10% or "
+        "onto a bound (at most once per broker per traffic.periodSeconds). Without a capacity or a measured "
+        "rate for a broker it gets maxBytesPerSecond, and status.progress.throttleNote says why."
     )
     MIN_ABOVE_MAX: ClassVar[str] = "minBytesPerSecond must be <= maxBytesPerSecond"
 

@@ -78,6 +78,13 @@ def test_rates_are_set_first_then_only_past_ten_percent_and_once_a_period() -> N
     assert decide(doc, calm, [1], now=3030.0) == {}  # within a period of the last change
     assert decide(doc, calm, [1], now=3060.0) == {(1, FOLLOWER_RATE): 40 * MB}  # raised back
     assert doc.changes == 2
+    decide(doc, ceilings({1: Measured(43 * MB, 10 * MB)}), [1], now=4000.0)  # 37 MB: 7.5% off, kept
+    assert applied(doc)[(1, FOLLOWER_RATE)] == 40 * MB
+    decide(doc, ceilings({1: Measured(80 * MB, 10 * MB)}), [1], now=5000.0)  # 0: the minimum
+    decide(doc, ceilings({1: Measured(45 * MB, 10 * MB)}), [1], now=6000.0)  # 35 MB
+    assert applied(doc)[(1, FOLLOWER_RATE)] == 35 * MB
+    # onto the maximum, under 10% away: set all the same (else it would stay below once the traffic ends)
+    assert decide(doc, calm, [1], now=7000.0) == {(1, FOLLOWER_RATE): 40 * MB}
     assert decide(doc, surge, [], now=9000.0) == {}  # only the brokers asked about
 
 
