@@ -169,18 +169,6 @@ def metric_samples(op: Operator, name: str, wait_s: float = 30) -> list[Any]:
     return [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == name]
 
 
-def fill(servers: str, topic: str, partitions: int, mb: float) -> None:
-    """Write about ``mb`` MB into each of the topic's ``partitions`` (10 kB records, acked by all)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 20})
-    for i in range(round(partitions * mb * 100)):
-        producer.produce(topic, partition=i % partitions, value=b"x" * 10_000)
-        if i % 500 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     import socket

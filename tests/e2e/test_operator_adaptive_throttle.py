@@ -7,7 +7,8 @@ the throttle is kept within [30 kB/s, 300 kB/s]. A decommission of broker 3 move
 follower rate is the maximum, 300 kB/s, in Kafka. Then a producer writes 400 kB/s to a partition on each of
 brokers 1 and 2: once the sampler has seen it, their follower rate is lowered (first within a sampling
 period of the look that showed it, then down to 480 - 400 = 80 kB/s as the weighted rate catches up),
-``status.progress.throttles`` says so. The producer stops: the rate goes back up to the maximum (exactly:
+``status.progress.throttles`` says so. (Before: min above max, and both throttles set, are refused by the
+apiserver with the CRD's messages.) The producer stops: the rate goes back up to the maximum (exactly:
 a rate reaching a bound is set even when it moves by less than 10%). The intent is deleted (a cancel: the
 moves in flight are reverted) and no throttle is left on any broker. (That a broker's rates change at most
 once per sampling period is the pure decision's, tested in tests/unit/execution/test_adaptive.py.)
@@ -21,8 +22,8 @@ import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, fill, get
-from tests.e2e.test_operator import apply, execution_record, throttles_left
+from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.test_operator import apply, execution_record, fill, throttles_left
 from tests.e2e.test_operator_windows import follower_rates
 from tests.integration.conftest import wait_for
 from tests.integration.test_traffic import PacedProducer
@@ -56,12 +57,26 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
     ns, name = k8s_namespace, "adaptive"
     data = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
     hot = new_topic([[1], [2]])
-    fill(kafka_rig.bootstrap_servers, data, 12, 8)  # a move takes about 27 s at the most, 45 s yielding
+    fill(kafka_rig, data, 12 * 800, size=10_000)  # a move takes about 27 s at the most, 45 s yielding
+    head = f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+    for bad, says in (  # refused by the apiserver (the CRD's CEL rules), nothing created
+        (
+            f"spec: {{bootstrapServers: 'k:9092', throttle: {{mode: Adaptive, minBytesPerSecond: {HIGH}, "
+            f"maxBytesPerSecond: {LOW}}}}}\n",
+            "minBytesPerSecond must be <= maxBytesPerSecond",
+        ),
+        (
+            f"spec: {{bootstrapServers: 'k:9092', throttleBytesPerSecond: {HIGH}, "
+            f"throttle: {{mode: Adaptive, minBytesPerSecond: {LOW}, maxBytesPerSecond: {HIGH}}}}}\n",
+            "set throttleBytesPerSecond (static) or throttle (adaptive), not both",
+        ),
+    ):
+        out = kubectl("-n", ns, "apply", "--dry-run=server", "-f", "-", input=head + bad, check=False)
+        assert out.returncode != 0 and says in out.stderr, out.stderr
     apply(
         kubectl,
         ns,
-        f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
-        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n"
+        head + f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n"
         f"  throttle: {{mode: Adaptive, minBytesPerSecond: {LOW}, maxBytesPerSecond: {HIGH}}}\n"
         f"  traffic: {{enabled: true, periodSeconds: {PERIOD}, windowSeconds: {PERIOD}}}\n"
         f"  capacity: {{default: {{networkInBytesPerSec: {CAPACITY}, networkOutBytesPerSec: {CAPACITY}}}}}\n"

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import ROOT, KafkaRig, Operator, clear_cordons, fill, get, strip_finalizers
-from tests.e2e.test_operator import apply, cluster_manifest, execution_record
+from tests.e2e.conftest import ROOT, KafkaRig, Operator, clear_cordons, get, strip_finalizers
+from tests.e2e.test_operator import apply, cluster_manifest, execution_record, fill
 from tests.integration.conftest import wait_for
 
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -77,7 +77,7 @@ def test_throttles_of_a_vanished_execution_are_removed_by_the_next_operator_and_
     ns = k8s_namespace
     # 12 partitions with 4 MB each on brokers 1-2 and 3: moving those of broker 3 takes a while at 1 MB/s
     topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
-    fill(kafka_rig.bootstrap_servers, topic, 12, 4)
+    fill(kafka_rig, topic, 12 * 400, size=10_000)
     apply(kubectl, ns, cluster_manifest("gone", kafka_rig.bootstrap_servers, throttle=RATE))
     apply(
         kubectl,

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from tests.e2e.conftest import KafkaRig, Operator, fill, get
-from tests.e2e.test_operator import apply, execution_record
+from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.test_operator import apply, execution_record, fill
 from tests.integration.conftest import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
@@ -68,7 +68,7 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
     # 3 MB a partition: a move takes seconds at 300 kB/s, so a window that is open for a moment lets a few
     # moves start, not all
-    fill(kafka_rig.bootstrap_servers, topic, 12, 3)
+    fill(kafka_rig, topic, 12 * 300, size=10_000)
     later = [{"start": hhmm(3), "end": hhmm(4)}]  # every day, hours away (UTC)
     apply(
         kubectl,

@@ -91,8 +91,8 @@ class Ceilings:
 def decide(doc: AdaptiveDoc, ceilings: Ceilings, brokers: Iterable[int], now: float) -> dict[Side, int]:
     """The sides of ``brokers`` (those that can be configured now) whose rate is to be set now (module
     docstring): a side not set yet, or one the traffic moved by more than ``CHANGE`` (or onto a bound) on
-    a broker not changed within a sampling period. ``doc`` is updated as if they were set: the caller sets them (a
-    failure raises, and the record is not saved with them)."""
+    a broker not changed within a sampling period. ``doc`` is updated as if they were set: the caller sets
+    them (written ahead in the record with the throttles, before Kafka is touched)."""
     sides = {(s.broker, s.config): s for s in doc.sides}
     out: dict[Side, int] = {}
     for b in sorted(set(brokers)):
