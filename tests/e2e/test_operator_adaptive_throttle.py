@@ -2,27 +2,29 @@
 operator as a process, its traffic sampler looking every 5 s (window 5 s), real Kafka.
 
 Brokers can take 600 kB/s in and out (``spec.capacity``, ``maxShare`` 0.8: 480 kB/s for Kafka's own use),
-the throttle is kept within [30 kB/s, 300 kB/s]. A decommission of broker 3 moves 8 partitions of about
-8 MB onto brokers 1 and 2, at most 2 at once (over 100 s at the maximum): with no client traffic their
-follower rate is the maximum, 300 kB/s, in Kafka. Then a producer writes 400 kB/s to a partition on each of
-brokers 1 and 2: once the sampler has seen it, their follower rate is lowered (first within a sampling
-period of the look that showed it, then down to 480 - 400 = 80 kB/s as the weighted rate catches up),
-``status.progress.throttles`` says so. (Before: min above max, and both throttles set, are refused by the
-apiserver with the CRD's messages.) The producer stops: the rate goes back up to the maximum (exactly:
-a rate reaching a bound is set even when it moves by less than 10%). The intent is deleted (a cancel: the
-moves in flight are reverted) and no throttle is left on any broker. (That a broker's rates change at most
-once per sampling period is the pure decision's, tested in tests/unit/execution/test_adaptive.py.)
+the throttle is kept within [30 kB/s, 300 kB/s]; min above max, and both throttles set, are refused by the
+apiserver with the CRD's messages. A decommission of broker 3 moves 8 partitions of about 8 MB onto
+brokers 1 and 2, at most 2 at once (over 100 s at the maximum): with no client traffic their follower rate
+is the maximum, 300 kB/s, in Kafka. Then a producer writes 400 kB/s to a partition on each of brokers 1
+and 2: once the sampler has seen it, their follower rate is lowered (first within a sampling period of the
+look that showed it, then down to 480 - 400 = 80 kB/s as the weighted rate catches up);
+``status.progress.throttles`` and ``kafka_placement_broker_throttle_bytes_per_second`` say so. The producer
+stops: the rate goes back up to the maximum (exactly: a rate reaching a bound is set even when it moves by
+less than 10%). The intent is deleted (a cancel: the moves in flight are reverted), no throttle is left on
+any broker and no rate series on the metrics endpoint. (That a broker's rates change at most once per
+sampling period is the pure decision's, tested in tests/unit/execution/test_adaptive.py.)
 
-Cost: about 60-90 s.
+Cost: about 45-90 s.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples
 from tests.e2e.test_operator import apply, execution_record, fill, throttles_left
 from tests.e2e.test_operator_windows import follower_rates
 from tests.integration.conftest import wait_for
@@ -55,6 +57,9 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
     new_topic: Any,
 ) -> None:
     ns, name = k8s_namespace, "adaptive"
+    operator.kill(signal.SIGTERM)  # again with its metrics served
+    operator.metrics_port = free_port()
+    operator.start()
     data = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
     hot = new_topic([[1], [2]])
     fill(kafka_rig, data, 12 * 800, size=10_000)  # a move takes about 27 s at the most, 45 s yielding
@@ -128,6 +133,19 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
         for b in low:  # never under the minimum; what Kafka has is what the record says was decided
             assert rates[b] >= LOW, rates
             assert decided[(b, "follower.replication.throttled.rate")] == rates[b], (decided, rates)
+        cluster = f"{ns}/{name}"
+
+        def gauged() -> dict[str, float]:
+            samples = metric_samples(operator, "kafka_placement_broker_throttle_bytes_per_second")
+            return {
+                s.labels["broker"]: s.value
+                for s in samples
+                if s.labels["cluster"] == cluster and s.labels["side"] == "follower"
+            }
+
+        wait_for(
+            "the lowered rates in the metric", lambda: all(gauged().get(str(b), HIGH) <= room for b in low)
+        )
         wait_for(
             "the lowered rates shown",
             lambda: all(
@@ -167,3 +185,4 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
         timeout=180,
     )
     wait_for("no throttle left", lambda: not throttles_left(kafka_admin, kafka_rig), timeout=30)
+    wait_for("no rate series left", lambda: not gauged(), timeout=30)

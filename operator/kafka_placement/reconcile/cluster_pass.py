@@ -424,6 +424,7 @@ class ReconcilePass:
             progress,
         )
         metrics.observe_dirs(metrics.cluster_label(meta["namespace"], meta["name"]), record)
+        metrics.observe_throttles(metrics.cluster_label(meta["namespace"], meta["name"]), record)
         bound = window_bound(self.spec.execution, self.spec.self_healing, members)
         viewed = record_view(record, before, held_before, bound)
         ended = viewed.last_execution if viewed is not None else None

@@ -14,6 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from ..execution.progress import Progress
 from ..execution.record import Execution
 from ..execution.record_doc import TERMINAL, Phase
+from ..kafka.throttles import FOLLOWER_RATE, LEADER_RATE
 from ..model.snapshot import PartitionState
 
 _PLAN = ["cluster", "plan"]
@@ -138,9 +139,19 @@ DIR_HELD = Gauge(
     ["cluster", "broker", "dir"],
 )
 
+BROKER_THROTTLE = Gauge(
+    "kafka_placement_broker_throttle_bytes_per_second",
+    "The replication throttle the running execution has set on a broker (side: leader or follower), as of "
+    "its last tick; with the adaptive throttle it follows the client traffic",
+    ["cluster", "broker", "side"],
+)
+
+RATE_SIDES = {LEADER_RATE: "leader", FOLLOWER_RATE: "follower"}
+
 _lock = threading.Lock()
 _plans: dict[str, str] = {}  # cluster -> the plan its progress series are labelled with
 _dirs: dict[str, set[tuple[str, str]]] = {}  # cluster -> the (broker, dir) series it has
+_rates: dict[str, set[tuple[str, str]]] = {}  # cluster -> the (broker, side) throttle series it has
 
 LANE_PLANS = Counter(
     "kafka_placement_new_partition_plans_total",
@@ -173,6 +184,7 @@ def _by_cluster() -> tuple[tuple[Gauge | Counter, tuple[str, ...]], ...]:
         (DIR_USAGE, ("cluster", "broker", "dir")),
         (DIR_HELD, ("cluster", "broker", "dir")),
         (DIR_USAGE_LIMIT, ("cluster",)),
+        (BROKER_THROTTLE, ("cluster", "broker", "side")),
     )
 
 
@@ -186,6 +198,7 @@ def forget_cluster(cluster: str, uid: str) -> None:
     with _lock:
         _plans.pop(cluster, None)
         _dirs.pop(cluster, None)
+        _rates.pop(cluster, None)
         _forgotten.add((cluster, uid))
     for metric, names in _by_cluster():
         keys = {
@@ -250,6 +263,25 @@ def observe_dirs(cluster: str, record: Execution) -> None:
     for broker, path in set(now) | set(held):
         DIR_HELD.labels(cluster=cluster, broker=broker, dir=path).set(float(held.get((broker, path), 0)))
     DIR_USAGE_LIMIT.labels(cluster=cluster).set(record.doc.limits.max_disk_share)
+
+
+def observe_throttles(cluster: str, record: Execution) -> None:
+    """Each broker's replication rates as the execution has set them (record.throttles, the brokers of the
+    execution only); the series of brokers it no longer throttles, and all once it ends, are removed."""
+    now: dict[tuple[str, str], int] = {}
+    if record.phase not in TERMINAL:
+        for t in record.doc.throttles.brokers:
+            side = RATE_SIDES.get(t.config)
+            if side is not None and t.value is not None and t.value.isdigit():
+                now[(str(t.broker), side)] = int(t.value)
+    with _lock:
+        old = _rates.get(cluster, set())
+        _rates[cluster] = set(now)
+    for key in old - set(now):
+        with contextlib.suppress(KeyError):  # a series never set
+            BROKER_THROTTLE.remove(cluster, *key)
+    for (broker, side), value in now.items():
+        BROKER_THROTTLE.labels(cluster=cluster, broker=broker, side=side).set(float(value))
 
 
 def observe_execution(cluster: str, record: Execution | None) -> None:

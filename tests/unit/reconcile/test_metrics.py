@@ -145,6 +145,37 @@ def test_the_dirs_moves_write_into_have_a_usage_series_until_no_move_writes_ther
     assert _value("kafka_placement_dir_usage_ratio", cluster="m9", broker="3", dir="/d0") is None
 
 
+def test_each_throttled_broker_has_a_rate_series_until_the_execution_ends(tmp_path: Path) -> None:
+    from kafka_placement.kafka.throttles import DIR_RATE, FOLLOWER_RATE, LEADER_RATE
+    from kafka_placement.model.throttle_state import BrokerThrottle, ThrottleState
+
+    ex = _record(tmp_path, "rates")
+    ex.doc.phase = Phase.MOVING
+    ex.doc.throttles = ThrottleState(
+        brokers=(
+            BrokerThrottle(broker=1, config=LEADER_RATE, previous=None, value="300000"),
+            BrokerThrottle(broker=1, config=FOLLOWER_RATE, previous=None, value="180000"),
+            BrokerThrottle(broker=2, config=FOLLOWER_RATE, previous=None, value="300000"),
+            BrokerThrottle(broker=2, config=DIR_RATE, previous=None, value="5"),  # not a replication side
+            BrokerThrottle(broker=3, config=LEADER_RATE, previous="7", value=None),  # an older record
+        )
+    )
+    metrics.observe_throttles("m9", ex)
+    rate = "kafka_placement_broker_throttle_bytes_per_second"
+    assert _value(rate, cluster="m9", broker="1", side="leader") == 300000
+    assert _value(rate, cluster="m9", broker="1", side="follower") == 180000
+    assert _value(rate, cluster="m9", broker="2", side="follower") == 300000
+    assert _value(rate, cluster="m9", broker="2", side="leader") is None
+    assert _value(rate, cluster="m9", broker="3", side="leader") is None
+    ex.doc.throttles = ThrottleState(brokers=ex.doc.throttles.brokers[2:3])  # broker 1's cleared
+    metrics.observe_throttles("m9", ex)
+    assert _value(rate, cluster="m9", broker="1", side="follower") is None
+    assert _value(rate, cluster="m9", broker="2", side="follower") == 300000
+    ex.doc.phase = Phase.COMPLETED
+    metrics.observe_throttles("m9", ex)
+    assert _value(rate, cluster="m9", broker="2", side="follower") is None
+
+
 def test_the_self_healing_gauge_is_one_for_the_conditions_reason_only() -> None:
     """What the alert rules on DataLost, NoInSyncReplica and CorrelatedFailure read (the chart)."""
     metrics.observe_self_healing("m9", None)  # not declared: no series
