@@ -62,7 +62,10 @@ from tests.rig import kafka_security, small_disk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
+# the tiered cluster's release: Kafka's LocalTieredStorage ships only in the kafka-storage *test* jar, which
+# Maven Central serves for 4.3.1 but not 4.3.2 or 4.4.0
+TIERED_KAFKA_VERSION = "4.3.1"
 HOST = "127.0.0.1"
 FORMAT_TIMEOUT_S = 120.0
 MARKER = "kafka.placement.rig"  # -Dkafka.placement.rig=<node dir>: identifies the JVMs this rig started
@@ -116,13 +119,16 @@ class Profile:
     replica_selector: bool = False  # the broker plugin on the classpath, replica.selector.class set
     tiered: bool = False  # remote log storage on, LocalTieredStorage (the kafka-storage test jar)
     small_dir_mib: int = 0  # > 0: the last node's last log dir on a tmpfs of this size (small_disk.py)
+    kafka_version: str | None = None  # its release when none is asked (None: DEFAULT_KAFKA_VERSION)
 
 
 PROFILES: dict[str, Profile] = {
     "main": Profile(3, 2, ("/dc1/r1", "/dc1/r2", "/dc2/r1"), 29092, 29192, None, replica_selector=True),
     "legacy": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29392, 29492, "4.2-IV1"),
     "secure": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 29592, 29692, None, 29792),
-    "tiered": Profile(2, 1, ("/dc1/r1", "/dc2/r1"), 28292, 28392, None, tiered=True),
+    "tiered": Profile(
+        2, 1, ("/dc1/r1", "/dc2/r1"), 28292, 28392, None, tiered=True, kafka_version=TIERED_KAFKA_VERSION
+    ),
     "disk": Profile(2, 2, ("/dc1/r1", "/dc2/r1"), 28492, 28592, None, small_dir_mib=64),
 }
 # Kafka's test remote storage manager: a directory shared by the brokers stands for the object store.
@@ -790,7 +796,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         )
     rig_dir = Path(args.rig_dir).resolve()
     data_dir = rig_dir / f"kafka-{args.name}"
-    version = args.kafka_version
+    version = args.kafka_version or profile.kafka_version or DEFAULT_KAFKA_VERSION
     libs = Path(args.libs).resolve() if args.libs else default_libs(version)
     if args.libs:  # the jars given say which release they are
         version = kafka_version_of(libs) or version
@@ -1231,8 +1237,9 @@ def parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--kafka-version",
-        default=os.environ.get("KAFKA_VERSION", DEFAULT_KAFKA_VERSION),
-        help=f"Kafka jars version (default $KAFKA_VERSION or {DEFAULT_KAFKA_VERSION})",
+        default=os.environ.get("KAFKA_VERSION") or None,
+        help=f"Kafka jars version (default $KAFKA_VERSION, else the cluster's: {DEFAULT_KAFKA_VERSION}, the "
+        f"tiered cluster {TIERED_KAFKA_VERSION})",
     )
     up.add_argument("--libs", help="directory of Kafka jars (default: fetch.sh's cache for the version)")
     up.add_argument(
