@@ -2,8 +2,9 @@
 operator as a process, its traffic sampler looking every 5 s (window 5 s), real Kafka.
 
 Brokers can take 600 kB/s in and out (``spec.capacity``, ``maxShare`` 0.8: 480 kB/s for Kafka's own use),
-the throttle is kept within [30 kB/s, 300 kB/s]; min above max, and both throttles set, are refused by the
-apiserver with the CRD's messages. A decommission of broker 3 moves 8 partitions of about 8 MB onto
+the throttle is kept within [30 kB/s, 300 kB/s]; min above max, a maximum that disagrees with
+throttleBytesPerSecond and Adaptive without a minimum are refused by the apiserver with the CRD's messages
+(a Static one is accepted). A decommission of broker 3 moves 8 partitions of about 8 MB onto
 brokers 1 and 2, at most 2 at once (over 100 s at the maximum): with no client traffic their follower rate
 is the maximum, 300 kB/s, in Kafka. Then a producer writes 400 kB/s to a partition on each of brokers 1
 and 2: once the sampler has seen it, their follower rate is lowered (first within a sampling period of the
@@ -71,13 +72,20 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
             "minBytesPerSecond must be <= maxBytesPerSecond",
         ),
         (
-            f"spec: {{bootstrapServers: 'k:9092', throttleBytesPerSecond: {HIGH}, "
+            f"spec: {{bootstrapServers: 'k:9092', throttleBytesPerSecond: {LOW}, "
             f"throttle: {{mode: Adaptive, minBytesPerSecond: {LOW}, maxBytesPerSecond: {HIGH}}}}}\n",
-            "set throttleBytesPerSecond (static) or throttle (adaptive), not both",
+            "throttle.maxBytesPerSecond and throttleBytesPerSecond disagree",
+        ),
+        (
+            f"spec: {{bootstrapServers: 'k:9092', throttleBytesPerSecond: {HIGH}, "
+            "throttle: {mode: Adaptive}}\n",
+            "minBytesPerSecond is required with mode Adaptive",
         ),
     ):
         out = kubectl("-n", ns, "apply", "--dry-run=server", "-f", "-", input=head + bad, check=False)
         assert out.returncode != 0 and says in out.stderr, out.stderr
+    static = f"spec: {{bootstrapServers: 'k:9092', throttle: {{mode: Static, maxBytesPerSecond: {HIGH}}}}}\n"
+    kubectl("-n", ns, "apply", "--dry-run=server", "-f", "-", input=head + static)  # accepted
     apply(
         kubectl,
         ns,

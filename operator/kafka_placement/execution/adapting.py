@@ -2,10 +2,10 @@
 
 ``first_rates`` runs before a batch's throttles are set: the brokers the batch brings get their rates from
 the traffic now (``apply_throttles`` writes them with the batch, through its ``ceilings``), by the same
-rule as the moves in flight. ``adapt`` runs
-in every moving tick: the brokers of the moves in flight whose traffic moved their rate by more than 10%
-(at most once per broker per sampling period) get it set through ``kafka/throttles.set_rates``, the record
-saved with what will be set before Kafka is touched, as for every throttle. A side a disk hold keeps at a
+rule as the moves in flight. ``adapt`` runs in every moving tick: the brokers of the moves in flight whose
+traffic moved their rate by more than 10% or onto a bound (at most once per broker per sampling period)
+get it set through ``throttling.set_owned``, the record saved with what will be set before Kafka is
+touched, as for every throttle. A side a disk hold keeps at a
 trickle stays there (execution/disk_watch.py); the rate hold's factor applies on top
 (execution/rate_watch.py). ``shown`` is what ``status.progress.throttles`` lists.
 """

@@ -17,9 +17,9 @@ periods, the broker gets ``maxBytesPerSecond`` and the note says why.
 A side's rate is set when the broker first takes part, then again only when the traffic moves it by more
 than ``CHANGE`` (10%), or onto ``minBytesPerSecond`` or ``maxBytesPerSecond``, and its broker's rates were
 last changed at least one sampling period ago: config writes are bounded by one per broker per period,
-however the traffic jitters. The value Kafka gets is that
-rate, lowered further by a move's own throttle or the window cap, and raised by the rate hold's factor
-(execution/rate_watch.py) like any other; execution/adapting.py carries the decision out.
+however the traffic jitters. The value Kafka gets is that rate, lowered further by a move's own throttle
+or the window cap, and raised by the rate hold's factor (execution/rate_watch.py) like any other;
+execution/adapting.py carries the decision out.
 """
 
 from __future__ import annotations

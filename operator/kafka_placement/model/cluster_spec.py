@@ -333,60 +333,84 @@ class TrafficSpec:
         return s
 
 
-# ---- the adaptive throttle -------------------------------------------------------------------------------
+# ---- the throttle: static or adaptive ------------------------------------------------------------------
 
-THROTTLE_MODES = ("Adaptive",)
+THROTTLE_MODES = ("Static", "Adaptive")
+ADAPTIVE = "Adaptive"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThrottleSpec:
-    """``spec.throttle``: a replication throttle that yields to client traffic (execution/adaptive.py)."""
+    """``spec.throttle``: the replication throttle, static or yielding to client traffic
+    (execution/adaptive.py)."""
 
     DESCRIPTION: ClassVar[str] = (
-        "A replication throttle that yields to clients (instead of the static throttleBytesPerSecond; "
-        "set one or the other). Per broker taking part in a move: its follower rate is capacity.networkIn x "
-        "capacity.maxShare minus the client bytes in that status.traffic measures on it, its leader rate "
-        "capacity.networkOut x maxShare minus its measured network out, each clamped to "
-        "[minBytesPerSecond, maxBytesPerSecond] and set again when the traffic moves it by more than 10% or "
-        "onto a bound (at most once per broker per traffic.periodSeconds). Without a capacity or a measured "
-        "rate for a broker it gets maxBytesPerSecond, and status.progress.throttleNote says why."
+        "The replication throttle per broker taking part in a move. Static: maxBytesPerSecond (as "
+        "throttleBytesPerSecond). Adaptive: it yields to clients: a broker's follower rate is "
+        "capacity.networkIn x capacity.maxShare minus the client bytes in that status.traffic measures on "
+        "it, its leader rate capacity.networkOut x maxShare minus its measured network out, each clamped "
+        "to [minBytesPerSecond, maxBytesPerSecond] and set again when the traffic moves it by more than "
+        "10% or onto a bound (at most once per broker per traffic.periodSeconds); without a capacity or a "
+        "measured rate a broker gets maxBytesPerSecond, and status.progress.throttleNote says why. "
+        "maxBytesPerSecond defaults to throttleBytesPerSecond (one of them is needed; both set, they must "
+        "agree)."
     )
     MIN_ABOVE_MAX: ClassVar[str] = "minBytesPerSecond must be <= maxBytesPerSecond"
+    MIN_FOR_ADAPTIVE: ClassVar[str] = "minBytesPerSecond is required with mode Adaptive"
 
     mode: str = leaf(
         "mode",
-        _str("Adaptive: the rate follows the client traffic (above).", enum=list(THROTTLE_MODES)),
-        missing="throttle.mode is required (Adaptive)",
+        _str(
+            "Static: every broker at maxBytesPerSecond; Adaptive: the rate follows the client traffic "
+            "(above).",
+            enum=list(THROTTLE_MODES),
+        ),
+        missing="throttle.mode is required (Static or Adaptive)",
     )
-    min_bytes_per_second: int = leaf(
+    min_bytes_per_second: int | None = leaf(
         "minBytesPerSecond",
-        _int("The lowest replication rate set on a broker, bytes per second.", 1, int64=True),
-        missing="throttle.minBytesPerSecond is required (bytes per second)",
-    )
-    max_bytes_per_second: int = leaf(
-        "maxBytesPerSecond",
         _int(
-            "The highest replication rate set on a broker, bytes per second (also the rate batches and "
-            "the estimate are sized with).",
+            "Adaptive: the lowest replication rate set on a broker, bytes per second (not used by Static).",
             1,
             int64=True,
         ),
-        missing="throttle.maxBytesPerSecond is required (bytes per second)",
+    )
+    max_bytes_per_second: int | None = leaf(
+        "maxBytesPerSecond",
+        _int(
+            "The highest replication rate set on a broker, bytes per second (Static: the rate; also what "
+            "batches and the estimate are sized with); default throttleBytesPerSecond.",
+            1,
+            int64=True,
+        ),
     )
 
+    @property
+    def adaptive(self) -> bool:
+        return self.mode == ADAPTIVE
+
     def check(self, where: str = "spec.throttle") -> None:
-        """``BadInputError`` when min is above max."""
-        if self.min_bytes_per_second > self.max_bytes_per_second:
-            raise BadInputError(
-                f"{self.MIN_ABOVE_MAX} (got {self.min_bytes_per_second} > {self.max_bytes_per_second})",
-                f"{where}.minBytesPerSecond",
-            )
+        """``BadInputError`` naming the field: Adaptive without a minimum, min above max."""
+        low, high = self.min_bytes_per_second, self.max_bytes_per_second
+        if self.adaptive and low is None:
+            raise BadInputError(self.MIN_FOR_ADAPTIVE, f"{where}.minBytesPerSecond")
+        if low is not None and high is not None and low > high:
+            raise BadInputError(f"{self.MIN_ABOVE_MAX} (got {low} > {high})", f"{where}.minBytesPerSecond")
 
     @staticmethod
     def schema() -> Schema:
         s = object_schema(ThrottleSpec)
-        rule = "self.minBytesPerSecond <= self.maxBytesPerSecond"
-        s["x-kubernetes-validations"] = [{"rule": rule, "message": ThrottleSpec.MIN_ABOVE_MAX}]
+        s["x-kubernetes-validations"] = [
+            {
+                "rule": f"self.mode != '{ADAPTIVE}' || has(self.minBytesPerSecond)",
+                "message": ThrottleSpec.MIN_FOR_ADAPTIVE,
+            },
+            {
+                "rule": "!has(self.minBytesPerSecond) || !has(self.maxBytesPerSecond) || "
+                "self.minBytesPerSecond <= self.maxBytesPerSecond",
+                "message": ThrottleSpec.MIN_ABOVE_MAX,
+            },
+        ]
         return s
 
 
@@ -396,7 +420,29 @@ def _throttle(raw: object, where: str) -> ThrottleSpec:
     return spec
 
 
-THROTTLE_BOTH = "set throttleBytesPerSecond (static) or throttle (adaptive), not both"
+THROTTLE_NO_MAX = "throttle needs maxBytesPerSecond (or spec.throttleBytesPerSecond)"
+THROTTLE_DISAGREE = "throttle.maxBytesPerSecond and throttleBytesPerSecond disagree: set one, or both alike"
+
+
+def _check_throttle(spec: ClusterSpec, where: str) -> None:
+    """The throttle's cross-field rules (the CRD's CEL rules, and min against the maximum it defaults to)."""
+    t = spec.throttle
+    if t is None:
+        return
+    static = spec.throttle_bytes_per_second
+    if t.max_bytes_per_second is None and static is None:
+        raise BadInputError(THROTTLE_NO_MAX, f"{where}.throttle.maxBytesPerSecond")
+    if t.max_bytes_per_second is not None and static is not None and t.max_bytes_per_second != static:
+        raise BadInputError(
+            f"{THROTTLE_DISAGREE} ({t.max_bytes_per_second} != {static})",
+            f"{where}.throttle.maxBytesPerSecond",
+        )
+    top = spec.top_throttle
+    if t.min_bytes_per_second is not None and top is not None and t.min_bytes_per_second > top:
+        raise BadInputError(
+            f"{ThrottleSpec.MIN_ABOVE_MAX} (got {t.min_bytes_per_second} > {top})",
+            f"{where}.throttle.minBytesPerSecond",
+        )
 
 
 # ---- the spec ------------------------------------------------------------------------------------------
@@ -456,8 +502,7 @@ class ClusterSpec:
     def parse(raw: object, where: str = "spec") -> ClusterSpec:
         """The spec; ``BadInputError`` naming the field when it is invalid (not for ``selfHealing``)."""
         spec = parse_object(ClusterSpec, raw, where)
-        if spec.throttle is not None and spec.throttle_bytes_per_second is not None:
-            raise BadInputError(THROTTLE_BOTH, f"{where}.throttle")
+        _check_throttle(spec, where)
         return spec
 
     @staticmethod
@@ -468,17 +513,36 @@ class ClusterSpec:
     @staticmethod
     def schema() -> Schema:
         s = object_schema(ClusterSpec)
-        rule = "!has(self.throttle) || !has(self.throttleBytesPerSecond)"
-        s["x-kubernetes-validations"] = [{"rule": rule, "message": THROTTLE_BOTH}]
+        s["x-kubernetes-validations"] = [
+            {
+                "rule": "!has(self.throttle) || has(self.throttle.maxBytesPerSecond) || "
+                "has(self.throttleBytesPerSecond)",
+                "message": THROTTLE_NO_MAX,
+            },
+            {
+                "rule": "!has(self.throttle) || !has(self.throttle.maxBytesPerSecond) || "
+                "!has(self.throttleBytesPerSecond) || self.throttle.maxBytesPerSecond == "
+                "self.throttleBytesPerSecond",
+                "message": THROTTLE_DISAGREE,
+            },
+        ]
         return s
 
     @property
     def top_throttle(self) -> int | None:
-        """The highest replication rate an execution sets per broker: ``throttleBytesPerSecond``, or the
-        adaptive throttle's ``maxBytesPerSecond`` (None: unthrottled)."""
-        if self.throttle is not None:
+        """The highest replication rate an execution sets per broker: ``throttle.maxBytesPerSecond``, else
+        ``throttleBytesPerSecond`` (None: unthrottled)."""
+        if self.throttle is not None and self.throttle.max_bytes_per_second is not None:
             return self.throttle.max_bytes_per_second
         return self.throttle_bytes_per_second
+
+    @property
+    def adaptive_throttle(self) -> tuple[int, int] | None:
+        """(minBytesPerSecond, the maximum) of an Adaptive throttle; None when the throttle is static."""
+        t, top = self.throttle, self.top_throttle
+        if t is None or not t.adaptive or t.min_bytes_per_second is None or top is None:
+            return None
+        return t.min_bytes_per_second, top
 
     @property
     def sampling(self) -> TrafficSpec:

@@ -177,7 +177,8 @@ def planning_document(body: Mapping[str, Any], snap: ClusterSnapshot) -> dict[st
 
 def limits_of(spec: ClusterSpec) -> executor.Limits:
     """The executor's limits from the KafkaCluster's ``spec.limits`` and its throttle (the static
-    ``throttleBytesPerSecond``, or the adaptive ``throttle``'s maximum: batches are sized with it)."""
+    ``throttleBytesPerSecond``, or ``throttle.maxBytesPerSecond``: the adaptive throttle's maximum, which
+    batches are sized with)."""
     limits = spec.limits
     return executor.Limits(
         max_moves_per_broker=limits.max_moves_per_broker,
@@ -196,9 +197,10 @@ def limits_of(spec: ClusterSpec) -> executor.Limits:
 
 def ceilings_of(spec: ClusterSpec, status: Mapping[str, Any], now: float) -> Ceilings | None:
     """The adaptive throttle's inputs (execution/adaptive.py) from the KafkaCluster's ``spec.throttle``,
-    ``spec.capacity`` and the traffic its sampler last wrote in ``status.traffic``; None with the static
-    throttle."""
-    if spec.throttle is None:
+    ``spec.capacity`` and the traffic its sampler last wrote in ``status.traffic``; None with a static
+    throttle (or none)."""
+    bounds = spec.adaptive_throttle
+    if bounds is None:
         return None
     period = spec.sampling.period_seconds
     traffic: dict[int, Measured] = {}
@@ -218,8 +220,8 @@ def ceilings_of(spec: ClusterSpec, status: Mapping[str, Any], now: float) -> Cei
         traffic = {b.id: Measured(b.bytes_in, b.network_out) for b in seen.brokers if b.id is not None}
     capacity = spec.capacity
     return Ceilings(
-        low=spec.throttle.min_bytes_per_second,
-        high=spec.throttle.max_bytes_per_second,
+        low=bounds[0],
+        high=bounds[1],
         max_share=capacity.max_share if capacity is not None else DEFAULT_MAX_SHARE,
         capacity=capacity,
         traffic=traffic,

@@ -122,7 +122,9 @@ def test_the_inputs_come_from_status_traffic_and_a_stale_look_is_no_measurement(
             "brokers": [{"id": 1, "bytesInPerSec": 50 * MB, "networkOutBytesPerSec": 10 * MB}],
         }
     }
-    assert ceilings_of(cluster(None), status, now) is None  # the static throttle
+    assert ceilings_of(cluster(None), status, now) is None  # no throttle
+    static = cluster({"mode": "Static", "maxBytesPerSecond": HIGH})
+    assert ceilings_of(static, status, now) is None and limits_of(static).throttle == HIGH
     spec = cluster(ADAPTIVE)
     assert limits_of(spec).throttle == HIGH  # batches sized with the maximum
     c = ceilings_of(spec, status, now)

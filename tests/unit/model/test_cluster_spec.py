@@ -278,14 +278,14 @@ BAD = [
         "minBytesPerSecond must be <= maxBytesPerSecond (got 9 > 8)",
     ),
     (
-        {**MINIMAL, "throttle": {"mode": "Static", "minBytesPerSecond": 1, "maxBytesPerSecond": 8}},
+        {**MINIMAL, "throttle": {"mode": "Fast", "maxBytesPerSecond": 8}},
         "spec.throttle.mode",
-        "one of Adaptive",
+        "one of Static, Adaptive",
     ),
     (
         {**MINIMAL, "throttle": {"mode": "Adaptive", "maxBytesPerSecond": 8}},
         "spec.throttle.minBytesPerSecond",
-        "throttle.minBytesPerSecond is required",
+        "minBytesPerSecond is required with mode Adaptive",
     ),
     (
         {**MINIMAL, "throttle": {"mode": "Adaptive", "minBytesPerSecond": 0, "maxBytesPerSecond": 8}},
@@ -293,13 +293,23 @@ BAD = [
         "must be >= 1",
     ),
     (
+        {**MINIMAL, "throttle": {"mode": "Static"}},
+        "spec.throttle.maxBytesPerSecond",
+        "throttle needs maxBytesPerSecond (or spec.throttleBytesPerSecond)",
+    ),
+    (
         {
             **MINIMAL,
             "throttleBytesPerSecond": 5,
             "throttle": {"mode": "Adaptive", "minBytesPerSecond": 1, "maxBytesPerSecond": 8},
         },
-        "spec.throttle",
-        "set throttleBytesPerSecond (static) or throttle (adaptive), not both",
+        "spec.throttle.maxBytesPerSecond",
+        "throttle.maxBytesPerSecond and throttleBytesPerSecond disagree: set one, or both alike (8 != 5)",
+    ),
+    (
+        {**MINIMAL, "throttleBytesPerSecond": 5, "throttle": {"mode": "Adaptive", "minBytesPerSecond": 6}},
+        "spec.throttle.minBytesPerSecond",
+        "minBytesPerSecond must be <= maxBytesPerSecond (got 6 > 5)",
     ),
     ({**MINIMAL, "limits": {"maxMovesInFlight": 0}}, "spec.limits.maxMovesInFlight", "must be >= 1"),
     ({**MINIMAL, "limits": {"maxReapplies": 1001}}, "spec.limits.maxReapplies", "must be <= 1000"),
@@ -337,6 +347,22 @@ def test_bad_values_are_refused_naming_the_field(raw: dict[str, Any], location: 
     assert says in e.value.detail, e.value.message
     top = location.split(".")[1] if "." in location else ""
     assert is_connection_error(e.value) == (top in ("bootstrapServers", "tls", "sasl"))
+
+
+def test_a_throttle_is_static_or_adaptive_its_maximum_defaulting_to_throttle_bytes_per_second() -> None:
+    static = ClusterSpec.parse({**MINIMAL, "throttle": {"mode": "Static", "maxBytesPerSecond": 7}})
+    assert static.top_throttle == 7 and static.adaptive_throttle is None
+    old = ClusterSpec.parse({**MINIMAL, "throttleBytesPerSecond": 9})
+    assert old.top_throttle == 9 and old.adaptive_throttle is None
+    both = ClusterSpec.parse(
+        {**MINIMAL, "throttleBytesPerSecond": 9, "throttle": {"mode": "Adaptive", "minBytesPerSecond": 2}}
+    )
+    assert both.top_throttle == 9 and both.adaptive_throttle == (2, 9)
+    alike = {"mode": "Adaptive", "minBytesPerSecond": 2, "maxBytesPerSecond": 9}
+    assert ClusterSpec.parse(
+        {**MINIMAL, "throttleBytesPerSecond": 9, "throttle": alike}
+    ).adaptive_throttle == (2, 9)
+    assert ClusterSpec.parse(MINIMAL).top_throttle is None
 
 
 def test_an_invalid_self_healing_leaves_the_rest_of_the_spec_valid() -> None:
