@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import KafkaRig, Operator, free_port, get, metric_samples
 from tests.e2e.test_operator import apply, execution_record, fill, throttles_left
-from tests.e2e.test_operator_windows import follower_rates
+from tests.e2e.test_operator_windows import follower_rates, retire_3
 from tests.integration.conftest import wait_for
 from tests.integration.test_traffic import PacedProducer
 
@@ -95,12 +95,7 @@ def test_the_throttle_yields_to_client_traffic_and_comes_back_when_it_stops(
         f"  capacity: {{default: {{networkInBytesPerSec: {CAPACITY}, networkOutBytesPerSec: {CAPACITY}}}}}\n"
         f"  limits: {{maxMovesInFlight: 2}}\n",
     )
-    apply(
-        kubectl,
-        ns,
-        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
-        f"spec: {{clusterRef: {{name: {name}}}, brokers: [3]}}\n",
-    )
+    retire_3(kubectl, ns, name)
 
     def record() -> dict[str, Any]:
         return execution_record(kubectl, ns, name)

@@ -55,6 +55,16 @@ def follower_rates(rig: KafkaRig) -> dict[int, str]:
     return out
 
 
+def retire_3(kubectl: Any, ns: str, cluster: str) -> None:
+    """A BrokerDecommission ``retire-3`` of broker 3 on ``cluster`` (Automatic: executed once planned)."""
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        f"spec: {{clusterRef: {{name: {cluster}}}, brokers: [3]}}\n",
+    )
+
+
 def progressing(kubectl: Any, ns: str) -> tuple[str | None, str, str]:
     status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
     cond = [c for c in status.get("conditions") or () if c.get("type") == "Progressing"]
@@ -78,12 +88,7 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         f"  limits: {{maxMovesInFlight: 2}}\n"
         f"  execution: {{windows: {json.dumps(later)}, outsideWindowBytesPerSecond: {CAP}}}\n",
     )
-    apply(
-        kubectl,
-        ns,
-        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
-        f"spec: {{clusterRef: {{name: {name}}}, brokers: [3]}}\n",
-    )
+    retire_3(kubectl, ns, name)
 
     def record() -> dict[str, Any]:
         return execution_record(kubectl, ns, name)
