@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 from tests.bench.generator import scenario  # noqa: E402
 from tests.bench.run_spread import write_section  # noqa: E402
 
-from kafka_placement.execution.copy_model import estimate_plan  # noqa: E402
+from kafka_placement.execution.copy_model import estimate_json, estimate_plan  # noqa: E402
 from kafka_placement.execution.executor import Limits  # noqa: E402
 from kafka_placement.model.intents import Intents  # noqa: E402
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan  # noqa: E402
@@ -101,7 +101,7 @@ def main() -> None:
     with collector_paused():  # as the operator makes it, beside the report (reconcile/cluster_pass.py)
         estimate = estimate_plan(snap, plan, Limits(throttle=50_000_000), 5.0)
     estimate_s = time.perf_counter() - started_estimate
-    data, binary = plan_review.review_data(report, Limits(), None, plan_review.estimate_json(estimate, None))
+    data, binary = plan_review.review_data(report, Limits(), None, estimate_json(estimate, None))
     size = sum(len(k) + len(v.encode()) for k, v in {**data, **binary}.items())
     html = len(data.get("report.html", "").encode())
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -18,6 +18,9 @@ from ..model.jsonio import brief, clip
 ERROR_LIMIT = 500
 
 
+EXECUTE_POLL_S = 1.0  # `execute --poll-seconds`' default: the CLI's tick, which `report`'s estimate assumes
+
+
 class BoundedParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` with bounded error messages (exit 2 as usual)."""
 

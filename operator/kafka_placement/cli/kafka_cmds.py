@@ -33,7 +33,7 @@ from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SH
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..planning import traffic_rates
-from ._args import number_in
+from ._args import EXECUTE_POLL_S, number_in
 from ._io import check_outputs, read_plan, write_json
 
 
@@ -522,7 +522,9 @@ def _register_execution(sub: Any) -> None:
     )
     _add_state_arg(p)
     p.add_argument("--wait", action="store_true", help="tick until the execution ends (else one tick)")
-    p.add_argument("--poll-seconds", type=float, default=1.0, metavar="S", help="seconds between ticks")
+    p.add_argument(
+        "--poll-seconds", type=float, default=EXECUTE_POLL_S, metavar="S", help="seconds between ticks"
+    )
     p.set_defaults(func=_execute)
 
     p = sub.add_parser("status", help="the execution record's summary and live progress (JSON)")

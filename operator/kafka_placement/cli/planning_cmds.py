@@ -14,6 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..execution import copy_model
+from ..execution.copy_model import estimate_json
+from ..execution.record_doc import Limits
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.cluster_spec import SPARK_K8S_DEFAULTS, SparkSpec
 from ..model.crd_parts import LAUNCHERS, SPARK_MEMORY_PATTERN
@@ -33,7 +36,7 @@ from ..spark.collector import collector_paused
 from ..spark.engines import ENGINES, EngineSettings, plan_with, start_session
 from ..spark.failures import validate_master
 from ..spark.memory import check_read, limit_of
-from ._args import int_in, key_value, number_in
+from ._args import EXECUTE_POLL_S, int_in, key_value, number_in
 from ._io import (
     Output,
     check_outputs,
@@ -186,7 +189,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     intents = load_intents(args.intents) if args.intents else None
     with collector_paused():  # (as the planner: spark.collector)
         report = build_report(snapshot, plan, intents, args.max_moves_per_broker)
-    write_outputs([Output("-o", args.output, text=render(report))])
+    # how long `execute` would take with these flags, as the operator's review says (execution/copy_model.py)
+    limits = Limits(throttle=args.throttle, hold_rate=args.hold_achieved_rate)
+    est = copy_model.estimate_plan(snapshot, plan, limits, EXECUTE_POLL_S)
+    write_outputs([Output("-o", args.output, text=render(report, estimate_json(est, None)))])
     return 0
 
 
@@ -333,6 +339,19 @@ def register(sub: Any) -> None:
         type=int_in(1, INT32_MAX),
         default=5,
         help="per-broker limit of each batch, as given to `plan` (default %(default)s)",
+    )
+    r.add_argument(
+        "--throttle",
+        type=int_in(1, 2**63 - 1),
+        metavar="BYTES/s",
+        help="the throttle `execute` would be given: the page's estimated duration uses it (default: "
+        "none, an assumed rate)",
+    )
+    r.add_argument(
+        "--hold-achieved-rate",
+        action="store_true",
+        help="as `execute --hold-achieved-rate`: brokers achieve the throttle (else the estimate counts "
+        "what they achieve below it)",
     )
     r.add_argument("-o", "--output", required=True, help="the HTML file; - = stdout")
     r.set_defaults(func=cmd_report)

@@ -31,8 +31,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.plan import Plan
+from ..model.self_healing import format_time
 from ..model.snapshot import ClusterSnapshot
 from .executor import LOOKAHEAD, MIN_LOOKAHEAD  # candidates a tick scans: the executor's own numbers
 from .record import ExecutionPlan, Original
@@ -60,6 +62,26 @@ class CopyEstimate:
     tick_seconds: float
     busiest_broker: int | None  # the broker whose copy in, out or between its dirs takes longest at its rate
     exact: bool  # False: the plan was too large to replay; seconds is the bound (module docstring)
+
+
+def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
+    """``estimate.json``: the copy model's estimate of the execution (below) and, when
+    it ends within ten years, when it would end if started when the plan was made (windows counted)."""
+    out: dict[str, Any] = {
+        "seconds": round(est.seconds),
+        "copySeconds": est.copy_seconds,
+        "boundSeconds": est.bound_seconds,
+        "bytes": est.bytes,
+        "moves": est.moves,
+        "bytesPerSecond": est.bytes_per_second,
+        "throttled": est.throttled,
+        "tickSeconds": est.tick_seconds,
+        "busiestBroker": est.busiest_broker,
+        "exact": est.exact,
+    }
+    if finish_at is not None:
+        out["finishAt"] = format_time(finish_at)
+    return out
 
 
 def baseline_of(snapshot: ClusterSnapshot, plan: Plan) -> tuple[list[Original], dict[int, int]]:

@@ -625,7 +625,7 @@ class ReconcilePass:
             sides = ceilings.model_rates(b.id for b in snap.brokers) if ceilings is not None else None
             est = copy_model.estimate_plan(snap, plan, self.limits, periods.interval_s(), rules, sides)
             windows = window_bound(self.spec.execution, self.spec.self_healing, self.view.resources)
-            return plan_review.estimate_json(est, finish_at(windows, rec.wall(), est.seconds))
+            return copy_model.estimate_json(est, finish_at(windows, rec.wall(), est.seconds))
 
         try:
             blob, data = plan_blob(plan)

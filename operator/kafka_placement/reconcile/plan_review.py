@@ -38,14 +38,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..execution.copy_model import CopyEstimate
 from ..execution.executor import Limits
 from ..execution.record import plan_blob_name
 from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
 from ..model.intent_status import PlanEstimate, Review
 from ..model.plan import Plan
-from ..model.self_healing import format_time
 from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, TrafficLoads
 from ..planning.plan_summary import PlanSummary, StatusSummary
@@ -124,26 +122,6 @@ def review_status(data: Mapping[str, str], name: str) -> Review:
         brokers_changing=data.get("brokersChanging", ""),
         traffic_changing=data.get("trafficChanging") or None,
     )
-
-
-def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
-    """``estimate.json``: the copy model's estimate of the execution (execution/copy_model.py) and, when
-    it ends within ten years, when it would end if started when the plan was made (windows counted)."""
-    out: dict[str, Any] = {
-        "seconds": round(est.seconds),
-        "copySeconds": est.copy_seconds,
-        "boundSeconds": est.bound_seconds,
-        "bytes": est.bytes,
-        "moves": est.moves,
-        "bytesPerSecond": est.bytes_per_second,
-        "throttled": est.throttled,
-        "tickSeconds": est.tick_seconds,
-        "busiestBroker": est.busiest_broker,
-        "exact": est.exact,
-    }
-    if finish_at is not None:
-        out["finishAt"] = format_time(finish_at)
-    return out
 
 
 def estimate_status(data: Mapping[str, str]) -> PlanEstimate | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,21 @@ def test_report_writes_one_html_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "lower bound" in page
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
+
+
+def test_report_estimates_the_execution_at_the_throttle_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """The page says how long `execute` would take (the copy model, execution/copy_model.py), at the
+    `--throttle` given or, without one, at an assumed rate that it names as such."""
+    code, page, err = run(capsys, *args("drain", "-o", "-"))
+    assert code == 0, err
+    assert '<p id="estimate"><b>Estimated duration</b>' in page and "(no throttle is set)" in page
+    code, slow, err = run(capsys, *args("drain", "--throttle", "1000", "--hold-achieved-rate", "-o", "-"))
+    assert code == 0, err
+    said = re.search(r'<p id="estimate">.*?</p>', slow)
+    assert said is not None and "at 1000 B/s per broker" in said[0] and "no throttle" not in said[0], said
+    with pytest.raises(SystemExit) as refused:  # argparse's usage error
+        main(args("drain", "--throttle", "0", "-o", "-"))
+    assert refused.value.code == 2 and "--throttle: must be from 1" in capsys.readouterr().err
 
 
 def test_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:

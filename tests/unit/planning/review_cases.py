@@ -22,7 +22,7 @@ from tests.bench.generator import scenario
 from tests.unit.builders import intents as parse_intents
 from tests.unit.planning.test_network_goals import capacity, hot_cluster
 
-from kafka_placement.execution.copy_model import estimate_plan
+from kafka_placement.execution.copy_model import estimate_json, estimate_plan
 from kafka_placement.execution.executor import Limits
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan
@@ -240,7 +240,7 @@ def pinned(case: Case) -> dict[str, Any]:
     limits = Limits(max_moves_per_broker=case.per_broker, throttle=10_000_000)
     with _limits(case):
         report, plan = report_of(case)
-        estimate = plan_review.estimate_json(estimate_plan(case.snapshot, plan, limits, 5.0), None)
+        estimate = estimate_json(estimate_plan(case.snapshot, plan, limits, 5.0), None)
         data, binary = plan_review.review_data(report, limits, None, estimate)
     for doc in (data, binary):
         for key in PAGES:

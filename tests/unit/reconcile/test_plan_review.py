@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from tests.bench.generator import scenario
 from tests.unit.planning.test_report import golden
 
-from kafka_placement.execution.copy_model import estimate_plan
+from kafka_placement.execution.copy_model import estimate_json, estimate_plan
 from kafka_placement.execution.executor import Limits
 from kafka_placement.model.intent_status import PlanEstimate, Review
 from kafka_placement.model.intents import Intents
@@ -30,9 +30,7 @@ def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None
     report = build_report(snap, plan, intents, 3)
     limits = Limits(max_moves_per_broker=3, throttle=10_000_000)
     est = estimate_plan(snap, plan, limits, 5.0)
-    data, binary = plan_review.review_data(
-        report, limits, None, plan_review.estimate_json(est, 1_800_000_000)
-    )
+    data, binary = plan_review.review_data(report, limits, None, estimate_json(est, 1_800_000_000))
     assert binary == {} and data["planId"] == plan.plan_id and data["planBlob"] == f"plan-{plan.plan_id}"
     summary = json.loads(data["summary.json"])  # all of it but the batches' order of every partition
     assert (
