@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Kafka jars from Maven Central (with the tiered cluster's kafka-storage test jar: fetch.sh --tiered);
+# Kafka jars from Maven Central (4.4.0; the tiered cluster's 4.3.1 with its kafka-storage test jar: --tiered);
 # kube-apiserver, kubectl, the node's kubelet/kube-proxy/scheduler/controller-manager, etcd and helm from
 # the Go module proxy; containerd, runc, CNI plugins, iptables and
 # promtool (the chart's alert rules are checked with it) unpacked from Debian packages; the broker plugin
@@ -40,7 +40,8 @@ venv: $(STAMP)
 # (installed once, a no-op after).
 rig-build: venv
 	@bash scripts/check-tools.sh java mvn go
-	bash tests/rig/kafka/fetch.sh --tiered
+	bash tests/rig/kafka/fetch.sh
+	KAFKA_VERSION=4.3.1 bash tests/rig/kafka/fetch.sh --tiered
 	bash scripts/build-broker-plugin.sh
 	bash tests/rig/k8s/build.sh
 	bash tests/rig/gitops/build.sh >/dev/null

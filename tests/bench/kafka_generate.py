@@ -43,7 +43,7 @@ def kp_cache() -> Path:
 @functools.cache
 def libs_dir() -> Path:
     """The Kafka libs dir: the cached one if complete, else what ``fetch.sh`` downloads (once a process)."""
-    version = os.environ.get("KAFKA_VERSION", "4.3.1")  # fetch.sh's default
+    version = os.environ.get("KAFKA_VERSION", "4.4.0")  # fetch.sh's default
     cached = kp_cache() / "kafka" / version / "libs"
     if (cached / ".complete").is_file():
         return cached

@@ -2,7 +2,10 @@
 
 The operator re-reads Kafka and re-plans an idle cluster whose resources did not change at most every
 ``--resync-seconds`` (here 10 s, reconciles every 2 s): a spec change is acted on at the next reconcile,
-placement drift made behind the operator's back within the resync period.
+placement drift made behind the operator's back within the resync period: someone's tool lifts the cordon of
+the decommissioned broker and moves a replica back onto it (Kafka 4.4 refuses a reassignment onto a broker
+whose every dir is cordoned, so the drift must uncordon first, as a user's tool would); the operator
+cordons the broker again and moves the replica off.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
 ) -> None:
     from kafka.structs import TopicPartition
 
+    from kafka_placement.kafka.connection import ConnectionSettings
+    from kafka_placement.kafka.gateway import CORDON_CONFIG, ConfigChange, ConfigTarget, KafkaGateway
+
     ns = k8s_namespace
     operator.kill(signal.SIGTERM)
     operator.metrics_port = free_port()
@@ -79,7 +85,12 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
     resyncs = 1 + int((time.monotonic() - started) // 10)
     assert after.get("full", 0) - before.get("full", 0) <= resyncs, (before, after, resyncs)
 
-    # drift behind the operator's back: found within the resync period, moved off broker 3 again
+    # drift behind the operator's back: broker 3 uncordoned and given a replica again; found within the
+    # resync period: cordoned again and the replica moved off
+    broker_3 = ConfigTarget.broker(3)
+    with KafkaGateway(ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers)) as gw:
+        assert gw.describe_configs([broker_3])[broker_3][CORDON_CONFIG].value  # the decommission's cordon
+        gw.incremental_alter_configs({broker_3: [ConfigChange(CORDON_CONFIG, "DELETE")]})
     kafka_py_admin.alter_partition_reassignments({TopicPartition(topic, 1): [3, 2]})
 
     def replicas_of_1() -> tuple[int, ...]:
@@ -101,6 +112,8 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
     assert reconciles(operator, f"{ns}/idle").get("full", 0) > before_drift.get("full", 0)
     converged(kubectl, ns)
     assert all(3 not in p.replicas for p in snapshot(kafka_rig).partitions if p.topic == topic)
+    with KafkaGateway(ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers)) as gw:
+        assert gw.describe_configs([broker_3])[broker_3][CORDON_CONFIG].value  # cordoned again
 
     # a spec change is acted on at the next reconcile, inside the resync period
     before = reconciles(operator, f"{ns}/idle")

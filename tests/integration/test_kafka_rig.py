@@ -113,8 +113,8 @@ def consume_all(rig: KafkaRig, topic: str, expected: int, wait: Wait) -> list[tu
 
 
 def test_rig_shape(kafka_rig: KafkaRig) -> None:
-    assert kafka_rig.version.startswith("4.3.")  # the rig's release (tests/rig/kafka_rig.py)
-    assert kafka_rig.release_version == "4.3-IV0"  # its latest production metadata.version
+    assert kafka_rig.version.startswith("4.4.")  # the rig's release (tests/rig/kafka_rig.py)
+    assert kafka_rig.release_version == "4.4-IV2"  # its latest production metadata.version
     assert len(kafka_rig.nodes) == 3
     assert [n.rack for n in kafka_rig.nodes] == ["/dc1/r1", "/dc1/r2", "/dc2/r1"]
     assert all(len(n.log_dirs) == 2 for n in kafka_rig.nodes)

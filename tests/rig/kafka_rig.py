@@ -62,9 +62,7 @@ from tests.rig import kafka_security, small_disk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
-# 4.4.0 refuses a reassignment onto a broker whose every log dir is cordoned (InvalidReplicationAssignment;
-# 4.3 accepts it): two end-to-end tests build their drift that way and fail there (docs/compatibility.md)
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 # the tiered cluster's release: Kafka's LocalTieredStorage ships only in the kafka-storage *test* jar, which
 # Maven Central serves for 4.3.1 but not 4.3.2 or 4.4.0
 TIERED_KAFKA_VERSION = "4.3.1"

@@ -357,7 +357,7 @@ def _throttle(
         raise
 
 
-def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
+def _submit(ex: Execution, gateway: KafkaGateway, view: TickView, batch: list[int]) -> None:
     """Two-phase: record the intents, pre-assign named dirs of new replicas, submit, record the outcome."""
     plan = ex.plan
     now = time.time()
@@ -393,7 +393,13 @@ def _submit(ex: Execution, gateway: KafkaGateway, batch: list[int]) -> None:
             unknown.append(f"{key[0]}-{key[1]}: {err}")
         else:
             ex.forget(i, refused=True)
-            (later if err.retriable else failed).append(f"{key[0]}-{key[1]}: {err}")
+            why = f"{key[0]}-{key[1]}: {err}"
+            if err.code == "INVALID_REPLICATION_ASSIGNMENT" and (
+                cordoned := view.wholly_cordoned(targets[key])
+            ):
+                named = ", ".join(map(str, cordoned))
+                why += f" (broker(s) {named} have every log dir cordoned: Kafka 4.4+ refuses it)"
+            (later if err.retriable else failed).append(why)
     if unknown or later:
         ex.error(
             "; ".join(
@@ -476,6 +482,23 @@ def _cancel(ex: Execution, gateway: KafkaGateway, view: TickView) -> None:
         ex.doc.counters.reorders += len(reorder)
         ex.save()
         errors = gateway.alter_reassignments(reorder)
+        # Kafka 4.4 refuses a reassignment naming a broker whose every dir is cordoned (a decommission's
+        # broker), a mere reorder too: those partitions keep their replicas, in Kafka's order
+        kept = {
+            k: cordoned
+            for k, e in errors.items()
+            if e.code == "INVALID_REPLICATION_ASSIGNMENT" and (cordoned := view.wholly_cordoned(reorder[k]))
+        }
+        errors = {k: e for k, e in errors.items() if k not in kept}
+        if kept:
+            ex.doc.counters.orders_kept += len(kept)
+            brokers = sorted({b for bs in kept.values() for b in bs})
+            ex.error(
+                f"replica order not restored for {len(kept)} partition(s) ("
+                + ", ".join(f"{t}-{p}" for t, p in list(kept)[:10])
+                + f"): Kafka refuses a reassignment naming broker(s) {', '.join(map(str, brokers))}, whose "
+                "every log dir is cordoned (Kafka 4.4+); their replicas are the ones they had before"
+            )
         if errors:
             ex.error(
                 "restoring the replica order failed for "
@@ -632,7 +655,7 @@ def _moving(
     batch = _select(ex, view, limits, [i for i in candidates if i not in watch.deferred])
     if batch:
         _throttle(ex, gateway, view, batch, limits, ceilings)
-        _submit(ex, gateway, batch)
+        _submit(ex, gateway, view, batch)
 
 
 def _revert_stranded(ex: Execution, gateway: KafkaGateway, view: TickView) -> None:

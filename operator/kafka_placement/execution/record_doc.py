@@ -136,6 +136,7 @@ class Counters(_Model):
     cancels: int = Field(0, ge=0)
     reverted_stranded: int = Field(0, ge=0)  # a superseded plan's moves toward a dead broker, reverted
     reorders: int = Field(0, ge=0)
+    orders_kept: int = Field(0, ge=0)  # cancelled moves whose replica order Kafka would not restore
     diverged_ticks: int = Field(0, ge=0)
     unsent: int = Field(0, ge=0)  # intents recorded before a crash that never reached Kafka
     refused: int = Field(0, ge=0)  # submissions Kafka answered with an error for (not counted as submitted)

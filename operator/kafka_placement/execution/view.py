@@ -63,6 +63,11 @@ class TickView:
         make a config call wait out its timeout."""
         return self.live - self.silent
 
+    def wholly_cordoned(self, brokers: Iterable[int]) -> list[int]:
+        """The brokers among ``brokers`` whose every dir this tick read is cordoned (KIP-1066): Kafka 4.4
+        refuses any reassignment naming one of them, even one that keeps its replica where it is."""
+        return [b for b in brokers if (ds := self.dirs.get(b)) and all(d.cordoned for d in ds)]
+
     def replica(self, topic: str, partition: int, broker: int) -> ReplicaDirs:
         return self._replicas.get((topic, partition, broker), ReplicaDirs())
 

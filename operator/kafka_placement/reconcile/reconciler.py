@@ -222,15 +222,17 @@ class Reconciler:
                 self.kube.event(n.body, n.type, n.reason, n.message)
 
     def release(self, cluster: Mapping[str, Any]) -> str | None:
-        """A KafkaCluster being deleted: its execution is cancelled and the cancel driven to its end (moves
-        in flight reverted, the throttles it set removed), then the cordons of its intent resources deleted
-        with it are removed as a reconcile would (``SyncCordons``: no reconcile runs any more), so nothing
-        the operator set in Kafka outlives the resources (its record, a ConfigMap it owns, goes with it).
-        One tick per call: returns None when nothing is left, else what is still to do (the caller calls
-        again). A cluster with no record, or a finished one holding nothing, and no intent being deleted
-        with a cordon, is not contacted."""
-        left = self._cancel(cluster) or self._cancel(cluster, "lane")
-        left = left if left is not None else self._uncordon_leaving(cluster)
+        """A KafkaCluster being deleted: the cordons of its intent resources deleted with it are removed as
+        a reconcile would (``SyncCordons``: no reconcile runs any more), then its execution is cancelled and
+        the cancel driven to its end (moves in flight reverted, their replica order restored, the throttles
+        it set removed), so nothing the operator set in Kafka outlives the resources (its record, a
+        ConfigMap it owns, goes with it). The cordons go first: Kafka 4.4 refuses any reassignment naming a
+        broker whose every dir is cordoned, the reorder that puts a decommissioned broker's replicas back
+        in their order too. One tick per call: returns None when nothing is left, else what is still to do
+        (the caller calls again). A cluster with no record, or a finished one holding nothing, and no
+        intent being deleted with a cordon, is not contacted."""
+        left = self._uncordon_leaving(cluster)
+        left = left if left is not None else (self._cancel(cluster) or self._cancel(cluster, "lane"))
         if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
             self._memory.pop((cluster["metadata"]["namespace"], cluster["metadata"]["name"]), None)
         return left

@@ -4,8 +4,8 @@
 #   fetch.sh --tiered   also Kafka's own test remote storage manager (LocalTieredStorage, KIP-405), from the
 #                       kafka-storage test jar (classifier `test`), for the rig's `tiered` cluster only; not
 #                       every release has one on Maven Central (4.4.0 has none): that version then fails here,
-#                       and the tiered cluster runs on a version that has it (4.3.1, the default)
-#   KAFKA_VERSION (default 4.3.1, the rig's) picks the release; KP_CACHE (default ~/.cache/kafka-placement)
+#                       and the tiered cluster runs on a version that has it (4.3.1: `make rig-build` fetches it)
+#   KAFKA_VERSION (default 4.4.0, the rig's) picks the release; KP_CACHE (default ~/.cache/kafka-placement)
 #   the cache.
 # Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo; the test
 # jar lands apart in $KP_CACHE/kafka/<version>/tiered: only the `tiered` cluster puts it on its classpath.
@@ -23,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
 KP_CACHE="${KP_CACHE:-$HOME/.cache/kafka-placement}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DEST="$KP_CACHE/kafka/$KAFKA_VERSION"

@@ -368,7 +368,7 @@ def test_an_unknown_answer_keeps_the_intent_and_a_refusal_is_not_counted(tmp_pat
             ("t", 2): OpError("INVALID_REPLICA_ASSIGNMENT", "no", False),
         }
     )
-    executor._submit(ex, answers, [0, 1, 2])  # type: ignore[arg-type]
+    executor._submit(ex, answers, _view({}), [0, 1, 2])  # type: ignore[arg-type]
     assert ex.doc.in_flight[0].state == Submission.INTENT  # Kafka may have it: the next tick looks
     assert ex.doc.in_flight[1].state == Submission.CONFIRMED
     assert 2 not in ex.doc.in_flight and ex.state(2) == PState.PENDING
@@ -385,16 +385,67 @@ def test_an_unknown_answer_keeps_the_intent_and_a_refusal_is_not_counted(tmp_pat
     assert (c.submissions, c.resubmitted, c.unsent) == (2, 0, 0)
 
 
+def _cordoned(broker: int) -> dict[int, tuple[LogDirInfo, ...]]:
+    """DescribeLogDirs of ``broker`` with both its dirs cordoned (KIP-1066)."""
+    return {broker: tuple(LogDirInfo(broker, d, None, 0, 0, True, ()) for d in ("/d0", "/d1"))}
+
+
+def test_a_refusal_naming_a_wholly_cordoned_broker_says_so(tmp_path: Path) -> None:
+    """Kafka 4.4 refuses any reassignment naming a broker whose every dir is cordoned (4.3 accepted it):
+    the execution's error names the broker and the reason, not only Kafka's "assignment is invalid"."""
+    ex = _execution(tmp_path)
+    ex.doc.phase = Phase.MOVING
+    refused = OpError("INVALID_REPLICATION_ASSIGNMENT", "Replication assignment is invalid.", False)
+    view = TickView("c1", frozenset({1, 2, 3, 4}), {}, {}, _cordoned(2))
+    executor._submit(ex, _Answers({("t", 0): refused}), view, [0])  # type: ignore[arg-type]
+    assert ex.phase == Phase.FAILED
+    assert "t-0: INVALID_REPLICATION_ASSIGNMENT" in (ex.doc.last_error or "")
+    assert "broker(s) 2 have every log dir cordoned: Kafka 4.4+ refuses it" in (ex.doc.last_error or "")
+    other = _execution(tmp_path / "other")
+    other.doc.phase = Phase.MOVING
+    executor._submit(other, _Answers({("t", 0): refused}), _view({}), [0])  # type: ignore[arg-type]
+    assert "cordoned" not in (other.doc.last_error or "")  # no cordoned broker read: Kafka's word alone
+
+
+@pytest.mark.parametrize("cordoned", [True, False])
+def test_a_cancel_keeps_kafkas_replica_order_when_a_wholly_cordoned_broker_forbids_the_reorder(
+    tmp_path: Path, cordoned: bool
+) -> None:
+    """A cancelled move reverted by KIP-455 may come back with its replicas in another order; restoring
+    the order is a reassignment, which Kafka 4.4 refuses when it names a broker whose every dir is
+    cordoned (a decommissioned broker): the cancel ends with the replicas as before and says the order was
+    kept, instead of retrying a refused reorder forever (found on the rig: a cluster deleted with its
+    decommission mid-flight never finished its cancel on Kafka 4.4.0). Any other refusal is retried."""
+    ex = _execution(tmp_path)
+    ex.doc.phase = Phase.CANCELLING
+    ex.submit(0, Submission.CONFIRMED, 0)
+    reverted = PartitionState("t", 0, (3, 1), ("/d0", "/d0"), 3, (3, 1), 100)  # original (1, 3), reordered
+    view = TickView("c1", frozenset({1, 2, 3, 4}), {("t", 0): reverted}, {}, _cordoned(3) if cordoned else {})
+    refused = OpError("INVALID_REPLICATION_ASSIGNMENT", "Replication assignment is invalid.", False)
+    answers = _Answers({("t", 0): refused})
+    executor._cancel(ex, answers, view)  # type: ignore[arg-type]
+    assert answers.sent == [{("t", 0): [1, 3]}]
+    if cordoned:
+        assert ex.phase == Phase.CANCELLED and ex.state(0) == PState.CANCELLED
+        assert ex.doc.counters.orders_kept == 1
+        assert "replica order not restored for 1 partition(s) (t-0)" in (ex.doc.last_error or "")
+        assert "broker(s) 3, whose every log dir is cordoned" in (ex.doc.last_error or "")
+    else:
+        assert ex.phase == Phase.CANCELLING and 0 in ex.doc.in_flight  # retried next tick
+        assert ex.doc.counters.orders_kept == 0
+        assert "restoring the replica order failed for t-0" in (ex.doc.last_error or "")
+
+
 def test_an_unknown_answer_kafka_never_acted_on_is_sent_again_as_a_first_submission(tmp_path: Path) -> None:
     ex = _execution(tmp_path)
     ex.doc.phase = Phase.MOVING
-    executor._submit(ex, _Answers({("t", 0): OpError("UNKNOWN", "no answer", True)}), [0])  # type: ignore[arg-type]
+    executor._submit(ex, _Answers({("t", 0): OpError("UNKNOWN", "no answer", True)}), _view({}), [0])  # type: ignore[arg-type]
     t0, o0 = PLAN.partitions[0], BASELINE[0]
     assert executor._reconcile(
         ex, TickView("c1", frozenset({1, 2, 3, 4}), {t0.key: _healthy(t0, o0)}, {}, {})
     )
     assert ex.state(0) == PState.PENDING and 0 not in ex.doc.in_flight
-    executor._submit(ex, _Answers({}), [0])  # type: ignore[arg-type]
+    executor._submit(ex, _Answers({}), _view({}), [0])  # type: ignore[arg-type]
     c = ex.doc.counters
     assert (c.submissions, c.resubmitted, c.unsent) == (1, 0, 1)
 
