@@ -190,7 +190,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     with collector_paused():  # (as the planner: spark.collector)
         report = build_report(snapshot, plan, intents, args.max_moves_per_broker)
     # how long `execute` would take with these flags, as the operator's review says (execution/copy_model.py)
-    limits = Limits(throttle=args.throttle, hold_rate=args.hold_achieved_rate)
+    limits = Limits(
+        throttle=args.throttle,
+        hold_rate=args.hold_achieved_rate,
+        max_moves_per_broker=args.execute_max_moves_per_broker,
+        max_moves=args.execute_max_moves,
+        max_bytes_per_broker=args.execute_max_bytes_per_broker,
+    )
     est = copy_model.estimate_plan(snapshot, plan, limits, EXECUTE_POLL_S)
     write_outputs([Output("-o", args.output, text=render(report, estimate_json(est, None)))])
     return 0
@@ -352,6 +358,30 @@ def register(sub: Any) -> None:
         action="store_true",
         help="as `execute --hold-achieved-rate`: brokers achieve the throttle (else the estimate counts "
         "what they achieve below it)",
+    )
+    in_flight = Limits()
+    r.add_argument(
+        "--execute-max-moves-per-broker",
+        type=int_in(1, 100_000),
+        default=in_flight.max_moves_per_broker,
+        metavar="N",
+        help="as `execute --max-moves-per-broker`: moves in flight per broker, for the estimate (default "
+        "%(default)s)",
+    )
+    r.add_argument(
+        "--execute-max-moves",
+        type=int_in(1, 1_000_000),
+        default=in_flight.max_moves,
+        metavar="N",
+        help="as `execute --max-moves`: moves in flight in the cluster, for the estimate "
+        "(default %(default)s)",
+    )
+    r.add_argument(
+        "--execute-max-bytes-per-broker",
+        type=int_in(1, 2**63 - 1),
+        metavar="BYTES",
+        help="as `execute --max-bytes-per-broker`: bytes in flight per broker, for the estimate (default: "
+        "execute's)",
     )
     r.add_argument("-o", "--output", required=True, help="the HTML file; - = stdout")
     r.set_defaults(func=cmd_report)

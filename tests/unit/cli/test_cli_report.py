@@ -49,6 +49,32 @@ def test_report_estimates_the_execution_at_the_throttle_given(capsys: pytest.Cap
     assert refused.value.code == 2 and "--throttle: must be from 1" in capsys.readouterr().err
 
 
+def minutes_said(page: str) -> int:
+    """The estimated duration the page states (``3 h 25 min``, ``12 min``), in minutes."""
+    found = re.search(r"Estimated duration</b> (?:(\d+) h )?(\d+) min", page)
+    assert found is not None, page[:2000]
+    return int(found[1] or 0) * 60 + int(found[2])
+
+
+def test_report_estimates_with_the_moves_in_flight_execute_would_be_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`execute`'s own limits on moves in flight reach the estimate: one move at a time takes longer
+    than execute's defaults; out-of-range values are refused as `execute` refuses them."""
+    base = ("--throttle", "1000", "--hold-achieved-rate", "-o", "-")
+    code, default, err = run(capsys, *args("decommission", *base))
+    assert code == 0, err
+    code, serial, err = run(
+        capsys,
+        *args("decommission", "--execute-max-moves", "1", "--execute-max-moves-per-broker", "1", *base),
+    )
+    assert code == 0, err
+    assert minutes_said(serial) > minutes_said(default)
+    with pytest.raises(SystemExit) as refused:
+        main(args("drain", "--execute-max-moves", "0", "-o", "-"))
+    assert refused.value.code == 2 and "--execute-max-moves: must be from 1" in capsys.readouterr().err
+
+
 def test_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, *args("drain", "-o", "-"))
     assert code == 0, err
