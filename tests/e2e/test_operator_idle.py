@@ -51,11 +51,8 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
     k8s_namespace: str,
     kafka_rig: KafkaRig,
     new_topic: Any,
-    kafka_py_admin: Any,
     kafka_wait: Any,
 ) -> None:
-    from kafka.structs import TopicPartition
-
     from kafka_placement.kafka.connection import ConnectionSettings
     from kafka_placement.kafka.gateway import CORDON_CONFIG, ConfigChange, ConfigTarget, KafkaGateway
 
@@ -88,10 +85,20 @@ def test_idle_cluster_is_reread_only_when_its_resources_change_or_the_resync_per
     # drift behind the operator's back: broker 3 uncordoned and given a replica again; found within the
     # resync period: cordoned again and the replica moved off
     broker_3 = ConfigTarget.broker(3)
+    refusals: list[object] = []
+
+    def drifted() -> bool:
+        """Uncordon broker 3 and move partition 1 back onto it; False when Kafka refused the move (a
+        resync of the operator cordoned the broker again in between: tried again)."""
+        with KafkaGateway(ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers)) as gw:
+            gw.incremental_alter_configs({broker_3: [ConfigChange(CORDON_CONFIG, "DELETE")]})
+            refused = gw.alter_reassignments({(topic, 1): [3, 2]})
+        refusals.extend(refused.values())
+        return not refused
+
     with KafkaGateway(ConnectionSettings(bootstrap_servers=kafka_rig.bootstrap_servers)) as gw:
         assert gw.describe_configs([broker_3])[broker_3][CORDON_CONFIG].value  # the decommission's cordon
-        gw.incremental_alter_configs({broker_3: [ConfigChange(CORDON_CONFIG, "DELETE")]})
-    kafka_py_admin.alter_partition_reassignments({TopicPartition(topic, 1): [3, 2]})
+    kafka_wait("partition 1 moved back onto broker 3", drifted, 60, why=lambda: str(refusals[-3:]))
 
     def replicas_of_1() -> tuple[int, ...]:
         return next(
