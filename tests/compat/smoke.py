@@ -524,6 +524,18 @@ def unknown_settings(cluster: Cluster) -> list[str]:
     return [f"broker log: {x}" for x in sorted(found)]
 
 
+def default_args(rig_dir: str, work: str) -> argparse.Namespace:
+    """The smoke's arguments as the compat tests run it: the default ports (KP_COMPAT_BASE_PORT and
+    KP_COMPAT_CONTROLLER_BASE_PORT move them), 2 MB per partition."""
+    return argparse.Namespace(
+        rig_dir=rig_dir,
+        work=work,
+        base_port=int(os.environ.get("KP_COMPAT_BASE_PORT", "19092")),
+        controller_base_port=int(os.environ.get("KP_COMPAT_CONTROLLER_BASE_PORT", "19192")),
+        partition_bytes=2_000_000,
+    )
+
+
 # ---------------------------------------------------------------------------------------- report
 
 
