@@ -24,7 +24,8 @@ then run with the `kafka-placement` CLI:
 then tear the cluster down. Each operation is pass / fail / n/a with the reason; a Python traceback in
 any CLI output is a failure. The cluster uses its own state dir (--rig-dir, default
 /tmp/kp-compat-rig) and ports (--base-port 19092, --controller-base-port 19192: outside the other rigs'
-20000-33000 and below Linux's ephemeral range), and is always torn down. Exit 0 iff nothing failed.
+20000-33000 and below Linux's ephemeral range; in ZooKeeper mode the ZooKeeper server listens on the
+controller base port), and is always torn down. Exit 0 iff nothing failed.
 """
 
 from __future__ import annotations
@@ -571,7 +572,12 @@ def markdown(results: Sequence[VersionResult], command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    p.add_argument("--versions", nargs="*", default=list(VERSIONS), help="Kafka versions (default: all)")
+    p.add_argument(
+        "--versions",
+        nargs="*",
+        default=list(VERSIONS),
+        help="Kafka versions in KRaft (default: all; none: pass the flag alone)",
+    )
     p.add_argument(
         "--zookeeper-versions",
         nargs="*",
@@ -604,7 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = (
         "python tests/compat/smoke.py"
         + (  # the arguments that differ from the defaults
-            f" --versions {' '.join(args.versions)}" if list(args.versions) != list(VERSIONS) else ""
+            f" --versions {' '.join(args.versions)}".rstrip() if list(args.versions) != list(VERSIONS) else ""
         )
         + (
             f" --zookeeper-versions {' '.join(args.zookeeper_versions)}"
