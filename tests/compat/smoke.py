@@ -613,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" --versions {' '.join(args.versions)}".rstrip() if list(args.versions) != list(VERSIONS) else ""
         )
         + (
-            f" --zookeeper-versions {' '.join(args.zookeeper_versions)}"
+            f" --zookeeper-versions {' '.join(args.zookeeper_versions)}".rstrip()
             if list(args.zookeeper_versions) != list(ZOOKEEPER_VERSIONS)
             else ""
         )

@@ -898,10 +898,10 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
             if profile.mtls_base_port and args.base_port is None
             else base + 200
         )
-    if zookeeper and (secure or release or profile.tiered or profile.small_dir_mib or args.pod_address):
+    if zookeeper and (secure or release or profile.tiered or profile.small_dir_mib):
         raise RigError(
-            "kafka rig: --zookeeper runs plaintext brokers on loopback only (no --secure, "
-            "--release-version, --pod-address, tiered or small-disk profile)",
+            "kafka rig: --zookeeper runs plaintext brokers only (no --secure, --release-version, tiered or "
+            "small-disk profile)",
             2,
         )
     # ZooKeeper mode: no controller listeners; the ZooKeeper server's clientPort is the controller base

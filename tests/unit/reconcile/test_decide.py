@@ -107,8 +107,10 @@ def test_an_unsupported_cluster_fails_its_intents_with_the_version_and_the_api_m
     assert d.statuses[0].message == msg
     assert not d.actions  # nothing planned, ticked or executed
     assert d.cluster is not None and d.cluster["phase"] == "Unsupported"
-    stalled = {c["type"]: c for c in d.cluster["conditions"]}["Stalled"]
+    conditions = {c["type"]: c for c in d.cluster["conditions"]}
+    stalled = conditions["Stalled"]
     assert (stalled["status"], stalled["reason"], stalled["message"]) == ("True", "KafkaUnsupported", msg)
+    assert conditions["Ready"]["status"] == "True"  # Kafka answered, as for NotAuthorized
 
 
 def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip() -> None:
