@@ -2,9 +2,9 @@
 mode, before KIP-455 (no AlterPartitionReassignments / ListPartitionReassignments), one broker with two log
 dirs and a topic, brought up by the rig (`kafka_rig.py up --zookeeper --kafka-version 2.3.1`) from Maven
 Central's jars. The CLI refuses it with one line naming the release and the missing APIs (exit 4), the
-operator puts its KafkaCluster in phase `Unsupported` and fails a BrokerDecommission on it with the same
-message; in both cases nothing is written to Kafka (the replica stays in its dir, no throttle config is
-set). Skipped unless KP_COMPAT=1; the operator's test needs the k8s rig (`scripts/rig.sh up k8s`):
+operator puts its KafkaCluster in phase `Unsupported` and fails a LogDirCordon (drain) and a
+BrokerDecommission on it with the same message; in both cases nothing is written to Kafka (the replica
+stays in its dir, no throttle config is set). Skipped unless KP_COMPAT=1; the operator's test needs the k8s rig (`scripts/rig.sh up k8s`):
 
     KP_COMPAT=1 .venv/bin/python -m pytest tests/compat/test_unsupported_kafka.py -q -m compat
 """
@@ -151,20 +151,25 @@ def test_the_operator_says_unsupported_and_moves_nothing(
         f"spec: {{bootstrapServers: '{bootstrap}', throttleBytesPerSecond: 10000000}}\n---\n"
         "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: drain-dir}\n"
         f"spec: {{clusterRef: {{name: old}}, broker: 1, logDirs: ['{old_kafka.holding}'], drain: true}}\n"
-    )  # approval Automatic (the default): it would execute at once on a supported cluster
+        "---\n"
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-1}\n"
+        "spec: {clusterRef: {name: old}, brokers: [1]}\n"
+    )  # approval Automatic (the default): the drain would execute at once on a supported cluster
     kubectl("-n", ns, "apply", "-f", "-", input=manifest)
     message = f"the Kafka cluster at {bootstrap} is not supported: {MISSING}"
 
-    def failed() -> bool:
-        status = get(kubectl, ns, "logdircordon", "drain-dir").get("status") or {}
-        return status.get("phase") == "Failed"
+    intents = (("logdircordon", "drain-dir"), ("brokerdecommission", "retire-1"))
 
-    smoke.wait_for("the LogDirCordon Failed", failed, 120)
-    status = get(kubectl, ns, "logdircordon", "drain-dir")["status"]
-    conditions = {c["type"]: c for c in status.get("conditions") or ()}
-    assert conditions["Blocked"]["reason"] == "KafkaUnsupported", (status, operator.tail())
-    assert conditions["Blocked"]["message"] == message
-    assert not status.get("plan") and not status.get("progress"), status
+    def failed() -> bool:
+        return all((get(kubectl, ns, *i).get("status") or {}).get("phase") == "Failed" for i in intents)
+
+    smoke.wait_for("the intents Failed", failed, 120)
+    for kind, name in intents:  # refused before planning: the decommission of the only broker would be
+        status = get(kubectl, ns, kind, name)["status"]  # Infeasible on a supported cluster
+        conditions = {c["type"]: c for c in status.get("conditions") or ()}
+        assert conditions["Blocked"]["reason"] == "KafkaUnsupported", (status, operator.tail())
+        assert conditions["Blocked"]["message"] == message
+        assert not status.get("plan") and not status.get("progress"), status
     kc = get(kubectl, ns, "kafkacluster", "old")["status"]
     assert kc["phase"] == "Unsupported", kc
     stalled = {c["type"]: c for c in kc["conditions"]}["Stalled"]
@@ -173,9 +178,11 @@ def test_the_operator_says_unsupported_and_moves_nothing(
     reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in json.loads(events)["items"]}
     assert ("KafkaCluster", "KafkaUnsupported") in reasons, reasons
     assert ("LogDirCordon", "KafkaUnsupported") in reasons, reasons
+    assert ("BrokerDecommission", "KafkaUnsupported") in reasons, reasons
     nothing_written(old_kafka)
     # the resources go at once: nothing was ever cordoned or throttled on the brokers
     kubectl("-n", ns, "delete", "logdircordon", "drain-dir", "--wait=true", "--timeout=60s")
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-1", "--wait=true", "--timeout=60s")
     kubectl("-n", ns, "delete", "kafkacluster", "old", "--wait=true", "--timeout=60s")
     nothing_written(old_kafka)  # nor by any reconcile since
     log = operator.tail(100_000)
