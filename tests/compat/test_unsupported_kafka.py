@@ -4,7 +4,8 @@ dirs and a topic, brought up by the rig (`kafka_rig.py up --zookeeper --kafka-ve
 Central's jars. The CLI refuses it with one line naming the release and the missing APIs (exit 4), the
 operator puts its KafkaCluster in phase `Unsupported` and fails a LogDirCordon (drain) and a
 BrokerDecommission on it with the same message; in both cases nothing is written to Kafka (the replica
-stays in its dir, no throttle config is set). Skipped unless KP_COMPAT=1; the operator's test needs the k8s rig (`scripts/rig.sh up k8s`):
+stays in its dir, no throttle config is set). Skipped unless KP_COMPAT=1; the operator's test needs the
+k8s rig (`scripts/rig.sh up k8s`):
 
     KP_COMPAT=1 .venv/bin/python -m pytest tests/compat/test_unsupported_kafka.py -q -m compat
 """
