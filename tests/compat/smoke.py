@@ -3,10 +3,13 @@
 
     python tests/compat/smoke.py                        # every version of VERSIONS, one after the other
     python tests/compat/smoke.py --versions 3.7.2 4.4.0 --json results.json --markdown table.md
+    python tests/compat/smoke.py --versions --zookeeper-versions 3.9.2   # only 3.9.2 in ZooKeeper mode
 
 For each version: fetch its jars (tests/rig/kafka/fetch.sh), bring up a cluster like the main one (3
 combined broker+controller nodes, 2 log dirs each, racks; tests/rig/kafka_rig.py, a static quorum before
-3.9), create a topic with data in both dirs of the brokers, then run with the `kafka-placement` CLI:
+3.9; and each release of ZOOKEEPER_VERSIONS in ZooKeeper mode: a ZooKeeper server and 3 brokers with the
+same dirs and racks, `kafka_rig.py up --zookeeper`), create a topic with data in both dirs of the brokers,
+then run with the `kafka-placement` CLI:
 
     move    snapshot; plan a BrokerDecommission of broker 3 plus a draining LogDirCordon of a dir of
             broker 1 that holds replicas (a move between its dirs); execute --wait with a throttle;
@@ -21,7 +24,8 @@ combined broker+controller nodes, 2 log dirs each, racks; tests/rig/kafka_rig.py
 then tear the cluster down. Each operation is pass / fail / n/a with the reason; a Python traceback in
 any CLI output is a failure. The cluster uses its own state dir (--rig-dir, default
 /tmp/kp-compat-rig) and ports (--base-port 19092, --controller-base-port 19192: outside the other rigs'
-20000-33000 and below Linux's ephemeral range), and is always torn down. Exit 0 iff nothing failed.
+20000-33000 and below Linux's ephemeral range; in ZooKeeper mode the ZooKeeper server listens on the
+controller base port), and is always torn down. Exit 0 iff nothing failed.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `tests.rig` importab
 
 # the newest patch of each minor release Maven Central served on 2026-12-03
 VERSIONS = ("3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.2", "4.4.0")
+# ... and in ZooKeeper mode (gone from 4.0 on: KIP-833): the last release that has it
+ZOOKEEPER_VERSIONS = ("3.9.2",)
 OPERATIONS = ("move", "cancel", "cordon", "dead")
 CLI = str(Path(sys.executable).parent / "kafka-placement")
 RIG = str(REPO_ROOT / "tests" / "rig" / "kafka_rig.py")
@@ -81,6 +87,18 @@ class VersionResult:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    zookeeper: bool = False  # the release in ZooKeeper mode, not KRaft
+
+    @property
+    def label(self) -> str:
+        """The row's name: ``3.9.2``, or ``3.9.2 (ZooKeeper)``."""
+        return f"{self.version} (ZooKeeper)" if self.zookeeper else self.version
+
+    @property
+    def quorum(self) -> str:
+        if self.zookeeper:
+            return "ZooKeeper"
+        return "static" if tuple(int(x) for x in self.version.split(".")[:2]) < (3, 9) else "dynamic"
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -241,12 +259,14 @@ def reassignments(cluster: Cluster) -> int:
         admin.close()
 
 
-def metadata_level(cluster: Cluster) -> int:
+def metadata_level(cluster: Cluster) -> str:
+    """The finalized metadata.version level, or ``none (ZooKeeper mode)``."""
     from kafka_placement.kafka.connection import ConnectionSettings
     from kafka_placement.kafka.gateway import KafkaGateway
 
     with KafkaGateway(ConnectionSettings(bootstrap_servers=cluster.bootstrap)) as gw:
-        return gw.metadata_version()
+        level = gw.metadata_level()
+    return "none (ZooKeeper mode)" if level is None else str(level)
 
 
 # ---------------------------------------------------------------------------------------- operations
@@ -440,10 +460,11 @@ def attempt(fn: Callable[[], str]) -> Outcome:
 
 @contextlib.contextmanager
 def seeded(version: str, args: argparse.Namespace, result: VersionResult) -> Iterator[Cluster | None]:
-    """A cluster of ``version`` with the data topic (outcomes ``fetch``, ``up`` and ``seed`` in
-    ``result``; None when one failed), always torn down."""
-    name = f"compat-{version.replace('.', '-')}"
-    cluster = Cluster(name, Path(args.rig_dir), Path(args.work) / version)
+    """A cluster of ``version`` (in ZooKeeper mode when ``result.zookeeper``) with the data topic
+    (outcomes ``fetch``, ``up`` and ``seed`` in ``result``; None when one failed), always torn down."""
+    mode = "-zk" if result.zookeeper else ""
+    name = f"compat-{version.replace('.', '-')}{mode}"
+    cluster = Cluster(name, Path(args.rig_dir), Path(args.work) / f"{version}{mode}")
     shutil.rmtree(cluster.work, ignore_errors=True)  # state files of an earlier run's cluster
     cluster.work.mkdir(parents=True)
     fetch_env = {"KAFKA_VERSION": version}
@@ -452,7 +473,8 @@ def seeded(version: str, args: argparse.Namespace, result: VersionResult) -> Ite
     result.outcomes["fetch"] = fetch
     up_cmd = [sys.executable, RIG, "up", "--name", name, "--rig-dir", str(cluster.rig_dir),
               "--kafka-version", version, "--base-port", str(args.base_port),
-              "--controller-base-port", str(args.controller_base_port)]  # fmt: skip
+              "--controller-base-port", str(args.controller_base_port),
+              *(["--zookeeper"] if result.zookeeper else [])]  # fmt: skip
     try:
         if fetch.status == "pass":
             result.outcomes["up"] = attempt(lambda: tail(run(up_cmd, timeout=300).stdout, 1))
@@ -477,8 +499,8 @@ def seeded(version: str, args: argparse.Namespace, result: VersionResult) -> Ite
             result.notes.append(f"rig down failed: {tail(down.stdout + down.stderr, 3)}")
 
 
-def smoke_version(version: str, args: argparse.Namespace) -> VersionResult:
-    result = VersionResult(version)
+def smoke_version(version: str, args: argparse.Namespace, zookeeper: bool = False) -> VersionResult:
+    result = VersionResult(version, zookeeper=zookeeper)
     started = time.monotonic()
     with seeded(version, args, result) as cluster:
         for op in OPERATIONS:
@@ -503,6 +525,18 @@ def unknown_settings(cluster: Cluster) -> list[str]:
     return [f"broker log: {x}" for x in sorted(found)]
 
 
+def default_args(rig_dir: str, work: str) -> argparse.Namespace:
+    """The smoke's arguments as the compat tests run it: the default ports (KP_COMPAT_BASE_PORT and
+    KP_COMPAT_CONTROLLER_BASE_PORT move them), 2 MB per partition."""
+    return argparse.Namespace(
+        rig_dir=rig_dir,
+        work=work,
+        base_port=int(os.environ.get("KP_COMPAT_BASE_PORT", "19092")),
+        controller_base_port=int(os.environ.get("KP_COMPAT_CONTROLLER_BASE_PORT", "19192")),
+        partition_bytes=2_000_000,
+    )
+
+
 # ---------------------------------------------------------------------------------------- report
 
 
@@ -515,8 +549,7 @@ def markdown(results: Sequence[VersionResult], command: str) -> str:
         "|---|---|" + "---|" * len(OPERATIONS) + "---|",
     ]
     for r in results:
-        quorum = "static" if tuple(int(x) for x in r.version.split(".")[:2]) < (3, 9) else "dynamic"
-        row = [r.version, quorum]
+        row = [r.label, r.quorum]
         for op in OPERATIONS:
             o = r.outcomes[op]
             text = cell[o.status]
@@ -527,7 +560,7 @@ def markdown(results: Sequence[VersionResult], command: str) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for r in results:
-        lines.append(f"**{r.version}**")
+        lines.append(f"**{r.label}**")
         lines.append("")
         for op, o in r.outcomes.items():
             first = o.detail.replace("\n", " ").replace("|", "\\|")[:600]
@@ -539,7 +572,19 @@ def markdown(results: Sequence[VersionResult], command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    p.add_argument("--versions", nargs="+", default=list(VERSIONS), help="Kafka versions (default: all)")
+    p.add_argument(
+        "--versions",
+        nargs="*",
+        default=list(VERSIONS),
+        help="Kafka versions in KRaft (default: all; none: pass the flag alone)",
+    )
+    p.add_argument(
+        "--zookeeper-versions",
+        nargs="*",
+        default=list(ZOOKEEPER_VERSIONS),
+        help=f"Kafka versions run in ZooKeeper mode too (default: {' '.join(ZOOKEEPER_VERSIONS)}; none: "
+        "pass the flag alone)",
+    )
     p.add_argument("--rig-dir", default="/tmp/kp-compat-rig", help="the clusters' state dir")
     p.add_argument("--work", default="/tmp/kp-compat-work", help="snapshots, plans, state files")
     p.add_argument("--base-port", type=int, default=19092)
@@ -549,9 +594,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--markdown", help="write the results table (Markdown) here")
     args = p.parse_args(argv)
     results = []
-    for version in args.versions:
-        print(f"compat: Kafka {version} ...", flush=True)
-        r = smoke_version(version, args)
+    runs = [(v, False) for v in args.versions] + [(v, True) for v in args.zookeeper_versions]
+    for version, zookeeper in runs:
+        print(f"compat: Kafka {version}{' (ZooKeeper)' if zookeeper else ''} ...", flush=True)
+        r = smoke_version(version, args, zookeeper)
+        version = r.label
         results.append(r)
         summary = ", ".join(
             f"{op} {r.outcomes[op].status}" for op in ("fetch", "up", *OPERATIONS) if op in r.outcomes
@@ -560,8 +607,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for op, o in r.outcomes.items():
             if o.status != "pass":
                 print(f"  {op}: {o.status}: {o.detail}", flush=True)
-    command = "python tests/compat/smoke.py" + (
-        f" --versions {' '.join(args.versions)}" if list(args.versions) != list(VERSIONS) else ""
+    command = (
+        "python tests/compat/smoke.py"
+        + (  # the arguments that differ from the defaults
+            f" --versions {' '.join(args.versions)}".rstrip() if list(args.versions) != list(VERSIONS) else ""
+        )
+        + (
+            f" --zookeeper-versions {' '.join(args.zookeeper_versions)}".rstrip()
+            if list(args.zookeeper_versions) != list(ZOOKEEPER_VERSIONS)
+            else ""
+        )
     )
     if args.json:
         Path(args.json).write_text(
@@ -569,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 [
                     {
                         "version": r.version,
+                        "zookeeper": r.zookeeper,
                         "seconds": r.seconds,
                         "notes": r.notes,
                         "outcomes": {k: vars(v) for k, v in r.outcomes.items()},

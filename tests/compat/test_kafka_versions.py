@@ -1,6 +1,7 @@
-"""The compatibility smoke (tests/compat/smoke.py) as a test, one per Kafka version: each brings a 3-node
-cluster of that release up, runs the CLI's move, cancel, cordon and dead-broker checks on it and tears it
-down (about a minute each); and the operator's connect-and-plan on each (the operator as a process against
+"""The compatibility smoke (tests/compat/smoke.py) as a test, one per Kafka version (and 3.9.2 in ZooKeeper
+mode too): each brings a 3-node cluster of that release up, runs the CLI's move, cancel, cordon and
+dead-broker checks on it and tears it down (about a minute each); and the operator's connect-and-plan on
+each (the operator as a process against
 the rig's kube-apiserver: a KafkaCluster connected with every broker listed, a Manual BrokerDecommission
 planned, AwaitingApproval with its estimate, nothing moved; about 40 s each). Not part of `make test` (its
 lanes run tests/integration and tests/e2e only) and skipped unless KP_COMPAT=1; the operator's tests need
@@ -12,9 +13,11 @@ the k8s rig (`scripts/rig.sh up k8s`):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,35 +30,48 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("version", smoke.VERSIONS)
-def test_the_cli_works_on_kafka(version: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    result = smoke.smoke_version(version, args_of(tmp_path_factory))
+# every release in KRaft, and those of ZOOKEEPER_VERSIONS in ZooKeeper mode too
+RELEASES = [pytest.param(v, False, id=v) for v in smoke.VERSIONS] + [
+    pytest.param(v, True, id=f"{v}-zookeeper") for v in smoke.ZOOKEEPER_VERSIONS
+]
+
+
+@pytest.mark.parametrize(("version", "zookeeper"), RELEASES)
+def test_the_cli_works_on_kafka(
+    version: str, zookeeper: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    result = smoke.smoke_version(version, args_of(tmp_path_factory), zookeeper)
     failed = {op: o.detail for op, o in result.outcomes.items() if o.status == "fail"}
     assert not failed, failed
 
 
 def args_of(tmp_path_factory: pytest.TempPathFactory) -> argparse.Namespace:
-    return argparse.Namespace(
-        rig_dir=str(tmp_path_factory.mktemp("rig")),
-        work=str(tmp_path_factory.mktemp("work")),
-        base_port=int(os.environ.get("KP_COMPAT_BASE_PORT", "19092")),
-        controller_base_port=int(os.environ.get("KP_COMPAT_CONTROLLER_BASE_PORT", "19192")),
-        partition_bytes=2_000_000,
-    )
+    return smoke.default_args(str(tmp_path_factory.mktemp("rig")), str(tmp_path_factory.mktemp("work")))
 
 
-@pytest.mark.parametrize("version", smoke.VERSIONS)
+@contextlib.contextmanager
+def seeded_cluster(
+    version: str, tmp_path_factory: pytest.TempPathFactory, zookeeper: bool = False
+) -> Iterator[smoke.Cluster]:
+    """A 3-node cluster of ``version`` with the smoke's data topic (smoke.seeded), torn down after; the
+    test fails, saying why, when it did not come up."""
+    result = smoke.VersionResult(version, zookeeper=zookeeper)
+    with smoke.seeded(version, args_of(tmp_path_factory), result) as cluster:
+        assert cluster is not None, {op: o.detail for op, o in result.outcomes.items()}
+        yield cluster
+
+
+@pytest.mark.parametrize(("version", "zookeeper"), RELEASES)
 def test_the_operator_connects_and_plans_on_kafka(
     version: str,
+    zookeeper: bool,
     operator: Operator,
     kubectl: Any,
     k8s_namespace: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     ns = k8s_namespace
-    result = smoke.VersionResult(version)
-    with smoke.seeded(version, args_of(tmp_path_factory), result) as cluster:
-        assert cluster is not None, {op: o.detail for op, o in result.outcomes.items()}
+    with seeded_cluster(version, tmp_path_factory, zookeeper) as cluster:
         manifest = (
             "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: compat}\n"
             f"spec: {{bootstrapServers: '{cluster.bootstrap}', throttleBytesPerSecond: 10000000}}\n---\n"
@@ -98,9 +114,7 @@ def test_the_operator_survives_rolling_restarts_of_every_broker(
     the cluster is Connected with every broker once they are back, and its log has no traceback or
     assertion."""
     ns = k8s_namespace
-    result = smoke.VersionResult(version)
-    with smoke.seeded(version, args_of(tmp_path_factory), result) as cluster:
-        assert cluster is not None, {op: o.detail for op, o in result.outcomes.items()}
+    with seeded_cluster(version, tmp_path_factory) as cluster:
         manifest = (
             "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: rolled}\n"
             f"spec: {{bootstrapServers: '{cluster.bootstrap}'}}\n"

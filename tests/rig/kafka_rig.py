@@ -9,6 +9,9 @@
                                         # LocalTieredStorage (a shared dir): started by its test only
     kafka_rig.py up     --name disk     # 2 nodes x 2 log dirs, node 2's second dir a 64 MiB tmpfs of its
                                         # own (it really fills; root): started by its test only
+    kafka_rig.py up     --name zk --zookeeper --kafka-version 3.9.2 --base-port 17092
+                                        # ZooKeeper mode (Kafka 3.9 and older): a ZooKeeper server of the
+                                        # release's own jars, brokers with broker.id and zookeeper.connect
     kafka_rig.py status --name main
     kafka_rig.py stop-node  --name main --node 3   # SIGTERM one node's JVM (data kept)
     kafka_rig.py start-node --name main --node 3   # start it again (same config and data)
@@ -22,7 +25,12 @@ its `replica.selector.class` set (MultiLevelRackAwareReplicaSelector). Storage i
 with the storage tool (random cluster id; Kafka 3.9 and newer: a dynamic quorum via --initial-controllers,
 3.7 and 3.8: a static one, controller.quorum.voters). Any release from 3.7 runs
 (`--kafka-version`, or `--libs DIR`: the version is read from its kafka_2.13 jar); settings an older
-release does not know are left out of its server.properties. Data and logs live in
+release does not know are left out of its server.properties. `--zookeeper` (releases before 4.0, any
+from 2.x on: the compatibility tests bring a pre-KIP-455 broker up this way) starts a ZooKeeper server
+(ZooKeeperServerMain, its data dir and config in the cluster's dir, clientPort the controller base port,
+its JVM marked like the brokers', so `down` stops it, after them) and brokers without KRaft: no
+process.roles, no storage format, `broker.id` and `zookeeper.connect`; fetch.sh keeps the ZooKeeper of a
+release before 2.4 in `<version>/zookeeper` beside `libs` (see fetch.sh). Data and logs live in
 `.rig/kafka-<name>/`; connection details are merged into `.rig/rig.json` under `kafka` (main),
 `kafkaLegacy` (legacy) or `kafka-<name>` (others, e.g. `kafka-secure`), preserving every other key (e.g.
 `k8s`). The secure profile (or `--secure`) has no plaintext listener: certificates, SCRAM users,
@@ -120,6 +128,7 @@ class Profile:
     tiered: bool = False  # remote log storage on, LocalTieredStorage (the kafka-storage test jar)
     small_dir_mib: int = 0  # > 0: the last node's last log dir on a tmpfs of this size (small_disk.py)
     kafka_version: str | None = None  # its release when none is asked (None: DEFAULT_KAFKA_VERSION)
+    zookeeper: bool = False  # ZooKeeper mode (releases before 4.0): a ZooKeeper server, no KRaft
 
 
 PROFILES: dict[str, Profile] = {
@@ -151,10 +160,9 @@ class Node:
     @property
     def ports(self) -> tuple[tuple[int, str], ...]:
         """(port, listener) of every listener of the node."""
-        out = [
-            (self.port, "broker" if not self.mtls_port else "SASL_SSL"),
-            (self.controller_port, "controller"),
-        ]
+        out = [(self.port, "broker" if not self.mtls_port else "SASL_SSL")]
+        if self.controller_port:  # none in ZooKeeper mode
+            out.append((self.controller_port, "controller"))
         if self.mtls_port:
             out.append((self.mtls_port, "MTLS"))
         return tuple(out)
@@ -190,11 +198,33 @@ class Cluster:
     replica_selector: str = ""  # replica.selector.class ("": Kafka's default, the leader)
     tiered: bool = False  # remote log storage (KIP-405) on LocalTieredStorage in remote_dir
     small_dir_mib: int = 0  # > 0: ``small_dir`` is a tmpfs of this size
+    zookeeper_port: int = 0  # > 0: ZooKeeper mode, its server's clientPort (no KRaft controllers)
+
+    @property
+    def zookeeper(self) -> bool:
+        return self.zookeeper_port > 0
+
+    @property
+    def zookeeper_home(self) -> Path:
+        """The ZooKeeper server's dir: its config, data dir and log (its JVM's marker)."""
+        return self.data_dir / "zookeeper"
+
+    @property
+    def zookeeper_libs(self) -> Path:
+        """The ZooKeeper server's classpath: fetch.sh's ``zookeeper`` dir beside ``libs`` when it made one
+        (a release before 2.4, whose brokers run a newer ZooKeeper client), else Kafka's own jars."""
+        own = self.libs.parent / "zookeeper"
+        return own if own.is_dir() else self.libs
+
+    @property
+    def quorum(self) -> str:
+        """How the cluster is coordinated: ``zookeeper``, or the KRaft quorum's ``dynamic`` / ``static``."""
+        return "zookeeper" if self.zookeeper else ("dynamic" if self.dynamic_quorum else "static")
 
     @property
     def dynamic_quorum(self) -> bool:
         """KIP-853's dynamic controller quorum (Kafka 3.9+); older releases have static voters only."""
-        return version_key(self.kafka_version) >= DYNAMIC_QUORUM_SINCE
+        return not self.zookeeper and version_key(self.kafka_version) >= DYNAMIC_QUORUM_SINCE
 
     @property
     def small_dir(self) -> Path:
@@ -269,7 +299,10 @@ def rig_parser(
 # Kafka 3.9 (KIP-853) formats a dynamic quorum (--initial-controllers, controller.quorum.bootstrap.servers);
 # 3.7 and 3.8 know only static voters (controller.quorum.voters)
 DYNAMIC_QUORUM_SINCE = (3, 9)
-OLDEST_KAFKA = (3, 7)  # the oldest release the rig runs (tests/compat/smoke.py checks each since)
+OLDEST_KAFKA = (3, 7)  # the oldest release the rig runs in KRaft (tests/compat/smoke.py checks each since)
+ZOOKEEPER_UNTIL = (4, 0)  # the first release without ZooKeeper mode (KIP-833)
+# server.properties settings of KRaft only, left out in ZooKeeper mode
+KRAFT_ONLY = ("metadata.max.idle.interval.ms",)
 # server.properties settings newer than some release the rig runs: (major, minor) of the first that knows it
 SETTING_SINCE = {
     "share.coordinator.state.topic.replication.factor": (4, 0),
@@ -284,14 +317,19 @@ def version_key(version: str) -> tuple[int, int]:
 
 
 def kafka_version_of(libs: Path) -> str | None:
-    """The Kafka version of the jars in ``libs``, read from its kafka_2.13-<version>.jar (None: none, or
-    more than one)."""
+    """The Kafka version of the jars in ``libs``, read from its kafka_2.13-<version>.jar (kafka_2.12 for a
+    release before 2.4, which has no Scala 2.13 build; None: none, or more than one)."""
     found = {
-        j.name.removeprefix("kafka_2.13-").removesuffix(".jar")
-        for j in libs.glob("kafka_2.13-*.jar")
+        re.sub(r"^kafka_2\.1[0-9]-", "", j.name).removesuffix(".jar")
+        for j in libs.glob("kafka_2.1[0-9]-*.jar")
         if not j.name.endswith(("-test.jar", "-sources.jar", "-javadoc.jar"))
     }
     return found.pop() if len(found) == 1 else None
+
+
+def kafka_jar(libs: Path, version: str) -> Path | None:
+    """The broker's jar of ``version`` in ``libs`` (Scala 2.13, or 2.12 before Kafka 2.4); None: absent."""
+    return next((j for j in sorted(libs.glob(f"kafka_2.1[0-9]-{version}.jar"), reverse=True)), None)
 
 
 def default_libs(version: str) -> Path:
@@ -481,6 +519,8 @@ def check_ports(cluster: Cluster) -> None:
         for port, what in n.ports:
             if not port_free(port):
                 taken.append(f"{HOST}:{port} (node {n.id} {what} listener)")
+    if cluster.zookeeper and not port_free(cluster.zookeeper_port):
+        taken.append(f"{HOST}:{cluster.zookeeper_port} (the ZooKeeper server)")
     if taken:
         raise RigError(
             f"kafka rig '{cluster.name}': port already in use: {', '.join(taken)}. "
@@ -507,15 +547,21 @@ def find_java() -> str:
     return java
 
 
-def check_libs(libs: Path, version: str) -> None:
-    if not (libs / f"kafka_2.13-{version}.jar").is_file() or not (libs / ".complete").exists():
+def check_libs(libs: Path, version: str, zookeeper: bool = False) -> None:
+    if kafka_jar(libs, version) is None or not (libs / ".complete").exists():
         raise RigError(
             f"kafka rig: Kafka {version} jars not found in {libs}: run "
             f"`KAFKA_VERSION={version} bash tests/rig/kafka/fetch.sh` (or `make rig-build`), "
             "or pass --libs DIR",
             2,
         )
-    if version_key(version) < OLDEST_KAFKA:
+    if zookeeper and version_key(version) >= ZOOKEEPER_UNTIL:
+        raise RigError(
+            f"kafka rig: Kafka {version} has no ZooKeeper mode (removed in "
+            f"{'.'.join(map(str, ZOOKEEPER_UNTIL))}, KIP-833): --zookeeper needs 3.9 or older",
+            2,
+        )
+    if not zookeeper and version_key(version) < OLDEST_KAFKA:
         raise RigError(
             f"kafka rig: Kafka {version} is older than the oldest release the rig runs "
             f"({'.'.join(map(str, OLDEST_KAFKA))}: KRaft with JBOD)",
@@ -564,7 +610,15 @@ def server_properties(cluster: Cluster, node: Node) -> str:
         # 3-node cluster then spends about a quarter less CPU (docs/benchmarks.md, make test and set-up times)
         "metadata.max.idle.interval.ms": 5000,
     }
-    if cluster.dynamic_quorum:  # KIP-853: the controllers' endpoints are advertised too
+    if cluster.zookeeper:  # no KRaft: a broker registers in ZooKeeper under its broker.id
+        for key in ("process.roles", "node.id", "controller.listener.names", "metadata.log.dir", *KRAFT_ONLY):
+            props.pop(key, None)
+        props["broker.id"] = node.id
+        props["zookeeper.connect"] = f"{HOST}:{cluster.zookeeper_port}"
+        props["zookeeper.connection.timeout.ms"] = 18000
+        props["listeners"] = props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.port}"
+        props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT"
+    elif cluster.dynamic_quorum:  # KIP-853: the controllers' endpoints are advertised too
         props["controller.quorum.bootstrap.servers"] = ",".join(
             f"{HOST}:{x.controller_port}" for x in cluster.nodes
         )
@@ -611,18 +665,74 @@ def server_properties(cluster: Cluster, node: Node) -> str:
     return "\n".join(lines) + "\n"
 
 
-def java_cmd(java: str, cluster: Cluster, node: Node, main: str, *args: str) -> list[str]:
+def java_cmd(
+    java: str, cluster: Cluster, node: Node, main: str, *args: str, libs: Path | None = None
+) -> list[str]:
+    """A JVM of the rig: ``main`` on Kafka's jars (or ``libs``), marked with ``node``'s dir, logging to its
+    ``logs/server.log`` (log4j2; log4j 1 for a release before 2.4, which ships that)."""
     return [
         java,
         *JVM_OPTS,
         marker_of(node.home),
         f"-Dkafka.logs.dir={node.home / 'logs'}",
         f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
+        f"-Dlog4j.configuration=file:{KAFKA_DIR / 'log4j.properties'}",
         "-cp",
-        os.pathsep.join([f"{cluster.libs}/*", *(str(j) for j in cluster.plugin_jars)]),
+        os.pathsep.join([f"{libs or cluster.libs}/*", *(str(j) for j in cluster.plugin_jars)]),
         main,
         *args,
     ]
+
+
+ZOOKEEPER_HEAP = "128m"
+
+
+def zookeeper_node(cluster: Cluster) -> Node:
+    """The ZooKeeper server as a rig process (id 0): its dir carries its JVM's marker and its log."""
+    return Node(0, cluster.zookeeper_port, 0, "", cluster.zookeeper_home, 0)
+
+
+def zookeeper_config(cluster: Cluster) -> str:
+    """zoo.cfg of a standalone ZooKeeper server on loopback (no admin server, no four-letter words)."""
+    return "\n".join(
+        [
+            f"# generated by tests/rig/kafka_rig.py for cluster '{cluster.name}'",
+            f"dataDir={cluster.zookeeper_home / 'data'}",
+            f"clientPort={cluster.zookeeper_port}",
+            f"clientPortAddress={HOST}",
+            "tickTime=2000",
+            "maxClientCnxns=0",
+            "admin.enableServer=false",
+            "",
+        ]
+    )
+
+
+def start_zookeeper(java: str, cluster: Cluster, timeout: float) -> subprocess.Popen[bytes]:
+    """Start the cluster's ZooKeeper server (ZooKeeperServerMain) and wait until it accepts connections."""
+    zk = zookeeper_node(cluster)
+    (zk.home / "data").mkdir(parents=True)
+    (zk.home / "logs").mkdir()
+    config = zk.home / "zoo.cfg"
+    config.write_text(zookeeper_config(cluster))
+    cmd = java_cmd(
+        java, cluster, zk, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config),
+        libs=cluster.zookeeper_libs,
+    )  # fmt: skip
+    cmd[1:2] = [f"-Xmx{ZOOKEEPER_HEAP}"]  # JVM_OPTS[0] is the brokers' heap
+    with open(zk.home / "stdout.log", "wb") as out:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=zk.home,
+            start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while not port_open(cluster.zookeeper_port):
+        code = proc.poll()
+        if code is not None or time.monotonic() > deadline:
+            why = f"exited with {code}" if code is not None else f"not listening after {timeout:g}s"
+            raise RigError(f"kafka rig '{cluster.name}': ZooKeeper {why}:\n{log_tail(zk)}")
+        time.sleep(0.2)
+    return proc
 
 
 def format_storage(java: str, cluster: Cluster, timeout: float) -> str:
@@ -769,6 +879,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         else (shifted(profile.controller_base_port) if args.base_port is None else base + 100)
     )
     release = args.release_version if args.release_version is not None else profile.release_version
+    zookeeper = bool(getattr(args, "zookeeper", False) or profile.zookeeper)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}", args.name):
         raise RigError(f"kafka rig: bad --name {args.name!r} (letters, digits, '.', '_', '-')", 2)
     if nodes < 1 or dirs < 1:
@@ -785,7 +896,15 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
             if profile.mtls_base_port and args.base_port is None
             else base + 200
         )
-    ports = [base + i for i in range(nodes)] + [cbase + i for i in range(nodes)]
+    if zookeeper and (secure or release or profile.tiered or profile.small_dir_mib):
+        raise RigError(
+            "kafka rig: --zookeeper runs plaintext brokers only (no --secure, --release-version, tiered or "
+            "small-disk profile)",
+            2,
+        )
+    # ZooKeeper mode: no controller listeners; the ZooKeeper server's clientPort is the controller base
+    ports = [base + i for i in range(nodes)]
+    ports += [cbase] if zookeeper else [cbase + i for i in range(nodes)]
     ports += [mbase + i for i in range(nodes)] if secure else []
     if len(set(ports)) != len(ports) or min(ports) < 1024 or max(ports) > 65535:
         raise RigError(
@@ -815,6 +934,11 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
                 mbase + i if secure else 0,
             )
             for i in range(nodes)
+        )
+        if not zookeeper
+        else tuple(
+            Node(i + 1, base + i, 0, racks[i % len(racks)], data_dir / f"node-{i + 1}", dirs)
+            for i in range(nodes)
         ),
         dirs=dirs,
         release_version=release,
@@ -827,6 +951,7 @@ def build_cluster(args: argparse.Namespace) -> Cluster:
         replica_selector=REPLICA_SELECTOR if plugins else "",
         tiered=profile.tiered,
         small_dir_mib=profile.small_dir_mib,
+        zookeeper_port=cbase if zookeeper else 0,
     )
 
 
@@ -848,7 +973,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         teardown(cluster.rig_dir, cluster.name, args.stop_timeout, quiet=True)
     check_ports(cluster)
     java = find_java()
-    check_libs(cluster.libs, cluster.kafka_version)
+    check_libs(cluster.libs, cluster.kafka_version, cluster.zookeeper)
     check_plugins(cluster.plugin_jars)
     openssl = find_openssl() if cluster.secure else ""
 
@@ -874,7 +999,9 @@ def cmd_up(args: argparse.Namespace) -> int:
                 raise RigError(
                     f"kafka rig '{cluster.name}': no small filesystem for its dir: {why}", 2
                 ) from None
-        metadata_version = format_storage(java, cluster, FORMAT_TIMEOUT_S)
+        zookeeper = start_zookeeper(java, cluster, FORMAT_TIMEOUT_S) if cluster.zookeeper else None
+        # ZooKeeper-mode brokers format nothing: they write their meta.properties on first start
+        metadata_version = format_storage(java, cluster, FORMAT_TIMEOUT_S) if not cluster.zookeeper else None
         for node in cluster.nodes:
             with open(node.home / "stdout.log", "wb") as out:
                 procs[node.id] = subprocess.Popen(
@@ -897,8 +1024,21 @@ def cmd_up(args: argparse.Namespace) -> int:
                 else {}
             ),
             "version": cluster.kafka_version,
-            "quorum": "dynamic" if cluster.dynamic_quorum else "static",
+            "quorum": cluster.quorum,
             "releaseVersion": metadata_version,
+            **(
+                {
+                    "zookeeper": {
+                        "port": cluster.zookeeper_port,
+                        "connect": f"{HOST}:{cluster.zookeeper_port}",
+                        "pid": zookeeper.pid if zookeeper is not None else None,
+                        "dataDir": str(cluster.zookeeper_home / "data"),
+                        "libsDir": str(cluster.zookeeper_libs),
+                    }
+                }
+                if cluster.zookeeper
+                else {}
+            ),
             "libsDir": str(cluster.libs),
             **(
                 {
@@ -949,8 +1089,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise
     print(
         f"kafka rig '{cluster.name}' up in {time.monotonic() - started:.1f}s: Kafka {cluster.kafka_version}, "
-        f"metadata.version {metadata_version}, {'dynamic' if cluster.dynamic_quorum else 'static'} quorum, "
-        f"bootstrap {cluster.bootstrap} "
+        + (
+            f"ZooKeeper mode (ZooKeeper {HOST}:{cluster.zookeeper_port}), "
+            if cluster.zookeeper
+            else f"metadata.version {metadata_version}, {cluster.quorum} quorum, "
+        )
+        + f"bootstrap {cluster.bootstrap} "
         f"(written to {cluster.rig_dir / 'rig.json'} key '{cluster.key}')"
     )
     return 0
@@ -968,7 +1112,10 @@ def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> l
     data_dir = rig_dir / f"kafka-{name}"
     entry = read_entry(rig_dir, name)
     ours = rig_pids(data_dir)  # only JVMs carrying this cluster's marker, never a recycled pid
-    killed = stop_pids(sorted(ours), timeout)
+    # the brokers first, then a ZooKeeper server: a broker's controlled shutdown needs it
+    coordinator = {p for p, home in ours.items() if home == str(data_dir / "zookeeper")}
+    killed = stop_pids(sorted(set(ours) - coordinator), timeout)
+    killed += stop_pids(sorted(coordinator), timeout)
     problems = []
     if killed and not quiet:
         print(f"kafka rig '{name}': SIGKILLed {killed} after {timeout:.0f}s", file=sys.stderr)
@@ -977,7 +1124,7 @@ def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> l
         for n in (entry or {}).get("nodes", [])
         for p in (n["port"], n["controllerPort"], n.get("mtlsPort"))
         if p
-    ]
+    ] + ([int((entry or {})["zookeeper"]["port"])] if (entry or {}).get("zookeeper") else [])
     busy = busy_ports(ports)
     if busy:
         problems.append(f"ports still in use after stopping the JVMs: {busy}")
@@ -1017,7 +1164,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(
             f"kafka rig '{args.name}': {'up' if up else 'DEGRADED'}  Kafka {entry['version']}  "
-            f"metadata.version {entry['releaseVersion']}  bootstrap {entry['bootstrapServers']}"
+            + (
+                f"ZooKeeper {entry['zookeeper']['connect']}"
+                if entry.get("zookeeper")
+                else f"metadata.version {entry['releaseVersion']}"
+            )
+            + f"  bootstrap {entry['bootstrapServers']}"
         )
         for n in nodes:
             print(
@@ -1060,6 +1212,7 @@ def cluster_of_entry(rig_dir: Path, name: str, entry: dict[str, Any]) -> Cluster
         replica_selector=str(entry.get("replicaSelector", "")),
         tiered=bool(entry.get("tiered", False)),
         small_dir_mib=int((entry.get("smallDir") or {}).get("mib", 0)),
+        zookeeper_port=int((entry.get("zookeeper") or {}).get("port", 0)),
     )
 
 
@@ -1110,7 +1263,7 @@ def cmd_stop_node(args: argparse.Namespace) -> int:
     if killed:
         print(f"kafka rig '{cluster.name}': SIGKILLed node {node.id} ({killed})", file=sys.stderr)
     deadline = time.monotonic() + 10
-    ports = (node.port, node.controller_port)
+    ports = tuple(p for p, _ in node.ports)
     while time.monotonic() < deadline and not all(port_free(p) for p in ports):
         time.sleep(0.2)
     left = node_pids(cluster, node)
@@ -1138,6 +1291,8 @@ def format_empty_data(java: str, cluster: Cluster, node: Node, timeout: float) -
     for d in node.log_dirs:
         shutil.rmtree(d)
         d.mkdir()
+    if cluster.zookeeper:  # a ZooKeeper-mode broker formats nothing: empty dirs are a new volume
+        return
     args = ["format", "--config", str(node.config), f"--cluster-id={found.group(1)}", "--ignore-formatted"]
     if cluster.dynamic_quorum and re.search(r"^process\.roles=.*controller", node.config.read_text(), re.M):
         args.append("--no-initial-controllers")  # the metadata dir is formatted already: left as it is
@@ -1164,7 +1319,7 @@ def cmd_start_node(args: argparse.Namespace) -> int:
             f"{', '.join(map(str, pids))})",
             2,
         )
-    busy = [p for p in (node.port, node.controller_port) if not port_free(p)]
+    busy = [p for p, _ in node.ports if not port_free(p)]
     if busy:
         raise RigError(
             f"kafka rig '{cluster.name}': cannot start node {node.id}: port already in use: "
@@ -1174,7 +1329,7 @@ def cmd_start_node(args: argparse.Namespace) -> int:
     if not node.config.is_file():
         raise RigError(f"kafka rig '{cluster.name}': node {node.id} has no config {node.config}", 2)
     java = find_java()
-    check_libs(cluster.libs, cluster.kafka_version)
+    check_libs(cluster.libs, cluster.kafka_version, cluster.zookeeper)
     check_plugins(cluster.plugin_jars)
     if args.empty_data:
         format_empty_data(java, cluster, node, FORMAT_TIMEOUT_S)
@@ -1247,6 +1402,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="SASL_SSL (SCRAM-SHA-512) + mutual-TLS listeners, StandardAuthorizer and ACLs (profile "
         "secure always; mutual-TLS ports: secure 29792, else base-port + 200)",
+    )
+    up.add_argument(
+        "--zookeeper",
+        action="store_true",
+        help="ZooKeeper mode (Kafka 3.9 and older): a ZooKeeper server on the controller base port, "
+        "brokers with broker.id and zookeeper.connect, no KRaft",
     )
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness (180)")
     up.set_defaults(func=cmd_up)

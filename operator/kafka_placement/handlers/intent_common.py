@@ -92,7 +92,8 @@ def wait_uncordoned(kind: str, body: Mapping[str, Any]) -> None:
     KafkaCluster's own deletion), this handler waits for it, so the resource goes once its cordons are
     gone (below Kafka 4.3 there is nothing to remove: the planner enforced the cordon). While Kafka cannot
     be reached the resource stays, retried, the message saying why. It goes at once when it declares no
-    cordon (an invalid spec declares nothing) or its KafkaCluster does not exist (nothing can be reached)."""
+    cordon (an invalid spec declares nothing), its KafkaCluster does not exist (nothing can be reached) or
+    is ``Unsupported`` (its brokers lack an API the operator needs: nothing was ever sent to them)."""
     meta, cluster = body["metadata"], ClusterRef.name_of(body)
     mine = _intent(kind, body)
     if not cluster or mine is None or not declared_cordons([mine]):
@@ -100,6 +101,8 @@ def wait_uncordoned(kind: str, body: Mapping[str, Any]) -> None:
     rec = runtime().reconciler
     owner = rec.cluster(meta["namespace"], cluster)
     if owner is None or rec.uncordoned(meta["namespace"], cluster, meta["uid"]):
+        return
+    if (owner.get("status") or {}).get("phase") == st.UNSUPPORTED:
         return
     ready = {c.get("type"): c for c in (owner.get("status") or {}).get("conditions") or ()}.get(st.READY)
     why = f": {ready.get('message')}" if ready is not None and ready.get("status") == "False" else ""

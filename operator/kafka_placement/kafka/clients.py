@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model.errors import PlacementError
-from . import access, failures
+from . import access, api_support, failures
 from .connection import ConnectionSettings
 from .types import (
     DENIED,
@@ -27,6 +27,7 @@ from .types import (
     KafkaAuthorizationError,
     KafkaOperationError,
     KafkaUnavailableError,
+    KafkaUnsupportedError,
     OpError,
     T,
 )
@@ -71,6 +72,7 @@ class KafkaClients:
         self._last_client_error_at = 0.0  # time.monotonic() of the error above
         self._known_broker_down = False  # a broker named by the metadata refused a connection
         self._all_down_at = 0.0  # time.monotonic() librdkafka last reported every broker it knows down
+        self._unsupported: str | None = None  # why the brokers are not supported (an API we need missing)
 
     def close(self) -> None:
         self._confluent = None  # the librdkafka handle is freed when it is garbage collected
@@ -177,18 +179,55 @@ class KafkaClients:
     def _py(self) -> Any:
         """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
         confluent client connects first: its errors say why a connection fails (kafka-python's only time
-        out)."""
+        out). Each new client's ApiVersions answer is checked for the APIs the operator needs
+        (``_check_supported``) before it is handed out: a broker without them raises
+        ``KafkaUnsupportedError`` before anything is sent."""
+        if self._unsupported is not None:
+            raise KafkaUnsupportedError(self._unsupported)
         if self._kafka_python is None:
             self._admin()
             from kafka.errors import KafkaError as PyKafkaError
 
             try:
-                self._kafka_python = kafka_python_admin(self.settings.kafka_python_config())
+                py = kafka_python_admin(self.settings.kafka_python_config())
             except PyKafkaError as e:
                 raise self._unavailable(failures.py_error_text(e)) from None
             except OSError as e:  # TLS files, DNS
                 raise self._unavailable(str(e)) from None
+            try:
+                self._check_supported(py)
+            except KafkaUnsupportedError:
+                with contextlib.suppress(Exception):
+                    py.close()
+                raise
+            self._kafka_python = py
         return self._kafka_python
+
+    def _check_supported(self, py: Any) -> None:
+        """The API version ranges the client's bootstrap broker answered ApiVersions with (read when it
+        connected: no request of its own), against ``api_support.REQUIRED``; the verdict is kept for the
+        life of these clients. Ranges the client cannot give (none read) are not a verdict."""
+        try:
+            ranges = {int(key): (int(lo), int(hi)) for key, (lo, hi) in py.api_versions().items()}
+        except Exception as e:
+            log.debug("no ApiVersions ranges from the kafka-python client: %s", e)
+            return
+        lacking = api_support.missing(ranges)
+        if not lacking:
+            return
+        from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
+
+        try:
+            release: str | None = ".".join(map(str, infer_broker_version_from_api_versions(ranges)))
+        except Exception:
+            release = None
+        self._unsupported = api_support.unsupported_message(self.servers, ranges, release, lacking)
+        raise KafkaUnsupportedError(self._unsupported)
+
+    def _require_supported(self) -> None:
+        """Before a request sent through librdkafka alone that changes the cluster: the ApiVersions check
+        of ``_py`` has passed (it opens the kafka-python client when none is open yet)."""
+        self._py()
 
     # ---- error handling ------------------------------------------------------------------------
 

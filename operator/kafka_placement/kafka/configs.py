@@ -90,7 +90,8 @@ class KafkaConfigs(KafkaClients):
     def incremental_alter_configs(
         self, changes: Mapping[ConfigTarget, Sequence[ConfigChange]]
     ) -> dict[ConfigTarget, OpError]:
-        """SET/DELETE/APPEND/SUBTRACT config entries; returns the resources Kafka refused."""
+        """SET/DELETE/APPEND/SUBTRACT config entries; returns the resources Kafka refused. Never sent to
+        brokers that lack an API the operator needs (``_require_supported``)."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             AlterConfigOpType,
@@ -98,6 +99,8 @@ class KafkaConfigs(KafkaClients):
             ConfigResource,
         )
 
+        if any(changes.values()):
+            self._require_supported()
         errors: dict[ConfigTarget, OpError] = {}
         for batch in _config_batches([t for t, cs in changes.items() if cs]):
             resources = {

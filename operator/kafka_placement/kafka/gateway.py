@@ -46,6 +46,7 @@ from .types import (
     KafkaAuthorizationError,
     KafkaOperationError,
     KafkaUnavailableError,
+    KafkaUnsupportedError,
     LogDirInfo,
     OpError,
     PartitionKey,
@@ -661,28 +662,39 @@ class KafkaGateway(KafkaConfigs):
 
     # ---- cordon (KIP-1066) ---------------------------------------------------------------------
 
-    def metadata_version(self) -> int:
-        """The finalized metadata.version feature level (30 = 4.3-IV0)."""
+    def metadata_level(self) -> int | None:
+        """The finalized metadata.version feature level (30 = 4.3-IV0); None when the cluster finalizes
+        none: a ZooKeeper-mode cluster (DescribeFeatures lists no metadata.version there)."""
         py = self._py()
         features = self._call("describe features", lambda: py.describe_features())
-        finalized = features.get("metadata.version", {}).get("finalized")
-        return int(finalized[1]) if finalized else 0
+        finalized = (features.get("metadata.version") or {}).get("finalized")
+        return int(finalized[1]) if finalized else None
+
+    def metadata_version(self) -> int:
+        """The finalized metadata.version feature level (30 = 4.3-IV0; 0: none, a ZooKeeper cluster)."""
+        return self.metadata_level() or 0
 
     def supports_cordon(self) -> bool:
         return self.metadata_version() >= CORDON_METADATA_LEVEL
 
     def set_cordon(self, broker: int, dirs: Sequence[str], cordoned: bool) -> None:
         """Add (APPEND) or remove (SUBTRACT) dirs in the broker's ``cordoned.log.dirs``, leaving other
-        entries alone. Raises ``CordonUnsupportedError`` below metadata.version 4.3-IV0."""
+        entries alone. Raises ``CordonUnsupportedError`` below metadata.version 4.3-IV0 (and on a
+        ZooKeeper-mode cluster, which has no metadata.version)."""
         if not dirs:
             return
-        level = self.metadata_version()
-        if level < CORDON_METADATA_LEVEL:
+        level = self.metadata_level()
+        if level is None or level < CORDON_METADATA_LEVEL:
+            runs = (
+                "the cluster runs in ZooKeeper mode (no metadata.version: KRaft only)"
+                if level is None
+                else f"the cluster runs level {level}"
+            )
             raise CordonUnsupportedError(
                 f"cannot {'cordon' if cordoned else 'uncordon'} log dirs on broker {broker} of "
                 f"{self.servers}: {CORDON_CONFIG} needs metadata.version 4.3-IV0 (level "
-                f"{CORDON_METADATA_LEVEL}) or newer, the cluster runs level {level}; cordons are enforced "
-                "by moving new replicas off instead"
+                f"{CORDON_METADATA_LEVEL}) or newer, {runs}; cordons are enforced by moving new replicas "
+                "off instead"
             )
         target = ConfigTarget.broker(broker)
         change = ConfigChange(CORDON_CONFIG, "APPEND" if cordoned else "SUBTRACT", ",".join(dirs))
@@ -780,6 +792,7 @@ __all__ = [  # the gateway's results and errors, importable from it
     "KafkaGateway",
     "KafkaOperationError",
     "KafkaUnavailableError",
+    "KafkaUnsupportedError",
     "LogDirInfo",
     "OpError",
     "Reassignment",

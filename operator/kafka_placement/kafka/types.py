@@ -1,8 +1,8 @@
 """Result types and errors of the Kafka gateway (kept apart so gateway.py stays small).
 
 Per-item failures are ``OpError`` values; ``KafkaUnavailableError`` / ``KafkaOperationError`` /
-``CordonUnsupportedError`` are what callers see raised (kafka/failures.py maps the clients' errors to
-them).
+``CordonUnsupportedError`` / ``KafkaUnsupportedError`` are what callers see raised (kafka/failures.py maps
+the clients' errors to them).
 """
 
 from __future__ import annotations
@@ -49,6 +49,16 @@ class KafkaOperationError(PlacementError):
     """A request reached Kafka but failed as a whole (after the bounded retries)."""
 
     reason = "KafkaOperationFailed"
+
+
+class KafkaUnsupportedError(PlacementError):
+    """The brokers lack an admin API the operator cannot work without (kafka/api_support.py): found from
+    their ApiVersions when the gateway connects, before any request that needs it. Retrying does not
+    help; the CLI exits 1 (an "other failure" of the CLI's contract: docs/cli.md) with this message, and the
+    operator's KafkaCluster goes ``Unsupported``."""
+
+    exit_code = 1
+    reason = "KafkaUnsupported"
 
 
 class CordonUnsupportedError(PlacementError):

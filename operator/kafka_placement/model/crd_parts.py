@@ -45,7 +45,9 @@ CLUSTER_CONDITION_TYPES = (
     STALLED,
 )
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
-CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED)  # a KafkaCluster's connection state
+UNSUPPORTED = "Unsupported"  # the brokers lack an admin API the operator needs (kafka/api_support.py)
+# a KafkaCluster's connection state
+CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED, UNSUPPORTED)
 # the new-partition lane's phases (KafkaCluster status.newPartitions.phase; reconcile/new_partitions.py)
 NEW_PARTITION_PHASES = (
     "Watching",

@@ -30,7 +30,7 @@ Body = Mapping[str, Any]
 class Failure:
     """This reconcile could not reach Kafka, was refused by it, or found a corrupt record."""
 
-    reason: str  # InvalidConnection, KafkaNotAuthorized, ClusterUnreachable, CorruptExecutionRecord, ...
+    reason: str  # InvalidConnection, KafkaNotAuthorized, KafkaUnsupported, ClusterUnreachable, ...
     message: str
     connected: bool  # whether Kafka answered (Ready condition)
     cluster_phase: str = st.UNREACHABLE

@@ -39,6 +39,7 @@ READ_ONLY = (
     "describe_configs",
     "min_insync_replicas",
     "check_authorized",
+    "metadata_level",
     "metadata_version",
     "supports_cordon",
     "silent",

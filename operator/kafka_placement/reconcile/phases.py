@@ -37,7 +37,7 @@ class IntentEvent(StrEnum):
 
     ACCEPTED = "Accepted"  # a new spec (a new generation), valid
     INVALID_SPEC = "InvalidSpec"  # the spec does not parse
-    CLUSTER_FAILURE = "ClusterFailure"  # Kafka unreachable, refused, or the execution record corrupt
+    CLUSTER_FAILURE = "ClusterFailure"  # Kafka unreachable, refused, unsupported, or the record corrupt
     PLANNING = "Planning"  # a plan is being computed (in the reconcile)
     PLAN_RUNNING = "PlanRunning"  # a planner job (Spark) runs for it
     SUPERSEDING = "Superseding"  # planned again, more urgent than the execution in flight, to supersede it

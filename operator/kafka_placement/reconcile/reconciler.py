@@ -36,6 +36,7 @@ from ..kafka.gateway import (
     KafkaGateway,
     KafkaOperationError,
     KafkaUnavailableError,
+    KafkaUnsupportedError,
 )
 from ..kube.gateway import KubeGateway
 from ..model.cluster_spec import ClusterSpec, is_connection_error
@@ -280,6 +281,8 @@ class Reconciler:
                     changes = sync_cordons(gw, sync.intents, sync.released, setting=False)
             except BadInputError as e:
                 return f"cannot reach Kafka to remove the cordons of {names}: {e.message}"
+            except KafkaUnsupportedError:  # never sent anything to brokers without the APIs we need
+                changes = None
             except (
                 KafkaUnavailableError,
                 KafkaAuthorizationError,
@@ -417,6 +420,11 @@ class Reconciler:
             raise  # the timer handler stops quietly: the leader that took over decides
         except KafkaAuthorizationError as e:  # Blocked, with a Warning Event naming the missing ACL
             return failed("KafkaNotAuthorized", e.message, True, st.NOT_AUTHORIZED)
+        except KafkaUnsupportedError as e:  # brokers without an API we need: nothing planned nor sent
+            if (cluster.get("status") or {}).get("phase") != st.UNSUPPORTED:
+                self.leadership.fence()
+                self.kube.event(cluster, "Warning", e.reason, e.message)
+            return failed(e.reason, e.message, True, st.UNSUPPORTED)
         except KafkaAuthenticationError as e:
             return failed("KafkaAuthenticationFailed", e.message, connected=False)
         except KafkaUnavailableError as e:

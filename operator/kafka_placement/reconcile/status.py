@@ -35,6 +35,7 @@ def now() -> str:
 
 
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = crd_parts.CONNECTED, crd_parts.UNREACHABLE, crd_parts.NOT_AUTHORIZED
+UNSUPPORTED = crd_parts.UNSUPPORTED
 # the KafkaCluster conditions decide merges (SelfHealing and BrokersReachable are healing.py's; every one
 # the CRD knows: crd_parts.CLUSTER_CONDITION_TYPES)
 DECIDED_CLUSTER_CONDITIONS = (READY, DEGRADED, RECONCILING, STALLED)

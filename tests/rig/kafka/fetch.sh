@@ -6,7 +6,10 @@
 #                       every release has one on Maven Central (4.4.0 has none): that version then fails here,
 #                       and the tiered cluster runs on a version that has it (4.3.1: `make rig-build` fetches it)
 #   KAFKA_VERSION (default 4.4.0, the rig's) picks the release; KP_CACHE (default ~/.cache/kafka-placement)
-#   the cache.
+#   the cache. A release before 2.4 (no Scala 2.13 build; ZooKeeper mode only: the rig runs it with
+#   --zookeeper) comes from pom-zookeeper-era.xml: the Scala 2.12 broker, log4j 1, and the ZooKeeper 3.4
+#   server of its own dependencies kept apart in <version>/zookeeper; its brokers get the ZooKeeper 3.5
+#   client instead (3.4.13+'s cannot resolve any server address on Java 14+: ZOOKEEPER-3779).
 # Jars land in $KP_CACHE/kafka/<version>/libs (Maven's local repo is $KP_CACHE/m2), outside the repo; the test
 # jar lands apart in $KP_CACHE/kafka/<version>/tiered: only the `tiered` cluster puts it on its classpath.
 # A version Maven Central does not serve fails with one clear line (exit 1).
@@ -18,7 +21,7 @@ tiered=0
 for arg in "$@"; do
   case $arg in
     --tiered) tiered=1 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kafka fetch: unknown argument '$arg' (usage: fetch.sh [--tiered])" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +33,15 @@ DEST="$KP_CACHE/kafka/$KAFKA_VERSION"
 LIBS="$DEST/libs"
 TIERED="$DEST/tiered"
 TEST_JAR="kafka-storage-$KAFKA_VERSION-test.jar"
+# before 2.4: no kafka_2.13, kafka-tools or kafka-storage jar; ZooKeeper mode only (pom-zookeeper-era.xml)
+POM="$HERE/pom.xml"
+SCALA=2.13
+ZK_ERA=0
+IFS=. read -r major minor _ <<<"$KAFKA_VERSION"
+if (( major < 2 || (major == 2 && minor < 4) )); then
+  POM="$HERE/pom-zookeeper-era.xml"; SCALA=2.12; ZK_ERA=1
+fi
+ZK_CLIENT_VERSION=3.5.9  # the brokers' ZooKeeper client of a release before 2.4 (ZOOKEEPER-3779 fixed)
 # MAVEN_OPTS: keep Maven's own JVM small on a shared machine.
 export MAVEN_OPTS="${MAVEN_OPTS:--Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
 
@@ -95,7 +107,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "kafka fetch: downloading Kafka $KAFKA_VERSION jars from Maven Central (log: $log)" >&2
 start=$(date +%s)
 if ! mvn -B -q -U -Dstyle.color=never \
-    -f "$HERE/pom.xml" \
+    -f "$POM" \
     -Dmaven.repo.local="$KP_CACHE/m2" \
     -Dkafka.version="$KAFKA_VERSION" \
     dependency:copy-dependencies \
@@ -104,15 +116,35 @@ if ! mvn -B -q -U -Dstyle.color=never \
   why=$(maven_failure "$log")
   rm -f "$DEST/.fetch.lock"; rmdir "$DEST" 2>/dev/null || true
   if [[ $why == "not served by Maven Central" ]]; then
-    die "Kafka $KAFKA_VERSION is not served by Maven Central (org.apache.kafka:kafka_2.13:$KAFKA_VERSION and its jars); pick a released version, e.g. 4.3.1; full log: $log"
+    die "Kafka $KAFKA_VERSION is not served by Maven Central (org.apache.kafka:kafka_$SCALA:$KAFKA_VERSION and its jars); pick a released version, e.g. 4.3.1; full log: $log"
   fi
   die "Maven could not download Kafka $KAFKA_VERSION ($why; is the network up?); full log: $log"
 fi
-for jar in "kafka_2.13-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar" \
-    "kafka-storage-$KAFKA_VERSION.jar" "kafka-server-$KAFKA_VERSION.jar"; do
+if [ $ZK_ERA = 1 ]; then
+  jars=("kafka_2.12-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar")
+  logging="log4j-1.2.*.jar"
+else
+  jars=("kafka_2.13-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar"
+        "kafka-storage-$KAFKA_VERSION.jar" "kafka-server-$KAFKA_VERSION.jar")
+  logging="log4j-core-*.jar"
+fi
+for jar in "${jars[@]}"; do
   [ -f "$tmp/$jar" ] || die "download incomplete: $jar missing (log: $log)"
 done
-ls "$tmp"/log4j-core-*.jar >/dev/null 2>&1 || die "download incomplete: no log4j-core jar (log: $log)"
+compgen -G "$tmp/$logging" >/dev/null || die "download incomplete: no $logging (log: $log)"
+if [ $ZK_ERA = 1 ]; then
+  # the ZooKeeper server runs the jars as resolved (ZooKeeper 3.4 of the release's pom); the brokers the
+  # ZooKeeper 3.5 client, which resolves addresses on Java 14+ (ZOOKEEPER-3779)
+  compgen -G "$tmp/zookeeper-3.*.jar" >/dev/null || die "download incomplete: no zookeeper jar (log: $log)"
+  rm -rf "$DEST/zookeeper"
+  cp -r "$tmp" "$DEST/zookeeper"
+  rm -f "$tmp"/zookeeper-3.*.jar
+  for artifact in zookeeper zookeeper-jute; do
+    mvn -B -q -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$KP_CACHE/m2" dependency:copy \
+      -Dartifact="org.apache.zookeeper:$artifact:$ZK_CLIENT_VERSION" -DoutputDirectory="$tmp" >>"$log" 2>&1 \
+      || die "Maven could not download the ZooKeeper $ZK_CLIENT_VERSION client ($(maven_failure "$log")); full log: $log"
+  done
+fi
 touch "$tmp/.complete"
 rm -rf "$LIBS"
 mv "$tmp" "$LIBS"

@@ -13,7 +13,11 @@ import kopf
 import pytest
 
 from kafka_placement.handlers import intent_common
-from kafka_placement.kafka.gateway import KafkaOperationError, KafkaUnavailableError
+from kafka_placement.kafka.gateway import (
+    KafkaOperationError,
+    KafkaUnavailableError,
+    KafkaUnsupportedError,
+)
 from kafka_placement.kafka.liveness import ClusterBrokers
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
@@ -272,6 +276,62 @@ def test_the_delete_handler_lets_go_at_once_when_nothing_is_to_uncordon(handler_
     handler_of(FakeKube())
     intent_common.wait_uncordoned("LogDirCordon", resource("LogDirCordon", "bad", {"broker": 1}))  # invalid
     intent_common.wait_uncordoned("PlacementPolicy", resource("PlacementPolicy", "p", {}))
+
+
+UNSUPPORTED = "the Kafka cluster at k:9092 is not supported: it runs Kafka 2.3, which lacks ..."
+
+
+class Unsupported(Looking):
+    """Brokers without an API the operator needs: the gateway refuses at its first read."""
+
+    def check_authorized(self, *_: Any, **__: Any) -> None:
+        self.contacted.append("full")
+        raise KafkaUnsupportedError(UNSUPPORTED)
+
+    def supports_cordon(self) -> bool:
+        self.contacted.append("cordon")
+        raise KafkaUnsupportedError(UNSUPPORTED)
+
+
+def test_an_unsupported_cluster_is_told_once_and_its_intents_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KafkaCluster goes Unsupported with a Warning Event when it becomes so (not at every reconcile),
+    its intents Failed with reason KafkaUnsupported, and nothing but the first read is asked of Kafka."""
+
+    class Fresh(Unsupported):
+        contacted: ClassVar[list[str]] = []
+
+    monkeypatch.setattr(reconciler, "FencedGateway", Fresh)
+    live = {**CLUSTER, "metadata": {k: v for k, v in CLUSTER["metadata"].items() if k != "deletionTimestamp"}}
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]})
+
+    class Kube(FakeKube):
+        def patch_custom_status(self, *args: Any) -> None:
+            drain["status"] = dict(args[-1])  # the intent's status, as the next reconcile reads it
+
+    kube = Kube(drain, cluster=live)
+    status = Reconciler(cast(KubeGateway, kube)).reconcile(live)
+    assert status["phase"] == "Unsupported" and Fresh.contacted == ["full"]
+    assert ("Warning", "KafkaUnsupported", UNSUPPORTED) in kube.events
+    assert [e[1] for e in kube.events].count("KafkaUnsupported") == 2  # the cluster's and the intent's
+    assert drain["status"]["phase"] == "Failed" and not drain["status"].get("plan")
+    kube.events.clear()
+    told = {**live, "status": status}
+    assert Reconciler(cast(KubeGateway, kube)).reconcile(told)["phase"] == "Unsupported"
+    assert kube.events == []  # said once
+
+
+def test_an_unsupported_cluster_and_its_cordoning_intents_go_at_once(
+    monkeypatch: pytest.MonkeyPatch, handler_of: Any
+) -> None:
+    """Nothing was ever cordoned on brokers the operator refuses: deleting a LogDirCordon of such a cluster,
+    or the cluster with it, does not wait for a reconcile that cannot succeed."""
+    monkeypatch.setattr(reconciler, "FencedGateway", Unsupported)
+    Unsupported.contacted = []
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    told = {**CLUSTER, "status": {"phase": "Unsupported"}}
+    handler_of(FakeKube(drain, cluster=told))
+    intent_common.wait_uncordoned("LogDirCordon", drain)
+    assert Reconciler(cast(KubeGateway, FakeKube(drain))).release(CLUSTER) is None
 
 
 def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka: FakeGateway) -> None:

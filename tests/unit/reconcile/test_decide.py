@@ -100,6 +100,19 @@ def test_failure_fails_every_intent_not_completed_and_sets_the_cluster_phase() -
     assert {c["type"]: c["status"] for c in unreachable.cluster["conditions"]}["Ready"] == "False"
 
 
+def test_an_unsupported_cluster_fails_its_intents_with_the_version_and_the_api_missing() -> None:
+    msg = "the Kafka cluster at h:9092 is not supported: it runs Kafka 2.3, which lacks AlterPartition..."
+    d = decide(View([retire()], failure=Failure("KafkaUnsupported", msg, True, st.UNSUPPORTED)))
+    assert phases(d) == {"retire-3": (st.FAILED, "KafkaUnsupported")}
+    assert d.statuses[0].message == msg
+    assert not d.actions  # nothing planned, ticked or executed
+    assert d.cluster is not None and d.cluster["phase"] == "Unsupported"
+    conditions = {c["type"]: c for c in d.cluster["conditions"]}
+    stalled = conditions["Stalled"]
+    assert (stalled["status"], stalled["reason"], stalled["message"]) == ("True", "KafkaUnsupported", msg)
+    assert conditions["Ready"]["status"] == "True"  # Kafka answered, as for NotAuthorized
+
+
 def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip() -> None:
     """A reconcile that finds the cluster as the last one did writes the same conditions (before, every
     reconcile stamped them anew: a status write per cluster per reconcile, and a misleading time)."""

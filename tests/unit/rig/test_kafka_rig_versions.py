@@ -140,3 +140,50 @@ def test_fetch_tiered_asks_maven_for_the_test_jar(tmp_path: Path) -> None:
 def test_fetch_refuses_an_unknown_argument(tmp_path: Path) -> None:
     proc = fetch(tmp_path, "--tierd")
     assert proc.returncode == 2 and "unknown argument '--tierd'" in proc.stderr
+
+
+def zookeeper_cluster(version: str, tmp_path: Path) -> kafka_rig.Cluster:
+    nodes = tuple(kafka_rig.Node(i, 19091 + i, 0, "/dc1/r1", tmp_path / f"node-{i}", 2) for i in (1, 2, 3))
+    return kafka_rig.Cluster("zk", nodes, 2, None, version, tmp_path / "libs", tmp_path, zookeeper_port=19192)
+
+
+@pytest.mark.parametrize("version", ["2.3.1", "3.9.2"])
+def test_zookeeper_mode_brokers_have_a_broker_id_and_zookeeper_connect_and_no_kraft(
+    version: str, tmp_path: Path
+) -> None:
+    c = zookeeper_cluster(version, tmp_path)
+    assert c.zookeeper and not c.dynamic_quorum and c.quorum == "zookeeper"
+    p = props(kafka_rig.server_properties(c, c.nodes[1]))
+    assert (p["broker.id"], p["zookeeper.connect"]) == ("2", "127.0.0.1:19192")
+    assert p["listeners"] == p["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19093"
+    kraft = ("process.roles", "node.id", "controller.listener.names", "metadata.log.dir")
+    assert not [k for k in p if k in kraft or k.startswith("controller.quorum") or k in kafka_rig.KRAFT_ONLY]
+    assert p["broker.rack"] == "/dc1/r1" and len(p["log.dirs"].split(",")) == 2
+    assert c.nodes[1].ports == ((19093, "broker"),)
+
+
+def test_the_zookeeper_server_config(tmp_path: Path) -> None:
+    c = zookeeper_cluster("3.9.2", tmp_path)
+    cfg = props(kafka_rig.zookeeper_config(c))
+    assert cfg["clientPort"] == "19192" and cfg["clientPortAddress"] == "127.0.0.1"
+    assert cfg["dataDir"] == str(tmp_path / "kafka-zk" / "zookeeper" / "data")
+    assert c.zookeeper_libs == c.libs  # no zookeeper dir of its own beside the jars: Kafka's own
+    (tmp_path / "zookeeper").mkdir()
+    assert c.zookeeper_libs == tmp_path / "zookeeper"
+
+
+def test_the_jars_of_a_release_before_2_4_are_scala_2_12(tmp_path: Path) -> None:
+    (tmp_path / "kafka_2.12-2.3.1.jar").touch()
+    assert kafka_rig.kafka_version_of(tmp_path) == "2.3.1"
+    assert kafka_rig.kafka_jar(tmp_path, "2.3.1") == tmp_path / "kafka_2.12-2.3.1.jar"
+
+
+def test_zookeeper_mode_is_refused_from_4_0(tmp_path: Path) -> None:
+    libs = fake_cache(tmp_path, "4.0.2")
+    (libs / "kafka_2.13-4.0.2.jar").touch()
+    with pytest.raises(kafka_rig.RigError) as e:
+        kafka_rig.check_libs(libs, "4.0.2", zookeeper=True)
+    assert e.value.exit_code == 2 and "Kafka 4.0.2 has no ZooKeeper mode" in str(e.value)
+    libs = fake_cache(tmp_path, "2.3.1")
+    (libs / "kafka_2.12-2.3.1.jar").touch()
+    kafka_rig.check_libs(libs, "2.3.1", zookeeper=True)  # older than 3.7 is fine without KRaft
