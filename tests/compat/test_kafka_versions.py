@@ -1,13 +1,19 @@
-"""The compatibility smoke (tests/compat/smoke.py) as a test, one per Kafka version (and 3.9.2 in ZooKeeper
-mode too): each brings a 3-node cluster of that release up, runs the CLI's move, cancel, cordon and
-dead-broker checks on it and tears it down (about a minute each); and the operator's connect-and-plan on
-each (the operator as a process against
-the rig's kube-apiserver: a KafkaCluster connected with every broker listed, a Manual BrokerDecommission
-planned, AwaitingApproval with its estimate, nothing moved; about 40 s each). Not part of `make test` (its
-lanes run tests/integration and tests/e2e only) and skipped unless KP_COMPAT=1; the operator's tests need
-the k8s rig (`scripts/rig.sh up k8s`):
+"""The Kafka releases users run, one test per release (and 3.9.2 in ZooKeeper mode too), in `make test`'s
+``compat`` lane (tests/rig/lanes.py): each brings a 3-node cluster of that release up with the smoke's data
+topic (tests/compat/smoke.py), then
 
-    KP_COMPAT=1 .venv/bin/python -m pytest tests/compat -q -m compat
+- the operator's connect-and-plan: the operator as a process against the lane's kube-apiserver, a
+  KafkaCluster connected with every broker listed, a Manual BrokerDecommission of broker 3 planned and
+  AwaitingApproval with its estimate, nothing submitted to Kafka, no traceback in its log;
+- the CLI's operations on the same cluster, in the smoke's order: move (a decommission with a dir move,
+  executed and verified, no throttle left), cancel, cordon (native from 4.3, reactive on every release),
+  dead (a stopped broker reported not alive);
+
+and tears it down (under a minute and a half a release). The rolling restarts of every broker under a
+running operator take minutes a release and run only with KP_COMPAT=1 (docs/compatibility.md):
+
+    scripts/rig.sh up k8s && .venv/bin/python -m pytest tests/compat -q          # the lane's tests
+    KP_COMPAT=1 .venv/bin/python -m pytest tests/compat -q -k rolling            # the rolling restarts
 """
 
 from __future__ import annotations
@@ -23,26 +29,16 @@ from typing import Any
 import pytest
 from tests.compat import smoke
 from tests.e2e.conftest import Operator, get
+from tests.rig.kafka_rig import version_key
 
-pytestmark = [
-    pytest.mark.compat,
-    pytest.mark.skipif(os.environ.get("KP_COMPAT") != "1", reason="the compatibility smoke: KP_COMPAT=1"),
-]
+pytestmark = [pytest.mark.compat]
+OPT_IN = pytest.mark.skipif(os.environ.get("KP_COMPAT") != "1", reason="minutes a release: KP_COMPAT=1")
 
 
 # every release in KRaft, and those of ZOOKEEPER_VERSIONS in ZooKeeper mode too
 RELEASES = [pytest.param(v, False, id=v) for v in smoke.VERSIONS] + [
     pytest.param(v, True, id=f"{v}-zookeeper") for v in smoke.ZOOKEEPER_VERSIONS
 ]
-
-
-@pytest.mark.parametrize(("version", "zookeeper"), RELEASES)
-def test_the_cli_works_on_kafka(
-    version: str, zookeeper: bool, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    result = smoke.smoke_version(version, args_of(tmp_path_factory), zookeeper)
-    failed = {op: o.detail for op, o in result.outcomes.items() if o.status == "fail"}
-    assert not failed, failed
 
 
 def args_of(tmp_path_factory: pytest.TempPathFactory) -> argparse.Namespace:
@@ -62,7 +58,7 @@ def seeded_cluster(
 
 
 @pytest.mark.parametrize(("version", "zookeeper"), RELEASES)
-def test_the_operator_connects_and_plans_on_kafka(
+def test_the_operator_and_the_cli_work_on_kafka(
     version: str,
     zookeeper: bool,
     operator: Operator,
@@ -70,36 +66,48 @@ def test_the_operator_connects_and_plans_on_kafka(
     k8s_namespace: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    ns = k8s_namespace
     with seeded_cluster(version, tmp_path_factory, zookeeper) as cluster:
-        manifest = (
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: compat}\n"
-            f"spec: {{bootstrapServers: '{cluster.bootstrap}', throttleBytesPerSecond: 10000000}}\n---\n"
-            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
-            "spec: {clusterRef: {name: compat}, brokers: [3], approval: Manual}\n"
-        )
-        kubectl("-n", ns, "apply", "-f", "-", input=manifest)
-        deadline = time.monotonic() + 120
-        while True:
-            status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
-            if status.get("phase") == "AwaitingApproval" or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert status.get("phase") == "AwaitingApproval", (status, operator.tail())
-        plan = status["plan"]
-        assert plan["moves"] > 0 and plan["estimate"]["seconds"] > 0, plan
-        kc = get(kubectl, ns, "kafkacluster", "compat").get("status") or {}
-        assert sorted(b["id"] for b in kc.get("brokers") or ()) == [1, 2, 3], kc
-        assert kc.get("phase") == "Connected", kc
-        assert "Traceback" not in operator.tail(400), operator.tail(60)
-        assert smoke.reassignments(cluster) == 0  # nothing moved before approval
-        kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--wait=true", "--timeout=60s")
-        kubectl("-n", ns, "delete", "kafkacluster", "compat", "--wait=true", "--timeout=60s")
+        connects_and_plans(cluster, operator, kubectl, k8s_namespace)
+        outcomes = {op: smoke.attempt(lambda op=op: smoke.OPS[op](cluster)) for op in smoke.OPERATIONS}
+    failed = {op: o.detail for op, o in outcomes.items() if o.status == "fail"}
+    assert not failed, failed
+    assert outcomes["move"].status == outcomes["dead"].status == "pass", outcomes
+    assert "reactive" in outcomes["cordon"].detail, outcomes["cordon"]  # every release
+    native = version_key(version) >= (4, 3) and not zookeeper  # KIP-1066 (metadata.version 4.3-IV0)
+    assert ("native: n/a" not in outcomes["cordon"].detail) == native, outcomes["cordon"]
+
+
+def connects_and_plans(cluster: smoke.Cluster, operator: Operator, kubectl: Any, ns: str) -> None:
+    """The operator connects to the cluster and plans a Manual decommission of broker 3, moving nothing."""
+    manifest = (
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: compat}\n"
+        f"spec: {{bootstrapServers: '{cluster.bootstrap}', throttleBytesPerSecond: 10000000}}\n---\n"
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: retire-3}\n"
+        "spec: {clusterRef: {name: compat}, brokers: [3], approval: Manual}\n"
+    )
+    kubectl("-n", ns, "apply", "-f", "-", input=manifest)
+    deadline = time.monotonic() + 120
+    while True:
+        status = get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {}
+        if status.get("phase") == "AwaitingApproval" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert status.get("phase") == "AwaitingApproval", (status, operator.tail())
+    plan = status["plan"]
+    assert plan["moves"] > 0 and plan["estimate"]["seconds"] > 0, plan
+    kc = get(kubectl, ns, "kafkacluster", "compat").get("status") or {}
+    assert sorted(b["id"] for b in kc.get("brokers") or ()) == [1, 2, 3], kc
+    assert kc.get("phase") == "Connected", kc
+    assert "Traceback" not in operator.tail(400), operator.tail(60)
+    assert smoke.reassignments(cluster) == 0  # nothing moved before approval
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire-3", "--wait=true", "--timeout=60s")
+    kubectl("-n", ns, "delete", "kafkacluster", "compat", "--wait=true", "--timeout=60s")
 
 
 ROLLS = 2  # rounds of restarting every broker in turn
 
 
+@OPT_IN
 @pytest.mark.parametrize("version", ["4.0.2", "4.4.0"])
 def test_the_operator_survives_rolling_restarts_of_every_broker(
     version: str,

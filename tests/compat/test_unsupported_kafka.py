@@ -4,16 +4,15 @@ dirs and a topic, brought up by the rig (`kafka_rig.py up --zookeeper --kafka-ve
 Central's jars. The CLI refuses it with one line naming the release and the missing APIs (exit 1), the
 operator puts its KafkaCluster in phase `Unsupported` and fails a LogDirCordon (drain) and a
 BrokerDecommission on it with the same message; in both cases nothing is written to Kafka (the replica
-stays in its dir, no throttle config is set). Skipped unless KP_COMPAT=1; the operator's test needs the
-k8s rig (`scripts/rig.sh up k8s`):
+stays in its dir, no throttle config is set). In `make test`'s ``compat`` lane; the operator's test needs
+the k8s rig (`scripts/rig.sh up k8s`):
 
-    KP_COMPAT=1 .venv/bin/python -m pytest tests/compat/test_unsupported_kafka.py -q -m compat
+    .venv/bin/python -m pytest tests/compat/test_unsupported_kafka.py -q
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,10 +25,7 @@ from tests.e2e.conftest import Operator, get
 
 from kafka_placement.kafka.types import LogDirInfo
 
-pytestmark = [
-    pytest.mark.compat,
-    pytest.mark.skipif(os.environ.get("KP_COMPAT") != "1", reason="the compatibility smoke: KP_COMPAT=1"),
-]
+pytestmark = [pytest.mark.compat]
 
 OLD = "2.3.1"  # the last release before KIP-455 (2.4)
 TOPIC = "old-data"

@@ -4,15 +4,16 @@ overlap. A test file belongs to exactly one lane (tests/unit/rig/test_lanes.py c
 tests that need the machine's one node (pods, the image, Helm) or its controller-manager (the garbage
 collector deleting what a deleted resource owned) and a few of the operator's end-to-end tests that even
 out the lanes, ``kafka`` the gateway, executor, security and Spark standalone tests, ``operator`` the rest
-of the operator's end-to-end tests on the main cluster.
+of the operator's end-to-end tests on the main cluster, ``compat`` the Kafka releases users run (a cluster
+of each brought up in turn by the tests themselves; only the k8s rig is the lane's).
 
     python tests/rig/lanes.py names            # the lanes, one per line
     python tests/rig/lanes.py env LANE         # RIGS, KP_RIG_DIR, KP_RIG_PORT_OFFSET as shell words
     python tests/rig/lanes.py paths LANE       # the lane's test files
 
 Lane ``node`` keeps the default rig dir and ports (what `make rig-up` starts); ``kafka`` is shifted by
-+2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000) and ``operator`` by
--3000, so that no rig port falls in Linux's ephemeral range (32768+), where any client's socket may
++2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000), ``operator`` by
+-3000 and ``compat`` by -6000 (its releases' clusters listen on 19092-19194, tests/compat/smoke.py), so that no rig port falls in Linux's ephemeral range (32768+), where any client's socket may
 hold it. All are shifted further by ``$KP_RIG_PORT_OFFSET`` when it is set.
 """
 
@@ -27,7 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RIG_BACKED = ("tests/integration", "tests/e2e")  # every test file under these runs in one lane
+RIG_BACKED = (
+    "tests/integration",
+    "tests/e2e",
+    "tests/compat",
+)  # every test file under these runs in one lane
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,16 @@ LANES = (
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending
             "tests/e2e/test_operator_scale.py",
+        ),
+    ),
+    Lane(
+        name="compat",
+        rigs=("k8s",),
+        rig_dir=".rig-compat",
+        port_offset=-6000,
+        paths=(
+            "tests/compat/test_unsupported_kafka.py",  # one Kafka 2.3.1 broker: about 30 s
+            "tests/compat/test_kafka_versions.py",  # nine releases in turn: about a minute and a half each
         ),
     ),
 )
