@@ -14,7 +14,8 @@ of each brought up in turn by the tests themselves; only the k8s rig is the lane
 Lane ``node`` keeps the default rig dir and ports (what `make rig-up` starts); ``kafka`` is shifted by
 +2000 (not 1000: the node lane's Kafka listens for pods on its broker ports + 1000), ``operator`` by
 -3000 and ``compat`` by -6000 (its releases' clusters listen on 19092-19194, tests/compat/smoke.py), so
-that no rig port falls in Linux's ephemeral range (32768+), where any client's socket may hold it. All are shifted further by ``$KP_RIG_PORT_OFFSET`` when it is set.
+that no rig port falls in Linux's ephemeral range (32768+), where any client's socket may hold it. All
+are shifted further by ``$KP_RIG_PORT_OFFSET`` when it is set.
 """
 
 from __future__ import annotations
