@@ -60,6 +60,7 @@ from .types import (
 log = logging.getLogger(__name__)
 
 CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
+DESCRIBE_CLUSTER_TRIES = 4  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
@@ -412,13 +413,16 @@ class KafkaGateway(KafkaConfigs):
         """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
         to the "controller" the metadata names (KRaft names any live broker), which this operator may not
         reach (a broker just dead; a network that cuts it off from one broker must not fail every
-        reconcile, nor make a live broker look dead). A broker that refuses the first try is in reconnect
-        backoff for the second. None: no broker answered."""
+        reconcile, nor make a live broker look dead). A broker that refuses a try is in reconnect backoff
+        for the next, which kafka-python sends elsewhere; its backoff starts at 50 ms, so two tries were not
+        always enough to get past one refusing broker (a CI run on a loaded machine failed a read this way,
+        most likely: librdkafka's fallback then waited for that broker as "controller"). None: no broker
+        answered."""
         try:
             py = self._py()
         except KafkaUnavailableError:
             return None
-        for _ in range(2):
+        for _ in range(DESCRIBE_CLUSTER_TRIES):
             with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
                 return DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
         return None
