@@ -107,7 +107,7 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
                     if e.args[0].code() != KafkaError.INVALID_REPLICA_ASSIGNMENT:
                         raise
                     refused = e.args[0].str()
-            elif phase == "Executing" and not fresh_moved_meanwhile:
+            elif phase == "Executing" and fresh is not None and not fresh_moved_meanwhile:
                 reps = fresh_replicas()
                 moved = reps is not None and len(reps) == 2 and all(RETIRED not in r for r in reps)
                 fresh_moved_meanwhile = moved
