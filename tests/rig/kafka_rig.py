@@ -837,10 +837,13 @@ def wait_ready(
                     }
                 )
                 try:
-                    seen = admin.describe_cluster(request_timeout=5).result(timeout=8)
+                    # the metadata's brokers (KRaft: the unfenced ones), never librdkafka's DescribeCluster:
+                    # it aborts the process on an answer listing no broker, a starting cluster's (issue
+                    # 55; tests/unit/kafka/test_empty_metadata.py)
+                    seen = admin.list_topics(timeout=5)
                     res = ConfigResource("broker", str(node.id))
                     admin.describe_configs([res], request_timeout=5)[res].result(timeout=8)
-                    ids = {int(n.id) for n in seen.nodes}
+                    ids = {int(b) for b in seen.brokers}
                     if wanted <= ids:
                         pending.discard(node.id)
                     else:

@@ -59,7 +59,6 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
-CONNECT_TRIES = 4  # connections that time out waiting for a controller that just died, tried afresh
 DESCRIBE_CLUSTER_TRIES = 4  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
@@ -109,7 +108,7 @@ class KafkaGateway(KafkaConfigs):
         what describing ``access.PROBE_TOPIC`` got (a principal that may not describe every topic)."""
         from confluent_kafka import KafkaException, TopicCollection
 
-        cluster = self._describe_cluster("describe cluster (authorized operations)", operations=True)
+        cluster = self._describe_cluster("describe cluster (authorized operations)")
         timeout = self.settings.request_timeout_s
 
         def probe() -> str:
@@ -162,6 +161,7 @@ class KafkaGateway(KafkaConfigs):
         racks = cluster.racks
         wanted = None if only is None else set(only)
         dirs = self.describe_log_dirs(cluster.live, partitions=wanted)
+        cordon_config = self._cordon_configs(dirs)  # a broker that fails it is left out of ``dirs``
         # alive is the cluster's word (liveness.py): a live broker that did not answer us is unreachable,
         # listed alive with its dirs unknown, never taken for dead
         live = list(cluster.live)
@@ -183,9 +183,6 @@ class KafkaGateway(KafkaConfigs):
                 if k in wanted
             )
             cluster_id = cluster.cluster_id
-        cordon_config = {
-            b: self._cordon_config(b) for b, ds in dirs.items() if any(d.cordoned is None for d in ds)
-        }
 
         brokers: dict[int, Broker] = {}
         where: dict[ReplicaKey, str] = {}
@@ -378,36 +375,30 @@ class KafkaGateway(KafkaConfigs):
             time.sleep(METADATA_WAIT_S)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _describe_cluster(self, what: str, *, operations: bool = False) -> Any:
-        """DescribeCluster, through kafka-python first (``_describe_cluster_anywhere``: the least loaded
+    def _describe_cluster(self, what: str) -> DescribedCluster:
+        """DescribeCluster, through kafka-python only (``_describe_cluster_anywhere``: the least loaded
         broker it reaches; its answer carries the authorized operations and the fenced brokers too).
-        librdkafka sends it to the controller the metadata names, which right after a broker died may
-        still be the dead broker (KRaft names a random registered broker until it is fenced, seconds
-        later), and the request waits for it until its timeout: each reconcile of a cluster that had
-        just lost a broker then waited 10-20 s, and the death was listed a resync period late. When
-        kafka-python reaches no broker, librdkafka's path: it waits at most the connect timeout, and is
-        tried again with a new client (fresh metadata), CONNECT_TRIES times."""
+        Never through librdkafka: its DescribeCluster aborts the whole process (``Assertion 'rko_result'
+        failed``, librdkafka 2.16) when the answer lists no broker, as a KRaft broker's does while every
+        broker is fenced (a cluster starting, or restarting as a whole): its metadata parser says "retry"
+        and the DescribeCluster parser drops that error and asserts on the missing result (shown by
+        tests/unit/kafka/test_empty_metadata.py). An answer that lists no live broker is no verdict on
+        liveness: ``KafkaUnavailableError`` (the cluster is not serving yet), never "every broker dead".
+        When kafka-python reaches no broker, librdkafka's connect check says why (authentication, TLS,
+        unreachable) before the generic error."""
         answer = self._describe_cluster_anywhere(what)
         if answer is not None:
-            return answer
-        for attempt in range(1, CONNECT_TRIES + 1):
-            admin = self._admin()
-            try:
-                future = functools.partial(
-                    admin.describe_cluster,
-                    include_authorized_operations=operations,
-                    request_timeout=self.settings.connect_timeout_s,
-                )
-                return self._call(what, lambda: future().result(), attempts=1)  # noqa: B023 (called here)
-            except KafkaOperationError as e:
-                if "controller" not in e.message.lower():
-                    raise
-                e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                if not self._dead_controller(e) or attempt == CONNECT_TRIES:
-                    raise
-                log.info("%s: %s; trying again with fresh metadata", what, e.message)
-                self._confluent = None
-        raise AssertionError("unreachable")  # pragma: no cover
+            brokers = liveness.cluster_brokers(answer.cluster_id, answer.nodes)
+            if brokers.live:
+                return answer
+            fenced = brokers.fenced
+            listed = f"only fenced brokers ({', '.join(map(str, fenced))})" if fenced else "no broker"
+            raise self._unavailable(
+                f"{what}: the cluster answered but lists {listed}: no broker serves yet (a cluster starting, "
+                "or every broker fenced); liveness is not judged on such an answer"
+            )
+        self._admin()  # raises what librdkafka's connect says when it cannot connect either
+        raise self._unavailable(f"{what}: no broker answered DescribeCluster")
 
     def _describe_cluster_anywhere(self, what: str) -> DescribedCluster | None:
         """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
@@ -415,17 +406,20 @@ class KafkaGateway(KafkaConfigs):
         reach (a broker just dead; a network that cuts it off from one broker must not fail every
         reconcile, nor make a live broker look dead). A broker that refuses a try is in reconnect backoff
         for the next, which kafka-python sends elsewhere; its backoff starts at 50 ms, so two tries were not
-        always enough to get past one refusing broker (a CI run on a loaded machine failed a read this way,
-        most likely: librdkafka's fallback then waited for that broker as "controller"). None: no broker
-        answered."""
+        always enough to get past one refusing broker. An answer listing no live broker (the broker that
+        gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
+        first answer with a live broker, or the last one."""
         try:
             py = self._py()
         except KafkaUnavailableError:
             return None
+        answer: DescribedCluster | None = None
         for _ in range(DESCRIBE_CLUSTER_TRIES):
             with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
-                return DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
-        return None
+                answer = DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
+                if liveness.cluster_brokers(answer.cluster_id, answer.nodes).live:
+                    return answer
+        return answer
 
     def cluster_brokers(self) -> liveness.ClusterBrokers:
         """The brokers alive in the cluster (and fenced ones, where the answer lists them), by the one
@@ -544,6 +538,24 @@ class KafkaGateway(KafkaConfigs):
 
     def _route_failed(self, broker: int) -> None:
         self._answered.pop(broker, None)  # until it answers DescribeLogDirs again
+
+    def _cordon_configs(self, dirs: dict[int, tuple[LogDirInfo, ...]]) -> dict[int, set[str]]:
+        """The cordoned dirs each broker's config names, for the brokers whose DescribeLogDirs answer did
+        not say (KIP-1066's field needs DescribeLogDirs v5). A broker that answered DescribeLogDirs but
+        not this (stopping in a rolling restart, say) is taken out of ``dirs``: its cordons unknown, its
+        dirs are too, so the snapshot lists it unreachable, as if it had not answered, and is not planned
+        from (a reconcile failed on this with a traceback before, and waited kopf's minute)."""
+        out: dict[int, set[str]] = {}
+        for b, ds in sorted(dirs.items()):
+            if not any(d.cordoned is None for d in ds):
+                continue
+            try:
+                out[b] = self._cordon_config(b)
+            except (KafkaOperationError, KafkaUnavailableError) as e:
+                log.warning("snapshot: broker %d answered DescribeLogDirs but not DescribeConfigs: %s", b, e)
+                del dirs[b]
+                self._silent[b] = time.monotonic()
+        return out
 
     def _cordon_config(self, broker: int) -> set[str]:
         value = self.describe_configs([ConfigTarget.broker(broker)])[ConfigTarget.broker(broker)].get(
