@@ -15,6 +15,7 @@ from typing import Any
 import kopf
 
 from ..execution.store import RecordConflict
+from ..kafka.types import KafkaOperationError
 from ..model.crd_parts import GROUP, PLURALS, VERSION
 from ..reconcile import leader, metrics
 from .intent_common import require_leader
@@ -43,6 +44,14 @@ def reconcile_cluster(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         return
     except RecordConflict as e:  # another writer was first: nothing was sent; retried in a second
         raise kopf.TemporaryError(e.message, delay=1) from None
+    except KafkaOperationError as e:
+        # a request that reached Kafka failed after its retries (a broker stopping mid-request in a rolling
+        # restart): the next tick tries again, not kopf's minute after an exception, and without a traceback
+        metrics.RECONCILE_ERRORS.labels(cluster=name).inc()
+        log.warning(
+            "KafkaCluster %s: a Kafka request failed: %s; reconciled again in %gs", name, e.message, INTERVAL
+        )
+        raise kopf.TemporaryError(e.message, delay=INTERVAL) from None
     finally:
         # kopf runs the delete handler while a reconcile may still be in flight: one that ends after the
         # handler removed the cluster's series must not bring them back
