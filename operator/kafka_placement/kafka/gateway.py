@@ -34,6 +34,7 @@ from . import access, failures, liveness, tiered, traffic_reads
 from .clients import LIBRDKAFKA_LOGGER, kafka_python_admin
 from .configs import KafkaConfigs
 from .connection import ConnectionSettings
+from .liveness import DescribedCluster
 from .types import (
     CORDON_CONFIG,
     CORDON_METADATA_LEVEL,
@@ -388,7 +389,7 @@ class KafkaGateway(KafkaConfigs):
         unreachable) before the generic error."""
         answer = self._describe_cluster_anywhere(what)
         if answer is not None:
-            brokers = liveness.cluster_brokers(answer.cluster_id, answer.nodes)
+            brokers = answer.brokers
             if brokers.live:
                 return answer
             fenced = brokers.fenced
@@ -417,15 +418,14 @@ class KafkaGateway(KafkaConfigs):
         for _ in range(DESCRIBE_CLUSTER_TRIES):
             with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
                 answer = DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
-                if liveness.cluster_brokers(answer.cluster_id, answer.nodes).live:
+                if answer.brokers.live:
                     return answer
         return answer
 
     def cluster_brokers(self) -> liveness.ClusterBrokers:
         """The brokers alive in the cluster (and fenced ones, where the answer lists them), by the one
         liveness rule (kafka/liveness.py): one small request, whatever the cluster's size."""
-        cluster = self._describe_cluster("describe cluster")
-        return liveness.cluster_brokers(cluster.cluster_id, cluster.nodes)
+        return self._describe_cluster("describe cluster").brokers
 
     def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
         """(cluster id, live broker ids) by the liveness rule of ``cluster_brokers`` (an execution's tick
@@ -723,31 +723,6 @@ class KafkaGateway(KafkaConfigs):
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class DescribedCluster:
-    """A DescribeCluster answer read from kafka-python's dict, in the shape of librdkafka's that the
-    gateway reads (``cluster_id``, ``nodes``, ``authorized_operations``): ``nodes`` are the brokers' dicts
-    (``broker_id``, ``rack``, ``is_fenced``: liveness.py reads both shapes)."""
-
-    cluster_id: str | None
-    nodes: tuple[Mapping[str, Any], ...]
-    authorized_operations: tuple[str, ...] | None
-
-    @staticmethod
-    def of(answer: Mapping[str, Any]) -> DescribedCluster:
-        ops = answer.get("cluster_authorized_operations", answer.get("authorized_operations"))
-        names: tuple[str, ...] | None
-        if isinstance(ops, int):  # KIP-430's bit field: bit i set = operation code i (INT32_MIN: none)
-            from kafka.admin import ACLOperation
-
-            names = None if ops < 0 else tuple(op.name for op in ACLOperation if ops >> op.value & 1)
-        else:
-            names = tuple(str(op) for op in ops) if ops is not None else None
-        brokers = tuple(dict(b) for b in answer.get("brokers") or ())
-        cluster_id = answer.get("cluster_id")
-        return DescribedCluster(str(cluster_id) if cluster_id else None, brokers, names)
 
 
 def _via_controller(py: Any, send: Callable[[], T]) -> Callable[[], T]:

@@ -12,7 +12,8 @@ Without KIP-1073 (Kafka before 4.0, or a client that does not ask: confluent-kaf
 has no such option; kafka-python 3's asks) DescribeCluster lists the registered, unfenced brokers only —
 in KRaft the metadata's live brokers — which is the same set of live brokers. ``cluster_brokers`` reads
 either shape: librdkafka's ``Node`` objects (``id``, ``rack``) or kafka-python's dicts (``broker_id``,
-``rack``, ``is_fenced``). Pure: no client, no clock (tests/unit/kafka/test_liveness.py).
+``rack``, ``is_fenced``). ``DescribedCluster`` is kafka-python's answer read into that shape (the
+gateway's only DescribeCluster). Pure: no client, no clock (tests/unit/kafka/test_liveness.py).
 """
 
 from __future__ import annotations
@@ -62,4 +63,34 @@ def cluster_brokers(cluster_id: str | None, nodes: Iterable[Any]) -> ClusterBrok
     return ClusterBrokers(cluster_id or None, tuple(sorted(live)), tuple(sorted(fenced - live.keys())), live)
 
 
-__all__ = ["ClusterBrokers", "cluster_brokers"]
+@dataclass(frozen=True)
+class DescribedCluster:
+    """A DescribeCluster answer read from kafka-python's dict, in the shape of librdkafka's that the
+    gateway reads (``cluster_id``, ``nodes``, ``authorized_operations``): ``nodes`` are the brokers' dicts
+    (``broker_id``, ``rack``, ``is_fenced``: ``cluster_brokers`` reads both shapes)."""
+
+    cluster_id: str | None
+    nodes: tuple[Mapping[str, Any], ...]
+    authorized_operations: tuple[str, ...] | None
+
+    @staticmethod
+    def of(answer: Mapping[str, Any]) -> DescribedCluster:
+        ops = answer.get("cluster_authorized_operations", answer.get("authorized_operations"))
+        names: tuple[str, ...] | None
+        if isinstance(ops, int):  # KIP-430's bit field: bit i set = operation code i (INT32_MIN: none)
+            from kafka.admin import ACLOperation
+
+            names = None if ops < 0 else tuple(op.name for op in ACLOperation if ops >> op.value & 1)
+        else:
+            names = tuple(str(op) for op in ops) if ops is not None else None
+        brokers = tuple(dict(b) for b in answer.get("brokers") or ())
+        cluster_id = answer.get("cluster_id")
+        return DescribedCluster(str(cluster_id) if cluster_id else None, brokers, names)
+
+    @property
+    def brokers(self) -> ClusterBrokers:
+        """The answer's brokers by the liveness rule."""
+        return cluster_brokers(self.cluster_id, self.nodes)
+
+
+__all__ = ["ClusterBrokers", "DescribedCluster", "cluster_brokers"]

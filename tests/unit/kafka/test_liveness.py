@@ -45,7 +45,7 @@ def test_kafka_pythons_answer_reads_as_librdkafkas_with_its_operations() -> None
     """The gateway's DescribeCluster through any reachable broker (kafka-python; used when the broker the
     metadata names controller does not answer this operator): the same liveness, and KIP-430's bit field
     decoded to the operation names librdkafka's answer has (INT32_MIN: none reported)."""
-    from kafka_placement.kafka.gateway import DescribedCluster
+    from kafka_placement.kafka.liveness import DescribedCluster
 
     answer = {
         "cluster_id": "abc",
