@@ -84,7 +84,7 @@ def old_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OldKafka]:
         holding = old.replica_dir()
         yield OldKafka(cluster, holding, next(d for d in dirs if d != holding))
     finally:
-        smoke.run([sys.executable, smoke.RIG, "down", *rig], timeout=120, check=False)
+        smoke.run([sys.executable, smoke.RIG, "down", *rig, "--stop-timeout", "0"], timeout=120, check=False)
 
 
 def _held(old: OldKafka) -> str:
