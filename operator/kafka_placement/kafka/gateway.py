@@ -60,7 +60,8 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
-DESCRIBE_CLUSTER_TRIES = 4  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
+DESCRIBE_CLUSTER_TRIES = 6  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
+DESCRIBE_CLUSTER_PAUSE_S = 0.1  # before the second try, doubled before each next (3.1 s in all at most)
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
@@ -407,19 +408,24 @@ class KafkaGateway(KafkaConfigs):
         reach (a broker just dead; a network that cuts it off from one broker must not fail every
         reconcile, nor make a live broker look dead). A broker that refuses a try is in reconnect backoff
         for the next, which kafka-python sends elsewhere; its backoff starts at 50 ms, so two tries were not
-        always enough to get past one refusing broker. An answer listing no live broker (the broker that
-        gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
+        always enough to get past one refusing broker, nor were four immediate ones (a fresh gateway right
+        after a broker was killed tried it four times: the proof run at c9417dc), so the tries are spaced,
+        and a client that could not bootstrap is made again. An answer listing no live broker (the broker
+        that gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
         first answer with a live broker, or the last one."""
-        try:
-            py = self._py()
-        except KafkaUnavailableError:
-            return None
         answer: DescribedCluster | None = None
-        for _ in range(DESCRIBE_CLUSTER_TRIES):
-            with contextlib.suppress(KafkaOperationError, KafkaUnavailableError):
+        for attempt in range(DESCRIBE_CLUSTER_TRIES):
+            if attempt:
+                time.sleep(DESCRIBE_CLUSTER_PAUSE_S * 2 ** (attempt - 1))
+            try:
+                py = self._py()
                 answer = DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
-                if answer.brokers.live:
-                    return answer
+            except KafkaAuthenticationError:
+                raise  # refused who we are: trying again does not help
+            except (KafkaOperationError, KafkaUnavailableError):
+                continue
+            if answer.brokers.live:
+                return answer
         return answer
 
     def cluster_brokers(self) -> liveness.ClusterBrokers:
