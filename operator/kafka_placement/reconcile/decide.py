@@ -12,8 +12,10 @@ The declared cordons (LogDirCordons, and the brokers BrokerDecommissions retire)
 reconcile that reads Kafka, with or without an execution in flight (``SyncCordons``, then
 ``view.cordons_synced``): the live intents' cordons are set, and those of the resources being deleted
 (``view.leaving``) removed unless a live intent still declares them; their delete handlers wait for
-that. The gates, in order (docs/architecture.md, "Reconcile"): a failure reaching Kafka or reading the
-record fails every intent not Completed; invalid specs fail alone; an execution in flight is driven (a
+that. The gates, in order (docs/architecture.md, "Reconcile"): Kafka not answering at all holds the intents
+``Pending`` (an invalid spec fails alone; an Executing, AwaitingApproval, Paused, Completed, Cancelled or
+Failed one keeps its phase: phases.py), any other failure reaching Kafka or reading the record fails
+every intent not Completed; invalid specs fail alone; an execution in flight is driven (a
 deleted participant requests a cancel, ``spec.paused`` holds it, a more urgent intent or a heal being
 retired (``view.retiring``) supersedes it by a re-plan keeping its moves in flight, otherwise one tick,
 then its progress, and a Warning IntentEvent when it re-applied owned configs changed by another party); with
@@ -51,6 +53,7 @@ from ..model.windows import ExecutionSpec, Gate, Window, gate
 from ..planning import waiting
 from . import status as st
 from .decision import (
+    CLUSTER_UNREACHABLE,
     Action,
     Body,
     CheckIntents,
@@ -116,7 +119,11 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
 
 
 def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None) -> Decision:
-    statuses = _each(resources, IntentEvent.CLUSTER_FAILURE, f.message, f.reason)  # a Completed one stays so
+    if f.reason == CLUSTER_UNREACHABLE:  # transient: the intents wait (phases.py keeps the work going on)
+        valid, statuses = parse(resources)  # a spec's validity needs no Kafka
+        statuses += _all(valid, IntentEvent.CLUSTER_UNREACHABLE, f"{f.message} (waiting for Kafka to answer)")
+    else:  # the user must act: a Completed one stays so
+        statuses = _each(resources, IntentEvent.CLUSTER_FAILURE, f.message, f.reason)
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(

@@ -26,6 +26,10 @@ Body = Mapping[str, Any]
 # ---- what decide reads ---------------------------------------------------------------------------------
 
 
+# ``Failure.reason`` when no broker answered at all: transient (the intents wait, decide.py ``_failed``)
+CLUSTER_UNREACHABLE = "ClusterUnreachable"
+
+
 @dataclass(frozen=True)
 class Failure:
     """This reconcile could not reach Kafka, was refused by it, or found a corrupt record."""

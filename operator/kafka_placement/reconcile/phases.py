@@ -14,7 +14,14 @@ decommission whose broker gets a partition back is planned again; an operator ki
 execution and writing ``Executing`` finds its intents in the phase before) except where the table says
 it leaves the phase as it is (``keeps``): a Completed intent stays Completed while the cluster is
 unreachable (nothing it did is undone meanwhile), and only a Pending (or new) intent says ``Planning``
-(the others keep what they had until the plan says otherwise). The unit tests hold the tables to what the
+(the others keep what they had until the plan says otherwise). Kafka not answering at all
+(``ClusterUnreachable``: a whole-cluster restart, a network cut) is transient, not a failure: the
+intents wait ``Pending``, except those whose phase describes work that goes on in Kafka or a settled
+state, which a fresh read must confirm or change (Executing: Kafka keeps copying the moves in flight;
+AwaitingApproval, Paused: the user's turn; Completed, Cancelled; Failed: a failure that needs the user
+stays shown until a read of Kafka says otherwise); a kept phase gets no new status, the KafkaCluster's
+says the cluster is unreachable. The other cluster failures (refused, unsupported, a bad connection, a
+corrupt record) need the user: they fail the intents. The unit tests hold the tables to what the
 writers may do: every phase reachable from a new resource, every event used, each guard kept.
 
 The new-partition lane (``status.newPartitions`` of a KafkaCluster, reconcile/new_partitions.py) has its
@@ -37,7 +44,8 @@ class IntentEvent(StrEnum):
 
     ACCEPTED = "Accepted"  # a new spec (a new generation), valid
     INVALID_SPEC = "InvalidSpec"  # the spec does not parse
-    CLUSTER_FAILURE = "ClusterFailure"  # Kafka unreachable, refused, unsupported, or the record corrupt
+    CLUSTER_FAILURE = "ClusterFailure"  # Kafka refused, unsupported, a bad connection, the record corrupt
+    CLUSTER_UNREACHABLE = "ClusterUnreachable"  # Kafka did not answer at all (transient: it waits)
     PLANNING = "Planning"  # a plan is being computed (in the reconcile)
     PLAN_RUNNING = "PlanRunning"  # a planner job (Spark) runs for it
     SUPERSEDING = "Superseding"  # planned again, more urgent than the execution in flight, to supersede it
@@ -76,6 +84,11 @@ TABLE: Mapping[IntentEvent, PhaseRule] = {
     IntentEvent.ACCEPTED: PhaseRule(PENDING, "Accepted"),
     IntentEvent.INVALID_SPEC: PhaseRule(FAILED, "InvalidSpec"),
     IntentEvent.CLUSTER_FAILURE: PhaseRule(FAILED, keeps=frozenset({COMPLETED})),
+    IntentEvent.CLUSTER_UNREACHABLE: PhaseRule(
+        PENDING,
+        "ClusterUnreachable",
+        keeps=frozenset({AWAITING_APPROVAL, EXECUTING, COMPLETED, FAILED, PAUSED, CANCELLED}),
+    ),
     IntentEvent.PLANNING: PhaseRule(
         PLANNING,
         "Planning",

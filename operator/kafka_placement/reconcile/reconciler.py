@@ -63,7 +63,7 @@ from .cordons import (
     sync_cordons,
 )
 from .decide import cordon_sync, decide, parse
-from .decision import Decision, Failure, StatusPatch, SyncCordons, View
+from .decision import CLUSTER_UNREACHABLE, Decision, Failure, StatusPatch, SyncCordons, View
 from .fencing import FencedGateway
 from .inputs import (
     Settled,
@@ -328,7 +328,7 @@ class Reconciler:
             self.publish(d)
             out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
             kept = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)
-            if reason == "ClusterUnreachable":  # no broker answered: one condition says so, none is dead
+            if reason == CLUSTER_UNREACHABLE:  # no broker answered: one condition says so, none is dead
                 unreached = (False, reason, f"no broker answers the operator: {message}")
                 kept = st.with_condition(kept, conditions, st.BROKERS_REACHABLE, unreached)
             else:
@@ -428,7 +428,7 @@ class Reconciler:
         except KafkaAuthenticationError as e:
             return failed("KafkaAuthenticationFailed", e.message, connected=False)
         except KafkaUnavailableError as e:
-            return failed("ClusterUnreachable", e.message, connected=False)
+            return failed(CLUSTER_UNREACHABLE, e.message, connected=False)
         except RecordConflict:  # another writer was first: nothing was sent; the handler retries it
             metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
             raise

@@ -135,6 +135,99 @@ def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip(
     assert steady is not None and steady["conditions"] == back["conditions"]
 
 
+# ---- Kafka not answering at all (ClusterUnreachable): transient, the intents wait ---------------------
+
+UNREACHABLE = Failure("ClusterUnreachable", "cannot reach Kafka at k:9092: timed out", False)
+
+
+def conditions_of(p: Any) -> dict[str, tuple[str, str]]:
+    """The conditions (status, reason) the reconciler writes for a status patch."""
+    status = st.intent_status(p.body, p.phase, p.reason, p.message)
+    return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+
+
+def test_an_unreachable_cluster_holds_new_pending_and_planning_intents_pending_not_failed() -> None:
+    """A whole-cluster restart is not a failure: the intents wait Pending, reason ClusterUnreachable, with
+    the failure's message; kstatus reads them InProgress (Reconciling True, Stalled False)."""
+    waiting = retire("waiting", phase=st.PENDING)
+    planning = retire("planning", phase=st.PLANNING)
+    d = decide(View([retire("new"), waiting, planning, cordon()], failure=UNREACHABLE))
+    assert set(phases(d)) == {"new", "waiting", "planning", "c1"}
+    assert set(phases(d).values()) == {(st.PENDING, "ClusterUnreachable")}
+    assert all(p.message.startswith("cannot reach Kafka at k:9092: timed out") for p in d.statuses)
+    assert d.done and d.cluster is not None and d.cluster["phase"] == "Unreachable"
+    shown = conditions_of(d.statuses[0])
+    assert shown[st.RECONCILING] == ("True", "ClusterUnreachable") and shown[st.STALLED][0] == "False"
+    assert shown[st.READY] == ("False", "ClusterUnreachable") and shown[st.BLOCKED][0] == "False"
+    assert shown[st.DEGRADED][0] == "False"
+
+
+@pytest.mark.parametrize(
+    "phase", [st.EXECUTING, st.AWAITING_APPROVAL, st.PAUSED, st.COMPLETED, st.CANCELLED, st.FAILED]
+)
+def test_an_unreachable_cluster_leaves_work_going_on_or_settled_as_it_is(phase: str) -> None:
+    """Executing: Kafka keeps copying the moves in flight while the operator cannot see them (nothing is
+    ticked, the record is not touched); AwaitingApproval, Paused: the user's turn; Completed, Cancelled,
+    Failed (a failure that needs the user): settled until a read of Kafka says otherwise. No status is
+    written (a kept phase gets none, as for every keep); the KafkaCluster says the cluster is unreachable."""
+    d = decide(View([retire(phase=phase)], record=executing("uid-retire-3"), failure=UNREACHABLE))
+    assert d.statuses == () and d.actions == () and d.events == ()
+    assert d.cluster is not None and d.cluster["phase"] == "Unreachable"
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in d.cluster["conditions"]}
+    assert conditions[st.READY] == ("False", "ClusterUnreachable")
+
+
+def test_an_unreachable_cluster_still_fails_an_invalid_spec_alone() -> None:
+    """A spec's validity needs no Kafka: an invalid one fails as it would with Kafka answering."""
+    d = decide(View([retire("bad", brokers="three"), retire()], failure=UNREACHABLE))
+    assert phases(d) == {"bad": (st.FAILED, "InvalidSpec"), "retire-3": (st.PENDING, "ClusterUnreachable")}
+
+
+@pytest.mark.parametrize(
+    ("reason", "connected", "cluster_phase"),
+    [
+        ("KafkaNotAuthorized", True, st.NOT_AUTHORIZED),
+        ("KafkaUnsupported", True, st.UNSUPPORTED),
+        ("InvalidConnection", False, st.UNREACHABLE),
+        ("KafkaAuthenticationFailed", False, st.UNREACHABLE),
+        ("CorruptExecutionRecord", True, st.UNREACHABLE),
+    ],
+)
+def test_the_other_cluster_failures_still_fail_every_intent_not_completed_an_executing_one_included(
+    reason: str, connected: bool, cluster_phase: str
+) -> None:
+    """Kafka refusing the operator, not supported, a bad connection or a corrupt record need the user."""
+    intents = [retire("new"), retire("planning", phase=st.PLANNING), retire(phase=st.EXECUTING)]
+    intents.append(retire("done", phase=st.COMPLETED))
+    d = decide(
+        View(
+            intents, record=executing("uid-retire-3"), failure=Failure(reason, "m", connected, cluster_phase)
+        )
+    )
+    assert phases(d) == {n: (st.FAILED, reason) for n in ("new", "planning", "retire-3")}
+    shown = conditions_of(d.statuses[0])
+    assert shown[st.STALLED] == ("True", reason) and shown[st.RECONCILING][0] == "False"
+
+
+def test_once_kafka_answers_again_the_usual_events_take_over() -> None:
+    """Level-triggered: the first reconcile that reads Kafka plans the waiting intents and ticks the
+    execution in flight, as if the outage had not been."""
+    down = decide(View([retire("new"), cordon()], failure=UNREACHABLE))
+    waiting = [{**p.body, "status": {"phase": p.phase}} for p in down.statuses]
+    assert all(b["status"]["phase"] == st.PENDING for b in waiting)
+    back = decide(View(waiting, cordons_synced=True))
+    assert set(phases(back).values()) == {(st.PLANNING, "Planning")}
+    assert [type(a) for a in back.actions] == [PlanIntents]
+    assert back.cluster is not None and back.cluster["phase"] == "Connected"
+    # an execution in flight, kept Executing while Kafka was down, is ticked and shows its progress
+    running = retire(phase=st.EXECUTING)
+    assert decide(View([running], record=executing("uid-retire-3"), failure=UNREACHABLE)).statuses == ()
+    ticked = decide(View([running], record=executing("uid-retire-3"), cordons_synced=True))
+    assert [type(a) for a in ticked.actions] == [Tick]
+    shown = decide(View([running], record=executing("uid-retire-3"), cordons_synced=True, ticked=True))
+    assert phases(shown) == {"retire-3": (st.EXECUTING, "Moving")}
+
+
 @pytest.mark.parametrize(
     ("spec", "says"),
     [

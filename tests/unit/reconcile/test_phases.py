@@ -57,9 +57,19 @@ def test_the_guards() -> None:
     # a Completed intent stays so while its cluster cannot be reached
     assert move(crd_parts.COMPLETED, IntentEvent.CLUSTER_FAILURE, "ClusterUnreachable") is None
     assert move(crd_parts.COMPLETED, IntentEvent.BROKERS_UNREACHABLE) is None
-    assert move(crd_parts.EXECUTING, IntentEvent.CLUSTER_FAILURE, "ClusterUnreachable") == phases.PhaseMove(
-        crd_parts.FAILED, "ClusterUnreachable"
+    # Kafka refusing the operator (a failure the user must act on) fails even an Executing intent
+    assert move(crd_parts.EXECUTING, IntentEvent.CLUSTER_FAILURE, "KafkaNotAuthorized") == phases.PhaseMove(
+        crd_parts.FAILED, "KafkaNotAuthorized"
     )
+    # Kafka not answering at all is transient: the intents wait Pending, but work that goes on in Kafka
+    # (Executing), the user's turn (AwaitingApproval, Paused) and settled phases are left as they are
+    waiting = phases.PhaseMove(crd_parts.PENDING, "ClusterUnreachable")
+    for phase in (None, crd_parts.PENDING, crd_parts.PLANNING):
+        assert move(phase, IntentEvent.CLUSTER_UNREACHABLE) == waiting, phase
+    kept = set(crd_parts.PHASES) - {crd_parts.PENDING, crd_parts.PLANNING}
+    assert kept == {"AwaitingApproval", "Executing", "Completed", "Failed", "Paused", "Cancelled"}
+    for phase in kept:
+        assert move(phase, IntentEvent.CLUSTER_UNREACHABLE) is None, phase
     # a writer's own reason wins over the table's word
     assert move(crd_parts.EXECUTING, IntentEvent.EXECUTION_PROGRESS, "Moving") == phases.PhaseMove(
         crd_parts.EXECUTING, "Moving"
@@ -111,10 +121,12 @@ def test_the_e2e_check_reads_the_reconcilers_log_line_and_refuses_what_the_table
     fine = line("None", "Pending", "Accepted", "Accepted")
     fine += line("Pending", "Planning", "Planning", "Planning")
     fine += line("Executing", "Executing", "ExecutionProgress", "Moving")
+    fine += line("Planning", "Pending", "ClusterUnreachable", "ClusterUnreachable")
     assert outside_the_table(fine) == []
     wrong = [
         line("Completed", "Planning", "Planning", "Planning"),  # only a Pending intent says Planning
-        line("Completed", "Failed", "ClusterFailure", "ClusterUnreachable"),  # a Completed one stays so
+        line("Completed", "Failed", "ClusterFailure", "KafkaNotAuthorized"),  # a Completed one stays so
+        line("Executing", "Pending", "ClusterUnreachable", "ClusterUnreachable"),  # moves go on in Kafka
         line("Executing", "Completed", "AwaitingApproval", "AwaitingApproval"),  # the event's phase differs
         line("Executing", "Executing", "NoSuchEvent", "Moving"),
     ]
