@@ -17,7 +17,7 @@ import yaml
 from kafka_placement.model.crd_parts import GROUP, PLURALS, VERSION
 from kafka_placement.reconcile import status as st
 from kafka_placement.reconcile.decide import decide
-from kafka_placement.reconcile.decision import Failure, View
+from kafka_placement.reconcile.decision import CLUSTER_UNREACHABLE, Failure, View
 
 ROOT = Path(__file__).resolve().parents[2]
 Kubectl = Any
@@ -29,7 +29,8 @@ SPECS = {
 }
 # phase -> (kstatus, Argo CD) as a user expects: the operator at work is in progress; the user's turn
 # (approval, pause) is not a failure (kstatus: in progress, as the spec is not realised yet; Argo CD:
-# suspended); a failure that needs the user is one
+# suspended); a failure that needs the user is one; Kafka not answering at all (a whole-cluster restart)
+# is not: the intents wait Pending (reason ClusterUnreachable), an Executing one stays Executing
 INTENT_PHASES = {
     st.PENDING: ("InProgress", "Progressing"),
     st.PLANNING: ("InProgress", "Progressing"),
@@ -98,11 +99,22 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
         expected[fresh["metadata"]["name"]] = ("Current", "Progressing")
         for phase, says in INTENT_PHASES.items():
             body = create(kubectl, ns, kind, f"{kind.lower()}-{phase.lower()}", spec)
-            reason = {st.FAILED: "ClusterUnreachable", st.PAUSED: "PausedBySpec"}.get(phase, phase)
+            reason = {st.FAILED: "KafkaNotAuthorized", st.PAUSED: "PausedBySpec"}.get(phase, phase)
             objects.append(
                 set_status(kubectl, ns, body, st.intent_status(body, phase, reason, f"in {phase}"))
             )
             expected[body["metadata"]["name"]] = says
+        # Kafka does not answer: what decide writes for a Planning intent (Pending, ClusterUnreachable);
+        # an Executing one gets no status (it stays Executing, above)
+        down = Failure(CLUSTER_UNREACHABLE, "cannot reach Kafka at k:9092: timed out", False)
+        body = create(kubectl, ns, kind, f"{kind.lower()}-unreachable", spec)
+        body = set_status(kubectl, ns, body, st.intent_status(body, st.PLANNING, "Planning", "planning"))
+        (p,) = decide(View([body], failure=down)).statuses
+        assert (p.phase, p.reason) == (st.PENDING, "ClusterUnreachable")
+        objects.append(set_status(kubectl, ns, body, st.intent_status(body, p.phase, p.reason, p.message)))
+        expected[body["metadata"]["name"]] = ("InProgress", "Progressing")
+        executing = next(o for o in objects if o["metadata"]["name"] == f"{kind.lower()}-executing")
+        assert decide(View([executing], failure=down)).statuses == ()
     # a spec changed since the status was written: in progress whatever the phase says
     done = next(o for o in objects if o["metadata"]["name"] == "placementpolicy-completed")
     spec = {**SPECS["PlacementPolicy"], "mode": "Advise"}
@@ -113,7 +125,7 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
 
     cluster_spec = yaml.safe_load((ROOT / "examples" / "kafka-cluster.yaml").read_text())["spec"]
     connected = decide(View([])).cluster
-    unreachable = decide(View([], failure=Failure("ClusterUnreachable", "no broker answers", False))).cluster
+    unreachable = decide(View([], failure=Failure(CLUSTER_UNREACHABLE, "no broker answers", False))).cluster
     for name, status in (("connected", connected), ("unreachable", unreachable)):
         assert status is not None
         body = create(kubectl, ns, "KafkaCluster", name, cluster_spec)
@@ -126,3 +138,6 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
     assert {n: v[:2] for n, v in got.items()} == expected
     assert got["unreachable"][2] == "no broker answers"
     assert got["brokerdecommission-awaitingapproval"][2] == "in AwaitingApproval"  # the Blocked condition's
+    assert got["brokerdecommission-unreachable"][2].startswith(
+        "cannot reach Kafka at k:9092"
+    )  # Reconciling's
