@@ -104,7 +104,12 @@ class PlanningContext:
 
     def reorder_ok(self, key: Key, replicas: Sequence[int]) -> bool:
         """Whether a reorder of ``key``'s replicas (a new preferred leader, no data moved) is accepted:
-        always, unless a goal judging brokers by their network load is done (``per_broker_rules``)."""
+        always, unless a goal judging brokers by their network load is done (``per_broker_rules``), or it
+        keeps a replica on a broker whose every dir is cordoned (``Eligibility.pins``: Kafka refuses it)."""
+        if self.eligibility.pinned:
+            original = self.snapshot.partition(*key)
+            if original is not None and self.eligibility.pins(original.replicas, replicas):
+                return False
         return not self.per_broker_rules or self.accepts(key, replicas)
 
     def held_dir(self, key: Key, broker: int) -> tuple[bool, str | None]:

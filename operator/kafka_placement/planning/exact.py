@@ -14,8 +14,10 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
   must change (``repair_reasons`` on the snapshot: a decommissioned broker, a drained or reactive
   cordoned dir, the replication factor, a broken rack spread) or, when broker balance is asked, one of
   a topic whose enforced policy asks for it; a broker may hold it when it holds it in the snapshot and
-  may keep it (not decommissioned, a dir that is not drained, the replica not on a failed dir), or may
-  receive new replicas; exactly the target replication factor per partition;
+  may keep it (not decommissioned, a dir that is not drained, the replica not on a failed dir, and not a
+  broker whose every dir Kafka has cordoned: ``Eligibility.pins``; a partition with a replica there is
+  not placed for balance), or may receive new replicas; exactly the target replication factor per
+  partition;
 - when any dir's usable bytes are known, one binary per (partition, broker, dir) too: the replica stays
   on its dir when it may (no copy), or takes a dir that may receive (a local copy when its broker held
   it); each volume's bytes after stay within its bytes before plus its room under the disk headroom
@@ -112,7 +114,9 @@ def movable(ctx: PlanningContext, balance: bool) -> list[PartitionState]:
             p.isr,
         )
         if why or (
-            p.topic in balanced and not waiting.no_in_sync_replica(e.dead, p.replicas, p.leader, p.isr)
+            p.topic in balanced
+            and not waiting.no_in_sync_replica(e.dead, p.replicas, p.leader, p.isr)
+            and e.pinned.isdisjoint(p.replicas)  # (a change must move that replica: balance leaves it)
         ):
             out.append(p)
         elif a.replicas[p.key] != list(p.replicas) or a.dirs[p.key] != list(p.log_dirs):
@@ -264,6 +268,8 @@ def check(ctx: PlanningContext, keys: Iterable[Key], limit: Mapping[int, int] | 
             e, replicas, dirs, p.size_bytes, replication_factor(ctx, key), ctx.tree_for(key), p.leader, p.isr
         ):
             return False
+        if e.pins(p.replicas, replicas):
+            return False  # Kafka refuses a target naming a broker whose every dir is cordoned
         where = dict(zip(p.replicas, p.log_dirs, strict=True))
         for b, d in zip(replicas, dirs, strict=True):
             if b in where and d == where[b]:
@@ -297,8 +303,8 @@ def _dirs_for(
     e = ctx.eligibility
     if broker in where:
         home = where[broker]
-        if broker in e.decommissioned or not e.broker_may_keep(broker):
-            return []
+        if broker in e.decommissioned or not e.broker_may_keep(broker) or broker in e.pinned:
+            return []  # (pinned: a partition the program places changes, and must leave that broker)
         if home is not None and (broker, home) in e.offline:
             return []  # on a failed dir: it leaves the broker
         stays = [home] if home is not None and e.may_keep(broker, home, p.size_bytes) else []

@@ -48,6 +48,9 @@ class Eligibility:
     racks: dict[int, str | None]
     cordoned_brokers: frozenset[int]  # every dir cordoned: no new replica on the broker
     keeping: frozenset[int]  # brokers that may keep holding replicas (``broker_may_keep``)
+    # every dir cordoned in Kafka itself (not reactive): Kafka refuses a reassignment naming such a broker
+    # (``pins``), so a partition with a replica there changes only by moving that replica off
+    pinned: frozenset[int] = frozenset()
     reactive_cordon: bool = False  # new replicas on cordoned dirs must move (Kafka < 4.3)...
     reactive_max_bytes: int = 0  # ...while they hold at most this (0: only empty ones)
     dead: frozenset[int] = frozenset()  # brokers not alive: their replicas are lost
@@ -98,6 +101,11 @@ class Eligibility:
             for b, paths in dirs.items()
             if paths and all((b, p) in cordoned or (b, p) in offline for p in paths)
         )
+        pinned = frozenset(
+            b
+            for b, paths in dirs.items()
+            if not intents.reactive_cordon and paths and all((b, p) in cordoned for p in paths)
+        )
         share = intents.max_disk_share
         volume, sizes = headroom.volumes(snapshot, intents.disk_per_log_dir)
         return Eligibility(
@@ -108,6 +116,7 @@ class Eligibility:
             dirs=dirs,
             racks={b.id: b.rack for b in snapshot.brokers},
             cordoned_brokers=fully,
+            pinned=pinned,
             keeping=frozenset(
                 b
                 for b, paths in dirs.items()
@@ -165,6 +174,14 @@ class Eligibility:
         if self.reactive_moves(size) and (broker, path) in self.cordoned:
             return False  # appeared on a cordoned dir the cluster could not protect; still small: move it
         return (broker, path) not in self.drained
+
+    def pins(self, before: Sequence[int], after: Sequence[int]) -> bool:
+        """Kafka refuses changing a partition's replicas from ``before`` to ``after`` (a move or a
+        reorder) because ``after`` names a broker whose every log dir is cordoned: the controller checks
+        every broker of a reassignment's target (KAFKA-20832: Kafka 4.4, and 4.3 after 4.3.1). The
+        planner assumes it on every cluster that cordons natively (it cannot read the controller's
+        release); a change that moves the replica off such a broker is accepted."""
+        return bool(self.pinned) and list(after) != list(before) and not self.pinned.isdisjoint(after)
 
     def broker_may_keep(self, broker: int) -> bool:
         """The broker may keep holding replicas (possibly after an intra-broker dir move): it is not

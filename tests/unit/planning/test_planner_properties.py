@@ -2,7 +2,8 @@
 
 For every generated case the planner either says infeasible (exit 3) or returns a plan such that:
 every hard rule holds afterwards, the replication factor is the declared one, applying the plan gives
-exactly the planned targets, only changed partitions are listed, the bytes moved are never below the
+exactly the planned targets, only changed partitions are listed, none names a broker whose every dir is
+cordoned (Kafka refuses such a target: ``Eligibility.pins``), the bytes moved are never below the
 lower bound when every goal is met, and planning twice gives the same plan. No intents means no plan.
 """
 
@@ -18,6 +19,7 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.plan_quality import apply_plan, violations
+from kafka_placement.planning.state import Eligibility
 
 RACKS = ["/dc1/r1", "/dc1/r2", "/dc2/r1", "/dc2/r2", "/dc3/r1", None]
 
@@ -107,11 +109,13 @@ def test_plan_satisfies_every_hard_rule_or_is_infeasible(case: tuple[ClusterSnap
         rf = policy.replication_factor if policy and policy.replication_factor else len(before.replicas)
         assert len(p.replicas) == rf and len(set(p.replicas)) == rf
     targets = plan.by_key()
+    elig = Eligibility.of(snap, intents)
     for key, t in targets.items():
         q = after.partition(*key)
         assert q is not None and q.replicas == t.replicas
         p = snap.partition(*key)
         assert p is not None and (p.replicas != t.replicas or p.log_dirs != q.log_dirs)
+        assert not elig.pins(p.replicas, t.replicas), (key, p.replicas, t.replicas, sorted(elig.pinned))
     if all(g["met"] for g in summary["goals"]):  # the bound is on plans that meet every goal
         assert summary["bytesToMove"] >= summary["lowerBoundBytes"]
     assert compute_plan(snap, intents).plan.plan_id == plan.plan_id

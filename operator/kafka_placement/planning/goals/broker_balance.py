@@ -222,7 +222,7 @@ class BrokerBalanceGoal:
             return False
         excess = load[broker] - limit[broker]
         balanced = ctx.balanced_topics("brokers")
-        mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)
+        mine = _by_weight(movable)
         best: tuple[int, int, Key, int, Key] | None = None  # rank, their key, dest, other key
         best_rank: tuple[int, int] | None = None
         checks = 0
@@ -297,7 +297,7 @@ class BrokerBalanceGoal:
         if not by_bytes:
             return False
         excess = load[broker] - limit[broker]
-        mine = sorted((w, d, k) for d, items in movable.items() for w, k in items)  # failed: no plain move
+        mine = _by_weight(movable)  # failed: no plain move
         order = [m for m in mine if m[0] >= excess] + [m for m in reversed(mine) if m[0] < excess]
         checks = 0
         for w, d, key in order:
@@ -534,3 +534,10 @@ def _closest_first(items: list[tuple[int, Key]], target: int, limit: int, over: 
         else:
             yield lo
             lo -= 1
+
+
+def _by_weight(movable: Mapping[str | None, list[tuple[int, Key]]]) -> list[tuple[int, str | None, Key]]:
+    """A broker's movable replicas as (weight, dir, key), lightest first; a replica of unknown dir (None)
+    before those of a known one of the same weight (a plain tuple sort cannot compare None with a path)."""
+    mine = [(w, d, k) for d, items in movable.items() for w, k in items]
+    return sorted(mine, key=lambda m: (m[0], m[1] is not None, m[1] or "", m[2]))

@@ -1,14 +1,16 @@
 """Hard goal: every partition's replicas sit where the intents allow, with the declared RF and spread.
 
 Rules (docs/architecture.md §4): distinct brokers; none on decommissioned brokers; none on drained dirs;
-no new replica on a cordoned dir or broker; the policy's replication factor; multi-level rack spread
-for topics whose policy asks for it; dir capacity. Minimal movement: a partition that breaks no rule
-is left alone; a replica on a drained dir moves to another dir of the same broker when one may take
-it (a local copy, not a network move), except from a dir that failed (offline: nothing can be read from
-it, so the replica is re-created on another broker from an in-sync replica); a removed preferred
-leader's slot is taken by a kept replica (a free reorder) rather than by the newcomer. Partitions are
-handled largest first so the big replicas get the emptiest brokers. Infeasible partitions are
-collected and reported together.
+no new replica on a cordoned dir or broker; the policy's replication factor; multi-level rack spread for
+topics whose policy asks for it; dir capacity; a partition whose replicas change keeps none on a broker
+whose every dir Kafka has cordoned (``Eligibility.pins``: Kafka refuses such a target, so the replica
+moves off too, and the optional goals leave such partitions alone). Minimal movement: a partition that
+breaks no rule is left alone; a replica on a drained dir moves to another dir of the same broker when
+one may take it (a local copy, not a network move), except from a dir that failed (offline: nothing can
+be read from it, so the replica is re-created on another broker from an in-sync replica); a removed
+preferred leader's slot is taken by a kept replica (a free reorder) rather than by the newcomer.
+Partitions are handled largest first so the big replicas get the emptiest brokers. Infeasible partitions
+are collected and reported together.
 
 Equally loaded brokers are tried in id order; a shard of the sharded planner passes its shard number as
 ``salt`` so that shards running in parallel break those ties in different (stable) orders, and do not
@@ -107,6 +109,8 @@ class ReplicaPlacementGoal:
             e.dead, original.replicas, original.leader, original.isr
         ):
             return set(replicas) == before  # no leader to copy from: no goal may add a replica (waiting.py)
+        if original is not None and e.pins(original.replicas, replicas):
+            return False  # keeps a replica on a broker whose every dir is cordoned: Kafka refuses it
         for b in replicas:
             if b in e.decommissioned or not e.broker_may_keep(b):
                 return False
@@ -143,6 +147,8 @@ class ReplicaPlacementGoal:
         if all_kept and len(reps) == rf and (tree is None or tree.violation(reps) is None):
             self._apply(ctx, key, list(reps))  # intra-broker moves off drained dirs only
             return
+        if e.pinned:  # the replicas change: Kafka refuses a target naming a wholly cordoned broker
+            keep = [b for b in keep if b not in e.pinned]
         policy = a.policy(key)
         preferred = set(policy.preferred_brokers) if policy is not None else set()
 
@@ -373,6 +379,12 @@ class ReplicaPlacementGoal:
             if e.cordoned_brokers:
                 why.append(f"cordoned broker(s) {sorted(e.cordoned_brokers)}")
             reason = f" after {' and '.join(why)}" if why else ""
+            pinned = sorted(e.pinned.intersection(ctx.assignment.replicas[key]))
+            if pinned:
+                reason += (
+                    f"; its replica on broker(s) {pinned} (every log dir cordoned) cannot stay either: Kafka "
+                    "refuses a reassignment naming a broker whose every log dir is cordoned"
+                )
             return InfeasibleError(
                 f"replication factor {rf} needs {rf} brokers that may hold a replica, "
                 f"{len(holders)} remain{reason}",
