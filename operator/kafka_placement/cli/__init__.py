@@ -4,6 +4,11 @@ Exit codes (docs/architecture.md, "The CLI"): 0 ok, 2 bad input (with a precise 
 (with the reason), 1 any other failure. User errors never print a traceback; ``--debug`` shows one for
 unexpected failures. Every message is bounded (``MESSAGE_LIMIT``): values echoed from the input are
 already cut where they are quoted, and the dispatcher cuts what is left as a last resort.
+
+Start-up: building the parser imports only the flags (``planning_args``, ``kafka_args``, ``operator_args``,
+and the two small groups ``crd_cmds``, ``spark_pod_cmds``) and the light model modules their defaults come
+from; a command imports its implementation (the planner, the executor, the Kafka gateway, Spark...) when
+it runs, so ``--help`` or a usage error costs a fraction of a command (tests/unit/cli/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -15,12 +20,12 @@ from collections.abc import Sequence
 from .. import __version__
 from ..model.errors import PlacementError
 from ..model.jsonio import clip
-from . import crd_cmds, kafka_cmds, operator_cmds, planning_cmds, spark_pod_cmds
+from . import crd_cmds, kafka_args, operator_args, planning_args, spark_pod_cmds
 from ._args import BoundedParser
 
 MESSAGE_LIMIT = 3000
 
-_GROUPS = (planning_cmds, kafka_cmds, crd_cmds, operator_cmds, spark_pod_cmds)
+_GROUPS = (planning_args, kafka_args, crd_cmds, operator_args, spark_pod_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,8 @@
 
 The schemas come from ``model/crd_schema.py``, the one source; ``crds/`` and the chart's ``crds/``
 hold this command's output byte for byte (a unit test fails on drift). The files are written through
-the CLI's atomic writer: all of them or none (a directory this command created is removed again).
+the CLI's atomic writer: all of them or none (a directory this command created is removed again). The
+schemas and the writer are imported when the command runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-
-from ..model.crd_schema import rendered_crds
-from ._io import Output, prepare_dir, write_outputs
 
 
 def register(sub: Any) -> None:
@@ -28,6 +26,9 @@ def register(sub: Any) -> None:
 
 
 def _crds(args: argparse.Namespace) -> int:
+    from ..model.crd_schema import rendered_crds
+    from ._io import Output, prepare_dir, write_outputs
+
     files = rendered_crds()
     if args.output == "-":
         sys.stdout.write("".join(files.values()))

@@ -1,4 +1,5 @@
-"""CLI commands that talk to Kafka: ``snapshot`` (here), ``execute``, ``status``, ``cancel``, ``verify``.
+"""CLI commands that talk to Kafka: ``snapshot``, ``execute``, ``status``, ``cancel``, ``verify`` (their flags
+are in ``kafka_args``, which imports this module only when one of them runs).
 
 Every command connects the same way: ``--bootstrap-server H:P[,H:P]`` plus an optional Kafka-style
 ``--command-config`` properties file (TLS/SASL), turned into one ``ConnectionSettings`` by
@@ -29,27 +30,11 @@ from ..execution.record_doc import TERMINAL, Event, Owner, Phase
 from ..execution.store import FileStore
 from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
-from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..planning import traffic_rates
-from ._args import EXECUTE_POLL_S, number_in
 from ._io import check_outputs, read_plan, write_json
-
-
-def add_connection_args(parser: argparse.ArgumentParser) -> None:
-    """The connection flags shared by every command that talks to Kafka."""
-    parser.add_argument(
-        "--bootstrap-server",
-        metavar="H:P[,H:P]",
-        help="Kafka bootstrap servers (overrides bootstrap.servers of --command-config)",
-    )
-    parser.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, "
-        "ssl.ca.location, ssl.certificate.location, ssl.key.location (PEM), request.timeout.ms",
-    )
+from .kafka_args import CANCEL_WAIT_S, STATE_DIR_ENV
 
 
 def _connection(args: argparse.Namespace) -> ConnectionSettings:
@@ -61,7 +46,7 @@ def _gateway(args: argparse.Namespace) -> KafkaGateway:
     return KafkaGateway(_connection(args))
 
 
-def _snapshot(args: argparse.Namespace) -> int:
+def cmd_snapshot(args: argparse.Namespace) -> int:
     check_outputs([("-o", args.output)])  # a bad -o fails before connecting
     window, looks = args.traffic_window, args.traffic_looks
     if window is not None:
@@ -107,9 +92,6 @@ def _sampled(gateway: KafkaGateway, window: float, looks: int) -> ClusterSnapsho
 
 
 # ---- execute / status / cancel / verify ------------------------------------------------------------
-
-STATE_DIR_ENV = "KAFKA_PLACEMENT_STATE_DIR"
-CANCEL_WAIT_S = 600.0  # cancel --wait: at most this long for a running `execute` to revert
 
 
 def state_dir() -> Path:
@@ -242,7 +224,7 @@ def _load(store: FileStore) -> Execution | None:
     return Execution.load(store)
 
 
-def _execute(args: argparse.Namespace) -> int:
+def cmd_execute(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     limits = _limits(args)
     poll = _poll(args)
@@ -338,7 +320,7 @@ def _load_record(args: argparse.Namespace) -> tuple[FileStore, Execution]:
     return store, ex
 
 
-def _status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     store, ex = _load_record(args)
     summary: dict[str, Any] = {
         "state": store.where,
@@ -371,7 +353,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel(args: argparse.Namespace) -> int:
+def cmd_cancel(args: argparse.Namespace) -> int:
     poll = _poll(args)
     store, ex = _load_record(args)
     if ex.phase in TERMINAL:
@@ -420,7 +402,7 @@ def _cancel(args: argparse.Namespace) -> int:
     return _outcome(ex, "cancel")
 
 
-def _verify(args: argparse.Namespace) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     _check_state(args, write=False)
     with _gateway(args) as gateway:
@@ -438,150 +420,3 @@ def _verify(args: argparse.Namespace) -> int:
         return 1
     print(f"cluster matches plan {plan.plan_id} ({len(plan.partitions)} partitions)", file=sys.stderr)
     return 0
-
-
-def _add_state_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--state",
-        metavar="FILE",
-        help=f"execution record file (default: execution-<clusterId>.json in ${STATE_DIR_ENV}, else "
-        "$XDG_STATE_HOME/kafka-placement or ~/.local/state/kafka-placement)",
-    )
-
-
-def _register_execution(sub: Any) -> None:
-    d = executor.Limits()
-    p = sub.add_parser(
-        "execute",
-        help="apply a plan to Kafka: throttled, limited, resumable reassignments and log-dir moves",
-        description="Execute a plan with stateless ticks over a durable execution record (--state). "
-        "A record of the same plan is resumed (in-flight moves adopted, nothing resubmitted).",
-    )
-    add_connection_args(p)
-    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON (Kafka format) or .parquet")
-    p.add_argument("--throttle", type=int, metavar="BYTES/s", help="replication and log-dir move throttle")
-    p.add_argument(
-        "--hold-achieved-rate",
-        action="store_true",
-        help="hold each broker's achieved replication rate at the throttle: measure what it copies (over "
-        "20 s windows) and set Kafka's rate above the throttle by the shortfall, at most 1.5 times it "
-        "(Kafka's brokers replicate below their configured rate)",
-    )
-    p.add_argument(
-        "--max-disk-share",
-        type=number_in(MIN_DISK_SHARE, MAX_DISK_SHARE),
-        default=DEFAULT_MAX_DISK_SHARE,
-        metavar="SHARE",
-        help="the disk headroom the plan was made with: no new move into a log dir above this share of its "
-        "volume, and the moves into a dir about to pass its hard stop (half the room above it, at most "
-        f"0.97) are held (throttled down) until it is back under it (default {DEFAULT_MAX_DISK_SHARE:g})",
-    )
-    p.add_argument(
-        "--max-moves-per-broker",
-        type=int,
-        default=d.max_moves_per_broker,
-        metavar="N",
-        help=f"moves in flight per broker (default {d.max_moves_per_broker})",
-    )
-    p.add_argument(
-        "--max-moves",
-        type=int,
-        default=d.max_moves,
-        metavar="N",
-        help=f"moves in flight in the cluster (default {d.max_moves})",
-    )
-    p.add_argument(
-        "--max-bytes-per-broker",
-        type=int,
-        metavar="BYTES",
-        help=f"bytes in flight per broker, inbound and outbound (default: the throttle, or "
-        f"{executor.ASSUMED_UNTHROTTLED_RATE} B/s when unthrottled, times {d.batch_seconds} s); a broker "
-        "with nothing in flight always takes one move",
-    )
-    p.add_argument(
-        "--on-config-change",
-        choices=("reapply", "pause"),
-        default="reapply",
-        help="throttles or cordons this execution set, changed or removed by another party while moving: "
-        "re-apply them (default) or submit nothing new while the change lasts",
-    )
-    p.add_argument(
-        "--max-reapplies",
-        type=int,
-        default=d.max_reapplies,
-        metavar="N",
-        help=f"re-apply at most N times within --reapply-window-seconds, then hold new moves until the "
-        f"window has passed (default {d.max_reapplies})",
-    )
-    p.add_argument(
-        "--reapply-window-seconds",
-        type=int,
-        default=d.reapply_window_s,
-        metavar="S",
-        help=f"(default {d.reapply_window_s})",
-    )
-    _add_state_arg(p)
-    p.add_argument("--wait", action="store_true", help="tick until the execution ends (else one tick)")
-    p.add_argument(
-        "--poll-seconds", type=float, default=EXECUTE_POLL_S, metavar="S", help="seconds between ticks"
-    )
-    p.set_defaults(func=_execute)
-
-    p = sub.add_parser("status", help="the execution record's summary and live progress (JSON)")
-    add_connection_args(p)
-    _add_state_arg(p)
-    p.set_defaults(func=_status)
-
-    p = sub.add_parser(
-        "cancel",
-        help="cancel an execution: in-flight moves reverted (KIP-455), throttles removed",
-        description="Request a cancel; the running `execute` reverts. With --wait, wait for it (at most "
-        f"{CANCEL_WAIT_S:.0f}s) or drive the cancel here when no `execute` is running.",
-    )
-    add_connection_args(p)
-    _add_state_arg(p)
-    p.add_argument("--wait", action="store_true", help="wait until the execution is Cancelled")
-    p.add_argument("--poll-seconds", type=float, default=1.0, metavar="S", help="seconds between checks")
-    p.add_argument(
-        "--retry-seconds",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="how long to keep retrying an unreachable cluster while reverting (default 60)",
-    )
-    p.set_defaults(func=_cancel)
-
-    p = sub.add_parser("verify", help="exit 0 if the cluster matches the plan (replicas, order, dirs)")
-    add_connection_args(p)
-    p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON or .parquet")
-    _add_state_arg(p)
-    p.set_defaults(func=_verify)
-
-
-def register(sub: Any) -> None:
-    """Add this group's sub-commands to the top-level parser's subparsers."""
-    p = sub.add_parser(
-        "snapshot",
-        help="read brokers, racks, log dirs and partition placement from Kafka into snapshot JSON",
-        description="Write the cluster's brokers, racks, log dirs (usage, cordon, online) and every "
-        "partition's replicas, log dirs, leader, ISR and size as snapshot JSON (version 1).",
-    )
-    add_connection_args(p)
-    p.add_argument("-o", "--output", default="-", metavar="FILE", help="snapshot JSON file (- = stdout)")
-    p.add_argument(
-        "--traffic-window",
-        type=float,
-        metavar="SECONDS",
-        help="also sample traffic over this many seconds: each partition's bytesInPerSec (log end "
-        "offset advance x bytes per offset) and readFanout (consumer groups whose committed offsets "
-        "advanced); partitions without a measure leave the fields out (unknown)",
-    )
-    p.add_argument(
-        "--traffic-looks",
-        type=int,
-        default=2,
-        metavar="N",
-        help="looks at the cluster spread evenly over the window, first and last at its ends (default 2)",
-    )
-    p.set_defaults(func=_snapshot)
-    _register_execution(sub)

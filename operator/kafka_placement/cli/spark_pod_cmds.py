@@ -3,7 +3,7 @@
 Not for people: Spark's Kubernetes scheduler runs the image's entry point with the argument
 ``executor`` (an executor pod) or ``driver ...`` (a cluster-mode driver pod, e.g. a SparkApplication's);
 these commands replace this process with the JVM or ``spark-submit`` that ``spark.pod_entry`` builds
-from the pod's environment.
+from the pod's environment (imported when the command runs, not when the parser is built).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import argparse
 import os
 import sys
 from typing import Any
-
-from ..spark.pod_entry import driver_command, executor_command, spark_home
 
 
 def register(sub: Any) -> None:
@@ -45,8 +43,12 @@ def _exec(command: list[str]) -> int:
 
 
 def _executor(args: argparse.Namespace) -> int:
+    from ..spark.pod_entry import executor_command, spark_home
+
     return _exec(executor_command(os.environ, spark_home()))
 
 
 def _driver(args: argparse.Namespace) -> int:
+    from ..spark.pod_entry import driver_command, spark_home
+
     return _exec(driver_command(os.environ, spark_home(), args.spark_args))

@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
+from ..model.cluster_spec import ASSUMED_UNTHROTTLED_RATE as ASSUMED_UNTHROTTLED_RATE
 from ..model.cluster_spec import LimitsSpec
 from ..model.crd_parts import OnConfigChange
 from ..model.errors import PlacementError
 from ..model.throttle_state import ClaimOwner, ThrottleState
 
-ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
 _SPEC_LIMITS = LimitsSpec()  # the KafkaCluster's spec.limits defaults (model/cluster_spec.py): one source
 
 

@@ -107,6 +107,9 @@ class SaslSpec:
 # ---- the executor's limits ---------------------------------------------------------------------------
 
 
+ASSUMED_UNTHROTTLED_RATE = 100 * 1024 * 1024  # bytes/s a broker is assumed to copy when unthrottled
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LimitsSpec:
     """``spec.limits``; its defaults are also the executor's (``execution.record.Limits``: the one model the
@@ -579,6 +582,7 @@ def is_connection_error(e: BadInputError, where: str = "spec") -> bool:
 
 
 __all__ = [
+    "ASSUMED_UNTHROTTLED_RATE",
     "CONNECTION_FIELDS",
     "SPARK_K8S_DEFAULTS",
     "CaSecretRef",

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..model.crd_parts import ENGINES  # the KafkaCluster CRD's spec.planner.engine enum
@@ -53,28 +53,12 @@ from .analysis import Analysis, SnapshotSlices
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
 from .io import arrow_table, ipc_bytes, ipc_table, partitions_of
-from .memory import Limit, check_plan
+from .memory import check_plan
+from .settings import EngineSettings
 from .shipping import ship
 from .tally import plan_slices, tally_plan, tally_slices
 
 T = TypeVar("T")
-AUTO_SPARK_REPLICAS = 1_500_000  # auto: Spark from this many replicas (500k partitions x RF 3)
-LOCAL_MAX_REPLICAS = 6_000_000  # local refuses larger snapshots (memory), suggesting spark
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """How to plan: engine name, Spark master and shards, and the size thresholds."""
-
-    engine: str = "local"
-    master: str = "local[*]"
-    shards: int = 0  # 0 = planning.sharding.auto_shards: 1 for a small repair, else 4 per core
-    driver_memory: str = "4g"
-    conf: tuple[tuple[str, str], ...] = ()  # more Spark settings (--spark-conf KEY=VALUE)
-    executor_wait_s: float = 120.0  # on a cluster: longest time with no executor before giving up
-    auto_spark_replicas: int = AUTO_SPARK_REPLICAS
-    local_max_replicas: int = LOCAL_MAX_REPLICAS
-    memory: Limit | None = None  # the local engine's memory limit (spark/memory.py): refused when over
 
 
 def replica_count(snapshot: ClusterSnapshot) -> int:
