@@ -14,9 +14,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..execution import copy_model
-from ..execution.copy_model import estimate_json
-from ..execution.record_doc import Limits
 from ..model.crd_parts import SPARK_MEMORY_PATTERN
 from ..model.errors import BadInputError
 from ..model.intents import Intents
@@ -25,8 +22,6 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.optimizer import PlanResult
 from ..planning.placement import place
 from ..planning.plan_quality import evaluate
-from ..planning.report import build_report
-from ..planning.report_html import render
 from ..planning.summary_parts import DiskHeadroom
 from ..spark.collector import collector_paused
 from ..spark.engines import EngineSettings, plan_with, start_session
@@ -178,6 +173,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # only `report` needs these (the copy model brings the execution record's pydantic models)
+    from ..execution import copy_model
+    from ..execution.copy_model import estimate_json
+    from ..execution.record_doc import Limits
+    from ..planning.report import build_report
+    from ..planning.report_html import render
+
     check_outputs([("-o", args.output)])
     snapshot = read_snapshot_arg(args.snapshot)
     plan = read_plan(args.plan)

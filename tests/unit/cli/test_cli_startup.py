@@ -86,6 +86,27 @@ def test_the_probe_can_fail() -> None:
     assert heavy <= set(loaded["parser"])
 
 
+GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden" / "decommission"
+
+
+def test_plan_imports_no_executor_kafka_or_spark(tmp_path: Path) -> None:
+    """`plan` (local engine) runs the planner only: not `report`'s copy model (the execution record's
+    pydantic models), no Kafka or Kubernetes gateway, no Spark."""
+    argv = ["plan", "--snapshot", str(GOLDEN / "snapshot.json"), "--intents", str(GOLDEN / "intents.yaml")]
+    argv += ["-o", str(tmp_path / "plan.json")]
+    absent = [m for m in HEAVY if not m.startswith(("kafka_placement.spark.", "kafka_placement.planning."))]
+    absent.remove("kafka_placement.cli.planning_cmds")
+    absent.remove("kafka_placement.cli._io")
+    code = (
+        "import json, sys\nfrom kafka_placement.cli import main\n"
+        f"code = main({argv!r})\nprint(json.dumps([code, sorted(m for m in {absent!r} if m in sys.modules)]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == [0, []]
+    assert json.loads((tmp_path / "plan.json").read_text())["partitions"]
+
+
 @pytest.mark.parametrize("command", HELPED)
 def test_every_help_exits_0(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
