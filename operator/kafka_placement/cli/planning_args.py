@@ -15,9 +15,8 @@ from ..model.cluster_spec import SPARK_K8S_DEFAULTS, LimitsSpec, SparkSpec
 from ..model.crd_parts import ENGINES, LAUNCHERS
 from ..model.effort import DEFAULT_EFFORT, EFFORTS
 from ..model.effort import DESCRIPTION as EFFORT_DESCRIPTION
-from ..model.intent_kinds import MAX_REPLICATION_FACTOR
+from ..model.intent_kinds import MAX_NEW_PARTITIONS, MAX_REPLICATION_FACTOR
 from ..model.jsonio import INT32_MAX
-from ..planning.placement import MAX_NEW_PARTITIONS
 from ..spark.settings import EngineSettings
 from ._args import int_in, key_value, number_in
 

@@ -41,6 +41,7 @@ from .spec_fields import child, json_names, leaf, object_schema, parse_object, p
 WHOLE_BROKER = "*"
 RELIEVE_MIN, RELIEVE_MAX = 0.1, 0.98  # LogDirCordon.relieveBelowShare's bounds
 MAX_REPLICATION_FACTOR = 32767  # Kafka's replication factor is an int16
+MAX_NEW_PARTITIONS = 1_000_000  # new partitions one `place` call assigns (planning/placement.py)
 BROKER_ID = _int("A broker id.", 0, maximum=INT32_MAX)
 SET = {"x-kubernetes-list-type": "set"}
 
@@ -469,6 +470,7 @@ def spec_schema(kind: str) -> Schema:
 
 __all__ = [
     "KINDS",
+    "MAX_NEW_PARTITIONS",
     "MAX_REPLICATION_FACTOR",
     "OPERATOR_FIELDS",
     "WHOLE_BROKER",

@@ -13,13 +13,12 @@ replication factor within int16, and at most ``MAX_NEW_PARTITIONS`` partitions p
 from __future__ import annotations
 
 from ..model.errors import BadInputError, InfeasibleError
+from ..model.intent_kinds import MAX_NEW_PARTITIONS
 from ..model.intents import MAX_REPLICATION_FACTOR, Intents, validate_against
 from ..model.jsonio import INT32_MAX, as_topic, brief_list
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
 from .context import PlanningContext
-
-MAX_NEW_PARTITIONS = 1_000_000
 
 
 def place(
