@@ -4,12 +4,14 @@ argparse echoes a rejected value in full (``invalid int value: '999...'``, ``unr
 so ``BoundedParser`` cuts every usage error to ``ERROR_LIMIT`` characters; it is the class of every
 sub-command's parser too. ``int_in(lo, hi)`` is a ``type=`` that refuses values outside Kafka's ranges at
 parse time (exit 2 with the flag's name), before any file is read; ``number_in(lo, hi)`` the same for
-finite decimal numbers (``--max-disk-share``). ``key_value`` parses ``KEY=VALUE``.
+finite decimal numbers (``--max-disk-share``). ``key_value`` parses ``KEY=VALUE``. ``lazy(module, name)``
+is a command that imports its implementation only when it runs (building the parser stays light).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -19,6 +21,18 @@ ERROR_LIMIT = 500
 
 
 EXECUTE_POLL_S = 1.0  # `execute --poll-seconds`' default: the CLI's tick, which `report`'s estimate assumes
+
+
+def lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of ``kafka_placement.cli.<module>``, imported when it runs (not when the
+    parser is built: ``--help`` and usage errors load none of the commands' dependencies)."""
+
+    def run(args: argparse.Namespace) -> int:
+        command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        return int(command(args))
+
+    run.__name__ = name
+    return run
 
 
 class BoundedParser(argparse.ArgumentParser):

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
 from ..model.cluster_spec import ASSUMED_UNTHROTTLED_RATE, LimitsSpec
-from ._args import EXECUTE_POLL_S, number_in
+from ._args import EXECUTE_POLL_S, lazy, number_in
 
 
 def add_connection_args(parser: argparse.ArgumentParser) -> None:
@@ -119,12 +119,12 @@ def _register_execution(sub: Any) -> None:
     p.add_argument(
         "--poll-seconds", type=float, default=EXECUTE_POLL_S, metavar="S", help="seconds between ticks"
     )
-    p.set_defaults(func=_execute)
+    p.set_defaults(func=lazy("kafka_cmds", "cmd_execute"))
 
     p = sub.add_parser("status", help="the execution record's summary and live progress (JSON)")
     add_connection_args(p)
     _add_state_arg(p)
-    p.set_defaults(func=_status)
+    p.set_defaults(func=lazy("kafka_cmds", "cmd_status"))
 
     p = sub.add_parser(
         "cancel",
@@ -143,13 +143,13 @@ def _register_execution(sub: Any) -> None:
         metavar="S",
         help="how long to keep retrying an unreachable cluster while reverting (default 60)",
     )
-    p.set_defaults(func=_cancel)
+    p.set_defaults(func=lazy("kafka_cmds", "cmd_cancel"))
 
     p = sub.add_parser("verify", help="exit 0 if the cluster matches the plan (replicas, order, dirs)")
     add_connection_args(p)
     p.add_argument("--plan", required=True, metavar="FILE", help="plan JSON or .parquet")
     _add_state_arg(p)
-    p.set_defaults(func=_verify)
+    p.set_defaults(func=lazy("kafka_cmds", "cmd_verify"))
 
 
 def register(sub: Any) -> None:
@@ -177,38 +177,5 @@ def register(sub: Any) -> None:
         metavar="N",
         help="looks at the cluster spread evenly over the window, first and last at its ends (default 2)",
     )
-    p.set_defaults(func=_snapshot)
+    p.set_defaults(func=lazy("kafka_cmds", "cmd_snapshot"))
     _register_execution(sub)
-
-
-# ---- the commands, imported when they run -------------------------------------------------------------
-
-
-def _snapshot(args: argparse.Namespace) -> int:
-    from .kafka_cmds import cmd_snapshot
-
-    return cmd_snapshot(args)
-
-
-def _execute(args: argparse.Namespace) -> int:
-    from .kafka_cmds import cmd_execute
-
-    return cmd_execute(args)
-
-
-def _status(args: argparse.Namespace) -> int:
-    from .kafka_cmds import cmd_status
-
-    return cmd_status(args)
-
-
-def _cancel(args: argparse.Namespace) -> int:
-    from .kafka_cmds import cmd_cancel
-
-    return cmd_cancel(args)
-
-
-def _verify(args: argparse.Namespace) -> int:
-    from .kafka_cmds import cmd_verify
-
-    return cmd_verify(args)

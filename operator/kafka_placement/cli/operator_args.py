@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from ..reconcile import periods
+from ._args import lazy
 
 
 def _env_float(name: str, default: float) -> float:
@@ -93,10 +94,4 @@ def register(sub: Any) -> None:
             default=_env_float(f"KAFKA_PLACEMENT_{env}", default),
             help=f"{text} ({default:g})",
         )
-    p.set_defaults(func=_operator)
-
-
-def _operator(args: argparse.Namespace) -> int:
-    from .operator_cmds import cmd_operator
-
-    return cmd_operator(args)
+    p.set_defaults(func=lazy("operator_cmds", "cmd_operator"))

@@ -7,7 +7,6 @@ nor Spark nor pydantic; the defaults the flags show come from the model and ``sp
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ..model.capacity import DEFAULT_MAX_DISK_SHARE, MAX_DISK_SHARE, MIN_DISK_SHARE
@@ -18,7 +17,7 @@ from ..model.effort import DESCRIPTION as EFFORT_DESCRIPTION
 from ..model.intent_kinds import MAX_NEW_PARTITIONS, MAX_REPLICATION_FACTOR
 from ..model.jsonio import INT32_MAX
 from ..spark.settings import EngineSettings
-from ._args import int_in, key_value, number_in
+from ._args import int_in, key_value, lazy, number_in
 
 MAX_SHARDS = 100_000
 
@@ -142,14 +141,14 @@ def register(sub: Any) -> None:
         "memory limit, else none): a snapshot whose plan would need more is refused before it is read "
         "or planned (exit 3), never killed for lack of memory mid-plan",
     )
-    p.set_defaults(func=_plan)
+    p.set_defaults(func=lazy("planning_cmds", "cmd_plan"))
 
     e = sub.add_parser("evaluate", help="quality metrics of a plan against a snapshot, as JSON")
     e.add_argument("--snapshot", required=True)
     e.add_argument("--plan", required=True)
     e.add_argument("--intents", help="also measure lower bound and violations against these intents")
     e.add_argument("-o", "--output", default="-")
-    e.set_defaults(func=_evaluate)
+    e.set_defaults(func=lazy("planning_cmds", "cmd_evaluate"))
 
     r = sub.add_parser("report", help="one self-contained HTML page of a plan: charts and tables")
     r.add_argument("--snapshot", required=True)
@@ -199,7 +198,7 @@ def register(sub: Any) -> None:
         "execute's)",
     )
     r.add_argument("-o", "--output", required=True, help="the HTML file; - = stdout")
-    r.set_defaults(func=_report)
+    r.set_defaults(func=lazy("planning_cmds", "cmd_report"))
 
     n = sub.add_parser("place", help="assign new partitions honouring cordons, decommissions and policies")
     n.add_argument("--snapshot", required=True)
@@ -223,31 +222,4 @@ def register(sub: Any) -> None:
         help="number of the first new partition",
     )
     n.add_argument("-o", "--output", default="-")
-    n.set_defaults(func=_place)
-
-
-# ---- the commands, imported when they run -------------------------------------------------------------
-
-
-def _plan(args: argparse.Namespace) -> int:
-    from .planning_cmds import cmd_plan
-
-    return cmd_plan(args)
-
-
-def _evaluate(args: argparse.Namespace) -> int:
-    from .planning_cmds import cmd_evaluate
-
-    return cmd_evaluate(args)
-
-
-def _report(args: argparse.Namespace) -> int:
-    from .planning_cmds import cmd_report
-
-    return cmd_report(args)
-
-
-def _place(args: argparse.Namespace) -> int:
-    from .planning_cmds import cmd_place
-
-    return cmd_place(args)
+    n.set_defaults(func=lazy("planning_cmds", "cmd_place"))
