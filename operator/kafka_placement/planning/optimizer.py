@@ -16,7 +16,7 @@ from ..model.errors import InfeasibleError
 from ..model.intents import Intents, validate_against
 from ..model.plan import ANY_DIR, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot
-from . import batching, headroom, plan_quality, summary_parts
+from . import batching, headroom, plan_quality, summary_parts, traffic_quality
 from .context import Goal, PlanningContext
 from .goals import default_goals
 from .plan_summary import Metrics, PlanSummary
@@ -136,7 +136,7 @@ def summarize(
     found = (measure or plan_quality.tally)(snapshot, plan, scope)
     metrics = found.evaluation(scope, plan.plan_id)
     order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
-    net = plan_quality.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
+    net = traffic_quality.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
     if net is not None:  # (only with traffic or capacities: summaries without them are as before)
         metrics = replace(
             _bound_network(metrics, net.network_in_bound),
