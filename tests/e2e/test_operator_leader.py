@@ -30,6 +30,7 @@ from tests.e2e.conftest import (
     Operator,
     clear_cordons,
     free_port,
+    get,
     metric_samples,
     wait_phase,
 )
@@ -375,3 +376,81 @@ def test_a_paused_leader_that_wakes_after_losing_the_lease_cannot_write_and_step
         check_completed_once(k8s_api, ns, watch.latest(), kafka_rig, kafka_admin, topic)
     finally:
         watch.stop()
+
+
+def test_a_slow_plan_holds_neither_its_clusters_reconcile_nor_another_clusters_nor_the_lease(
+    operator: Operator,
+    k8s_api: Any,
+    kubectl: Any,
+    k8s_namespace: str,
+    kafka_rig: KafkaRig,
+    new_topic: Any,
+    tmp_path: Path,
+) -> None:
+    """Planning runs on the operator's planner pool (reconcile/plan_runs.py), off kopf's handler threads.
+
+    Cluster ``slow``'s plans are held by the pool's test-only seam (``KP_TEST_PLAN_HOLD``: a run waits for a
+    file before it plans; a real plan that slow needs tens of thousands of partitions): while one is held,
+    its intent shows Planning with what plans since when, the cluster is still reconciled (its count of
+    reconciles grows: before, its one reconcile sat in the plan), another cluster's intent is reconciled
+    (its plan queued behind: one plan at a time in the process) and the leader keeps renewing its Lease.
+    Released, the next reconciles take both plans (AwaitingApproval: Manual, nothing moves). A SIGTERM while
+    a plan is held ends the process at once and cleanly (exit 0; the planner thread is a daemon), not by
+    the bounded shutdown's forced exit. Cost: about 30 s."""
+    ns, release = k8s_namespace, tmp_path / "release"
+    operator.kill(signal.SIGTERM)
+    operator.env["KP_TEST_PLAN_HOLD"] = f"slow={release}"
+    operator.metrics_port = free_port()
+    operator.start()
+    new_topic([[1, 3]])  # one replica on broker 3: a plan of one move
+
+    def cluster_and_retire(name: str, brokers: str = "[3]") -> str:
+        return (
+            f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
+            f"spec: {{bootstrapServers: '{kafka_rig.bootstrap_servers}'}}\n---\n"
+            "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\n"
+            f"metadata: {{name: retire-{name}}}\n"
+            f"spec: {{clusterRef: {{name: {name}}}, brokers: {brokers}, approval: Manual}}\n"
+        )
+
+    def reconciles() -> float:
+        samples = metric_samples(operator, "kafka_placement_reconciles_total")
+        return float(sum(s.value for s in samples if s.labels.get("cluster") == f"{ns}/slow"))
+
+    def planning(what: str) -> Any:
+        return lambda status: what in (status.get("message") or "")
+
+    apply(kubectl, ns, cluster_and_retire("slow"))
+    held = wait_phase(
+        kubectl, operator, ns, "brokerdecommission", "retire-slow", ("Planning",), 90,
+        until=planning("in the operator since"),
+    )["status"]  # fmt: skip
+    count, renewed = reconciles(), lease_spec(k8s_api, ns).renew_time
+    apply(kubectl, ns, cluster_and_retire("quick"))
+    wait_phase(
+        kubectl, operator, ns, "brokerdecommission", "retire-quick", ("Planning",), 90,
+        until=planning("queued for the operator's planner"),
+    )  # fmt: skip
+    until("two more reconciles of the held cluster", lambda: reconciles() >= count + 2, 60, operator)
+    until("the Lease renewed", lambda: lease_spec(k8s_api, ns).renew_time > renewed, 60, operator)
+    now = get(kubectl, ns, "brokerdecommission", "retire-slow")["status"]
+    assert (now["phase"], now["message"]) == ("Planning", held["message"])  # still held: all of it meanwhile
+
+    release.touch()
+    for name in ("slow", "quick"):
+        done = wait_phase(
+            kubectl, operator, ns, "brokerdecommission", f"retire-{name}", ("AwaitingApproval",)
+        )
+        assert done["status"]["plan"]["moves"] == 1, done["status"]
+
+    release.unlink()  # the next plan of slow is held again: new inputs (broker 1 instead of 3)
+    apply(kubectl, ns, cluster_and_retire("slow", "[1]"))
+    wait_phase(
+        kubectl, operator, ns, "brokerdecommission", "retire-slow", ("Planning",), 90,
+        until=planning("in the operator since"),
+    )  # fmt: skip
+    proc = operator.proc
+    assert proc is not None
+    operator.kill(signal.SIGTERM)  # waits for the exit (30 s at most; the bounded shutdown's grace is 20 s)
+    log = operator.log.read_text(errors="replace")
+    assert proc.returncode == 0 and "still running" not in log, log[-3000:]

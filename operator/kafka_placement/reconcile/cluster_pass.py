@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -561,22 +560,21 @@ class ReconcilePass:
                 return
             keep = kept
         runs = self.rec.store(meta["namespace"], meta["name"], self.cluster, "planning")
-        started = time.monotonic()
-        try:
-            if documents or flight is None:
-                planned = plan_cluster(
-                    self.rec.kube,
-                    runs,
-                    meta["namespace"],
-                    self.spec,
-                    snap,
-                    inputs,
-                    reactive,
-                )
-            else:  # only retired heals ran it: no intent is left to plan, the moves in flight are kept
-                planned = Planned(plan=Plan(()), summary=StatusSummary())
-        finally:
-            metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
+        if documents or flight is None:  # in-process engines: on the planner pool, off this thread
+            planned = plan_cluster(
+                self.rec.kube,
+                runs,
+                meta["namespace"],
+                self.spec,
+                snap,
+                inputs,
+                reactive,
+                plans=self.rec.plans,
+                cluster=meta["name"],
+                key=keep.key if keep is not None else None,
+            )
+        else:  # only retired heals ran it: no intent is left to plan, the moves in flight are kept
+            planned = Planned(plan=Plan(()), summary=StatusSummary())
         # an empty plan leaves the running one going on, unless moves of it are stranded (toward a broker
         # that died): those need the new plan's targets even when the planner wants nothing else
         if (

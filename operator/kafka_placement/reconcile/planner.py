@@ -1,7 +1,13 @@
 """How the operator plans one KafkaCluster: the engine its spec asks for, and spark-k8s settings.
 
 ``spec.planner.engine`` (else the Helm default, env ``KAFKA_PLACEMENT_PLANNER_ENGINE``) picks the engine.
-``local``, ``spark`` and ``auto`` plan in the operator process. ``spark-k8s`` runs the planning job on
+``local``, ``spark`` and ``auto`` plan in the operator process, on its planner pool (reconcile/plan_runs.py:
+its own thread, one plan at a time, never on kopf's handler threads): a reconcile waits a few seconds
+for the plan, so a small one is made within it; a longer one keeps the intents Planning (the message says
+what plans since when) and a later reconcile takes its plan or its error. The run is keyed by
+planning/plan_keeping.py's ``inputs_key`` (intents, ``spec.planner``, brokers, dirs, placement), so a
+plan is taken only for the inputs it was made from, and only while the measured rates have not drifted
+beyond plan_keeping's bound since. ``spark-k8s`` runs the planning job on
 Kubernetes (``spark.k8s``): a driver pod whose Spark starts executor pods (launcher ``Pod``, the
 default) or a SparkApplication of the Kubeflow spark-operator (launcher ``SparkApplication``).
 Launcher, image, service account, namespace, executors, memory and timeout come from
@@ -30,6 +36,7 @@ leader, which picks the run up.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +54,7 @@ from ..model.capacity import CapacitySpec
 from ..model.cluster_spec import ClusterSpec, PlannerSpec, SparkSpec
 from ..model.crd_parts import LAUNCHERS
 from ..model.effort import DEFAULT_EFFORT, Effort
-from ..model.errors import BadInputError, InfeasibleError, PlacementError
+from ..model.errors import BadInputError, PlacementError
 from ..model.intents import Intents, validate_against
 from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_keeping import (
@@ -62,7 +69,9 @@ from ..spark import k8s
 from ..spark.engines import EngineSettings, plan_with
 from ..spark.k8s import SparkK8sSettings
 from ..spark.memory import limit_of
+from . import metrics
 from .decision import Planned
+from .plan_runs import Finished, Pending, PlanRuns
 
 ENV = "KAFKA_PLACEMENT_"
 
@@ -278,30 +287,128 @@ def plan_cluster(
     inputs: PlanInputs,
     reactive_cordon: bool,
     now: Callable[[], float] = time.time,
+    *,
+    plans: PlanRuns[Made] | None = None,
+    cluster: str = "",
+    key: str | None = None,
 ) -> Planned:
-    """Plan the parsed ``inputs`` of a cluster in ``namespace`` with the engine its ``spec`` names.
+    """Plan the parsed ``inputs`` of cluster ``cluster`` in ``namespace`` with the engine its ``spec`` names.
 
-    ``local``, ``spark`` and ``auto`` plan here and now. ``spark-k8s`` takes one step per call, never
-    waiting: submit a run when none plans this placement, else read its application's state; a completed
-    run's plan (or a failed run's error) is reused while the placement and intents are unchanged, for at
-    most ``replanSeconds``. The run is kept in ``runs`` (see ``SparkRun``)."""
+    ``local``, ``spark`` and ``auto`` plan in this process on the planner pool ``plans`` (reconcile/
+    plan_runs.py; None: a pool of its own that waits for the plan), off the caller's thread: the call waits a
+    few seconds for the plan, else returns ``Planned(running=...)`` saying what plans since when, and a later
+    call with the same inputs returns the plan (or its error). ``key``: ``inputs_key`` of the snapshot and
+    intents with ``repr(spec.planner)``, when the caller has it. ``spark-k8s`` takes one step per call,
+    never waiting: submit a run when none plans this placement, else read its application's state; a
+    completed run's plan (or a failed run's error) is reused while the placement and intents are
+    unchanged, for at most ``replanSeconds``. The run is kept in ``runs`` (see ``SparkRun``)."""
     engine = engine_of(spec.planner)
     try:
         if engine != "spark-k8s":
-            intents = inputs.intents.with_effort(spec.effort)
-            local = EngineSettings(engine=engine, memory=limit_of(None))  # the pod's, or --max-memory
-            result = plan_with(snapshot, intents, local)
-            return Planned(plan=result.plan, summary=result.summary, tally=result.tally)
-        settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon, effort=spec.effort)
-        replan = float(spec.spark.replan_seconds)
-        tolerance = tolerance_of(inputs.intents)
-        return _spark_k8s_step(kube, runs, snapshot, inputs.text, settings, replan, now(), tolerance)
-    except InfeasibleError as e:  # (reason DiskHeadroom when no plan keeps every dir within its headroom)
-        return Planned(error_reason=e.reason, error=e.message)
-    except BadInputError as e:
-        return Planned(error_reason="InvalidInput", error=e.message)
+            key = key or inputs_key(snapshot, inputs.text, repr(spec.planner))
+            pool = plans if plans is not None else PlanRuns[Made](wait_s=math.inf)
+            key = f"{key}:{int(reactive_cordon)}"  # (the cordons' enforcement changes the intents)
+            return _in_process(pool, (namespace, cluster), key, spec, snapshot, inputs)
+        started = time.monotonic()
+        try:
+            settings = spark_k8s_settings(spec.spark, namespace, reactive_cordon, effort=spec.effort)
+            replan = float(spec.spark.replan_seconds)
+            tolerance = tolerance_of(inputs.intents)
+            return _spark_k8s_step(kube, runs, snapshot, inputs.text, settings, replan, now(), tolerance)
+        finally:
+            metrics.PLANNING_SECONDS.observe(time.monotonic() - started)
     except PlacementError as e:
-        return Planned(error_reason=e.reason, error=e.message)
+        return _failed(e)
+
+
+def _failed(e: PlacementError) -> Planned:
+    """A planning error as the intents' status shows it: InfeasibleError's reason (``DiskHeadroom`` when no
+    plan keeps every dir within its headroom, ``InsufficientMemory``), ``InvalidInput`` for bad input, else
+    the error's own reason."""
+    if isinstance(e, BadInputError):
+        return Planned(error_reason="InvalidInput", error=e.message)
+    return Planned(error_reason=e.reason, error=e.message)
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """An in-process run's result: the plan or its error, and the brokers' traffic loads of the snapshot it
+    planned (None: it had no rates), against which a result taken later is checked for drift."""
+
+    planned: Planned
+    loads: TrafficLoads | None
+
+
+def _rated(snapshot: ClusterSnapshot) -> bool:
+    return any(p.bytes_in_per_sec is not None for p in snapshot.partitions)
+
+
+def _in_process(
+    plans: PlanRuns[Made],
+    where: tuple[str, str],
+    key: str,
+    spec: ClusterSpec,
+    snapshot: ClusterSnapshot,
+    inputs: PlanInputs,
+) -> Planned:
+    """One step of the cluster's in-process plan on the pool: the plan (or its error) when its run is done,
+    else what runs since when. A result of an earlier reconcile's snapshot is used only while the measured
+    rates have not drifted beyond plan_keeping's bound since (sizes do not count, as for a kept plan)."""
+    engine = engine_of(spec.planner)
+    intents = inputs.intents.with_effort(spec.effort)
+    settings = EngineSettings(engine=engine, memory=limit_of(None))  # the pod's, or --max-memory
+
+    def work() -> Made:  # on the pool's thread: reads only its arguments, writes nothing
+        loads = loads_of(snapshot) if _rated(snapshot) else None
+        try:
+            result = plan_with(snapshot, intents, settings)
+        except PlacementError as e:
+            return Made(_failed(e), loads)
+        return Made(Planned(plan=result.plan, summary=result.summary, tally=result.tally), loads)
+
+    got = plans.step(where, key, work)
+    if isinstance(got, Finished) and got.earlier and not _usable(got.value, snapshot, inputs.intents):
+        plans.drop(where, key)
+        got = plans.step(where, key, work)
+    if isinstance(got, Pending):
+        return Planned(running=_pending_message(got, engine))
+    if got.value is None:  # the run raised what no planner error is: logged by the pool with its traceback
+        why = f"the {engine} planner failed unexpectedly: {got.error} (the operator's log has its traceback)"
+        return Planned(error_reason="PlanningFailed", error=why)
+    return got.value.planned
+
+
+def _usable(made: Made | None, snapshot: ClusterSnapshot, intents: Intents) -> bool:
+    """Whether a result planned from an earlier snapshot of the same placement still holds for ``snapshot``:
+    rates that drifted beyond plan_keeping's bound, or appeared since, plan again."""
+    if made is None:
+        return True
+    if made.loads is None:
+        return not _rated(snapshot)
+    return drifted(made.loads, loads_of(snapshot), tolerance_of(intents), ("in", "out")) is None
+
+
+def _pending_message(pending: Pending, engine: str) -> str:
+    """What the intents' status says while the plan runs (no running clock: an unchanged message writes no
+    status and posts no Event)."""
+    since = _utc(pending.since)
+    if pending.state == "queued":
+        return (
+            f"queued for the operator's planner since {since}: it plans one cluster at a time "
+            "(memory) and another cluster's plan is running"
+        )
+    if pending.state == "stale":
+        return (
+            f"waiting since {since} for this cluster's plan of earlier inputs (started "
+            f"{_utc(pending.stale_since or pending.since)}) to end: the placement or the intents changed "
+            "while it ran, a running plan cannot be stopped, its result is dropped and the current inputs "
+            "are planned next"
+        )
+    return f"planning with the {engine} engine in the operator since {since}"
+
+
+def _utc(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spark_k8s_step(

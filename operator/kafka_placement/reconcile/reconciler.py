@@ -76,6 +76,8 @@ from .inputs import (
 )
 from .leader import Leadership, NotLeader, Unelected
 from .memory import ClusterMemory
+from .plan_runs import PlanRuns
+from .planner import Made
 from .reading import reading
 from .record_store import ConfigMapStore
 
@@ -93,8 +95,11 @@ class Reconciler:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         rates: Callable[[Mapping[str, Any]], Mapping[PartitionKey, Traffic] | None] | None = None,
+        plans: PlanRuns[Made] | None = None,
     ) -> None:
         self.kube = kube
+        # the planner pool: the in-process plans run on its thread, one at a time (plan_runs.py)
+        self.plans: PlanRuns[Made] = plans or PlanRuns(observe=metrics.PLANNING_SECONDS.observe)
         # a KafkaCluster -> the traffic sampler's current estimates (None: none known): planning's rates
         self.rates = rates or (lambda _cluster: None)
         # (namespace, cluster) -> what this process remembers of it between reconciles (memory.py)
@@ -235,7 +240,9 @@ class Reconciler:
         left = self._uncordon_leaving(cluster)
         left = left if left is not None else (self._cancel(cluster) or self._cancel(cluster, "lane"))
         if left is None:  # nothing of the cluster stays in memory either (a namesake starts afresh)
-            self._memory.pop((cluster["metadata"]["namespace"], cluster["metadata"]["name"]), None)
+            where = (cluster["metadata"]["namespace"], cluster["metadata"]["name"])
+            self._memory.pop(where, None)
+            self.plans.forget(where)
         return left
 
     def _cancel(
