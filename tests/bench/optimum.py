@@ -16,12 +16,16 @@ definitions, read from ``kafka_placement.planning`` so the two cannot drift:
   meet it the model is solved without it and the result says ``balance unreachable``;
 - with ``dirs=True`` (tight-capacity instances) one boolean per (partition, broker, dir) too, and each
   dir's bytes after <= its bytes before + its usable bytes (the planner's ``Assignment.free``: bytes
-  leaving a dir free room for bytes entering it); new replicas only on dirs that may receive.
+  leaving a dir free room for bytes entering it); new replicas only on dirs that may receive;
+- with ``dirs=True`` and a policy asking for dir balance, dir balance as ``DirBalanceGoal`` defines it:
+  on every broker that keeps data in two dirs or more (not drained, online), each such dir's bytes after
+  <= (1 + tolerance) x the broker's bytes after / those dirs (equal volumes; the bench draws no other
+  with dir balance); the partitions of the topics asking for it may then change dirs (and brokers).
 
 The objective is what the summary calls ``bytesToMove``: network copies (a replica on a broker that did
-not hold it) plus local copies (a kept replica whose dir changes: forced off a drained dir, or by the
-capacity model). Dir and leader balance move no network bytes and are left out: the bench's intents
-do not ask for dir balance. The planner's plan is given as a hint, so the solver starts from it.
+not hold it) plus local copies (a kept replica whose dir changes: forced off a drained dir, by the
+capacity model or by dir balance). Leader balance moves no bytes and is left out. The planner's plan is
+given as a hint, so the solver starts from it.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Optimum:
     balance_reachable: bool | None  # None: no balance asked
     replicas: dict[Key, tuple[int, ...]]
     seconds: float
+    dirs: dict[Key, tuple[str, ...]] | None = None  # with ``dirs=True``: each replica's dir, as ``replicas``
 
     @property
     def exact(self) -> bool:
@@ -95,12 +100,18 @@ def _solve(
     y: dict[tuple[Key, int, str], cp_model.IntVar] = {}
     cost: list[cp_model.LinearExprT] = []
     fixed_cost = 0
+    dir_tol = requested_tolerance(intents, "log_dirs") if dirs else None
     for p in snapshot.partitions:
         key, size = p.key, p.size_bytes
         rf = replication_factor(ctx, key)
         policy = a.policy(key)
         movable = needs_repair(ctx, key) or (
-            policy is not None and policy.enforced and policy.balance.brokers and tol is not None
+            policy is not None
+            and policy.enforced
+            and (
+                (policy.balance.brokers and tol is not None)
+                or (policy.balance.log_dirs and dir_tol is not None)
+            )
         )
         where = dict(zip(p.replicas, p.log_dirs, strict=True))
         if not movable:
@@ -183,6 +194,8 @@ def _solve(
                     elif (p.key, b) not in x and dict(zip(p.replicas, p.log_dirs, strict=True)).get(b) == d:
                         const += p.size_bytes  # a partition that cannot change
             m.add(sum(terms) + const <= before + max(rooms[v], 0))
+    if dir_tol is not None:
+        _dir_balance(m, snapshot, ctx, x, y, dir_tol)
     m.minimize(sum(cost) + fixed_cost)
     solver = cp_model.CpSolver()
     # deterministic work units, not wall time: the same instance gives the same answer on a busy machine
@@ -200,11 +213,17 @@ def _solve(
         known = False if reachable is False else None  # (proven unreachable before; else undecided)
         return Optimum(name, None, None, known, {}, solver.wall_time)
     replicas: dict[Key, tuple[int, ...]] = {}
+    placed: dict[Key, tuple[str, ...]] = {}
     for p in snapshot.partitions:
         if any((p.key, b) in x for b in e.dirs):
             replicas[p.key] = tuple(
                 b for b in sorted(e.dirs) if (p.key, b) in x and solver.value(x[(p.key, b)])
             )
+            if dirs:
+                placed[p.key] = tuple(
+                    next(d for d in e.dirs[b] if (p.key, b, d) in y and solver.value(y[(p.key, b, d)]))
+                    for b in replicas[p.key]
+                )
     return Optimum(
         name,
         round(solver.objective_value),
@@ -212,7 +231,35 @@ def _solve(
         reachable,
         replicas,
         solver.wall_time,
+        placed if dirs else None,
     )
+
+
+def _dir_balance(
+    m: cp_model.CpModel,
+    snapshot: ClusterSnapshot,
+    ctx: PlanningContext,
+    x: dict[tuple[Key, int], cp_model.IntVar],
+    y: dict[tuple[Key, int, str], cp_model.IntVar],
+    tol: float,
+) -> None:
+    """Each dir that keeps data within (1 + tol) x its broker's bytes per such dir, after the plan."""
+    e = ctx.eligibility
+    scale = 10_000  # (1 + tol) in integer ten-thousandths
+    for b in e.active_brokers:
+        paths = [d for d in e.dirs[b] if (b, d) not in e.drained and (b, d) not in e.offline]
+        if len(paths) < 2:
+            continue
+        broker = _load(snapshot, x, b, fixed=True)
+        for d in paths:
+            terms: list[cp_model.LinearExprT] = []
+            const = 0
+            for p in snapshot.partitions:
+                if (p.key, b, d) in y:
+                    terms.append(p.size_bytes * y[(p.key, b, d)])
+                elif (p.key, b) not in x and dict(zip(p.replicas, p.log_dirs, strict=True)).get(b) == d:
+                    const += p.size_bytes  # a partition that cannot change
+            m.add(scale * len(paths) * (sum(terms) + const) <= round(scale * (1 + tol)) * broker)
 
 
 def _load(

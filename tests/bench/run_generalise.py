@@ -26,6 +26,10 @@ counts and Zipf sizes (``tests/bench/generator.py``). Families:
   differ in size (each broker's volumes 1, 1.5, 2 or 3 times a base size, the fullest dir at 50-80%
   before the plan): balance compares shares of each broker's capacity (planning/shares.py), in the
   planner and in the solver's balance rows alike; sized as ``tight-capacity``.
+- ``dir-balance``: one broker leaves, 2-level spread, 2-3 dirs per broker and dir balance at
+  0.05-0.10, with broker balance in half the instances: the solver models each dir's bytes and the dir
+  goal's rows; the lower bound's dir terms are checked against the optimum (``lb / optimum``);
+  sized as ``tight-capacity``.
 
 Each instance is planned (``compute_plan``) and solved (``tests/bench/optimum.py``, one worker, started
 from the plan) in one of ``--jobs`` processes (at most 2: the machine is shared). Per family: plan /
@@ -63,6 +67,7 @@ FAMILIES = (
     "mixed",
     "disk-headroom",
     "uneven-disks",
+    "dir-balance",
 )
 SPREAD = "  rackAwareness: {separator: /, levels: %d}\n"
 
@@ -88,14 +93,15 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
         "tight-capacity",
         "disk-headroom",
         "uneven-disks",
-    )  # tight: the bisection solves it ~10 times
+        "dir-balance",
+    )  # tight: the bisection solves it ~10 times; dir balance: a variable per (partition, broker, dir)
     n = rng.randint(40, 120 if small else 200)
     b = rng.randint(6, 14 if small else 24)
     rf = rng.choice((2, 3))
     dcs, racks = rng.randint(1, 3), rng.randint(1, 3)
-    if family in ("decommission+spread+balance", "rack-repair", "mixed"):
+    if family in ("decommission+spread+balance", "rack-repair", "mixed", "dir-balance"):
         dcs = max(dcs, 2)
-    dirs = rng.randint(2 if family == "mixed" else 1, 3)
+    dirs = rng.randint(2 if family in ("mixed", "dir-balance") else 1, 3)
     topics = max(2, n // rng.randint(8, 30))
     shape = {"partitions": n, "brokers": b, "rf": rf, "dcs": dcs, "racksPerDc": racks, "dirs": dirs}
     common = {"brokers": b, "partitions": n, "topics": topics, "rf": rf, "dcs": dcs, "racks_per_dc": racks}
@@ -140,6 +146,18 @@ def draw(master: int, family: str, index: int) -> tuple[Instance, dict[str, Any]
         shape.update(
             leaving=[leaving], fullest=fullest, tolerance=tol, scale=[scale[x] for x in sorted(scale)]
         )
+        return Instance(family, seed, snap, text, dirs=True), shape
+    if family == "dir-balance":  # a decommission, the spread, dir balance with broker balance or without
+        leaving = rng.randint(1, b)
+        brokers = rng.choice((True, False))
+        text = (
+            _decom([leaving])
+            + "---\nkind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
+            + SPREAD % 2
+            + f"  balance: {{brokers: {str(brokers).lower()}, logDirs: true, tolerance: {tol}}}\n"
+        )
+        snap = cluster(**common, dirs=dirs, seed=seed)
+        shape.update(leaving=[leaving], tolerance=tol, brokerBalance=brokers)
         return Instance(family, seed, snap, text, dirs=True), shape
     if family == "mixed":
         empty = rng.randint(1, max(1, b // 4))
@@ -188,8 +206,9 @@ def tables(rows: list[dict[str, Any]], families: list[str]) -> list[str]:
     lines = [
         "| family | instances | plan / optimum median | p99 | worst | balance missed (solver met it) "
         "| false infeasible (exit 3, solver has a plan) | solver: unproven / no plan | balance out of "
-        "reach (solver proof): instances, plan / optimum without balance worst | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "reach (solver proof): instances, plan / optimum without balance worst | lower bound / proven "
+        "optimum: worst (above 1: a bound that is wrong) | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for fam in [*families, "all"]:
         rs = [r for r in rows if fam in ("all", r["scenario"])]
@@ -200,10 +219,14 @@ def tables(rows: list[dict[str, Any]], families: list[str]) -> list[str]:
         false3 = sum(1 for r in ok if r.get("plan") is None and r.get("optimum") is not None)
         unproven = sum(1 for r in ok if r.get("status") == "feasible")
         none = sum(1 for r in ok if r.get("optimum") is None)
+        bounds = [
+            r["lbOverOpt"] for r in ok if r.get("status") == "optimal" and r.get("lbOverOpt") is not None
+        ]
         lines.append(
             f"| {fam} | {len(rs)} | {f(_q(ratios, 0.5))} | {f(_q(ratios, 0.99))} | "
             f"{f(max(ratios, default=None))} | {missed} | {false3} | {unproven} / {none} | "
-            f"{sum(map(unreachable, ok))}, {f(max(out, default=None))} | {len(rs) - len(ok)} |"
+            f"{sum(map(unreachable, ok))}, {f(max(out, default=None))} | {f(max(bounds, default=None))} | "
+            f"{len(rs) - len(ok)} |"
         )
     return lines
 
@@ -254,6 +277,8 @@ def solve_all(
                 flag = " BALANCE MISS"
             if row.get("plan") is None and row.get("optimum") is not None:
                 flag += " FALSE INFEASIBLE"
+            if row.get("status") == "optimal" and (row.get("lbOverOpt") or 0) > 1 + 1e-9:
+                flag += " BOUND ABOVE OPTIMUM"
             print(
                 f"{len(rows):4} {row['scenario']:28} #{row['index']:<3} ratio {f(row.get('ratio'))} "
                 f"{row.get('status', row.get('error'))}{flag} "
