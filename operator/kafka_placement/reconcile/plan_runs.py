@@ -14,6 +14,8 @@ thread. One pool per operator process (the ``Reconciler``'s); reconcile/planner.
   dropped.
 - ``step`` waits up to ``wait_s`` (``INLINE_WAIT_S``) for the run it asks for, so a small plan is still
   made within one reconcile; else it returns ``Pending`` and a later step returns the ``Finished`` run.
+  It does not wait for a run that cannot start (queued behind another cluster's plan, or behind a stale
+  run of its own): that wait would hold a kopf thread on every reconcile for nothing.
   Nothing wakes the cluster's timer when a run ends: its next reconcile (``--interval``, 5 s by default;
   a cluster whose plan runs is never idle) takes the result. A result a reconcile waited for is used once;
   a result that finished between reconciles is kept for the same key and reused for ``reuse_s`` (the
@@ -154,6 +156,8 @@ class PlanRuns(Generic[T]):
             kept = slot.kept
             mine, asked_here = self._ask(where, slot, key, work)
             while mine.outcome is None and (left := deadline - time.monotonic()) > 0:
+                if mine is slot.wanted or (mine.started is None and self._running >= self.workers):
+                    break  # behind a stale run or another cluster's plan: waiting would hold a kopf thread
                 self._cond.wait(None if math.isinf(left) else left)
             if mine.outcome is not None:
                 if slot.run is mine:

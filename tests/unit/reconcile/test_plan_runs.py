@@ -59,10 +59,14 @@ class Work:
 
 
 def until_finished(pool: PlanRuns[str], where: tuple[str, str], key: str, work: Callable[[], str]) -> Any:
-    """The step's outcome once its run finished (the pool waits for it: ``wait_s`` raised for the call)."""
+    """The step's outcome once its run finished (the pool waits for it: ``wait_s`` raised for the call;
+    asked again while the run has not started, which a step does not wait for)."""
     wait, pool.wait_s = pool.wait_s, BOUND
+    deadline = time.monotonic() + BOUND
     try:
-        got = pool.step(where, key, work)
+        while isinstance(got := pool.step(where, key, work), Pending):
+            assert time.monotonic() < deadline, got
+            time.sleep(0.01)
     finally:
         pool.wait_s = wait
     assert isinstance(got, Finished), got
@@ -143,6 +147,25 @@ def test_one_plan_at_a_time_in_the_process_and_a_queued_run_plans_the_latest_inp
     assert until_finished(pool, A, "ka", work("a2")).value == "plan of a"
     assert work.calls == ["a", "b2"]  # b1's inputs were never planned
     assert work.most == 1  # two clusters' plans never at once (memory: spark/memory.py checks one plan)
+
+
+def test_a_run_that_cannot_start_is_not_waited_for() -> None:
+    """A reconcile waits for its plan only while it can be computed: behind another cluster's plan or a
+    stale run of its own it returns at once (with an unbounded wait, a wait would never return)."""
+    work, pool = Work(), PlanRuns[str](wait_s=float("inf"))
+    slow = work("a", gated=True)
+    got: list[Finished[str] | Pending] = []
+    asked = threading.Thread(target=lambda: got.append(pool.step(A, "ka", slow)), daemon=True)
+    asked.start()  # a runs: its step waits for it
+    assert work.entered["a"].wait(BOUND)
+    queued = pool.step(B, "kb", work("b"))
+    assert isinstance(queued, Pending) and queued.state == "queued"
+    stale = pool.step(A, "ka2", work("a2", gated=True))
+    assert isinstance(stale, Pending) and stale.state == "stale"
+    work.open("a")
+    asked.join(BOUND)
+    assert got and isinstance(got[0], Finished) and got[0].value == "plan of a"
+    work.open("a2")
 
 
 def test_an_unexpected_exception_is_the_runs_result_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
