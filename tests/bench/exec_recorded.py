@@ -169,5 +169,8 @@ class MemoryStore:
     def get_blob(self, name: str) -> bytes | None:
         return self.blobs.get(name)
 
+    def has_blob(self, name: str) -> bool:
+        return name in self.blobs
+
     def prune_blobs(self, keep: set[str]) -> None:
         self.blobs = {k: v for k, v in self.blobs.items() if k in keep}

@@ -232,9 +232,13 @@ class Execution:
         plan_status: Mapping[str, Any] | None = None,
     ) -> Execution:
         """A new record in phase Pending; stores the plan blob (once per plan id) but not the document:
-        the caller saves it (after any further checks)."""
-        blob, data = plan_blob(plan)
-        store.put_blob(blob, data)
+        the caller saves it (after any further checks). A plan blob already stored (the operator's plan
+        review stores it before approval) is not encoded again: its name is the plan's content address
+        (``plan_blob_name``), and what is read back is checked (the blob's sha256 by the store, the plan's
+        id and size by ``plan``)."""
+        blob = plan_blob_name(plan.plan_id)
+        if not store.has_blob(blob):
+            store.put_blob(*plan_blob(plan))
         now = time.time()
         doc = RecordDoc(
             plan_id=plan.plan_id,
@@ -329,11 +333,14 @@ class Execution:
         return ExecutionPlan(plan, None)
 
     def set_baseline(self, baseline: Sequence[Original], dir_usage: Mapping[tuple[int, str], float]) -> None:
-        """Store the validated baseline (immutable) and index the plan with it."""
+        """Store the validated baseline (immutable) and index the plan with it. The plan is taken before
+        the baseline's name is recorded: once it is, ``plan`` would find no indexed plan with that
+        baseline and read both blobs back from the store (the whole plan parsed again)."""
+        plan = self.plan.plan
         name = f"baseline-{self.doc.execution_id}"
         self.store.put_blob(name, encode_baseline(baseline, dir_usage))
         self.doc.blobs.baseline = name
-        self._plan = ExecutionPlan(self.plan.plan, baseline, self.doc.rules, dir_usage)
+        self._plan = ExecutionPlan(plan, baseline, self.doc.rules, dir_usage)
         _CACHE[(self.doc.blobs.plan, name)] = self._plan
 
     # ---- per-partition state -----------------------------------------------------------------------

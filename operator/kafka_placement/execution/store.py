@@ -59,6 +59,10 @@ class Store(Protocol):
 
     def get_blob(self, name: str) -> bytes | None: ...
 
+    def has_blob(self, name: str) -> bool:
+        """Whether blob ``name`` is stored whole (a cut put is not), without reading its content."""
+        ...
+
     def prune_blobs(self, keep: set[str]) -> None: ...
 
 
@@ -196,6 +200,9 @@ class FileStore:
         except OSError as e:
             raise PlacementError(f"cannot create {self.blob_dir}: {e.strerror}") from None
         _atomic_write(path, gzip.compress(data, compresslevel=6))
+
+    def has_blob(self, name: str) -> bool:
+        return (self.blob_dir / f"{check_blob_name(name)}.gz").is_file()  # written whole (atomic rename)
 
     def get_blob(self, name: str) -> bytes | None:
         path = self.blob_dir / f"{check_blob_name(name)}.gz"

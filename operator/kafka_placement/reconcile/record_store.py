@@ -229,6 +229,10 @@ class ConfigMapStore:
                     ) from None
                 self.kube.replace_config_map(self.namespace, body)  # debris of a cut put
 
+    def has_blob(self, name: str) -> bool:
+        """Chunk 0 is written last (``put_blob``): present, the blob was stored whole. One read."""
+        return self._read(self._blob_cm(check_blob_name(name), 0)) is not None
+
     def get_blob(self, name: str) -> bytes | None:
         head = self._read(self._blob_cm(check_blob_name(name), 0))
         if head is None:
