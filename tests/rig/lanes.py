@@ -66,6 +66,7 @@ LANES = (
             # tests end minutes before the others (a warm run on 2026-11-29 before these four moved here:
             # lanes node 9.6, kafka 12.6, operator 15.2 min)
             "tests/integration/test_record_store.py",  # the k8s rig alone
+            "tests/integration/test_cluster_status_size.py",  # the k8s rig alone: a few seconds
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_log_dir_failure.py",
             "tests/e2e/test_operator_heal_waits.py",  # heals that wait: three kills, about 3 min

@@ -44,6 +44,15 @@ P = TypeVar("P")
 # ---- brokers -------------------------------------------------------------------------------------------
 
 
+# The bytes of JSON ``status.brokers`` and ``status.dirTable`` may take (reconcile/status_dirs.py). A custom
+# resource is bound by etcd's request limit (1.5 MiB by default: a patch over it gets a 500, "request is
+# too large"); the project holds every object it writes under 1 MiB. The rest of the KafkaCluster shares
+# that MiB: ``status.traffic`` (up to 2,000 brokers, ~300 bytes each with capacities), self-healing's
+# entries, the conditions, the spec, and the metadata (kopf's annotations, managedFields). 256 KiB leaves
+# them 768 KiB, and still lists every dir of 1,000 brokers with one dir each.
+STATUS_BROKERS_BUDGET = 256 * 1024
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LogDirStatus:
     DESCRIPTION: ClassVar[str] = "One log dir of the broker."
@@ -64,8 +73,35 @@ class BrokerStatus:
 
     id: int | None = leaf("id", _int("Broker id.", 0))
     rack: str | None = leaf("rack", _str("Rack string (may be hierarchical, e.g. /dc1/r2)."))
+    log_dir_count: int | None = leaf("logDirCount", _int("How many log dirs the broker has.", 0))
+    used_bytes: int | None = leaf(
+        "usedBytes", _int("Bytes used by partition replicas, over the broker's dirs.", 0, int64=True)
+    )
+    usable_bytes: int | None = leaf("usableBytes", _int("Free bytes on the broker's volumes.", 0, int64=True))
     log_dirs: tuple[LogDirStatus, ...] = items(
-        "logDirs", LogDirStatus, "The broker's log dirs.", max_items=None
+        "logDirs",
+        LogDirStatus,
+        "The broker's log dirs: every one while status.dirTable.complete, else those to see first "
+        "(offline, cordoned, nearly full; status.dirTable.message).",
+        max_items=None,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DirTable:
+    DESCRIPTION: ClassVar[str] = (
+        "How much of the brokers' dir table status.brokers lists: every dir while its JSON fits the "
+        f"status's budget ({STATUS_BROKERS_BUDGET // 1024} KiB), else the offline, cordoned and nearly "
+        "full dirs first, then the other brokers' summaries."
+    )
+
+    complete: bool | None = leaf("complete", _bool("Whether every broker and every log dir is listed."))
+    log_dirs_listed: int | None = leaf("logDirsListed", _int("Log dirs listed.", 0, int64=True))
+    log_dirs_omitted: int | None = leaf("logDirsOmitted", _int("Log dirs not listed.", 0, int64=True))
+    brokers_omitted: int | None = leaf("brokersOmitted", _int("Brokers not listed.", 0, int64=True))
+    message: str | None = leaf(
+        "message",
+        _str("When not complete: what is listed and left out, and where every dir is.", maxLength=1000),
     )
 
 
@@ -255,8 +291,12 @@ class ClusterStatus:
 
     phase: str | None = leaf("phase", _str("Connection state.", enum=list(CLUSTER_PHASES)))
     brokers: tuple[BrokerStatus, ...] = items(
-        "brokers", BrokerStatus, "Brokers, racks and log dirs with usage and cordon state.", max_items=None
+        "brokers",
+        BrokerStatus,
+        "Brokers, racks and log dirs with usage and cordon state, bounded in bytes (status.dirTable).",
+        max_items=None,
     )
+    dir_table: DirTable | None = child("dirTable", DirTable)
     reassignments_in_flight: int | None = leaf(
         "reassignmentsInFlight", _int("Partition reassignments in progress in Kafka.", 0)
     )
@@ -362,6 +402,7 @@ __all__ = [
     "BrokerStatus",
     "BrokerTraffic",
     "ClusterStatus",
+    "DirTable",
     "LogDirStatus",
     "NewPartitionsStatus",
     "SamplesSkipped",

@@ -22,6 +22,7 @@ from ..model.snapshot import ClusterSnapshot
 from ..model.spec_fields import to_json
 from ..planning.plan_summary import PlanSummary, StatusSummary
 from ..planning.summary_parts import Advisories
+from .status_dirs import StatusBroker, StatusDir, brokers_status
 
 # The phases and condition types are the CRDs' enums, defined once in model/crd_parts.py.
 PHASES = crd_parts.PHASES
@@ -252,68 +253,54 @@ def advice_message(summary: PlanSummary | StatusSummary) -> str:
     )
 
 
-def _rack(rack: str | None) -> dict[str, str]:
-    """The ``rack`` field, absent when unknown (a broker that is not alive): the schema has no null, and a
-    merge patch's null would delete it, so kopf would find the status it wrote inconsistent."""
-    return {} if rack is None else {"rack": rack}
-
-
 def cluster_status(snap: ClusterSnapshot, in_flight: int) -> dict[str, Any]:
-    """The KafkaCluster status from a full snapshot: every broker's dirs with the bytes of its replicas."""
+    """The KafkaCluster status from a full snapshot: every broker's summary and its dirs with the bytes of
+    their replicas, bounded in bytes (reconcile/status_dirs.py: beyond the budget, the dirs to see first)."""
     used: dict[tuple[int, str], int] = {}
     for p in snap.partitions:
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             if d is not None:
                 used[(b, d)] = used.get((b, d), 0) + p.size_bytes
-    return {
-        "brokers": [
-            {
-                "id": b.id,
-                **_rack(b.rack),
-                "logDirs": [
-                    {
-                        "path": d.path,
-                        "usedBytes": used.get((b.id, d.path), 0),
-                        "totalBytes": d.total_bytes,
-                        "usableBytes": d.usable_bytes,
-                        "cordoned": d.cordoned,
-                        "online": d.online,
-                    }
-                    for d in b.log_dirs
-                ],
-            }
-            for b in snap.brokers
-        ],
-        "reassignmentsInFlight": in_flight,
-    }
+    rows = (
+        StatusBroker(
+            b.id,
+            b.rack,
+            tuple(
+                StatusDir(
+                    d.path, used.get((b.id, d.path), 0), d.total_bytes, d.usable_bytes, d.cordoned, d.online
+                )
+                for d in b.log_dirs
+            ),
+        )
+        for b in snap.brokers
+    )
+    return {**brokers_status(rows), "reassignmentsInFlight": in_flight}
 
 
 def light_cluster_status(
     racks: Mapping[int, str | None], dirs: Mapping[int, tuple[LogDirInfo, ...]], in_flight: int
 ) -> dict[str, Any]:
     """The KafkaCluster status from DescribeLogDirs without replicas (cost follows brokers x dirs): used
-    bytes are the disk's (total - usable), as Kafka reports them."""
-    return {
-        "brokers": [
-            {
-                "id": b,
-                **_rack(racks.get(b)),
-                "logDirs": [
-                    {
-                        "path": d.path,
-                        "usedBytes": max(d.total_bytes - d.usable_bytes, 0),
-                        "totalBytes": max(d.total_bytes, 0),
-                        "usableBytes": max(d.usable_bytes, 0),
-                        "cordoned": bool(d.cordoned),
-                        "online": d.online,
-                    }
-                    for d in dirs.get(b, ())
-                ],
-            }
-            for b in sorted(dirs)
-        ],
-        "reassignmentsInFlight": in_flight,
-    }
+    bytes are the disk's (total - usable), as Kafka reports them; bounded as ``cluster_status``."""
+    rows = (
+        StatusBroker(
+            b,
+            racks.get(b),
+            tuple(
+                StatusDir(
+                    d.path,
+                    max(d.total_bytes - d.usable_bytes, 0),
+                    max(d.total_bytes, 0),
+                    max(d.usable_bytes, 0),
+                    bool(d.cordoned),
+                    d.online,
+                )
+                for d in dirs.get(b, ())
+            ),
+        )
+        for b in dirs
+    )
+    return {**brokers_status(rows), "reassignmentsInFlight": in_flight}
 
 
 def patch_problem(patch: Mapping[str, Any]) -> str | None:
