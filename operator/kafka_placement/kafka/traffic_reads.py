@@ -6,7 +6,9 @@ unreachable cluster is ``KafkaUnavailableError``, a denial ``KafkaAuthorizationE
 the partitions and the groups: ListOffsets in batches of ``OFFSET_BATCH`` partitions (librdkafka sends one
 request per leader of a batch), DescribeTopics in batches of ``TOPIC_BATCH`` topics, one
 OffsetFetch per consumer group (Kafka's admin API reads one group per request), ``GROUP_BATCH`` groups
-in flight at once. A partition whose offsets Kafka refuses (deleted meanwhile, leader moving) and a group
+in flight at once. A partition whose leader is moving (just elected: a look taken right after an
+execution) is asked again a few times, a few seconds at most. A partition whose offsets Kafka refuses
+(deleted meanwhile, its leader still moving) and a group
 whose offsets cannot be read (being deleted, its coordinator moving) are left out of the look, which the
 estimates treat as unknown for that look, never as zero.
 """
@@ -14,7 +16,8 @@ estimates treat as unknown for that look, never as zero.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..model.traffic_looks import PartitionKey
@@ -37,6 +40,24 @@ class Call(Protocol):
 OFFSET_BATCH = 1000
 TOPIC_BATCH = 500
 GROUP_BATCH = 32
+# A partition's leader is moving (just elected, or the client's metadata older than the election):
+# ListOffsets answers these for a while after a reassignment or an election (on the rig, 0.5 s at most
+# idle; longer under load), so the partition is asked again rather than left out of the look.
+LEADER_MOVING = frozenset(
+    {
+        "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of NOT_LEADER_OR_FOLLOWER
+        "NOT_LEADER_OR_FOLLOWER",
+        "LEADER_NOT_AVAILABLE",
+        "OFFSET_NOT_AVAILABLE",  # a new leader whose high watermark is not yet known (KIP-207)
+        "UNKNOWN_LEADER_EPOCH",
+        "FENCED_LEADER_EPOCH",
+        "REPLICA_NOT_AVAILABLE",
+    }
+)
+STALE_EPOCH = frozenset({"FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION"})
+LEADER_TRIES = 6  # asked again 0.2 to 3.2 s apart: at most 6.2 s of waiting, only for moving leaders
+LEADER_BACKOFF_S = 0.2
+REFRESH_TOPICS = 32  # more topics to read again: one metadata request for all
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: the group has no committed offset there
 
 
@@ -71,37 +92,99 @@ class Failures:
 
 
 def list_offsets(
-    admin: Callable[[], Any], call: Call, partitions: Sequence[PartitionKey], timeout_s: float
+    admin: Callable[[], Any],
+    call: Call,
+    partitions: Sequence[PartitionKey],
+    timeout_s: float,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[PartitionKey, tuple[int, int]]:
-    """(earliest, latest) offset of each of ``partitions`` whose offsets Kafka gave."""
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
+    """(earliest, latest) offset of each of ``partitions`` whose offsets Kafka gave. A partition whose
+    leader is moving (``LEADER_MOVING``) is asked again, alone with the others that were, up to
+    ``LEADER_TRIES`` times ``LEADER_BACKOFF_S`` doubling apart, the client's metadata of its topic read
+    again first (see ``_ask_again``); still moving after that, it is left out of the look."""
     out: dict[PartitionKey, tuple[int, int]] = {}
     for batch in _batches(sorted(partitions), OFFSET_BATCH):
 
         def run(batch: Sequence[PartitionKey] = batch) -> dict[PartitionKey, tuple[int, int]]:
-            got: dict[str, dict[PartitionKey, int]] = {}
+            found: dict[PartitionKey, tuple[int, int]] = {}
             failed = Failures()
-            specs: tuple[tuple[str, Any], ...] = (
-                ("earliest", OffsetSpec.earliest()),  # type: ignore[no-untyped-call]
-                ("latest", OffsetSpec.latest()),  # type: ignore[no-untyped-call]
-            )
-            for name, spec in specs:
-                request = {TopicPartition(t, p): spec for t, p in batch}
-                futures = admin().list_offsets(request, request_timeout=timeout_s)
-                got[name] = {}
-                for tp, f in futures.items():
-                    try:
-                        got[name][(tp.topic, tp.partition)] = int(f.result().offset)
-                    except KafkaException as e:
-                        failed.add(e, f"list offsets of {tp.topic}-{tp.partition}")
-                failed.check(len(got[name]))
-            return {k: (v, got["latest"][k]) for k, v in got["earliest"].items() if k in got["latest"]}
+            pending: Sequence[PartitionKey] = batch
+            moving: dict[PartitionKey, Exception] = {}
+            for attempt in range(LEADER_TRIES):
+                if attempt:
+                    _ask_again(admin(), moving, timeout_s)
+                    sleep(LEADER_BACKOFF_S * 2 ** (attempt - 1))
+                moving = _offsets(admin(), pending, timeout_s, found, failed)
+                pending = sorted(moving)
+                if not pending:
+                    break
+            for (t, p), e in moving.items():
+                failed.add(e, f"list offsets of {t}-{p} (its leader still moving)")
+            failed.check(len(found))
+            return found
 
         needs = access.on_topics(sorted({t for t, _ in batch}))
         out.update(call(f"list offsets of {len(batch)} partitions", run, needs=needs))
     return out
+
+
+def _offsets(
+    client: Any,
+    keys: Sequence[PartitionKey],
+    timeout_s: float,
+    found: dict[PartitionKey, tuple[int, int]],
+    failed: Failures,
+) -> dict[PartitionKey, Exception]:
+    """One ListOffsets round (earliest, then latest) of ``keys``: the offsets Kafka gave go in ``found``,
+    an item's own failure in ``failed``; returns the partitions whose leader is moving, with their error."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    got: dict[str, dict[PartitionKey, int]] = {}
+    moving: dict[PartitionKey, Exception] = {}
+    specs: tuple[tuple[str, Any], ...] = (
+        ("earliest", OffsetSpec.earliest()),  # type: ignore[no-untyped-call]
+        ("latest", OffsetSpec.latest()),  # type: ignore[no-untyped-call]
+    )
+    for name, spec in specs:
+        asked = [k for k in keys if k not in moving]
+        got[name] = {}
+        if not asked:
+            continue
+        futures = client.list_offsets(
+            {TopicPartition(t, p): spec for t, p in asked}, request_timeout=timeout_s
+        )
+        for tp, f in futures.items():
+            key = (tp.topic, tp.partition)
+            try:
+                got[name][key] = int(f.result().offset)
+            except KafkaException as e:
+                if _code(e) in LEADER_MOVING:
+                    moving[key] = e
+                else:
+                    failed.add(e, f"list offsets of {tp.topic}-{tp.partition}")
+    found.update({k: (v, got["latest"][k]) for k, v in got["earliest"].items() if k in got["latest"]})
+    return moving
+
+
+def _ask_again(client: Any, moving: Mapping[PartitionKey, Exception], timeout_s: float) -> None:
+    """The client's metadata of the moving partitions' topics read again (all topics' past
+    ``REFRESH_TOPICS``): librdkafka's admin client keeps a leader epoch it was given, and a leader
+    elected since answers FENCED_LEADER_EPOCH to every request naming it until the client's metadata
+    refresh (5 minutes by default; seen on the rig for 20 s on end, never recovering)."""
+    from confluent_kafka import KafkaException
+
+    if not any(_code(e) in STALE_EPOCH for e in moving.values()):
+        return
+    topics = sorted({t for t, _ in moving})
+    try:
+        if len(topics) > REFRESH_TOPICS:
+            client.list_topics(timeout=timeout_s)
+        else:
+            for topic in topics:
+                client.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as e:  # the next round's answer says what is wrong
+        log.debug("metadata of %d topics not read again: %s", len(topics), e)
 
 
 def topic_ids(
