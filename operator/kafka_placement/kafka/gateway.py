@@ -62,6 +62,11 @@ log = logging.getLogger(__name__)
 
 DESCRIBE_CLUSTER_TRIES = 6  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
 DESCRIBE_CLUSTER_PAUSE_S = 0.1  # before the second try, doubled before each next (3.1 s in all at most)
+# No try starts this long after the first: the tries are for brokers that refuse (each fails at once); a
+# hung broker holds a try for the request timeout, and six of them held a reconcile for 73 s (a
+# "broker" that accepts and never answers, tests/e2e/test_operator.py), now two: 30 s with the
+# connect check that says why.
+DESCRIBE_CLUSTER_BUDGET_S = 20.0
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
@@ -412,10 +417,14 @@ class KafkaGateway(KafkaConfigs):
         after a broker was killed tried it four times: the proof run at c9417dc), so the tries are spaced,
         and a client that could not bootstrap is made again. An answer listing no live broker (the broker
         that gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
-        first answer with a live broker, or the last one."""
+        first answer with a live broker, or the last one. No try starts ``DESCRIBE_CLUSTER_BUDGET_S``
+        after the first (a hung broker holds each for the request timeout)."""
         answer: DescribedCluster | None = None
+        started = time.monotonic()
         for attempt in range(DESCRIBE_CLUSTER_TRIES):
             if attempt:
+                if time.monotonic() - started >= DESCRIBE_CLUSTER_BUDGET_S:
+                    break
                 time.sleep(DESCRIBE_CLUSTER_PAUSE_S * 2 ** (attempt - 1))
             try:
                 py = self._py()
