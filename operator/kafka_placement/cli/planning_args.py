@@ -16,6 +16,7 @@ from ..model.effort import DEFAULT_EFFORT, EFFORTS
 from ..model.effort import DESCRIPTION as EFFORT_DESCRIPTION
 from ..model.intent_kinds import MAX_NEW_PARTITIONS, MAX_REPLICATION_FACTOR
 from ..model.jsonio import INT32_MAX
+from ..model.plan import BATCH_MAX_PER_BROKER
 from ..spark.settings import EngineSettings
 from ._args import int_in, key_value, lazy, number_in
 
@@ -110,7 +111,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-moves-per-broker",
         type=int_in(1, INT32_MAX),
-        default=5,
+        default=BATCH_MAX_PER_BROKER,
         help="per-broker limit of each batch (at least 1)",
     )
     p.add_argument(
@@ -157,7 +158,7 @@ def register(sub: Any) -> None:
     r.add_argument(
         "--max-moves-per-broker",
         type=int_in(1, INT32_MAX),
-        default=5,
+        default=BATCH_MAX_PER_BROKER,
         help="per-broker limit of each batch, as given to `plan` (default %(default)s)",
     )
     r.add_argument(

@@ -37,6 +37,8 @@ from .snapshot import ClusterSnapshot
 
 PLAN_VERSION = 1
 ANY_DIR = "any"
+# the default per-broker limit of a plan's batches (`plan`/`report --max-moves-per-broker`)
+BATCH_MAX_PER_BROKER = 5
 
 
 @dataclass(frozen=True, slots=True)

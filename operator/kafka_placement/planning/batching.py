@@ -13,11 +13,12 @@ import operator
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..model.plan import ANY_DIR, PartitionTarget, Plan
+from ..model.plan import ANY_DIR, BATCH_MAX_PER_BROKER, PartitionTarget, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from .state import Eligibility
 
-MAX_PER_BROKER = 5  # the default per-broker limit of a batch (the CLI's --max-moves-per-broker)
+# the default per-broker limit of a batch (the CLI's --max-moves-per-broker: one source, model/plan.py)
+MAX_PER_BROKER = BATCH_MAX_PER_BROKER
 
 
 class Change(NamedTuple):
