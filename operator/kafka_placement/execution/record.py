@@ -87,8 +87,11 @@ def plan_blob_name(plan_id: str) -> str:
 
 def plan_blob(plan: Plan) -> tuple[str, bytes]:
     """The blob holding ``plan`` whole (Kafka's reassignment JSON), content-addressed by its id: what
-    ``Execution.create`` stores and the operator's plan review names before approval."""
-    return plan_blob_name(plan.plan_id), json.dumps(plan.to_json(), separators=(",", ":")).encode()
+    ``Execution.create`` stores and the operator's plan review names before approval. Its bytes are the
+    plan's canonical JSON, whose SHA-256 the id is: written entry by entry in Python (``Plan.canonical``),
+    4x faster than ``json.dumps`` at 333k entries, and never one C call holding the interpreter for
+    seconds while other clusters' reconciles wait (docs/benchmarks.md, the operator's path at 1M)."""
+    return plan_blob_name(plan.plan_id), plan.canonical().encode()
 
 
 class ExecutionPlan:

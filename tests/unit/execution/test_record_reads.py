@@ -4,6 +4,8 @@ already stored (the plan review stores it before approval) does not encode the p
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,16 @@ def test_a_plan_blob_not_stored_is_stored(tmp_path: Path) -> None:
     ex.save()
     loaded = Execution.load(store)
     assert loaded is not None and loaded.plan.plan == PLAN
+
+
+def test_a_plan_blob_is_the_canonical_json_its_name_hashes() -> None:
+    plan = Plan.of(
+        [
+            PartitionTarget("t.x_1", 0, (1, 2), ('/d/é "q"', "any")),
+            PartitionTarget("a", 3, (2,), ("any",)),
+        ]
+    )
+    name, data = plan_blob(plan)
+    assert name == f"plan-{hashlib.sha256(data).hexdigest()[:12]}" == f"plan-{plan.plan_id}"
+    assert json.loads(data) == json.loads(json.dumps(plan.to_json()))  # what json.dumps wrote before
+    assert Plan.loads(data.decode()) == plan
