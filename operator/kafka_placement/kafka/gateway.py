@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 
 DESCRIBE_CLUSTER_TRIES = 6  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
 DESCRIBE_CLUSTER_PAUSE_S = 0.1  # before the second try, doubled before each next (3.1 s in all at most)
-DESCRIBE_CLUSTER_BUDGET_S = 20.0  # no try starts later after the first (hung broker: 6 tries held 73 s)
+DESCRIBE_CLUSTER_BUDGET_S = 20.0  # no try starts this long after the first (hung: 6 tries held 73 s)
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
