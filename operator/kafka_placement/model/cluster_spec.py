@@ -528,6 +528,13 @@ class ClusterSpec:
                 "self.throttleBytesPerSecond",
                 "message": THROTTLE_DISAGREE,
             },
+            {  # the maximum the minimum is held to may be throttleBytesPerSecond (throttle's own rule: max)
+                "rule": "!has(self.throttle) || !has(self.throttle.minBytesPerSecond) || "
+                "!has(self.throttleBytesPerSecond) || self.throttle.minBytesPerSecond <= "
+                "self.throttleBytesPerSecond",
+                "message": f"{ThrottleSpec.MIN_ABOVE_MAX} (the maximum defaults to throttleBytesPerSecond)",
+                "fieldPath": ".throttle.minBytesPerSecond",
+            },
         ]
         return s
 

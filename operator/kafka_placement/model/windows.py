@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from .crd_parts import _arr, _int, _str
+from .crd_parts import Schema, _arr, _int, _str
 from .errors import BadInputError
 from .jsonio import as_list, brief
 from .spec_fields import custom, leaf, object_schema, parse_object
@@ -53,10 +53,12 @@ class Window:
             default=list(DAYS),
         ),
     )
-    start: str = leaf("start", _str('Opening time, "HH:MM" (24 h).', pattern=HHMM), required=True)
+    start: str = leaf(
+        "start", _str('Opening time, "HH:MM" (24 h).', pattern=HHMM, maxLength=5), required=True
+    )
     end: str = leaf(
         "end",
-        _str('Closing time, "HH:MM" (24 h); at or before start: the next day.', pattern=HHMM),
+        _str('Closing time, "HH:MM" (24 h); at or before start: the next day.', pattern=HHMM, maxLength=5),
         required=True,
     )
     time_zone: str = leaf(
@@ -66,14 +68,26 @@ class Window:
         ),
     )
 
+    NO_LENGTH: ClassVar[str] = "a window must last (an end before start crosses midnight)"
+
     def check(self, where: str) -> None:
         if self.start == self.end:
-            raise BadInputError(
-                f"start and end are both {self.start}: a window must last (an end before start crosses "
-                "midnight)",
-                f"{where}.end",
-            )
+            raise BadInputError(f"start and end are both {self.start}: {self.NO_LENGTH}", f"{where}.end")
         zone(self.time_zone, f"{where}.timeZone")
+
+    @staticmethod
+    def schema() -> Schema:
+        """The window's schema with its CEL rule: ``start == end`` is refused by the apiserver too (the
+        parser's check; the time zone's is the parser's alone)."""
+        s = object_schema(Window)
+        s["x-kubernetes-validations"] = [
+            {
+                "rule": "self.start != self.end",
+                "message": f"start and end must differ: {Window.NO_LENGTH}",
+                "fieldPath": ".end",
+            }
+        ]
+        return s
 
     @property
     def minutes(self) -> tuple[int, int]:
@@ -149,7 +163,7 @@ class ExecutionSpec:
         _arr(
             "Maintenance windows; absent or empty = always. An execution one of whose intents sets "
             "spec.ignoreWindows runs at any time, and heals too while selfHealing.ignoreWindows is true.",
-            object_schema(Window),
+            Window.schema(),
             maxItems=MAX_WINDOWS,
         ),
         _windows,

@@ -365,6 +365,25 @@ def test_a_throttle_is_static_or_adaptive_its_maximum_defaulting_to_throttle_byt
     assert ClusterSpec.parse(MINIMAL).top_throttle is None
 
 
+def test_a_minimum_above_throttle_bytes_per_second_is_refused_by_the_crd_schema_and_the_parser() -> None:
+    """``throttle.minBytesPerSecond`` is held to the maximum it defaults to, ``throttleBytesPerSecond``, by a
+    CEL rule naming the field (the apiserver stored such a spec, which the operator then refused)."""
+    adaptive = {"mode": "Adaptive", "minBytesPerSecond": 200}
+    bad = {**MINIMAL, "throttleBytesPerSecond": 100, "throttle": adaptive}
+    with pytest.raises(BadInputError) as e:
+        ClusterSpec.parse(bad)
+    assert e.value.location == "spec.throttle.minBytesPerSecond"
+    rules = crd_spec_schema()["x-kubernetes-validations"]
+    assert {
+        "rule": "!has(self.throttle) || !has(self.throttle.minBytesPerSecond) || "
+        "!has(self.throttleBytesPerSecond) || self.throttle.minBytesPerSecond <= "
+        "self.throttleBytesPerSecond",
+        "message": "minBytesPerSecond must be <= maxBytesPerSecond "
+        "(the maximum defaults to throttleBytesPerSecond)",
+        "fieldPath": ".throttle.minBytesPerSecond",
+    } in rules
+
+
 def test_an_invalid_self_healing_leaves_the_rest_of_the_spec_valid() -> None:
     spec = ClusterSpec.parse({**FULL, "selfHealing": {"approval": "Sometimes"}})
     assert isinstance(spec.self_healing, InvalidPart)

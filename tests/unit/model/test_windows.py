@@ -166,3 +166,23 @@ def test_the_eta_of_an_execution_that_waits_for_windows_counts_only_their_open_t
     paris = spec({"days": ["Sun"], "start": "01:00", "end": "04:00", "timeZone": "Europe/Paris"})
     fall = paris.execution.windows if paris.execution else None
     assert finish_at(fall, at("2026-10-24 12:00"), 4 * 3600) == at("2026-10-25 04:00", "Europe/Paris")
+
+
+def test_a_window_with_start_equal_to_end_is_refused_by_the_crd_schema_too() -> None:
+    """The parser's ``start == end`` check is also the CRD's CEL rule on the window, naming ``end``: a
+    KafkaCluster the apiserver stored with such a window could not be reconciled, nor its intents deleted
+    (their cordons wait for the cluster's reconcile)."""
+    from kafka_placement.model.crd_schema import crd_documents
+
+    (cluster,) = [d for d in crd_documents() if d["spec"]["names"]["kind"] == "KafkaCluster"]
+    spec_schema = cluster["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    window = spec_schema["properties"]["execution"]["properties"]["windows"]["items"]
+    assert window["x-kubernetes-validations"] == [
+        {
+            "rule": "self.start != self.end",
+            "message": "start and end must differ: a window must last (an end before start crosses midnight)",
+            "fieldPath": ".end",
+        }
+    ]
+    # the rule's cost is bounded: "HH:MM" strings
+    assert window["properties"]["start"]["maxLength"] == window["properties"]["end"]["maxLength"] == 5
