@@ -64,7 +64,7 @@ from . import shares, waiting
 from .flows import Flows
 from .plan_summary import Metrics
 from .reach import Reach
-from .repairs import broken
+from .repairs import Screen, broken
 from .spread import FollowerRoom, spread_of, targets
 from .state import DirKey, Eligibility
 from .summary_parts import (
@@ -122,6 +122,7 @@ class Scope:
     intents: Intents | None  # None: no intent-dependent metric
     elig: Eligibility
     trees: dict[str, RackTree]
+    screen: Screen  # which partitions may break a hard rule (the others add nothing to the bound)
     _policies: dict[str, tuple[PlacementPolicy | None, RackTree | None]] = field(default_factory=dict)
 
     @staticmethod
@@ -133,7 +134,7 @@ class Scope:
             for p in (intents.policies if intents is not None else ())
             if p.rack_awareness is not None
         }
-        return Scope(intents, elig, trees)
+        return Scope(intents, elig, trees, Screen.of(elig))
 
     @property
     def active(self) -> tuple[int, ...]:
@@ -444,8 +445,9 @@ class Tally:
             policy, tree = scope.policy(p.topic)
             rf = scope.rf(p)
             self.reach.add(p, policy, rf, tree)
-            self.bound.add(p, scope, rf, tree)
-            self.violations_before.add(p, p, scope)
+            if p.copy_bytes < p.size_bytes or scope.screen.suspect(p.replicas, rf, tree):
+                self.bound.add(p, scope, rf, tree)  # (both add nothing for a partition breaking no rule)
+                self.violations_before.add(p, p, scope)
             elig = scope.elig
             if (
                 elig.dead

@@ -4,12 +4,15 @@
 sends to its shards, what the Spark engine's analysis selects in its tasks, and what the exact program
 takes as its movable partitions: it depends only on the partition, the brokers and the intents, never on
 other partitions. ``broken`` is the same rules without the exceptions (a lost partition, one that waits:
-``waiting.py``), for the summary's tally of what waits. Pure: no I/O.
+``waiting.py``), for the summary's tally of what waits. ``Screen`` is a cheap first test that keeps
+every partition ``broken`` may find (and a few more): a plan of a million partitions asks the full rules
+of a third of them. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from . import waiting
 from .state import Eligibility
@@ -65,4 +68,53 @@ def broken(
     return tuple(r for r, yes in zip(REPAIR_REASONS, found, strict=True) if yes)
 
 
-__all__ = ["REPAIR_REASONS", "broken", "repair_reasons"]
+@dataclass(frozen=True, slots=True)
+class Screen:
+    """A cheap first test of whether ``broken`` may find a partition breaking a rule: every partition it
+    finds is a suspect. Suspects: a replica on a broker that is decommissioned or has a drained dir (or
+    a cordoned one in reactive-cordon mode: ``broken`` asks the replica's size and dir, the screen
+    neither), a replica count other than the target RF, a broker the rack tree does not know, and a rack
+    spread the tree finds broken (``RackTree.violation``, judged once per combination of places). The
+    others break no rule: the hard goal leaves them alone and they add nothing to the lower bound or the
+    violations (``plan_quality.Tally.add``)."""
+
+    special: frozenset[int]
+
+    @staticmethod
+    def of(e: Eligibility) -> Screen:
+        special = set(e.decommissioned)
+        special.update(b for b, _ in e.drained)
+        if e.reactive_cordon:
+            special.update(b for b, _ in e.cordoned)
+        return Screen(frozenset(special))
+
+    def suspect(self, replicas: Sequence[int], rf: int | None, tree: RackTree | None) -> bool:
+        """``rf``: the target replication factor (None: the partition keeps its count)."""
+        if (rf is not None and len(replicas) != rf) or not self.special.isdisjoint(replicas):
+            return True
+        if tree is None:
+            return False
+        try:
+            return tree.violation(replicas) is not None
+        except KeyError:
+            return True  # a broker without a place: let ``broken`` judge it
+
+
+def suspects(
+    e: Eligibility,
+    replicas: Mapping[tuple[str, int], Sequence[int]],
+    rule: Callable[[str], tuple[int | None, RackTree | None]],
+) -> Iterable[tuple[str, int]]:
+    """The partitions (keys of ``replicas``) the ``Screen`` keeps; ``rule(topic)`` is the topic's target
+    RF (None: the partition keeps its count) and rack tree (None: no spread asked), asked once a topic."""
+    screen = Screen.of(e)
+    rules: dict[str, tuple[int | None, RackTree | None]] = {}
+    for key, reps in replicas.items():
+        found = rules.get(key[0])
+        if found is None:
+            found = rules[key[0]] = rule(key[0])
+        if screen.suspect(reps, *found):
+            yield key
+
+
+__all__ = ["REPAIR_REASONS", "Screen", "broken", "repair_reasons", "suspects"]

@@ -42,8 +42,10 @@ class RackTree:
     _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
     _members_under: dict[Unit, list[int]] = field(default_factory=dict)
     _load: Mapping[int, int] | None = None
-    # violation() depends only on the multiset of (unit path, member?) of the brokers: few combinations
-    _verdicts: dict[tuple[tuple[Unit, bool], ...], str | None] = field(default_factory=dict)
+    # violation() depends only on the multiset of places (unit path, member?) of the brokers: few
+    # combinations; a broker's place is read as a small integer (``_codes``, made by ``of``)
+    _verdicts: dict[tuple[int, ...], str | None] = field(default_factory=dict)
+    _codes: dict[int, int] = field(default_factory=dict)
 
     @staticmethod
     def of(racks: dict[int, str | None], rule: RackAwareness, members: Iterable[int]) -> RackTree:
@@ -62,6 +64,8 @@ class RackTree:
             for depth in range(len(p) + 1):
                 under.setdefault(p[:depth], []).append(b)
         tree.under = {u: tuple(bs) for u, bs in under.items()}
+        places: dict[tuple[Unit, bool], int] = {}
+        tree._codes = {b: places.setdefault(tree.place(b), len(places)) for b in sorted(tree.path)}
         return tree
 
     @property
@@ -96,9 +100,10 @@ class RackTree:
         return self.path[broker], broker in self.members
 
     def violation(self, brokers: Sequence[int]) -> str | None:
-        """Why ``brokers`` is not maximally spread (None when it is); it depends only on their places."""
-        members, path = self.members, self.path
-        key = tuple(sorted((path[b], b in members) for b in brokers))
+        """Why ``brokers`` is not maximally spread (None when it is); it depends only on their places.
+        A broker the tree does not know raises KeyError."""
+        codes = self._codes
+        key = tuple(sorted([codes[b] for b in brokers]))
         try:
             return self._verdicts[key]
         except KeyError:
