@@ -26,6 +26,8 @@ from tests.e2e.conftest import KafkaRig, Operator, get
 from tests.e2e.test_operator import apply, execution_record, fill
 from tests.integration.conftest import wait_for
 
+from kafka_placement.model.units import binary_bytes
+
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
 
 
@@ -114,7 +116,7 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         wait_for(
             "WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60
         )
-        assert f"throttled to {CAP} bytes/s per broker" in progressing(kubectl, ns)[2]
+        assert f"throttled to {binary_bytes(CAP)}/s per broker" in progressing(kubectl, ns)[2]
         wait_for("the cap recorded", lambda: record().get("windowCap") == CAP, timeout=30)
         if capped() > before:
             break

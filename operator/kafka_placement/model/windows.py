@@ -28,6 +28,7 @@ from .crd_parts import Schema, _arr, _int, _str
 from .errors import BadInputError
 from .jsonio import as_list, brief
 from .spec_fields import custom, leaf, object_schema, parse_object
+from .units import binary_bytes
 
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # datetime.weekday() order
 HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
@@ -200,7 +201,7 @@ class Gate:
         return (
             f"outside the maintenance windows (spec.execution.windows): no new move is submitted until the "
             f"next one opens at {when}; moves in flight finish"
-            + (f", throttled to {self.cap} bytes/s per broker" if self.cap is not None else "")
+            + (f", throttled to {binary_bytes(self.cap)}/s per broker" if self.cap is not None else "")
         )
 
 

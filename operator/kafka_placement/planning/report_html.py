@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..model.units import binary_bytes, count, duration
 from .report import Capped, Report
 
 MAX_BATCH_BARS = 200  # batches beyond this are charted in equal groups
@@ -32,7 +33,6 @@ text{font-size:10px;fill:#333}.legend span{display:inline-block;width:10px;heigh
 .note{color:#555;font-style:italic}
 @media print{body{margin:0;max-width:none}h2{break-after:avoid}svg,tr{break-inside:avoid}}
 """
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 LEGEND_COLOURS = {"before": "#9bb7d4", "after": "#d9822b", "in": "#4a9a5b", "out": "#c0504d"}
 
 
@@ -60,12 +60,17 @@ def render(report: Report, estimate: Mapping[str, Any] | None = None) -> str:
 
 
 def _headline(r: Report) -> str:
-    lb = "not known (no intents given)" if r.lower_bound is None else _bytes(r.lower_bound)
-    ratio = "n/a" if r.ratio is None else f"{r.ratio:.4f}"
+    s = r.summary
+    least = (
+        "the least any plan must copy is not known (no intents given)"
+        if r.lower_bound is None
+        else f"the least any plan must copy: {binary_bytes(r.lower_bound)}"
+        + ("" if r.ratio is None else f", {(r.ratio - 1) * 100:.1f} % more")
+    )
     return (
-        f'<p id="headline"><b>Plan</b> {escape(r.plan_id)} &middot; <b>bytes to move</b> '
-        f"{_bytes(r.summary.bytes_to_move)} &middot; <b>lower bound</b> {lb} &middot; "
-        f"<b>ratio</b> {ratio}</p>"
+        f'<p id="headline"><b>Plan</b> {escape(r.plan_id)} &middot; '
+        f"<b>{binary_bytes(s.bytes_to_move)}</b> to copy, {count(s.partitions_changed)} partitions changed "
+        f"&middot; {least}</p>"
     )
 
 
@@ -76,9 +81,9 @@ def _tiered_note(r: Report) -> list[str]:
         return []
     return [
         f'<p class="note" id="tiered">{partitions} of the partitions changed are of topics with remote '
-        f"storage (tiered, KIP-405): their {_bytes(copied)} are local bytes, what a new replica copies from "
-        "its leader (with KIP-1023's follower.fetch.last.tiered.offset.enable, only those not tiered yet); "
-        "their tiered segments stay in the remote storage and are not copied.</p>"
+        f"storage (tiered, KIP-405): their {binary_bytes(copied)} are local bytes, what a new replica copies "
+        "from its leader (with KIP-1023's follower.fetch.last.tiered.offset.enable, only those not tiered "
+        "yet); their tiered segments stay in the remote storage and are not copied.</p>"
     ]
 
 
@@ -89,32 +94,35 @@ def _summary_table(r: Report) -> str:
     ratio = r.ratio
     rows: list[tuple[str, str, Any, str]] = [
         ("planId", "Plan id", r.plan_id, r.plan_id),
-        ("partitionsChanged", "Partitions moved", s.partitions_changed, _n(s.partitions_changed)),
-        ("replicaMoves", "Replicas moved to another broker", s.replica_moves, _n(s.replica_moves)),
+        ("partitionsChanged", "Partitions moved", s.partitions_changed, count(s.partitions_changed)),
+        ("replicaMoves", "Replicas moved to another broker", s.replica_moves, count(s.replica_moves)),
         ("intraBrokerMoves", "Replicas moved between a broker's dirs", s.intra_broker_moves,
-         _n(s.intra_broker_moves)),
-        ("leaderChanges", "Leadership changes", s.leader_changes, _n(s.leader_changes)),
-        ("networkBytes", "Copied between brokers", s.network_bytes, _short(s.network_bytes)),
-        ("intraBrokerBytes", "Copied between dirs", s.intra_broker_bytes, _short(s.intra_broker_bytes)),
-        ("bytesToMove", "Copied in all", s.bytes_to_move, _short(s.bytes_to_move)),
+         count(s.intra_broker_moves)),
+        ("leaderChanges", "Leadership changes", s.leader_changes, count(s.leader_changes)),
+        ("networkBytes", "Copied between brokers", s.network_bytes, binary_bytes(s.network_bytes)),
+        ("intraBrokerBytes", "Copied between dirs", s.intra_broker_bytes, binary_bytes(s.intra_broker_bytes)),
+        ("bytesToMove", "Copied in all", s.bytes_to_move, binary_bytes(s.bytes_to_move)),
         ("lowerBoundBytes", "The least any plan must copy", r.lower_bound,
-         "not known (no intents given)" if r.lower_bound is None else _short(r.lower_bound)),
+         "not known (no intents given)" if r.lower_bound is None else binary_bytes(r.lower_bound)),
         ("bytesOverLowerBound", "Copied beyond that least", ratio,
          "n/a" if ratio is None else f"{(ratio - 1) * 100:.1f} %"),
-        ("batches", "Batches", s.batches.count, _n(s.batches.count)),
+        ("batches", "Batches", s.batches.count, count(s.batches.count)),
     ]  # fmt: skip
     if s.violations_after is not None:
         rows.append(("hardViolationsAfter", "Hard-rule violations left", s.hard_violations_after,
-                     _n(s.hard_violations_after)))  # fmt: skip
+                     count(s.hard_violations_after)))  # fmt: skip
     for when, balance in (("before", s.balance_before), ("after", s.balance_after)):  # named as in JSON
         rows += [
-            (f"{k} ({when})", f"{_words(k)}, {when}", v, _plain(v)) for k, v in balance.to_json().items()
+            (f"{k} ({when})", f"{_balance_label(k)}, {when}", v, _balance_value(k, v))
+            for k, v in balance.to_json().items()
         ]
     if r.with_intents and s.violations_before is not None and s.violations_after is not None:
         before = s.violations_before.to_json()
         for k, v in s.violations_after.to_json().items():
             key, shown = f"violations {k} (before → after)", f"{before[k]} → {v}"
-            rows.append((key, f"Violations of {_words(k)}", shown, f"{before[k]} before, {v} after"))
+            rows.append(
+                (key, VIOLATION_LABELS.get(k, k), shown, f"{count(before[k])} before, {count(v)} after")
+            )
     body = "".join(
         f'<tr><th>{escape(label)}</th><td class="n" data-key="{escape(k)}" data-value="{escape(_plain(v))}">'
         f"{escape(text)}</td></tr>"
@@ -123,32 +131,58 @@ def _summary_table(r: Report) -> str:
     return f'<table id="summary">{body}</table>'
 
 
-def _words(key: str) -> str:
-    """A camelCase key in words (``brokerBytesMaxOverMean`` -> ``broker bytes max over mean``)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).lower()
+BALANCE_LABELS = {  # the summary's balance keys for a person (``_balance_value`` says how each reads)
+    "brokerBytesMaxMean": "Busiest broker's bytes against the mean",
+    "brokerBytesMax": "Bytes on the busiest broker",
+    "brokerBytesMean": "Bytes per broker on average",
+    "replicasMaxMean": "Most replicas on a broker against the mean",
+    "leadersMaxMean": "Most preferred leaderships on a broker against the mean",
+    "dirBytesMaxMeanWorstBroker": "Fullest log dir against its broker's mean (the worst broker)",
+    "networkInMaxMean": "Busiest broker's network in against the mean",
+    "networkOutMaxMean": "Busiest broker's network out against the mean",
+    "leaderBytesInMaxMean": "Busiest broker's leaders' bytes in against the mean",
+}
+VIOLATION_LABELS = {
+    "decommissioned": "Replicas on decommissioned brokers",
+    "drained": "Replicas on drained log dirs",
+    "cordoned": "Replicas newly placed on cordoned log dirs",
+    "replicationFactor": "Partitions with another replication factor than their policy's",
+    "rackSpread": "Partitions not spread over the rack units as their policy asks",
+    "capacity": "Volumes above the disk headroom limit",
+}
+
+
+def _balance_label(key: str) -> str:
+    return BALANCE_LABELS.get(key) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).capitalize()
+
+
+def _balance_value(key: str, v: object) -> str:
+    """Bytes in units, a max/mean as ``1.05x the mean``, nothing known as ``none``."""
+    if v is None:
+        return "none (nothing to compare)"
+    if key in ("brokerBytesMax", "brokerBytesMean") and isinstance(v, int | float):
+        return binary_bytes(v)
+    if isinstance(v, int | float):
+        return f"{v:.2f}x the mean"
+    return str(v)
 
 
 def _estimate(estimate: Mapping[str, Any] | None) -> list[str]:
     """The estimate of the execution's duration (``estimate.json``, execution/copy_model.py), in words."""
     if not estimate:
         return []
-    rate = f"{_short(estimate['bytesPerSecond'])}/s per broker"
-    basis = rate if estimate.get("throttled") else f"an assumed {rate} (no throttle is set)"
+    rate = f"{binary_bytes(estimate['bytesPerSecond'])}/s per broker"
+    basis = (
+        f"{rate} (what the replication throttle lets a copy achieve)"
+        if estimate.get("throttled")
+        else f"an assumed {rate} (no throttle is set)"
+    )
     end = f", ending about {estimate['finishAt']} if started when planned" if estimate.get("finishAt") else ""
     how = "" if estimate.get("exact", True) else " (too large to replay move by move: the bound)"
     return [
-        f'<p id="estimate"><b>Estimated duration</b> {_duration(float(estimate["seconds"]))} at {basis}'
+        f'<p id="estimate"><b>Estimated duration</b> {duration(float(estimate["seconds"]))} at {basis}'
         f"{escape(end)}{how}.</p>"
     ]
-
-
-def _duration(seconds: float) -> str:
-    """``3 h 25 min``, ``12 min``, ``40 s``."""
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes = round(whole / 60)
-    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def _charts(r: Report) -> list[str]:
@@ -224,13 +258,13 @@ def _tables(r: Report) -> list[str]:
                 [
                     b.broker,
                     b.rack or "",
-                    b.bytes[0],
-                    b.bytes[1],
+                    Bytes(b.bytes[0]),
+                    Bytes(b.bytes[1]),
                     _pair(b.replicas),
                     _pair(b.leaders),
-                    b.bytes_in,
-                    b.bytes_out,
-                    b.dir_bytes,
+                    Bytes(b.bytes_in),
+                    Bytes(b.bytes_out),
+                    Bytes(b.dir_bytes),
                 ]
                 for b in r.brokers
             ],
@@ -240,7 +274,7 @@ def _tables(r: Report) -> list[str]:
     if traffic is not None and traffic.brokers and traffic.partitions_with_rate:
         shown, total = len(traffic.brokers), traffic.broker_count
         out += [
-            "<h2>Traffic per broker (bytes/s), before and after</h2>",
+            "<h2>Traffic per broker, before and after</h2>",
             f"<p>{shown} of {total} brokers (the busiest after the plan); network capacity goal: "
             f"{escape(traffic.capacity_goal)}; partitions without a rate: "
             f"{traffic.partitions_without_rate}.</p>",
@@ -267,9 +301,9 @@ def _tables(r: Report) -> list[str]:
             [
                 d.broker,
                 d.path,
-                d.bytes[0],
-                d.bytes[1],
-                d.usable_bytes or "",
+                Bytes(d.bytes[0]),
+                Bytes(d.bytes[1]),
+                Bytes(d.usable_bytes) if d.usable_bytes else "",
                 _percent(d.share[0]) if d.share else "unknown size: no limit",
                 _percent(d.share[1]) if d.share else "",
                 "yes" if d.cordoned else "",
@@ -283,10 +317,13 @@ def _tables(r: Report) -> list[str]:
         rows = [[u.level, u.unit, u.replicas[0], u.replicas[1]] for u in r.units]
         out.append(_table("units", ["level", "unit", "replicas before", "replicas after"], rows))
     out += ["<h2>Moves by topic</h2>", _note(r.topics_count, "topics, those moving the most bytes")]
-    rows = [[t.topic, t.partitions, t.replica_moves, t.bytes] for t in r.topics]
+    rows = [[t.topic, t.partitions, t.replica_moves, Bytes(t.bytes)] for t in r.topics]
     out.append(_table("topics", ["topic", "partitions", "replica moves", "bytes"], rows))
     out += ["<h2>Largest moves</h2>", _note(r.moves_count, "partitions that change")]
-    rows = [[m.partition, m.size_bytes, _ids(m.replicas[0]), _ids(m.replicas[1]), m.bytes] for m in r.moves]
+    rows = [
+        [m.partition, Bytes(m.size_bytes), _ids(m.replicas[0]), _ids(m.replicas[1]), Bytes(m.bytes)]
+        for m in r.moves
+    ]
     out.append(_table("moves", ["partition", "size", "replicas before", "after", "bytes copied"], rows))
     return out
 
@@ -317,16 +354,21 @@ def _percent(share: float) -> str:
     return f"{100 * share:.1f}%"
 
 
+class Bytes(int):
+    """A table cell of bytes: shown in binary units, the exact number kept in ``data-value``."""
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, Bytes):
+        return f'<td class="n" data-value="{int(v)}">{binary_bytes(v)}</td>'
+    if isinstance(v, int):
+        return f'<td class="n">{count(v)}</td>'
+    return f"<td>{escape(str(v))}</td>"
+
+
 def _table(ident: str, head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="n">{v}</td>' if isinstance(v, int) else f"<td>{escape(str(v))}</td>" for v in row
-        )
-        + "</tr>"
-        for row in rows
-    )
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
     return f'<table id="{ident}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -339,7 +381,7 @@ def _bars(
 ) -> str:
     """Grouped bars, one group per label (a ``<g class="group">`` with a tooltip), with reference lines;
     ``fmt`` writes the axis values (default: bytes)."""
-    fmt = fmt or _short
+    fmt = fmt or binary_bytes
     if not labels:
         return '<p class="note">nothing to chart</p>'
     top = max([max(v, default=0) for _, v in series] + [v for _, v, _ in lines] + [1])
@@ -454,22 +496,5 @@ def _ids(v: tuple[int, ...]) -> str:
     return ",".join(map(str, v))
 
 
-def _bytes(n: int) -> str:
-    return f"{n} B ({_short(n)})"
-
-
-def _short(n: float) -> str:
-    """Bytes in binary units (``12.3 GiB``)."""
-    unit = 0
-    while abs(n) >= 1024 and unit < len(UNITS) - 1:
-        n, unit = n / 1024, unit + 1
-    return f"{n:.1f} {UNITS[unit]}" if unit else f"{n:.0f} B"
-
-
 def _count(n: float) -> str:
     return f"{n:.0f}"
-
-
-def _n(n: float) -> str:
-    """A count with thousands separated (``12,345``)."""
-    return f"{n:,.0f}"

@@ -49,6 +49,7 @@ from ..model.intents import (
 from ..model.plan import Plan
 from ..model.self_healing import SelfHealingSpec, format_time, parse_time
 from ..model.spec_fields import to_json
+from ..model.units import binary_bytes, count
 from ..model.windows import ExecutionSpec, Gate, Window, gate
 from ..planning import waiting
 from . import status as st
@@ -643,7 +644,8 @@ def _gates(
     if unapproved:
         names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in unapproved)
         msg = (
-            f"plan {plan.plan_id} ({plan_status.moves} partitions, {plan_status.bytes} bytes) "
+            f"plan {plan.plan_id} ({count(plan_status.moves or 0)} partitions, "
+            f"{binary_bytes(plan_status.bytes or 0)} to copy) "
             f"awaits approval: set spec.approvedPlan: {plan.plan_id} on {names}"
         )
         review = plan_status.review

@@ -30,7 +30,7 @@ def test_report_writes_one_html_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0, err
     page = out.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "lower bound" in page
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "the least any plan must copy" in page
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
 
 

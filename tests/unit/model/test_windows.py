@@ -133,7 +133,7 @@ def test_outside_the_windows_the_moves_in_flight_may_be_capped_and_the_status_sa
     assert limits_of(capped_spec).outside_window == 100_000 and limits_of(spec()).outside_window is None
     closed = window_gate(capped_spec.execution, None, [], at("2026-12-14 12:00"))
     assert not closed.open and closed.cap == 100_000
-    assert closed.says().endswith("moves in flight finish, throttled to 100000 bytes/s per broker")
+    assert closed.says().endswith("moves in flight finish, throttled to 97.7 KiB/s per broker")
     assert window_gate(capped_spec.execution, None, [], at("2026-12-14 01:30")).cap is None  # open
     moves = [
         Move("t", 0, (1, 2), (2, 3), 5_000_000),

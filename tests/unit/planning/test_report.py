@@ -11,10 +11,11 @@ import pytest
 from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import PartitionTarget, Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.model.units import binary_bytes as _short
 from kafka_placement.planning import report as report_mod
 from kafka_placement.planning.optimizer import compute_plan, summarize
 from kafka_placement.planning.report import build_report
-from kafka_placement.planning.report_html import MAX_LABEL, _bars, _short, _shorten, render
+from kafka_placement.planning.report_html import MAX_LABEL, _bars, _shorten, render
 
 GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "polyline"}
@@ -30,6 +31,7 @@ class Page(HTMLParser):
         self.cells: dict[str, str] = {}  # summary data-key -> text
         self.values: dict[str, str] = {}  # summary data-key -> data-value (the summary JSON's)
         self.tables: dict[str, list[list[str]]] = {}
+        self.raw: dict[str, list[list[str]]] = {}  # the same cells, a cell's data-value where it has one
         self.text: list[str] = []
         self._cell: str | None = None
 
@@ -45,6 +47,7 @@ class Page(HTMLParser):
             self.groups[key] = self.groups.get(key, 0) + 1
         if tag == "tr" and (table := self._in("table")) is not None:
             self.tables.setdefault(table["id"] or "", []).append([])
+            self.raw.setdefault(table["id"] or "", []).append([])
         if tag in ("td", "th"):
             self._cell = ""
         if tag == "td" and a.get("data-key"):
@@ -67,6 +70,7 @@ class Page(HTMLParser):
             table = self._in("table")
             if table is not None:
                 self.tables[table["id"] or ""][-1].append(self._cell)
+                self.raw[table["id"] or ""][-1].append(a.get("data-value") or self._cell)
             if a.get("data-key"):
                 self.cells[a["data-key"] or ""] = self._cell
             self._cell = None
@@ -119,14 +123,22 @@ def test_golden_report_is_well_formed_self_contained_and_matches_the_summary(nam
     labels = [row[0] for row in found.tables["summary"]]
     assert "Copied in all" in labels and not [x for x in labels if re.search(r"[a-z][A-Z]", x)], labels
     assert plan.plan_id in "".join(found.text[:20])  # at the top
-    brokers = found.tables["brokers"][1:]
+    brokers = found.raw["brokers"][1:]  # (bytes read from data-value: the cells show units)
     assert len(brokers) == len(snap.brokers)
     moved_in = sum(int(row[6]) for row in brokers)
     assert moved_in == doc["networkBytes"]
     between_dirs = sum(int(row[8]) for row in brokers)
     assert between_dirs == doc["intraBrokerBytes"]
     assert sum(report.batch_bytes) == doc["bytesToMove"]
-    assert sum(int(r[3]) for r in found.tables["topics"][1:]) == doc["bytesToMove"]
+    assert sum(int(r[3]) for r in found.raw["topics"][1:]) == doc["bytesToMove"]
+    # every cell a person reads: no raw byte count (a number of 5+ digits without a unit), no camelCase
+    shown = [c for t in found.tables.values() for row in t for c in row] + [
+        c for row in found.tables["summary"] for c in row
+    ]
+    assert not [c for c in shown if re.fullmatch(r"-?\d{5,}(\.\d+)?", c)], shown
+    assert not [c for c in shown if re.search(r"[a-z][A-Z][a-z]", c)], shown  # (not KiB, GiB)
+    headline = page[page.index('<p id="headline">') :].split("</p>")[0]
+    assert not re.search(r"\d{5,}", headline.replace(plan.plan_id, "")), headline
 
 
 @pytest.mark.parametrize("name", ["all", "drain", "scale-out"])

@@ -382,7 +382,7 @@ def test_a_manual_plan_awaits_approval_of_exactly_this_plan_id() -> None:
     assert set(phases(d).values()) == {(st.AWAITING_APPROVAL, "AwaitingApproval")} and d.done
     msg = d.statuses[0].message
     assert f"set spec.approvedPlan: {PLAN.plan_id} on BrokerDecommission/retire-3" in msg
-    assert "2 partitions, 2048 bytes" in msg
+    assert "2 partitions, 2.0 KiB to copy" in msg
     approved = retire(approval="Manual", approvedPlan=PLAN.plan_id)
     d = decide(View([approved], planned=Planned(plan=PLAN, summary=SUMMARY)))
     assert [type(a) for a in d.actions] == [CheckMinIsr]
