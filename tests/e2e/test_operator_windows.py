@@ -7,7 +7,9 @@ while the only window is hours away: the execution is recorded but submits nothi
 again while moves are in flight: those finish, throttled to ``outsideWindowBytesPerSecond`` (100 kB/s, set
 on their brokers in Kafka), no new one is submitted (the submission count stays put over several ticks).
 The windows removed, the cap is lifted and the execution completes: every partition off broker 3, each
-submitted once, no throttle left (the cluster guard).
+submitted once, no throttle left (the cluster guard). While it waits for the first window its
+``status.progress.eta`` is the plan's estimate counted inside the window (hours away); once it completes,
+``status.lastExecution`` shows the time waited apart and the ratio compares only the time it ran.
 
 Cost: about 90-120 s (the moves themselves, throttled).
 """
@@ -99,17 +101,29 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         return int(record().get("counters", {}).get("submissions", 0))
 
     wait_for("WaitingForWindow", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=120)
+    waiting_since = time.time()
     phase, _, message = progressing(kubectl, ns)
     assert phase == "Executing" and "next one opens at" in message, message
     ticks = record().get("counters", {}).get("ticks", 0)
     wait_for("a few ticks", lambda: record().get("counters", {}).get("ticks", 0) >= ticks + 3, timeout=60)
     assert submitted() == 0 and not record().get("inFlight")  # recorded, nothing sent
+    # nothing moves yet: the ETA is the plan's estimate counted inside the window, hours away
+    eta = (
+        (get(kubectl, ns, "brokerdecommission", "retire-3").get("status") or {})
+        .get("progress", {})
+        .get("eta")
+    )
+    assert eta is not None, "no status.progress.eta while waiting for the first window"
+    until = dt.datetime.fromisoformat(eta.replace("Z", "+00:00")) - dt.datetime.now(dt.UTC)
+    assert dt.timedelta(hours=2.9) < until < dt.timedelta(hours=4), eta
 
     def capped() -> int:  # how often the operator capped moves in flight (its log: window_cap.py)
         return len(re.findall(rf"\b[1-9]\d* moves in flight capped at {CAP} B/s", operator.log.read_text()))
 
+    first_wait = 0.0  # how long it surely waited for the first window (status.lastExecution.waitedSeconds)
     for _ in range(3):  # a move may end before the operator sees the window close: then open and close again
         before = capped()
+        first_wait = first_wait or time.time() - waiting_since
         windows(kubectl, ns, name, [{"start": hhmm(-1), "end": hhmm(1)}])  # open now
         wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
         windows(kubectl, ns, name, later)  # closed again, moves in flight
@@ -139,4 +153,15 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     wait_for("Completed", lambda: progressing(kubectl, ns)[0] == "Completed", timeout=180)
     counters = record()["counters"]
     assert counters["submissions"] == total and counters["resubmitted"] == 0, counters
+    # the estimate against the time it ran: the windows' waits are shown apart, not in the ratio
+    ended = get(kubectl, ns, "brokerdecommission", "retire-3")["status"]["lastExecution"]
+    span = (_time(ended["finishedAt"]) - _time(ended["startedAt"])).total_seconds()
+    assert ended["waitedSeconds"] >= first_wait - 5, (ended, first_wait)
+    assert abs(ended["actualSeconds"] + ended["waitedSeconds"] - span) <= 1, (ended, span)
+    assert ended["errorRatio"] == f"{ended['actualSeconds'] / ended['estimatedSeconds']:.2f}", ended
+    print(f"windows e2e: lastExecution {ended}")
     print(f"windows e2e: completed {time.monotonic() - started:.0f} s after the windows were removed")
+
+
+def _time(stamp: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))

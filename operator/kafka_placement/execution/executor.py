@@ -544,6 +544,18 @@ def _candidates(ex: Execution, limits: Limits) -> list[int]:
     return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
 
 
+# the phases in which a closed window (or the safety gate: Paused) keeps the execution from running
+MAY_WAIT = frozenset({Phase.PENDING, Phase.VALIDATING, Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
+
+
+def kept_waiting(phase: Phase, window_open: bool, in_flight: bool) -> bool:
+    """Whether an execution in ``phase`` after a tick waits, idle: every window closed or paused by the
+    safety gate, and no move of it in flight (moves in flight finishing after the window closed, at
+    ``outsideWindowBytesPerSecond`` or their own rate, are running time). Finishing and cancelling go
+    on whatever the windows."""
+    return phase in MAY_WAIT and (not window_open or phase == Phase.PAUSED) and not in_flight
+
+
 def tick(
     gateway: KafkaGateway,
     ex: Execution,
@@ -558,11 +570,13 @@ def tick(
     validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster.
     ``window_open`` False (outside the cluster's maintenance windows, model/windows.py): no new move is
     submitted; the moves in flight go on and are followed to their end. ``ceilings``: the adaptive
-    throttle's inputs (execution/adaptive.py; None: the static throttle alone)."""
+    throttle's inputs (execution/adaptive.py; None: the static throttle alone). The time a closed window
+    or the safety gate keeps it from running is counted in the record (``Execution.account``)."""
     ex.doc.counters.ticks += 1
     if ex.phase in TERMINAL:
         sweep(gateway, ex)
         return None
+    started = time.time()
     if ex.phase == Phase.PENDING:
         ex.move(Event.START if not ex.doc.cancel_requested else Event.CANCEL)
         ex.save()
@@ -597,6 +611,8 @@ def tick(
     elif ex.phase == Phase.CANCELLING:
         _cancel(ex, gateway, view)
     _sample(ex, view)
+    # the time it could not run (a window closed, paused) is not its running time (status.lastExecution)
+    ex.account(started, time.time(), waiting=kept_waiting(ex.phase, window_open, bool(ex.doc.in_flight)))
     ex.save()
     return view
 

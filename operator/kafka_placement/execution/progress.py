@@ -5,7 +5,8 @@ plus existing replicas moving between dirs), indexed once in ``ExecutionPlan.mov
 partitions count in full (the record keeps their sum, ``doneBytes``); an in-flight partition counts what
 DescribeLogDirs shows copied so far: the new replica's size on each adding broker, the future replica's
 size for dir moves (capped at the partition size). The ETA divides the bytes remaining by the rate
-observed over the record's samples. Cost follows the partitions in flight.
+observed over the record's samples; without one (no move yet, nothing moving), the status shows the plan's
+estimate of what is left. Cost follows the partitions in flight.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class Progress:
     bytes_moved: int
     rate_bytes_per_s: float | None
     eta_s: float | None
+    # the plan's estimate of the time left (its seconds x the share of bytes left): the ETA shown while no
+    # rate is observed (before the first window opens, or while nothing moves)
+    planned_s: float | None = None
 
     @property
     def bytes_remaining(self) -> int:
@@ -40,7 +44,9 @@ class Progress:
     def status_json(self, windows: Sequence[Window] | None = None) -> dict[str, Any]:
         """The flat ``status.progress`` of the custom resources (crd_schema), ETA as RFC 3339: the time
         left at the observed rate, counted inside the maintenance ``windows`` the execution waits for
-        (model/windows.py; none: from now on; beyond ten years of windows: no ETA)."""
+        (model/windows.py; none: from now on; beyond ten years of windows: no ETA). While no rate is
+        observed (nothing moved yet, as before the first window opens, or nothing moving), the time left
+        by the plan's estimate (``planned_s``), counted inside the windows as its ``finishAt`` is."""
         out: dict[str, Any] = {
             "partitionsDone": self.partitions_done,
             "partitionsTotal": self.partitions_total,
@@ -48,8 +54,9 @@ class Progress:
             "bytesRemaining": self.bytes_remaining,
             "summary": f"{self.partitions_done}/{self.partitions_total}",
         }
-        if self.eta_s is not None:
-            at = finish_at(windows, time.time(), self.eta_s)
+        left = self.eta_s if self.eta_s is not None else self.planned_s
+        if left is not None:
+            at = finish_at(windows, time.time(), left)
             if at is not None:
                 out["eta"] = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return out
@@ -134,7 +141,18 @@ def compute_progress(ex: Execution) -> Progress:
         bytes_moved=min(moved, total) if total else moved,
         rate_bytes_per_s=rate,
         eta_s=eta,
+        planned_s=planned_left(ex.doc.plan_status, remaining, total),
     )
+
+
+def planned_left(plan_status: dict[str, Any] | None, remaining: int, total: int) -> float | None:
+    """The time left by the plan's estimate (``status.plan.estimate.seconds``, as the record keeps it): its
+    share of the bytes left, the whole of it before the baseline gives the bytes (None without one)."""
+    estimate = (plan_status or {}).get("estimate")
+    seconds = estimate.get("seconds") if isinstance(estimate, dict) else None
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+        return None
+    return float(seconds) * remaining / total if total > 0 else float(seconds)
 
 
 def observed_rate(samples: list[tuple[float, float]]) -> float | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import secrets
 import time
@@ -174,6 +175,16 @@ class ExecutionPlan:
     @property
     def total_bytes(self) -> int:
         return sum(self.move_bytes)
+
+
+GAP_TICKS = 5  # a tick this many usual spacings after the last one: the time between was not run
+MIN_GAP_S = 60.0  # ... and never a gap shorter than this
+
+
+def _usual_spacing(samples: Sequence[tuple[float, float]]) -> float | None:
+    """The median time between the samples' ticks (None with fewer than two)."""
+    steps = sorted(b[0] - a[0] for a, b in itertools.pairwise(samples))
+    return steps[len(steps) // 2] if steps else None
 
 
 _CACHE: OrderedDict[tuple[str, str | None], ExecutionPlan] = OrderedDict()
@@ -358,6 +369,33 @@ class Execution:
             self.doc.finished_at = None  # a failed execution retried ends again
         elif self.doc.finished_at is None:
             self.doc.finished_at = time.time()
+
+    def account(self, started: float, ended: float, *, waiting: bool) -> None:
+        """Count the time the execution could not run (``RecordDoc.waits``), at the end of a tick that
+        started at ``started`` and ended at ``ended``: ``waiting`` (a window closed, paused) starts a wait
+        at ``started`` unless one runs, not ``waiting`` ends it there. A tick that comes more than
+        ``GAP_TICKS`` usual tick spacings (and ``MIN_GAP_S``) after the last one ended, with no wait
+        running, counts the gap as waited: nothing drove the execution (``spec.paused``, which ticks
+        nothing; no operator leading; Kafka unreachable). The usual spacing is the median of the record's
+        samples (one per tick); with fewer than two, no gap is counted."""
+        w = self.doc.waits
+        if w.since is None and w.ticked is not None:
+            gap = started - w.ticked
+            usual = _usual_spacing(self.doc.samples)
+            if usual is not None and gap > max(MIN_GAP_S, GAP_TICKS * usual):
+                w.seconds += gap
+        if waiting and w.since is None:
+            w.since = started
+        elif not waiting and w.since is not None:
+            w.seconds += max(started - w.since, 0.0)
+            w.since = None
+        w.ticked = ended
+
+    def waited(self, until: float) -> float:
+        """Seconds the execution could not run until ``until`` (its end): the waits counted, and the one
+        still running (a record that ended while waiting, or of a tick that raised)."""
+        w = self.doc.waits
+        return w.seconds + (max(until - w.since, 0.0) if w.since is not None else 0.0)
 
     def error(self, message: str | None) -> None:
         self.doc.last_error = None if message is None else message[:MAX_ERROR_CHARS]

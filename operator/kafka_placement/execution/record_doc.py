@@ -292,6 +292,18 @@ class AdaptiveDoc(_Model):
     changes: int = Field(0, ge=0)  # rate changes the traffic caused so far
 
 
+class WaitsDoc(_Model):
+    """The time the execution could not run (``Execution.account``, execution/record.py): idle, nothing in
+    flight, waiting for a maintenance window to open or paused (the safety gate or a hold: phase Paused),
+    or not ticked at all for much longer than its usual ticks (``spec.paused``, no operator leading, Kafka
+    unreachable). Measured at the ticks: a wait starts and ends at the first tick that sees it start or
+    end."""
+
+    seconds: float = Field(0.0, ge=0)  # the waits that ended, summed
+    since: float | None = Field(None, ge=0)  # when the current wait began (None: not waiting)
+    ticked: float | None = Field(None, ge=0)  # when the last tick ended
+
+
 class Owner(_Model):
     pid: int
     started_at: float
@@ -357,6 +369,8 @@ class RecordDoc(_Model):
     disk: DiskWatchDoc = DiskWatchDoc()  # absent in records written before the disk watch
     rate: RateHoldDoc = RateHoldDoc()  # absent in records written before the rate hold
     adaptive: AdaptiveDoc = AdaptiveDoc()  # absent in records written before the adaptive throttle
+    # the time it could not run (windows closed, paused): absent in records written before it, counted 0
+    waits: WaitsDoc = WaitsDoc()
     window_cap: int | None = None  # the rate the moves in flight are capped at now (execution/window_cap.py)
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan

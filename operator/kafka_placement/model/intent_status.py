@@ -225,11 +225,30 @@ class LastExecution:
     estimated_seconds: int | None = leaf(
         "estimatedSeconds", _int("The plan's estimate before approval (status.plan.estimate).", 0, int64=True)
     )
-    actual_seconds: int | None = leaf("actualSeconds", _int("How long it took.", 0, int64=True))
+    actual_seconds: int | None = leaf(
+        "actualSeconds",
+        _int(
+            "How long it ran: from startedAt to finishedAt less waitedSeconds (the estimate's measure: "
+            "copy time, no wait counted).",
+            0,
+            int64=True,
+        ),
+    )
+    waited_seconds: int | None = leaf(
+        "waitedSeconds",
+        _int(
+            "Time between startedAt and finishedAt it could not run: nothing in flight while it waited "
+            "for a maintenance window to open or was paused by the safety gate, or not ticked for over a "
+            "minute (spec.paused, no operator, Kafka unreachable).",
+            0,
+            int64=True,
+        ),
+    )
     error_ratio: str | None = leaf(
         "errorRatio",
         _str(
-            "Actual over estimated seconds (1.00: exact; above 1: it took longer), as a decimal string.",
+            "actualSeconds over estimatedSeconds (1.00: exact; above 1: it took longer), as a decimal "
+            "string; the time waited is in neither.",
             maxLength=16,
         ),
     )
@@ -298,7 +317,12 @@ class ProgressStatus:
     bytes_remaining: int | None = leaf("bytesRemaining", _int("Bytes still to move.", 0, int64=True))
     eta: str | None = leaf(
         "eta",
-        _str("Estimated completion time (RFC 3339), from the recent transfer rate.", format="date-time"),
+        _str(
+            "Estimated completion time (RFC 3339), from the recent transfer rate (before one is observed, "
+            "or while nothing moves: from the plan's estimate), counted inside the maintenance windows the "
+            "execution waits for.",
+            format="date-time",
+        ),
     )
     summary: str | None = leaf(
         "summary", _str('Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64)

@@ -270,14 +270,16 @@ def record_view(
             shown["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
         if rates := adapting.shown(record):
             shown["throttles"] = rates
-        if note := adaptive_notes(record.doc.adaptive):
-            shown["throttleNote"] = note[:MAX_HELD_CHARS]
+            # why brokers are at maxBytesPerSecond: said while throttles are set (none once it ended)
+            if note := adaptive_notes(record.doc.adaptive):
+                shown["throttleNote"] = note[:MAX_HELD_CHARS]
         progress = ProgressStatus.parse(shown, "status.progress")
     plan = recorded_plan(doc.plan_status)
     ended = None
     if record.phase in TERMINAL:  # a record of an earlier release has no finishedAt: its last save
         finished = doc.finished_at if doc.finished_at is not None else doc.updated_at
-        ended = st.last_execution(doc.plan_id, str(record.phase), plan, doc.created_at, finished)
+        waited = record.waited(finished)  # a window closed, paused: not its running time
+        ended = st.last_execution(doc.plan_id, str(record.phase), plan, doc.created_at, finished, waited)
     return RecordView(
         phase=record.phase,
         plan_id=doc.plan_id,

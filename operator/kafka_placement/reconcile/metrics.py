@@ -31,8 +31,9 @@ ETA_SECONDS = Gauge(
 )
 ETA_ERROR = Gauge(
     "kafka_placement_eta_error_ratio",
-    "The cluster's last completed execution: its actual over its estimated seconds (the plan's "
-    "status.plan.estimate before approval; 1: exact, above 1: it took longer); no series before one",
+    "The cluster's last completed execution: the seconds it ran (the time it waited for a maintenance "
+    "window or was paused left out) over its estimated seconds (the plan's status.plan.estimate before "
+    "approval; 1: exact, above 1: it took longer); no series before one",
     ["cluster"],
 )
 THROTTLE_RATE = Gauge(

@@ -198,12 +198,22 @@ def unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def last_execution(
-    plan_id: str, phase: str, plan: PlanStatus | None, started: float, finished: float
+    plan_id: str,
+    phase: str,
+    plan: PlanStatus | None,
+    started: float,
+    finished: float,
+    waited: float = 0.0,
 ) -> LastExecution:
     """``status.lastExecution`` of an execution that ended: its estimate before approval (the plan's
-    ``estimate``, as the record keeps it) against the time it took."""
+    ``estimate.seconds``, as the record keeps it: the copy time, no window counted) against the time it
+    ran: from ``started`` to ``finished`` less the ``waited`` seconds it could not run (a window closed,
+    paused: ``Execution.waited``), which are shown apart. Like is compared with like: a plan approved on
+    Friday for a Saturday window is not counted a day late."""
     estimated = plan.estimate.seconds if plan is not None and plan.estimate is not None else None
-    actual = max(0, round(finished - started))
+    wall = max(0.0, finished - started)
+    waits = min(max(waited, 0.0), wall)
+    actual = round(wall - waits)
     return LastExecution(
         plan_id=plan_id,
         phase=phase,
@@ -211,6 +221,7 @@ def last_execution(
         finished_at=format_time(finished),
         estimated_seconds=estimated,
         actual_seconds=actual,
+        waited_seconds=round(waits),
         error_ratio=f"{actual / estimated:.2f}" if estimated else None,
     )
 

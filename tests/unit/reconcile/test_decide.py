@@ -529,6 +529,7 @@ def test_an_ended_execution_writes_its_estimate_against_its_time_and_keeps_it() 
         finished_at="2027-01-15T08:08:20Z",
         estimated_seconds=400,
         actual_seconds=500,
+        waited_seconds=0,
         error_ratio="1.25",
     )
     unknown = st.last_execution("p-9", "Failed", PlanStatus(id="p-9"), 1.0, 2.0)  # no estimate recorded
