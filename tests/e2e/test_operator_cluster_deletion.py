@@ -1,4 +1,5 @@
-"""End to end: a KafkaCluster deleted while its execution runs leaves nothing of ours in Kafka.
+"""End to end: a KafkaCluster deleted while its execution runs leaves nothing of ours in Kafka; one whose
+spec only the operator's parser refuses (an unknown time zone) shows it and still lets go of its intents.
 
 A GitOps prune deletes an intent and its KafkaCluster together. Deleting the intent only asks for a
 cancel, which the cluster's next tick carries out; before the KafkaCluster had a finalizer of its own,
@@ -10,10 +11,12 @@ reassignment is left running, no throttle is left, and then the cluster and its 
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import KafkaRig, Operator, get
+from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import (
     apply,
     cluster_manifest,
@@ -75,3 +78,47 @@ def test_deleting_the_cluster_with_its_intent_mid_flight_reverts_and_clears_ever
     snap = snapshot(kafka_rig)
     assert [list(snap.partition(topic, n).replicas) for n in range(3)] == assignment  # type: ignore[union-attr]
     no_throttle_left(kafka_admin, kafka_rig)
+
+
+def cordoned(rig: KafkaRig, broker: int, path: str) -> bool:
+    return bool(snapshot(rig).broker(broker).dir(path).cordoned)  # type: ignore[union-attr]
+
+
+def test_an_invalid_spec_is_shown_and_deleting_its_cordon_and_cluster_is_not_held(
+    operator: Operator, kubectl: Any, k8s_namespace: str, kafka_rig: KafkaRig
+) -> None:
+    """An unknown IANA zone in a window (the CRD's schema cannot check it): the KafkaCluster goes
+    ``Invalid`` with a Warning Event naming the field; deleting its LogDirCordon removes the cordon it set in
+    Kafka all the same (the connection is all that takes), and then the cluster goes too."""
+    ns, path = k8s_namespace, kafka_rig.node(1).log_dirs[0]
+    apply(kubectl, ns, cluster_manifest("zbad", kafka_rig.bootstrap_servers))
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: LogDirCordon\nmetadata: {name: zbad-ldc}\n"
+        f"spec: {{clusterRef: {{name: zbad}}, broker: 1, logDirs: ['{path}']}}\n",
+    )
+    wait_for(f"{path} of broker 1 cordoned", lambda: cordoned(kafka_rig, 1, path), 60, why=operator.tail)
+    window = {"days": ["Mon"], "start": "01:00", "end": "02:00", "timeZone": "Europe/Pariss"}
+    patch = json.dumps({"spec": {"execution": {"windows": [window]}}})
+    kubectl("-n", ns, "patch", "kafkacluster", "zbad", "--type=merge", "-p", patch)  # the apiserver takes it
+    field = "spec.execution.windows[0].timeZone: unknown time zone 'Europe/Pariss'"
+    bad = wait_phase(kubectl, operator, ns, "kafkacluster", "zbad", ("Invalid",), timeout=30)
+    ready = {c["type"]: c for c in bad["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec") and field in ready["message"]
+
+    def told() -> list[dict[str, Any]]:
+        out = kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=zbad", "-o", "json")
+        return [e for e in json.loads(out.stdout)["items"] if e["reason"] == "InvalidSpec"]
+
+    (event,) = wait_for("the InvalidSpec Event on the KafkaCluster", told, 30, every=1, why=operator.tail)
+    assert event["type"] == "Warning" and field in event["message"], event
+
+    started = time.monotonic()
+    kubectl("-n", ns, "delete", "logdircordon", "zbad-ldc", "--timeout=30s")  # its finalizer uncordons
+    wait_for(f"{path} of broker 1 uncordoned", lambda: not cordoned(kafka_rig, 1, path), 30)
+    # reconciles ran meanwhile (every 2 s): the same message was not told again
+    assert [e.get("count") or 1 for e in told()] == [1]
+    kubectl("-n", ns, "delete", "kafkacluster", "zbad", "--timeout=30s")
+    assert not get(kubectl, ns, "kafkacluster", "zbad") and not get(kubectl, ns, "logdircordon", "zbad-ldc")
+    assert time.monotonic() - started < 60

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kafka_placement.model.crd_parts import GROUP, PLURALS, VERSION
+from kafka_placement.model.crd_parts import GROUP, INVALID, PLURALS, VERSION
 from kafka_placement.reconcile import status as st
 from kafka_placement.reconcile.decide import decide
 from kafka_placement.reconcile.decision import CLUSTER_UNREACHABLE, Failure, View
@@ -126,17 +126,21 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
     cluster_spec = yaml.safe_load((ROOT / "examples" / "kafka-cluster.yaml").read_text())["spec"]
     connected = decide(View([])).cluster
     unreachable = decide(View([], failure=Failure(CLUSTER_UNREACHABLE, "no broker answers", False))).cluster
-    for name, status in (("connected", connected), ("unreachable", unreachable)):
+    bad_zone = "spec.execution.windows[0].timeZone: unknown time zone 'Europe/Pariss'"
+    invalid = decide(View([], failure=Failure("InvalidSpec", bad_zone, False, INVALID))).cluster
+    for name, status in (("connected", connected), ("unreachable", unreachable), ("invalid", invalid)):
         assert status is not None
         body = create(kubectl, ns, "KafkaCluster", name, cluster_spec)
         status = {**status, "observedGeneration": body["metadata"]["generation"]}  # as the handler adds it
         objects.append(set_status(kubectl, ns, body, status))
     expected["connected"] = ("Current", "Healthy")
     expected["unreachable"] = ("Failed", "Degraded")
+    expected["invalid"] = ("Failed", "Degraded")  # the spec does not parse: the user must act
 
     got = verdicts(checkers, objects)
     assert {n: v[:2] for n, v in got.items()} == expected
     assert got["unreachable"][2] == "no broker answers"
+    assert got["invalid"][2] == bad_zone  # Argo CD names the field
     assert got["brokerdecommission-awaitingapproval"][2] == "in AwaitingApproval"  # the Blocked condition's
     assert got["brokerdecommission-unreachable"][2].startswith(
         "cannot reach Kafka at k:9092"

@@ -91,7 +91,11 @@ def wait_uncordoned(kind: str, body: Mapping[str, Any]) -> None:
     does it (decide's ``SyncCordons`` releases the cordons of the resources being deleted; so does the
     KafkaCluster's own deletion), this handler waits for it, so the resource goes once its cordons are
     gone (below Kafka 4.3 there is nothing to remove: the planner enforced the cordon). While Kafka cannot
-    be reached the resource stays, retried, the message saying why. It goes at once when it declares no
+    be reached the resource stays, retried, the message saying why; so it does while the cluster's
+    connection fields are invalid (nothing can be reached: the cluster's own deletion gives up after
+    ``RELEASE_TIMEOUT_S``, and then this resource goes). Any other invalid field of the cluster's spec (a
+    window's time zone, the throttle) does not hold it: its reconcile, phase ``Invalid``, still removes the
+    cordons, for which the connection alone is parsed. It goes at once when it declares no
     cordon (an invalid spec declares nothing), its KafkaCluster does not exist (nothing can be reached) or
     is ``Unsupported`` (its brokers lack an API the operator needs: nothing was ever sent to them)."""
     meta, cluster = body["metadata"], ClusterRef.name_of(body)

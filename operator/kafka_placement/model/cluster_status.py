@@ -289,7 +289,14 @@ class ClusterStatus:
 
     DESCRIPTION: ClassVar[str] = "Observed state of the cluster, written by the operator."
 
-    phase: str | None = leaf("phase", _str("Connection state.", enum=list(CLUSTER_PHASES)))
+    phase: str | None = leaf(
+        "phase",
+        _str(
+            "Connection state; Invalid: the spec does not parse (the Ready condition names the field), "
+            "Kafka is not contacted for it.",
+            enum=list(CLUSTER_PHASES),
+        ),
+    )
     brokers: tuple[BrokerStatus, ...] = items(
         "brokers",
         BrokerStatus,

@@ -46,8 +46,9 @@ CLUSTER_CONDITION_TYPES = (
 )
 CONNECTED, UNREACHABLE, NOT_AUTHORIZED = "Connected", "Unreachable", "NotAuthorized"
 UNSUPPORTED = "Unsupported"  # the brokers lack an admin API the operator needs (kafka/api_support.py)
+INVALID = "Invalid"  # the spec does not parse (the field named in Ready): Kafka was not contacted for it
 # a KafkaCluster's connection state
-CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED, UNSUPPORTED)
+CLUSTER_PHASES = (PENDING, CONNECTED, UNREACHABLE, NOT_AUTHORIZED, UNSUPPORTED, INVALID)
 # the new-partition lane's phases (KafkaCluster status.newPartitions.phase; reconcile/new_partitions.py)
 NEW_PARTITION_PHASES = (
     "Watching",

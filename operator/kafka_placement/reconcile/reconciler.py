@@ -30,6 +30,7 @@ from ..execution import executor
 from ..execution.record import Execution
 from ..execution.record_doc import TERMINAL
 from ..execution.store import RecordConflict
+from ..kafka.connection import ConnectionSettings
 from ..kafka.gateway import (
     KafkaAuthenticationError,
     KafkaAuthorizationError,
@@ -39,9 +40,9 @@ from ..kafka.gateway import (
     KafkaUnsupportedError,
 )
 from ..kube.gateway import KubeGateway
-from ..model.cluster_spec import ClusterSpec, is_connection_error
+from ..model.cluster_spec import CONNECTION_FIELDS, ClusterSpec, is_connection_error
 from ..model.cluster_status import NewPartitionsStatus, conditions_of, new_partitions_of
-from ..model.crd_parts import GROUP, PLURALS, VERSION
+from ..model.crd_parts import GROUP, INVALID, PLURALS, VERSION
 from ..model.errors import BadInputError
 from ..model.intent_kinds import KINDS
 from ..model.intent_status import IntentStatus
@@ -49,7 +50,7 @@ from ..model.intents import (
     ClusterRef,
     Intents,
 )
-from ..model.spec_fields import to_json
+from ..model.spec_fields import spec_of, to_json
 from ..model.traffic_looks import PartitionKey
 from ..planning.traffic_rates import Traffic
 from . import healing, metrics, periods, phases
@@ -257,25 +258,42 @@ class Reconciler:
         if record is None or (record.phase in TERMINAL and record.doc.throttles.empty):
             return None
         try:
-            spec = ClusterSpec.of(cluster)
-            settings = connection_settings(spec, meta["namespace"], self.kube)
+            settings = self._connection(cluster)
         except BadInputError as e:  # e.g. its Secret deleted first: retried until the caller gives up
             return f"cannot reach Kafka to cancel plan {record.doc.plan_id}: {e.message}"
+        try:  # the spec's limits and throttle; the record's own when another field of the spec is invalid
+            limits = limits_of(ClusterSpec.of(cluster))
+        except BadInputError:
+            limits = record.doc.limits
         if record.phase not in TERMINAL and not record.doc.cancel_requested:
             record.doc.cancel_requested = True
             record.save()
         try:
             with FencedGateway(settings, self.leadership.fence) as gw:
-                executor.tick(gw, record, limits_of(spec))
+                executor.tick(gw, record, limits)
         except (KafkaUnavailableError, KafkaAuthorizationError, KafkaAuthenticationError) as e:
             return f"cancelling plan {record.doc.plan_id} before the cluster goes: {e.message}"
         if record.phase in TERMINAL and record.doc.throttles.empty:
             return None
         return f"cancelling plan {record.doc.plan_id} before the cluster goes: executor phase {record.phase}"
 
-    def _uncordon_leaving(self, cluster: Mapping[str, Any]) -> str | None:
+    def _connection(self, cluster: Mapping[str, Any]) -> ConnectionSettings:
+        """The KafkaCluster's connection settings from its connection fields alone (``CONNECTION_FIELDS``):
+        what cleanup needs, so an invalid window, throttle or other field never keeps the operator from
+        removing what it set in Kafka. ``BadInputError`` when they are invalid (or a Secret is missing)."""
+        raw = spec_of(cluster)
+        fields = {k: raw[k] for k in CONNECTION_FIELDS if k in raw} if isinstance(raw, Mapping) else raw
+        spec = ClusterSpec.parse(fields)
+        return connection_settings(spec, cluster["metadata"]["namespace"], self.kube)
+
+    def _uncordon_leaving(
+        self, cluster: Mapping[str, Any], listed: Sequence[Mapping[str, Any]] | None = None
+    ) -> str | None:
+        """Remove the cordons only the cluster's intent resources being deleted declared (``listed``: its
+        intent resources, read when not given); None when done, else why not yet."""
         meta = cluster["metadata"]
-        listed = self.intents_of(meta["namespace"], meta["name"])
+        if listed is None:
+            listed = self.intents_of(meta["namespace"], meta["name"])
         leaving = self._leaving(meta["namespace"], meta["name"], listed)
         live, _ = parse([b for b in listed if not b["metadata"].get("deletionTimestamp")])
         sync = cordon_sync([i for _, i in live], leaving)
@@ -283,7 +301,7 @@ class Reconciler:
         if declared_cordons(sync.released):
             names = ", ".join(f"{b['kind']}/{b['metadata']['name']}" for b in leaving)
             try:
-                settings = connection_settings(ClusterSpec.of(cluster), meta["namespace"], self.kube)
+                settings = self._connection(cluster)
                 with FencedGateway(settings, self.leadership.fence) as gw:
                     changes = sync_cordons(gw, sync.intents, sync.released, setting=False)
             except BadInputError as e:
@@ -345,9 +363,8 @@ class Reconciler:
 
         try:
             spec = ClusterSpec.of(cluster)
-        except BadInputError as e:  # the CRD's validation refuses these first (the same schema)
-            reason = "InvalidConnection" if is_connection_error(e) else "InvalidSpec"
-            return failed(reason, e.message, connected=False)
+        except BadInputError as e:  # the CRD's validation refuses most (the same schema), not all
+            return self._invalid(cluster, listed, leaving, conditions, e, failed)
         try:
             settings = connection_settings(spec, ns, self.kube)
         except BadInputError as e:
@@ -439,6 +456,33 @@ class Reconciler:
         except RecordConflict:  # another writer was first: nothing was sent; the handler retries it
             metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
             raise
+
+    def _invalid(
+        self,
+        cluster: Mapping[str, Any],
+        listed: Sequence[Mapping[str, Any]],
+        leaving: Sequence[Mapping[str, Any]],
+        conditions: Sequence[Mapping[str, Any]],
+        e: BadInputError,
+        failed: Callable[..., dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The spec does not parse: phase ``Invalid`` with the field named (the Ready condition, a Warning
+        Event when it becomes so or the message changes, not at every reconcile); nothing is planned nor
+        ticked. The cordons of intent resources being deleted are still removed (only the connection
+        fields are needed for that), so an invalid window or throttle never holds up their deletion."""
+        reason = "InvalidConnection" if is_connection_error(e) else "InvalidSpec"
+        if leaving:
+            left = self._uncordon_leaving(cluster, listed)
+            if left is not None:
+                meta = cluster["metadata"]
+                log.warning("KafkaCluster %s/%s: %s", meta["namespace"], meta["name"], left)
+        ready = next((c for c in conditions if c.get("type") == st.READY), {})
+        said = (ready.get("reason"), ready.get("message")) == (reason, e.message)
+        if not said or (cluster.get("status") or {}).get("phase") != INVALID:
+            self.leadership.fence()
+            self.kube.event(cluster, "Warning", reason, e.message)
+        out: dict[str, Any] = failed(reason, e.message, False, INVALID)
+        return out
 
     def _lane(
         self,

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, cast
 import kopf
 import pytest
 
+from kafka_placement.execution.record_doc import Limits, Phase
 from kafka_placement.handlers import intent_common
 from kafka_placement.kafka.gateway import (
     KafkaOperationError,
@@ -343,3 +344,75 @@ def test_a_released_cluster_leaves_no_kept_plan_or_settled_state_in_memory(kafka
     rec.memory(where).settled = inputs.Settled("fingerprint", 0.0, frozenset())
     assert rec.release(CLUSTER) is None
     assert not rec.remembers(where)
+
+
+BAD_WINDOW = {"windows": [{"start": "01:00", "end": "02:00", "timeZone": "Europe/Pariss"}]}  # no such zone
+
+
+def test_an_invalid_window_does_not_hold_the_deletion_of_a_cordon(
+    kafka: FakeGateway, handler_of: Any
+) -> None:
+    """A field the CRD's schema cannot check (an unknown IANA zone) makes the spec invalid: the cluster's
+    reconcile plans nothing (phase Invalid), yet it removes the cordons of a LogDirCordon being deleted (it
+    needs only the connection), so the delete handler lets the resource go."""
+    live = {
+        "kind": "KafkaCluster",
+        "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c"},
+        "spec": {"bootstrapServers": "k:9092", "execution": BAD_WINDOW},
+    }
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    kept = resource("LogDirCordon", "kept", {"broker": 3, "logDirs": ["/b"]})
+    kube = FakeKube(drain, kept, cluster=live)
+    rec = handler_of(kube)
+    status = rec.reconcile(live)
+    assert status["phase"] == "Invalid"
+    assert kafka.calls == [(1, ["/a"], False)]  # /b on broker 3 is still declared: kept
+    intent_common.wait_uncordoned("LogDirCordon", drain)  # the resource may go
+    assert ("Normal", "Uncordoned", "uncordoned /a on broker 1: only deleted resources declared them") in (
+        kube.events
+    )
+
+
+def test_an_invalid_window_does_not_hold_the_clusters_deletion(kafka: FakeGateway) -> None:
+    """Deleting the cluster itself: the cordons of the intents deleted with it are removed all the same."""
+    bad = {**CLUSTER, "spec": {**CLUSTER["spec"], "execution": BAD_WINDOW}}
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    rec = Reconciler(cast(KubeGateway, FakeKube(drain, cluster=bad)))
+    assert rec.release(bad) is None
+    assert kafka.calls == [(1, ["/a"], False)] and rec.uncordoned("kafka", "c", "u-drain")
+
+
+def test_invalid_connection_fields_hold_the_deletion_as_an_unreachable_kafka_does(kafka: FakeGateway) -> None:
+    """Without valid connection fields nothing can be reached: the deletion is retried, saying why, as while
+    Kafka does not answer (the cluster's handler gives up after RELEASE_TIMEOUT_S with a Warning Event)."""
+    bad = {**CLUSTER, "spec": {"bootstrapServers": "k:9092", "sasl": {"mechanism": "GSSAPI"}}}
+    drain = resource("LogDirCordon", "drain", {"broker": 1, "logDirs": ["/a"]}, deleting=True)
+    rec = Reconciler(cast(KubeGateway, FakeKube(drain, cluster=bad)))
+    left = rec.release(bad)
+    assert left is not None
+    assert left.startswith("cannot reach Kafka to remove the cordons of LogDirCordon/drain")
+    assert "spec.sasl" in left and kafka.calls == [] and not rec.uncordoned("kafka", "c", "u-drain")
+
+
+def test_an_invalid_window_does_not_hold_the_cancel_of_the_clusters_execution(
+    kafka: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster's deletion cancels its execution (throttles removed) with the connection alone; the
+    limits are the record's own when the spec's do not parse."""
+    throttles = SimpleNamespace(empty=False)
+    doc = SimpleNamespace(
+        plan_id="p1", cancel_requested=True, throttles=throttles, limits=Limits(throttle=1234)
+    )
+    record = SimpleNamespace(phase=Phase.CANCELLING, doc=doc, save=lambda: None)
+    ticks: list[Limits] = []
+
+    def tick(gw: Any, ex: Any, limits: Limits) -> None:
+        ticks.append(limits)
+        ex.phase, throttles.empty = Phase.CANCELLED, True
+
+    loads = iter([record, None])  # the execution's record, then the lane's (none)
+    monkeypatch.setattr(reconciler.Execution, "load", lambda store: next(loads))
+    monkeypatch.setattr(reconciler.executor, "tick", tick)
+    bad = {**CLUSTER, "spec": {**CLUSTER["spec"], "execution": BAD_WINDOW}}
+    assert Reconciler(cast(KubeGateway, FakeKube(cluster=bad))).release(bad) is None
+    assert [t.throttle for t in ticks] == [1234]

@@ -29,7 +29,7 @@ class FakeKube:
     def __init__(self, secrets: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.secrets = {name: {k: b64(v) for k, v in data.items()} for name, data in (secrets or {}).items()}
         self.intents: dict[str, list[dict[str, Any]]] = {}
-        self.events: list[tuple[str, str, str]] = []
+        self.events: list[tuple[str, str, str, str]] = []  # (the object's kind, type, reason, message)
         self.statuses: list[tuple[str, dict[str, Any]]] = []
 
     def secret_data(self, ns: str, name: str) -> Mapping[str, str] | None:
@@ -39,7 +39,7 @@ class FakeKube:
         return self.intents.get(plural, [])
 
     def event(self, obj: Mapping[str, Any], etype: str, reason: str, message: str) -> None:
-        self.events.append((etype, reason, message))
+        self.events.append((obj.get("kind", ""), etype, reason, message))
 
     def patch_custom_status(
         self, group: str, version: str, ns: str, plural: str, name: str, status: dict[str, Any]
@@ -176,39 +176,72 @@ RETIRE = {
 
 
 @pytest.mark.parametrize(
-    ("spec", "reason", "says"),
+    ("spec", "reason", "says", "phase"),
     [
         (
             {},
             "InvalidConnection",
             'spec.bootstrapServers: bootstrapServers is required ("host:port,host:port")',
+            "Invalid",
         ),
         (
             {"bootstrapServers": "k:9092", "sasl": {"mechanism": "GSSAPI", "secretRef": {"name": "u"}}},
             "InvalidConnection",
             "spec.sasl.mechanism: must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, got 'GSSAPI'",
+            "Invalid",
         ),
-        (
+        (  # the spec is valid; the Secret it names is missing (it may be created later)
             {"bootstrapServers": "k:9092", "tls": {"caSecretRef": {"name": "gone"}}},
             "InvalidConnection",
             "spec.tls.caSecretRef: Secret kafka/gone not found",
+            "Unreachable",
         ),
         (
             {"bootstrapServers": "k:9092", "limits": {"maxMovesInFlight": 0}},
             "InvalidSpec",
             "spec.limits.maxMovesInFlight: must be >= 1, got 0",
+            "Invalid",
+        ),
+        (  # a field the CRD's schema cannot check
+            {
+                "bootstrapServers": "k:9092",
+                "execution": {"windows": [{"start": "01:00", "end": "02:00", "timeZone": "Europe/Pariss"}]},
+            },
+            "InvalidSpec",
+            "spec.execution.windows[0].timeZone: unknown time zone 'Europe/Pariss' "
+            "(an IANA name, e.g. Europe/Paris)",
+            "Invalid",
         ),
     ],
 )
 def test_an_invalid_spec_fails_the_reconcile_naming_the_field(
-    spec: dict[str, Any], reason: str, says: str
+    spec: dict[str, Any], reason: str, says: str, phase: str
 ) -> None:
+    """An invalid spec: phase Invalid (Kafka was never contacted: not Unreachable), the field named in Ready
+    and in a Warning Event on the KafkaCluster as on its intents."""
     kube = FakeKube()
     kube.intents["brokerdecommissions"] = [dict(RETIRE)]
     status = Reconciler(cast(KubeGateway, kube)).reconcile(cluster(spec))
-    assert status["phase"] == "Unreachable"
+    assert status["phase"] == phase
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", reason, says)
     ((name, intent),) = kube.statuses
     assert (name, intent["phase"], intent["message"]) == ("retire-3", "Failed", says)
-    assert ("Warning", reason, says) in kube.events
+    told = [kind for kind, *event in kube.events if event == ["Warning", reason, says]]
+    assert told == (["KafkaCluster", "BrokerDecommission"] if phase == "Invalid" else ["BrokerDecommission"])
+
+
+def test_an_invalid_spec_is_told_on_the_cluster_once_per_message() -> None:
+    """The KafkaCluster's Warning Event is posted when it turns Invalid or the message changes, not at every
+    reconcile of the same invalid spec."""
+    kube = FakeKube()
+    bad = cluster({"bootstrapServers": "k:9092", "limits": {"maxMovesInFlight": 0}})
+    rec = Reconciler(cast(KubeGateway, kube))
+    status = rec.reconcile(bad)
+    assert [e[:2] for e in kube.events] == [("KafkaCluster", "Warning")]
+    kube.events.clear()
+    assert rec.reconcile({**bad, "status": status})["phase"] == "Invalid"
+    assert kube.events == []  # the same message: said once
+    worse = cluster({"bootstrapServers": "k:9092", "limits": {"maxMovesInFlight": 0, "maxMovesPerBroker": 0}})
+    rec.reconcile({**worse, "status": status})
+    assert [e[2] for e in kube.events] == ["InvalidSpec"] and "maxMovesPerBroker" in kube.events[0][3]
