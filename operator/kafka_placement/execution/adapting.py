@@ -82,13 +82,19 @@ def adapt(
         )
 
 
-def shown(ex: Execution) -> list[dict[str, Any]]:
-    """Each throttled broker's replication rates as set in Kafka now (ours, from the record): the first
-    ``MAX_RATES_SHOWN`` brokers (~90 bytes each)."""
+def shown(ex: Execution) -> tuple[list[dict[str, Any]], int]:
+    """Each throttled broker's replication rates as set in Kafka now (ours, from the record), and how many
+    brokers are throttled: beyond ``MAX_RATES_SHOWN`` brokers (~90 bytes each) those with the lowest rate
+    (where the throttle yields most to clients), listed by id."""
     per: dict[int, dict[str, Any]] = {}
     for t in ex.doc.throttles.brokers:
         if t.value is None or not t.value.isdigit() or t.config not in (LEADER_RATE, FOLLOWER_RATE):
             continue
         key = "leaderBytesPerSecond" if t.config == LEADER_RATE else "followerBytesPerSecond"
         per.setdefault(t.broker, {"broker": t.broker})[key] = int(t.value)
-    return [per[b] for b in sorted(per)[:MAX_RATES_SHOWN]]
+
+    def lowest(b: int) -> tuple[int, int]:
+        return min(v for k, v in per[b].items() if k != "broker"), b
+
+    kept = sorted(per) if len(per) <= MAX_RATES_SHOWN else sorted(sorted(per, key=lowest)[:MAX_RATES_SHOWN])
+    return [per[b] for b in kept], len(per)

@@ -339,9 +339,18 @@ class ProgressStatus:
     throttles: tuple[BrokerRates, ...] = items(
         "throttles",
         BrokerRates,
-        f"Each throttled broker's replication rates now (the first {MAX_RATES_SHOWN}; with the adaptive "
-        "throttle they follow the client traffic).",
+        f"Each throttled broker's replication rates now, by broker id (beyond {MAX_RATES_SHOWN} brokers, "
+        f"the {MAX_RATES_SHOWN} with the lowest rate: where the adaptive throttle yields most to clients; "
+        "with the adaptive throttle they follow the client traffic).",
         max_items=MAX_RATES_SHOWN,
+    )
+    throttled_brokers: int | None = leaf(
+        "throttledBrokers",
+        _int(
+            "How many brokers the execution throttles now (throttles lists at most "
+            f"{MAX_RATES_SHOWN} of them).",
+            0,
+        ),
     )
     throttle_note: str | None = leaf(
         "throttleNote",

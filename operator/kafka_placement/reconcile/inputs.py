@@ -268,8 +268,10 @@ def record_view(
         shown = executor.progress(record).status_json(windows)
         if held:
             shown["diskHeld"] = describe_held(record)[:MAX_HELD_CHARS]
-        if rates := adapting.shown(record):
+        rates, throttled = adapting.shown(record)
+        if rates:
             shown["throttles"] = rates
+            shown["throttledBrokers"] = throttled
             # why brokers are at maxBytesPerSecond: said while throttles are set (none once it ended)
             if note := adaptive_notes(record.doc.adaptive):
                 shown["throttleNote"] = note[:MAX_HELD_CHARS]

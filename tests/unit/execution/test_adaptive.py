@@ -6,15 +6,22 @@ once per broker per period."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 from tests.unit.execution.test_copy_model import MB, TICK, plan_of
 
+from kafka_placement.execution.adapting import shown
 from kafka_placement.execution.adaptive import Ceilings, Measured, applied, decide, notes
 from kafka_placement.execution.copy_model import estimate
+from kafka_placement.execution.record import Execution
 from kafka_placement.execution.record_doc import AdaptiveDoc, Limits
+from kafka_placement.execution.store import FileStore
 from kafka_placement.kafka.throttles import FOLLOWER_RATE, LEADER_RATE
 from kafka_placement.model.capacity import CapacitySpec
 from kafka_placement.model.cluster_spec import ClusterSpec
+from kafka_placement.model.intent_status import MAX_RATES_SHOWN
+from kafka_placement.model.plan import ANY_DIR, PartitionTarget, Plan
+from kafka_placement.model.throttle_state import BrokerThrottle, ThrottleState
 from kafka_placement.reconcile.inputs import ceilings_of, limits_of
 
 CAPACITY = CapacitySpec.parse(
@@ -147,3 +154,32 @@ def test_the_estimate_counts_a_broker_at_its_adaptive_rate() -> None:
     assert both.copy_seconds == 10.0  # broker 1 sends 200 MB at 20 MB/s
     slow = estimate(plan, limits, TICK, side_rates={("in", 3): 5 * MB, ("out", 1): 40 * MB})
     assert slow.copy_seconds == 20.0 and slow.bound_seconds == 20.0 and slow.busiest_broker == 3
+
+
+def test_the_status_lists_the_lowest_throttles_beyond_its_cap_and_counts_every_throttled_broker(
+    tmp_path: Path,
+) -> None:
+    """1,000 throttled brokers: the status lists the 200 whose throttle yields most (lowest rate), by id,
+    and says 1,000 are throttled (a broker the traffic held down is never left out for its id)."""
+    plan = Plan.of([PartitionTarget("t", 0, (1, 3), (ANY_DIR, ANY_DIR))])
+    ex = Execution.create(FileStore(tmp_path / "state.json"), plan, limits=Limits())
+    rate = {b: 50 * MB for b in range(1000)}
+    low = [7, 512, 999]  # held down by client traffic
+    for b in low:
+        rate[b] = MB
+    ex.doc.throttles = ThrottleState(
+        brokers=tuple(
+            BrokerThrottle(broker=b, config=c, value=str(rate[b] if c == FOLLOWER_RATE else 60 * MB))
+            for b in range(1000)
+            for c in (LEADER_RATE, FOLLOWER_RATE)
+        )
+    )
+    listed, throttled = shown(ex)
+    assert throttled == 1000 and len(listed) == MAX_RATES_SHOWN
+    ids = [r["broker"] for r in listed]
+    assert ids == sorted(ids) and set(low) <= set(ids)
+    assert {r["broker"]: r["followerBytesPerSecond"] for r in listed}[999] == MB
+    few = ThrottleState(brokers=ex.doc.throttles.brokers[:20])  # 10 brokers: all of them, by id
+    ex.doc.throttles = few
+    listed, throttled = shown(ex)
+    assert throttled == 10 and [r["broker"] for r in listed] == list(range(10))
