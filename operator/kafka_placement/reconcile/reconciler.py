@@ -247,8 +247,14 @@ class Reconciler:
         return left
 
     def _cancel(
-        self, cluster: Mapping[str, Any], document: Literal["execution", "lane"] = "execution"
+        self,
+        cluster: Mapping[str, Any],
+        document: Literal["execution", "lane"] = "execution",
+        *,
+        requested: bool = False,
     ) -> str | None:
+        """One tick of cancelling the cluster's execution (``requested``: only one whose cancel was asked
+        for, by the deletion of a resource taking part); None once nothing of it is left in Kafka."""
         meta = cluster["metadata"]
         store = self.store(meta["namespace"], meta["name"], cluster, document)
         try:
@@ -256,6 +262,8 @@ class Reconciler:
         except BadInputError:
             return None  # a corrupt record is never acted on: nothing can be cancelled from it
         if record is None or (record.phase in TERMINAL and record.doc.throttles.empty):
+            return None
+        if requested and not record.doc.cancel_requested:
             return None
         try:
             settings = self._connection(cluster)
@@ -467,15 +475,21 @@ class Reconciler:
         failed: Callable[..., dict[str, Any]],
     ) -> dict[str, Any]:
         """The spec does not parse: phase ``Invalid`` with the field named (the Ready condition, a Warning
-        Event when it becomes so or the message changes, not at every reconcile); nothing is planned nor
-        ticked. The cordons of intent resources being deleted are still removed (only the connection
-        fields are needed for that), so an invalid window or throttle never holds up their deletion."""
+        Event when it becomes so or the message changes, not at every reconcile); nothing is planned and
+        no execution goes on. The cordons of intent resources being deleted are still removed (only the
+        connection fields are needed for that), so an invalid window or throttle never holds up their
+        deletion; so is an execution whose cancel was asked for (a resource taking part deleted): its moves
+        reverted, its throttles removed. Any other execution waits, its moves in flight going on in Kafka."""
         reason = "InvalidConnection" if is_connection_error(e) else "InvalidSpec"
-        if leaving:
-            left = self._uncordon_leaving(cluster, listed)
-            if left is not None:
-                meta = cluster["metadata"]
-                log.warning("KafkaCluster %s/%s: %s", meta["namespace"], meta["name"], left)
+        meta = cluster["metadata"]
+        try:
+            left = self._uncordon_leaving(cluster, listed) if leaving else None
+            cancelling = self._cancel(cluster, requested=True)
+        except (KafkaUnsupportedError, KafkaOperationError, RecordConflict) as error:
+            left, cancelling = error.message, None  # the next reconcile tries again
+        for what in (left, cancelling):
+            if what is not None:
+                log.info("KafkaCluster %s/%s (invalid spec): %s", meta["namespace"], meta["name"], what)
         ready = next((c for c in conditions if c.get("type") == st.READY), {})
         said = (ready.get("reason"), ready.get("message")) == (reason, e.message)
         if not said or (cluster.get("status") or {}).get("phase") != INVALID:

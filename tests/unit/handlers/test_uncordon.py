@@ -25,6 +25,7 @@ from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir
 from kafka_placement.reconcile import cordons, inputs, reconciler
 from kafka_placement.reconcile.decide import cordon_sync
 from kafka_placement.reconcile.reconciler import Reconciler
+from kafka_placement.reconcile.record_store import configmap_name
 
 GONE = "2026-11-27T19:00:00Z"
 
@@ -394,25 +395,53 @@ def test_invalid_connection_fields_hold_the_deletion_as_an_unreachable_kafka_doe
     assert "spec.sasl" in left and kafka.calls == [] and not rec.uncordoned("kafka", "c", "u-drain")
 
 
-def test_an_invalid_window_does_not_hold_the_cancel_of_the_clusters_execution(
-    kafka: FakeGateway, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The cluster's deletion cancels its execution (throttles removed) with the connection alone; the
-    limits are the record's own when the spec's do not parse."""
+def executing(monkeypatch: pytest.MonkeyPatch, cancel_requested: bool) -> list[Limits]:
+    """An execution record in flight with its throttles set (the lane has none): the limits of each tick
+    (a tick cancels it whole, its throttles removed)."""
     throttles = SimpleNamespace(empty=False)
     doc = SimpleNamespace(
-        plan_id="p1", cancel_requested=True, throttles=throttles, limits=Limits(throttle=1234)
+        plan_id="p1", cancel_requested=cancel_requested, throttles=throttles, limits=Limits(throttle=1234)
     )
-    record = SimpleNamespace(phase=Phase.CANCELLING, doc=doc, save=lambda: None)
+    record = SimpleNamespace(phase=Phase.MOVING, doc=doc, save=lambda: None)
     ticks: list[Limits] = []
 
     def tick(gw: Any, ex: Any, limits: Limits) -> None:
         ticks.append(limits)
         ex.phase, throttles.empty = Phase.CANCELLED, True
 
-    loads = iter([record, None])  # the execution's record, then the lane's (none)
-    monkeypatch.setattr(reconciler.Execution, "load", lambda store: next(loads))
+    def load(store: Any) -> Any:
+        mine = store.name == configmap_name("c", "execution")  # not the lane's
+        return record if mine and record.phase != Phase.CANCELLED else None
+
+    monkeypatch.setattr(reconciler.Execution, "load", load)
     monkeypatch.setattr(reconciler.executor, "tick", tick)
+    return ticks
+
+
+def test_an_invalid_window_does_not_hold_the_cancel_of_the_clusters_execution(
+    kafka: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster's deletion cancels its execution (throttles removed) with the connection alone; the
+    limits are the record's own when the spec's do not parse."""
+    ticks = executing(monkeypatch, cancel_requested=False)
     bad = {**CLUSTER, "spec": {**CLUSTER["spec"], "execution": BAD_WINDOW}}
     assert Reconciler(cast(KubeGateway, FakeKube(cluster=bad))).release(bad) is None
     assert [t.throttle for t in ticks] == [1234]
+
+
+@pytest.mark.parametrize("cancel_requested", [True, False])
+def test_an_invalid_spec_still_carries_out_a_requested_cancel(
+    kafka: FakeGateway, monkeypatch: pytest.MonkeyPatch, cancel_requested: bool
+) -> None:
+    """A resource taking part in the execution was deleted (its cancel requested): the reconcile of a
+    cluster whose spec is invalid carries the cancel out all the same (throttles removed). An execution
+    nobody asked to cancel is left as it is: the spec's author may fix a typo."""
+    ticks = executing(monkeypatch, cancel_requested)
+    live = {
+        "kind": "KafkaCluster",
+        "metadata": {"name": "c", "namespace": "kafka", "uid": "u-c"},
+        "spec": {"bootstrapServers": "k:9092", "execution": BAD_WINDOW},
+    }
+    status = Reconciler(cast(KubeGateway, FakeKube(cluster=live))).reconcile(live)
+    assert status["phase"] == "Invalid"
+    assert [t.throttle for t in ticks] == ([1234] if cancel_requested else [])

@@ -38,6 +38,9 @@ class FakeKube:
     def list_custom(self, group: str, version: str, ns: str, plural: str) -> list[dict[str, Any]]:
         return self.intents.get(plural, [])
 
+    def read_config_map(self, ns: str, name: str) -> None:
+        return None  # no execution record
+
     def event(self, obj: Mapping[str, Any], etype: str, reason: str, message: str) -> None:
         self.events.append((obj.get("kind", ""), etype, reason, message))
 
