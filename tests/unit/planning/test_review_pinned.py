@@ -1,9 +1,10 @@
 """The plan's report and its review ConfigMap are pinned: for small varied plans (review_cases.py), what
 ``report.build_report`` returns and what ``plan_review.review_data`` writes equal, as text, the files the
 report code wrote before it was made fast for a million partitions (tests/unit/planning/reviews/), with
-and without the planner's tally. Regenerated once since, on purpose: the page's summary in words and
+and without the planner's tally. Regenerated twice since, on purpose: the page's summary in words and
 units and the copy model's estimate (only ``report.html``, by its digest now, and ``estimate.json``
-changed; every other key and the report itself were compared equal first)."""
+changed; every other key and the report itself were compared equal first); then the page for a person
+(every balance row and rule in words, bytes in units in the tables: only ``report.html`` changed)."""
 
 from __future__ import annotations
 
