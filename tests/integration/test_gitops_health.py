@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,15 +127,27 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
     cluster_spec = yaml.safe_load((ROOT / "examples" / "kafka-cluster.yaml").read_text())["spec"]
     connected = decide(View([])).cluster
     unreachable = decide(View([], failure=Failure(CLUSTER_UNREACHABLE, "no broker answers", False))).cluster
+    assert connected is not None  # it answered until now: a whole-cluster restart looks so
+    down = Failure(CLUSTER_UNREACHABLE, "no broker answers", False)
+    restarting = decide(
+        View([], failure=down, cluster_conditions=connected["conditions"], now=time.time())
+    ).cluster
     bad_zone = "spec.execution.windows[0].timeZone: unknown time zone 'Europe/Pariss'"
     invalid = decide(View([], failure=Failure("InvalidSpec", bad_zone, False, INVALID))).cluster
-    for name, status in (("connected", connected), ("unreachable", unreachable), ("invalid", invalid)):
+    clusters = (
+        ("connected", connected),
+        ("unreachable", unreachable),
+        ("restarting", restarting),
+        ("invalid", invalid),
+    )
+    for name, status in clusters:
         assert status is not None
         body = create(kubectl, ns, "KafkaCluster", name, cluster_spec)
         status = {**status, "observedGeneration": body["metadata"]["generation"]}  # as the handler adds it
         objects.append(set_status(kubectl, ns, body, status))
     expected["connected"] = ("Current", "Healthy")
-    expected["unreachable"] = ("Failed", "Degraded")
+    expected["unreachable"] = ("Failed", "Degraded")  # never reached
+    expected["restarting"] = ("InProgress", "Progressing")  # answered until now: for five minutes
     expected["invalid"] = ("Failed", "Degraded")  # the spec does not parse: the user must act
 
     got = verdicts(checkers, objects)

@@ -78,6 +78,7 @@ from .decision import (
 from .healing import CREATED_BY, SELF_HEALING
 from .phases import IntentEvent
 
+UNREACHABLE_GRACE_S = 300.0  # a cluster that answered before is Reconciling this long, then Stalled
 EXECUTOR_EVENTS = {  # the executor's phase as an event of its intents (others: ExecutionProgress)
     Phase.COMPLETED: IntentEvent.EXECUTION_COMPLETED,
     Phase.CANCELLED: IntentEvent.EXECUTION_CANCELLED,
@@ -92,7 +93,7 @@ EXECUTOR_EVENTS = {  # the executor's phase as an event of its intents (others: 
 def decide(view: View) -> Decision:
     """The next step of one reconcile (see the module docstring)."""
     if view.failure is not None:
-        return _failed(view.resources, view.failure, view.cluster_conditions)
+        return _failed(view.resources, view.failure, view.cluster_conditions, view.now)
     valid, statuses = parse(view.resources)
     record = view.record
     if record is not None and (record.active or view.ticked):  # a tick may have just ended it
@@ -119,12 +120,21 @@ def parse(resources: Sequence[Body]) -> tuple[list[tuple[Body, Intent]], tuple[S
     return valid, tuple(failed)
 
 
-def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None) -> Decision:
+def _failed(
+    resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str, Any]] | None, now: float | None
+) -> Decision:
     if f.reason == CLUSTER_UNREACHABLE:  # transient: the intents wait (phases.py keeps the work going on)
         valid, statuses = parse(resources)  # a spec's validity needs no Kafka
         statuses += _all(valid, IntentEvent.CLUSTER_UNREACHABLE, f"{f.message} (waiting for Kafka to answer)")
     else:  # the user must act: a Completed one stays so
         statuses = _each(resources, IntentEvent.CLUSTER_FAILURE, f.message, f.reason)
+    since = _restarting(current, now) if f.reason == CLUSTER_UNREACHABLE else None
+    waiting = ""
+    if since is not None:
+        waiting = (
+            f"{f.message}; it answered until {format_time(since)}: a cluster restarting looks like this "
+            f"(Stalled if no broker answers for {UNREACHABLE_GRACE_S / 60:.0f} minutes)"
+        )
     cluster = {
         "phase": f.cluster_phase,
         "conditions": cluster_conditions(
@@ -132,12 +142,32 @@ def _failed(resources: Sequence[Body], f: Failure, current: Sequence[Mapping[str
             {
                 st.READY: (f.connected, f.reason, f.message),
                 st.DEGRADED: (True, f.reason, f.message),
-                st.RECONCILING: (False, f.reason, ""),
-                st.STALLED: (True, f.reason, f.message),
+                st.RECONCILING: (since is not None, f.reason, waiting),
+                st.STALLED: (since is None, f.reason, "" if since is not None else f.message),
             },
         ),
     }
     return Decision(statuses=statuses, cluster=cluster)
+
+
+def _restarting(current: Sequence[Mapping[str, Any]] | None, now: float | None) -> float | None:
+    """When a KafkaCluster no broker answers stopped answering, while that may be a restart of the whole
+    cluster (None otherwise): it was ``Ready`` until this reconcile, or has been unreachable since it last
+    was for less than ``UNREACHABLE_GRACE_S`` (``Reconciling``, not ``Stalled``: GitOps tools show it in
+    progress, not failed, during a restart). A cluster never reached (a wrong address) is Stalled at once."""
+    if now is None:
+        return None
+    by_type = {c.get("type"): c for c in current or () if isinstance(c, Mapping)}
+    ready, busy = by_type.get(st.READY) or {}, by_type.get(st.RECONCILING) or {}
+    if ready.get("status") == "True":
+        return now
+    if ready.get("reason") != CLUSTER_UNREACHABLE or busy.get("status") != "True":
+        return None  # never reached, another failure, or already Stalled
+    try:
+        since = parse_time(str(ready.get("lastTransitionTime")), "lastTransitionTime")
+    except BadInputError:
+        return None
+    return since if now - since < UNREACHABLE_GRACE_S else None
 
 
 def _gate(b: Body) -> OperatorFields:

@@ -357,7 +357,7 @@ class Reconciler:
             metrics.RECONCILE_ERRORS.labels(cluster=label).inc()
             self.memory((ns, name)).settled = None  # the next reconcile reads Kafka whole, decides afresh
             failure = Failure(reason, message, connected, phase)
-            d = decide(View(bodies, failure=failure, cluster_conditions=conditions))
+            d = decide(View(bodies, failure=failure, cluster_conditions=conditions, now=time.time()))
             self.publish(d)
             out = dict(d.cluster or {})  # self-healing decides nothing without Kafka: its condition stays
             kept = st.kept_condition(out.get("conditions") or [], conditions, st.SELF_HEALING)

@@ -25,7 +25,7 @@ from kafka_placement.model.spec_fields import parse_object, to_json
 from kafka_placement.planning.plan_summary import StatusSummary
 from kafka_placement.planning.summary_parts import Advisories
 from kafka_placement.reconcile import status as st
-from kafka_placement.reconcile.decide import decide
+from kafka_placement.reconcile.decide import UNREACHABLE_GRACE_S, decide
 from kafka_placement.reconcile.decision import (
     CheckIntents,
     CheckMinIsr,
@@ -133,6 +133,43 @@ def test_the_clusters_conditions_move_their_transition_time_only_when_they_flip(
     assert flipped == {"Ready", "Degraded", "Stalled"}  # Reconciling stayed False
     steady = decide(View([], cluster_conditions=back["conditions"])).cluster
     assert steady is not None and steady["conditions"] == back["conditions"]
+
+
+def test_a_cluster_that_answered_before_is_reconciling_for_five_minutes_then_stalled() -> None:
+    """No broker answers a cluster that was Connected (a restart of the whole cluster looks so): kstatus and
+    Argo CD show it in progress (Reconciling, not Stalled) for UNREACHABLE_GRACE_S from its last answer,
+    then failed; a cluster never reached (a wrong address) is Stalled at once."""
+    t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+    connected = decide(View([], now=t0)).cluster
+    assert connected is not None
+    down = Failure("ClusterUnreachable", "cannot reach Kafka at k:9092: timed out", False)
+
+    def kstatus(conditions: list[dict[str, Any]]) -> tuple[str, str]:
+        by = {c["type"]: c["status"] for c in conditions}
+        return by["Reconciling"], by["Stalled"]
+
+    ready_at = "2027-01-15T07:59:00Z"  # the Ready condition's transition: when it last turned True
+    was_ready = [dict(c, lastTransitionTime=ready_at) for c in connected["conditions"]]
+    first = decide(View([retire()], failure=down, cluster_conditions=was_ready, now=t0)).cluster
+    assert first is not None and first["phase"] == "Unreachable"
+    assert kstatus(first["conditions"]) == ("True", "False")
+    busy = {c["type"]: c for c in first["conditions"]}["Reconciling"]
+    assert "a cluster restarting looks like this" in busy["message"] and "5 minutes" in busy["message"]
+    # the Ready condition flipped to False now: its transition time is when the cluster stopped answering
+    since = [dict(c, lastTransitionTime="2027-01-15T08:00:00Z") for c in first["conditions"]]
+    later = decide(View([retire()], failure=down, cluster_conditions=since, now=t0 + UNREACHABLE_GRACE_S - 1))
+    assert later.cluster is not None and kstatus(later.cluster["conditions"]) == ("True", "False")
+    gone = decide(View([retire()], failure=down, cluster_conditions=since, now=t0 + UNREACHABLE_GRACE_S + 1))
+    assert gone.cluster is not None and kstatus(gone.cluster["conditions"]) == ("False", "True")
+    stays = decide(
+        View([retire()], failure=down, cluster_conditions=gone.cluster["conditions"], now=t0 + 900)
+    )
+    assert stays.cluster is not None and kstatus(stays.cluster["conditions"]) == ("False", "True")
+    never = decide(View([retire()], failure=down, now=t0)).cluster  # no condition yet: never reached
+    assert never is not None and kstatus(never["conditions"]) == ("False", "True")
+    refused = Failure("KafkaNotAuthorized", "denied", True, "NotAuthorized")  # the user must act: at once
+    denied = decide(View([retire()], failure=refused, cluster_conditions=was_ready, now=t0)).cluster
+    assert denied is not None and kstatus(denied["conditions"]) == ("False", "True")
 
 
 # ---- Kafka not answering at all (ClusterUnreachable): transient, the intents wait ---------------------
