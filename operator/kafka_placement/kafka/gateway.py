@@ -30,11 +30,11 @@ from typing import Any
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState, TopicStorage
 from ..model.traffic_looks import PartitionLook, TrafficLook
-from . import access, failures, liveness, tiered, traffic_reads
+from . import access, failures, tiered, traffic_reads
 from .clients import LIBRDKAFKA_LOGGER, kafka_python_admin
+from .cluster_reads import ClusterReads
 from .configs import KafkaConfigs
 from .connection import ConnectionSettings
-from .liveness import DescribedCluster
 from .types import (
     CORDON_CONFIG,
     CORDON_METADATA_LEVEL,
@@ -60,9 +60,6 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
-DESCRIBE_CLUSTER_TRIES = 6  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
-DESCRIBE_CLUSTER_PAUSE_S = 0.1  # before the second try, doubled before each next (3.1 s in all at most)
-DESCRIBE_CLUSTER_BUDGET_S = 20.0  # no try starts this long after the first (hung: 6 tries held 73 s)
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
@@ -73,7 +70,7 @@ LOCAL_RETENTION_MS = "local.retention.ms"
 FETCH_LAST_TIERED = "follower.fetch.last.tiered.offset.enable"
 
 
-class KafkaGateway(KafkaConfigs):
+class KafkaGateway(ClusterReads, KafkaConfigs):
     """Typed access to one cluster's admin APIs; use as a context manager or call ``close()``."""
 
     def __init__(self, settings: ConnectionSettings, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
@@ -377,75 +374,6 @@ class KafkaGateway(KafkaConfigs):
             log.info("metadata lags the log dirs (%d partitions, %s): reading it again", len(missing), shown)
             time.sleep(METADATA_WAIT_S)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _describe_cluster(self, what: str) -> DescribedCluster:
-        """DescribeCluster, through kafka-python only (``_describe_cluster_anywhere``: the least loaded
-        broker it reaches; its answer carries the authorized operations and the fenced brokers too).
-        Never through librdkafka: its DescribeCluster aborts the whole process (``Assertion 'rko_result'
-        failed``, librdkafka 2.16) when the answer lists no broker, as a KRaft broker's does while every
-        broker is fenced (a cluster starting, or restarting as a whole): its metadata parser says "retry"
-        and the DescribeCluster parser drops that error and asserts on the missing result (shown by
-        tests/unit/kafka/test_empty_metadata.py). An answer that lists no live broker is no verdict on
-        liveness: ``KafkaUnavailableError`` (the cluster is not serving yet), never "every broker dead".
-        When kafka-python reaches no broker, librdkafka's connect check says why (authentication, TLS,
-        unreachable) before the generic error."""
-        answer = self._describe_cluster_anywhere(what)
-        if answer is not None:
-            brokers = answer.brokers
-            if brokers.live:
-                return answer
-            fenced = brokers.fenced
-            listed = f"only fenced brokers ({', '.join(map(str, fenced))})" if fenced else "no broker"
-            raise self._unavailable(
-                f"{what}: the cluster answered but lists {listed}: no broker serves yet (a cluster starting, "
-                "or every broker fenced); liveness is not judged on such an answer"
-            )
-        self._admin()  # raises what librdkafka's connect says when it cannot connect either
-        raise self._unavailable(f"{what}: no broker answered DescribeCluster")
-
-    def _describe_cluster_anywhere(self, what: str) -> DescribedCluster | None:
-        """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
-        to the "controller" the metadata names (KRaft names any live broker), which this operator may not
-        reach (a broker just dead; a network that cuts it off from one broker must not fail every
-        reconcile, nor make a live broker look dead). A broker that refuses a try is in reconnect backoff
-        for the next, which kafka-python sends elsewhere; its backoff starts at 50 ms, so two tries were not
-        always enough to get past one refusing broker, nor were four immediate ones (a fresh gateway right
-        after a broker was killed tried it four times: the proof run at c9417dc), so the tries are spaced,
-        and a client that could not bootstrap is made again. An answer listing no live broker (the broker
-        that gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
-        first answer with a live broker, or the last one. No try starts ``DESCRIBE_CLUSTER_BUDGET_S``
-        after the first (a hung broker holds each for the request timeout)."""
-        answer: DescribedCluster | None = None
-        started = time.monotonic()
-        for attempt in range(DESCRIBE_CLUSTER_TRIES):
-            if attempt:
-                if time.monotonic() - started >= DESCRIBE_CLUSTER_BUDGET_S:
-                    break
-                time.sleep(DESCRIBE_CLUSTER_PAUSE_S * 2 ** (attempt - 1))
-            try:
-                py = self._py()
-                answer = DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
-            except KafkaAuthenticationError:
-                raise  # refused who we are: trying again does not help
-            except (KafkaOperationError, KafkaUnavailableError):
-                continue
-            if answer.brokers.live:
-                return answer
-        return answer
-
-    def cluster_brokers(self) -> liveness.ClusterBrokers:
-        """The brokers alive in the cluster (and fenced ones, where the answer lists them), by the one
-        liveness rule (kafka/liveness.py): one small request, whatever the cluster's size."""
-        return self._describe_cluster("describe cluster").brokers
-
-    def describe_cluster(self) -> tuple[str | None, tuple[int, ...]]:
-        """(cluster id, live broker ids) by the liveness rule of ``cluster_brokers`` (an execution's tick
-        decides liveness with it, as a full read does)."""
-        cluster = self.cluster_brokers()
-        return cluster.cluster_id, cluster.live
-
-    def broker_ids(self) -> tuple[int, ...]:
-        return self.describe_cluster()[1]
 
     def describe_partitions(self, topics: Iterable[str]) -> dict[PartitionKey, PartitionState]:
         """Replicas, leader and ISR of every partition of ``topics`` (no dirs or sizes: see

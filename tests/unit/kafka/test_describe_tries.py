@@ -1,4 +1,4 @@
-"""How long the gateway keeps asking DescribeCluster (kafka/gateway.py ``_describe_cluster_anywhere``):
+"""How long the gateway keeps asking DescribeCluster (kafka/cluster_reads.py ``_describe_cluster_anywhere``):
 brokers that refuse at once get every try, spaced; a hung broker, which holds each try for the request
 timeout, gets no try that would start ``DESCRIBE_CLUSTER_BUDGET_S`` after the first. The clock and the
 client are the test's (no Kafka: the tries' timing is the rule under test; the silent "broker" on the rig:
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.kafka import gateway
+from kafka_placement.kafka import cluster_reads, gateway
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.types import KafkaUnavailableError
 
@@ -29,7 +29,7 @@ def _tries(monkeypatch: pytest.MonkeyPatch, seconds_a_try: float) -> list[float]
         clock[0] += seconds_a_try
         raise KafkaUnavailableError("no broker answered")
 
-    monkeypatch.setattr(gateway, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep))
+    monkeypatch.setattr(cluster_reads, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep))
     gw = gateway.KafkaGateway(ConnectionSettings("127.0.0.1:9"))
     monkeypatch.setattr(gw, "_py", lambda: SimpleNamespace(describe_cluster=None))
     monkeypatch.setattr(gw, "_call", call)
@@ -40,13 +40,13 @@ def _tries(monkeypatch: pytest.MonkeyPatch, seconds_a_try: float) -> list[float]
 def test_brokers_that_refuse_get_every_try_spaced() -> None:
     with pytest.MonkeyPatch.context() as mp:
         started = _tries(mp, 0.01)
-    assert len(started) == gateway.DESCRIBE_CLUSTER_TRIES
+    assert len(started) == cluster_reads.DESCRIBE_CLUSTER_TRIES
     gaps = [b - a - 0.01 for a, b in itertools.pairwise(started)]
-    assert gaps == pytest.approx([gateway.DESCRIBE_CLUSTER_PAUSE_S * 2**i for i in range(len(gaps))])
+    assert gaps == pytest.approx([cluster_reads.DESCRIBE_CLUSTER_PAUSE_S * 2**i for i in range(len(gaps))])
 
 
 def test_a_hung_broker_gets_no_try_past_the_budget() -> None:
     with pytest.MonkeyPatch.context() as mp:
         started = _tries(mp, 10.0)  # each try waits out a 10 s request timeout
     assert started == pytest.approx([0.0, 10.1])  # the third would start at 20.3 s, past the budget
-    assert all(t < gateway.DESCRIBE_CLUSTER_BUDGET_S for t in started)
+    assert all(t < cluster_reads.DESCRIBE_CLUSTER_BUDGET_S for t in started)
