@@ -31,7 +31,8 @@ EVIL_RACK = '"><img src=x onerror=alert(1)>'
 EVIL_DIR = "/data/<script>alert(2)</script>"
 
 # What the page shows, read after layout: per chart its bar groups (tooltip, the bars' series, user-unit
-# heights and rendered widths, the label's box), the line labels' boxes; every table's cells as text.
+# heights and rendered widths, the label's box), the line labels' boxes; every table's cells as text, a
+# cell of bytes as its exact number (data-value: the page shows it in units); the cells a person reads.
 PROBE = """(() => {
   const box = e => { const r = e.getBoundingClientRect();
                      return {x: r.left, y: r.top, w: r.width, h: r.height, text: e.textContent}; };
@@ -51,12 +52,16 @@ PROBE = """(() => {
   const tables = {};
   for (const t of document.querySelectorAll('table[id]'))
     tables[t.id] = [...t.querySelectorAll('tbody tr, tr')].filter(tr => !tr.closest('thead'))
+      .map(tr => [...tr.children].map(c => c.dataset.value ?? c.textContent));
+  const shown = {};
+  for (const t of document.querySelectorAll('table[id]'))
+    shown[t.id] = [...t.querySelectorAll('tbody tr, tr')].filter(tr => !tr.closest('thead'))
       .map(tr => [...tr.children].map(c => c.textContent));
   const summary = {};
   for (const td of document.querySelectorAll('td[data-key]')) summary[td.dataset.key] = td.dataset.value;
   const handlers = [...document.querySelectorAll('*')].flatMap(
     e => [...e.attributes].filter(a => a.name.startsWith('on')).map(a => e.tagName + ' ' + a.name));
-  return {charts, tables, summary, handlers,
+  return {charts, tables, shown, summary, handlers,
           headline: document.getElementById('headline').textContent,
           notes: [...document.querySelectorAll('p.note')].map(p => p.textContent),
           images: document.images.length, scripts: document.scripts.length,
@@ -194,6 +199,8 @@ def check_report(dom: dict[str, Any], summary: dict[str, Any], snapshot: dict[st
             assert cells[f"{k} ({when.lower()})"] == str(v), k
     for k, v in summary["violationsAfter"].items():
         assert cells[f"violations {k} (before → after)"] == f"{summary['violationsBefore'][k]} → {v}"
+    # a person reads units, not raw byte counts: every bytes cell of the brokers table ends with a unit
+    assert all(c.endswith("B") for r in dom["shown"]["brokers"] for c in (r[2], r[3], r[6], r[7], r[8]))
     assert sum(int(r[6]) for r in tables["brokers"]) == summary["networkBytes"]
     assert sum(int(r[7]) for r in tables["brokers"]) == summary["networkBytes"]
     assert sum(int(r[8]) for r in tables["brokers"]) == summary["intraBrokerBytes"]

@@ -362,7 +362,7 @@ def _cell(v: object) -> str:
     if isinstance(v, Bytes):
         return f'<td class="n" data-value="{int(v)}">{binary_bytes(v)}</td>'
     if isinstance(v, int):
-        return f'<td class="n">{count(v)}</td>'
+        return f'<td class="n">{v}</td>'  # (ids and small counts)
     return f"<td>{escape(str(v))}</td>"
 
 
