@@ -100,17 +100,16 @@ def main() -> None:
 
     print("== 3. the operator, the CRDs and the example resources (kubectl apply)\n")
     sh(*kubectl, "apply", "-f", str(ROOT / "crds"), check=True, capture_output=True)
-    for crd in ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies"):
-        sh(
-            *kubectl,
-            "wait",
-            "--for",
-            "condition=established",
-            f"crd/{crd}.kafkaplacement.io",
-            show=False,
-            check=True,
-            capture_output=True,
-        )
+    crds = [f"crd/{c}.kafkaplacement.io" for c in ("kafkaclusters", "logdircordons", "brokerdecommissions")]
+    crds.append("crd/placementpolicies.kafkaplacement.io")
+    for _ in range(150):  # kubectl fails at once on a CRD with no condition yet ("accessor error"): again
+        waited = sh(*kubectl, "wait", "--for", "condition=established", *crds, "--timeout=60s", show=False,
+                    capture_output=True)  # fmt: skip
+        if waited.returncode == 0 or "accessor error" not in waited.stderr:
+            break
+        time.sleep(0.2)
+    if waited.returncode != 0:
+        sys.exit(f"the CRDs are not established: {waited.stderr}")
     sh(*kubectl, "create", "namespace", NS, capture_output=True)
     log = (WORK / "operator.log").open("w")
     env = {**os.environ, "KUBECONFIG": k8s["kubeconfig"]}

@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 from tests.e2e.transitions import outside_the_table
 from tests.integration.conftest import *  # noqa: F403  (the rig fixtures, for this directory too)
-from tests.integration.conftest import KafkaRig  # noqa: F401
+from tests.integration.conftest import (
+    KafkaRig,  # noqa: F401
+    wait_established,
+)
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import CORDON_CONFIG, ConfigChange, ConfigTarget, KafkaGateway
@@ -92,7 +95,7 @@ def operator(
 ) -> Iterator[Operator]:
     kubectl("apply", "-f", str(ROOT / "crds"))
     crds = [f"crd/{plural}.{GROUP}" for plural in PLURALS.values()]
-    kubectl("wait", "--for", "condition=established", *crds, "--timeout=60s")
+    wait_established(kubectl, *crds)
     op = Operator(k8s_namespace, str(k8s_rig["kubeconfig"]), tmp_path / "operator.log", env=operator_env)
     op.start()
     yield op

@@ -35,13 +35,14 @@ from tests.e2e.conftest import (
     wait_phase,
 )
 from tests.e2e.test_operator import apply, no_throttle_left, snapshot
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import wait_established, wait_for
 
 from kafka_placement.execution.executor import mismatches
 from kafka_placement.execution.record import unpack
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.kube.gateway import KubeGateway
+from kafka_placement.model.crd_parts import GROUP, PLURALS
 from kafka_placement.model.plan import Plan
 from kafka_placement.reconcile.record_store import DOC_KEY, WRITER, ConfigMapStore, configmap_name
 
@@ -162,8 +163,7 @@ def pair(
 ) -> Iterator[tuple[Operator, Operator]]:
     """op-a started first (it takes the new Lease at once), then op-b (a standby)."""
     kubectl("apply", "-f", str(ROOT / "crds"))
-    for crd in ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies"):
-        kubectl("wait", "--for", "condition=established", f"crd/{crd}.kafkaplacement.io", "--timeout=60s")
+    wait_established(kubectl, *(f"crd/{p}.{GROUP}" for p in PLURALS.values()))
     a, b = (
         Operator(
             k8s_namespace,

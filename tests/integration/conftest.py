@@ -392,6 +392,22 @@ K8S_TIMEOUT_S = 60.0  # every wait on the kube-apiserver in the tests is bounded
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
+def wait_established(kubectl: Kubectl, *crds: str, timeout_s: int = 60) -> None:
+    """``kubectl wait --for condition=established`` on CRDs just applied (``crd/<name>``), asked again while
+    kubectl meets a CRD the apiserver has not given a condition yet: it fails at once with ".status.conditions
+    accessor error: <nil>" instead of waiting (a race seen in the compat lane)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc = kubectl(
+            "wait", "--for", "condition=established", *crds, f"--timeout={timeout_s}s", check=False
+        )
+        if proc.returncode == 0:
+            return
+        if "accessor error" not in proc.stderr or time.monotonic() > deadline:
+            pytest.fail(f"CRDs {crds} not established: {proc.stderr}{proc.stdout}", pytrace=False)
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
 def k8s_rig(rig_json: dict[str, Any]) -> dict[str, Any]:
     """The `k8s` entry of rig.json (tests/rig/k8s_rig.py): kubeconfig, server, token, kubectl, helm, ..."""

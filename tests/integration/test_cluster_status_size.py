@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.conftest import wait_established
 from tests.unit.reconcile.test_status_dirs import jbod
 
 from kafka_placement.kube.gateway import KubeGateway
@@ -34,7 +35,7 @@ def test_a_large_jbod_clusters_status_is_stored_and_reads_back(
     kubectl: Kubectl, k8s_api: Any, k8s_namespace: str, brokers: int, dirs: int
 ) -> None:
     kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
-    kubectl("wait", "--for", "condition=established", f"crd/{PLURALS['KafkaCluster']}.{GROUP}")
+    wait_established(kubectl, f"crd/{PLURALS['KafkaCluster']}.{GROUP}")
     kube, ns, name, plural = KubeGateway(k8s_api), k8s_namespace, f"jbod-{dirs}", PLURALS["KafkaCluster"]
     kube.create_custom(
         GROUP, VERSION, ns, plural,

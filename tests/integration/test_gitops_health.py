@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.integration.conftest import wait_established
 
 from kafka_placement.model.crd_parts import GROUP, INVALID, PLURALS, VERSION
 from kafka_placement.reconcile import status as st
@@ -91,7 +92,7 @@ def test_each_kind_in_each_phase_is_what_flux_and_argo_cd_should_say(
     checkers: Path, kubectl: Kubectl, k8s_namespace: str
 ) -> None:
     kubectl("apply", "-f", str(ROOT / "crds"))
-    kubectl("wait", "--for", "condition=established", *[f"crd/{p}.{GROUP}" for p in PLURALS.values()])
+    wait_established(kubectl, *[f"crd/{p}.{GROUP}" for p in PLURALS.values()])
     ns, objects, expected = k8s_namespace, [], {}
     for kind, spec in SPECS.items():
         fresh = create(kubectl, ns, kind, f"{kind.lower()}-new", spec)

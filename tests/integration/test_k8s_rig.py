@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.conftest import wait_established
 
 pytestmark = pytest.mark.k8s
 
@@ -95,7 +96,7 @@ def widget(name: str, size: int) -> str:
 def widget_crd(kubectl: Kubectl) -> Iterator[str]:
     """The Widget CRD, applied and Established."""
     kubectl("apply", "-f", "-", input=CRD)
-    kubectl("wait", "--for", "condition=established", "--timeout=60s", f"crd/{CRD_NAME}")
+    wait_established(kubectl, f"crd/{CRD_NAME}")
     yield CRD_NAME
     kubectl("delete", "crd", CRD_NAME, "--wait=false", check=False)
 

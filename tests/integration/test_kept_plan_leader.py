@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from tests.integration.conftest import KafkaRig, TopicFactory
+from tests.integration.conftest import KafkaRig, TopicFactory, wait_established
 
 from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.model.crd_parts import GROUP, PLURALS, VERSION
@@ -87,7 +87,7 @@ def test_a_new_leader_keeps_the_plan_awaiting_approval_and_plans_afresh_without_
     ns = k8s_namespace
     kubectl("apply", "-f", str(ROOT / "crds"))
     crds = [f"crd/{plural}.{GROUP}" for plural in PLURALS.values()]
-    kubectl("wait", "--for", "condition=established", *crds, "--timeout=60s")
+    wait_established(kubectl, *crds)
     topic = new_topic(ASSIGNMENT)
     manifest = (
         "apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {name: kept}\n"
