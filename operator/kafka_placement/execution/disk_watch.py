@@ -41,7 +41,8 @@ DirKey = tuple[int, str]
 RateKey = tuple[int, str]  # (broker, throttle config)
 
 TRICKLE = 1024  # bytes/s a held move may still copy (a throttle, never a revert)
-AHEAD = 2  # ticks looked ahead: a hold takes effect a moment after the read it is decided from
+AHEAD = 3  # ticks looked ahead: a hold takes effect a moment after the read it is decided from, and a
+# loaded machine reads late (2 let a producer at 6%/s of a dir pass the hard stop 0.25 s before the hold)
 REPLICATION = FOLLOWER_RATE  # the throttle of a replica copied from another broker
 DIR_MOVE = DIR_RATE  # the throttle of a replica copied between dirs of one broker
 

@@ -56,11 +56,12 @@ def test_a_candidate_into_a_dir_above_the_limit_is_deferred_not_one_below_or_of_
 
 def test_moves_into_a_dir_about_to_pass_the_hard_stop_are_held_until_it_is_under_the_limit() -> None:
     active = [Write(0, 2, "/a", REPLICATION), Write(1, 2, "/b", DIR_MOVE), Write(2, 3, "/a", REPLICATION)]
-    # 90% and rising 1% a tick: under the hard stop (92.5%) now and next tick: not held, only no new moves
-    quiet = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 89 * MIB}, (), active, [])
+    # 90% and rising 0.5% a tick: under the hard stop (92.5%) for the next AHEAD (3) ticks: not held, only
+    # no new moves
+    quiet = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 89 * MIB + MIB // 2}, (), active, [])
     assert quiet.held == {} and quiet.watched == {(2, "/a"): _use(90)}
-    # 90% and rising 2% a tick: past the hard stop within two ticks: held now, before it passes
-    rising = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 88 * MIB}, (), active, [])
+    # 90% and rising 1% a tick: past the hard stop within three ticks: held now, before it passes
+    rising = decide(0.85, {(2, "/a"): _use(90)}, {(2, "/a"): 89 * MIB}, (), active, [])
     assert rising.held == {(2, "/a"): [0]} and rising.hold == {(2, FOLLOWER_RATE)}
     # under the limit, however fast it rises: not held (it is when it is above the limit)
     assert decide(0.85, {(2, "/a"): _use(80)}, {(2, "/a"): 60 * MIB}, (), active, []).held == {}
