@@ -12,7 +12,6 @@ reassignment is left running, no throttle is left, and then the cluster and its 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -114,11 +113,10 @@ def test_an_invalid_spec_is_shown_and_deleting_its_cordon_and_cluster_is_not_hel
     (event,) = wait_for("the InvalidSpec Event on the KafkaCluster", told, 30, every=1, why=operator.tail)
     assert event["type"] == "Warning" and field in event["message"], event
 
-    started = time.monotonic()
+    # each deletion bounded by kubectl's own wait (it fails past 30 s): before the fix the first hung
     kubectl("-n", ns, "delete", "logdircordon", "zbad-ldc", "--timeout=30s")  # its finalizer uncordons
     wait_for(f"{path} of broker 1 uncordoned", lambda: not cordoned(kafka_rig, 1, path), 30)
     # reconciles ran meanwhile (every 2 s): the same message was not told again
     assert [e.get("count") or 1 for e in told()] == [1]
     kubectl("-n", ns, "delete", "kafkacluster", "zbad", "--timeout=30s")
     assert not get(kubectl, ns, "kafkacluster", "zbad") and not get(kubectl, ns, "logdircordon", "zbad-ldc")
-    assert time.monotonic() - started < 60
