@@ -157,7 +157,9 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     ended = get(kubectl, ns, "brokerdecommission", "retire-3")["status"]["lastExecution"]
     span = (_time(ended["finishedAt"]) - _time(ended["startedAt"])).total_seconds()
     assert ended["waitedSeconds"] >= first_wait - 5, (ended, first_wait)
-    assert abs(ended["actualSeconds"] + ended["waitedSeconds"] - span) <= 1, (ended, span)
+    # (startedAt and finishedAt are whole seconds, cut: their span is within 1 s of the wall time; actual and
+    # waited are each rounded: their sum is within 1 s of it too)
+    assert abs(ended["actualSeconds"] + ended["waitedSeconds"] - span) < 2, (ended, span)
     assert ended["errorRatio"] == f"{ended['actualSeconds'] / ended['estimatedSeconds']:.2f}", ended
     print(f"windows e2e: lastExecution {ended}")
     print(f"windows e2e: completed {time.monotonic() - started:.0f} s after the windows were removed")
