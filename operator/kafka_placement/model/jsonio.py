@@ -168,10 +168,11 @@ def check_unique(
 def as_int_list(
     value: object, where: str, *, minimum: int | None = None, maximum: int = INT64_MAX
 ) -> tuple[int, ...]:
-    return tuple(
-        as_int(v, f"{where}[{i}]", minimum=minimum, maximum=maximum)
-        for i, v in enumerate(as_list(value, where))
-    )
+    items = as_list(value, where)
+    low = INT64_MIN if minimum is None else minimum
+    if all(type(v) is int and low <= v <= maximum for v in items):
+        return tuple(items)  # (what as_int returns for each; the path below names the item at fault)
+    return tuple(as_int(v, f"{where}[{i}]", minimum=minimum, maximum=maximum) for i, v in enumerate(items))
 
 
 def as_int32_list(value: object, where: str) -> tuple[int, ...]:

@@ -42,6 +42,7 @@ class RackTree:
     _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
     _members_under: dict[Unit, list[int]] = field(default_factory=dict)
     _load: Mapping[int, int] | None = None
+    _ranks: Callable[[Sequence[int]], list[tuple[object, ...]]] | None = None  # ``allocate``'s ``ranks``
     # violation() depends only on the multiset of places (unit path, member?) of the brokers: few
     # combinations; a broker's place is read as a small integer (``_codes``, made by ``of``)
     _verdicts: dict[tuple[int, ...], str | None] = field(default_factory=dict)
@@ -141,6 +142,7 @@ class RackTree:
         usable: Callable[[int], bool],
         rank: Callable[[int], tuple[object, ...]],
         load: Mapping[int, int] | None = None,
+        ranks: Callable[[Sequence[int]], list[tuple[object, ...]]] | None = None,
     ) -> list[int] | None:
         """A maximally spread set of ``rf`` brokers keeping as many of ``keep`` as possible.
 
@@ -150,6 +152,8 @@ class RackTree:
         that must relocate anyway is the one dropped), and a slot for a new replica to the unit with
         the best member, or, with ``load`` (bytes per broker, when broker balance is asked), to the
         unit whose members hold the fewest bytes on average. Returns None when too few brokers exist.
+        ``ranks(bs)``, when given, is ``[rank(b) for b in bs]`` computed at once (a unit's members are
+        re-sorted by rank every few allocations: at a million partitions most of the rank calls).
         """
         caps, kids = self._caps(keep)
         if caps.get((), 0) < rf:
@@ -158,7 +162,7 @@ class RackTree:
         current = self.counts(keep)
         chosen: list[int] = []
         memo: dict[Unit, tuple[object, ...]] = {}
-        self._load = load
+        self._load, self._ranks = load, ranks
         if not self._fill((), rf, caps, kids, current, keep, usable, rank, chosen, memo):
             return None
         return chosen
@@ -194,19 +198,19 @@ class RackTree:
             return len(pick) == k
         children = kids.get(unit, ())
         given = dict.fromkeys(children, 0)
-        for _ in range(k):
-            open_children = [c for c in children if given[c] < caps.get(c, 0)]
-            if not open_children:
+        held = current.get
+        for _ in range(k):  # a slot to the open child with the fewest, then the most held (ties: below)
+            keyed = [((g, g - held(c, 0)), c) for c in children if (g := given[c]) < caps.get(c, 0)]
+            if not keyed:
                 return False
-            first = min((given[c], given[c] - current.get(c, 0)) for c in open_children)
-            tied = [c for c in open_children if (given[c], given[c] - current.get(c, 0)) == first]
+            first = min(keyed)[0]
+            tied = [c for kk, c in keyed if kk == first]
             best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, rank, memo)
             given[best] += 1
-        return all(
-            self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo)
-            for c, n in given.items()
-            if n
-        )
+        for c, n in given.items():
+            if n and not self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo):
+                return False
+        return True
 
     def _tie_break(
         self,
@@ -245,12 +249,17 @@ class RackTree:
         cached = self._means.get(unit)
         if cached is not None and cached[0] == epoch:
             return cached[1]
-        members = self._members_under.get(unit)
-        if members is None:
-            members = self._members_under[unit] = [b for b in under if b in self.members]
+        members = self._members(unit)
         mean = sum(map(load.get, members, repeat(0))) / len(members) if members else float("inf")
         self._means[unit] = (epoch, mean)
         return mean
+
+    def _members(self, unit: Unit) -> list[int]:
+        """The members under ``unit``, by id."""
+        members = self._members_under.get(unit)
+        if members is None:
+            members = self._members_under[unit] = [b for b in self.under.get(unit, ()) if b in self.members]
+        return members
 
     def _unit_rank(
         self, unit: Unit, rank: Callable[[int], tuple[object, ...]], memo: dict[Unit, tuple[object, ...]]
@@ -268,6 +277,10 @@ class RackTree:
         cached = self._order.get(unit)
         if cached is not None and cached[0] == epoch:
             return cached[1]
-        order = sorted((b for b in under if b in self.members), key=rank)
+        members = self._members(unit)
+        if self._ranks is None:
+            order = sorted(members, key=rank)
+        else:  # (members ascend by id: ties in rank keep that order, as sorted(key=rank) does)
+            order = [b for _, b in sorted(zip(self._ranks(members), members, strict=True))]
         self._order[unit] = (epoch, order)
         return order

@@ -185,18 +185,10 @@ class ReplicaPlacementGoal:
             # Among replicas that may stay, keep first those that need no dir move (no copy at all).
             relocating = {b for b, d in zip(reps, dirs, strict=True) if not e.may_keep(b, d, size)}
             load = a.broker_bytes if self._limits is not None else None
-            rank = self._ranker(ctx, preferred)
             heat = self._dir_heat(ctx, key)
-            if heat is None:
-                target = tree.allocate(rf, keep, usable, lambda b: (b in relocating, *rank(b)), load)
-            else:  # (rank(b)[0] is "not preferred": the preferred brokers still come first)
-                pull = self._dir_pull(ctx, size)
-
-                def order(b: int) -> tuple[object, ...]:
-                    r = rank(b)
-                    return (b in relocating, r[0], *heat.get(b, COLD), not pull(b), *r[1:])
-
-                target = tree.allocate(rf, keep, usable, order, load)
+            pulls = self._dir_pulls(ctx, size) if heat is not None else None
+            ranks = self._ranks(ctx, preferred, relocating, heat, pulls)
+            target = tree.allocate(rf, keep, usable, lambda b: ranks((b,))[0], load, ranks)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
         else:
@@ -274,6 +266,28 @@ class ReplicaPlacementGoal:
                 errors[key] = e
         return [errors[k] for k in sorted(errors, key=lambda k: (-a.size[k], k))]
 
+    def _ranks(
+        self,
+        ctx: PlanningContext,
+        preferred: set[int],
+        relocating: set[int],
+        heat: dict[int, tuple[bool, float]] | None,
+        pulls: Callable[[Sequence[int]], list[bool]] | None,
+    ) -> Callable[[Sequence[int]], list[tuple[object, ...]]]:
+        """The rack repair's order of brokers, the keys of many at once (``RackTree.allocate``'s ``ranks``:
+        a unit's members are re-sorted every few repairs, most of the keys computed at a million
+        partitions): a broker holding a replica that must change dir last among the partition's, then
+        ``_ranker``'s order, with dir balance asked (``heat``) after "preferred" the replicas to drop first
+        (``_dir_heat``) and the brokers whose dirs a new replica evens out (``_dir_pulls``)."""
+        a = ctx.assignment
+        bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
+        if heat is None or pulls is None:
+            return lambda bs: [(b in relocating, b not in preferred, bb[b], br[b], ties[b], b) for b in bs]
+        return lambda bs: [
+            (b in relocating, b not in preferred, *heat.get(b, COLD), not pull, bb[b], br[b], ties[b], b)
+            for b, pull in zip(bs, pulls(bs), strict=True)
+        ]
+
     def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
         """The order brokers are offered in: preferred first, then the least loaded, then a salted
         tie-break (none without a salt) and the id."""
@@ -307,29 +321,34 @@ class ReplicaPlacementGoal:
             out[b] = (over, (a.dir_bytes[(b, d)] - slack * final / len(paths)) / max(1, final))
         return out
 
-    def _dir_pull(self, ctx: PlanningContext, size: int) -> Callable[[int], bool]:
-        """Whether a new replica of ``size`` bytes evens out a broker's dirs (for a topic whose policy
-        asks for dir balance): one of its dirs holds more than its threshold, so a replica landing on
-        its emptiest dir (``best_dir``) raises the mean the threshold follows and fills the emptier dir,
-        work dir balance would otherwise do with local copies; where broker balance is asked, only on a
-        broker it leaves within its even share (brokers above it are where the balance goal's work is).
-        Such brokers are offered first to the repair's new replicas (a copy the repair makes anyway),
-        among those the spread leaves equal: on the 8 of 20 random small instances with dir balance and
-        no broker balance (tests/bench/run_generalise.py, family ``dir-balance``) the plans went from
-        up to 1.144x the solver's best to at most 1.065x, 5 of them at it."""
+    def _dir_pulls(self, ctx: PlanningContext, size: int) -> Callable[[Sequence[int]], list[bool]]:
+        """For each of many brokers (a unit's members at once: ``_ranks``), whether a new replica of
+        ``size`` bytes evens out the broker's dirs (for a topic whose policy asks for dir balance): one of
+        its dirs holds more than its threshold, so a replica landing on its emptiest dir (``best_dir``)
+        raises the mean the threshold follows and fills the emptier dir, work dir balance would otherwise
+        do with local copies; where broker balance is asked, only on a broker it leaves within its even
+        share (brokers above it are where the balance goal's work is). Such brokers are offered first to
+        the repair's new replicas (a copy the repair makes anyway), among those the spread leaves equal:
+        on the 8 of 20 random small instances with dir balance and no broker balance
+        (tests/bench/run_generalise.py, family ``dir-balance``) the plans went from up to 1.144x the
+        solver's best to at most 1.065x, 5 of them at it."""
         a, e = ctx.assignment, ctx.eligibility
         slack = 1 + (ctx.tolerance("log_dirs") or 0.0)
         uneven, shares_, held = self._evenness, self._shares, a.broker_bytes
 
-        def pull(b: int) -> bool:
-            if shares_ is not None and held[b] + size > shares_.get(b, -1.0):
-                return False
-            found = uneven.get(b)
-            if found is None:
-                found = uneven[b] = _uneven(a, e, b, slack)
-            return found
+        def pulls(brokers: Sequence[int]) -> list[bool]:
+            out = []
+            for b in brokers:
+                if shares_ is not None and held[b] + size > shares_.get(b, -1.0):
+                    out.append(False)
+                    continue
+                found = uneven.get(b)
+                if found is None:
+                    found = uneven[b] = _uneven(a, e, b, slack)
+                out.append(found)
+            return out
 
-        return pull
+        return pulls
 
     def _trim(self, ctx: PlanningContext, key: Key, keep: list[int], rf: int) -> list[int]:
         """Lower the RF (or drop extras): keep the leader, drop replicas on the most loaded brokers."""
