@@ -62,7 +62,7 @@ def place(
     for n in range(start, start + count):
         chosen: list[int] | None
         if tree is not None:
-            chosen = tree.allocate(factor, (), lambda b: b in receivers, rank)
+            chosen = tree.allocate(factor, (), lambda b: b in receivers, lambda bs: [rank(b) for b in bs])
         else:
             chosen = []
             pool = list(receivers)

@@ -656,7 +656,7 @@ def rack_must_move(
     which partition came first, so tallies of the same partitions split otherwise differed."""
     key = (id(tree), rf, *((tree.path[b], b in tree.members) for b in sorted(stay)))
     if key not in memo:
-        kept = tree.allocate(rf, stay, lambda b: True, lambda b: (b,))
+        kept = tree.allocate(rf, stay, lambda b: True, lambda bs: [(b,) for b in bs])
         memo[key] = None if kept is None else rf - len(set(kept) & set(stay))
     return memo[key]
 

@@ -17,6 +17,7 @@ from itertools import repeat
 from ..model.intents import RackAwareness
 
 Unit = tuple[str, ...]
+Ranks = Callable[[Sequence[int]], list[tuple[object, ...]]]  # the rank of each broker given (lower first)
 REFRESH = 16  # allocations between re-sorts of the candidate order
 WINDOW = 4  # extra candidates re-ranked live at each allocation
 SPAN = 8  # a unit of n brokers is re-sorted every max(REFRESH, n // SPAN) allocations
@@ -42,7 +43,6 @@ class RackTree:
     _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
     _members_under: dict[Unit, list[int]] = field(default_factory=dict)
     _load: Mapping[int, int] | None = None
-    _ranks: Callable[[Sequence[int]], list[tuple[object, ...]]] | None = None  # ``allocate``'s ``ranks``
     # violation() depends only on the multiset of places (unit path, member?) of the brokers: few
     # combinations; a broker's place is read as a small integer (``_codes``, made by ``of``)
     _verdicts: dict[tuple[int, ...], str | None] = field(default_factory=dict)
@@ -140,20 +140,19 @@ class RackTree:
         rf: int,
         keep: Collection[int],
         usable: Callable[[int], bool],
-        rank: Callable[[int], tuple[object, ...]],
+        ranks: Ranks,
         load: Mapping[int, int] | None = None,
-        ranks: Callable[[Sequence[int]], list[tuple[object, ...]]] | None = None,
     ) -> list[int] | None:
         """A maximally spread set of ``rf`` brokers keeping as many of ``keep`` as possible.
 
         ``usable(b)`` says whether a broker not in ``keep`` can take a new replica (capacity, dirs);
-        ``rank(b)`` orders candidate brokers (lower first). Among units the spread serves equally, a
-        slot that keeps a replica goes to the unit whose next kept replica ranks best (so a replica
-        that must relocate anyway is the one dropped), and a slot for a new replica to the unit with
-        the best member, or, with ``load`` (bytes per broker, when broker balance is asked), to the
-        unit whose members hold the fewest bytes on average. Returns None when too few brokers exist.
-        ``ranks(bs)``, when given, is ``[rank(b) for b in bs]`` computed at once (a unit's members are
-        re-sorted by rank every few allocations: at a million partitions most of the rank calls).
+        ``ranks(bs)`` gives the rank of each broker of ``bs`` (lower first), computed for many at once (a
+        unit's members are re-sorted every few allocations: at a million partitions most of the ranks).
+        Among units the spread serves equally, a slot that keeps a replica goes to the unit whose next
+        kept replica ranks best (so a replica that must relocate anyway is the one dropped), and a slot
+        for a new replica to the unit with the best member, or, with ``load`` (bytes per broker, when
+        broker balance is asked), to the unit whose members hold the fewest bytes on average. Returns
+        None when too few brokers exist.
         """
         caps, kids = self._caps(keep)
         if caps.get((), 0) < rf:
@@ -162,8 +161,8 @@ class RackTree:
         current = self.counts(keep)
         chosen: list[int] = []
         memo: dict[Unit, tuple[object, ...]] = {}
-        self._load, self._ranks = load, ranks
-        if not self._fill((), rf, caps, kids, current, keep, usable, rank, chosen, memo):
+        self._load = load
+        if not self._fill((), rf, caps, kids, current, keep, usable, ranks, chosen, memo):
             return None
         return chosen
 
@@ -176,7 +175,7 @@ class RackTree:
         current: dict[Unit, int],
         keep: Collection[int],
         usable: Callable[[int], bool],
-        rank: Callable[[int], tuple[object, ...]],
+        ranks: Ranks,
         chosen: list[int],
         memo: dict[Unit, tuple[object, ...]],
     ) -> bool:
@@ -184,16 +183,16 @@ class RackTree:
             return True
         if len(unit) >= self.levels:
             depth = len(unit)
-            pick = sorted((b for b in keep if self.path[b][:depth] == unit), key=rank)[:k]
+            pick = by_rank([b for b in keep if self.path[b][:depth] == unit], ranks)[:k]
             if len(pick) < k:
                 need = k - len(pick)
                 window: list[int] = []
-                for b in self._ordered(unit, rank):
+                for b in self._ordered(unit, ranks):
                     if b not in keep and usable(b):
                         window.append(b)
                         if len(window) >= need + WINDOW:
                             break
-                pick += sorted(window, key=rank)[:need]
+                pick += by_rank(window, ranks)[:need]
             chosen.extend(pick)
             return len(pick) == k
         children = kids.get(unit, ())
@@ -205,10 +204,10 @@ class RackTree:
                 return False
             first = min(keyed)[0]
             tied = [c for kk, c in keyed if kk == first]
-            best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, rank, memo)
+            best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, ranks, memo)
             given[best] += 1
         for c, n in given.items():
-            if n and not self._fill(c, n, caps, kids, current, keep, usable, rank, chosen, memo):
+            if n and not self._fill(c, n, caps, kids, current, keep, usable, ranks, chosen, memo):
                 return False
         return True
 
@@ -218,7 +217,7 @@ class RackTree:
         given: dict[Unit, int],
         current: dict[Unit, int],
         keep: Collection[int],
-        rank: Callable[[int], tuple[object, ...]],
+        ranks: Ranks,
         memo: dict[Unit, tuple[object, ...]],
     ) -> Unit:
         """The unit served first among units the spread serves equally (``allocate``): a kept slot before
@@ -227,20 +226,18 @@ class RackTree:
         member is looked up only among the units of the lowest mean load."""
         kept = [c for c in tied if given[c] < current.get(c, 0)]
         if kept:
-            return min(kept, key=lambda c: (self._held_rank(c, given[c], keep, rank), c))
+            return min(kept, key=lambda c: (self._held_rank(c, given[c], keep, ranks), c))
         if self._load is not None:
             means = [self._mean_load(c, self._load) for c in tied]
             low = min(means)
             tied = [c for c, m in zip(tied, means, strict=True) if m == low]
             if len(tied) == 1:
                 return tied[0]
-        return min(tied, key=lambda c: (self._unit_rank(c, rank, memo), c))
+        return min(tied, key=lambda c: (self._unit_rank(c, ranks, memo), c))
 
-    def _held_rank(
-        self, unit: Unit, given: int, keep: Collection[int], rank: Callable[[int], tuple[object, ...]]
-    ) -> tuple[object, ...]:
+    def _held_rank(self, unit: Unit, given: int, keep: Collection[int], ranks: Ranks) -> tuple[object, ...]:
         depth = len(unit)
-        return sorted(rank(b) for b in keep if self.path[b][:depth] == unit)[given]
+        return sorted(ranks([b for b in keep if self.path[b][:depth] == unit]))[given]
 
     def _mean_load(self, unit: Unit, load: Mapping[int, int]) -> float:
         """Mean bytes of the unit's members, as of the last refresh (the epochs of ``_ordered``)."""
@@ -262,25 +259,29 @@ class RackTree:
         return members
 
     def _unit_rank(
-        self, unit: Unit, rank: Callable[[int], tuple[object, ...]], memo: dict[Unit, tuple[object, ...]]
+        self, unit: Unit, ranks: Ranks, memo: dict[Unit, tuple[object, ...]]
     ) -> tuple[object, ...]:
         """The best rank of a broker in ``unit``: units with an emptier broker are filled first."""
         if unit not in memo:
-            ranks = [rank(b) for b in self._ordered(unit, rank)[:WINDOW]]
-            memo[unit] = min(ranks) if ranks else ()
+            found = ranks(self._ordered(unit, ranks)[:WINDOW])
+            memo[unit] = min(found) if found else ()
         return memo[unit]
 
-    def _ordered(self, unit: Unit, rank: Callable[[int], tuple[object, ...]]) -> list[int]:
+    def _ordered(self, unit: Unit, ranks: Ranks) -> list[int]:
         """Members under ``unit`` by rank as of the last refresh."""
         under = self.under.get(unit, ())
         epoch = self._calls // max(REFRESH, len(under) // SPAN)
         cached = self._order.get(unit)
         if cached is not None and cached[0] == epoch:
             return cached[1]
-        members = self._members(unit)
-        if self._ranks is None:
-            order = sorted(members, key=rank)
-        else:  # (members ascend by id: ties in rank keep that order, as sorted(key=rank) does)
-            order = [b for _, b in sorted(zip(self._ranks(members), members, strict=True))]
+        order = by_rank(self._members(unit), ranks)
         self._order[unit] = (epoch, order)
         return order
+
+
+def by_rank(brokers: Sequence[int], ranks: Ranks) -> list[int]:
+    """``brokers`` sorted by rank, brokers of equal rank in their order (``sorted(key=rank)``)."""
+    if len(brokers) < 2:
+        return list(brokers)
+    keys = ranks(brokers)
+    return [brokers[i] for i in sorted(range(len(brokers)), key=keys.__getitem__)]

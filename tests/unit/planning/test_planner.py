@@ -30,7 +30,7 @@ def test_spread_rule_top_level_first_then_within_units() -> None:
 
 def test_allocate_keeps_most_current_replicas() -> None:
     tree = RackTree.of(RACKS6, RackAwareness("/", 2), RACKS6)
-    out = tree.allocate(3, [1, 2, 3], lambda b: True, lambda b: (b,))
+    out = tree.allocate(3, [1, 2, 3], lambda b: True, lambda bs: [(b,) for b in bs])
     assert out is not None and tree.violation(out) is None
     assert len(set(out) & {1, 2, 3}) == 2 and bool({5, 6} & set(out))
 

@@ -188,7 +188,7 @@ class ReplicaPlacementGoal:
             heat = self._dir_heat(ctx, key)
             pulls = self._dir_pulls(ctx, size) if heat is not None else None
             ranks = self._ranks(ctx, preferred, relocating, heat, pulls)
-            target = tree.allocate(rf, keep, usable, lambda b: ranks((b,))[0], load, ranks)
+            target = tree.allocate(rf, keep, usable, ranks, load)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
         else:
