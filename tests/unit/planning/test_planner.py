@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
+
 import pytest
 from tests.unit.builders import intents, snapshot
 
@@ -12,7 +15,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.placement import place
 from kafka_placement.planning.plan_quality import apply_plan
-from kafka_placement.planning.topology import RackTree
+from kafka_placement.planning.topology import RackTree, by_rank
 
 RACKS6 = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}
 
@@ -33,6 +36,25 @@ def test_allocate_keeps_most_current_replicas() -> None:
     out = tree.allocate(3, [1, 2, 3], lambda b: True, lambda bs: [(b,) for b in bs])
     assert out is not None and tree.violation(out) is None
     assert len(set(out) & {1, 2, 3}) == 2 and bool({5, 6} & set(out))
+
+
+def test_by_rank_is_a_stable_sort_by_the_ranks_given_at_once() -> None:
+    """``allocate`` ranks many brokers in one call; sorting by those ranks must keep brokers of equal
+    rank in their order, as ``sorted(key=rank)`` does (a kept replica's order is the partition's)."""
+    rng = random.Random(7)
+    for _ in range(200):
+        brokers = rng.sample(range(40), rng.randint(0, 12))
+        rank = {b: (rng.randint(0, 3),) for b in brokers}  # many ties
+        calls: list[int] = []
+
+        def ranks(
+            bs: Sequence[int], rank: dict[int, tuple[int]] = rank, calls: list[int] = calls
+        ) -> list[tuple[object, ...]]:
+            calls.append(len(bs))
+            return [rank[b] for b in bs]
+
+        assert by_rank(brokers, ranks) == sorted(brokers, key=rank.__getitem__)
+        assert len(calls) <= 1
 
 
 def test_decommission_moves_exactly_the_replicas_on_the_broker() -> None:
