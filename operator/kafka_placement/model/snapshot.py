@@ -277,17 +277,19 @@ def _storage_fields(t: TopicStorage) -> dict[str, Any]:
 _TOPIC_FIELDS = ("topic", "remoteStorageEnable", "localRetentionBytes", "localRetentionMs")
 _BROKER_FIELDS = ("id", "rack", "logDirs", "alive")
 _DIR_FIELDS = ("path", "totalBytes", "usableBytes", "cordoned", "online")
-_PARTITION_FIELDS = (
-    "topic",
-    "partition",
-    "replicas",
-    "logDirs",
-    "leader",
-    "isr",
-    "sizeBytes",
-    "bytesInPerSec",
-    "readFanout",
-    "untieredBytes",
+_PARTITION_FIELDS = frozenset(
+    {
+        "topic",
+        "partition",
+        "replicas",
+        "logDirs",
+        "leader",
+        "isr",
+        "sizeBytes",
+        "bytesInPerSec",
+        "readFanout",
+        "untieredBytes",
+    }
 )
 
 
