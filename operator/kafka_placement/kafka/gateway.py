@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 METADATA_READS = 5  # snapshot: reads of the topics' metadata while it lags what the log dirs hold...
 METADATA_WAIT_S = 1.0  # ...this far apart
 SILENT_S = 30.0  # a broker left out of DescribeLogDirs counts as silent this long (config calls skip it)
+# partitions per AlterPartitionReassignments request: a KRaft controller takes at most 10,000 records in
+# one operation and refused the rest of a 20,000-partition request ("unexpected error", Kafka 4.4 on the rig)
+REASSIGN_BATCH = 5_000
 # the topic configs the snapshot records (tiered storage, KIP-405) and the brokers' KIP-1023 switch
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
@@ -529,7 +532,8 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
     def alter_reassignments(
         self, targets: Mapping[PartitionKey, Sequence[int] | None]
     ) -> dict[PartitionKey, OpError]:
-        """Start (replica list) or cancel (None) reassignments; returns the partitions Kafka refused."""
+        """Start (replica list) or cancel (None) reassignments; returns the partitions Kafka refused. Sent
+        ``REASSIGN_BATCH`` partitions a request; a request that fails raises, the parts before it sent."""
         from kafka import TopicPartition
 
         if not targets:
@@ -545,12 +549,20 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
             )
         py = self._py()
         timeout_ms = int(self.settings.request_timeout_s * 1000)
-        result = self._call(  # never re-sent here: the caller's intents tell what Kafka did with it
-            "alter reassignments",
-            _via_controller(py, lambda: py.alter_partition_reassignments(request, timeout_ms=timeout_ms)),
-            attempts=1,
-            needs=access.ON_CLUSTER,
-        )
+        result: dict[Any, Any] = {}
+        items = list(request.items())
+        for start in range(0, len(items), REASSIGN_BATCH):  # (REASSIGN_BATCH: the controller's limit)
+            part = dict(items[start : start + REASSIGN_BATCH])
+            result.update(
+                self._call(  # never re-sent here: the caller's intents tell what Kafka did with each part
+                    "alter reassignments",
+                    _via_controller(
+                        py, functools.partial(py.alter_partition_reassignments, part, timeout_ms=timeout_ms)
+                    ),
+                    attempts=1,
+                    needs=access.ON_CLUSTER,
+                )
+            )
         errors: dict[PartitionKey, OpError] = {}
         for tp in request:
             if tp not in result:
