@@ -736,6 +736,29 @@ def section(r: dict[str, Any], k: dict[str, Any], meta: dict[str, Any]) -> list[
     return lines
 
 
+def kafka_step(
+    args: argparse.Namespace,
+    bootstrap: str,
+    nodes: list[dict[str, Any]],
+    retired: tuple[int, ...],
+    plan: Any,
+    topics: list[str],
+    n: int,
+    work: Path,
+) -> dict[str, Any]:
+    """Kafka's tool on ``plan``: identical topics created under new names, the moves run and timed, where
+    Kafka put every partition checked, the topics deleted."""
+    log(f"creating {n} partitions for Kafka's tool")
+    new = create_topics(bootstrap, f"bench-opexec-kt-{uuid.uuid4().hex[:6]}", n, retired)
+    k = run_kafka_tool(args, bootstrap, plan, topics, new, work)
+    rename = dict(zip(topics, new, strict=True))
+    targets = {(rename[p.topic], p.partition): tuple(p.replicas) for p in plan.partitions}
+    k["kafka"] = kafka_checks(bootstrap, [node["id"] for node in nodes], new, retired, targets)
+    log(f"Kafka's tool checks: {k['kafka']}")
+    delete_topics(bootstrap, new)
+    return k
+
+
 def kafka_only(args: argparse.Namespace) -> None:
     """Kafka's tool alone on a plan file written by a run (its topics recreated under new names)."""
     from kafka_placement.model.plan import Plan
@@ -747,14 +770,8 @@ def kafka_only(args: argparse.Namespace) -> None:
     topics = sorted({p.topic for p in plan.partitions}, key=lambda t: int(t.rsplit("-", 1)[1]))
     n = sum(1 for _ in plan.partitions)
     work = Path(tempfile.mkdtemp(prefix="kp-opexec-"))
-    log(f"work dir {work}; creating {n} partitions for Kafka's tool")
-    new = create_topics(bootstrap, f"bench-opexec-kt-{uuid.uuid4().hex[:6]}", n, retired)
-    k = run_kafka_tool(args, bootstrap, plan, topics, new, work)
-    rename = dict(zip(topics, new, strict=True))
-    targets = {(rename[p.topic], p.partition): tuple(p.replicas) for p in plan.partitions}
-    k["kafka"] = kafka_checks(bootstrap, [n["id"] for n in nodes], new, retired, targets)
-    log(f"Kafka's tool checks: {k['kafka']}")
-    delete_topics(bootstrap, new)
+    log(f"work dir {work}")
+    k = kafka_step(args, bootstrap, nodes, retired, plan, topics, n, work)
     if args.json:
         Path(args.json).write_text(json.dumps({"kafka": k}, default=str))
 
@@ -830,14 +847,7 @@ def main() -> None:
     log(f"the deleted logs released after {files.wait_released():.0f} s")
     if args.json:  # the operator's part, kept should the rest fail
         Path(args.json).write_text(json.dumps({"operator": r, "meta": meta}, default=str))
-    log(f"creating {args.partitions} partitions for Kafka's tool")
-    new = create_topics(bootstrap, f"bench-opexec-kt-{uuid.uuid4().hex[:6]}", args.partitions, retired)
-    k = run_kafka_tool(args, bootstrap, plan, topics, new, work)
-    rename = dict(zip(topics, new, strict=True))
-    targets = {(rename[p.topic], p.partition): tuple(p.replicas) for p in plan.partitions}
-    k["kafka"] = kafka_checks(bootstrap, [n["id"] for n in nodes], new, retired, targets)
-    log(f"Kafka's tool checks: {k['kafka']}")
-    delete_topics(bootstrap, new)
+    k = kafka_step(args, bootstrap, nodes, retired, plan, topics, args.partitions, work)
     files.stopping.set()
     meta["openFiles"] = ", ".join(f"{b}: {c}" for b, c in sorted(files.peak.items()))
     if args.json:
