@@ -276,8 +276,9 @@ class ReplicaPlacementGoal:
     ) -> Callable[[Sequence[int]], list[tuple[object, ...]]]:
         """The rack repair's order of brokers, the keys of many at once (``RackTree.allocate``'s ``ranks``:
         a unit's members are re-sorted every few repairs, most of the keys computed at a million
-        partitions): a broker holding a replica that must change dir last among the partition's, then
-        ``_ranker``'s order, with dir balance asked (``heat``) after "preferred" the replicas to drop first
+        partitions): a broker holding a replica that must change dir last among the partition's, then the
+        preferred brokers, then the least loaded (bytes, replicas), a salted tie-break (none without a
+        salt) and the id; with dir balance asked (``heat``), after "preferred" the replicas to drop first
         (``_dir_heat``) and the brokers whose dirs a new replica evens out (``_dir_pulls``)."""
         a = ctx.assignment
         bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
@@ -287,13 +288,6 @@ class ReplicaPlacementGoal:
             (b in relocating, b not in preferred, *heat.get(b, COLD), not pull, bb[b], br[b], ties[b], b)
             for b, pull in zip(bs, pulls(bs), strict=True)
         ]
-
-    def _ranker(self, ctx: PlanningContext, preferred: set[int]) -> Callable[[int], tuple[object, ...]]:
-        """The order brokers are offered in: preferred first, then the least loaded, then a salted
-        tie-break (none without a salt) and the id."""
-        a = ctx.assignment
-        bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
-        return lambda b: (b not in preferred, bb[b], br[b], ties[b], b)
 
     def _dir_heat(self, ctx: PlanningContext, key: Key) -> dict[int, tuple[bool, float]] | None:
         """Which of a partition's current replicas a rack repair should drop, when its topic's policy asks
@@ -413,17 +407,12 @@ class ReplicaPlacementGoal:
         asked: Callable[[int], bool],
     ) -> int | None:
         """``_extend``'s choice of one broker when the policy prefers some (rare: every broker ranked):
-        preferred first, then under a unit the partition does not use yet, then ``_ranker``'s order."""
-        rank, path, taken = self._ranker(ctx, preferred), ctx.soft_tree.path, set(chosen)
-
-        def key(b: int) -> tuple[object, ...]:
-            r = rank(b)
-            return (r[0], path[b] in used, *r[1:])
-
-        return next(
-            (b for b in sorted((b for b in ctx.eligibility.dirs if b not in taken), key=key) if asked(b)),
-            None,
-        )
+        preferred first, then under a unit the partition does not use yet, then ``_ranks``' order."""
+        path, taken = ctx.soft_tree.path, set(chosen)
+        brokers = [b for b in ctx.eligibility.dirs if b not in taken]
+        ranks = self._ranks(ctx, preferred, set(), None, None)(brokers)  # (False, not preferred, load..., id)
+        keyed = sorted(((r[1], path[b] in used, *r[2:]), b) for b, r in zip(brokers, ranks, strict=True))
+        return next((b for _, b in keyed if asked(b)), None)
 
     def _ordered(self, ctx: PlanningContext) -> list[tuple[int, int, int, int]]:
         """The brokers that may hold replicas by (bytes, replicas, tie-break, id), as they are now: built
