@@ -131,16 +131,18 @@ def plan_for(bootstrap: str, topics: list[str], work: Path) -> Path:
     return plan
 
 
-def run_ours(bootstrap: str, plan: Path, work: Path) -> float:
+def run_ours(bootstrap: str, plan: Path, work: Path, limits: list[str]) -> float:
     started = time.monotonic()
     out = subprocess.run(
         [str(CLI), "execute", "--bootstrap-server", bootstrap, "--plan", str(plan), "--wait",
-         "--state", str(work / "state.json")],
+         "--state", str(work / "state.json"), *limits],
         capture_output=True, text=True,
     )  # fmt: skip
     elapsed = time.monotonic() - started
     if out.returncode != 0:
         sys.exit(out.stderr[-3000:])
+    counters = json.loads((work / "state.json").read_text()).get("counters", {})
+    print(f"ours: ticks {counters.get('ticks')}, refills {counters.get('refills')}", file=sys.stderr)
     return elapsed
 
 
@@ -160,25 +162,27 @@ def run_kafka(bootstrap: str, plan: Path, libs: str) -> float:
         time.sleep(1)
 
 
-def part_rig(n: int) -> dict[str, Any]:
+def part_rig(n: int, sides: list[str], limits: list[str]) -> dict[str, Any]:
     bootstrap = rig()["kafka"]["bootstrapServers"]
     libs = kafka_libs()
     moves = sum(1 for i in range(n) if 3 in (i % 3 + 1, (i + 1) % 3 + 1))
     row: dict[str, Any] = {"partitions": n, "moves": moves}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for who in ("ours", "kafka"):
+        for who in sides:
             topics = create_topics(bootstrap, f"bench-scale-{who}-{uuid.uuid4().hex[:6]}", n)
             try:
                 plan = plan_for(bootstrap, topics, work)
                 seconds = (
-                    run_ours(bootstrap, plan, work) if who == "ours" else run_kafka(bootstrap, plan, libs)
+                    run_ours(bootstrap, plan, work, limits)
+                    if who == "ours"
+                    else run_kafka(bootstrap, plan, libs)
                 )
             finally:
                 delete_topics(bootstrap, topics)
             row[f"{who}_s"] = seconds
             print(f"{who}: {moves} moves in {seconds:.1f}s", file=sys.stderr, flush=True)
-    row["ratio"] = row["ours_s"] / row["kafka_s"]
+    row["ratio"] = row["ours_s"] / row["kafka_s"] if len(row) == 4 else None
     return row
 
 
@@ -220,6 +224,12 @@ def part_tick(partitions: int, ticks: int) -> dict[str, Any]:
 # ---- report ------------------------------------------------------------------------------------------
 
 
+def cell(row: dict[str, Any], key: str, digits: int, per: int = 1) -> str:
+    """A table cell: ``row[key] / per`` with ``digits`` decimals, "-" for a side not run."""
+    value = row.get(key)
+    return "-" if value is None else f"{value / per:.{digits}f}"
+
+
 def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], command: str) -> str:
     day = datetime.date.today().isoformat()
     lines = [SECTION, "", f"`{command}` (one run, {day}, 2 cores).", ""]
@@ -234,9 +244,9 @@ def report(rig_row: dict[str, Any] | None, tick_rows: list[dict[str, Any]], comm
             "",
             "| partitions | moves | ours s | Kafka s | ours s/move | Kafka s/move | ratio |",
             "|---|---|---|---|---|---|---|",
-            f"| {rig_row['partitions']} | {rig_row['moves']} | {rig_row['ours_s']:.1f} "
-            f"| {rig_row['kafka_s']:.1f} | {rig_row['ours_s'] / rig_row['moves']:.4f} "
-            f"| {rig_row['kafka_s'] / rig_row['moves']:.4f} | {rig_row['ratio']:.2f} |",
+            f"| {rig_row['partitions']} | {rig_row['moves']} | {cell(rig_row, 'ours_s', 1)} "
+            f"| {cell(rig_row, 'kafka_s', 1)} | {cell(rig_row, 'ours_s', 4, rig_row['moves'])} "
+            f"| {cell(rig_row, 'kafka_s', 4, rig_row['moves'])} | {cell(rig_row, 'ratio', 2)} |",
             "",
         ]
     if tick_rows:
@@ -280,9 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plans", default="10000,100000,1000000")
     ap.add_argument("--ticks", type=int, default=20)
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--sides", default="ours,kafka", help="(a): ours, kafka or both")
+    ap.add_argument("--limits", default="", help='(a): extra `execute` flags ("--max-moves 2000")')
     args = ap.parse_args(argv)
     parts = set(args.part.split(","))
-    rig_row = part_rig(args.partitions) if "rig" in parts else None
+    sides, limits = args.sides.split(","), args.limits.split()
+    rig_row = part_rig(args.partitions, sides, limits) if "rig" in parts else None
     tick_rows = []
     if "tick" in parts:
         for size in (int(s) for s in args.plans.split(",")):

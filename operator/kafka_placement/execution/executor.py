@@ -531,17 +531,21 @@ def work_topics(ex: Execution, limits: Limits) -> set[str]:
     parts = ex.plan.plan.partitions
     if ex.phase in (Phase.PENDING, Phase.VALIDATING):
         return {t.topic for t in parts}
-    room = max(limits.max_moves - len(ex.doc.in_flight), 0)
-    ahead = ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD))
+    ahead = ex.pending(_scan(ex, limits))
     throttled = {t.topic for t in ex.doc.throttles.topics}
     return {parts[i].topic for i in (*ex.active(), *ahead)} | throttled
 
 
-def _candidates(ex: Execution, limits: Limits) -> list[int]:
+def _scan(ex: Execution, limits: Limits) -> int:
+    """How many pending moves a tick reads ahead: LOOKAHEAD x the room left, at least MIN_LOOKAHEAD."""
     room = max(limits.max_moves - len(ex.doc.in_flight), 0)
+    return max(LOOKAHEAD * room, MIN_LOOKAHEAD)
+
+
+def _candidates(ex: Execution, scan: int) -> list[int]:
     if ex.phase != Phase.MOVING and ex.phase != Phase.PAUSED and ex.phase != Phase.THROTTLING:
         return []
-    return list(ex.pending(max(LOOKAHEAD * room, MIN_LOOKAHEAD)))
+    return list(ex.pending(scan))
 
 
 # the phases in which a closed window (or the safety gate: Paused) keeps the execution from running
@@ -564,9 +568,13 @@ def tick(
     scoped: bool = False,
     window_open: bool = True,
     ceilings: Ceilings | None = None,
-) -> TickView | None:
-    """One observe-decide-act step; returns what it read (None when it read nothing). Kafka being
-    unreachable raises; so does a save that lost a race (``RecordConflict``), before acting. ``scoped``:
+) -> bool:
+    """One observe-decide-act step. Kafka being unreachable raises; so does a save that lost a race
+    (``RecordConflict``), before acting. Returns True when another tick at once would submit moves this one
+    could not: it reads its candidates before it sees which moves have finished, so a tick that finds a
+    whole wave done has read ahead only for the room it had (``_scan``); the caller then ticks again at once
+    (``run``; the operator's pass checks the new topics' ACLs first), instead of leaving the room idle for a
+    poll. ``scoped``:
     validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster.
     ``window_open`` False (outside the cluster's maintenance windows, model/windows.py): no new move is
     submitted; the moves in flight go on and are followed to their end. ``ceilings``: the adaptive
@@ -575,7 +583,7 @@ def tick(
     ex.doc.counters.ticks += 1
     if ex.phase in TERMINAL:
         sweep(gateway, ex)
-        return None
+        return False
     started = time.time()
     if ex.phase == Phase.PENDING:
         ex.move(Event.START if not ex.doc.cancel_requested else Event.CANCEL)
@@ -590,7 +598,8 @@ def tick(
             raise
         ex.move(Event.ALL_DONE if ex.all_done else Event.VALID)
         ex.save()
-    candidates = _candidates(ex, limits)
+    scan = _scan(ex, limits)
+    candidates = _candidates(ex, scan)
     keys = [ex.plan.targets[i].key for i in (*ex.active(), *candidates)]
     adding = {b for i in (*ex.active(), *candidates) for b in ex.plan.adding[i]}
     view = read_view(gateway, keys, adding, min_isr=True)
@@ -614,7 +623,14 @@ def tick(
     # the time it could not run (a window closed, paused) is not its running time (status.lastExecution)
     ex.account(started, time.time(), waiting=kept_waiting(ex.phase, window_open, bool(ex.doc.in_flight)))
     ex.save()
-    return view
+    return refill_due(ex, limits, scan, len(candidates), window_open)
+
+
+def refill_due(ex: Execution, limits: Limits, scan: int, read: int, window_open: bool = True) -> bool:
+    """After a tick that read ``read`` of the ``scan`` candidates it looked for: True when the next tick
+    would look further (its completions freed more room than the tick read ahead for) and more moves are
+    pending beyond what it read (it read all it looked for), in Moving with the window open."""
+    return ex.phase == Phase.MOVING and window_open and read >= scan and _scan(ex, limits) > scan
 
 
 def _moving(
@@ -747,16 +763,20 @@ def run(
     Failures for longer than ``retry_s`` in a row raise the last one."""
     sweep(gateway, ex)
     failing_since: float | None = None
+    refill = False
     while True:
         if not ex.doc.cancel_requested and ex.phase not in TERMINAL and cancel_requested():
             ex.doc.cancel_requested = True
             ex.save()
         try:
-            tick(gateway, ex, limits)
+            if refill:
+                ex.doc.counters.refills += 1  # saved by the tick
+            refill = tick(gateway, ex, limits) and not refill  # tick again at once, once in a row
             failing_since = None
         except (KafkaOperationError, KafkaUnavailableError) as e:
             now = time.monotonic()
             failing_since = now if failing_since is None else failing_since
+            refill = False
             if not wait or now - failing_since > retry_s:
                 raise
             log.warning("tick failed, retrying in %.1fs: %s", poll_s, e.message)
@@ -766,7 +786,8 @@ def run(
         on_tick(ex)
         if not wait or ex.phase in TERMINAL:
             return ex
-        time.sleep(poll_s)
+        if not refill:
+            time.sleep(poll_s)
 
 
 def mismatches(gateway: KafkaGateway, plan: Plan, ex: Execution | None = None) -> list[str]:

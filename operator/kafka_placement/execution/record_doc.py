@@ -130,6 +130,7 @@ class InFlight(_Model):
 
 class Counters(_Model):
     ticks: int = Field(0, ge=0)
+    refills: int = Field(0, ge=0)  # ticks run at once after one that freed more room than it read ahead for
     submissions: int = Field(0, ge=0)  # reassignment requests per partition, summed
     resubmitted: int = Field(0, ge=0)  # partitions submitted more than once (must stay 0)
     dir_submissions: int = Field(0, ge=0)

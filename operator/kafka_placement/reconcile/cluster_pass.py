@@ -409,7 +409,15 @@ class ReconcilePass:
         held_before = held_dirs(record)
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
             ceilings = ceilings_of(self.spec, self.cluster.get("status") or {}, self.rec.wall())
-            executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings)
+            read = executor.work_topics(record, self.limits)
+            if executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings):
+                # a wave finished: fill the room now (its new topics' ACLs checked first, as the pass did)
+                more = executor.work_topics(record, self.limits) - read
+                if more:
+                    when = "checked before submitting more: the moves in flight go on"
+                    self.gw.check_authorized(more, when=when)
+                record.doc.counters.refills += 1
+                executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings)
         if record.phase == Phase.COMPLETED:
             self.snap = None  # the intents are checked next against a fresh read, not the one before
         if record.doc.defence.reapplied > before:
