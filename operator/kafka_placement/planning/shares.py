@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["capacities", "limits", "max_mean"]
+__all__ = ["capacities", "dir_thresholds", "limits", "max_mean"]
 
 
 def capacities(capacity: Mapping[int, int], brokers: Sequence[int]) -> dict[int, int] | None:
@@ -60,3 +60,21 @@ def max_mean(capacity: Mapping[int, int], brokers: Sequence[int], held: Mapping[
         return round(max(values) / (sum(values) / len(values)), 4)
     mean = sum(values) / sum(caps.values())
     return round(max(held.get(b, 0) / caps[b] for b in brokers) / mean, 4)
+
+
+def dir_thresholds(
+    dir_bytes: Mapping[tuple[int, str], int],
+    broker: int,
+    paths: Sequence[str],
+    tol: float,
+    sizes: Mapping[str, int] | None,
+) -> dict[str, float]:
+    """Dir balance's limits, the one definition (the dir balance goal, the exact program's rows and its
+    check): each dir's most bytes within the balance: (1 + ``tol``) x the mean bytes per dir, or, where the
+    broker's volumes differ in size (``sizes``), (1 + ``tol``) x the broker's bytes per volume byte x
+    the dir's volume size."""
+    held = sum(dir_bytes[(broker, p)] for p in paths)
+    if sizes is None:
+        return dict.fromkeys(paths, (1 + tol) * (held / len(paths)))
+    per_byte = held / sum(sizes[p] for p in paths)
+    return {p: (1 + tol) * per_byte * sizes[p] for p in paths}

@@ -193,6 +193,13 @@ class Eligibility:
         """Brokers that hold data after the plan: the denominators of balance."""
         return tuple(sorted(self.keeping))
 
+    def keeping_dirs(self, broker: int) -> list[str]:
+        """The broker's dirs that keep data (not drained, online): the ones dir balance evens out."""
+        drained, offline = self.drained, self.offline
+        return [
+            p for p in self.dirs.get(broker, ()) if (broker, p) not in drained and (broker, p) not in offline
+        ]
+
 
 def _capacities(
     dirs: Mapping[int, tuple[str, ...]],

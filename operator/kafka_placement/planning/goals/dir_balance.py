@@ -21,6 +21,7 @@ from itertools import chain
 from ...model.intents import Intents
 from ..context import PlanningContext, Verdict, balance_verdict
 from ..plan_summary import PlanSummary
+from ..shares import dir_thresholds as thresholds
 from ..state import Key
 
 
@@ -49,7 +50,7 @@ class DirBalanceGoal:
         self, ctx: PlanningContext, broker: int, tol: float, balanced: frozenset[str]
     ) -> None:
         a, e = ctx.assignment, ctx.eligibility
-        paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
+        paths = e.keeping_dirs(broker)
         if len(paths) < 2:
             return
         sizes = e.sizes.get(broker)
@@ -112,23 +113,6 @@ class DirBalanceGoal:
             ctx.charge(policy, size)
             return True
         return False
-
-
-def thresholds(
-    dir_bytes: Mapping[tuple[int, str], int],
-    broker: int,
-    paths: Sequence[str],
-    tol: float,
-    sizes: Mapping[str, int] | None,
-) -> dict[str, float]:
-    """Each dir's most bytes within the balance: (1 + ``tol``) x the mean bytes per dir, or, where the
-    broker's volumes differ in size (``sizes``), (1 + ``tol``) x the broker's bytes per volume byte x
-    the dir's volume size."""
-    held = sum(dir_bytes[(broker, p)] for p in paths)
-    if sizes is None:
-        return dict.fromkeys(paths, (1 + tol) * (held / len(paths)))
-    per_byte = held / sum(sizes[p] for p in paths)
-    return {p: (1 + tol) * per_byte * sizes[p] for p in paths}
 
 
 def _load(

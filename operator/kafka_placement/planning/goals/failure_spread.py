@@ -208,8 +208,7 @@ class _Limits:
         return self.load(broker) + (size if self.by_bytes else 1) <= self.broker_limits[broker]
 
     def _paths(self, broker: int) -> list[str]:
-        e = self.ctx.eligibility
-        return [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
+        return self.ctx.eligibility.keeping_dirs(broker)
 
     def dir_takes(self, broker: int, path: str, size: int) -> bool:
         """The dir stays at or under its broker's dir threshold (after the replica arrives)."""

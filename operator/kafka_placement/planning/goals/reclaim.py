@@ -157,7 +157,7 @@ class Reclaimer:
         if tol is None:
             return 0.0
         a, e = self.ctx.assignment, self.ctx.eligibility
-        paths = [p for p in e.dirs[broker] if (broker, p) not in e.drained and (broker, p) not in e.offline]
+        paths = e.keeping_dirs(broker)
         if not paths:
             return 0.0
         loads = {p: a.dir_bytes[(broker, p)] for p in paths}

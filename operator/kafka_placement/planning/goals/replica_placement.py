@@ -544,9 +544,7 @@ def _changed(ctx: PlanningContext, key: Key) -> bool:
 def _uneven(a: Assignment, e: Eligibility, broker: int, slack: float) -> bool:
     """Whether one of ``broker``'s dirs that keep data holds more than ``slack`` x its share of the
     broker's bytes (its share of its volume's size where the broker's volumes differ)."""
-    paths = [
-        p for p in e.dirs.get(broker, ()) if (broker, p) not in e.drained and (broker, p) not in e.offline
-    ]
+    paths = e.keeping_dirs(broker)
     if len(paths) < 2:
         return False
     sizes = e.sizes.get(broker)
