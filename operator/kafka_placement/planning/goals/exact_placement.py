@@ -3,9 +3,14 @@ small cluster and unless the planner's effort is ``Fast`` (model/effort.py), the
 that keeps every hard rule and the balance limits replaces the greedy one when it copies fewer bytes
 (under the ``Balanced`` effort, at least 0.5% fewer: ``exact.worth``), or when the greedy one left a
 broker above its limit the program meets. It changes only replica sets and dirs; the goals after it
-(leaders, network, failure spread) work on its result as on the greedy one's. Not run when a policy
-asks for dir balance: that goal's local copies come after it and the program does not count them (a
-plan it finds cheaper could end dearer). Pure: no I/O.
+(leaders, network, failure spread) work on its result as on the greedy one's.
+
+With dir balance asked, the goal after it (DirBalance) pays local copies the program does not count, so
+three finished plans are compared, each as DirBalance would finish it (tried on the working assignment,
+measured, undone): the greedy plan; the greedy brokers with exact dirs (``exact_dirs``: per broker, the
+cheapest dirs within dir balance); the program's brokers with exact dirs. The cheapest replaces the
+greedy one when it copies less (under ``Balanced``, 0.5% less) and keeps in balance every broker the
+greedy plan does, and any broker balance it meets. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model.intents import Intents
-from .. import exact
+from .. import exact, exact_dirs
 from ..context import PlanningContext, Verdict
 from ..plan_summary import PlanSummary
 from ..state import Key
+from .dir_balance import DirBalanceGoal
 from .replica_placement import balance_limits
 
 
@@ -29,10 +35,14 @@ class ExactPlacementGoal:
     def optimize(self, ctx: PlanningContext) -> None:
         if ctx.intents.effort == "Fast":
             return  # (model/effort.py: the greedy goals' plan stands)
-        if not exact.applicable(ctx) or ctx.tolerance("log_dirs") is not None:
-            return  # (dir balance after it makes local copies the program does not count)
+        if not exact.applicable(ctx):
+            return
         limits = balance_limits(ctx)
         limit = None if limits is None else {b: int(v) for b, v in limits.items()}
+        tol = ctx.tolerance("log_dirs")
+        if tol is not None:
+            self._with_dirs(ctx, limit, tol)
+            return
         parts = exact.movable(ctx, balance=limit is not None)
         keys = [p.key for p in parts]
         a = ctx.assignment
@@ -53,6 +63,52 @@ class ExactPlacementGoal:
             for key, (replicas, placed) in before.items():  # (the bound says it cannot happen: kept safe)
                 a.set_placement(key, replicas, placed)
 
+    def _with_dirs(self, ctx: PlanningContext, limit: dict[int, int] | None, tol: float) -> None:
+        """The plans compared when dir balance is asked (module docstring)."""
+        a, e = ctx.assignment, ctx.eligibility
+        everything = [p.key for p in ctx.snapshot.partitions]  # (at most exact.MAX_PARTITIONS)
+        start = _placements(ctx, everything)
+        brokers = [b for b in e.active_brokers if len(e.keeping_dirs(b)) >= 2]
+
+        def within(b: int) -> bool:
+            return limit is None or a.broker_bytes[b] <= limit[b]
+
+        meets = all(within(b) for b in e.active_brokers)
+        DirBalanceGoal().optimize(ctx)
+        greedy = exact.copied(ctx, everything)
+        balanced = {b for b in brokers if exact_dirs.met(ctx, b, tol)}
+        _restore(ctx, start)
+
+        def finished() -> tuple[int, Placements] | None:
+            exact_dirs.place(ctx, tol, brokers)
+            DirBalanceGoal().optimize(ctx)  # (the brokers it could not place)
+            if not all(exact_dirs.met(ctx, b, tol) for b in balanced):
+                return None
+            if meets and not all(within(b) for b in e.active_brokers):
+                return None
+            return exact.copied(ctx, everything), _placements(ctx, everything)
+
+        tried = [finished()]
+        _restore(ctx, start)
+        parts = exact.movable(ctx, balance=limit is not None)
+        # the dirs' copies come on top of what the program counts: not under the bar, not under it after;
+        # the bar is the best finished plan so far (the greedy brokers with exact dirs often is near the
+        # lower bound already: the program is then pruned at its root)
+        best = min([greedy, *(t[0] for t in tried if t is not None)])
+        bar = exact.worth(ctx, best) if meets else None
+        for dirs in (False, True) if exact.sized(ctx) else (False,):
+            found = exact.solve(ctx, parts, limit, below=bar, dirs=dirs)
+            if found is not None and exact.apply(ctx, found, limit):
+                tried.append(finished())
+                break
+        _restore(ctx, start)
+        ranked = sorted((t for t in tried if t is not None), key=lambda t: t[0])
+        if not ranked:
+            return
+        cost, placed = ranked[0]
+        if cost < exact.worth(ctx, greedy) or (not meets and all(within(b) for b in e.active_brokers)):
+            _restore(ctx, placed)  # (the dir balance goal next finds its dirs in balance)
+
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         """Later goals are not held to the program's placement (it is a step, not a rule)."""
         return True
@@ -60,3 +116,18 @@ class ExactPlacementGoal:
     def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict | None:
         """Nothing a policy asks for: it has no entry in the summary's goals."""
         return None
+
+
+Placements = dict[Key, tuple[list[int], list[str | None]]]
+
+
+def _placements(ctx: PlanningContext, keys: Sequence[Key]) -> Placements:
+    a = ctx.assignment
+    return {k: (list(a.replicas[k]), list(a.dirs[k])) for k in keys}
+
+
+def _restore(ctx: PlanningContext, placed: Placements) -> None:
+    a = ctx.assignment
+    for key, (replicas, dirs) in placed.items():
+        if a.replicas[key] != replicas or a.dirs[key] != dirs:
+            a.set_placement(key, replicas, dirs)
