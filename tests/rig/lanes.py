@@ -91,6 +91,7 @@ LANES = (
             "tests/integration/test_executor_broker_down.py",
             "tests/integration/test_executor_rate_hold.py",  # one throttled heal-shaped move: about 80 s
             "tests/integration/test_executor_safety.py",
+            "tests/integration/test_executor_waves.py",  # a finished wave refilled at once: about 7 s
             "tests/integration/test_gateway.py",
             "tests/integration/test_kafka_rig.py",
             "tests/integration/test_kept_plan_leader.py",
