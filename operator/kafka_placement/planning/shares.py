@@ -69,10 +69,10 @@ def dir_thresholds(
     tol: float,
     sizes: Mapping[str, int] | None,
 ) -> dict[str, float]:
-    """Dir balance's limits, the one definition (the dir balance goal, the exact program's rows and its
-    check): each dir's most bytes within the balance: (1 + ``tol``) x the mean bytes per dir, or, where the
-    broker's volumes differ in size (``sizes``), (1 + ``tol``) x the broker's bytes per volume byte x
-    the dir's volume size."""
+    """Dir balance's limits, the one definition (the dir balance goal, the exact dirs per broker of
+    planning/exact_dirs.py and their check): each dir's most bytes within the balance: (1 + ``tol``) x
+    the mean bytes per dir, or, where the broker's volumes differ in size (``sizes``), (1 + ``tol``) x
+    the broker's bytes per volume byte x the dir's volume size."""
     held = sum(dir_bytes[(broker, p)] for p in paths)
     if sizes is None:
         return dict.fromkeys(paths, (1 + tol) * (held / len(paths)))
