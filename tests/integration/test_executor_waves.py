@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.integration.test_executor_safety import our_throttles_in_kafka, plan_of, replicas
 
-from kafka_placement.execution import executor
+from kafka_placement.execution import executor, lookahead
 from kafka_placement.execution.record import Execution
 from kafka_placement.execution.record_doc import Phase
 from kafka_placement.execution.store import FileStore
@@ -38,8 +38,8 @@ def test_a_finished_wave_is_filled_at_once_and_nothing_submitted_twice(
     kafka_wait: Wait,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(executor, "LOOKAHEAD", 1)
-    monkeypatch.setattr(executor, "MIN_LOOKAHEAD", 1)
+    monkeypatch.setattr(lookahead, "LOOKAHEAD", 1)
+    monkeypatch.setattr(lookahead, "MIN_LOOKAHEAD", 1)
     topic = new_topic([[1, 2]] * MOVES)
     keys = [(topic, p) for p in range(MOVES)]
     plan = plan_of([(topic, p, [1, 3]) for p in range(MOVES)])

@@ -36,7 +36,7 @@ from typing import Any
 from ..model.plan import Plan
 from ..model.self_healing import format_time
 from ..model.snapshot import ClusterSnapshot
-from .executor import LOOKAHEAD, MIN_LOOKAHEAD  # candidates a tick scans: the executor's own numbers
+from .lookahead import LOOKAHEAD, MIN_LOOKAHEAD  # candidates a tick scans: the executor's own numbers
 from .record import ExecutionPlan, Original
 from .record_doc import ASSUMED_UNTHROTTLED_RATE, Limits, Rule
 

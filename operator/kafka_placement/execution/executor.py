@@ -35,9 +35,11 @@ from ..kafka.throttles import Move, ThrottleError, apply_throttles
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
+from . import lookahead
 from .adapting import adapt, first_rates
 from .adaptive import Ceilings
 from .disk import TRICKLE, watch_disks
+from .lookahead import work_topics
 from .progress import Progress, compute_progress, in_flight_bytes
 from .rate import factors, hold_rates
 from .record import MAX_SAMPLES, Execution, Original
@@ -68,6 +70,7 @@ __all__ = [
     "run",
     "sweep",
     "tick",
+    "work_topics",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,8 +78,6 @@ log = logging.getLogger(__name__)
 DIVERGED_TICKS = 3  # a move seen neither running nor at target this many ticks in a row...
 DIVERGED_S = 30.0  # ...and for this long is taken as cancelled or changed outside (not a metadata lag)
 TICK_RETRY_S = 300.0  # run(wait=True): how long ticks may keep failing on Kafka errors before giving up
-LOOKAHEAD = 4  # candidates read per tick: this many times the room left, at least MIN_LOOKAHEAD
-MIN_LOOKAHEAD = 256
 CONFIRM_READS = 4  # reads of a plan partition seen off target at completion before it is reopened...
 CONFIRM_WAIT_S = 1.0  # ...this far apart (a broker's metadata lagging the controller's is not a change)
 
@@ -524,30 +525,6 @@ def sweep(gateway: KafkaGateway, ex: Execution) -> None:
         clear_owned(ex, gateway)
 
 
-def work_topics(ex: Execution, limits: Limits) -> set[str]:
-    """The topics the next tick may read or change: every plan topic before the execution has moved
-    anything (validation reads them all, the first batch sets their throttles), then only those of the moves
-    in flight, of the candidates it may submit, and of the throttles it holds (cost follows the work)."""
-    parts = ex.plan.plan.partitions
-    if ex.phase in (Phase.PENDING, Phase.VALIDATING):
-        return {t.topic for t in parts}
-    ahead = ex.pending(_scan(ex, limits))
-    throttled = {t.topic for t in ex.doc.throttles.topics}
-    return {parts[i].topic for i in (*ex.active(), *ahead)} | throttled
-
-
-def _scan(ex: Execution, limits: Limits) -> int:
-    """How many pending moves a tick reads ahead: LOOKAHEAD x the room left, at least MIN_LOOKAHEAD."""
-    room = max(limits.max_moves - len(ex.doc.in_flight), 0)
-    return max(LOOKAHEAD * room, MIN_LOOKAHEAD)
-
-
-def _candidates(ex: Execution, scan: int) -> list[int]:
-    if ex.phase != Phase.MOVING and ex.phase != Phase.PAUSED and ex.phase != Phase.THROTTLING:
-        return []
-    return list(ex.pending(scan))
-
-
 # the phases in which a closed window (or the safety gate: Paused) keeps the execution from running
 MAY_WAIT = frozenset({Phase.PENDING, Phase.VALIDATING, Phase.THROTTLING, Phase.MOVING, Phase.PAUSED})
 
@@ -572,9 +549,9 @@ def tick(
     """One observe-decide-act step. Kafka being unreachable raises; so does a save that lost a race
     (``RecordConflict``), before acting. Returns True when another tick at once would submit moves this one
     could not: it reads its candidates before it sees which moves have finished, so a tick that finds a
-    whole wave done has read ahead only for the room it had (``_scan``); the caller then ticks again at once
-    (``run``; the operator's pass checks the new topics' ACLs first), instead of leaving the room idle for a
-    poll. ``scoped``:
+    whole wave done has read ahead only for the room it had (execution/lookahead.py); the caller then
+    ticks again at once (``run``; the operator's pass checks the new topics' ACLs first), instead of
+    leaving the room idle for a poll. ``scoped``:
     validation reads only the plan's partitions (the new-partition lane's small plans), not the cluster.
     ``window_open`` False (outside the cluster's maintenance windows, model/windows.py): no new move is
     submitted; the moves in flight go on and are followed to their end. ``ceilings``: the adaptive
@@ -598,8 +575,8 @@ def tick(
             raise
         ex.move(Event.ALL_DONE if ex.all_done else Event.VALID)
         ex.save()
-    scan = _scan(ex, limits)
-    candidates = _candidates(ex, scan)
+    scan = lookahead.ahead(ex, limits)
+    candidates = lookahead.candidates(ex, scan)
     keys = [ex.plan.targets[i].key for i in (*ex.active(), *candidates)]
     adding = {b for i in (*ex.active(), *candidates) for b in ex.plan.adding[i]}
     view = read_view(gateway, keys, adding, min_isr=True)
@@ -623,14 +600,7 @@ def tick(
     # the time it could not run (a window closed, paused) is not its running time (status.lastExecution)
     ex.account(started, time.time(), waiting=kept_waiting(ex.phase, window_open, bool(ex.doc.in_flight)))
     ex.save()
-    return refill_due(ex, limits, scan, len(candidates), window_open)
-
-
-def refill_due(ex: Execution, limits: Limits, scan: int, read: int, window_open: bool = True) -> bool:
-    """After a tick that read ``read`` of the ``scan`` candidates it looked for: True when the next tick
-    would look further (its completions freed more room than the tick read ahead for) and more moves are
-    pending beyond what it read (it read all it looked for), in Moving with the window open."""
-    return ex.phase == Phase.MOVING and window_open and read >= scan and _scan(ex, limits) > scan
+    return lookahead.refill_due(ex, limits, scan, len(candidates), window_open)
 
 
 def _moving(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_placement.execution import executor, throttling
+from kafka_placement.execution import executor, lookahead, throttling
 from kafka_placement.execution.executor import TRANSITIONS, Limits, next_phase
 from kafka_placement.execution.progress import compute_progress, observed_rate
 from kafka_placement.execution.record import Execution, ExecutionPlan, Original
@@ -335,8 +335,8 @@ def test_work_topics_follow_the_moves_in_flight_not_the_plan(tmp_path: Path) -> 
     order = list(ex.plan.order)
     ex.submit(order[0], Submission.CONFIRMED, 0)
     topics = executor.work_topics(ex, limits)
-    ahead = {targets[i].topic for i in order[: 1 + executor.MIN_LOOKAHEAD]}
-    assert topics == ahead and len(topics) == 1 + executor.MIN_LOOKAHEAD
+    ahead = {targets[i].topic for i in order[: 1 + lookahead.MIN_LOOKAHEAD]}
+    assert topics == ahead and len(topics) == 1 + lookahead.MIN_LOOKAHEAD
     far = targets[order[-1]].topic
     assert far not in topics
     ex.doc.throttles = ThrottleState(
