@@ -70,7 +70,9 @@ print(json.dumps({{"load": t1 - t0, "plan": t2 - t1, "partitionsChanged": s["par
 
 
 def tree_rss_kb(root_pid: int) -> int:
-    """Resident memory of a process and all its descendants (from /proc)."""
+    """Memory of a process and all its descendants (from /proc): the sum of their proportional set sizes
+    (``Pss`` of ``smaps_rollup``: a page shared by n processes counts 1/n in each, so a forked copy's
+    pages still shared with its parent count once), ``VmRSS`` where that is not readable."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -80,18 +82,25 @@ def tree_rss_kb(root_pid: int) -> int:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             ppid = int(fields[1])
-            with open(f"/proc/{entry}/status") as f:
-                vm = next((ln for ln in f if ln.startswith("VmRSS:")), "VmRSS: 0 kB")
-        except (OSError, StopIteration, IndexError):
+            rss[int(entry)] = _pss_kb(int(entry))
+        except (OSError, StopIteration, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = int(vm.split()[1])
     total, stack = 0, [root_pid]
     while stack:
         pid = stack.pop()
         total += rss.get(pid, 0)
         stack.extend(children.get(pid, []))
     return total
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return int(next(ln for ln in f if ln.startswith("Pss:")).split()[1])
+    except (OSError, StopIteration):
+        with open(f"/proc/{pid}/status") as f:
+            return int(next((ln for ln in f if ln.startswith("VmRSS:")), "VmRSS: 0 kB").split()[1])
 
 
 def engine_setup(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -119,10 +128,12 @@ def cpus_of(spec: str) -> tuple[str, set[int] | None]:
     return base, set(allowed[: int(cpus)])
 
 
-def run_one(spec: str, snap: Path, intents: Path, timeout: float) -> dict[str, object]:
+def run_one(spec: str, snap: Path, intents: Path, timeout: float, root: Path = ROOT) -> dict[str, object]:
     base, cpus = cpus_of(spec)
     engine, master, env = engine_setup(base)
-    code = CHILD.format(root=str(ROOT), snap=str(snap), intents=str(intents), engine=engine, master=master)
+    if root != ROOT:  # (Spark's Python workers import the planner too: the same code)
+        env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "operator"), env.get("PYTHONPATH", "")])
+    code = CHILD.format(root=str(root), snap=str(snap), intents=str(intents), engine=engine, master=master)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -166,7 +177,17 @@ def main() -> None:
     ap.add_argument("--scenario", default="all", help="a scenario of tests/bench/generator.py")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per (engine, size) run")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument(
+        "--code",
+        default=str(ROOT),
+        help="a checkout whose planner plans (default this one): an older commit's, for a paired run",
+    )
     args = ap.parse_args()
+    head = subprocess.run(
+        ["git", "-C", args.code, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "-C", args.code, "diff", "--quiet", "HEAD"], check=False).returncode
+    code_name = f"commit {head or 'unknown'}" + (" with changes not committed" if dirty else "")
     lines = [
         "",
         f"## Engine scale (local vs Spark), scenario `{args.scenario}`",
@@ -174,7 +195,8 @@ def main() -> None:
         f"Produced by `python tests/bench/run_scale.py {' '.join(sys.argv[1:])}".rstrip() + "` on "
         f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
-        "memory = peak resident set of the whole process tree (Python + Spark's JVM). For Spark: the "
+        "memory = peak of the process tree's proportional set size (Python, a forked copy, Spark's JVM; "
+        f"before 2026-12-05 its resident sets summed). Planner: {code_name}. For Spark: the "
         "partitions its analysis sent to the shards, and the seconds of its phases. "
         "Seconds, in the order they happen: session (waiting for Spark to start: JVM, Python workers; it "
         "starts beside the snapshot's read, as in the CLI) / analysis / shards / "
@@ -204,7 +226,7 @@ def main() -> None:
             ipath.write_text(text)
             del snap
             for engine in args.engines.split(","):
-                r = run_one(engine, sdir, ipath, args.timeout)
+                r = run_one(engine, sdir, ipath, args.timeout, Path(args.code))
                 if "error" in r:
                     row = f"| {n} | {brokers} | {engine} | failed: {r['error']} |||||||||||"
                 else:

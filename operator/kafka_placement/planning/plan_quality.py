@@ -615,6 +615,18 @@ def tally(snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
     return tally_of(((p, targets.get(p.key)) for p in snapshot.partitions), scope)
 
 
+def shifted(base: Tally, snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+    """``base``, the tally of every partition of ``snapshot`` as no plan changes it (``tally_of`` with no
+    entries), made the tally of ``plan`` by shifting in its entries only (checked against the snapshot):
+    ``tally(snapshot, plan, scope)``'s sums. ``base`` is changed and returned."""
+    plan.check_against(snapshot)
+    for t in plan.partitions:
+        p = snapshot.partition(t.topic, t.partition)
+        assert p is not None  # (checked above)
+        base.shift(p, t, scope)
+    return base
+
+
 def tally_of(pairs: Iterable[tuple[PartitionState, PartitionTarget | None]], scope: Scope) -> Tally:
     """The tally of these (partition, plan entry or None) pairs."""
     out = Tally()

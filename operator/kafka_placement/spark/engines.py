@@ -35,9 +35,9 @@ from ..model.intents import Intents
 from ..model.jsonio import clip
 from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
-from ..planning import batching
+from ..planning import batching, plan_quality
 from ..planning.context import PlanningContext
-from ..planning.optimizer import PlanResult, compute_plan, optimize
+from ..planning.optimizer import Measure, PlanResult, compute_plan, optimize
 from ..planning.plan_quality import Scope, Tally
 from ..planning.sharding import (
     Row,
@@ -49,6 +49,7 @@ from ..planning.sharding import (
     shard_of,
 )
 from ..planning.state import ClusterLoads, Eligibility
+from . import beside
 from .analysis import Analysis, SnapshotSlices
 from .collector import collector_paused
 from .failures import ExecutorWatch, check_master, is_cluster, is_spark_error, root_cause, spark_failure
@@ -97,8 +98,13 @@ def _plan_with(
 ) -> PlanResult:
     engine = choose(snapshot, settings)
     if engine == "local":
-        check_plan(replica_count(snapshot), len(snapshot.partitions), settings.memory)
-        result = compute_plan(snapshot, intents, optimizer=optimize, **kw)
+        replicas = replica_count(snapshot)
+        check_plan(replicas, len(snapshot.partitions), settings.memory)
+        enforced = intents.enforced_only()  # (the intents the summary measures the plan under)
+        use = settings.beside and beside.wanted(len(snapshot.partitions), replicas, settings.memory)
+        with beside.tallied(snapshot, enforced, use) as other:
+            measure = None if other is None else _measured_beside(snapshot, other)
+            result = compute_plan(snapshot, intents, optimizer=optimize, measure=measure, **kw)
         return replace(result, summary=replace(result.summary, engine=engine))
     if engine != "spark":
         raise PlacementError(
@@ -113,6 +119,19 @@ def _plan_with(
     # the report of the enforced plan's run (advisories plan again)
     summary = replace(result.summary, engine=engine, sharding=spark.reports[0] if spark.reports else None)
     return replace(result, summary=summary)
+
+
+def _measured_beside(snapshot: ClusterSnapshot, other: beside.Beside) -> Measure:
+    """The summary's tally of a plan of ``snapshot``: the tally ``other`` made of the snapshot beside the
+    plan, with the plan's entries shifted in (``spark.beside``); as before when it has none."""
+
+    def measure(s: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+        base = other.result(scope) if s is snapshot else None
+        if base is None:
+            return plan_quality.tally(s, plan, scope)
+        return plan_quality.shifted(base, s, plan, scope)
+
+    return measure
 
 
 def java_available() -> bool:

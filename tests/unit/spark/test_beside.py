@@ -1,0 +1,171 @@
+"""The local engine's tally beside the plan (spark/beside.py): the same summary and tally as the serial one,
+when to use it, and no process left behind whatever happens to the plan or to the process."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from tests.bench.generator import scenario
+
+from kafka_placement.model.errors import PlacementError
+from kafka_placement.model.intents import Intents
+from kafka_placement.planning import report
+from kafka_placement.planning.plan_quality import Scope
+from kafka_placement.spark import beside
+from kafka_placement.spark.engines import EngineSettings, plan_with
+from kafka_placement.spark.memory import PLAN_BYTES_PER_REPLICA, Limit
+
+
+def _children() -> list[int]:
+    """This process's children now (forked copies not yet reaped included)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found += [int(x) for x in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.fixture
+def forced(monkeypatch: pytest.MonkeyPatch) -> list[beside.Beside]:
+    """Tally beside every plan here (small snapshots, whatever the CPUs), recording each process started."""
+    started: list[beside.Beside] = []
+    real = beside.start
+
+    def start(snapshot: object, intents: Intents) -> beside.Beside:
+        started.append(real(snapshot, intents))  # type: ignore[arg-type]
+        return started[-1]
+
+    monkeypatch.setattr(beside, "MIN_PARTITIONS", 0)
+    monkeypatch.setattr(beside, "usable_cpus", lambda *_: 2.0)
+    monkeypatch.setattr(beside, "start", start)
+    return started
+
+
+@pytest.mark.parametrize("name", ["all", "decommission"])
+def test_the_summary_and_the_tally_are_the_serial_ones(name: str, forced: list[beside.Beside]) -> None:
+    snap, text = scenario(name, brokers=12, partitions=600, seed=7)
+    intents = Intents.loads(text)
+    serial = plan_with(snap, intents, EngineSettings("local", beside=False))
+    assert not forced
+    found = plan_with(snap, intents, EngineSettings("local"))
+    assert len(forced) == 1, "the tally ran beside the plan"
+    assert found.plan.plan_id == serial.plan.plan_id
+    assert found.summary.to_json() == serial.summary.to_json()
+    assert found.summary.partitions_changed > 0
+    assert found.tally is not None and serial.tally is not None
+    scope = Scope.of(snap, intents.enforced_only())
+    assert found.tally.evaluation(scope, "x") == serial.tally.evaluation(scope, "x")
+    assert found.tally.flows == serial.tally.flows  # what the review reads from it
+    mine = report.build_report(snap, found.plan, intents, tally=found.tally)
+    theirs = report.build_report(snap, serial.plan, intents, tally=serial.tally)
+    assert mine == theirs
+    assert not _children()
+
+
+def test_a_copy_that_dies_leaves_the_tally_to_this_process(
+    forced: list[beside.Beside], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap, text = scenario("decommission", brokers=12, partitions=400, seed=3)
+    intents = Intents.loads(text)
+    serial = plan_with(snap, intents, EngineSettings("local", beside=False))
+    assert serial.summary.partitions_changed > 0
+    real = beside.start
+
+    def killed(snapshot: object, intents: Intents) -> beside.Beside:
+        b = real(snapshot, intents)  # type: ignore[arg-type]
+        os.kill(b.pid, signal.SIGKILL)
+        return b
+
+    monkeypatch.setattr(beside, "start", killed)
+    found = plan_with(snap, intents, EngineSettings("local"))
+    assert found.summary.to_json() == serial.summary.to_json()
+    assert not _children()
+
+
+def test_an_infeasible_plan_stops_and_reaps_the_copy(forced: list[beside.Beside]) -> None:
+    snap, _ = scenario("all", brokers=12, partitions=400, seed=3)
+    every = ", ".join(str(b.id) for b in snap.brokers)
+    with pytest.raises(PlacementError):
+        plan_with(
+            snap, Intents.loads(f"kind: BrokerDecommission\nspec: {{brokers: [{every}]}}\n"), EngineSettings()
+        )
+    assert len(forced) == 1
+    assert not _children()
+
+
+def test_a_result_under_other_intents_is_not_taken(forced: list[beside.Beside]) -> None:
+    snap, text = scenario("decommission", brokers=12, partitions=500, seed=5)
+    b = beside.start(snap, Intents.loads(text))
+    assert b.result(Scope.of(snap, Intents())) is None
+    b.close()
+    assert not _children()
+
+
+def test_when_it_is_used() -> None:
+    many = beside.MIN_PARTITIONS
+    assert beside.wanted(many, 3 * many, None, cpus=2)
+    assert not beside.wanted(many - 1, 3 * many, None, cpus=2)
+    assert not beside.wanted(many, 3 * many, None, cpus=1.5)
+    # under a memory limit: only with room for the planning's estimate and the copy's pages
+    need = (PLAN_BYTES_PER_REPLICA + beside.CHILD_BYTES_PER_REPLICA) * 3 * many
+    assert not beside.wanted(many, 3 * many, Limit(need, "the pod's"), cpus=4)
+    assert beside.wanted(many, 3 * many, Limit(10 * need + 2**32, "the pod's"), cpus=4)
+
+
+def test_usable_cpus_follow_the_cgroup_quota(tmp_path: Path) -> None:
+    cpu_max = tmp_path / "cpu.max"
+    affinity = len(os.sched_getaffinity(0))
+    assert beside.usable_cpus(tmp_path / "absent") == affinity
+    cpu_max.write_text("max 100000\n")
+    assert beside.usable_cpus(cpu_max) == affinity
+    cpu_max.write_text("150000 100000\n")
+    assert beside.usable_cpus(cpu_max) == min(affinity, 1.5)
+    cpu_max.write_text("nonsense\n")
+    assert beside.usable_cpus(cpu_max) == affinity
+
+
+def test_a_stuck_copy_is_stopped_and_the_tally_made_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, text = scenario("decommission", brokers=12, partitions=300, seed=5)
+    intents = Intents.loads(text)
+    monkeypatch.setattr(beside, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(beside, "tally_of", lambda *_: signal.pause())  # (the forked copy never answers)
+    b = beside.start(snap, intents)
+    assert b.result(Scope.of(snap, intents)) is None
+    assert not _children()
+
+
+def test_forked_from_a_thread_while_others_run(forced: list[beside.Beside]) -> None:
+    """As the operator plans: on a pool thread, other threads busy meanwhile (logging, holding locks)."""
+    snap, text = scenario("decommission", brokers=12, partitions=400, seed=9)
+    intents = Intents.loads(text)
+    serial = plan_with(snap, intents, EngineSettings("local", beside=False))
+    stop = threading.Event()
+    log = logging.getLogger("test_beside")
+    log.setLevel(logging.DEBUG)
+    handler = logging.StreamHandler(io.StringIO())  # (its lock taken and released all the time)
+    log.addHandler(handler)
+
+    def busy() -> None:
+        while not stop.is_set():
+            log.debug("busy %s", "beside")
+
+    others = [threading.Thread(target=busy) for _ in range(3)]
+    for t in others:
+        t.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            found = pool.submit(plan_with, snap, intents, EngineSettings("local")).result(120)
+    finally:
+        stop.set()
+        for t in others:
+            t.join()
+        log.removeHandler(handler)
+    assert len(forced) == 1
+    assert found.summary.to_json() == serial.summary.to_json()
+    assert not _children()
