@@ -1,7 +1,7 @@
 """Engine scale benchmark: local vs Spark planning time and peak memory, 100k to 1M partitions.
 
     .venv/bin/python tests/bench/run_scale.py [--sizes 100000:100,1000000:1000] [--engines local,spark]
-        [--scenario all|decommission|...]
+        [--scenario all|decommission|...] [--code CHECKOUT]
 
 An engine is ``local``, ``spark`` (master ``local[*]``), ``spark@MASTER`` (e.g. ``spark@local[1]``) or
 ``spark@rig`` (the rig's standalone cluster from ``.rig/rig.json``, its workers' Python as executors).
@@ -12,8 +12,9 @@ Each (engine, size) runs in a fresh process: it generates the scenario (default 
 dir drain, 2-level rack spread, broker/dir/leader balance; "decommission": one broker leaves, the
 common case where few partitions break a rule) with SIZE partitions x RF 3 on BROKERS brokers, writes
 it to a Parquet snapshot, then times `plan` (load + plan + summary) in a child process whose whole
-process tree (Python and Spark's JVM) is sampled for peak resident memory. Results are appended to
-docs/benchmarks.md with the command.
+process tree (Python, a forked copy, Spark's JVM) is sampled for its peak proportional set size.
+``--code`` plans with another checkout's planner (an older commit's, for a paired run in one sequence).
+Results are appended to docs/benchmarks.md with the command.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +88,10 @@ class ReconcilePass:
         store: ConfigMapStore,
         record: Execution | None,
         conditions: Sequence[Mapping[str, Any]] | None,  # the KafkaCluster's, as the reconcile read them
+        checked: Collection[str] = (),  # topics whose ACLs the reconcile checked before this pass
     ) -> None:
         self.rec, self.gw, self.cluster, self.store, self.record = rec, gw, cluster, store, record
+        self.checked = set(checked)
         self.spec, self.limits = spec, limits
         self.view = View(
             bodies,
@@ -409,13 +411,13 @@ class ReconcilePass:
         held_before = held_dirs(record)
         with contextlib.suppress(BadInputError):  # the record says why (Failed, lastError): status follows
             ceilings = ceilings_of(self.spec, self.cluster.get("status") or {}, self.rec.wall())
-            read = executor.work_topics(record, self.limits)
             if executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings):
-                # a wave finished: fill the room now (its new topics' ACLs checked first, as the pass did)
-                more = executor.work_topics(record, self.limits) - read
+                # a wave finished: fill the room now (the ACLs of topics the reconcile did not check first)
+                more = executor.work_topics(record, self.limits) - self.checked
                 if more:
                     when = "checked before submitting more: the moves in flight go on"
                     self.gw.check_authorized(more, when=when)
+                    self.checked |= more
                 record.doc.counters.refills += 1
                 executor.tick(self.gw, record, self.limits, window_open=window.open, ceilings=ceilings)
         if record.phase == Phase.COMPLETED:

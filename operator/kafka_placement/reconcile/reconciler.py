@@ -429,12 +429,10 @@ class Reconciler:
                         gw, cluster, limits, bodies, record, lane_store, lane_record, full=False
                     )
                 # every ACL an execution needs, checked before anything is changed (README, "Security")
-                gw.check_authorized(
-                    executor.work_topics(record, limits) if record is not None and active else (),
-                    when="checked before acting: nothing was changed",
-                )
+                checked = executor.work_topics(record, limits) if record is not None and active else set()
+                gw.check_authorized(checked, when="checked before acting: nothing was changed")
                 one = ReconcilePass(
-                    self, gw, cluster, spec, limits, bodies, leaving, store, record, conditions
+                    self, gw, cluster, spec, limits, bodies, leaving, store, record, conditions, checked
                 )
                 status = one.run()
                 if one.snap is not None:  # the full re-plan covered every partition of it
