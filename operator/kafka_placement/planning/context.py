@@ -71,6 +71,10 @@ class PlanningContext:
     # A goal whose ``accepts`` judges each broker by its own load (the network goals) is done: receivers
     # of one place no longer share a verdict, and leader reorders are checked too (``reorder_ok``).
     per_broker_rules: bool = False
+    # The snapshot's partitions the hard rules would change (``repairs.repair_reasons``), when known before
+    # the goals run (the local engine's copy beside the plan selects them, spark/beside.py, as the Spark
+    # engine's analysis does); None: the hard goal screens every partition and asks each suspect.
+    repairs: frozenset[Key] | None = None
     _balanced: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # balanced_topics
 
     @staticmethod

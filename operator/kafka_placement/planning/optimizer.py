@@ -20,7 +20,7 @@ from . import batching, headroom, plan_quality, summary_parts, traffic_quality
 from .context import Goal, PlanningContext
 from .goals import default_goals
 from .plan_summary import Metrics, PlanSummary
-from .state import Eligibility
+from .state import Eligibility, Key
 from .summary_parts import Advisories, GoalEntry
 
 
@@ -43,9 +43,18 @@ Measure = Callable[
 Batches = Callable[[ClusterSnapshot, Plan, Eligibility, int], list[list[str]]]
 
 
-def optimize(snapshot: ClusterSnapshot, intents: Intents, goals: list[Goal] | None = None) -> Plan:
-    """Run the goals and return only the partitions whose replicas, order or dirs change."""
+def optimize(
+    snapshot: ClusterSnapshot,
+    intents: Intents,
+    goals: list[Goal] | None = None,
+    repairs: Callable[[], frozenset[Key] | None] | None = None,
+) -> Plan:
+    """Run the goals and return only the partitions whose replicas, order or dirs change. ``repairs``
+    gives, once the planning state is built, the partitions the hard rules would change when they are
+    known already (``PlanningContext.repairs``)."""
     ctx = PlanningContext.of(snapshot, intents)
+    if repairs is not None:
+        ctx.repairs = repairs()
     run_goals(ctx, goals if goals is not None else default_goals())
     return diff(snapshot, ctx)
 

@@ -1,19 +1,23 @@
-"""The local engine's second core: the snapshot's half of the summary's tally, in a process beside the plan.
+"""The local engine's second core: a forked copy of the planning process works beside the plan.
 
-The summary's tally (``planning.plan_quality``) is every partition as the plan leaves it plus what each
-plan entry shifts: ``add(p, t) == add(p, None) + shift(p, t)``. The first half depends on the snapshot and
-the intents only, so while this process plans, a forked copy of it tallies the snapshot (its pages are
-shared until either side writes them); the plan's entries are then shifted into that tally here. It is the
-Spark engine's split (``spark.analysis`` beside the shards, ``spark.tally`` after), on one machine: the
-same code, so the same summary; at a million partitions it takes the tally's pass over every partition
-(a fifth of the plan's time) off the plan's path.
+Two things the plan needs depend on the snapshot and the intents only, not on the plan: which partitions
+the hard rules would change (``repairs.repair_reasons`` of the screen's suspects), which the hard goal
+otherwise asks of every suspect after the planning state is built, and the summary's tally of every
+partition as the plan leaves it (``planning.plan_quality``: ``add(p, t) == add(p, None) + shift(p, t)``).
+So while this process builds the planning state and plans, a forked copy of it (its pages shared until
+either side writes them) computes both and sends them back in that order; the hard goal takes the first
+(``PlanningContext.repairs``), and the plan's entries are shifted into the second. It is the Spark engine's
+split (``spark.analysis`` beside the shards, ``spark.tally`` after), on one machine: the same code, so the
+same plan and summary; at a million partitions it takes the tally's pass over every partition and the
+suspects' checks (a quarter of the plan's time) off the plan's path.
 
 Used only when it can pay and cannot hurt (``wanted``): a snapshot of at least ``MIN_PARTITIONS``
 partitions, at least two CPUs this process may use (its affinity and its cgroup's CPU quota), and, under a
 memory limit (``spark.memory``), room for the copy's pages too (``CHILD_BYTES_PER_REPLICA``). The copy
 dies with this process (``PR_SET_PDEATHSIG``) and is killed and reaped when the plan ends without
-needing it (an infeasible plan); whatever stops it from answering (killed, out of memory, an error), the
-tally is made here as before (``result`` returns None): never a different summary, only a slower one.
+needing it (an infeasible plan); whatever stops it from answering (killed, out of memory, an error, stuck),
+this process does the work itself as before (``repairs`` and ``result`` return None): never a different
+plan or summary, only a slower one.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 from ..model.intents import Intents
 from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_quality import Scope, Tally, tally_of
+from ..planning.repairs import repair_reasons
+from ..planning.state import Key
 from .memory import PLAN_BYTES_PER_REPLICA, Limit, resident_bytes
 
 MIN_PARTITIONS = 50_000  # below this the tally takes a second or two: not worth a process
@@ -68,53 +74,82 @@ def wanted(partitions: int, replicas: int, limit: Limit | None, cpus: float | No
 
 
 class Beside:
-    """A forked process tallying a snapshot as no plan changes it, under ``intents``' scope. A thread here
-    reads its answer as soon as it is written, so the process ends, and its copies of pages are freed,
-    when its tally is done, not when the plan is."""
+    """A forked process working for the plan: it sends first the partitions the hard rules would change
+    (``repairs``), then its tally of the snapshot as no plan changes it (``result``), each as a frame (8
+    bytes of length, a pickle). A thread here reads them as they are written, so the process ends, and its
+    copies of pages are freed, when its tally is done, not when the plan is."""
 
     def __init__(self, pid: int, fd: int, intents: Intents) -> None:
         self.pid, self.fd, self.intents = pid, fd, intents
         self.started = time.monotonic()
-        self._data = bytearray()
+        self._frames: list[bytes] = []
+        self._arrived = threading.Condition()
         self._reaped = False  # (under _lock: its pid is ours to signal until then)
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="tally-beside", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
+        data = bytearray()
         try:
             while chunk := os.read(self.fd, 1 << 20):
-                self._data += chunk
+                data += chunk
+                while len(data) >= 8 and len(data) >= 8 + (size := int.from_bytes(data[:8], "big")):
+                    with self._arrived:
+                        self._frames.append(bytes(data[8 : 8 + size]))
+                        self._arrived.notify_all()
+                    del data[: 8 + size]
         except OSError:
-            self._data.clear()
+            pass
         finally:
             os.close(self.fd)
             self._reap()
+            with self._arrived:
+                self._arrived.notify_all()
 
     def _reap(self) -> None:
         with self._lock, contextlib.suppress(ChildProcessError):
             self._reaped = True
-            _, status = os.waitpid(self.pid, 0)  # (its answer is written: it is exiting, or killed)
+            _, status = os.waitpid(self.pid, 0)  # (its frames are written: it is exiting, or killed)
             if status != 0:
-                self._data.clear()  # it did not finish: what it wrote is not a tally
+                with self._arrived:
+                    self._frames.clear()  # it did not finish: what it wrote is not to be trusted
+
+    def _frame(self, index: int) -> Any:
+        """Frame ``index`` unpickled, once the process has written it and ended cleanly or written more;
+        None when it will not come. Waits as long as the plan took so far (at least ``PATIENCE_S``): each
+        takes a fraction of the plan's time, so a copy still at it after that is stuck (a lock some other
+        thread of this process held when it forked) and is stopped."""
+        deadline = self.started + max(PATIENCE_S, 2 * (time.monotonic() - self.started))
+        with self._arrived:
+            while len(self._frames) <= index and self._reader.is_alive():
+                if not self._arrived.wait(max(0.0, deadline - time.monotonic())):
+                    break
+            found = self._frames[index] if len(self._frames) > index else None
+        if found is None:
+            self.close()
+            return None
+        try:
+            return pickle.loads(found)
+        except Exception:  # (cannot happen: a frame is whole; never a wrong plan if it did)
+            return None
+
+    def repairs(self, intents: Intents) -> frozenset[Key] | None:
+        """The snapshot's partitions the hard rules of ``intents`` would change, or None (not these intents,
+        or the process did not give them: the hard goal screens and asks every partition then)."""
+        if intents != self.intents:
+            return None
+        found = self._frame(0)
+        return found if isinstance(found, frozenset) else None
 
     def result(self, scope: Scope) -> Tally | None:
         """The snapshot's tally, or None when the process did not give one (or tallied under other intents
-        than ``scope``'s): tally here then. Waits for it, as long as the plan took so far (at least
-        ``PATIENCE_S``): the tally takes a fraction of the plan's time, so a copy still at work after that
-        is stuck (a lock some other thread of this process held when it forked) and is stopped."""
-        self._reader.join(max(PATIENCE_S, time.monotonic() - self.started))
-        if self._reader.is_alive():
-            self.close()
+        than ``scope``'s): tally here then."""
+        if scope.intents != self.intents:
             return None
-        if scope.intents != self.intents or not self._data:
-            return None
-        try:
-            found = pickle.loads(self._data)
-        except Exception:  # (cannot happen after a clean exit; never a wrong summary if it did)
-            return None
-        finally:
-            self._data = bytearray()
+        found = self._frame(1)
+        with self._arrived:
+            self._frames.clear()  # (its bytes are not needed again)
         return found if isinstance(found, Tally) else None
 
     def close(self) -> None:
@@ -134,9 +169,9 @@ def _prctl() -> Any:
 
 
 def start(snapshot: ClusterSnapshot, intents: Intents) -> Beside:
-    """Fork a process that tallies every partition of ``snapshot`` without a plan, under the scope of
-    ``intents`` (the enforced ones, as the summary measures them), and writes the pickled tally to a
-    pipe."""
+    """Fork a process that selects the partitions of ``snapshot`` the hard rules of ``intents`` would
+    change and tallies every partition without a plan, under the scope of ``intents`` (the enforced ones, as
+    the plan and its summary use them), writing both to a pipe."""
     prctl = _prctl()  # (looked up here: the copy calls only what it needs no lock for)
     read, write = os.pipe()
     parent = os.getpid()
@@ -148,16 +183,33 @@ def start(snapshot: ClusterSnapshot, intents: Intents) -> Beside:
             if prctl is not None:
                 prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() == parent:  # (else the parent died before the line above)
-                found = tally_of(((p, None) for p in snapshot.partitions), Scope.of(snapshot, intents))
-                data = pickle.dumps(found, pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write, view) :]
+                scope = Scope.of(snapshot, intents)
+                _send(write, frozenset(to_repair(snapshot, scope)))
+                _send(write, tally_of(((p, None) for p in snapshot.partitions), scope))
                 code = 0
         finally:
             os._exit(code)
     os.close(write)
     return Beside(pid, read, intents)
+
+
+def to_repair(snapshot: ClusterSnapshot, scope: Scope) -> Iterator[Key]:
+    """The partitions of ``snapshot`` the hard rules would change (``repair_reasons`` of the suspects the
+    ``Screen`` keeps: what the hard goal asks, ``replica_placement.needs_repair``)."""
+    elig, screen = scope.elig, scope.screen
+    for p in snapshot.partitions:
+        rf, tree = scope.rf(p), scope.policy(p.topic)[1]
+        if screen.suspect(p.replicas, rf, tree) and repair_reasons(
+            elig, p.replicas, p.log_dirs, p.size_bytes, rf, tree, p.leader, p.isr
+        ):
+            yield p.key
+
+
+def _send(fd: int, value: object) -> None:
+    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 @contextlib.contextmanager
@@ -173,4 +225,13 @@ def tallied(snapshot: ClusterSnapshot, intents: Intents, use: bool) -> Iterator[
         beside.close()
 
 
-__all__ = ["CHILD_BYTES_PER_REPLICA", "MIN_PARTITIONS", "Beside", "start", "tallied", "usable_cpus", "wanted"]
+__all__ = [
+    "CHILD_BYTES_PER_REPLICA",
+    "MIN_PARTITIONS",
+    "Beside",
+    "start",
+    "tallied",
+    "to_repair",
+    "usable_cpus",
+    "wanted",
+]

@@ -37,7 +37,7 @@ from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
 from ..planning import batching, plan_quality
 from ..planning.context import PlanningContext
-from ..planning.optimizer import Measure, PlanResult, compute_plan, optimize
+from ..planning.optimizer import Measure, Optimizer, PlanResult, compute_plan, optimize
 from ..planning.plan_quality import Scope, Tally
 from ..planning.sharding import (
     Row,
@@ -103,8 +103,8 @@ def _plan_with(
         enforced = intents.enforced_only()  # (the intents the summary measures the plan under)
         use = settings.beside and beside.wanted(len(snapshot.partitions), replicas, settings.memory)
         with beside.tallied(snapshot, enforced, use) as other:
-            measure = None if other is None else _measured_beside(snapshot, other)
-            result = compute_plan(snapshot, intents, optimizer=optimize, measure=measure, **kw)
+            run, measure = (optimize, None) if other is None else _beside(snapshot, other)
+            result = compute_plan(snapshot, intents, optimizer=run, measure=measure, **kw)
         return replace(result, summary=replace(result.summary, engine=engine))
     if engine != "spark":
         raise PlacementError(
@@ -121,9 +121,13 @@ def _plan_with(
     return replace(result, summary=summary)
 
 
-def _measured_beside(snapshot: ClusterSnapshot, other: beside.Beside) -> Measure:
-    """The summary's tally of a plan of ``snapshot``: the tally ``other`` made of the snapshot beside the
-    plan, with the plan's entries shifted in (``spark.beside``); as before when it has none."""
+def _beside(snapshot: ClusterSnapshot, other: beside.Beside) -> tuple[Optimizer, Measure]:
+    """The local engine with a copy beside it (``spark.beside``): the plan takes the partitions to repair
+    it selected, the summary's tally of the plan is its tally of the snapshot with the plan's entries
+    shifted in; each as before when it has none (or for other intents: the advisories' plan)."""
+
+    def run(s: ClusterSnapshot, intents: Intents) -> Plan:
+        return optimize(s, intents, repairs=(lambda: other.repairs(intents)) if s is snapshot else None)
 
     def measure(s: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
         base = other.result(scope) if s is snapshot else None
@@ -131,7 +135,7 @@ def _measured_beside(snapshot: ClusterSnapshot, other: beside.Beside) -> Measure
             return plan_quality.tally(s, plan, scope)
         return plan_quality.shifted(base, s, plan, scope)
 
-    return measure
+    return run, measure
 
 
 def java_available() -> bool:

@@ -17,6 +17,8 @@ from tests.bench.generator import scenario
 from kafka_placement.model.errors import PlacementError
 from kafka_placement.model.intents import Intents
 from kafka_placement.planning import report
+from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.goals import replica_placement
 from kafka_placement.planning.plan_quality import Scope
 from kafka_placement.spark import beside
 from kafka_placement.spark.engines import EngineSettings, plan_with
@@ -66,6 +68,37 @@ def test_the_summary_and_the_tally_are_the_serial_ones(name: str, forced: list[b
     theirs = report.build_report(snap, serial.plan, intents, tally=serial.tally)
     assert mine == theirs
     assert not _children()
+
+
+@pytest.mark.parametrize("name", ["all", "decommission", "drain", "rack-repair"])
+def test_the_copys_repairs_are_the_hard_goals_own(name: str) -> None:
+    snap, text = scenario(name, brokers=12, partitions=600, seed=11)
+    enforced = Intents.loads(text).enforced_only()
+    ctx = PlanningContext.of(snap, enforced)
+    asked = {k for k in ctx.assignment.replicas if replica_placement.needs_repair(ctx, k)}
+    assert asked
+    assert set(beside.to_repair(snap, Scope.of(snap, enforced))) == asked
+
+
+def test_the_plan_takes_the_copys_repairs_unasked(
+    forced: list[beside.Beside], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap, text = scenario("decommission", brokers=12, partitions=400, seed=5)
+    intents = Intents.loads(text)
+    calls: list[object] = []
+    real = replica_placement.needs_repair
+
+    def counted(ctx: PlanningContext, key: tuple[str, int]) -> bool:
+        calls.append(key)
+        return real(ctx, key)
+
+    monkeypatch.setattr(replica_placement, "needs_repair", counted)
+    serial = plan_with(snap, intents, EngineSettings("local", beside=False))
+    asked_serial = len(calls)
+    calls.clear()
+    found = plan_with(snap, intents, EngineSettings("local"))
+    assert found.plan.plan_id == serial.plan.plan_id
+    assert asked_serial > 0 and not calls  # (nothing set before the hard goal: nothing left to ask)
 
 
 def test_a_copy_that_dies_leaves_the_tally_to_this_process(

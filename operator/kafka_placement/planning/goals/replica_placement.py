@@ -74,9 +74,12 @@ class ReplicaPlacementGoal:
         self._order, self._evenness = None, {}
         problems: list[InfeasibleError] = []
         full: list[Key] = []
-        for key in sorted(self._suspects(ctx), key=lambda k: (-a.size[k], k)):
+        known = ctx.repairs  # (need no asking: none of them has changed since the snapshot)
+        ask = self._suspects(ctx) if known is None else set(a.touched)
+        keys = ask if known is None else known | ask
+        for key in sorted(keys, key=lambda k: (-a.size[k], k)):
             try:
-                self._repair(ctx, key)
+                self._repair(ctx, key, key in ask)
             except InfeasibleError as e:
                 if e.rule == headroom.RULE:
                     full.append(key)
@@ -97,7 +100,9 @@ class ReplicaPlacementGoal:
     def _suspects(ctx: PlanningContext) -> set[Key]:
         """The partitions ``_repair`` may change (``repairs.suspects``, and any a goal set before: their
         replica count may differ from the snapshot's): ``needs_repair`` is asked of these only, the others
-        it would leave alone (a million partitions: 15 s of the plan's 117 went to asking all of them)."""
+        it would leave alone (a million partitions: 15 s of the plan's 117 went to asking all of them).
+        Where the partitions needing repair are known already (``ctx.repairs``) they are taken instead,
+        with those a goal set before, and only the latter are asked."""
         a = ctx.assignment
         trees = ctx.trees
 
@@ -154,8 +159,9 @@ class ReplicaPlacementGoal:
             return False  # a failed dir's replica cannot be moved to another dir: it leaves the broker
         return a.best_dir(e, broker, a.size[key], exclude=[path] if path else []) is not None
 
-    def _repair(self, ctx: PlanningContext, key: Key) -> None:
-        if not needs_repair(ctx, key):
+    def _repair(self, ctx: PlanningContext, key: Key, ask: bool = True) -> None:
+        """Repair partition ``key`` if the hard rules would change it (``ask`` False: known to)."""
+        if ask and not needs_repair(ctx, key):
             return
         e, a = ctx.eligibility, ctx.assignment
         reps, dirs, size = a.replicas[key], a.dirs[key], a.size[key]
