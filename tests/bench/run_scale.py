@@ -51,7 +51,7 @@ from pathlib import Path
 from kafka_placement.model.intents import Intents
 from kafka_placement.spark.engines import EngineSettings, plan_with, start_session
 from kafka_placement.cli._io import read_snapshot_arg  # as `kafka-placement plan` reads it
-settings = EngineSettings({engine!r}, master={master!r}, driver_memory="6g")
+settings = EngineSettings({engine!r}, master={master!r}, driver_memory={driver_memory!r})
 t0 = time.perf_counter()
 spark = start_session(settings) if settings.engine == "spark" else None  # as the CLI: beside the read
 snap = read_snapshot_arg({snap!r})
@@ -129,12 +129,21 @@ def cpus_of(spec: str) -> tuple[str, set[int] | None]:
     return base, set(allowed[: int(cpus)])
 
 
-def run_one(spec: str, snap: Path, intents: Path, timeout: float, root: Path = ROOT) -> dict[str, object]:
+def run_one(
+    spec: str, snap: Path, intents: Path, timeout: float, root: Path = ROOT, driver_memory: str = "6g"
+) -> dict[str, object]:
     base, cpus = cpus_of(spec)
     engine, master, env = engine_setup(base)
     if root != ROOT:  # (Spark's Python workers import the planner too: the same code)
         env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "operator"), env.get("PYTHONPATH", "")])
-    code = CHILD.format(root=str(root), snap=str(snap), intents=str(intents), engine=engine, master=master)
+    code = CHILD.format(
+        driver_memory=driver_memory,
+        root=str(root),
+        snap=str(snap),
+        intents=str(intents),
+        engine=engine,
+        master=master,
+    )
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -183,6 +192,7 @@ def main() -> None:
         default=str(ROOT),
         help="a checkout whose planner plans (default this one): an older commit's, for a paired run",
     )
+    ap.add_argument("--driver-memory", default="6g", help="the Spark driver's heap (spark.driver.memory)")
     args = ap.parse_args()
     head = subprocess.run(
         ["git", "-C", args.code, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
@@ -197,7 +207,8 @@ def main() -> None:
         f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}, {os.cpu_count()} cores. "
         f"Scenario `{args.scenario}`, RF 3. Time = wall time of load + plan + summary in a fresh process; "
         "memory = peak of the process tree's proportional set size (Python, a forked copy, Spark's JVM; "
-        f"before 2026-12-05 its resident sets summed). Planner: {code_name}. For Spark: the "
+        f"before 2026-12-05 its resident sets summed). Planner: {code_name}. Spark's driver heap: "
+        f"{args.driver_memory}. For Spark: the "
         "partitions its analysis sent to the shards, and the seconds of its phases. "
         "Seconds, in the order they happen: session (waiting for Spark to start: JVM, Python workers; it "
         "starts beside the snapshot's read, as in the CLI) / analysis / shards / "
@@ -227,7 +238,7 @@ def main() -> None:
             ipath.write_text(text)
             del snap
             for engine in args.engines.split(","):
-                r = run_one(engine, sdir, ipath, args.timeout, Path(args.code))
+                r = run_one(engine, sdir, ipath, args.timeout, Path(args.code), args.driver_memory)
                 if "error" in r:
                     row = f"| {n} | {brokers} | {engine} | failed: {r['error']} |||||||||||"
                 else:

@@ -180,8 +180,9 @@ def start(snapshot: ClusterSnapshot, intents: Intents) -> Beside:
         code = 1
         try:
             os.close(read)
-            if prctl is not None:
+            if prctl is not None:  # (sent when the forking thread ends: the parent's loss is only time)
                 prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            _default_signals()
             if os.getppid() == parent:  # (else the parent died before the line above)
                 scope = Scope.of(snapshot, intents)
                 _send(write, frozenset(to_repair(snapshot, scope)))
@@ -203,6 +204,15 @@ def to_repair(snapshot: ClusterSnapshot, scope: Scope) -> Iterator[Key]:
             elig, p.replicas, p.log_dirs, p.size_bytes, rf, tree, p.leader, p.isr
         ):
             yield p.key
+
+
+def _default_signals() -> None:
+    """In the copy: a signal ends it, never runs the parent's handlers (an asyncio loop's, the operator's:
+    they would write to a wakeup fd the copy shares with the parent and stop the parent instead)."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
 
 
 def _send(fd: int, value: object) -> None:

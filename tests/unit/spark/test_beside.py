@@ -202,3 +202,23 @@ def test_forked_from_a_thread_while_others_run(forced: list[beside.Beside]) -> N
     assert len(forced) == 1
     assert found.summary.to_json() == serial.summary.to_json()
     assert not _children()
+
+
+def test_a_signal_to_the_copy_ends_it_without_the_parents_handlers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A handler of this process (an operator's) is not run by the copy: SIGTERM ends the copy alone."""
+    snap, text = scenario("decommission", brokers=12, partitions=300, seed=5)
+    intents = Intents.loads(text)
+    ran = tmp_path / "ran"  # (a file: what the copy's handler would write is seen here)
+    previous = signal.signal(signal.SIGTERM, lambda *_: ran.write_text(str(os.getpid())))
+    try:
+        monkeypatch.setattr(beside, "tally_of", lambda *_: signal.pause())  # (the copy waits for a signal)
+        b = beside.start(snap, intents)
+        assert b.repairs(intents) is not None  # (its first frame came: it is past its set-up)
+        os.kill(b.pid, signal.SIGTERM)
+        assert b.result(Scope.of(snap, intents)) is None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not ran.exists()
+    assert not _children()
