@@ -83,6 +83,7 @@ class Beside:
         self.pid, self.fd, self.intents = pid, fd, intents
         self.started = time.monotonic()
         self._frames: list[bytes] = []
+        self._ended = False  # (under _arrived: no frame comes any more)
         self._arrived = threading.Condition()
         self._reaped = False  # (under _lock: its pid is ours to signal until then)
         self._lock = threading.Lock()
@@ -105,6 +106,7 @@ class Beside:
             os.close(self.fd)
             self._reap()
             with self._arrived:
+                self._ended = True
                 self._arrived.notify_all()
 
     def _reap(self) -> None:
@@ -122,7 +124,7 @@ class Beside:
         thread of this process held when it forked) and is stopped."""
         deadline = self.started + max(PATIENCE_S, 2 * (time.monotonic() - self.started))
         with self._arrived:
-            while len(self._frames) <= index and self._reader.is_alive():
+            while len(self._frames) <= index and not self._ended:
                 if not self._arrived.wait(max(0.0, deadline - time.monotonic())):
                     break
             found = self._frames[index] if len(self._frames) > index else None
@@ -157,7 +159,7 @@ class Beside:
         with self._lock:
             if not self._reaped:
                 os.kill(self.pid, signal.SIGKILL)  # (a zombie at worst: still ours)
-        self._reader.join()
+        self._reader.join(PATIENCE_S)  # (its read ends at the copy's end: a daemon thread, never waited on)
 
 
 def _prctl() -> Any:

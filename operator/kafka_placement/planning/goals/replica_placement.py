@@ -101,8 +101,8 @@ class ReplicaPlacementGoal:
         """The partitions ``_repair`` may change (``repairs.suspects``, and any a goal set before: their
         replica count may differ from the snapshot's): ``needs_repair`` is asked of these only, the others
         it would leave alone (a million partitions: 15 s of the plan's 117 went to asking all of them).
-        Where the partitions needing repair are known already (``ctx.repairs``) they are taken instead,
-        with those a goal set before, and only the latter are asked."""
+        Not asked where the partitions needing repair are known already (``ctx.repairs``: ``optimize``
+        takes them, with those a goal set before, and asks only the latter)."""
         a = ctx.assignment
         trees = ctx.trees
 
