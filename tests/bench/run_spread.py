@@ -138,9 +138,9 @@ def main() -> None:
 
 def write_section(path: Path, lines: list[str], heading: str = HEADING) -> None:
     """Replace the section ``heading`` of the file (or add it as the first section after the index of
-    current results)."""
+    current results; a file that does not exist yet is made of the section alone)."""
     HEADING = heading
-    text = path.read_text()
+    text = path.read_text() if path.exists() else ""
     block = "\n".join(lines) + "\n"
     if HEADING in text:
         start = text.index(HEADING)
