@@ -349,8 +349,14 @@ def main() -> None:
     ap.add_argument(
         "--rows", default="", help="rows (--json) of earlier runs, comma-separated: tables only, one per draw"
     )
-    ap.add_argument("--section", default=SECTION, help="the heading of the section written (default: ours)")
+    ap.add_argument(
+        "--section",
+        default=SECTION,
+        help="the heading of the section written (default: ours); '### ...' writes a subsection in place",
+    )
     args = ap.parse_args()
+    if not args.section.startswith("#"):  # (a title without its heading marks: a section of its own)
+        args.section = f"## {args.section}"
     families = [x for x in args.families.split(",") if x]
     blocks: list[list[str]] = []
     if args.rows:

@@ -306,13 +306,21 @@ def compare_tables(rows: list[dict[str, Any]]) -> list[str]:
 _SIDES = (lambda r: r["before"], lambda r: r)
 
 
+def _level(line: str) -> int:
+    """A Markdown heading's level (``## x``: 2), 0 for any other line."""
+    hashes = len(line) - len(line.lstrip("#"))
+    return hashes if hashes and line[hashes : hashes + 1] == " " else 0
+
+
 def write_section(path: Path, section: list[str]) -> None:
-    """Replace the section of ``path`` titled ``section[0]`` (or append it), keeping every other one."""
+    """Replace the section of ``path`` titled ``section[0]`` (a heading: ``## ...``, or ``### ...`` for a
+    subsection, which ends at the next heading of its level or above), or append it; every other one kept."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     lines = text.rstrip("\n").split("\n")
+    level = _level(section[0])
     if section[0] in lines:
         start = lines.index(section[0])
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        end = next((i for i in range(start + 1, len(lines)) if 0 < _level(lines[i]) <= level), len(lines))
         lines[start:end] = [*section, ""] if end < len(lines) else section
     else:
         lines += ["", *section]
