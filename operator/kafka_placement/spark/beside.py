@@ -115,13 +115,14 @@ class Beside:
             _, status = os.waitpid(self.pid, 0)  # (its frames are written: it is exiting, or killed)
             if status != 0:
                 with self._arrived:
-                    self._frames.clear()  # it did not finish: what it wrote is not to be trusted
+                    self._frames.clear()  # it did not finish: use nothing of it not yet taken
 
     def _frame(self, index: int) -> Any:
-        """Frame ``index`` unpickled, once the process has written it and ended cleanly or written more;
-        None when it will not come. Waits as long as the plan took so far (at least ``PATIENCE_S``): each
-        takes a fraction of the plan's time, so a copy still at it after that is stuck (a lock some other
-        thread of this process held when it forked) and is stopped."""
+        """Frame ``index`` unpickled once the process has written it whole (each frame is whole or absent);
+        None when it will not come (the process ended without it, or ended in error before it was read).
+        Waits as long as the plan took so far (at least ``PATIENCE_S``): each takes a fraction of the plan's
+        time, so a copy still at it after that is stuck (a lock some other thread of this process held when
+        it forked) and is stopped."""
         deadline = self.started + max(PATIENCE_S, 2 * (time.monotonic() - self.started))
         with self._arrived:
             while len(self._frames) <= index and not self._ended:

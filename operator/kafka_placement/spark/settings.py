@@ -29,6 +29,5 @@ class EngineSettings:
     auto_spark_replicas: int = AUTO_SPARK_REPLICAS
     local_max_replicas: int = LOCAL_MAX_REPLICAS
     memory: Limit | None = None  # the local engine's memory limit (spark/memory.py): refused when over
-    beside: bool = (
-        True  # the local engine may tally the snapshot in a process beside the plan (spark/beside.py)
-    )
+    # the local engine may fork a copy that selects the repairs and tallies the snapshot (spark/beside.py)
+    beside: bool = True
