@@ -142,9 +142,10 @@ def summarize(
     """The plan's metrics (``metrics``) from one tally of the partitions, its batches, under-replicated
     partitions and goals (the intents are valid for the snapshot)."""
     scope = plan_quality.Scope.of(snapshot, intents)
+    # (the batches first: the local engine's copy shifts the plan's entries into the tally meanwhile)
+    order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
     found = (measure or plan_quality.tally)(snapshot, plan, scope)
     metrics = found.evaluation(scope, plan.plan_id)
-    order = (batches or batching.batches)(snapshot, plan, scope.elig, max_moves_per_broker)
     net = traffic_quality.traffic(snapshot, plan, intents, scope.active, _asks_network(intents))
     if net is not None:  # (only with traffic or capacities: summaries without them are as before)
         metrics = replace(

@@ -615,12 +615,19 @@ def tally(snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
     return tally_of(((p, targets.get(p.key)) for p in snapshot.partitions), scope)
 
 
-def shifted(base: Tally, snapshot: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+def shifted(
+    base: Tally,
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    scope: Scope,
+    entries: Sequence[PartitionTarget] | None = None,
+) -> Tally:
     """``base``, the tally of every partition of ``snapshot`` as no plan changes it (``tally_of`` with no
     entries), made the tally of ``plan`` by shifting in its entries only (checked against the snapshot):
-    ``tally(snapshot, plan, scope)``'s sums. ``base`` is changed and returned."""
+    ``tally(snapshot, plan, scope)``'s sums. Only ``entries`` of the plan when given (the others' shifts
+    are merged in by the caller). ``base`` is changed and returned."""
     plan.check_against(snapshot)
-    for t in plan.partitions:
+    for t in plan.partitions if entries is None else entries:
         p = snapshot.partition(t.topic, t.partition)
         assert p is not None  # (checked above)
         base.shift(p, t, scope)

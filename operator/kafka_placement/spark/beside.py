@@ -9,7 +9,10 @@ either side writes them) computes both and sends them back in that order; the ha
 (``PlanningContext.repairs``), and the plan's entries are shifted into the second. It is the Spark engine's
 split (``spark.analysis`` beside the shards, ``spark.tally`` after), on one machine: the same code, so the
 same plan and summary; at a million partitions it takes the tally's pass over every partition and the
-suspects' checks (a quarter of the plan's time) off the plan's path.
+suspects' checks (a quarter of the plan's time) off the plan's path. Once the plan is made, a second copy
+(``shifting``) shifts most of its entries into a tally of their own while this process orders the batches
+and shifts the rest; merged, they are the plan's tally (``Tally.merge``: the Spark engine merges its tasks'
+tallies so).
 
 Used only when it can pay and cannot hurt (``wanted``): a snapshot of at least ``MIN_PARTITIONS``
 partitions, at least two CPUs this process may use (its affinity and its cgroup's CPU quota), and, under a
@@ -29,11 +32,12 @@ import pickle
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..model.intents import Intents
+from ..model.plan import PartitionTarget
 from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_quality import Scope, Tally, tally_of
 from ..planning.repairs import repair_reasons
@@ -45,6 +49,10 @@ MIN_PARTITIONS = 50_000  # below this the tally takes a second or two: not worth
 # measured (docs/benchmarks.md, "The summary's tally beside the plan"), with a margin
 CHILD_BYTES_PER_REPLICA = 400
 PATIENCE_S = 30.0
+# a plan of this many entries is shifted into its tally by two processes (``shifting``): the copy shifts
+# this share of them while this process orders the batches and shifts the rest
+MIN_SHIFTED = 20_000
+SHIFTED_SHARE = 0.8
 CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PR_SET_PDEATHSIG = 1
 
@@ -74,12 +82,13 @@ def wanted(partitions: int, replicas: int, limit: Limit | None, cpus: float | No
 
 
 class Beside:
-    """A forked process working for the plan: it sends first the partitions the hard rules would change
-    (``repairs``), then its tally of the snapshot as no plan changes it (``result``), each as a frame (8
-    bytes of length, a pickle). A thread here reads them as they are written, so the process ends, and its
-    copies of pages are freed, when its tally is done, not when the plan is."""
+    """A forked process working for the plan, its results each a frame (8 bytes of length, a pickle): the
+    first copy (``start``) sends the partitions the hard rules would change (``repairs``), then its tally
+    of the snapshot as no plan changes it (``result``); a shifting copy (``shifting``) the tally of its
+    entries (``shifts``). A thread here reads them as they are written, so the process ends, and its copies
+    of pages are freed, when its work is done, not when the plan is."""
 
-    def __init__(self, pid: int, fd: int, intents: Intents) -> None:
+    def __init__(self, pid: int, fd: int, intents: Intents | None) -> None:
         self.pid, self.fd, self.intents = pid, fd, intents
         self.started = time.monotonic()
         self._frames: list[bytes] = []
@@ -155,6 +164,13 @@ class Beside:
             self._frames.clear()  # (its bytes are not needed again)
         return found if isinstance(found, Tally) else None
 
+    def shifts(self) -> Tally | None:
+        """The tally of the entries given to ``shifting``, or None when the process did not give it (shift
+        them here then)."""
+        found = self._frame(0)
+        self.close()
+        return found if isinstance(found, Tally) else None
+
     def close(self) -> None:
         """Stop the process if it still runs, and wait for its reaping (idempotent)."""
         with self._lock:
@@ -175,6 +191,34 @@ def start(snapshot: ClusterSnapshot, intents: Intents) -> Beside:
     """Fork a process that selects the partitions of ``snapshot`` the hard rules of ``intents`` would
     change and tallies every partition without a plan, under the scope of ``intents`` (the enforced ones, as
     the plan and its summary use them), writing both to a pipe."""
+
+    def work() -> Iterator[object]:
+        scope = Scope.of(snapshot, intents)
+        yield frozenset(to_repair(snapshot, scope))
+        yield tally_of(((p, None) for p in snapshot.partitions), scope)
+
+    return _fork(work, intents)
+
+
+def shifting(snapshot: ClusterSnapshot, entries: Sequence[PartitionTarget], scope: Scope) -> Beside:
+    """Fork a process that tallies what ``entries`` (plan entries checked against ``snapshot``) change: an
+    empty tally with each shifted in (``Tally.shift``), to be merged into the tally that holds the rest
+    (``shifts``). The plan's summary shifts the other entries here meanwhile."""
+
+    def work() -> Iterator[object]:
+        out = Tally()
+        for t in entries:
+            p = snapshot.partition(t.topic, t.partition)
+            assert p is not None  # (checked against the snapshot before the fork)
+            out.shift(p, t, scope)
+        yield out
+
+    return _fork(work, scope.intents)
+
+
+def _fork(work: Callable[[], Iterator[object]], intents: Intents | None) -> Beside:
+    """Fork a process that writes what ``work`` yields to a pipe, a frame each, and a ``Beside`` reading
+    them."""
     prctl = _prctl()  # (looked up here: the copy calls only what it needs no lock for)
     read, write = os.pipe()
     parent = os.getpid()
@@ -187,9 +231,8 @@ def start(snapshot: ClusterSnapshot, intents: Intents) -> Beside:
                 prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             _default_signals()
             if os.getppid() == parent:  # (else the parent died before the line above)
-                scope = Scope.of(snapshot, intents)
-                _send(write, frozenset(to_repair(snapshot, scope)))
-                _send(write, tally_of(((p, None) for p in snapshot.partitions), scope))
+                for value in work():
+                    _send(write, value)
                 code = 0
         finally:
             os._exit(code)
@@ -241,7 +284,10 @@ def tallied(snapshot: ClusterSnapshot, intents: Intents, use: bool) -> Iterator[
 __all__ = [
     "CHILD_BYTES_PER_REPLICA",
     "MIN_PARTITIONS",
+    "MIN_SHIFTED",
+    "SHIFTED_SHARE",
     "Beside",
+    "shifting",
     "start",
     "tallied",
     "to_repair",

@@ -102,8 +102,8 @@ def _plan_with(
         check_plan(replicas, len(snapshot.partitions), settings.memory)
         enforced = intents.enforced_only()  # (the intents the summary measures the plan under)
         use = settings.beside and beside.wanted(len(snapshot.partitions), replicas, settings.memory)
-        with beside.tallied(snapshot, enforced, use) as other:
-            run, measure = (optimize, None) if other is None else _beside(snapshot, other)
+        with beside.tallied(snapshot, enforced, use) as other, contextlib.ExitStack() as stack:
+            run, measure = (optimize, None) if other is None else _beside(snapshot, other, stack)
             result = compute_plan(snapshot, intents, optimizer=run, measure=measure, **kw)
         return replace(result, summary=replace(result.summary, engine=engine))
     if engine != "spark":
@@ -121,19 +121,40 @@ def _plan_with(
     return replace(result, summary=summary)
 
 
-def _beside(snapshot: ClusterSnapshot, other: beside.Beside) -> tuple[Optimizer, Measure]:
+def _beside(
+    snapshot: ClusterSnapshot, other: beside.Beside, stack: contextlib.ExitStack
+) -> tuple[Optimizer, Measure]:
     """The local engine with a copy beside it (``spark.beside``): the plan takes the partitions to repair
     it selected, the summary's tally of the plan is its tally of the snapshot with the plan's entries
-    shifted in; each as before when it has none (or for other intents: the advisories' plan)."""
+    shifted in; each as before when it has none (or for other intents: the advisories' plan). A plan of
+    at least ``beside.MIN_SHIFTED`` entries is shifted in by two processes: a second copy, forked once the
+    plan is made, shifts the last ``SHIFTED_SHARE`` of its entries while this one orders the batches and
+    shifts the others (closed by ``stack``)."""
+    shifts: list[tuple[Plan, int, beside.Beside]] = []
 
     def run(s: ClusterSnapshot, intents: Intents) -> Plan:
-        return optimize(s, intents, repairs=(lambda: other.repairs(intents)) if s is snapshot else None)
+        plan = optimize(s, intents, repairs=(lambda: other.repairs(intents)) if s is snapshot else None)
+        if s is snapshot and intents == other.intents and len(plan.partitions) >= beside.MIN_SHIFTED:
+            plan.check_against(s)  # (the copy shifts entries known to be the snapshot's)
+            k = len(plan.partitions) - int(len(plan.partitions) * beside.SHIFTED_SHARE)
+            copy = beside.shifting(s, plan.partitions[k:], plan_quality.Scope.of(s, intents))
+            stack.callback(copy.close)
+            shifts.append((plan, k, copy))
+        return plan
 
     def measure(s: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
         base = other.result(scope) if s is snapshot else None
         if base is None:
             return plan_quality.tally(s, plan, scope)
-        return plan_quality.shifted(base, s, plan, scope)
+        found = [(k, copy) for p, k, copy in shifts if p is plan and copy.intents == scope.intents]
+        if not found:
+            return plan_quality.shifted(base, s, plan, scope)
+        k, copy = found[0]
+        plan_quality.shifted(base, s, plan, scope, plan.partitions[:k])
+        rest = copy.shifts()
+        if rest is None:  # (the copy did not answer: shift its part here)
+            return plan_quality.shifted(base, s, plan, scope, plan.partitions[k:])
+        return base.merge(rest)
 
     return run, measure
 

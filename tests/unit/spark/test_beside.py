@@ -16,7 +16,7 @@ from tests.bench.generator import scenario
 
 from kafka_placement.model.errors import PlacementError
 from kafka_placement.model.intents import Intents
-from kafka_placement.planning import report
+from kafka_placement.planning import batching, report
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals import replica_placement
 from kafka_placement.planning.plan_quality import Scope
@@ -49,21 +49,48 @@ def forced(monkeypatch: pytest.MonkeyPatch) -> list[beside.Beside]:
     return started
 
 
+@pytest.fixture
+def shifters(forced: list[beside.Beside], monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, beside.Beside]]:
+    """A second copy shifts part of every plan's entries (however few), recording how many and the copy."""
+    started: list[tuple[int, beside.Beside]] = []
+    real = beside.shifting
+
+    def shifting(snapshot: object, entries: list[object], scope: Scope) -> beside.Beside:
+        started.append((len(entries), real(snapshot, entries, scope)))  # type: ignore[arg-type]
+        return started[-1][1]
+
+    monkeypatch.setattr(beside, "MIN_SHIFTED", 0)
+    monkeypatch.setattr(beside, "shifting", shifting)
+    return started
+
+
 @pytest.mark.parametrize("name", ["all", "decommission"])
-def test_the_summary_and_the_tally_are_the_serial_ones(name: str, forced: list[beside.Beside]) -> None:
+def test_the_summary_and_the_tally_are_the_serial_ones(
+    name: str, forced: list[beside.Beside], shifters: list[tuple[int, beside.Beside]]
+) -> None:
     snap, text = scenario(name, brokers=12, partitions=600, seed=7)
     intents = Intents.loads(text)
     serial = plan_with(snap, intents, EngineSettings("local", beside=False))
-    assert not forced
+    assert not forced and not shifters
     found = plan_with(snap, intents, EngineSettings("local"))
     assert len(forced) == 1, "the tally ran beside the plan"
+    assert len(shifters) == 1, "a second copy shifted entries in"
+    assert 0 < shifters[0][0] < len(found.plan.partitions), "both processes shifted some"
     assert found.plan.plan_id == serial.plan.plan_id
     assert found.summary.to_json() == serial.summary.to_json()
     assert found.summary.partitions_changed > 0
     assert found.tally is not None and serial.tally is not None
     scope = Scope.of(snap, intents.enforced_only())
     assert found.tally.evaluation(scope, "x") == serial.tally.evaluation(scope, "x")
-    assert found.tally.flows == serial.tally.flows  # what the review reads from it
+    mine_f, theirs_f = found.tally.flows, serial.tally.flows  # what the review reads from it
+    assert mine_f.largest() == theirs_f.largest() and len(mine_f.largest()) > 0
+    assert (mine_f.bytes_in, mine_f.bytes_out, mine_f.dir_bytes, mine_f.topics, mine_f.entries) == (
+        theirs_f.bytes_in,
+        theirs_f.bytes_out,
+        theirs_f.dir_bytes,
+        theirs_f.topics,
+        theirs_f.entries,
+    )
     mine = report.build_report(snap, found.plan, intents, tally=found.tally)
     theirs = report.build_report(snap, serial.plan, intents, tally=serial.tally)
     assert mine == theirs
@@ -118,6 +145,41 @@ def test_a_copy_that_dies_leaves_the_tally_to_this_process(
     monkeypatch.setattr(beside, "start", killed)
     found = plan_with(snap, intents, EngineSettings("local"))
     assert found.summary.to_json() == serial.summary.to_json()
+    assert not _children()
+
+
+def test_a_shifting_copy_that_dies_leaves_its_entries_to_this_process(
+    shifters: list[tuple[int, beside.Beside]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap, text = scenario("all", brokers=12, partitions=600, seed=3)
+    intents = Intents.loads(text)
+    serial = plan_with(snap, intents, EngineSettings("local", beside=False))
+    real = beside.shifting
+
+    def killed(snapshot: object, entries: list[object], scope: Scope) -> beside.Beside:
+        b = real(snapshot, entries, scope)  # type: ignore[arg-type]
+        os.kill(b.pid, signal.SIGKILL)
+        return b
+
+    monkeypatch.setattr(beside, "shifting", killed)
+    found = plan_with(snap, intents, EngineSettings("local"))
+    assert found.summary.to_json() == serial.summary.to_json()
+    assert found.summary.partitions_changed > 0
+    assert not _children()
+
+
+def test_a_plan_that_fails_after_the_shifting_copy_started_reaps_it(
+    shifters: list[tuple[int, beside.Beside]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap, text = scenario("all", brokers=12, partitions=600, seed=3)
+
+    def broken(*_: object) -> list[list[str]]:
+        raise RuntimeError("batches broke")
+
+    monkeypatch.setattr(batching, "batches", broken)
+    with pytest.raises(RuntimeError, match="batches broke"):
+        plan_with(snap, Intents.loads(text), EngineSettings("local"))
+    assert len(shifters) == 1
     assert not _children()
 
 
