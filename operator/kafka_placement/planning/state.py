@@ -594,6 +594,15 @@ class Assignment:
         self.dirs[key] = dirs
         self.touched.add(key)
 
+    def has_room(self, elig: Eligibility, broker: int, size: int) -> bool:
+        """Whether ``best_dir`` finds a dir of ``broker`` for a new replica of ``size`` bytes (the first that
+        may receive it and has room answers: the rack repair asks it of many brokers)."""
+        fits = self.fits
+        for path in elig.dirs.get(broker, ()):
+            if elig.dir_may_receive(broker, path) and fits(broker, path, size):
+                return True
+        return False
+
     def best_dir(self, elig: Eligibility, broker: int, size: int, exclude: Iterable[str] = ()) -> str | None:
         """The least-loaded dir of ``broker`` that may receive a new replica of ``size`` bytes and has
         room for it under the disk headroom limit (least loaded: fewest bytes, or the lowest share of its

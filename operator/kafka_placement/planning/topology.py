@@ -43,6 +43,7 @@ class RackTree:
     _means: dict[Unit, tuple[int, float]] = field(default_factory=dict)
     _members_under: dict[Unit, list[int]] = field(default_factory=dict)
     _load: Mapping[int, int] | None = None
+    _by_rank: Callable[[Sequence[int]], list[int]] | None = None
     # violation() depends only on the multiset of places (unit path, member?) of the brokers: few
     # combinations; a broker's place is read as a small integer (``_codes``, made by ``of``)
     _verdicts: dict[tuple[int, ...], str | None] = field(default_factory=dict)
@@ -142,6 +143,7 @@ class RackTree:
         usable: Callable[[int], bool],
         ranks: Ranks,
         load: Mapping[int, int] | None = None,
+        order: Callable[[Sequence[int]], list[int]] | None = None,
     ) -> list[int] | None:
         """A maximally spread set of ``rf`` brokers keeping as many of ``keep`` as possible.
 
@@ -151,8 +153,8 @@ class RackTree:
         Among units the spread serves equally, a slot that keeps a replica goes to the unit whose next
         kept replica ranks best (so a replica that must relocate anyway is the one dropped), and a slot
         for a new replica to the unit with the best member, or, with ``load`` (bytes per broker, when
-        broker balance is asked), to the unit whose members hold the fewest bytes on average. Returns
-        None when too few brokers exist.
+        broker balance is asked), to the unit whose members hold the fewest bytes on average. ``order(bs)``,
+        when given, is ``by_rank(bs, ranks)`` computed faster. Returns None when too few brokers exist.
         """
         caps, kids = self._caps(keep)
         if caps.get((), 0) < rf:
@@ -161,7 +163,7 @@ class RackTree:
         current = self.counts(keep)
         chosen: list[int] = []
         memo: dict[Unit, tuple[object, ...]] = {}
-        self._load = load
+        self._load, self._by_rank = load, order
         if not self._fill((), rf, caps, kids, current, keep, usable, ranks, chosen, memo):
             return None
         return chosen
@@ -274,7 +276,8 @@ class RackTree:
         cached = self._order.get(unit)
         if cached is not None and cached[0] == epoch:
             return cached[1]
-        order = by_rank(self._members(unit), ranks)
+        members, sort = self._members(unit), self._by_rank
+        order = by_rank(members, ranks) if sort is None else sort(members)
         self._order[unit] = (epoch, order)
         return order
 

@@ -57,6 +57,8 @@ class ReplicaPlacementGoal:
         self._order: list[tuple[int, int, int, int]] | None = None
         self._keyed: dict[int, tuple[int, int, int, int]] = {}
         self._dirty: set[int] = set()
+        # each broker's (bytes, replicas, tie-break, id) as it is now, kept by ``_apply`` (None: to be built)
+        self._loads: dict[int, tuple[int, int, int, int]] | None = None
         self._evenness: dict[int, bool] = {}  # ``_uneven`` per broker, dropped as the repairs change it
 
     def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict:
@@ -71,7 +73,7 @@ class ReplicaPlacementGoal:
         self._shares = {b: v / even for b, v in self._limits.items()} if self._limits is not None else None
         salt = self.salt
         self._ties = {b: zlib.crc32(f"{salt}:{b}".encode()) if salt else 0 for b in ctx.eligibility.dirs}
-        self._order, self._evenness = None, {}
+        self._order, self._evenness, self._loads = None, {}, None
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         known = ctx.repairs  # (need no asking: none of them has changed since the snapshot)
@@ -184,7 +186,7 @@ class ReplicaPlacementGoal:
         lost = {b for b, d in zip(reps, dirs, strict=True) if _lost(e, b, d) and not e.may_keep(b, d, size)}
 
         def usable(b: int) -> bool:
-            return b not in lost and e.may_receive(b) and a.best_dir(e, b, size) is not None
+            return b not in lost and e.may_receive(b) and a.has_room(e, b, size)
 
         target: list[int] | None
         if tree is not None:
@@ -194,7 +196,8 @@ class ReplicaPlacementGoal:
             heat = self._dir_heat(ctx, key)
             pulls = self._dir_pulls(ctx, size) if heat is not None else None
             ranks = self._ranks(ctx, preferred, relocating, heat, pulls)
-            target = tree.allocate(rf, keep, usable, ranks, load)
+            order = None if preferred else self._sorter(ctx, relocating, heat, pulls)
+            target = tree.allocate(rf, keep, usable, ranks, load, order)
         elif len(keep) >= rf:
             target = self._trim(ctx, key, keep, rf)
         else:
@@ -227,7 +230,7 @@ class ReplicaPlacementGoal:
             order_replicas,
             changed.__contains__,
         )
-        self._order, self._evenness = None, {}  # (the search moved replicas itself)
+        self._order, self._evenness, self._loads = None, {}, None  # (the search moved replicas itself)
         if packed:
             return []
         return self._pack(ctx, full)
@@ -254,7 +257,7 @@ class ReplicaPlacementGoal:
                 if e.rule != headroom.RULE:
                     continue
             ejected = eject_for(ctx, key, tabu, EJECT_LIMIT, lambda k: needs_repair(ctx, k) or k in changed)
-            self._order, self._evenness = None, {}  # (the ejection moved replicas itself)
+            self._order, self._evenness, self._loads = None, {}, None  # (the ejection moved replicas)
             if not ejected:
                 continue
             try:
@@ -294,6 +297,47 @@ class ReplicaPlacementGoal:
             (b in relocating, b not in preferred, *heat.get(b, COLD), not pull, bb[b], br[b], ties[b], b)
             for b, pull in zip(bs, pulls(bs), strict=True)
         ]
+
+    def _sorter(
+        self,
+        ctx: PlanningContext,
+        relocating: set[int],
+        heat: dict[int, tuple[bool, float]] | None,
+        pulls: Callable[[Sequence[int]], list[bool]] | None,
+    ) -> Callable[[Sequence[int]], list[int]]:
+        """Many brokers in ``_ranks``' order when no broker is preferred (``RackTree.allocate``'s
+        ``order``: a unit's members, re-sorted every few repairs): sorted by their loads' keys as they
+        stand (``_loads``, no key built), then split stably by the keys' leading items, which are the
+        same for every broker not holding the partition: by ``_dir_pulls`` where dir balance is asked; a
+        broker holding it is put where its whole key sorts."""
+        if self._loads is None:
+            a = ctx.assignment
+            bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
+            self._loads = {b: (bb[b], br[b], ties[b], b) for b in ties}
+        loads = self._loads
+        held = relocating.union(heat) if heat is not None else relocating
+
+        def whole(b: int) -> tuple[object, ...]:
+            if heat is None or pulls is None:
+                return (b in relocating, *loads[b])
+            return (b in relocating, *heat.get(b, COLD), not pulls((b,))[0], *loads[b])
+
+        def order(bs: Sequence[int]) -> list[int]:
+            by_load = sorted(bs, key=loads.__getitem__)
+            odd = [b for b in by_load if b in held] if held else []
+            if odd:
+                by_load = [b for b in by_load if b not in held]
+            if heat is None or pulls is None:
+                out = by_load
+            else:
+                pulled = pulls(by_load)
+                out = [b for b, pull in zip(by_load, pulled, strict=True) if pull]
+                out += [b for b, pull in zip(by_load, pulled, strict=True) if not pull]
+            for b in odd:
+                insort(out, b, key=whole)
+            return out
+
+        return order
 
     def _dir_heat(self, ctx: PlanningContext, key: Key) -> dict[int, tuple[bool, float]] | None:
         """Which of a partition's current replicas a rack repair should drop, when its topic's policy asks
@@ -466,6 +510,12 @@ class ReplicaPlacementGoal:
         for b in (*where, *target):
             self._evenness.pop(b, None)
         a.set_placement(key, target, new_dirs)
+        loads = self._loads
+        if loads is not None:
+            bb, br, ties = a.broker_bytes, a.broker_replicas, self._ties
+            for b in (*where, *target):
+                if b in loads:
+                    loads[b] = (bb[b], br[b], ties[b], b)
 
     def _infeasible(self, ctx: PlanningContext, key: Key, rf: int, keep: list[int]) -> InfeasibleError:
         e = ctx.eligibility

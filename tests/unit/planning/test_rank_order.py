@@ -1,0 +1,84 @@
+"""The rack repair's shortcuts give what they replace: ``Assignment.has_room`` answers as ``best_dir``
+finds a dir, and the hard goal's ``_sorter`` orders brokers as ``topology.by_rank`` does with its ranks,
+checked at every allocation of real plans (with and without dir balance, with the partition's own
+brokers among those ordered) and on random clusters with disk capacities that bind."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from tests.bench.generator import cluster, scenario
+from tests.unit.planning.test_planner_properties import cases
+
+from kafka_placement.model.intents import Intents
+from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.planning import topology
+from kafka_placement.planning.context import PlanningContext
+from kafka_placement.planning.optimizer import optimize
+from kafka_placement.planning.topology import RackTree, by_rank
+
+NO_DIR_BALANCE = (
+    "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
+    "  rackAwareness: {separator: /, levels: 2}\n"
+    "  balance: {brokers: true, leaders: true, tolerance: 0.05}\n"
+)
+
+
+def _rooms_agree(ctx: PlanningContext) -> tuple[int, int]:
+    """(questions, yes) over every broker and some sizes, each answer checked against ``best_dir``."""
+    a, e = ctx.assignment, ctx.eligibility
+    sizes = sorted({0, 1, *list(a.size.values())[:50], max(a.size.values(), default=0), 1 << 50})
+    answers = asked = 0
+    for b in e.dirs:
+        for size in sizes:
+            assert a.has_room(e, b, size) == (a.best_dir(e, b, size) is not None), (b, size)
+            answers += a.has_room(e, b, size)
+            asked += 1
+    return asked, answers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_has_room_answers_as_best_dir_finds(case: tuple[ClusterSnapshot, Intents]) -> None:
+    snap, intents = case
+    _rooms_agree(PlanningContext.of(snap, intents))
+
+
+def test_has_room_where_the_headroom_limit_binds() -> None:
+    snap = cluster(brokers=9, partitions=300, seed=4, capacity_bytes=20 << 30)
+    ctx = PlanningContext.of(snap, Intents.loads(scenario("all", brokers=9, partitions=300)[1]))
+    asked, yes = _rooms_agree(ctx)
+    assert 0 < yes < asked - len(ctx.eligibility.dirs), "some brokers have room for a size, some not"
+
+
+@pytest.mark.parametrize("text", [scenario("all", brokers=24, partitions=900)[1], NO_DIR_BALANCE])
+def test_the_sorter_orders_as_the_ranks_do(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = scenario("all", brokers=24, partitions=900, seed=9)[0]
+    real = RackTree.allocate
+    checked: list[int] = []
+    rng = random.Random(5)
+
+    def allocate(
+        tree: RackTree,
+        rf: int,
+        keep: Collection[int],
+        usable: Callable[[int], bool],
+        ranks: topology.Ranks,
+        load: Mapping[int, int] | None = None,
+        order: Callable[[Sequence[int]], list[int]] | None = None,
+    ) -> list[int] | None:
+        assert order is not None  # (no broker is preferred here)
+        for unit, members in tree.under.items():
+            mine = [b for b in members if b in tree.members]
+            picked = rng.sample(mine, min(len(mine), 7)) + [b for b in keep if b in tree.members]
+            for bs in (mine, sorted(set(picked))):
+                assert order(bs) == by_rank(bs, ranks), (unit, bs)
+        checked.append(len(keep))
+        return real(tree, rf, keep, usable, ranks, load, order)
+
+    monkeypatch.setattr(RackTree, "allocate", allocate)
+    plan = optimize(snap, Intents.loads(text))
+    assert len(checked) > 50 and plan.partitions
