@@ -128,33 +128,38 @@ def _beside(
     it selected, the summary's tally of the plan is its tally of the snapshot with the plan's entries
     shifted in; each as before when it has none (or for other intents: the advisories' plan). A plan of
     at least ``beside.MIN_SHIFTED`` entries is shifted in by two processes: a second copy, forked once the
-    plan is made, shifts the last ``SHIFTED_SHARE`` of its entries while this one orders the batches and
+    plan is made and the first copy has given its tally and ended (never two copies at once: each costs
+    memory), shifts the last ``SHIFTED_SHARE`` of its entries while this one orders the batches and
     shifts the others (closed by ``stack``)."""
-    shifts: list[tuple[Plan, int, beside.Beside]] = []
+    shifts: list[tuple[Plan, int, Tally, beside.Beside]] = []
 
     def run(s: ClusterSnapshot, intents: Intents) -> Plan:
         plan = optimize(s, intents, repairs=(lambda: other.repairs(intents)) if s is snapshot else None)
         if s is snapshot and intents == other.intents and len(plan.partitions) >= beside.MIN_SHIFTED:
-            plan.check_against(s)  # (the copy shifts entries known to be the snapshot's)
-            k = len(plan.partitions) - int(len(plan.partitions) * beside.SHIFTED_SHARE)
-            copy = beside.shifting(s, plan.partitions[k:], plan_quality.Scope.of(s, intents))
-            stack.callback(copy.close)
-            shifts.append((plan, k, copy))
+            scope = plan_quality.Scope.of(s, intents)
+            base = other.result(scope)
+            other.close()  # (its work is done: never two copies at once)
+            if base is not None:
+                plan.check_against(s)  # (the copy shifts entries known to be the snapshot's)
+                k = len(plan.partitions) - int(len(plan.partitions) * beside.SHIFTED_SHARE)
+                copy = beside.shifting(s, plan.partitions[k:], scope)
+                stack.callback(copy.close)
+                shifts.append((plan, k, base, copy))
         return plan
 
     def measure(s: ClusterSnapshot, plan: Plan, scope: Scope) -> Tally:
+        found = [(k, b, c) for p, k, b, c in shifts if p is plan and c.intents == scope.intents]
+        if found:
+            k, held, copy = found[0]
+            plan_quality.shifted(held, s, plan, scope, plan.partitions[:k])
+            rest = copy.shifts()
+            if rest is None:  # (the copy did not answer: shift its part here)
+                return plan_quality.shifted(held, s, plan, scope, plan.partitions[k:])
+            return held.merge(rest)
         base = other.result(scope) if s is snapshot else None
         if base is None:
             return plan_quality.tally(s, plan, scope)
-        found = [(k, copy) for p, k, copy in shifts if p is plan and copy.intents == scope.intents]
-        if not found:
-            return plan_quality.shifted(base, s, plan, scope)
-        k, copy = found[0]
-        plan_quality.shifted(base, s, plan, scope, plan.partitions[:k])
-        rest = copy.shifts()
-        if rest is None:  # (the copy did not answer: shift its part here)
-            return plan_quality.shifted(base, s, plan, scope, plan.partitions[k:])
-        return base.merge(rest)
+        return plan_quality.shifted(base, s, plan, scope)
 
     return run, measure
 

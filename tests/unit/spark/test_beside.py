@@ -56,6 +56,7 @@ def shifters(forced: list[beside.Beside], monkeypatch: pytest.MonkeyPatch) -> li
     real = beside.shifting
 
     def shifting(snapshot: object, entries: list[object], scope: Scope) -> beside.Beside:
+        assert not _children(), "the first copy has ended: never two at once"
         started.append((len(entries), real(snapshot, entries, scope)))  # type: ignore[arg-type]
         return started[-1][1]
 
