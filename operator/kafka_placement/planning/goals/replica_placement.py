@@ -60,6 +60,9 @@ class ReplicaPlacementGoal:
         # each broker's (bytes, replicas, tie-break, id) as it is now, kept by ``_apply`` (None: to be built)
         self._loads: dict[int, tuple[int, int, int, int]] | None = None
         self._evenness: dict[int, bool] = {}  # ``_uneven`` per broker, dropped as the repairs change it
+        self._dir_slack = 1.0  # 1 + the dir balance tolerance
+        self._undrained: dict[int, list[str]] = {}  # each broker's dirs not drained
+        self._keeping: dict[int, list[str]] = {}  # each broker's dirs that keep data (``keeping_dirs``)
 
     def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict:
         """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
@@ -74,6 +77,8 @@ class ReplicaPlacementGoal:
         salt = self.salt
         self._ties = {b: zlib.crc32(f"{salt}:{b}".encode()) if salt else 0 for b in ctx.eligibility.dirs}
         self._order, self._evenness, self._loads = None, {}, None
+        self._dir_slack = 1 + (ctx.tolerance("log_dirs") or 0.0)
+        self._undrained, self._keeping = {}, {}  # (each broker's dirs: these rules hold for the whole plan)
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         known = ctx.repairs  # (need no asking: none of them has changed since the snapshot)
@@ -352,11 +357,13 @@ class ReplicaPlacementGoal:
             return None
         a, e = ctx.assignment, ctx.eligibility
         limits = self._limits or {}
-        slack = 1 + (ctx.tolerance("log_dirs") or 0.0)
+        slack, undrained = self._dir_slack, self._undrained
         out: dict[int, tuple[bool, float]] = {}
         for b, d in zip(a.replicas[key], a.dirs[key], strict=True):
             over = b in limits and a.broker_bytes[b] > limits[b]
-            paths = [p for p in e.dirs.get(b, ()) if (b, p) not in e.drained]
+            paths = undrained.get(b)
+            if paths is None:
+                paths = undrained[b] = [p for p in e.dirs.get(b, ()) if (b, p) not in e.drained]
             if d is None or len(paths) < 2 or d not in paths:
                 out[b] = (over, 0.0)
                 continue
@@ -377,7 +384,7 @@ class ReplicaPlacementGoal:
         (tests/bench/run_generalise.py, family ``dir-balance``) the plans went from up to 1.144x the
         solver's best to at most 1.065x, 5 of them at it."""
         a, e = ctx.assignment, ctx.eligibility
-        slack = 1 + (ctx.tolerance("log_dirs") or 0.0)
+        slack, keeping = self._dir_slack, self._keeping
         uneven, shares_, held = self._evenness, self._shares, a.broker_bytes
 
         def pulls(brokers: Sequence[int]) -> list[bool]:
@@ -388,7 +395,10 @@ class ReplicaPlacementGoal:
                     continue
                 found = uneven.get(b)
                 if found is None:
-                    found = uneven[b] = _uneven(a, e, b, slack)
+                    paths = keeping.get(b)
+                    if paths is None:
+                        paths = keeping[b] = e.keeping_dirs(b)
+                    found = uneven[b] = _uneven(a, e, b, slack, paths)
                 out.append(found)
             return out
 
@@ -597,10 +607,10 @@ def _changed(ctx: PlanningContext, key: Key) -> bool:
     return p is not None and (tuple(a.replicas[key]) != p.replicas or tuple(a.dirs[key]) != p.log_dirs)
 
 
-def _uneven(a: Assignment, e: Eligibility, broker: int, slack: float) -> bool:
+def _uneven(a: Assignment, e: Eligibility, broker: int, slack: float, paths: Sequence[str]) -> bool:
     """Whether one of ``broker``'s dirs that keep data holds more than ``slack`` x its share of the
-    broker's bytes (its share of its volume's size where the broker's volumes differ)."""
-    paths = e.keeping_dirs(broker)
+    broker's bytes (its share of its volume's size where the broker's volumes differ); ``paths``: its dirs
+    that keep data (``Eligibility.keeping_dirs``)."""
     if len(paths) < 2:
         return False
     sizes = e.sizes.get(broker)
