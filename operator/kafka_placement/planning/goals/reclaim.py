@@ -103,8 +103,10 @@ class Reclaimer:
         return dict(zip(p.replicas, p.log_dirs, strict=True)) if p is not None else {}
 
     def _newcomers(self, key: Key) -> list[int]:
-        origin = self._origin(key)
-        return [b for b in self.ctx.assignment.replicas[key] if b not in origin]
+        """The partition's brokers that did not hold it in the snapshot."""
+        p = self.ctx.snapshot.partition(*key)
+        held = p.replicas if p is not None else ()
+        return [b for b in self.ctx.assignment.replicas[key] if b not in held]
 
     def _returnable(self, key: Key) -> list[tuple[int, str]]:
         """Snapshot holders the plan dropped that may hold the replica again on their dir, as it was."""
