@@ -7,7 +7,7 @@ refusal's constants stay above what planning takes.
 Each size: the generator's scenario ``all`` (RF 3) written as a JSON snapshot, planned by the CLI in a
 fresh process whose peak memory is the larger of the kernel's maximum resident set (``ru_maxrss`` of the
 waited child) and the peak of its process tree's proportional set size sampled meanwhile (the local
-engine's copy beside the plan, spark/beside.py, included: it runs from 50,000 partitions on 2 CPUs); the
+engine's copies beside the plan, spark/beside.py, included: they run from 50,000 partitions on 2 CPUs); the
 files are generated in a process of their own, so that no child starts as a fork of a large parent. The
 estimates must be at least the measured peak (ratio >= 1); the section is appended to the output with the
 command.
@@ -91,8 +91,9 @@ def main() -> None:
         f"`python tests/bench/run_memory.py --sizes {args.sizes}` ({when}, {os.cpu_count()} cores). Scenario "
         "`all`, RF 3, a JSON snapshot planned by `kafka-placement plan` (local engine, default effort) in a "
         "fresh process; peak = the larger of the kernel's maximum resident set of that process and its "
-        "process tree's peak proportional set size (the copy tallying beside the plan from "
-        f"{beside.MIN_PARTITIONS} partitions included). Read estimate = what "
+        "process tree's peak proportional set size (from "
+        f"{beside.MIN_PARTITIONS} partitions the copies beside the plan included: the one tallying the "
+        "snapshot, then the one shifting the plan's entries). Read estimate = what "
         "`spark/memory.py` refuses against before the file is read "
         f"({memory.JSON_PEAK_PER_BYTE} x the file + {memory.JSON_PEAK_BASE >> 20} MiB); plan estimate = what "
         f"it refuses against before planning (the memory held once the snapshot is read, measured as the "
