@@ -187,6 +187,10 @@ class ClusterSnapshot:
     def partition(self, topic: str, partition: int) -> PartitionState | None:
         return self._partition_index.get((topic, partition))
 
+    def at(self, key: tuple[str, int]) -> PartitionState | None:
+        """``partition(*key)`` for a (topic, partition) key already made (the planner's hot paths)."""
+        return self._partition_index.get(key)
+
     @property
     def broker_ids(self) -> tuple[int, ...]:
         return tuple(sorted(self._broker_index))

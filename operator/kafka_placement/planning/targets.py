@@ -51,7 +51,7 @@ def target_dirs(
 
 def replication_factor(ctx: PlanningContext, key: Key) -> int:
     """The partition's target RF: its policy's, else the number of replicas it has in the snapshot."""
-    policy = ctx.assignment.policy(key)
+    policy = ctx.assignment.topic_policy.get(key[0])
     if policy is not None and policy.replication_factor:
         return policy.replication_factor
-    return len(ctx.snapshot.partition(*key).replicas)  # type: ignore[union-attr]
+    return len(ctx.snapshot.at(key).replicas)  # type: ignore[union-attr]

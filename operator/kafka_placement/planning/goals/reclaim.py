@@ -104,7 +104,7 @@ class Reclaimer:
 
     def _newcomers(self, key: Key) -> list[int]:
         """The partition's brokers that did not hold it in the snapshot."""
-        p = self.ctx.snapshot.partition(*key)
+        p = self.ctx.snapshot.at(key)
         held = p.replicas if p is not None else ()
         return [b for b in self.ctx.assignment.replicas[key] if b not in held]
 

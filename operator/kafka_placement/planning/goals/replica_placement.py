@@ -138,7 +138,7 @@ class ReplicaPlacementGoal:
         e = ctx.eligibility
         if len(set(replicas)) != len(replicas) or len(replicas) != replication_factor(ctx, key):
             return False
-        original = ctx.snapshot.partition(*key)
+        original = ctx.snapshot.at(key)
         before = set(original.replicas) if original is not None else set()
         if original is not None and waiting.no_in_sync_replica(
             e.dead, original.replicas, original.leader, original.isr
@@ -566,7 +566,7 @@ def needs_repair(ctx: PlanningContext, key: Key) -> bool:
     partitions to its shards (the Spark engine's tasks select them with ``repair_reasons`` too)."""
     a = ctx.assignment
     reps = a.replicas[key]
-    p = ctx.snapshot.partition(*key)
+    p = ctx.snapshot.at(key)
     return bool(
         repair_reasons(
             ctx.eligibility,
@@ -602,7 +602,7 @@ def balance_limits(ctx: PlanningContext) -> dict[int, float] | None:
 
 
 def _changed(ctx: PlanningContext, key: Key) -> bool:
-    p = ctx.snapshot.partition(*key)
+    p = ctx.snapshot.at(key)
     a = ctx.assignment
     return p is not None and (tuple(a.replicas[key]) != p.replicas or tuple(a.dirs[key]) != p.log_dirs)
 
