@@ -133,11 +133,12 @@ class KafkaClients:
                 raise
         return self._confluent
 
-    def _dead_controller(self, e: KafkaOperationError) -> bool:
+    def _dead_controller(self, message: str) -> bool:
         """The call waited in vain for the controller the metadata named, and a broker known from the
-        metadata (not a bootstrap address) refused a connection: that controller has just died (KRaft
-        names a live broker again once the dead one is fenced, seconds later); the cluster answered."""
-        return "controller" in e.message.lower() and self._known_broker_down
+        metadata (not a bootstrap address) refused a connection: that controller has just died or is cut
+        off from this operator (KRaft names a live broker again once a dead one is fenced, seconds later;
+        one cut off it may name for long); the cluster answered."""
+        return "controller" in message.lower() and self._known_broker_down
 
     def _connected(self, admin: Any) -> None:
         """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
@@ -178,19 +179,33 @@ class KafkaClients:
 
     def _py(self) -> Any:
         """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
-        confluent client connects first: its errors say why a connection fails (kafka-python's only time
-        out). Each new client's ApiVersions answer is checked for the APIs the operator needs
-        (``_check_supported``) before it is handed out: a broker without them raises
+        confluent client connects first: its errors say why a connection fails (kafka-python's only time out);
+        when its check only waited for a controller cut off from us (``_dead_controller``), the kafka-python
+        client is made all the same. Each new client's ApiVersions answer is checked for the APIs the operator
+        needs (``_check_supported``) before it is handed out: a broker without them raises
         ``KafkaUnsupportedError`` before anything is sent."""
         if self._unsupported is not None:
             raise KafkaUnsupportedError(self._unsupported)
         if self._kafka_python is None:
-            self._admin()
+            waited: KafkaUnavailableError | None = None
+            try:
+                self._admin()
+            except KafkaUnavailableError as e:
+                if not self._dead_controller(e.message):
+                    raise
+                # librdkafka's check waited in vain for the broker its metadata names controller (KRaft
+                # names any live broker: here one that refused this operator): kafka-python, which needs
+                # no controller, decides (a fresh gateway failed so one time in forty while one of three
+                # brokers refused the operator: two checks of 10 s each spent DescribeCluster's budget)
+                log.info("%s; the kafka-python client is tried all the same", e.message)
+                waited = e
             from kafka.errors import KafkaError as PyKafkaError
 
             try:
                 py = kafka_python_admin(self.settings.kafka_python_config())
             except PyKafkaError as e:
+                if waited is not None:
+                    raise waited from None
                 raise self._unavailable(failures.py_error_text(e)) from None
             except OSError as e:  # TLS files, DNS
                 raise self._unavailable(str(e)) from None
@@ -260,7 +275,7 @@ class KafkaClients:
                         raise failure from None
                     finally:  # this frame holding its own exception would be such a cycle too
                         del failure, classified
-                if isinstance(failure, KafkaOperationError) and self._dead_controller(failure):
+                if isinstance(failure, KafkaOperationError) and self._dead_controller(failure.message):
                     # the client's metadata names a controller that died: a new client (the calls ask
                     # ``_admin()`` for theirs each time) learns the live one
                     self._confluent = None

@@ -13,8 +13,9 @@ from .clients import KafkaClients
 from .liveness import ClusterBrokers, DescribedCluster
 from .types import KafkaAuthenticationError, KafkaOperationError, KafkaUnavailableError
 
-DESCRIBE_CLUSTER_TRIES = 6  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
-DESCRIBE_CLUSTER_PAUSE_S = 0.1  # before the second try, doubled before each next (3.1 s in all at most)
+DESCRIBE_CLUSTER_TRIES = 10  # kafka-python's DescribeCluster, each to the least loaded broker not in backoff
+DESCRIBE_CLUSTER_PAUSE_S = 0.02  # before the second try, doubled before each next up to the most below
+DESCRIBE_CLUSTER_PAUSE_MAX_S = 0.5  # (2.6 s of pauses in all at most)
 DESCRIBE_CLUSTER_BUDGET_S = 20.0  # no try starts this long after the first (hung: 6 tries held 73 s)
 
 
@@ -47,24 +48,25 @@ class ClusterReads(KafkaClients):
         raise self._unavailable(f"{what}: no broker answered DescribeCluster")
 
     def _describe_cluster_anywhere(self, what: str) -> DescribedCluster | None:
-        """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not
-        to the "controller" the metadata names (KRaft names any live broker), which this operator may not
-        reach (a broker just dead; a network that cuts it off from one broker must not fail every
-        reconcile, nor make a live broker look dead). A broker that refuses a try is in reconnect backoff
-        for the next, which kafka-python sends elsewhere; its backoff starts at 50 ms, so two tries were not
-        always enough to get past one refusing broker, nor were four immediate ones (a fresh gateway right
-        after a broker was killed tried it four times: the proof run at c9417dc), so the tries are spaced,
-        and a client that could not bootstrap is made again. An answer listing no live broker (the broker
-        that gave it is starting) is asked of another broker too. None: no broker answered; otherwise the
-        first answer with a live broker, or the last one. No try starts ``DESCRIBE_CLUSTER_BUDGET_S``
-        after the first (a hung broker holds each for the request timeout)."""
+        """DescribeCluster through kafka-python, which sends it to the least loaded broker it reaches, not to
+        the "controller" the metadata names (KRaft names any live broker), which this operator may not reach
+        (a broker just dead; a network that cuts it off from one broker must not fail every reconcile, nor
+        make a live broker look dead). A broker that refuses a try is in reconnect backoff for the next, which
+        kafka-python sends elsewhere, while that backoff lasts: it starts at 50 ms (+-20%), so the first pause
+        is shorter (pauses of 100 ms and more let it lapse: a third of the tries after a refusal went back to
+        the refusing broker), and the pauses grow for brokers that come back (a fresh gateway right after a
+        broker was killed tried it four times without pauses: the proof run at c9417dc). A client that could
+        not bootstrap is made again. An answer listing no live broker (the broker that gave it is starting) is
+        asked of another broker too. None: no broker answered; otherwise the first answer with a live broker,
+        or the last one. No try starts ``DESCRIBE_CLUSTER_BUDGET_S`` after the first (a hung broker holds each
+        for the request timeout)."""
         answer: DescribedCluster | None = None
         started = time.monotonic()
         for attempt in range(DESCRIBE_CLUSTER_TRIES):
             if attempt:
                 if time.monotonic() - started >= DESCRIBE_CLUSTER_BUDGET_S:
                     break
-                time.sleep(DESCRIBE_CLUSTER_PAUSE_S * 2 ** (attempt - 1))
+                time.sleep(min(DESCRIBE_CLUSTER_PAUSE_S * 2 ** (attempt - 1), DESCRIBE_CLUSTER_PAUSE_MAX_S))
             try:
                 py = self._py()
                 answer = DescribedCluster.of(self._call(what, py.describe_cluster, attempts=1))
