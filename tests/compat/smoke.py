@@ -117,8 +117,11 @@ def run(cmd: Sequence[str], timeout: float = 300, check: bool = True) -> subproc
     """Run a command; a traceback in its output is a failure, and so is a non-zero exit when ``check``."""
     try:
         proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env())
-    except subprocess.TimeoutExpired as e:
-        raise Failed(f"`{short(cmd)}` did not end within {timeout:.0f}s") from e
+    except subprocess.TimeoutExpired as e:  # what it printed until then says where it stood
+        said = "".join(
+            x.decode(errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr)
+        )
+        raise Failed(f"`{short(cmd)}` did not end within {timeout:.0f}s: {tail(said, 12)}") from e
     out = proc.stdout + proc.stderr
     if "Traceback (most recent call last)" in out:
         raise Failed(f"`{short(cmd)}` printed a Python traceback:\n{tail(out, 30)}")
