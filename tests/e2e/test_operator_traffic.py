@@ -164,7 +164,9 @@ def test_status_traffic_per_broker_its_state_survives_a_restart_and_plans_move_i
         while full_reconciles(operator, f"{ns}/sampled") < 2:
             assert time.monotonic() < deadline, operator.tail()
             time.sleep(1)
-        assert not metric_samples(operator, "kafka_placement_planning_seconds_count")[0].value
+        assert not metric_samples(operator, "kafka_placement_planning_seconds_count")[0].value, (
+            operator.tail()
+        )
         still = get(kubectl, ns, "placementpolicy", "net")["status"]
         assert still["phase"] == "AwaitingApproval" and still["plan"]["id"] == plan_id, (plan_id, still)
 

@@ -484,11 +484,19 @@ class ReconcilePass:
         if kept is None and not memory.kept_read:  # this process's first plan of the cluster
             memory.kept_read = True
             kept = self._kept_from_review(key)
-        if kept is not None and kept.keep(key, loads_of(snap, kept.plan), rates_known) is None:
-            with contextlib.suppress(BadInputError):
-                kept.plan.check_against(snap, live_only=True)
-                memory.kept = kept
-                return Planned(plan=kept.plan, summary=kept.summary)
+        if kept is not None:
+            why = kept.keep(key, loads_of(snap, kept.plan), rates_known)
+            if why is None:
+                try:
+                    kept.plan.check_against(snap, live_only=True)
+                except BadInputError as e:
+                    why = e.message
+                else:
+                    memory.kept = kept
+                    return Planned(plan=kept.plan, summary=kept.summary)
+            log.info(
+                "KafkaCluster %s/%s: plan %s not kept (%s): planning afresh", *where, kept.plan.plan_id, why
+            )
         return KeptPlan(Plan(()), StatusSummary(), key, loads_of(snap), tolerance_of(inputs.intents))
 
     def _kept_from_review(self, key: str) -> KeptPlan | None:
