@@ -198,6 +198,11 @@ def _legal_topic(name: str) -> bool:
     return name not in (".", "..") and _TOPIC_NAME.fullmatch(name) is not None
 
 
+def legal_topic(value: object) -> bool:
+    """``as_topic`` accepts ``value``."""
+    return type(value) is str and 0 < len(value) <= TOPIC_MAX_LENGTH and _legal_topic(value)
+
+
 def as_topic(value: object, where: str) -> str:
     """A topic name Kafka accepts: 1-249 characters of ``a-z A-Z 0-9 . _ -``, not ``.`` or ``..``."""
     name = as_str(value, where)
