@@ -35,7 +35,7 @@ from ..kafka.throttles import Move, ThrottleError, apply_throttles
 from ..model.errors import BadInputError
 from ..model.plan import ANY_DIR, Plan
 from ..model.throttle_state import ThrottleState
-from . import lookahead
+from . import lookahead, promotion
 from .adapting import adapt, first_rates
 from .adaptive import Ceilings
 from .disk import TRICKLE, watch_disks
@@ -213,11 +213,22 @@ def _dir_moves(
     ex: Execution, view: TickView, gateway: KafkaGateway, full: Iterable[tuple[int, str]] = ()
 ) -> None:
     """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs
-    (not into a dir in ``full``, above the disk headroom: started when it is back under it)."""
+    (not into a dir in ``full``, above the disk headroom: started when it is back under it), once Kafka no
+    longer lists the partition reassigning: its leader may move when the reassignment completes, and
+    Kafka 3.7/3.8 can then lose the swap of a copy just made (execution/promotion.py, which reports
+    copies done and not swapped in)."""
+    stalled = promotion.unpromoted(
+        (ex.plan.targets[i] for i in ex.active()), view, ex.doc.caught_up, time.time()
+    )
+    if stalled:
+        ex.error(promotion.describe(stalled))
+        log.warning("execution %s: %s", ex.doc.execution_id, promotion.describe(stalled))
     moves: dict[tuple[str, int, int], str] = {}
     skip = set(full)
     for i in ex.active():
         t = ex.plan.targets[i]
+        if t.key in view.in_flight:
+            continue
         for b, d in zip(t.replicas, t.log_dirs, strict=True):
             r = view.replica(t.topic, t.partition, b)
             if (b, d) in skip:

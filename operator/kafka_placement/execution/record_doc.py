@@ -373,6 +373,9 @@ class RecordDoc(_Model):
     # the time it could not run (windows closed, paused): absent in records written before it, counted 0
     waits: WaitsDoc = WaitsDoc()
     window_cap: int | None = None  # the rate the moves in flight are capped at now (execution/window_cap.py)
+    # "topic/partition/broker" -> when its future replica was first seen caught up, not swapped in yet
+    # (execution/promotion.py); absent in records written before it
+    caught_up: dict[str, float] = {}
     owned_cordons: dict[int, list[str]] = {}  # broker -> cordoned dirs this execution keeps cordoned
     adopted: dict[int, AdoptedDoc] = {}  # plan index -> moves in flight taken over from a superseded plan
     superseded: list[SupersededDoc] = Field([], max_length=20)  # the plans this one replaced, newest last
