@@ -213,10 +213,8 @@ def _dir_moves(
     ex: Execution, view: TickView, gateway: KafkaGateway, full: Iterable[tuple[int, str]] = ()
 ) -> None:
     """Named target dirs of our active partitions whose replica exists elsewhere: AlterReplicaLogDirs
-    (not into a dir in ``full``, above the disk headroom: started when it is back under it), once Kafka no
-    longer lists the partition reassigning: its leader may move when the reassignment completes, and
-    Kafka 3.7/3.8 can then lose the swap of a copy just made (execution/promotion.py, which reports
-    copies done and not swapped in)."""
+    (not into a dir in ``full``, above the disk headroom: started when it is back under it); copies done
+    that Kafka has not swapped in for long are reported (execution/promotion.py)."""
     stalled = promotion.unpromoted(
         (ex.plan.targets[i] for i in ex.active()), view, ex.doc.caught_up, time.time()
     )
@@ -227,8 +225,6 @@ def _dir_moves(
     skip = set(full)
     for i in ex.active():
         t = ex.plan.targets[i]
-        if t.key in view.in_flight:
-            continue
         for b, d in zip(t.replicas, t.log_dirs, strict=True):
             r = view.replica(t.topic, t.partition, b)
             if (b, d) in skip:

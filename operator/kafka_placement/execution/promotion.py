@@ -3,17 +3,20 @@ silence.
 
 A move between the dirs of a broker (KIP-113) copies the replica into a "future" replica in the target dir;
 once the future replica has caught up, the broker swaps it in. Kafka 3.7 and 3.8 can lose that swap when
-the partition's leadership moves while it is under way (a NullPointerException in
-``ReplicaAlterLogDirsThread.updateReassignmentState``: the swap's state was dropped with the dir fetcher
-re-added for the new leader epoch; met on 3.8.1 in this project's compatibility lane, where a
-decommission moved a partition's leader to the broker copying it between its dirs). The future replica
-then stays as large as the current one and is never swapped in; removing it and copying again did not
-help (the copy made again was not swapped in either, three times over). The executor avoids the race for
-its own moves (it starts a partition's dir moves once Kafka no longer lists the partition reassigning:
-executor ``_dir_moves``), and reports any copy that is caught up and not swapped in for
-``PROMOTION_WAIT_S`` (a swap takes well under a second): the execution waits on, saying which replica
-and why, instead of showing an ETA of 0 s forever. The first time each was seen caught up is kept in the
-record (``ExecutionDoc.caught_up``), so a restart of the operator does not restart the wait.
+the partition changes while it is under way (a new leader, an ISR or replica list change, as a
+reassignment makes as it completes): the change re-adds the broker's dir fetcher, the swap's state is
+dropped (a NullPointerException in ``ReplicaAlterLogDirsThread.updateReassignmentState``), and the
+fetcher, re-added at the copy's end, tries no swap again while nothing new is written to the partition;
+the future replica stays as large as the current one, never swapped in (met on 3.8.1 in this project's
+compatibility lane, where a decommission moved a partition's leader to the broker copying it between its
+dirs). Neither removing
+the copy and copying again (the new copy was not swapped in either, three times over) nor starting a
+partition's dir moves only once its reassignment was done (the changes that follow its completion still
+came during the swap) avoided it on 3.8.1. This module finds each copy caught up (as large as the current
+replica) and not swapped in for ``PROMOTION_WAIT_S`` (a swap takes well under a second), and the
+executor names it in the execution's last error and its log: the execution waits for Kafka, saying which
+replica and why, instead of showing an ETA of 0 s forever. The first time each was seen caught up is kept
+in the record (``ExecutionDoc.caught_up``), so a restart of the operator does not restart the wait.
 """
 
 from __future__ import annotations
