@@ -2,21 +2,20 @@
 silence.
 
 A move between the dirs of a broker (KIP-113) copies the replica into a "future" replica in the target dir;
-once the future replica has caught up, the broker swaps it in. Kafka 3.7 and 3.8 can lose that swap when
-the partition changes while it is under way (a new leader, an ISR or replica list change, as a
-reassignment makes as it completes): the change re-adds the broker's dir fetcher, the swap's state is
-dropped (a NullPointerException in ``ReplicaAlterLogDirsThread.updateReassignmentState``), and the
-fetcher, re-added at the copy's end, tries no swap again while nothing new is written to the partition;
-the future replica stays as large as the current one, never swapped in (met on 3.8.1 in this project's
-compatibility lane, where a decommission moved a partition's leader to the broker copying it between its
-dirs). Neither removing
-the copy and copying again (the new copy was not swapped in either, three times over) nor starting a
-partition's dir moves only once its reassignment was done (the changes that follow its completion still
-came during the swap) avoided it on 3.8.1. This module finds each copy caught up (as large as the current
-replica) and not swapped in for ``PROMOTION_WAIT_S`` (a swap takes well under a second), and the
-executor names it in the execution's last error and its log: the execution waits for Kafka, saying which
-replica and why, instead of showing an ETA of 0 s forever. The first time each was seen caught up is kept
-in the record (``ExecutionDoc.caught_up``), so a restart of the operator does not restart the wait.
+once the future replica has caught up, the broker swaps it in. Kafka 3.7 and 3.8 can lose that swap when the
+partition changes while it is under way (a new leader, an ISR or replica list change, as a reassignment makes
+as it completes): the change re-adds the broker's dir fetcher, the swap's state is dropped (a
+NullPointerException in ``ReplicaAlterLogDirsThread.updateReassignmentState``), and the fetcher, re-added at
+the copy's end, tries no swap again while nothing new is written to the partition; the future replica stays as
+large as the current one, never swapped in (met on 3.8.1 in this project's compatibility lane, where a
+decommission moved a partition's leader to the broker copying it between its dirs). Three remedies were tried
+on the rig and none avoided it (docs/compatibility.md): removing the copy and copying again, starting a
+partition's dir moves only once its reassignment was done, and a decommission and a dir drain as two plans
+(the directory assignment of one swap came during another's). This module finds each copy caught up (as large
+as the current replica) and not swapped in for ``PROMOTION_WAIT_S`` (a swap takes well under a second), and
+the executor names it in the execution's last error and its log: the execution waits for Kafka, saying which
+replica and why, instead of showing an ETA of 0 s forever. The first time each was seen caught up is kept in
+the record (``ExecutionDoc.caught_up``), so a restart of the operator does not restart the wait.
 """
 
 from __future__ import annotations
@@ -69,6 +68,6 @@ def describe(stalled: Sequence[ReplicaKey]) -> str:
     more = f" and {len(stalled) - 5} more" if len(stalled) > 5 else ""
     return (
         f"copied into its target dir but not swapped in by Kafka for {PROMOTION_WAIT_S:.0f}s or more: "
-        f"{shown}{more} (Kafka 3.7 and 3.8 can lose the swap when the partition's leader moves meanwhile; "
+        f"{shown}{more} (Kafka 3.7 and 3.8 can lose the swap when the partition changes meanwhile; "
         "the execution waits for Kafka; see docs/compatibility.md)"
     )
