@@ -348,12 +348,16 @@ def lost_swap(cluster: Cluster, state: Path) -> str | None:
     cli("cancel", "--state", str(state), "--wait", "--poll-seconds", "0.5", timeout=120)
     # the cancel saw them gone; a broker whose dir thread failed may answer from older metadata a while
     # (one run read the topic's throttled replicas still set right after): read again for a minute
-    deadline, throttles = time.monotonic() + 60, throttles_left(cluster, [DATA_TOPIC])
-    while throttles and time.monotonic() < deadline:
-        time.sleep(1)
-        throttles = throttles_left(cluster, [DATA_TOPIC])
-    if throttles:
-        raise Failed(f"throttle configs left a minute after the cancel of a lost swap: {throttles}")
+    left: list[str] = []
+
+    def gone() -> bool:
+        left[:] = throttles_left(cluster, [DATA_TOPIC])
+        return not left
+
+    try:
+        wait_for("no throttle config left after the cancel of a lost swap", gone, timeout=60)
+    except Failed:
+        raise Failed(f"throttle configs left a minute after the cancel of a lost swap: {left}") from None
     return f"Kafka's defect met and named by the executor ({said[:200]}); cancelled, no throttle left"
 
 
