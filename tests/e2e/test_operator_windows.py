@@ -125,7 +125,13 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         before = capped()
         first_wait = first_wait or time.time() - waiting_since
         windows(kubectl, ns, name, [{"start": hhmm(-1), "end": hhmm(1)}])  # open now
-        wait_for("moves in flight", lambda: bool(record().get("inFlight")), timeout=60)
+        # the status too must have left WaitingForWindow (it is written a reconcile after the record): else
+        # the wait below could read the closed window's status from before the opening
+        wait_for(
+            "moves in flight, the status says so",
+            lambda: bool(record().get("inFlight")) and progressing(kubectl, ns)[1] != "WaitingForWindow",
+            timeout=60,
+        )
         windows(kubectl, ns, name, later)  # closed again, moves in flight
         wait_for(
             "WaitingForWindow again", lambda: progressing(kubectl, ns)[1] == "WaitingForWindow", timeout=60
