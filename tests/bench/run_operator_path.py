@@ -55,6 +55,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -564,6 +565,7 @@ def child(n: int, brokers: int, kubeconfig: str, interval: float) -> dict[str, A
     stop_file.touch()
     prober.join(timeout=60)
     out, _ = proc.communicate(timeout=120)
+    shutil.rmtree(stop_file.parent, ignore_errors=True)
     process_samples: list[list[float]] = json.loads(out.strip().splitlines()[-1])
 
     # ---- apart from the path: the KafkaCluster status of this many brokers with more dirs each ------
