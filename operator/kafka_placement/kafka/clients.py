@@ -144,10 +144,11 @@ class KafkaClients:
         """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
         client's errors meanwhile: a refused authentication fails at once with its reason instead of after
         the whole connect timeout, and so does every bootstrap server failing to connect (librdkafka's
-        "all brokers down"). Metadata goes to any broker the client reaches; a DescribeCluster would
-        go to the broker the metadata names controller, which right after a broker died may be the dead
-        one (KRaft names any registered broker until it is fenced): every connect then waited the connect
-        timeout for it, and a heal's reconciles were slow exactly when a broker had just died."""
+        "all brokers down"). librdkafka (2.x) sends this DescribeTopics to the broker the metadata names
+        controller too, like a DescribeCluster, and KRaft names any registered broker, right after a broker
+        died perhaps the dead one: the check then fails with "Timed out waiting for controller" after the
+        connect timeout, and ``_py`` makes the kafka-python client anyway when a broker known from the
+        metadata refused us (``_dead_controller``), as kafka-python needs no controller."""
         from confluent_kafka import KafkaException, TopicCollection
 
         futures = admin.describe_topics(
