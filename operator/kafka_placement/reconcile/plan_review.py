@@ -44,6 +44,7 @@ from ..kube.gateway import KubeConflict, KubeGateway
 from ..model.crd_parts import API_VERSION
 from ..model.intent_status import PlanEstimate, Review
 from ..model.plan import Plan
+from ..model.units import binary_bytes
 from ..planning.loads import rate_text
 from ..planning.plan_keeping import KeptPlan, TrafficLoads
 from ..planning.plan_summary import PlanSummary, StatusSummary
@@ -66,16 +67,10 @@ def name_of(cluster: str) -> str:
     return configmap_name(cluster, "plan")
 
 
-def _bytes(n: int) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def brokers_changing(report: Report, n: int = CHANGING) -> str:
     """The ``n`` brokers whose load the plan changes most: bytes gained or lost, and bytes moved between
-    their own dirs, e.g. ``broker 3 +2.0 MB (1.0 MB -> 3.0 MB), broker 1 5.0 MB between its dirs``."""
+    their own dirs, e.g. ``broker 3 +2.0 MiB (1.0 MiB -> 3.0 MiB), broker 1 5.0 MiB between its dirs`` (binary
+    units, as every text for people: ``model.units``)."""
 
     def change(r: BrokerRow) -> int:
         return abs(r.bytes[1] - r.bytes[0]) + r.dir_bytes
@@ -85,9 +80,11 @@ def brokers_changing(report: Report, n: int = CHANGING) -> str:
         parts = []
         if delta:
             sign = "+" if delta > 0 else "-"
-            parts.append(f"{sign}{_bytes(abs(delta))} ({_bytes(r.bytes[0])} -> {_bytes(r.bytes[1])})")
+            parts.append(
+                f"{sign}{binary_bytes(abs(delta))} ({binary_bytes(r.bytes[0])} -> {binary_bytes(r.bytes[1])})"
+            )
         if r.dir_bytes:
-            parts.append(f"{_bytes(r.dir_bytes)} between its dirs")
+            parts.append(f"{binary_bytes(r.dir_bytes)} between its dirs")
         return f"broker {r.broker} " + ", ".join(parts)
 
     shown = sorted((r for r in report.brokers if change(r)), key=lambda r: (-change(r), r.broker))[:n]

@@ -4,6 +4,7 @@ brokers that change most, the copy model's estimate, and a bounded size at any c
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -70,6 +71,9 @@ def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None
     top = max(brokers, key=lambda b: (abs(b["bytes"][1] - b["bytes"][0]) + b["dirBytes"], -b["broker"]))
     assert changing.startswith(f"broker {top['broker']} "), changing
     assert 1 <= changing.count("broker ") <= plan_review.CHANGING
+    # in binary units, as every text for people (model/units.py): the report and the status agree
+    amounts = re.findall(r"\d+(?:\.\d)? ([kKMGTP]i?B|B)\b", changing)
+    assert amounts and set(amounts) <= {"B", "KiB", "MiB", "GiB", "TiB", "PiB"}, changing
 
 
 def test_with_rates_the_review_names_the_brokers_whose_traffic_changes_most() -> None:
