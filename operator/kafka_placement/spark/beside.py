@@ -42,7 +42,7 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_quality import Scope, Tally, tally_of
 from ..planning.repairs import repair_reasons
 from ..planning.state import Key
-from .memory import PLAN_BYTES_PER_REPLICA, Limit, resident_bytes
+from .memory import CGROUP_ROOT, PLAN_BYTES_PER_REPLICA, Limit, cgroup_dirs, read_value, resident_bytes
 
 MIN_PARTITIONS = 50_000  # below this the tally takes a second or two: not worth a process
 # the copy's pages (the snapshot's it touches, which the kernel copies, and its tally): 1 GB for 3M replicas
@@ -53,20 +53,22 @@ PATIENCE_S = 30.0
 # this share of them while this process orders the batches and shifts the rest
 MIN_SHIFTED = 20_000
 SHIFTED_SHARE = 0.8
-CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PR_SET_PDEATHSIG = 1
 
 
-def usable_cpus(cpu_max: Path = CPU_MAX) -> float:
-    """CPUs this process may run on: its affinity, capped by its cgroup's quota (``cpu.max``, a pod's
-    CPU limit) when it has one."""
+def usable_cpus(root: Path = CGROUP_ROOT, own: Path = Path("/proc/self/cgroup")) -> float:
+    """CPUs this process may run on: its affinity, capped by the tightest CPU quota of its cgroup and its
+    parents' (a pod's CPU limit): cgroup v2's ``cpu.max`` ("max" or "QUOTA PERIOD"), v1's
+    ``cpu.cfs_quota_us`` (-1: none) over ``cpu.cfs_period_us``."""
     cpus = float(len(os.sched_getaffinity(0)))
-    try:
-        quota, period = cpu_max.read_text().split()[:2]
-    except (OSError, ValueError):
-        return cpus
-    if quota != "max" and quota.isdigit() and period.isdigit() and int(period):
-        cpus = min(cpus, int(quota) / int(period))
+    v2, dirs = cgroup_dirs("cpu", root, own)
+    for d in dirs:
+        if v2:
+            quota, _, period = read_value(d / "cpu.max").partition(" ")
+        else:
+            quota, period = read_value(d / "cpu.cfs_quota_us"), read_value(d / "cpu.cfs_period_us")
+        if quota.isdigit() and period.isdigit() and int(period):
+            cpus = min(cpus, int(quota) / int(period))
     return cpus
 
 

@@ -63,32 +63,46 @@ def parse_size(text: str, where: str = "--max-memory") -> int:
     return size
 
 
-def cgroup_limit(root: Path = CGROUP_ROOT, own: Path = Path("/proc/self/cgroup")) -> int | None:
-    """The memory limit of this process's cgroup (a container's, a pod's), the tightest of its own and
-    its parents', or None when none has one. cgroup v2 (``memory.max``) or v1 (the memory controller's
-    ``memory.limit_in_bytes``); in a container whose cgroup is the root of what it sees, the root's."""
+def cgroup_dirs(
+    v1_controller: str, root: Path = CGROUP_ROOT, own: Path = Path("/proc/self/cgroup")
+) -> tuple[bool, list[Path]]:
+    """Whether the cgroups are v2, and the directories of this process's cgroup and each of its parents'
+    (a container's, a pod's), its own first: v2's unified tree or, on v1, the hierarchy of
+    ``v1_controller`` (``cpu`` is a link to ``cpu,cpuacct`` where both share one); in a container whose
+    cgroup is the root of what it sees, the root alone."""
     try:
         lines = own.read_text().splitlines()
     except OSError:
         lines = []
     v2 = (root / "cgroup.controllers").exists()
     if v2:
-        base, name, path = root, "memory.max", next((ln[3:] for ln in lines if ln.startswith("0::")), "/")
+        base, path = root, next((ln[3:] for ln in lines if ln.startswith("0::")), "/")
     else:
-        base, name = root / "memory", "memory.limit_in_bytes"
-        path = next((ln.split(":", 2)[2] for ln in lines if ln.split(":")[1:2] == ["memory"]), "/")
-    found: list[int] = []
+        base, fields = root / v1_controller, (ln.split(":", 2) for ln in lines)
+        path = next((f[2] for f in fields if len(f) == 3 and v1_controller in f[1].split(",")), "/")
     here = base / path.strip("/") if path.strip("/") else base
-    while True:
-        try:
-            text = (here / name).read_text().strip()
-        except OSError:
-            text = ""
-        if text.isdigit() and int(text) < UNLIMITED_V1:
-            found.append(int(text))
-        if here == base or base not in here.parents:
-            break
+    dirs = [here]
+    while here != base and base in here.parents:
         here = here.parent
+        dirs.append(here)
+    return v2, dirs
+
+
+def read_value(path: Path) -> str:
+    """A cgroup interface file's text, stripped; empty when it is absent or unreadable."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def cgroup_limit(root: Path = CGROUP_ROOT, own: Path = Path("/proc/self/cgroup")) -> int | None:
+    """The memory limit of this process's cgroup (a container's, a pod's), the tightest of its own and
+    its parents', or None when none has one. cgroup v2 (``memory.max``) or v1 (the memory controller's
+    ``memory.limit_in_bytes``)."""
+    v2, dirs = cgroup_dirs("memory", root, own)
+    texts = (read_value(d / ("memory.max" if v2 else "memory.limit_in_bytes")) for d in dirs)
+    found = [int(t) for t in texts if t.isdigit() and int(t) < UNLIMITED_V1]
     return min(found) if found else None
 
 
@@ -148,10 +162,12 @@ def check_plan(replicas: int, partitions: int, limit: Limit | None, resident: in
 __all__ = [
     "InsufficientMemoryError",
     "Limit",
+    "cgroup_dirs",
     "cgroup_limit",
     "check_plan",
     "check_read",
     "limit_of",
     "parse_size",
+    "read_value",
     "resident_bytes",
 ]

@@ -214,16 +214,38 @@ def test_when_it_is_used() -> None:
     assert beside.wanted(many, 3 * many, Limit(10 * need + 2**32, "the pod's"), cpus=4)
 
 
-def test_usable_cpus_follow_the_cgroup_quota(tmp_path: Path) -> None:
-    cpu_max = tmp_path / "cpu.max"
+def test_usable_cpus_follow_the_tightest_cpu_quota_of_the_cgroup_and_its_parents(tmp_path: Path) -> None:
     affinity = len(os.sched_getaffinity(0))
-    assert beside.usable_cpus(tmp_path / "absent") == affinity
-    cpu_max.write_text("max 100000\n")
-    assert beside.usable_cpus(cpu_max) == affinity
-    cpu_max.write_text("150000 100000\n")
-    assert beside.usable_cpus(cpu_max) == min(affinity, 1.5)
-    cpu_max.write_text("nonsense\n")
-    assert beside.usable_cpus(cpu_max) == affinity
+    own = tmp_path / "self"
+
+    def tree(root: Path, files: dict[str, str]) -> Path:
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        return root
+
+    assert beside.usable_cpus(tmp_path / "absent", tmp_path / "missing") == affinity
+    # v2: a container's own namespace (its cgroup the root it sees), then a pod's limit on a parent
+    own.write_text("0::/\n")
+    v2 = tree(tmp_path / "v2", {"cgroup.controllers": "cpu memory", "cpu.max": "max 100000\n"})
+    assert beside.usable_cpus(v2, own) == affinity
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert beside.usable_cpus(v2, own) == min(affinity, 1.5)
+    (v2 / "cpu.max").write_text("nonsense\n")
+    assert beside.usable_cpus(v2, own) == affinity
+    own.write_text("0::/kubepods/pod1/c1\n")
+    tree(v2, {"kubepods/pod1/cpu.max": "50000 100000", "kubepods/pod1/c1/cpu.max": "max 100000"})
+    assert beside.usable_cpus(v2, own) == 0.5
+    # v1: the cpu hierarchy's quota over its period, -1 for none, the tightest of the cgroup and its parents
+    own.write_text("5:cpu,cpuacct:/kubepods/pod2/c2\n4:memory:/kubepods/pod2/c2\n")
+    v1 = tree(tmp_path / "v1", {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000",
+                                "cpu/kubepods/pod2/cpu.cfs_quota_us": "75000",
+                                "cpu/kubepods/pod2/cpu.cfs_period_us": "50000",
+                                "cpu/kubepods/pod2/c2/cpu.cfs_quota_us": "-1",
+                                "cpu/kubepods/pod2/c2/cpu.cfs_period_us": "100000"})  # fmt: skip
+    assert beside.usable_cpus(v1, own) == min(affinity, 1.5)
+    (v1 / "cpu/kubepods/pod2/cpu.cfs_quota_us").write_text("-1")
+    assert beside.usable_cpus(v1, own) == affinity
 
 
 def test_a_stuck_copy_is_stopped_and_the_tally_made_here(monkeypatch: pytest.MonkeyPatch) -> None:
