@@ -64,7 +64,7 @@ Placements = dict[Key, tuple[list[int], list[str | None]]]
 
 
 @dataclass(slots=True)
-class _Program:
+class Program:
     """The program under construction: objective, bounds and rows as sparse triples."""
 
     cost: list[float] = field(default_factory=list)
@@ -171,7 +171,7 @@ def solve(
         candidates[p.key] = options
         if count > MAX_VARIABLES:
             return None
-    m = _Program()
+    m = Program()
     x: dict[tuple[Key, int], int] = {}
     y: dict[tuple[Key, int, str], int] = {}
     for p in parts:
@@ -220,7 +220,7 @@ def solve(
             m.row(terms, float("-inf"), float(most - sum(fixed_dir.get(d, 0) for d in places)))
     # HiGHS's gap is (found - bound) / found: found <= (1 + BALANCED_GAP) x the optimum
     gap = BALANCED_GAP / (1 + BALANCED_GAP)
-    values = _run(m, gap if ctx.intents.effort != "Exhaustive" else None)
+    values = run_program(m, gap if ctx.intents.effort != "Exhaustive" else None)
     if values is None:
         return None
     found: Placements = {}
@@ -336,7 +336,7 @@ def _room(ctx: PlanningContext) -> dict[DirKey, tuple[list[DirKey], int]]:
     }
 
 
-def _spread(m: _Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
+def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
     """KIP-879 maximal spread of one partition's replicas over ``tree`` (``RackTree.violation``'s rule)."""
     units: dict[tuple[str, ...], list[int]] = {}
     for b in xs:
@@ -368,7 +368,7 @@ def _spread(m: _Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
                     m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
 
 
-def _run(m: _Program, gap: float | None = None) -> list[float] | None:
+def run_program(m: Program, gap: float | None = None) -> list[float] | None:
     """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes and
     ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), or None; with
     ``gap``, HiGHS stops as soon as its best is proven within that share of the optimum (the

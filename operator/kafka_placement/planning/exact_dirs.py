@@ -7,8 +7,8 @@ every volume within its room under the disk headroom limit, copying the fewest b
 broker held before the plan copies its bytes when it leaves that dir (a local copy), a new one lands on
 any dir for free. The dir balance goal (goals/dir_balance.py) answers it greedily, shedding each full
 dir's excess; this answers it exactly, as a program of a few hundred binaries per broker solved by HiGHS
-(``exact._run``, its deterministic bounds). Only replicas of the topics that ask for dir balance, and new
-or already moved ones, change dirs, as the goal moves them; the others stay where they are.
+(``exact.run_program``, its deterministic bounds). Only replicas of the topics that ask for dir balance,
+and new or already moved ones, change dirs, as the goal moves them; the others stay where they are.
 
 ``place`` applies the answer on the brokers given and returns the brokers it could not balance (no
 solution within the bounds, or one that ``met`` rejects in exact integers), which keep their dirs.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .context import PlanningContext
-from .exact import MAX_VARIABLES, _Program, _run
+from .exact import MAX_VARIABLES, Program, run_program
 from .shares import dir_thresholds
 from .state import Key
 
@@ -55,7 +55,7 @@ def _solve(ctx: PlanningContext, broker: int, tolerance: float) -> dict[Key, str
     balanced = ctx.balanced_topics("log_dirs")
     top = dir_thresholds(a.dir_bytes, broker, paths, tolerance, e.sizes.get(broker))
     receiving = [d for d in paths if e.dir_may_receive(broker, d)]
-    m = _Program()
+    m = Program()
     choice: dict[Key, list[tuple[str, int]]] = {}
     bytes_in: dict[str, list[tuple[int, float]]] = {d: [] for d in paths}
     fixed = {d: 0 for d in paths}
@@ -92,7 +92,7 @@ def _solve(ctx: PlanningContext, broker: int, tolerance: float) -> dict[Key, str
         held = sum(a.dir_bytes[(broker, d)] for d in places)
         terms = [t for d in places for t in bytes_in[d]]
         m.row(terms, float("-inf"), float(held + max(a.free[volume], 0) - sum(fixed[d] for d in places)))
-    values = _run(m, None)
+    values = run_program(m, None)
     if values is None:
         return None
     return {key: next(d for d, v in vs if values[v] > 0.5) for key, vs in choice.items()}

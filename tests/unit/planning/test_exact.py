@@ -126,7 +126,7 @@ def test_a_solution_that_breaks_a_rule_is_never_taken() -> None:
 def test_a_cluster_above_the_bound_never_builds_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
     snap, wanted = decommission_with_balance()
     monkeypatch.setattr(exact, "MAX_PARTITIONS", len(snap.partitions) - 1)
-    monkeypatch.setattr(exact, "_run", lambda m: pytest.fail("the program was built"))
+    monkeypatch.setattr(exact, "run_program", lambda m: pytest.fail("the program was built"))
     compute_plan(snap, wanted)
 
 
