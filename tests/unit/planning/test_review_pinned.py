@@ -5,7 +5,8 @@ and without the planner's tally. Regenerated twice since, on purpose: the page's
 units and the copy model's estimate (only ``report.html``, by its digest now, and ``estimate.json``
 changed; every other key and the report itself were compared equal first); then the page for a person
 (every balance row and rule in words, bytes in units in the tables: only ``report.html`` changed); then
-the scale-out case alone, whose plan changed (dir balance with exact dirs: a cheaper plan, golden too)."""
+the scale-out case alone, whose plan changed (dir balance with exact dirs: a cheaper plan, golden too);
+then ``brokersChanging`` alone, in binary units as every other text for people (model/units.py)."""
 
 from __future__ import annotations
 
