@@ -120,14 +120,17 @@ class KafkaClients:
             conf = self.settings.confluent_config()
             conf["error_cb"] = self._on_client_error
             conf["logger"] = _librdkafka_log
+            conf["allow.auto.create.topics"] = False  # (``_answers`` asks for a topic that never exists)
             admin = AdminClient(conf)
             self._confluent = admin
             try:
                 self._call("connect", functools.partial(self._connected, admin), attempts=1)
             except KafkaOperationError as e:
-                self._confluent = None
                 e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                raise self._unavailable(e.message) from None
+                if not (self._dead_controller(e.message) and self._answers(admin)):
+                    self._confluent = None
+                    raise self._unavailable(e.message) from None
+                log.info("%s; a broker answered a metadata request: connected all the same", e.message)
             except KafkaUnavailableError:
                 self._confluent = None
                 raise
@@ -140,6 +143,20 @@ class KafkaClients:
         one cut off it may name for long); the cluster answered."""
         return "controller" in message.lower() and self._known_broker_down
 
+    def _answers(self, admin: Any) -> bool:
+        """Whether a broker answers a metadata request for ``access.PROBE_TOPIC`` (never created: the
+        client may not ask for it to be). librdkafka sends it to any broker it reaches, not to the one the
+        metadata names controller: when ``_connected`` only waited for a controller cut off from this
+        operator (``_dead_controller``), the cluster is reachable, and the calls route around that broker
+        (``_config_route``; a call that waits for it again gets a new client, ``_call``)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            found = admin.list_topics(topic=access.PROBE_TOPIC, timeout=self.settings.connect_timeout_s)
+        except KafkaException:
+            return False
+        return access.PROBE_TOPIC in found.topics
+
     def _connected(self, admin: Any) -> None:
         """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
         client's errors meanwhile: a refused authentication fails at once with its reason instead of after
@@ -147,8 +164,8 @@ class KafkaClients:
         "all brokers down"). librdkafka (2.x) sends this DescribeTopics to the broker the metadata names
         controller too, like a DescribeCluster, and KRaft names any registered broker, right after a broker
         died perhaps the dead one: the check then fails with "Timed out waiting for controller" after the
-        connect timeout, and ``_py`` makes the kafka-python client anyway when a broker known from the
-        metadata refused us (``_dead_controller``), as kafka-python needs no controller."""
+        connect timeout; when a broker known from the metadata refused us (``_dead_controller``), a
+        metadata request any broker answers decides (``_answers``)."""
         from confluent_kafka import KafkaException, TopicCollection
 
         futures = admin.describe_topics(
