@@ -300,6 +300,7 @@ class BrokerBalanceGoal:
         mine = _by_weight(movable)  # failed: no plain move
         order = [m for m in mine if m[0] >= excess] + [m for m in reversed(mine) if m[0] < excess]
         checks = 0
+        redirects_of: dict[int, tuple[list[tuple[Key, int, int, str]], list[int]]] = {}  # per dest
         for w, d, key in order:
             policy = a.policy(key)
             if policy is None or not ctx.within_budget(policy, a.size[key]):
@@ -316,7 +317,9 @@ class BrokerBalanceGoal:
                 cand[index] = dest
                 if not ctx.accepts(key, cand):
                     continue
-                redirects = self._room_by_redirect(ctx, dest, load[dest] + w - limit[dest], broker, limit)
+                if dest not in redirects_of:  # (nothing changes until a relay is made: once per dest)
+                    redirects_of[dest] = self._redirects(ctx, dest, broker, limit)
+                redirects = _enough(*redirects_of[dest], load[dest] + w - limit[dest])
                 if redirects is None:
                     continue
                 undo: list[tuple[Key, int, int, str | None]] = []
@@ -336,14 +339,13 @@ class BrokerBalanceGoal:
         return False
 
     @staticmethod
-    def _room_by_redirect(
-        ctx: PlanningContext, dest: int, need: float, broker: int, limit: Mapping[int, float]
-    ) -> list[tuple[Key, int, int, str]] | None:
-        """Replicas the plan brings to ``dest`` sent to other brokers under their limits instead
-        (key, slot, broker, dir), freeing at least ``need`` bytes on ``dest``; [] when it has room,
-        None when they cannot. Largest first, one per other broker (their dirs' room then holds)."""
-        if need <= 0:
-            return []
+    def _redirects(
+        ctx: PlanningContext, dest: int, broker: int, limit: Mapping[int, float]
+    ) -> tuple[list[tuple[Key, int, int, str]], list[int]]:
+        """Replicas the plan brings to ``dest`` that could be sent to other brokers under their limits
+        instead (key, slot, broker, dir), largest first, one per other broker (their dirs' room then
+        holds), none to ``broker``; and the bytes each prefix frees on ``dest`` (``_enough`` takes the
+        shortest prefix that frees what a relay needs)."""
         a, e = ctx.assignment, ctx.eligibility
         balanced = ctx.balanced_topics("brokers")
         arriving = sorted(
@@ -354,13 +356,14 @@ class BrokerBalanceGoal:
             ),
             reverse=True,
         )
+        roomiest = sorted(e.active_brokers, key=lambda b: (a.broker_bytes[b] - limit[b], b))
         used: set[int] = {broker, dest}
         out: list[tuple[Key, int, int, str]] = []
-        freed = 0
+        freed: list[int] = []
         for v, k in arriving:
             reps = a.replicas[k]
             i = reps.index(dest)
-            for z in sorted(e.active_brokers, key=lambda b: (a.broker_bytes[b] - limit[b], b)):
+            for z in roomiest:
                 if a.broker_bytes[z] + v > limit[z]:
                     break
                 if z in used or z in reps or not e.may_receive(z):
@@ -373,12 +376,10 @@ class BrokerBalanceGoal:
                 if path is None:
                     continue
                 out.append((k, i, z, path))
+                freed.append((freed[-1] if freed else 0) + v)
                 used.add(z)
-                freed += v
                 break
-            if freed >= need:
-                return out
-        return None
+        return out, freed
 
     def _swap_ok(self, ctx: PlanningContext, key: Key, broker: int, dest: int, other: Key) -> bool:
         a, e = ctx.assignment, ctx.eligibility
@@ -459,6 +460,17 @@ class _ByLoad:
             del self.order[bisect_left(self.order, (old, b))]
             self.at[b] = now
             bisect.insort(self.order, (now, b))
+
+
+def _enough(
+    redirects: list[tuple[Key, int, int, str]], freed: list[int], need: float
+) -> list[tuple[Key, int, int, str]] | None:
+    """The shortest prefix of ``redirects`` freeing at least ``need`` bytes ([] when nothing is needed),
+    None when all of them free less."""
+    if need <= 0:
+        return []
+    n = bisect_left(freed, need)
+    return redirects[: n + 1] if n < len(freed) else None
 
 
 def _drop(items: list[tuple[int, Key]], item: tuple[int, Key]) -> None:
