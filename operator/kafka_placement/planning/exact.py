@@ -36,8 +36,11 @@ program is built only when it has at most ``MAX_VARIABLES`` binaries, and HiGHS 
 effort (the default; model/effort.py) stops once its best is proven within 0.5% of the optimum; the
 ``Fast`` effort does not run the program for quality (goals/exact_placement.py); a solution is taken only
 after it is checked again with exact integers against every rule (``check``), so a rounding inside the
-solver can never place a replica against a rule. Not run with move budgets, preferred brokers or network
-capacities (rules the program does not model): the greedy plan stands there.
+solver can never place a replica against a rule. The program is not built where the summary's own proofs
+say it cannot win (``hopeless``: the greedy plan is within the gap of the lower bound, or broker balance,
+which it would be run to meet, is proven out of reach), and the program on dirs is not run where the one on
+brokers is proven to have no solution (``Solved.infeasible``). Not run with move budgets, preferred
+brokers or network capacities (rules the program does not model): the greedy plan stands there.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model.effort import BALANCED_GAP
+from ..model.plan import Plan
 from ..model.snapshot import PartitionState
 from . import plan_quality, waiting
 from .context import PlanningContext
@@ -59,8 +63,27 @@ MAX_VARIABLES = 5_000  # binaries of the program (x only: 200 partitions on 24 b
 MAX_NODES = 5_000  # HiGHS branch-and-bound nodes, at most
 NODE_WORK = 3_000_000  # and at most this many (nodes x binaries): 600 nodes at 5,000 binaries
 HIGHS_OPTIONS: dict[str, float | int] = {}
+ROOT_SLACK = 1e-6  # each row widened by this share where only a proof of no solution is asked (root_only)
 
 Placements = dict[Key, tuple[list[int], list[str | None]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What HiGHS answered: the values of its best solution (None: none within the bounds), and whether
+    it proved that the program has no solution at all (not merely none found within the bounds)."""
+
+    values: list[float] | None
+    infeasible: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Solved:
+    """``solve``'s answer: the placement found (None: none), and whether none exists (proven): a
+    narrower program (the same with dirs and their room) then has none either and is not run."""
+
+    found: Placements | None
+    infeasible: bool = False
 
 
 @dataclass(slots=True)
@@ -139,24 +162,45 @@ def worth(ctx: PlanningContext, now: int) -> int:
     return min(now, int(now / (1 + BALANCED_GAP)) + 1)  # none cheaper: now <= (1 + gap) x the optimum
 
 
+def hopeless(ctx: PlanningContext, now: int | None) -> bool:
+    """Whether the program provably cannot give what it would be run for, by the summary's own proofs
+    (``plan_quality``: the lower bound, and ``reach``'s proof that broker balance is out of reach): with
+    ``now`` (the greedy plan keeps broker balance, copying ``now``), no plan copies less than
+    ``worth(ctx, now)``; without it (the greedy plan misses broker balance, which the program is run to
+    meet), no plan meets it. Either way HiGHS would spend most of its work limits proving what the
+    bound already says (tens of seconds on 120 partitions with the volumes' sizes known)."""
+    scope = plan_quality.Scope.of(ctx.snapshot, ctx.intents)
+    found = plan_quality.tally(ctx.snapshot, Plan.of([]), scope).evaluation(scope, "")
+    if now is None:
+        return found.broker_balance_unreachable is not None
+    return found.lower_bound_bytes is not None and found.lower_bound_bytes >= worth(ctx, now)
+
+
 def solve(
     ctx: PlanningContext,
     parts: Sequence[PartitionState],
     limit: Mapping[int, int] | None,
     below: int | None = None,
     dirs: bool = False,
-) -> Placements | None:
+    root_only: bool = False,
+) -> Solved:
     """The cheapest placement of ``parts`` (every other partition as the snapshot has it) under the
     hard rules and, with ``limit``, at most ``limit[b]`` bytes on every broker b that keeps data, copying
     fewer than ``below`` bytes when given; with ``dirs``, on dirs within their room (else brokers only:
-    ``apply`` then chooses the dirs, and ``check`` tells whether they fit); None when the program is too
-    large or has no solution within its bounds."""
+    ``apply`` then chooses the dirs, and ``check`` tells whether they fit); none found when the program is
+    too large or has no solution within its bounds (``Solved.infeasible``: proven to have none).
+
+    The program on dirs is the one on brokers narrowed: the same brokers, each dir change costing its
+    local copy on top, and each volume's room as rows more. So when the one on brokers is proven to have
+    no solution (under ``below``), the one on dirs has none either. ``root_only``: whether a solution exists,
+    asked of HiGHS's presolve and root node alone (no objective, no heuristics, one node: milliseconds
+    where the volumes are short of room in all; a proof only, nothing is placed either way)."""
     if not parts:
-        return None
+        return Solved(None)
     e = ctx.eligibility
     dirs_mode = dirs and sized(ctx)
     if dirs_mode and not all(d is not None for p in parts for d in p.log_dirs):
-        return None  # room is known but a replica's dir is not: the program cannot count its dir
+        return Solved(None)  # room is known but a replica's dir is not: the program cannot count its dir
     brokers = sorted(e.dirs)
     candidates: dict[Key, list[tuple[int, list[str]]]] = {}
     count = 0
@@ -170,7 +214,7 @@ def solve(
                 count += 1 + (len(ok) if dirs_mode else 0)
         candidates[p.key] = options
         if count > MAX_VARIABLES:
-            return None
+            return Solved(None)
     m = Program()
     x: dict[tuple[Key, int], int] = {}
     y: dict[tuple[Key, int, str], int] = {}
@@ -218,11 +262,18 @@ def solve(
         ]
         if terms:
             m.row(terms, float("-inf"), float(most - sum(fixed_dir.get(d, 0) for d in places)))
+    if root_only:  # whether a solution exists: no objective, and each row widened by a millionth so
+        # that only a clear shortfall, never HiGHS's tolerances, proves that none does
+        m.cost = [0.0] * len(m.cost)
+        m.low = [v - ROOT_SLACK * max(abs(v), 1.0) for v in m.low]
+        m.high = [v + ROOT_SLACK * max(abs(v), 1.0) for v in m.high]
+        return Solved(None, run_program(m, root_only=True).infeasible)
     # HiGHS's gap is (found - bound) / found: found <= (1 + BALANCED_GAP) x the optimum
     gap = BALANCED_GAP / (1 + BALANCED_GAP)
-    values = run_program(m, gap if ctx.intents.effort != "Exhaustive" else None)
+    answer = run_program(m, gap if ctx.intents.effort != "Exhaustive" else None)
+    values = answer.values
     if values is None:
-        return None
+        return Solved(None, answer.infeasible)
     found: Placements = {}
     for p in parts:
         chosen = [b for b, _ in candidates[p.key] if values[x[(p.key, b)]] > 0.5]
@@ -232,7 +283,7 @@ def solve(
             found[p.key] = (order, [picked.get(b) for b in order])
         else:
             found[p.key] = (order, [])  # dirs chosen when applied
-    return found
+    return Solved(found)
 
 
 def apply(ctx: PlanningContext, found: Placements, limit: Mapping[int, int] | None) -> bool:
@@ -368,13 +419,14 @@ def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
                     m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
 
 
-def run_program(m: Program, gap: float | None = None) -> list[float] | None:
+def run_program(m: Program, gap: float | None = None, root_only: bool = False) -> Answer:
     """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes and
-    ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), or None; with
+    ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), if any; with
     ``gap``, HiGHS stops as soon as its best is proven within that share of the optimum (the
     ``Balanced`` effort, model/effort.py: on a cluster of a few brokers most of the search otherwise
     goes to proving that no plan a fraction of a percent cheaper exists). Each
-    row and the objective are scaled by their largest coefficient (bytes in the tens of billions
+    row and the objective are scaled by their largest coefficient (``root_only``: presolve and the root node
+    without heuristics, its values not returned) (bytes in the tens of billions
     otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers."""
     import warnings
 
@@ -402,12 +454,14 @@ def run_program(m: Program, gap: float | None = None) -> list[float] | None:
                 diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
             ),
             options={
-                "node_limit": min(MAX_NODES, NODE_WORK // n),
+                "node_limit": 1 if root_only else min(MAX_NODES, NODE_WORK // n),
+                **({"mip_heuristic_effort": 0.0} if root_only else {}),
                 "disp": False,
                 **({"mip_rel_gap": gap} if gap is not None else {}),
                 **HIGHS_OPTIONS,
             },
         )
-    if res.x is None:
-        return None
-    return [float(v) for v in res.x]
+    if res.x is None or root_only:
+        # (scipy's status 2 is also HiGHS's model error: only its infeasible status is a proof)
+        return Answer(None, infeasible=str(res.message).startswith("The problem is infeasible"))
+    return Answer([float(v) for v in res.x])

@@ -92,7 +92,7 @@ def _solve(ctx: PlanningContext, broker: int, tolerance: float) -> dict[Key, str
         held = sum(a.dir_bytes[(broker, d)] for d in places)
         terms = [t for d in places for t in bytes_in[d]]
         m.row(terms, float("-inf"), float(held + max(a.free[volume], 0) - sum(fixed[d] for d in places)))
-    values = run_program(m, None)
+    values = run_program(m, None).values
     if values is None:
         return None
     return {key: next(d for d, v in vs if values[v] > 0.5) for key, vs in choice.items()}

@@ -3,7 +3,8 @@ small cluster and unless the planner's effort is ``Fast`` (model/effort.py), the
 that keeps every hard rule and the balance limits replaces the greedy one when it copies fewer bytes
 (under the ``Balanced`` effort, at least 0.5% fewer: ``exact.worth``), or when the greedy one left a
 broker above its limit the program meets. It changes only replica sets and dirs; the goals after it
-(leaders, network, failure spread) work on its result as on the greedy one's.
+(leaders, network, failure spread) work on its result as on the greedy one's. Not run where it cannot
+win (``exact.hopeless``: the lower bound or the proof that broker balance is out of reach says so).
 
 With dir balance asked, the goal after it (DirBalance) pays local copies the program does not count, so
 three finished plans are compared, each as DirBalance would finish it (tried on the working assignment,
@@ -48,15 +49,17 @@ class ExactPlacementGoal:
         a = ctx.assignment
         meets = limit is None or all(a.broker_bytes[b] <= limit[b] for b in ctx.eligibility.active_brokers)
         now = exact.copied(ctx, keys)
-        if meets and now == 0:
+        if (meets and now == 0) or exact.hopeless(ctx, now if meets else None):
             return
         before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in keys}
         # brokers first (a third of the binaries), the dirs then chosen as the greedy steps choose them;
-        # on dirs within their room only when that choice does not fit
+        # on dirs within their room only when that choice does not fit (and none is not proven already)
         for dirs in (False, True) if exact.sized(ctx) else (False,):
-            found = exact.solve(ctx, parts, limit, below=exact.worth(ctx, now) if meets else None, dirs=dirs)
-            if found is not None and exact.apply(ctx, found, limit):
+            solved = exact.solve(ctx, parts, limit, below=exact.worth(ctx, now) if meets else None, dirs=dirs)
+            if solved.found is not None and exact.apply(ctx, solved.found, limit):
                 break
+            if solved.infeasible:
+                return
         else:
             return
         if meets and exact.copied(ctx, keys) >= now:
@@ -96,11 +99,14 @@ class ExactPlacementGoal:
         # lower bound already: the program is then pruned at its root)
         best = min([greedy, *(t[0] for t in tried if t is not None)])
         bar = exact.worth(ctx, best) if meets else None
-        for dirs in (False, True) if exact.sized(ctx) else (False,):
-            found = exact.solve(ctx, parts, limit, below=bar, dirs=dirs)
-            if found is not None and exact.apply(ctx, found, limit):
-                tried.append(finished())
-                break
+        if not exact.hopeless(ctx, best if meets else None):
+            for dirs in (False, True) if exact.sized(ctx) else (False,):
+                solved = exact.solve(ctx, parts, limit, below=bar, dirs=dirs)
+                if solved.found is not None and exact.apply(ctx, solved.found, limit):
+                    tried.append(finished())
+                    break
+                if solved.infeasible:
+                    break
         _restore(ctx, start)
         ranked = sorted((t for t in tried if t is not None), key=lambda t: t[0])
         if not ranked:

@@ -63,6 +63,7 @@ class ReplicaPlacementGoal:
         self._dir_slack = 1.0  # 1 + the dir balance tolerance
         self._undrained: dict[int, list[str]] = {}  # each broker's dirs not drained
         self._keeping: dict[int, list[str]] = {}  # each broker's dirs that keep data (``keeping_dirs``)
+        self._no_placement = False  # the exact program proved that no placement fits (``_none_fits``)
 
     def verdict(self, intents: Intents, summary: PlanSummary) -> Verdict:
         """Met when the plan leaves no hard-rule violation (the summary's ``hardViolationsAfter``)."""
@@ -79,6 +80,7 @@ class ReplicaPlacementGoal:
         self._order, self._evenness, self._loads = None, {}, None
         self._dir_slack = 1 + (ctx.tolerance("log_dirs") or 0.0)
         self._undrained, self._keeping = {}, {}  # (each broker's dirs: these rules hold for the whole plan)
+        self._no_placement = False
         problems: list[InfeasibleError] = []
         full: list[Key] = []
         known = ctx.repairs  # (need no asking: none of them has changed since the snapshot)
@@ -123,16 +125,36 @@ class ReplicaPlacementGoal:
         found.update(a.touched)
         return found
 
-    @staticmethod
-    def _exact(ctx: PlanningContext) -> bool:
+    def _exact(self, ctx: PlanningContext) -> bool:
         """No packing found on full dirs: on a small cluster the exact program (``planning/exact.py``)
         may still find one, moving kept replicas of the repaired partitions as far as it needs."""
         from .. import exact  # (it builds on this goal's rules)
 
+        if self._no_placement or not exact.applicable(ctx):
+            return False
+        found = exact.solve(ctx, exact.movable(ctx, balance=False), None, dirs=True).found
+        return found is not None and exact.apply(ctx, found, None)
+
+    def _none_fits(self, ctx: PlanningContext) -> bool:
+        """Whether the exact program proves at its root (milliseconds where the volumes are short of room
+        in all: ``exact.solve(root_only=True)``) that no placement keeps the rules (small clusters only)."""
+        from .. import exact
+
         if not exact.applicable(ctx):
             return False
-        found = exact.solve(ctx, exact.movable(ctx, balance=False), None, dirs=True)
-        return found is not None and exact.apply(ctx, found, None)
+        parts = exact.movable(ctx, balance=False)
+        self._no_placement = exact.solve(ctx, parts, None, dirs=True, root_only=True).infeasible
+        return self._no_placement
+
+    def _errors(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
+        """Why each of ``full`` has no room, as its repair says (largest first)."""
+        errors = []
+        for key in sorted(full, key=lambda k: (-ctx.assignment.size[k], k)):
+            try:
+                self._repair(ctx, key)
+            except InfeasibleError as e:
+                errors.append(e)
+        return errors
 
     def accepts(self, ctx: PlanningContext, key: Key, replicas: Sequence[int]) -> bool:
         e = ctx.eligibility
@@ -225,7 +247,12 @@ class ReplicaPlacementGoal:
 
     def _place_full(self, ctx: PlanningContext, full: list[Key]) -> list[InfeasibleError]:
         """Partitions no dir had room for: a bounded repacking search first (``repack``: it may move
-        replicas of partitions this goal changes anyway out of the way), else the ejection search."""
+        replicas of partitions this goal changes anyway out of the way), else the ejection search. On a
+        small cluster the exact program is asked first, at its root, whether any placement exists at all:
+        where it proves none, the searches (which would run to their work limits, seconds on a hundred
+        partitions) are skipped and the request is refused at once."""
+        if self._none_fits(ctx):
+            return self._errors(ctx, full)
         changed = {k for k in ctx.assignment.replicas if _changed(ctx, k) or needs_repair(ctx, k)}
         packed = repack(
             ctx,
