@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .crd_parts import Schema, _arr, _int
+from .crd_parts import Schema, arr_schema, int_schema
 from .errors import BadInputError
 from .jsonio import as_list, check_unique
 from .spec_fields import child, custom, leaf, object_schema, parse_object
@@ -33,7 +33,7 @@ MIN_DISK_SHARE, MAX_DISK_SHARE = 0.5, 0.98
 
 
 def _bytes(description: str) -> Schema:
-    return _int(description, 1, int64=True)
+    return int_schema(description, 1, int64=True)
 
 
 NETWORK_IN = "Network in, bytes per second (producers and replication into the broker); at least 1."
@@ -66,7 +66,7 @@ class BrokerCapacity:
 
     DESCRIPTION: ClassVar[str] = "One broker's capacity, over the default field by field."
 
-    id: int = leaf("id", _int("Broker id (must be a broker of the cluster).", 0), required=True)
+    id: int = leaf("id", int_schema("Broker id (must be a broker of the cluster).", 0), required=True)
     network_in: int | None = leaf("networkInBytesPerSec", _bytes(NETWORK_IN))
     network_out: int | None = leaf("networkOutBytesPerSec", _bytes(NETWORK_OUT))
     disk: int | None = leaf("diskBytes", _bytes(DISK))
@@ -77,7 +77,7 @@ class BrokerCapacity:
 
 
 def _brokers_schema() -> Schema:
-    s = _arr(
+    s = arr_schema(
         "Per-broker overrides (a broker once), over the default field by field.",
         object_schema(BrokerCapacity),
         maxItems=MAX_OVERRIDES,

@@ -30,10 +30,10 @@ from .crd_parts import (
     Launcher,
     OnConfigChange,
     Schema,
-    _bool,
-    _int,
-    _name,
-    _str,
+    bool_schema,
+    int_schema,
+    name_schema,
+    str_schema,
 )
 from .effort import DEFAULT_EFFORT, EFFORTS, Effort
 from .effort import DESCRIPTION as EFFORT_DESCRIPTION
@@ -62,20 +62,22 @@ class CaSecretRef:
         "Secret holding the CA certificate(s) to verify the brokers; absent = system trust."
     )
 
-    name: str = leaf("name", _name(SECRET_NAME), required=True)
-    key: str = leaf("key", _str("Key of the CA bundle (PEM) in the Secret.", minLength=1, default="ca.crt"))
+    name: str = leaf("name", name_schema(SECRET_NAME), required=True)
+    key: str = leaf(
+        "key", str_schema("Key of the CA bundle (PEM) in the Secret.", minLength=1, default="ca.crt")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CertSecretRef:
     DESCRIPTION: ClassVar[str] = "Secret holding a client certificate and key (mutual TLS); optional."
 
-    name: str = leaf("name", _name(SECRET_NAME), required=True)
+    name: str = leaf("name", name_schema(SECRET_NAME), required=True)
     cert_key: str = leaf(
-        "certKey", _str("Key of the client certificate (PEM).", minLength=1, default="tls.crt")
+        "certKey", str_schema("Key of the client certificate (PEM).", minLength=1, default="tls.crt")
     )
     key_key: str = leaf(
-        "keyKey", _str("Key of the client private key (PEM).", minLength=1, default="tls.key")
+        "keyKey", str_schema("Key of the client private key (PEM).", minLength=1, default="tls.key")
     )
 
 
@@ -91,16 +93,22 @@ class TlsSpec:
 class SaslSecretRef:
     DESCRIPTION: ClassVar[str] = "Secret holding the SASL username and password."
 
-    name: str = leaf("name", _name(SECRET_NAME), required=True)
-    username_key: str = leaf("usernameKey", _str("Key of the username.", minLength=1, default="username"))
-    password_key: str = leaf("passwordKey", _str("Key of the password.", minLength=1, default="password"))
+    name: str = leaf("name", name_schema(SECRET_NAME), required=True)
+    username_key: str = leaf(
+        "usernameKey", str_schema("Key of the username.", minLength=1, default="username")
+    )
+    password_key: str = leaf(
+        "passwordKey", str_schema("Key of the password.", minLength=1, default="password")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SaslSpec:
     DESCRIPTION: ClassVar[str] = "SASL authentication; absent = none."
 
-    mechanism: str = leaf("mechanism", _str("SASL mechanism.", enum=list(SASL_MECHANISMS)), required=True)
+    mechanism: str = leaf(
+        "mechanism", str_schema("SASL mechanism.", enum=list(SASL_MECHANISMS)), required=True
+    )
     secret_ref: SaslSecretRef = child("secretRef", SaslSecretRef, required=True)
 
 
@@ -122,14 +130,15 @@ class LimitsSpec:
     )
 
     max_moves_per_broker: int = leaf(
-        "maxMovesPerBroker", _int("Most partition moves in flight involving one broker.", 1, default=1000)
+        "maxMovesPerBroker",
+        int_schema("Most partition moves in flight involving one broker.", 1, default=1000),
     )
     max_moves_in_flight: int = leaf(
-        "maxMovesInFlight", _int("Most partition moves in flight in the cluster.", 1, default=1250)
+        "maxMovesInFlight", int_schema("Most partition moves in flight in the cluster.", 1, default=1250)
     )
     max_bytes_per_broker: int | None = leaf(
         "maxBytesPerBroker",
-        _int(
+        int_schema(
             "Most bytes in flight into (and out of) one broker; absent = the throttle (or "
             "100 MiB/s when unthrottled) times batchSeconds.",
             1,
@@ -138,7 +147,7 @@ class LimitsSpec:
     )
     batch_seconds: int = leaf(
         "batchSeconds",
-        _int(
+        int_schema(
             "Target seconds to copy one broker's bytes in flight (derives maxBytesPerBroker).",
             1,
             default=120,
@@ -146,7 +155,7 @@ class LimitsSpec:
     )
     on_config_change: OnConfigChange = leaf(
         "onConfigChange",
-        _str(
+        str_schema(
             "Throttles or cordons the executor set, changed or removed by another party while "
             "moving: Reapply them (a Warning Event, counted in a metric) or Pause (no new moves "
             "while the change lasts).",
@@ -156,7 +165,7 @@ class LimitsSpec:
     )
     max_reapplies: int = leaf(
         "maxReapplies",
-        _int(
+        int_schema(
             "Re-applications allowed within reapplyWindowSeconds; then no new moves and no "
             "re-application until the window has passed (never fights forever).",
             1,
@@ -166,11 +175,11 @@ class LimitsSpec:
     )
     reapply_window_seconds: int = leaf(
         "reapplyWindowSeconds",
-        _int("The window of maxReapplies, in seconds.", 1, default=600, maximum=86400),
+        int_schema("The window of maxReapplies, in seconds.", 1, default=600, maximum=86400),
     )
     hold_achieved_rate: bool = leaf(
         "holdAchievedRate",
-        _bool(
+        bool_schema(
             "Hold each broker's achieved replication rate at the throttle: Kafka's brokers replicate "
             "below their configured rate (0.75-0.88 of it measured on the project's rig), so the "
             "executor measures what each broker copies (over 20 s windows) and sets Kafka's rate above "
@@ -195,7 +204,7 @@ class SparkSpec:
 
     launcher: Launcher | None = leaf(
         "launcher",
-        _str(
+        str_schema(
             "Pod: the operator creates a driver pod and Spark starts its executor pods "
             "(nothing else to install); SparkApplication: the Kubeflow spark-operator "
             "runs the job.",
@@ -213,24 +222,26 @@ class SparkSpec:
             "additionalProperties": {"type": "string", "maxLength": 1000},
         },
     )
-    image: str | None = leaf("image", _str("Container image of the Spark driver and executors.", minLength=1))
-    service_account: str | None = leaf("serviceAccount", _name("Service account of the Spark driver."))
+    image: str | None = leaf(
+        "image", str_schema("Container image of the Spark driver and executors.", minLength=1)
+    )
+    service_account: str | None = leaf("serviceAccount", name_schema("Service account of the Spark driver."))
     namespace: str | None = leaf(
-        "namespace", _name("Namespace the Spark job runs in; absent = this namespace.")
+        "namespace", name_schema("Namespace the Spark job runs in; absent = this namespace.")
     )
     executor_instances: int | None = leaf(
-        "executorInstances", _int("Number of Spark executors.", 1, maximum=1000)
+        "executorInstances", int_schema("Number of Spark executors.", 1, maximum=1000)
     )
     memory: str | None = leaf(
         "memory",
-        _str(
+        str_schema(
             'Memory of the driver and of each executor, Spark syntax ("2g", "512m").',
             pattern=SPARK_MEMORY_PATTERN,
         ),
     )
     timeout_seconds: int = leaf(
         "timeoutSeconds",
-        _int(
+        int_schema(
             "How long one planning job may take; after that it is deleted and planning fails.",
             60,
             maximum=86400,
@@ -239,7 +250,7 @@ class SparkSpec:
     )
     replan_seconds: int = leaf(
         "replanSeconds",
-        _int(
+        int_schema(
             "How long a job's plan (or failure) is reused while the intents and the "
             "placement are unchanged; after that the next reconcile plans again.",
             10,
@@ -271,7 +282,7 @@ class PlannerSpec:
 
     engine: str = leaf(
         "engine",
-        _str(
+        str_schema(
             "local: in the operator process; spark: PySpark local[*] in the operator pod; "
             "spark-k8s: a Spark job on Kubernetes; auto: chosen by cluster size.",
             enum=list(ENGINES),
@@ -280,7 +291,7 @@ class PlannerSpec:
     )
     effort: str = leaf(
         "effort",
-        _str(EFFORT_DESCRIPTION, enum=list(EFFORTS), default=DEFAULT_EFFORT),
+        str_schema(EFFORT_DESCRIPTION, enum=list(EFFORTS), default=DEFAULT_EFFORT),
     )
     spark: SparkSpec = child("spark", SparkSpec, absent=True)
 
@@ -299,10 +310,10 @@ class TrafficSpec:
     )
     WINDOW_BELOW_PERIOD: ClassVar[str] = "windowSeconds must be >= periodSeconds"
 
-    enabled: bool = leaf("enabled", _bool("Whether the operator samples the traffic.", default=False))
+    enabled: bool = leaf("enabled", bool_schema("Whether the operator samples the traffic.", default=False))
     window_seconds: int = leaf(
         "windowSeconds",
-        _int(
+        int_schema(
             "Time constant of the weighted rates (minutes, not hours: a shift of load shows within a "
             "few windows); at least periodSeconds.",
             1,
@@ -312,7 +323,7 @@ class TrafficSpec:
     )
     period_seconds: int = leaf(
         "periodSeconds",
-        _int(
+        int_schema(
             "Seconds between two looks (each costs a read per partition and per group).",
             1,
             maximum=86400,
@@ -363,7 +374,7 @@ class ThrottleSpec:
 
     mode: str = leaf(
         "mode",
-        _str(
+        str_schema(
             "Static: every broker at maxBytesPerSecond; Adaptive: the rate follows the client traffic "
             "(above).",
             enum=list(THROTTLE_MODES),
@@ -372,7 +383,7 @@ class ThrottleSpec:
     )
     min_bytes_per_second: int | None = leaf(
         "minBytesPerSecond",
-        _int(
+        int_schema(
             "Adaptive: the lowest replication rate set on a broker, bytes per second (not used by Static).",
             1,
             int64=True,
@@ -380,7 +391,7 @@ class ThrottleSpec:
     )
     max_bytes_per_second: int | None = leaf(
         "maxBytesPerSecond",
-        _int(
+        int_schema(
             "The highest replication rate set on a broker, bytes per second (Static: the rate; also what "
             "batches and the estimate are sized with); default throttleBytesPerSecond.",
             1,
@@ -474,7 +485,7 @@ class ClusterSpec:
 
     bootstrap_servers: str = leaf(
         "bootstrapServers",
-        _str(
+        str_schema(
             'Bootstrap servers, "host:port,host:port" (Kafka\'s convention).',
             pattern=BOOTSTRAP_PATTERN,
             maxLength=4096,
@@ -485,7 +496,7 @@ class ClusterSpec:
     sasl: SaslSpec | None = child("sasl", SaslSpec)
     throttle_bytes_per_second: int | None = leaf(
         "throttleBytesPerSecond",
-        _int(
+        int_schema(
             "Default replication throttle in bytes per second for moves; absent = unthrottled.",
             1,
             int64=True,

@@ -21,10 +21,10 @@ from .crd_parts import (
     CLUSTER_PHASES,
     NEW_PARTITION_PHASES,
     Schema,
-    _arr,
-    _bool,
-    _int,
-    _str,
+    arr_schema,
+    bool_schema,
+    int_schema,
+    str_schema,
 )
 from .errors import BadInputError
 from .intent_status import Condition, conditions_field
@@ -57,27 +57,29 @@ STATUS_BROKERS_BUDGET = 256 * 1024
 class LogDirStatus:
     DESCRIPTION: ClassVar[str] = "One log dir of the broker."
 
-    path: str | None = leaf("path", _str("Absolute path of the log dir."))
-    used_bytes: int | None = leaf("usedBytes", _int("Bytes used by partition replicas.", 0, int64=True))
-    total_bytes: int | None = leaf("totalBytes", _int("Size of the volume.", 0, int64=True))
-    usable_bytes: int | None = leaf("usableBytes", _int("Free bytes on the volume.", 0, int64=True))
+    path: str | None = leaf("path", str_schema("Absolute path of the log dir."))
+    used_bytes: int | None = leaf("usedBytes", int_schema("Bytes used by partition replicas.", 0, int64=True))
+    total_bytes: int | None = leaf("totalBytes", int_schema("Size of the volume.", 0, int64=True))
+    usable_bytes: int | None = leaf("usableBytes", int_schema("Free bytes on the volume.", 0, int64=True))
     cordoned: bool | None = leaf(
-        "cordoned", _bool("Whether the dir is cordoned (KIP-1066 or by a LogDirCordon).")
+        "cordoned", bool_schema("Whether the dir is cordoned (KIP-1066 or by a LogDirCordon).")
     )
-    online: bool | None = leaf("online", _bool("Whether the dir is online."))
+    online: bool | None = leaf("online", bool_schema("Whether the dir is online."))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerStatus:
     DESCRIPTION: ClassVar[str] = "One broker of the cluster."
 
-    id: int | None = leaf("id", _int("Broker id.", 0))
-    rack: str | None = leaf("rack", _str("Rack string (may be hierarchical, e.g. /dc1/r2)."))
-    log_dir_count: int | None = leaf("logDirCount", _int("How many log dirs the broker has.", 0))
+    id: int | None = leaf("id", int_schema("Broker id.", 0))
+    rack: str | None = leaf("rack", str_schema("Rack string (may be hierarchical, e.g. /dc1/r2)."))
+    log_dir_count: int | None = leaf("logDirCount", int_schema("How many log dirs the broker has.", 0))
     used_bytes: int | None = leaf(
-        "usedBytes", _int("Bytes used by partition replicas, over the broker's dirs.", 0, int64=True)
+        "usedBytes", int_schema("Bytes used by partition replicas, over the broker's dirs.", 0, int64=True)
     )
-    usable_bytes: int | None = leaf("usableBytes", _int("Free bytes on the broker's volumes.", 0, int64=True))
+    usable_bytes: int | None = leaf(
+        "usableBytes", int_schema("Free bytes on the broker's volumes.", 0, int64=True)
+    )
     log_dirs: tuple[LogDirStatus, ...] = items(
         "logDirs",
         LogDirStatus,
@@ -95,13 +97,13 @@ class DirTable:
         "full dirs first, then the other brokers' summaries."
     )
 
-    complete: bool | None = leaf("complete", _bool("Whether every broker and every log dir is listed."))
-    log_dirs_listed: int | None = leaf("logDirsListed", _int("Log dirs listed.", 0, int64=True))
-    log_dirs_omitted: int | None = leaf("logDirsOmitted", _int("Log dirs not listed.", 0, int64=True))
-    brokers_omitted: int | None = leaf("brokersOmitted", _int("Brokers not listed.", 0, int64=True))
+    complete: bool | None = leaf("complete", bool_schema("Whether every broker and every log dir is listed."))
+    log_dirs_listed: int | None = leaf("logDirsListed", int_schema("Log dirs listed.", 0, int64=True))
+    log_dirs_omitted: int | None = leaf("logDirsOmitted", int_schema("Log dirs not listed.", 0, int64=True))
+    brokers_omitted: int | None = leaf("brokersOmitted", int_schema("Brokers not listed.", 0, int64=True))
     message: str | None = leaf(
         "message",
-        _str("When not complete: what is listed and left out, and where every dir is.", maxLength=1000),
+        str_schema("When not complete: what is listed and left out, and where every dir is.", maxLength=1000),
     )
 
 
@@ -117,17 +119,17 @@ class NewPartitionsStatus:
 
     phase: str | None = leaf(
         "phase",
-        _str(
+        str_schema(
             "Watching, AwaitingApproval, Paused, Executing, Completed, Failed or Blocked.",
             enum=list(NEW_PARTITION_PHASES),
         ),
     )
     plan_id: str | None = leaf(
         "planId",
-        _str("The lane plan's id; with approval Manual, copy it to spec.approvedPlan.", maxLength=128),
+        str_schema("The lane plan's id; with approval Manual, copy it to spec.approvedPlan.", maxLength=128),
     )
-    partitions: int | None = leaf("partitions", _int("Partitions the lane plan moves.", 0, int64=True))
-    message: str | None = leaf("message", _str("What the lane did or waits for.", maxLength=1000))
+    partitions: int | None = leaf("partitions", int_schema("Partitions the lane plan moves.", 0, int64=True))
+    message: str | None = leaf("message", str_schema("What the lane did or waits for.", maxLength=1000))
 
     @staticmethod
     def parse(raw: object, where: str = "status.newPartitions") -> NewPartitionsStatus:
@@ -145,9 +147,9 @@ def _number(description: str) -> Schema:
 class BrokerCapacityStatus:
     DESCRIPTION: ClassVar[str] = "The broker's capacity per spec.capacity (known fields only)."
 
-    network_in: int | None = leaf("networkIn", _int("Network in, bytes per second.", 1, int64=True))
-    network_out: int | None = leaf("networkOut", _int("Network out, bytes per second.", 1, int64=True))
-    disk: int | None = leaf("disk", _int("Disk, bytes.", 1, int64=True))
+    network_in: int | None = leaf("networkIn", int_schema("Network in, bytes per second.", 1, int64=True))
+    network_out: int | None = leaf("networkOut", int_schema("Network out, bytes per second.", 1, int64=True))
+    disk: int | None = leaf("disk", int_schema("Disk, bytes.", 1, int64=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,18 +167,20 @@ class BrokerTraffic:
         "One broker's traffic (sums over its replicas whose partition has a known rate)."
     )
 
-    id: int | None = leaf("id", _int("Broker id.", 0))
+    id: int | None = leaf("id", int_schema("Broker id.", 0))
     bytes_in: int | None = leaf(
         "bytesInPerSec",
-        _int("Bytes per second written to the broker's replicas, leaders and followers.", 0, int64=True),
+        int_schema(
+            "Bytes per second written to the broker's replicas, leaders and followers.", 0, int64=True
+        ),
     )
     leader_bytes_in: int | None = leaf(
         "leaderBytesInPerSec",
-        _int("Bytes per second produced to the partitions the broker leads.", 0, int64=True),
+        int_schema("Bytes per second produced to the partitions the broker leads.", 0, int64=True),
     )
     network_out: int | None = leaf(
         "networkOutBytesPerSec",
-        _int(
+        int_schema(
             "Bytes per second fetched from the broker: over the partitions it leads, bytes in x "
             "(followers + read fan-out).",
             0,
@@ -184,17 +188,17 @@ class BrokerTraffic:
         ),
     )
     disk_bytes: int | None = leaf(
-        "diskBytes", _int("Bytes of the broker's replicas (the largest replica's size).", 0, int64=True)
+        "diskBytes", int_schema("Bytes of the broker's replicas (the largest replica's size).", 0, int64=True)
     )
     replicas_measured: int | None = leaf(
-        "replicasMeasured", _int("The broker's replicas with a known rate.", 0, int64=True)
+        "replicasMeasured", int_schema("The broker's replicas with a known rate.", 0, int64=True)
     )
     capacity: BrokerCapacityStatus | None = child("capacity", BrokerCapacityStatus)
     utilisation: Utilisation | None = child("utilisation", Utilisation)
 
 
 def _count(description: str) -> Schema:
-    return _int(description, 0, int64=True)
+    return int_schema(description, 0, int64=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,8 +230,8 @@ class TrafficStatus:
         "Traffic sampled per spec.traffic: per-broker totals of the partitions' weighted bytes in."
     )
 
-    sampled_at: str | None = leaf("sampledAt", _str("When the last look was taken (RFC 3339)."))
-    window_seconds: int | None = leaf("windowSeconds", _int("The window of the weighted rates.", 1))
+    sampled_at: str | None = leaf("sampledAt", str_schema("When the last look was taken (RFC 3339)."))
+    window_seconds: int | None = leaf("windowSeconds", int_schema("The window of the weighted rates.", 1))
     looks: int | None = leaf("looks", _count("Looks taken so far (kept across operator restarts)."))
     partitions_measured: int | None = leaf("partitionsMeasured", _count("Partitions with a known rate."))
     groups_read: int | None = leaf(
@@ -241,16 +245,16 @@ class TrafficStatus:
         "brokers", BrokerTraffic, f"Per broker, at most {MAX_TRAFFIC_BROKERS}.", max_items=MAX_TRAFFIC_BROKERS
     )
     brokers_omitted: int | None = leaf(
-        "brokersOmitted", _int(f"Brokers beyond the {MAX_TRAFFIC_BROKERS} listed.", 0)
+        "brokersOmitted", int_schema(f"Brokers beyond the {MAX_TRAFFIC_BROKERS} listed.", 0)
     )
     capacity_error: str | None = leaf(
         "capacityError",
-        _str("Why no capacity is shown: spec.capacity names a broker the cluster does not have."),
+        str_schema("Why no capacity is shown: spec.capacity names a broker the cluster does not have."),
     )
     samples_skipped: SamplesSkipped | None = child("samplesSkipped", SamplesSkipped)
     network_capacity_goal: str | None = leaf(
         "networkCapacityGoal",
-        _str(
+        str_schema(
             "Whether plans keep every broker under maxShare of its declared network capacity: 'on: ...' "
             "or 'off: <why>' (no spec.capacity, no network capacity, no measured rate)."
         ),
@@ -266,7 +270,7 @@ class TrafficStatus:
 
 def _entries(json: str, entry: Any, description: str, most: int) -> Any:
     """A list of self-healing entries (``entry``'s ``from_json`` / ``to_json``, model/self_healing.py)."""
-    schema = _arr(description, object_schema(entry), maxItems=most)
+    schema = arr_schema(description, object_schema(entry), maxItems=most)
 
     def read(raw: object, where: str) -> tuple[Any, ...]:
         listed = as_list(raw, where)
@@ -291,7 +295,7 @@ class ClusterStatus:
 
     phase: str | None = leaf(
         "phase",
-        _str(
+        str_schema(
             "Connection state; Invalid: the spec does not parse (the Ready condition names the field), "
             "Kafka is not contacted for it.",
             enum=list(CLUSTER_PHASES),
@@ -305,7 +309,7 @@ class ClusterStatus:
     )
     dir_table: DirTable | None = child("dirTable", DirTable)
     reassignments_in_flight: int | None = leaf(
-        "reassignmentsInFlight", _int("Partition reassignments in progress in Kafka.", 0)
+        "reassignmentsInFlight", int_schema("Partition reassignments in progress in Kafka.", 0)
     )
     new_partitions: NewPartitionsStatus | None = child("newPartitions", NewPartitionsStatus)
     traffic: TrafficStatus | None = child("traffic", TrafficStatus)
@@ -346,7 +350,7 @@ class ClusterStatus:
     )
     conditions: tuple[Condition, ...] = conditions_field(CLUSTER_CONDITION_TYPES)
     observed_generation: int | None = leaf(
-        "observedGeneration", _int("The metadata.generation the status describes.", 0, int64=True)
+        "observedGeneration", int_schema("The metadata.generation the status describes.", 0, int64=True)
     )
 
     @staticmethod

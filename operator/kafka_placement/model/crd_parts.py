@@ -82,10 +82,10 @@ SPARK_MEMORY_PATTERN = r"^[0-9]+[kKmMgGtT]?$"
 Schema = dict[str, Any]
 
 
-# ---- small builders ---------------------------------------------------------------------------------
+# ---- small builders: the schema of every custom resource is built of these (model/*) ---------------
 
 
-def _obj(description: str, properties: dict[str, Schema], required: list[str] | None = None) -> Schema:
+def obj_schema(description: str, properties: dict[str, Schema], required: list[str] | None = None) -> Schema:
     s: Schema = {"type": "object", "description": description}
     if required:
         s["required"] = required
@@ -93,11 +93,11 @@ def _obj(description: str, properties: dict[str, Schema], required: list[str] | 
     return s
 
 
-def _str(description: str, **extra: Any) -> Schema:
+def str_schema(description: str, **extra: Any) -> Schema:
     return {"type": "string", "description": description, **extra}
 
 
-def _int(description: str, minimum: int | None = None, *, int64: bool = False, **extra: Any) -> Schema:
+def int_schema(description: str, minimum: int | None = None, *, int64: bool = False, **extra: Any) -> Schema:
     s: Schema = {"type": "integer", "description": description}
     if int64:
         s["format"] = "int64"
@@ -107,15 +107,15 @@ def _int(description: str, minimum: int | None = None, *, int64: bool = False, *
     return s
 
 
-def _bool(description: str, **extra: Any) -> Schema:
+def bool_schema(description: str, **extra: Any) -> Schema:
     return {"type": "boolean", "description": description, **extra}
 
 
-def _arr(description: str, items: Schema, **extra: Any) -> Schema:
+def arr_schema(description: str, items: Schema, **extra: Any) -> Schema:
     return {"type": "array", "description": description, **extra, "items": items}
 
 
-def _col(name: str, type_: str, path: str, description: str, priority: int = 0) -> Schema:
+def printer_column(name: str, type_: str, path: str, description: str, priority: int = 0) -> Schema:
     """A printer column of ``kubectl get`` (priority 1 = only with ``-o wide``)."""
     col: Schema = {"name": name, "type": type_, "jsonPath": path}
     if priority:
@@ -124,8 +124,8 @@ def _col(name: str, type_: str, path: str, description: str, priority: int = 0) 
     return col
 
 
-def _name(description: str) -> Schema:
-    return _str(description, minLength=1, maxLength=MAX_NAME)
+def name_schema(description: str) -> Schema:
+    return str_schema(description, minLength=1, maxLength=MAX_NAME)
 
 
 # ---- shared parts (the intents' clusterRef and operator fields are declared in model/intent_kinds.py) --

@@ -24,9 +24,9 @@ from .crd_parts import (
     PLURALS,
     VERSION,
     Schema,
-    _col,
-    _obj,
-    _str,
+    obj_schema,
+    printer_column,
+    str_schema,
 )
 from .intent_kinds import spec_schema
 from .intent_status import IntentStatus
@@ -34,18 +34,20 @@ from .intent_status import IntentStatus
 
 def _intent_columns() -> list[Schema]:
     return [
-        _col(
+        printer_column(
             "Cluster",
             "string",
             ".spec.clusterRef.name",
             "The KafkaCluster this intent applies to.",
             priority=1,
         ),
-        _col("Phase", "string", ".status.phase", "Lifecycle phase."),
-        _col("Plan", "string", ".status.plan.id", "Current plan id."),
-        _col("Progress", "string", ".status.progress.summary", "Partitions moved / partitions to move."),
-        _col("Moves", "integer", ".status.plan.moves", "Partition moves in the plan."),
-        _col("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
+        printer_column("Phase", "string", ".status.phase", "Lifecycle phase."),
+        printer_column("Plan", "string", ".status.plan.id", "Current plan id."),
+        printer_column(
+            "Progress", "string", ".status.progress.summary", "Partitions moved / partitions to move."
+        ),
+        printer_column("Moves", "integer", ".status.plan.moves", "Partition moves in the plan."),
+        printer_column("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
     ]
 
 
@@ -64,11 +66,11 @@ def _crd(
     status: Schema,
     columns: list[Schema],
 ) -> dict[str, Any]:
-    schema = _obj(
+    schema = obj_schema(
         description,
         {
-            "apiVersion": _str("Versioned schema of this object: kafkaplacement.io/v1alpha1."),
-            "kind": _str(f"Kind of this object: {kind}."),
+            "apiVersion": str_schema("Versioned schema of this object: kafkaplacement.io/v1alpha1."),
+            "kind": str_schema(f"Kind of this object: {kind}."),
             # The apiserver forbids anything but `type` here (the object metadata is implicit).
             "metadata": {"type": "object"},
             "spec": spec,
@@ -111,12 +113,12 @@ def _crd(
 def crd_documents() -> list[dict[str, Any]]:
     """The four CRDs, in a fixed order."""
     cluster_columns = [
-        _col("Bootstrap", "string", ".spec.bootstrapServers", "Bootstrap servers.", priority=1),
-        _col("Phase", "string", ".status.phase", "Connection state."),
-        _col(
+        printer_column("Bootstrap", "string", ".spec.bootstrapServers", "Bootstrap servers.", priority=1),
+        printer_column("Phase", "string", ".status.phase", "Connection state."),
+        printer_column(
             "Reassignments", "integer", ".status.reassignmentsInFlight", "Partition reassignments in flight."
         ),
-        _col("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
+        printer_column("Age", "date", ".metadata.creationTimestamp", "Time since creation."),
     ]
     return [
         _crd(

@@ -27,12 +27,12 @@ from .crd_parts import (
     MAX_PATH,
     MODES,
     Schema,
-    _arr,
-    _bool,
-    _int,
-    _name,
-    _obj,
-    _str,
+    arr_schema,
+    bool_schema,
+    int_schema,
+    name_schema,
+    obj_schema,
+    str_schema,
 )
 from .errors import BadInputError
 from .jsonio import INT32_MAX
@@ -42,7 +42,7 @@ WHOLE_BROKER = "*"
 RELIEVE_MIN, RELIEVE_MAX = 0.1, 0.98  # LogDirCordon.relieveBelowShare's bounds
 MAX_REPLICATION_FACTOR = 32767  # Kafka's replication factor is an int16
 MAX_NEW_PARTITIONS = 1_000_000  # new partitions one `place` call assigns (planning/placement.py)
-BROKER_ID = _int("A broker id.", 0, maximum=INT32_MAX)
+BROKER_ID = int_schema("A broker id.", 0, maximum=INT32_MAX)
 SET = {"x-kubernetes-list-type": "set"}
 
 
@@ -60,7 +60,9 @@ class ClusterRef:
 
     DESCRIPTION: ClassVar[str] = "The KafkaCluster (in this namespace) this resource applies to."
 
-    name: str = leaf("name", _name("Name of the KafkaCluster resource in the same namespace."), required=True)
+    name: str = leaf(
+        "name", name_schema("Name of the KafkaCluster resource in the same namespace."), required=True
+    )
 
     @staticmethod
     def schema() -> Schema:
@@ -86,7 +88,7 @@ class OperatorFields:
 
     approval: str = leaf(
         "approval",
-        _str(
+        str_schema(
             "Automatic: a new plan is executed as soon as it is made. Manual: the plan waits "
             "(phase AwaitingApproval) until spec.approvedPlan names its id.",
             enum=list(APPROVALS),
@@ -95,7 +97,7 @@ class OperatorFields:
     )
     approved_plan: str | None = leaf(
         "approvedPlan",
-        _str(
+        str_schema(
             "Declarative approval (GitOps-friendly): the id of the plan (status.plan.id) that may be "
             "executed. A plan with another id is not executed while approval is Manual.",
             minLength=1,
@@ -104,7 +106,7 @@ class OperatorFields:
     )
     paused: bool = leaf(
         "paused",
-        _bool(
+        bool_schema(
             "When true, no new batch of moves is submitted; moves already in flight finish. "
             "Setting it back to false resumes from the stored plan.",
             default=False,
@@ -113,7 +115,7 @@ class OperatorFields:
 
     ignore_windows: bool = leaf(
         "ignoreWindows",
-        _bool(
+        bool_schema(
             "When true, the execution this intent takes part in submits moves outside the KafkaCluster's "
             "spec.execution.windows too.",
             default=False,
@@ -155,7 +157,7 @@ class BrokerDecommission:
     name: str
     brokers: tuple[int, ...] = leaf(
         "brokers",
-        _arr(
+        arr_schema(
             "Ids of the brokers to empty (at least one, no duplicates).",
             BROKER_ID,
             minItems=1,
@@ -167,7 +169,7 @@ class BrokerDecommission:
     )
     throttle_bytes_per_sec: int | None = leaf(
         "throttle",
-        _int(
+        int_schema(
             "Replication throttle in bytes per second for this decommission's moves; absent = the "
             "KafkaCluster's throttleBytesPerSecond.",
             1,
@@ -176,7 +178,7 @@ class BrokerDecommission:
     )
     priority: int = leaf(
         "priority",
-        _int(
+        int_schema(
             "Higher priority decommissions' moves are batched first when several intents compete.",
             -INT32_MAX - 1,
             maximum=INT32_MAX,
@@ -200,13 +202,15 @@ class LogDirCordon:
 
     name: str
     broker: int = leaf(
-        "broker", _int("Id of the broker whose log dirs are cordoned.", 0, maximum=INT32_MAX), required=True
+        "broker",
+        int_schema("Id of the broker whose log dirs are cordoned.", 0, maximum=INT32_MAX),
+        required=True,
     )
     log_dirs: tuple[str, ...] = leaf(
         "logDirs",
-        _arr(
+        arr_schema(
             'Absolute paths of the broker\'s log dirs, or ["*"] for all of them (the whole broker).',
-            _str('An absolute log dir path, or "*".', pattern=LOG_DIR_PATTERN, maxLength=MAX_PATH),
+            str_schema('An absolute log dir path, or "*".', pattern=LOG_DIR_PATTERN, maxLength=MAX_PATH),
             minItems=1,
             maxItems=256,
             **SET,
@@ -224,7 +228,8 @@ class LogDirCordon:
         },
     )
     drain: bool = leaf(
-        "drain", _bool("When true, also move every existing replica off the cordoned dirs.", default=False)
+        "drain",
+        bool_schema("When true, also move every existing replica off the cordoned dirs.", default=False),
     )
     relieve_below_share: float | None = leaf(
         "relieveBelowShare",
@@ -248,9 +253,9 @@ class LogDirCordon:
 
 
 def _glob_list(description: str, **extra: Any) -> Schema:
-    return _arr(
+    return arr_schema(
         description,
-        _str(
+        str_schema(
             "A glob pattern (fnmatch: *, ?, [seq]) matched against topic names.",
             minLength=1,
             maxLength=MAX_NAME,
@@ -295,7 +300,7 @@ class RackAwareness:
 
     separator: str = leaf(
         "separator",
-        _str(
+        str_schema(
             'Separator of the rack hierarchy ("/dc1/r2" with "/" -> [dc1, r2]).',
             minLength=1,
             maxLength=16,
@@ -303,7 +308,7 @@ class RackAwareness:
         ),
     )
     levels: int = leaf(
-        "levels", _int("How many leading levels of the rack path count.", 1, maximum=8, default=1)
+        "levels", int_schema("How many leading levels of the rack path count.", 1, maximum=8, default=1)
     )
 
     def path(self, rack: str | None) -> tuple[str, ...]:
@@ -323,14 +328,14 @@ class Balance:
 
     DESCRIPTION: ClassVar[str] = "Balance goals; each is met when max/mean <= 1 + tolerance."
 
-    brokers: bool = leaf("brokers", _bool("Balance bytes and replicas across brokers.", default=False))
+    brokers: bool = leaf("brokers", bool_schema("Balance bytes and replicas across brokers.", default=False))
     log_dirs: bool = leaf(
-        "logDirs", _bool("Balance bytes across the log dirs of each broker.", default=False)
+        "logDirs", bool_schema("Balance bytes across the log dirs of each broker.", default=False)
     )
-    leaders: bool = leaf("leaders", _bool("Balance partition leaders across brokers.", default=False))
+    leaders: bool = leaf("leaders", bool_schema("Balance partition leaders across brokers.", default=False))
     failure_spread: bool = leaf(
         "failureSpread",
-        _bool(
+        bool_schema(
             "Spread the followers of the partitions each broker leads over as many other brokers as the"
             " rules allow, so that a broker's failure moves its leadership onto many survivors.",
             default=False,
@@ -338,7 +343,7 @@ class Balance:
     )
     network_in: bool = leaf(
         "networkIn",
-        _bool(
+        bool_schema(
             "Balance network in (bytes per second into each broker: every replica's partition's bytes in)"
             " across brokers; needs traffic in the snapshot (docs/operations.md).",
             default=False,
@@ -346,7 +351,7 @@ class Balance:
     )
     network_out: bool = leaf(
         "networkOut",
-        _bool(
+        bool_schema(
             "Balance network out (bytes per second a broker's led partitions send to followers and"
             " consumer groups) and the leaders' bytes in across brokers; needs traffic in the snapshot.",
             default=False,
@@ -382,11 +387,13 @@ class MoveBudget:
     DESCRIPTION: ClassVar[str] = "Limits on the moves this policy may cause (0 = unlimited)."
 
     max_bytes: int = leaf(
-        "maxBytes", _int("Most bytes this policy may move (0 = unlimited).", 0, int64=True, default=0)
+        "maxBytes", int_schema("Most bytes this policy may move (0 = unlimited).", 0, int64=True, default=0)
     )
     max_moves: int = leaf(
         "maxMoves",
-        _int("Most partition moves this policy may cause (0 = unlimited).", 0, maximum=INT32_MAX, default=0),
+        int_schema(
+            "Most partition moves this policy may cause (0 = unlimited).", 0, maximum=INT32_MAX, default=0
+        ),
     )
 
 
@@ -401,7 +408,7 @@ class PlacementPolicy:
     rack_awareness: RackAwareness | None = child("rackAwareness", RackAwareness)
     replication_factor: int | None = leaf(
         "replicationFactor",
-        _int(
+        int_schema(
             "Replication factor of the selected topics; absent = keep each partition's.",
             1,
             maximum=MAX_REPLICATION_FACTOR,
@@ -410,14 +417,14 @@ class PlacementPolicy:
     balance: Balance = child("balance", Balance, absent=True)
     preferred_brokers: tuple[int, ...] = leaf(
         "preferredBrokers",
-        _arr(
+        arr_schema(
             "Broker ids filled first (e.g. newly added brokers).", BROKER_ID, maxItems=MAX_BROKERS, default=[]
         ),
     )
     move_budget: MoveBudget = child("moveBudget", MoveBudget, absent=True)
     mode: str = leaf(
         "mode",
-        _str(
+        str_schema(
             "Enforce: plan and execute moves. Advise: only report what would move.",
             enum=list(MODES),
             default="Enforce",
@@ -457,7 +464,7 @@ def parse_kind(kind: str, raw: object, where: str, name: str) -> Intent:
 def spec_schema(kind: str) -> Schema:
     """The CRD schema of the kind's ``spec``: ``clusterRef``, the kind's fields, the operator's fields."""
     own = object_schema(KIND_CLASSES[kind])
-    out = _obj(
+    out = obj_schema(
         own["description"],
         {"clusterRef": ClusterRef.schema(), **own["properties"], **OperatorFields.schema()},
         ["clusterRef", *own.get("required", [])],

@@ -15,7 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .crd_parts import CONDITION_REASON_PATTERN, CONDITION_TYPES, PHASES, Schema, _arr, _bool, _int, _str
+from .crd_parts import (
+    CONDITION_REASON_PATTERN,
+    CONDITION_TYPES,
+    PHASES,
+    Schema,
+    arr_schema,
+    bool_schema,
+    int_schema,
+    str_schema,
+)
 from .errors import BadInputError
 from .jsonio import as_list
 from .spec_fields import child, custom, items, leaf, object_schema, parse_object, to_json
@@ -32,36 +41,36 @@ class Condition:
 
     DESCRIPTION: ClassVar[str] = "One condition of the resource."
 
-    type: str = leaf("type", _str("Condition type.", maxLength=316), required=True)
+    type: str = leaf("type", str_schema("Condition type.", maxLength=316), required=True)
     status: str = leaf(
-        "status", _str("Whether the condition holds.", enum=["True", "False", "Unknown"]), required=True
+        "status", str_schema("Whether the condition holds.", enum=["True", "False", "Unknown"]), required=True
     )
     reason: str | None = leaf(
         "reason",
-        _str(
+        str_schema(
             "A CamelCase, machine-readable reason for the last transition.",
             maxLength=1024,
             pattern=CONDITION_REASON_PATTERN,
         ),
     )
     message: str | None = leaf(
-        "message", _str("A human-readable explanation of the condition.", maxLength=32768)
+        "message", str_schema("A human-readable explanation of the condition.", maxLength=32768)
     )
     last_transition_time: str | None = leaf(
         "lastTransitionTime",
-        _str("When the condition last changed status (RFC 3339).", format="date-time"),
+        str_schema("When the condition last changed status (RFC 3339).", format="date-time"),
     )
     observed_generation: int | None = leaf(
         "observedGeneration",
-        _int("The metadata.generation the condition was computed from.", 0, int64=True),
+        int_schema("The metadata.generation the condition was computed from.", 0, int64=True),
     )
 
 
 def conditions_schema(types: tuple[str, ...]) -> Schema:
     """``status.conditions`` of a kind whose condition types are ``types``: one entry per type."""
     entry = object_schema(Condition)
-    entry["properties"]["type"] = _str(f"Condition type: one of {', '.join(types)}.", enum=list(types))
-    return _arr(
+    entry["properties"]["type"] = str_schema(f"Condition type: one of {', '.join(types)}.", enum=list(types))
+    return arr_schema(
         "Standard Kubernetes conditions, one per type, with the reason and a human-readable message.",
         entry,
         maxItems=MAX_CONDITIONS,
@@ -87,9 +96,9 @@ def conditions_field(types: tuple[str, ...]) -> Any:
 
 # ---- status.plan ---------------------------------------------------------------------------------------
 
-_IDS = _arr("Broker ids.", _int("Broker id.", 0), maxItems=128)
-_PARTITIONS = _int("How many partitions wait, named or not.", 0, int64=True)
-_DEAD = _arr("The dead brokers they keep a replica on.", _int("Broker id.", 0), maxItems=1000)
+_IDS = arr_schema("Broker ids.", int_schema("Broker id.", 0), maxItems=128)
+_PARTITIONS = int_schema("How many partitions wait, named or not.", 0, int64=True)
+_DEAD = arr_schema("The dead brokers they keep a replica on.", int_schema("Broker id.", 0), maxItems=1000)
 _FIRST = "The first ones by name."
 
 
@@ -97,7 +106,7 @@ _FIRST = "The first ones by name."
 class NoInSyncPartition:
     DESCRIPTION: ClassVar[str] = "A partition, its dead replicas and its live out-of-sync ones."
 
-    partition: str | None = leaf("partition", _str("topic-partition", maxLength=300))
+    partition: str | None = leaf("partition", str_schema("topic-partition", maxLength=300))
     dead: tuple[int, ...] | None = leaf("dead", _IDS)
     out_of_sync: tuple[int, ...] | None = leaf("outOfSync", _IDS)
 
@@ -124,15 +133,15 @@ class CapacityWait:
     partitions: int | None = leaf("partitions", _PARTITIONS)
     brokers: tuple[int, ...] | None = leaf("brokers", _DEAD)
     first: tuple[str, ...] | None = leaf(
-        "first", _arr(_FIRST, _str("topic-partition", maxLength=300), maxItems=10)
+        "first", arr_schema(_FIRST, str_schema("topic-partition", maxLength=300), maxItems=10)
     )
     replication_factor: int | None = leaf(
-        "replicationFactor", _int("The largest replication factor among them.", 0)
+        "replicationFactor", int_schema("The largest replication factor among them.", 0)
     )
     brokers_available: int | None = leaf(
-        "brokersAvailable", _int("The fewest brokers that may hold one of them.", 0)
+        "brokersAvailable", int_schema("The fewest brokers that may hold one of them.", 0)
     )
-    brokers_needed: int | None = leaf("brokersNeeded", _int("How many more brokers they need.", 0))
+    brokers_needed: int | None = leaf("brokersNeeded", int_schema("How many more brokers they need.", 0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,7 +163,7 @@ class Review:
 
     config_map: str | None = leaf(
         "configMap",
-        _str(
+        str_schema(
             "ConfigMap with the plan's report (report.html), per-broker and per-dir load before/after, "
             "moves by topic, the largest moves, batches and an estimated duration.",
             maxLength=253,
@@ -162,11 +171,11 @@ class Review:
     )
     brokers_changing: str | None = leaf(
         "brokersChanging",
-        _str("The brokers whose load changes most, with their bytes before and after.", maxLength=1000),
+        str_schema("The brokers whose load changes most, with their bytes before and after.", maxLength=1000),
     )
     traffic_changing: str | None = leaf(
         "trafficChanging",
-        _str(
+        str_schema(
             "With measured rates: the brokers whose network in and out change most, before and after.",
             maxLength=1000,
         ),
@@ -184,11 +193,11 @@ class PlanEstimate:
     )
 
     seconds: int | None = leaf(
-        "seconds", _int("Seconds from the execution's start to its end (at least 0).", 0, int64=True)
+        "seconds", int_schema("Seconds from the execution's start to its end (at least 0).", 0, int64=True)
     )
     finish_at: str | None = leaf(
         "finishAt",
-        _str(
+        str_schema(
             "When it would end if started when the plan was made, maintenance windows counted (RFC 3339); "
             "absent when the windows leave no end within ten years.",
             format="date-time",
@@ -196,14 +205,16 @@ class PlanEstimate:
     )
     bytes_per_second: int | None = leaf(
         "bytesPerSecond",
-        _int("The copy rate per broker assumed: the throttle (or 100 MiB/s unthrottled).", 1, int64=True),
+        int_schema(
+            "The copy rate per broker assumed: the throttle (or 100 MiB/s unthrottled).", 1, int64=True
+        ),
     )
     throttled: bool | None = leaf(
-        "throttled", _bool("False: no throttle is set, so the rate is a guess and so is the estimate.")
+        "throttled", bool_schema("False: no throttle is set, so the rate is a guess and so is the estimate.")
     )
     exact: bool | None = leaf(
         "exact",
-        _bool(
+        bool_schema(
             "False: the plan was too large to replay move by move; seconds is the busiest broker's bytes "
             "over the rate, or the admission rounds its move counts need."
         ),
@@ -218,16 +229,19 @@ class LastExecution:
         "The last execution of a plan this resource took part in: its estimated and actual duration."
     )
 
-    plan_id: str | None = leaf("planId", _str("The executed plan's id.", maxLength=128))
-    phase: str | None = leaf("phase", _str("How it ended: Completed, Failed or Cancelled.", maxLength=32))
-    started_at: str | None = leaf("startedAt", _str("When it started (RFC 3339).", format="date-time"))
-    finished_at: str | None = leaf("finishedAt", _str("When it ended (RFC 3339).", format="date-time"))
+    plan_id: str | None = leaf("planId", str_schema("The executed plan's id.", maxLength=128))
+    phase: str | None = leaf(
+        "phase", str_schema("How it ended: Completed, Failed or Cancelled.", maxLength=32)
+    )
+    started_at: str | None = leaf("startedAt", str_schema("When it started (RFC 3339).", format="date-time"))
+    finished_at: str | None = leaf("finishedAt", str_schema("When it ended (RFC 3339).", format="date-time"))
     estimated_seconds: int | None = leaf(
-        "estimatedSeconds", _int("The plan's estimate before approval (status.plan.estimate).", 0, int64=True)
+        "estimatedSeconds",
+        int_schema("The plan's estimate before approval (status.plan.estimate).", 0, int64=True),
     )
     actual_seconds: int | None = leaf(
         "actualSeconds",
-        _int(
+        int_schema(
             "How long it ran: from startedAt to finishedAt less waitedSeconds (the estimate's measure: "
             "copy time, no wait counted).",
             0,
@@ -236,7 +250,7 @@ class LastExecution:
     )
     waited_seconds: int | None = leaf(
         "waitedSeconds",
-        _int(
+        int_schema(
             "Time between startedAt and finishedAt it could not run: nothing in flight while it waited "
             "for a maintenance window to open or was paused by the safety gate, or not ticked for over a "
             "minute (spec.paused, no operator, Kafka unreachable).",
@@ -246,7 +260,7 @@ class LastExecution:
     )
     error_ratio: str | None = leaf(
         "errorRatio",
-        _str(
+        str_schema(
             "actualSeconds over estimatedSeconds (1.00: exact; above 1: it took longer), as a decimal "
             "string; the time waited is in neither.",
             maxLength=16,
@@ -261,19 +275,19 @@ class PlanStatus:
     )
 
     id: str | None = leaf(
-        "id", _str("Plan id; copy it to spec.approvedPlan to approve the plan.", maxLength=128)
+        "id", str_schema("Plan id; copy it to spec.approvedPlan to approve the plan.", maxLength=128)
     )
-    moves: int | None = leaf("moves", _int("Number of partition moves in the plan.", 0, int64=True))
+    moves: int | None = leaf("moves", int_schema("Number of partition moves in the plan.", 0, int64=True))
     replica_moves: int | None = leaf(
         "replicaMoves",
-        _int("Number of replica moves (one partition move may move several).", 0, int64=True),
+        int_schema("Number of replica moves (one partition move may move several).", 0, int64=True),
     )
     bytes: int | None = leaf(
-        "bytes", _int("Bytes the plan moves over the network and between log dirs.", 0, int64=True)
+        "bytes", int_schema("Bytes the plan moves over the network and between log dirs.", 0, int64=True)
     )
     lower_bound_bytes: int | None = leaf(
         "lowerBoundBytes",
-        _int("Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True),
+        int_schema("Lower bound of the bytes any plan meeting the constraints must move.", 0, int64=True),
     )
     waiting: WaitingStatus | None = child("waiting", WaitingStatus)
     review: Review | None = child("review", Review)
@@ -291,14 +305,14 @@ class PlanStatus:
 class BrokerRates:
     DESCRIPTION: ClassVar[str] = "A broker's replication throttle as the execution has set it in Kafka now."
 
-    broker: int | None = leaf("broker", _int("Broker id.", 0))
+    broker: int | None = leaf("broker", int_schema("Broker id.", 0))
     leader_bytes_per_second: int | None = leaf(
         "leaderBytesPerSecond",
-        _int("leader.replication.throttled.rate: what new replicas fetch from it.", 0, int64=True),
+        int_schema("leader.replication.throttled.rate: what new replicas fetch from it.", 0, int64=True),
     )
     follower_bytes_per_second: int | None = leaf(
         "followerBytesPerSecond",
-        _int("follower.replication.throttled.rate: what it fetches as a new replica.", 0, int64=True),
+        int_schema("follower.replication.throttled.rate: what it fetches as a new replica.", 0, int64=True),
     )
 
 
@@ -310,14 +324,16 @@ class ProgressStatus:
     DESCRIPTION: ClassVar[str] = "Progress of the plan's execution."
 
     partitions_done: int | None = leaf(
-        "partitionsDone", _int("Partitions whose move completed.", 0, int64=True)
+        "partitionsDone", int_schema("Partitions whose move completed.", 0, int64=True)
     )
-    partitions_total: int | None = leaf("partitionsTotal", _int("Partitions the plan moves.", 0, int64=True))
-    bytes_moved: int | None = leaf("bytesMoved", _int("Bytes moved so far.", 0, int64=True))
-    bytes_remaining: int | None = leaf("bytesRemaining", _int("Bytes still to move.", 0, int64=True))
+    partitions_total: int | None = leaf(
+        "partitionsTotal", int_schema("Partitions the plan moves.", 0, int64=True)
+    )
+    bytes_moved: int | None = leaf("bytesMoved", int_schema("Bytes moved so far.", 0, int64=True))
+    bytes_remaining: int | None = leaf("bytesRemaining", int_schema("Bytes still to move.", 0, int64=True))
     eta: str | None = leaf(
         "eta",
-        _str(
+        str_schema(
             "Estimated completion time (RFC 3339), from the recent transfer rate (before one is observed, "
             "or while nothing moves: from the plan's estimate), counted inside the maintenance windows the "
             "execution waits for.",
@@ -325,11 +341,12 @@ class ProgressStatus:
         ),
     )
     summary: str | None = leaf(
-        "summary", _str('Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64)
+        "summary",
+        str_schema('Short progress for kubectl, partitions done/total (e.g. "12/40").', maxLength=64),
     )
     disk_held: str | None = leaf(
         "diskHeld",
-        _str(
+        str_schema(
             "While the executor holds moves because the log dir they write into is about to fill (above "
             "the hard stop of capacity.maxDiskShare): which dir, how full, which moves. Absent otherwise.",
             maxLength=1000,
@@ -346,7 +363,7 @@ class ProgressStatus:
     )
     throttled_brokers: int | None = leaf(
         "throttledBrokers",
-        _int(
+        int_schema(
             "How many brokers the execution throttles now (throttles lists at most "
             f"{MAX_RATES_SHOWN} of them).",
             0,
@@ -354,7 +371,7 @@ class ProgressStatus:
     )
     throttle_note: str | None = leaf(
         "throttleNote",
-        _str(
+        str_schema(
             "With the adaptive throttle: the brokers left at maxBytesPerSecond for want of a capacity or "
             "a measured rate, and why. Absent otherwise.",
             maxLength=1000,
@@ -374,9 +391,9 @@ class Retry:
         "than 'after' (60 s, doubled per attempt, at most an hour), or when the execution ends."
     )
 
-    attempts: int | None = leaf("attempts", _int("Failed attempts so far.", 1))
+    attempts: int | None = leaf("attempts", int_schema("Failed attempts so far.", 1))
     after: str | None = leaf(
-        "after", _str("When the next attempt may be made (RFC 3339).", format="date-time")
+        "after", str_schema("When the next attempt may be made (RFC 3339).", format="date-time")
     )
 
     @staticmethod
@@ -393,14 +410,14 @@ class IntentStatus:
 
     DESCRIPTION: ClassVar[str] = "Observed state, written by the operator."
 
-    phase: str | None = leaf("phase", _str("Lifecycle phase of this intent.", enum=list(PHASES)))
+    phase: str | None = leaf("phase", str_schema("Lifecycle phase of this intent.", enum=list(PHASES)))
     conditions: tuple[Condition, ...] = conditions_field(CONDITION_TYPES)
     observed_generation: int | None = leaf(
         "observedGeneration",
-        _int("The metadata.generation of the spec the status describes.", 0, int64=True),
+        int_schema("The metadata.generation of the spec the status describes.", 0, int64=True),
     )
     message: str | None = leaf(
-        "message", _str("Human-readable summary of the current phase.", maxLength=32768)
+        "message", str_schema("Human-readable summary of the current phase.", maxLength=32768)
     )
     plan: PlanStatus | None = child("plan", PlanStatus)
     progress: ProgressStatus | None = child("progress", ProgressStatus)

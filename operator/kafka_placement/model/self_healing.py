@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from .crd_parts import APPROVALS, Schema, _arr, _bool, _int, _str
+from .crd_parts import APPROVALS, Schema, arr_schema, bool_schema, int_schema, str_schema
 from .errors import BadInputError
 from .jsonio import brief
 from .spec_fields import child, json_names, leaf, object_schema, parse_object
@@ -64,11 +64,11 @@ def parse_time(text: str, where: str) -> float:
 # ---- spec.selfHealing ---------------------------------------------------------------------------------
 
 
-_ENABLED = _bool("Whether the operator heals this kind of failure.", default=False)
+_ENABLED = bool_schema("Whether the operator heals this kind of failure.", default=False)
 
 
 def _after(default: int) -> Schema:
-    return _int(
+    return int_schema(
         f"How long the failure must last before it is healed (1 s to 7 days, {MAX_AFTER_SECONDS} s).",
         1,
         maximum=MAX_AFTER_SECONDS,
@@ -93,7 +93,7 @@ class BrokerFailure(FailureRule):
     after_seconds: int = leaf("afterSeconds", _after(DEFAULT_BROKER_AFTER_S))
     settle_seconds: int = leaf(
         "settleSeconds",
-        _int(
+        int_schema(
             "How long a dead broker that is back must stay alive before its failure ends (1 s to 1 day, "
             f"{MAX_SETTLE_SECONDS} s): one that dies again before keeps its first 'since', so a flapping "
             "broker is healed afterSeconds after its first death.",
@@ -104,7 +104,7 @@ class BrokerFailure(FailureRule):
     )
     on_return: str = leaf(
         "onReturn",
-        _str(
+        str_schema(
             "What becomes of a heal (a BrokerDecommission self-healing created) once its broker is back "
             "for settleSeconds: Retire (the operator deletes it, which lifts its cordon, so the placement "
             "may use the broker again; an execution still running it is first re-planned without it: its "
@@ -167,7 +167,7 @@ class SelfHealingSpec:
     log_dir_failure: FailureRule = child("logDirFailure", LogDirFailure, absent=True)  # noqa: RUF009
     approval: str = leaf(
         "approval",
-        _str(
+        str_schema(
             "The approval of the heals created: Automatic (executed as soon as planned) or Manual "
             "(each waits for spec.approvedPlan).",
             enum=list(APPROVALS),
@@ -176,7 +176,7 @@ class SelfHealingSpec:
     )
     max_concurrent_broker_heals: int = leaf(
         "maxConcurrentBrokerHeals",
-        _int(
+        int_schema(
             "Most brokers healed at once (running heals included); more brokers dead at once is a "
             "correlated failure: no heal is created, a Warning Event and the SelfHealing condition "
             "say why.",
@@ -188,7 +188,7 @@ class SelfHealingSpec:
 
     ignore_windows: bool = leaf(
         "ignoreWindows",
-        _bool(
+        bool_schema(
             "Heals run outside spec.execution.windows (a dead broker does not wait for the next window); "
             "false: they wait like any intent.",
             default=True,
@@ -235,29 +235,29 @@ def _check_times(entry: object, where: str) -> None:
             parse_time(value, f"{where}.{key}")
 
 
-_SINCE = _str("When the operator first saw the failure (RFC 3339).", format="date-time")
-_HEAL = _str(
+_SINCE = str_schema("When the operator first saw the failure (RFC 3339).", format="date-time")
+_HEAL = str_schema(
     "The heal created for it (a BrokerDecommission or LogDirCordon in this namespace); it stays named after "
     "the heal was deleted (cancelled): the operator does not create another for this failure.",
     maxLength=253,
 )
-_LOST = _arr(
+_LOST = arr_schema(
     "Partitions every replica of which is on a dead broker or an offline dir (their data is gone: a heal "
     f"cannot restore them); at most {MAX_LOST_SHOWN} are named.",
-    _str("topic-partition", maxLength=300),
+    str_schema("topic-partition", maxLength=300),
     maxItems=MAX_LOST_SHOWN,
 )
-_LOST_COUNT = _int("How many partitions are lost, named or not.", 0)
-_NO_ISR = _arr(
+_LOST_COUNT = int_schema("How many partitions are lost, named or not.", 0)
+_NO_ISR = arr_schema(
     "Partitions with no in-sync replica left: no leader, a replica on this broker, and none of their live "
     "replicas in sync (their leader died while the others were out of sync). No copy can be made until "
     "they have a leader again; the operator never elects an unclean one (docs/operations.md, 'No in-sync "
     f"replica'). Each as 'topic-partition (out of sync: ids)'; at most {MAX_LOST_SHOWN} are named.",
-    _str("topic-partition and its out-of-sync replicas", maxLength=400),
+    str_schema("topic-partition and its out-of-sync replicas", maxLength=400),
     maxItems=MAX_LOST_SHOWN,
 )
-_NO_ISR_COUNT = _int("How many partitions have no in-sync replica left, named or not.", 0)
-_BACK_SINCE = _str(
+_NO_ISR_COUNT = int_schema("How many partitions have no in-sync replica left, named or not.", 0)
+_BACK_SINCE = str_schema(
     "When the broker was seen alive again (RFC 3339): its failure ends once it has stayed alive "
     "brokerFailure.settleSeconds; dying again before that keeps 'since' (a flapping broker is healed).",
     format="date-time",
@@ -270,7 +270,7 @@ class DeadBroker(_Entry):
 
     DESCRIPTION: ClassVar[str] = "One broker that is not alive."
 
-    id: int = leaf("id", _int("Broker id.", 0), required=True)
+    id: int = leaf("id", int_schema("Broker id.", 0), required=True)
     since: str = leaf("since", _SINCE, required=True)
     heal: str | None = leaf("heal", _HEAL, value=None)
     lost_partitions: tuple[str, ...] = leaf("lostPartitions", _LOST, value=())
@@ -291,10 +291,10 @@ class UnreachableBroker(_Entry):
 
     DESCRIPTION: ClassVar[str] = "One unreachable broker."
 
-    id: int = leaf("id", _int("Broker id.", 0), required=True)
+    id: int = leaf("id", int_schema("Broker id.", 0), required=True)
     since: str = leaf(
         "since",
-        _str("When the operator first could not reach it (RFC 3339).", format="date-time"),
+        str_schema("When the operator first could not reach it (RFC 3339).", format="date-time"),
         required=True,
     )
 
@@ -305,8 +305,8 @@ class OfflineLogDir(_Entry):
 
     DESCRIPTION: ClassVar[str] = "One offline log dir."
 
-    broker: int = leaf("broker", _int("Id of the broker the dir belongs to.", 0), required=True)
-    path: str = leaf("path", _str("Absolute path of the log dir.", maxLength=4096), required=True)
+    broker: int = leaf("broker", int_schema("Id of the broker the dir belongs to.", 0), required=True)
+    path: str = leaf("path", str_schema("Absolute path of the log dir.", maxLength=4096), required=True)
     since: str = leaf("since", _SINCE, required=True)
     heal: str | None = leaf("heal", _HEAL, value=None)
     lost_partitions: tuple[str, ...] = leaf("lostPartitions", _LOST, value=())
@@ -324,15 +324,15 @@ class PressuredLogDir(_Entry):
 
     DESCRIPTION: ClassVar[str] = "One log dir under disk pressure."
 
-    broker: int = leaf("broker", _int("Id of the broker the dir belongs to.", 0), required=True)
-    path: str = leaf("path", _str("Absolute path of the log dir.", maxLength=4096), required=True)
+    broker: int = leaf("broker", int_schema("Id of the broker the dir belongs to.", 0), required=True)
+    path: str = leaf("path", str_schema("Absolute path of the log dir.", maxLength=4096), required=True)
     since: str = leaf("since", _SINCE, required=True)
     used_percent: int = leaf(
-        "usedPercent", _int("How full its volume was at the last read, in %.", 0), value=0
+        "usedPercent", int_schema("How full its volume was at the last read, in %.", 0), value=0
     )
     heal: str | None = leaf(
         "heal",
-        _str("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253),
+        str_schema("The heal created for it (a LogDirCordon with relieveBelowShare).", maxLength=253),
         value=None,
     )
 
@@ -361,21 +361,23 @@ class PastFailure(_Entry):
 
     DESCRIPTION: ClassVar[str] = "One broker failure that ended."
 
-    broker: int = leaf("broker", _int("Broker id.", 0), required=True)
+    broker: int = leaf("broker", int_schema("Broker id.", 0), required=True)
     since: str = leaf("since", _SINCE, required=True)
     heal: str | None = leaf(
         "heal",
-        _str("The heal created for it (a BrokerDecommission in this namespace).", maxLength=253),
+        str_schema("The heal created for it (a BrokerDecommission in this namespace).", maxLength=253),
         value=None,
     )
     returned_at: str | None = leaf(
         "returnedAt",
-        _str("When the broker was first seen alive again (RFC 3339; absent: not known).", format="date-time"),
+        str_schema(
+            "When the broker was first seen alive again (RFC 3339; absent: not known).", format="date-time"
+        ),
         value=None,
     )
     retired_at: str | None = leaf(
         "retiredAt",
-        _str(
+        str_schema(
             "When the operator retired the heal (deleted it, lifting its cordon: brokerFailure.onReturn "
             "Retire), RFC 3339.",
             format="date-time",
@@ -384,7 +386,7 @@ class PastFailure(_Entry):
     )
     not_retired: str | None = leaf(
         "notRetired",
-        _str(
+        str_schema(
             "Why the heal was not retired (onReturn Keep, its spec.brokers edited, deleted by hand).",
             maxLength=1000,
         ),

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
-from .crd_parts import Schema, _obj
+from .crd_parts import Schema, obj_schema
 from .errors import BadInputError
 from .jsonio import (
     INT64_MAX,
@@ -164,7 +164,7 @@ def properties(cls: type[Any]) -> dict[str, Schema]:
 def object_schema(cls: type[Any]) -> Schema:
     """The structural OpenAPI schema of a spec class: its properties in declaration order."""
     required = [p.json for _, p in _props(cls) if p.required]
-    return _obj(cls.DESCRIPTION, properties(cls), required)
+    return obj_schema(cls.DESCRIPTION, properties(cls), required)
 
 
 def parse_object(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from .crd_parts import Schema, _arr, _int, _str
+from .crd_parts import Schema, arr_schema, int_schema, str_schema
 from .errors import BadInputError
 from .jsonio import as_list, brief
 from .spec_fields import custom, leaf, object_schema, parse_object
@@ -45,9 +45,9 @@ class Window:
 
     days: tuple[str, ...] = leaf(
         "days",
-        _arr(
+        arr_schema(
             "The days it opens on (Mon..Sun); absent = every day.",
-            _str("A day.", enum=list(DAYS)),
+            str_schema("A day.", enum=list(DAYS)),
             minItems=1,
             maxItems=7,
             **{"x-kubernetes-list-type": "set"},
@@ -55,16 +55,18 @@ class Window:
         ),
     )
     start: str = leaf(
-        "start", _str('Opening time, "HH:MM" (24 h).', pattern=HHMM, maxLength=5), required=True
+        "start", str_schema('Opening time, "HH:MM" (24 h).', pattern=HHMM, maxLength=5), required=True
     )
     end: str = leaf(
         "end",
-        _str('Closing time, "HH:MM" (24 h); at or before start: the next day.', pattern=HHMM, maxLength=5),
+        str_schema(
+            'Closing time, "HH:MM" (24 h); at or before start: the next day.', pattern=HHMM, maxLength=5
+        ),
         required=True,
     )
     time_zone: str = leaf(
         "timeZone",
-        _str(
+        str_schema(
             'IANA time zone of start and end, e.g. "Europe/Paris".', minLength=1, maxLength=64, default="UTC"
         ),
     )
@@ -161,7 +163,7 @@ class ExecutionSpec:
 
     windows: tuple[Window, ...] | None = custom(
         "windows",
-        _arr(
+        arr_schema(
             "Maintenance windows; absent or empty = always. An execution one of whose intents sets "
             "spec.ignoreWindows runs at any time, and heals too while selfHealing.ignoreWindows is true.",
             Window.schema(),
@@ -171,7 +173,7 @@ class ExecutionSpec:
     )
     outside_window_bytes_per_second: int | None = leaf(
         "outsideWindowBytesPerSecond",
-        _int(
+        int_schema(
             "The replication throttle (bytes/s per broker) of the moves in flight while every window is "
             "closed: they finish at this rate instead of their own; absent = at their own rate.",
             1,
