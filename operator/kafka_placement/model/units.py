@@ -2,6 +2,11 @@
 
 One source for every text meant for people (the plan report, status messages); machines read the
 summary's JSON and the resources' numeric fields, never these strings. Pure.
+
+Rates are the one exception to binary units, on purpose: a network rate is read in decimal units (MB/s =
+10^6 bytes per second, as links, Kafka's throttle configs in bytes per second and monitoring usually show
+them), so ``planning/loads.rate_text``, the report's traffic table and the executor's throttle log lines
+give MB/s; an amount of data (a disk, a plan's bytes) is always binary (GiB).
 """
 
 from __future__ import annotations
