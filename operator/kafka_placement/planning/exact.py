@@ -425,9 +425,10 @@ def run_program(m: Program, gap: float | None = None, root_only: bool = False) -
     ``gap``, HiGHS stops as soon as its best is proven within that share of the optimum (the
     ``Balanced`` effort, model/effort.py: on a cluster of a few brokers most of the search otherwise
     goes to proving that no plan a fraction of a percent cheaper exists). Each
-    row and the objective are scaled by their largest coefficient (``root_only``: presolve and the root node
-    without heuristics, its values not returned) (bytes in the tens of billions
-    otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers."""
+    row and the objective are scaled by their largest coefficient (bytes in the tens of billions
+    otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers.
+    ``root_only``: presolve and the root node alone, without heuristics; only whether HiGHS proved that
+    no solution exists is answered."""
     import warnings
 
     import numpy as np  # (here: most commands that load this module never plan)

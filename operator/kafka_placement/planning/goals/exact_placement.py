@@ -53,7 +53,8 @@ class ExactPlacementGoal:
             return
         before = {k: (list(a.replicas[k]), list(a.dirs[k])) for k in keys}
         # brokers first (a third of the binaries), the dirs then chosen as the greedy steps choose them;
-        # on dirs within their room only when that choice does not fit (and none is not proven already)
+        # on dirs within their room only when that choice does not fit (not when the program on brokers
+        # is proven to have no solution: the one on dirs then has none either)
         for dirs in (False, True) if exact.sized(ctx) else (False,):
             solved = exact.solve(ctx, parts, limit, below=exact.worth(ctx, now) if meets else None, dirs=dirs)
             if solved.found is not None and exact.apply(ctx, solved.found, limit):
