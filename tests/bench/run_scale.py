@@ -176,6 +176,16 @@ def run_one(
     return result
 
 
+def planner_name(checkout: str) -> str:
+    """The planner a benchmark ran, as its rows name it: the checkout's commit, and whether it had changes
+    not committed."""
+    head = subprocess.run(
+        ["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "-C", checkout, "diff", "--quiet", "HEAD"], check=False).returncode
+    return f"commit {head or 'unknown'}" + (" with changes not committed" if dirty else "")
+
+
 def main() -> None:
     from tests.bench.generator import scenario
 
@@ -194,11 +204,7 @@ def main() -> None:
     )
     ap.add_argument("--driver-memory", default="6g", help="the Spark driver's heap (spark.driver.memory)")
     args = ap.parse_args()
-    head = subprocess.run(
-        ["git", "-C", args.code, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(["git", "-C", args.code, "diff", "--quiet", "HEAD"], check=False).returncode
-    code_name = f"commit {head or 'unknown'}" + (" with changes not committed" if dirty else "")
+    code_name = planner_name(args.code)
     lines = [
         "",
         f"## Engine scale (local vs Spark), scenario `{args.scenario}`",

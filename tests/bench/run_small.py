@@ -27,7 +27,6 @@ import argparse
 import datetime
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ if "--code" in sys.argv:  # (before the planner is imported: that checkout's pla
 
 from tests.bench.generator import cluster, scenario, sized_volumes  # noqa: E402
 from tests.bench.run_exec_scale import write_section  # noqa: E402  (one writer of benchmark sections)
+from tests.bench.run_scale import planner_name  # noqa: E402
 
 from kafka_placement.model.effort import EFFORTS  # noqa: E402
 from kafka_placement.model.errors import InfeasibleError  # noqa: E402
@@ -177,12 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster(brokers=4, partitions=24, topics=4, rf=3, dcs=2, racks_per_dc=2), Intents.loads(POLICY)
     )
     if args.scenario:
-        code = args.code or str(ROOT)
-        head = subprocess.run(
-            ["git", "-C", code, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "-C", code, "diff", "--quiet", "HEAD"], check=False).returncode
-        name = f"commit {head or 'unknown'}" + (" with changes not committed" if dirty else "")
+        name = planner_name(args.code or str(ROOT))
         rows = [scenario_shape(args.scenario, args.fullest, b, p, args.seeds) for b, p in SHAPES if p <= 1000]
         command = f"python tests/bench/run_small.py {' '.join(sys.argv[1:] if argv is None else argv)}"
         text = scenario_report(rows, command, args.scenario, args.fullest, name)
