@@ -8,16 +8,22 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 read -r -a extra <<<"${PYTEST_ARGS:-}"
+# every pytest's temp dirs (tmp_path) and the lanes' logs live in one dir of this run, removed when it ends:
+# pytest's default, /tmp/pytest-of-$USER with its last three runs kept, outlived `make test` (30 MB a run)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kp-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 
 make --no-print-directory lint || { echo "test: lint failed; no test was run" >&2; exit 1; }
-$PY -m pytest tests/unit -q -n auto -p no:cacheprovider --durations=10 "${extra[@]}" \
+$PY -m pytest tests/unit -q -n auto -p no:cacheprovider --basetemp="$tmp/unit" --durations=10 "${extra[@]}" \
   || { echo "test: unit tests failed; the rig-backed tests were not run" >&2; exit 1; }
 make --no-print-directory rig-build || { echo "test: building the rig failed" >&2; exit 1; }
 
 # KP_TEST_LANES=serial runs the rig-backed tests in one pytest against one rig (about twice the wall time of
 # the lanes side by side; docs/development.md).
 if [[ ${KP_TEST_LANES:-parallel} == serial ]]; then
-  exec bash scripts/with-rig.sh $PY -m pytest tests/e2e tests/integration -q -p no:cacheprovider --durations=25 "${extra[@]}"
+  bash scripts/with-rig.sh $PY -m pytest tests/e2e tests/integration -q -p no:cacheprovider \
+    --basetemp="$tmp/serial" --durations=25 "${extra[@]}"
+  exit $?
 fi
 
 # KP_TEST_STRESS=1: one busy loop per core beside the lanes for their whole run (a machine about twice as
@@ -40,14 +46,16 @@ stop_hogs() {
   hogs=()
 }
 
-logs=$(mktemp -d "${TMPDIR:-/tmp}/kp-test-lanes.XXXXXX")
+logs=$tmp/logs
+mkdir "$logs"
 mapfile -t lanes < <($PY tests/rig/lanes.py names)
 pids=()
 for lane in "${lanes[@]}"; do
   mapfile -t paths < <($PY tests/rig/lanes.py paths "$lane")
   (
     eval "export $($PY tests/rig/lanes.py env "$lane")"
-    exec bash scripts/with-rig.sh $PY -m pytest "${paths[@]}" -q -p no:cacheprovider --durations=15 "${extra[@]}"
+    exec bash scripts/with-rig.sh $PY -m pytest "${paths[@]}" -q -p no:cacheprovider --basetemp="$tmp/$lane" \
+      --durations=15 "${extra[@]}"
   ) >"$logs/$lane.log" 2>&1 &
   pids+=($!)
 done
@@ -75,6 +83,5 @@ for i in "${!lanes[@]}"; do
   cat "$logs/${lanes[$i]}.log"
   [[ $rc == 0 ]] || status=1
 done
-rm -rf "$logs"
 [[ $status == 0 ]] && echo "test: lint, unit tests and every lane passed" || echo "test: a lane failed (above)" >&2
 exit $status

@@ -95,14 +95,25 @@ def read_entry(rig_dir: Path) -> dict[str, Any] | None:
 
 
 def daemon_env(state: Path, name: str) -> dict[str, str]:
+    """A daemon's environment. Everything it and its executors write lives under ``state / name`` (removed
+    with the rig): the shuffle and block dirs (``SPARK_LOCAL_DIRS``), the JVMs' temp files (lz4's native
+    library, extracted to ``java.io.tmpdir``; executors inherit ``JAVA_TOOL_OPTIONS`` from their worker) and
+    the Python workers' (``TMPDIR``). Left at their defaults they were in /tmp, and a worker stopped with
+    the rig left them there after every run."""
+    tmp = state / name / "tmp"
+    for d in (tmp, state / name / "local"):
+        d.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(
         SPARK_HOME=str(spark_home()),
         SPARK_LOCAL_IP=HOST,
         SPARK_LOG_DIR=str(state / "logs"),
+        SPARK_LOCAL_DIRS=str(state / name / "local"),
         SPARK_DAEMON_MEMORY="256m",
         SPARK_DAEMON_JAVA_OPTS=f"-Dkafka.placement.rig={state / name}",
         SPARK_NO_DAEMONIZE="1",
+        JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp}",
+        TMPDIR=str(tmp),
     )
     return env
 
