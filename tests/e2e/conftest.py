@@ -71,6 +71,12 @@ class Operator:
         outside = outside_the_table(self.log.read_text(errors="replace") if self.log.exists() else "")
         assert not outside, f"phase transitions the table (reconcile/phases.py) does not allow: {outside}"
 
+    def cpu_seconds(self) -> float:
+        """CPU time the operator's process has used so far (all its threads, librdkafka's too)."""
+        assert self.proc is not None and self.proc.poll() is None, "the operator is not running"
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
     def tail(self, lines: int = 40) -> str:
         return (
             "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""

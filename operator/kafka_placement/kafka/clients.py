@@ -9,7 +9,6 @@ mapping failures to ours (kafka/failures.py). ``KafkaGateway`` (kafka/gateway.py
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -22,7 +21,6 @@ from ..model.errors import PlacementError
 from . import access, api_support, failures
 from .connection import ConnectionSettings
 from .types import (
-    DENIED,
     KafkaAuthenticationError,
     KafkaAuthorizationError,
     KafkaOperationError,
@@ -34,6 +32,7 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
+CHECK_STEP_S = 1.0  # the connect check's longest wait for an answer before it polls the client's errors
 _KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from metadata by its id
 # librdkafka's own log, as the clients' callback passes it (named as before this module was split out)
 LIBRDKAFKA_LOGGER = "kafka_placement.kafka.gateway.librdkafka"
@@ -120,17 +119,15 @@ class KafkaClients:
             conf = self.settings.confluent_config()
             conf["error_cb"] = self._on_client_error
             conf["logger"] = _librdkafka_log
-            conf["allow.auto.create.topics"] = False  # (``_answers`` asks for a topic that never exists)
+            conf["allow.auto.create.topics"] = False  # (``_connected`` asks for a topic that never exists)
             admin = AdminClient(conf)
             self._confluent = admin
             try:
                 self._call("connect", functools.partial(self._connected, admin), attempts=1)
             except KafkaOperationError as e:
                 e.__traceback__ = None  # its frames hold the client: freed with its last reference
-                if not (self._dead_controller(e.message) and self._answers(admin)):
-                    self._confluent = None
-                    raise self._unavailable(e.message) from None
-                log.info("%s; a broker answered a metadata request: connected all the same", e.message)
+                self._confluent = None
+                raise self._unavailable(e.message) from None
             except KafkaUnavailableError:
                 self._confluent = None
                 raise
@@ -143,87 +140,68 @@ class KafkaClients:
         one cut off it may name for long); the cluster answered."""
         return "controller" in message.lower() and self._known_broker_down
 
-    def _answers(self, admin: Any) -> bool:
-        """Whether a broker answers a metadata request for ``access.PROBE_TOPIC`` (never created: the
-        client may not ask for it to be). librdkafka sends it to any broker it reaches, not to the one the
-        metadata names controller: when ``_connected`` only waited for a controller cut off from this
-        operator (``_dead_controller``), the cluster is reachable, and the calls route around that broker
-        (``_config_route``; a call that waits for it again gets a new client, ``_call``)."""
+    def _connected(self, admin: Any) -> None:
+        """One metadata request for ``access.PROBE_TOPIC`` (never created: the client may not ask for it to
+        be), polling the client's errors meanwhile: a refused authentication fails at once with its reason
+        instead of after the whole connect timeout, and so does every bootstrap server failing to connect
+        (librdkafka's "all brokers down"). An answer connects, whatever it says of the topic (unknown, or
+        not to be described by this principal), unless it lists no broker (every broker fenced: a cluster
+        starting or restarting as a whole serves none yet).
+
+        A metadata request goes to any broker librdkafka reaches. Not a DescribeTopics or a
+        DescribeCluster: librdkafka (2.x) sends those to the broker the metadata names controller, which
+        KRaft picks among the registered brokers, right after a broker died perhaps the dead one; the
+        request then waited out the connect timeout for it, and meanwhile librdkafka connected to it again
+        and again without pause (each refused connect woke the waiting request, which asked for another):
+        a core busy for the whole wait (11 s of CPU in a 10 s wait, librdkafka 2.13 to 2.16), at every
+        reconcile of a cluster that had just lost a broker. ``list_topics`` blocks, so it is asked with a
+        short timeout, doubled each time no broker answered (at most ``CHECK_STEP_S``), and the client's
+        errors are polled in between (a thread waiting out the whole timeout would keep a refused client
+        alive, retrying its login, after the gateway gave up)."""
         from confluent_kafka import KafkaException
 
-        try:
-            found = admin.list_topics(topic=access.PROBE_TOPIC, timeout=self.settings.connect_timeout_s)
-        except KafkaException:
-            return False
-        return access.PROBE_TOPIC in found.topics
-
-    def _connected(self, admin: Any) -> None:
-        """One metadata request (describing ``access.PROBE_TOPIC``, which never exists), polling the
-        client's errors meanwhile: a refused authentication fails at once with its reason instead of after
-        the whole connect timeout, and so does every bootstrap server failing to connect (librdkafka's
-        "all brokers down"). librdkafka (2.x) sends this DescribeTopics to the broker the metadata names
-        controller too, like a DescribeCluster, and KRaft names any registered broker, right after a broker
-        died perhaps the dead one: the check then fails with "Timed out waiting for controller" after the
-        connect timeout; when a broker known from the metadata refused us (``_dead_controller``), a
-        metadata request any broker answers decides (``_answers``)."""
-        from confluent_kafka import KafkaException, TopicCollection
-
-        futures = admin.describe_topics(
-            TopicCollection([access.PROBE_TOPIC]), request_timeout=self.settings.connect_timeout_s
-        )
-        future = futures[access.PROBE_TOPIC]
         started = time.monotonic()
-        deadline = started + self.settings.connect_timeout_s + 2
+        deadline = started + self.settings.connect_timeout_s
+        step = 0.2
         while True:
+            wait = max(0.1, min(step, deadline - time.monotonic()))
             try:
-                future.result(timeout=0.2)
-                return
+                found = admin.list_topics(topic=access.PROBE_TOPIC, timeout=wait)
             except KafkaException as e:
-                if e.args[0].name() in failures.UNKNOWN_TOPIC or e.args[0].name().endswith(DENIED):
-                    return  # a broker answered for the topic: connected (and authenticated)
-                raise
-            except concurrent.futures.TimeoutError:
-                admin.poll(0)  # serves error_cb
-                refused = self._refused()
-                if refused is not None:
-                    try:
-                        raise refused from None
-                    finally:  # this frame holds ``admin``: see _call
-                        del refused
-                if self._all_down_at >= started or time.monotonic() > deadline:
-                    # every bootstrap server failed (refused, unresolvable, timed out): the reason now,
-                    # not after the connect timeout (a mistyped address answered in a second, not 20)
-                    raise self._unavailable(self._last_client_error or "no broker answered") from None
+                if e.args[0].name() not in ("_TRANSPORT", "_TIMED_OUT"):  # no broker answered in ``wait``
+                    raise
+            else:
+                if not found.brokers:
+                    raise self._unavailable("the cluster answered but lists no broker (every broker fenced?)")
+                return
+            admin.poll(0)  # serves error_cb
+            refused = self._refused()
+            if refused is not None:
+                try:
+                    raise refused from None
+                finally:  # this frame holds ``admin``: see _call
+                    del refused
+            if self._all_down_at >= started or time.monotonic() >= deadline:
+                # every bootstrap server failed (refused, unresolvable, timed out): the reason now,
+                # not after the connect timeout (a mistyped address answered in a second, not 20)
+                raise self._unavailable(self._last_client_error or "no broker answered") from None
+            step = min(2 * step, CHECK_STEP_S)
 
     def _py(self) -> Any:
         """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The
-        confluent client connects first: its errors say why a connection fails (kafka-python's only time out);
-        when its check only waited for a controller cut off from us (``_dead_controller``), the kafka-python
-        client is made all the same. Each new client's ApiVersions answer is checked for the APIs the operator
+        confluent client connects first: its errors say why a connection fails (kafka-python's only time
+        out). Each new client's ApiVersions answer is checked for the APIs the operator
         needs (``_check_supported``) before it is handed out: a broker without them raises
         ``KafkaUnsupportedError`` before anything is sent."""
         if self._unsupported is not None:
             raise KafkaUnsupportedError(self._unsupported)
         if self._kafka_python is None:
-            waited: KafkaUnavailableError | None = None
-            try:
-                self._admin()
-            except KafkaUnavailableError as e:
-                if not self._dead_controller(e.message):
-                    raise
-                # librdkafka's check waited in vain for the broker its metadata names controller (KRaft
-                # names any live broker: here one that refused this operator): kafka-python, which needs
-                # no controller, decides (a fresh gateway failed so one time in forty while one of three
-                # brokers refused the operator: two checks of 10 s each spent DescribeCluster's budget)
-                log.info("%s; the kafka-python client is tried all the same", e.message)
-                waited = e
+            self._admin()
             from kafka.errors import KafkaError as PyKafkaError
 
             try:
                 py = kafka_python_admin(self.settings.kafka_python_config())
             except PyKafkaError as e:
-                if waited is not None:
-                    raise waited from None
                 raise self._unavailable(failures.py_error_text(e)) from None
             except OSError as e:  # TLS files, DNS
                 raise self._unavailable(str(e)) from None

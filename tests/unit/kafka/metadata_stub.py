@@ -6,7 +6,9 @@ While ``listing`` is set, and for the first ``brokers_first`` Metadata answers (
 None: no limit), an answer lists the listener itself as broker 1 and controller, as a broker serving
 does; any other answer lists no broker (``listing`` False: every broker has just been fenced). Each topic a
 request names is answered UNKNOWN_TOPIC_OR_PARTITION, as Kafka does, so an answer is empty only when the
-request named no topic (DescribeCluster's). The ApiVersions answer lists the admin APIs the operator
+request named no topic (DescribeCluster's). With ``dead_controller`` (a port nothing listens on), a
+listing answer names a second broker there, broker 2, as controller: a broker the metadata lists that
+has just died. The ApiVersions answer lists the admin APIs the operator
 requires (kafka/api_support.py) too, so that the clients get as far as DescribeCluster.
 """
 
@@ -62,8 +64,9 @@ def _topics_named(request: bytes) -> list[str] | None:
 
 
 class MetadataStub:
-    def __init__(self, brokers_first: int | None) -> None:
+    def __init__(self, brokers_first: int | None, dead_controller: int | None = None) -> None:
         self.brokers_first = brokers_first
+        self.dead_controller = dead_controller
         self.listing = True
         self.metadata_answers = 0
         self._lock = threading.Lock()
@@ -89,6 +92,12 @@ class MetadataStub:
         if listed:
             brokers = struct.pack(">ii", 1, 1) + _string("127.0.0.1") + struct.pack(">ih", self.port, -1)
             controller = 1
+            if self.dead_controller is not None:
+                dead = (
+                    struct.pack(">i", 2) + _string("127.0.0.1") + struct.pack(">ih", self.dead_controller, -1)
+                )
+                brokers = struct.pack(">i", 2) + brokers[4:] + dead
+                controller = 2
         names = names or []
         topics = struct.pack(">i", len(names)) + b"".join(
             struct.pack(">h", UNKNOWN_TOPIC_OR_PARTITION) + _string(t) + struct.pack(">?i", False, 0)
@@ -128,8 +137,10 @@ class MetadataStub:
 
 
 @contextmanager
-def metadata_stub(brokers_first: int | None = None) -> Iterator[MetadataStub]:
-    stub = MetadataStub(brokers_first)
+def metadata_stub(
+    brokers_first: int | None = None, dead_controller: int | None = None
+) -> Iterator[MetadataStub]:
+    stub = MetadataStub(brokers_first, dead_controller)
     threading.Thread(target=stub._accept, daemon=True).start()
     try:
         yield stub
