@@ -74,7 +74,7 @@ lint: venv
 test-unit: venv
 	$(PY) -m pytest tests/unit -q -n auto $(PYTEST_ARGS)
 
-# The whole suite: lint and the unit tests (stopping there on failure), then the rig-backed tests in
+# The whole suite: lint and the unit tests side by side (stopping there on failure), then the rig-backed tests in
 # lanes side by side, each against its own rig, always torn down (scripts/test.sh, tests/rig/lanes.py).
 test: venv
 	bash scripts/test.sh
