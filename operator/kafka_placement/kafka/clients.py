@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import re
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -72,6 +73,7 @@ class KafkaClients:
         self._known_broker_down = False  # a broker named by the metadata refused a connection
         self._all_down_at = 0.0  # time.monotonic() librdkafka last reported every broker it knows down
         self._unsupported: str | None = None  # why the brokers are not supported (an API we need missing)
+        self._endpoints: dict[int, tuple[str, int]] = {}  # broker -> its address, as the connect check read
 
     def close(self) -> None:
         self._confluent = None  # the librdkafka handle is freed when it is garbage collected
@@ -173,6 +175,7 @@ class KafkaClients:
             else:
                 if not found.brokers:
                     raise self._unavailable("the cluster answered but lists no broker (every broker fenced?)")
+                self._endpoints = {int(b): (m.host, int(m.port)) for b, m in found.brokers.items()}
                 return
             admin.poll(0)  # serves error_cb
             refused = self._refused()
@@ -186,6 +189,25 @@ class KafkaClients:
                 # not after the connect timeout (a mistyped address answered in a second, not 20)
                 raise self._unavailable(self._last_client_error or "no broker answered") from None
             step = min(2 * step, CHECK_STEP_S)
+
+    def _refused_by(self, broker: int) -> KafkaUnavailableError | None:
+        """The error for a request that would go to ``broker`` alone when its address (as the connect
+        check read it) refuses a TCP connection at once: a broker that has just died, still listed until it
+        is fenced. librdkafka would send the request there and, while it waits for that broker, connect to
+        it again and again without pause (a core busy for the request timeout, ``_connected``). None: the
+        broker accepts a connection, or does not answer at once (then librdkafka's connect waits, no loop),
+        or its address is unknown."""
+        address = self._endpoints.get(broker)
+        if address is None:
+            return None
+        try:
+            socket.create_connection(address, timeout=min(1.0, self.settings.connect_timeout_s)).close()
+        except ConnectionRefusedError:
+            host, port = address
+            return self._unavailable(f"broker {broker} ({host}:{port}) refused the connection")
+        except OSError:
+            return None
+        return None
 
     def _py(self) -> Any:
         """The kafka-python KafkaAdminClient (it bootstraps eagerly, bounded by connect_timeout_s). The

@@ -43,7 +43,11 @@ class KafkaConfigs(KafkaClients):
             def run(
                 resources: dict[Any, ConfigTarget] = resources, routed: bool = routed
             ) -> dict[ConfigTarget, Any]:
+                self._check_listening(resources.values())
                 via = self._config_route() if routed else None
+                if via is not None and self._refused_by(via) is not None:
+                    self._route_failed(via)
+                    via = self._config_route()
                 asked = list(resources) + ([ConfigResource("broker", str(via))] if via is not None else [])
                 futures = self._admin().describe_configs(
                     asked, request_timeout=self.settings.request_timeout_s
@@ -68,6 +72,16 @@ class KafkaConfigs(KafkaClients):
                     for name, e in entries.items()
                 }
         return out
+
+    def _check_listening(self, batch: Iterable[ConfigTarget]) -> None:
+        """Raise ``KafkaUnavailableError`` when a broker whose own configs ``batch`` holds refuses
+        connections (``_refused_by``): the request goes to that broker alone."""
+        self._admin()  # the connect check reads the brokers' addresses
+        for target in batch:
+            if target.kind == "broker" and target.name.isdigit():
+                refused = self._refused_by(int(target.name))
+                if refused is not None:
+                    raise refused
 
     def _config_route(self) -> int | None:
         """A broker that has just answered this operator, to carry a request of topics' configs (module
@@ -120,6 +134,7 @@ class KafkaConfigs(KafkaClients):
             }
 
             def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, OpError]:
+                self._check_listening(resources.values())
                 futures = self._admin().incremental_alter_configs(
                     list(resources), request_timeout=self.settings.request_timeout_s
                 )

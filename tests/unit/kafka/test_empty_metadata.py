@@ -13,11 +13,9 @@ The listener is tests/unit/kafka/metadata_stub.py (hostile input for the clients
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from tests.unit.kafka.metadata_stub import metadata_stub
@@ -80,21 +78,3 @@ def test_a_listener_that_never_listed_a_broker_fails_the_connect_check() -> None
             gateway.describe_cluster()
     assert stub.bootstrap in str(raised.value), raised.value
     assert "the cluster answered but lists no broker" in str(raised.value), raised.value
-
-
-def test_a_dead_broker_named_controller_costs_the_connect_check_no_cpu() -> None:
-    """The metadata names as controller a broker that has just died (listed, its port refusing). The
-    connect check asks any broker (a metadata request), so the listener's answer connects the gateway; a
-    DescribeTopics, sent to that controller, made librdkafka connect to it again and again without pause
-    until the connect timeout: a core busy throughout (librdkafka 2.13 to 2.16; kafka/clients.py
-    ``_connected``)."""
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        dead = unused.getsockname()[1]  # nothing listens there: connects are refused
-        with metadata_stub(dead_controller=dead) as stub:
-            settings = ConnectionSettings(stub.bootstrap, request_timeout_s=5, connect_timeout_s=5)
-            with KafkaGateway(settings, attempts=1, backoff_s=0.1) as gateway:
-                cpu = time.process_time()  # every thread of this process, librdkafka's too
-                gateway._admin()
-                used = time.process_time() - cpu
-    assert used < 1.0, f"the connect check used {used:.1f} s of CPU"
