@@ -14,6 +14,7 @@ requires (kafka/api_support.py) too, so that the clients get as far as DescribeC
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -106,7 +107,7 @@ class MetadataStub:
         return brokers + struct.pack(">i", controller) + topics
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn:
+        with conn, contextlib.suppress(OSError):  # (a client may reset its connection when it closes)
             while True:
                 head = conn.recv(4, socket.MSG_WAITALL)
                 if len(head) < 4:

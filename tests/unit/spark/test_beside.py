@@ -9,6 +9,8 @@ import logging
 import os
 import signal
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -138,11 +140,16 @@ def test_a_copy_that_dies_leaves_the_tally_to_this_process(
     assert serial.summary.partitions_changed > 0
     real = beside.start
 
+    def stuck(snapshot: object, scope: object) -> Iterator[tuple[str, int]]:
+        time.sleep(600)  # the copy (only it calls this) is alive when killed: it cannot finish first
+        yield from ()
+
     def killed(snapshot: object, intents: Intents) -> beside.Beside:
         b = real(snapshot, intents)  # type: ignore[arg-type]
         os.kill(b.pid, signal.SIGKILL)
         return b
 
+    monkeypatch.setattr(beside, "to_repair", stuck)
     monkeypatch.setattr(beside, "start", killed)
     found = plan_with(snap, intents, EngineSettings("local"))
     assert found.summary.to_json() == serial.summary.to_json()
