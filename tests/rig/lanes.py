@@ -5,8 +5,9 @@ tests that need the machine's one node (pods, the image, Helm) or its controller
 collector deleting what a deleted resource owned) and a few of the operator's end-to-end tests that even
 out the lanes, ``kafka`` the gateway, executor, security and Spark standalone tests, ``operator`` the rest
 of the operator's end-to-end tests on the main cluster, ``compat`` the Kafka releases users run (a cluster
-of each brought up in turn by the tests themselves; only the k8s rig is the lane's) and the operator's tests
-on a five-node cluster of their own.
+of each brought up in turn by the tests themselves; only the k8s rig is the lane's), the operator's tests
+on a five-node cluster of their own and the other tests that bring up clusters of their own (tiered storage,
+a small disk, a packet filter).
 
     python tests/rig/lanes.py names            # the lanes, one per line
     python tests/rig/lanes.py env LANE         # RIGS, KP_RIG_DIR, KP_RIG_PORT_OFFSET as shell words
@@ -102,9 +103,6 @@ LANES = (
             "tests/integration/test_report_browser.py",  # no rig: headless Chromium
             "tests/integration/test_security.py",
             "tests/integration/test_traffic.py",
-            "tests/integration/test_tiered_storage.py",  # its own 2-node cluster, about 40 s
-            "tests/integration/test_disk_watch.py",  # its own 2-node cluster with a 64 MiB tmpfs dir
-            "tests/e2e/test_operator_disk_pressure.py",  # the same cluster and an operator: about a minute
             "tests/integration/test_spark_analysis.py",
             "tests/integration/test_spark_engine.py",
             "tests/integration/test_spark_failures.py",
@@ -114,8 +112,6 @@ LANES = (
             "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
             "tests/e2e/test_operator_shutdown.py",  # the k8s rig and a silent "broker": about 10 s
-            "tests/e2e/test_operator_false_death.py",  # its own three-node cluster and a packet filter
-            # rule: about 75 s (moved from operator with the pre-emption tests, 2026-12-03)
         ),
     ),
     Lane(
@@ -152,6 +148,13 @@ LANES = (
             # about 2.5 min, here to even out the lanes (2026-12-05: lanes node 20.4, kafka 22.6, operator
             # 24.1, compat 7.9 min with them in operator)
             "tests/e2e/test_operator_correlated_failure.py",
+            # tests on clusters of their own, moved from kafka, the long pole, 2026-12-06 (CI 32.0 min:
+            # lanes node 24.0, kafka 26.8, operator 23.0, compat 13.4; the cores were 40% idle once compat
+            # ended and 75% in kafka's last 3 minutes): about 5 min there
+            "tests/integration/test_tiered_storage.py",  # a 2-node tiered-storage cluster: about 40 s
+            "tests/integration/test_disk_watch.py",  # a 2-node cluster with a 64 MiB tmpfs dir
+            "tests/e2e/test_operator_disk_pressure.py",  # the same cluster and an operator: about a minute
+            "tests/e2e/test_operator_false_death.py",  # a 3-node cluster and a packet filter rule: ~75 s
         ),
     ),
 )
