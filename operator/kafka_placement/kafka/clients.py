@@ -34,6 +34,7 @@ from .types import (
 log = logging.getLogger(__name__)
 
 CHECK_STEP_S = 1.0  # the connect check's longest wait for an answer before it polls the client's errors
+CONTROLLER_WAIT_S = 0.5  # how often the metadata is asked again while it names a controller that refuses
 _KNOWN_BROKER = re.compile(r"/\d+: ")  # librdkafka names a broker learned from metadata by its id
 # librdkafka's own log, as the clients' callback passes it (named as before this module was split out)
 LIBRDKAFKA_LOGGER = "kafka_placement.kafka.gateway.librdkafka"
@@ -175,7 +176,7 @@ class KafkaClients:
             else:
                 if not found.brokers:
                     raise self._unavailable("the cluster answered but lists no broker (every broker fenced?)")
-                self._endpoints = {int(b): (m.host, int(m.port)) for b, m in found.brokers.items()}
+                self._learn_endpoints(found)
                 return
             admin.poll(0)  # serves error_cb
             refused = self._refused()
@@ -189,6 +190,37 @@ class KafkaClients:
                 # not after the connect timeout (a mistyped address answered in a second, not 20)
                 raise self._unavailable(self._last_client_error or "no broker answered") from None
             step = min(2 * step, CHECK_STEP_S)
+
+    def _learn_endpoints(self, metadata: Any) -> None:
+        """Every broker's address, as a metadata answer lists it (``_refused_by`` connects there)."""
+        self._endpoints = {int(b): (m.host, int(m.port)) for b, m in metadata.brokers.items()}
+
+    def _controller_admin(self) -> Any:
+        """The AdminClient, for a request librdkafka sends to the broker its metadata names controller
+        (DescribeTopics, ElectLeaders, a config request of topics alone), once a fresh metadata answer
+        (one topic: a small request to any broker, which also renews librdkafka's own idea of the
+        controller) names a controller whose address accepts a TCP connection. While the cluster names one
+        that refuses (a broker that has just died, named until KRaft fences it, seconds later), librdkafka
+        would connect to it again and again without pause for the whole request (``_connected``): this
+        asks the metadata again every ``CONTROLLER_WAIT_S`` instead, for at most the request timeout, and
+        then fails the call naming that broker."""
+        admin = self._admin()
+        timeout = self.settings.request_timeout_s
+        deadline = time.monotonic() + timeout
+        while True:
+            found = admin.list_topics(topic=access.PROBE_TOPIC, timeout=timeout)
+            self._learn_endpoints(found)
+            controller = int(found.controller_id)
+            refused = self._refused_by(controller)
+            if refused is None:
+                return admin
+            if time.monotonic() + CONTROLLER_WAIT_S > deadline:
+                host, port = self._endpoints[controller]
+                raise KafkaOperationError(
+                    f"the broker the cluster names controller, {controller} ({host}:{port}), refused "
+                    f"connections for {timeout:g} s (it died and is not fenced yet?)"
+                )
+            time.sleep(CONTROLLER_WAIT_S)
 
     def _refused_by(self, broker: int) -> KafkaUnavailableError | None:
         """The error for a request that would go to ``broker`` alone when its address (as the connect

@@ -10,7 +10,8 @@ reach: every such read then waited out its timeout three times (a snapshot liste
 minutes late, and the executor's min-ISR gate stalled). A request that holds one broker resource goes to
 that broker instead, so a topic batch carries the resource of a broker that has just answered
 (``_config_route``; its answer is dropped), and a route that fails is not used again
-(``_route_failed``): the next attempt takes another, or the controller.
+(``_route_failed``): the next attempt takes another, or the controller (once the metadata names one that
+accepts connections, ``_controller_admin``, as for a change of topics' configs, which carries no route).
 """
 
 from __future__ import annotations
@@ -49,9 +50,8 @@ class KafkaConfigs(KafkaClients):
                     self._route_failed(via)
                     via = self._config_route()
                 asked = list(resources) + ([ConfigResource("broker", str(via))] if via is not None else [])
-                futures = self._admin().describe_configs(
-                    asked, request_timeout=self.settings.request_timeout_s
-                )
+                admin = self._controller_admin() if routed and via is None else self._admin()
+                futures = admin.describe_configs(asked, request_timeout=self.settings.request_timeout_s)
                 try:
                     return {resources[r]: futures[r].result() for r in resources}
                 except Exception:
@@ -135,7 +135,9 @@ class KafkaConfigs(KafkaClients):
 
             def run(resources: dict[Any, ConfigTarget] = resources) -> dict[ConfigTarget, OpError]:
                 self._check_listening(resources.values())
-                futures = self._admin().incremental_alter_configs(
+                topics_only = all(t.kind == "topic" for t in resources.values())  # sent to the controller
+                admin = self._controller_admin() if topics_only else self._admin()
+                futures = admin.incremental_alter_configs(
                     list(resources), request_timeout=self.settings.request_timeout_s
                 )
                 failed: dict[ConfigTarget, OpError] = {}

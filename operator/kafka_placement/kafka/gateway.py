@@ -115,7 +115,7 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
         timeout = self.settings.request_timeout_s
 
         def probe() -> str:
-            futures = self._admin().describe_topics(
+            futures = self._controller_admin().describe_topics(
                 TopicCollection([access.PROBE_TOPIC]), request_timeout=timeout
             )
             try:
@@ -127,7 +127,7 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
         names = sorted(set(topics))
 
         def per_topic() -> dict[str, frozenset[str] | None]:
-            futures = self._admin().describe_topics(
+            futures = self._controller_admin().describe_topics(
                 TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
             )
             out: dict[str, frozenset[str] | None] = {}
@@ -321,7 +321,9 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
         topics = snap.topics()
         unread = sorted({t for t in topics if t not in self._topic_ids} | back)
         if unread:
-            self._topic_ids.update(traffic_reads.topic_ids(self._admin, self._call, unread, timeout))
+            self._topic_ids.update(
+                traffic_reads.topic_ids(self._controller_admin, self._call, unread, timeout)
+            )
         self._topic_ids = ids = {t: self._topic_ids[t] for t in topics if t in self._topic_ids}
         groups = traffic_reads.committed_offsets(self._admin, self._call, timeout)
         sizes = {p.key: p.size_bytes for p in snap.partitions}
@@ -389,7 +391,9 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
         timeout = self.settings.request_timeout_s
 
         def run() -> dict[str, Any]:
-            futures = self._admin().describe_topics(TopicCollection(names), request_timeout=timeout)
+            futures = self._controller_admin().describe_topics(
+                TopicCollection(names), request_timeout=timeout
+            )
             out: dict[str, Any] = {}
             for name, f in futures.items():
                 try:
@@ -614,7 +618,9 @@ class KafkaGateway(ClusterReads, KafkaConfigs):
         timeout = self.settings.request_timeout_s
         result = self._call(
             "elect preferred leaders",
-            lambda: self._admin().elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout),
+            lambda: (
+                self._controller_admin().elect_leaders(ElectionType.PREFERRED, tps).result(timeout=timeout)
+            ),
             needs=access.ON_CLUSTER,
         )
         errors: dict[PartitionKey, OpError] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -37,6 +38,10 @@ class Recording:
                 f.set_result({})
             out[r] = f
         return out
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """A metadata answer naming no controller (``_controller_admin`` then asks nothing more)."""
+        return SimpleNamespace(brokers={}, controller_id=-1)
 
     def poll(self, timeout: float) -> int:
         return 0
