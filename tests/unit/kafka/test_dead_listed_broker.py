@@ -2,10 +2,11 @@
 until it is fenced) costs the gateway no CPU. librdkafka (2.13 to 2.16) sends a request meant for one
 broker (a broker's own configs; DescribeTopics and DescribeCluster go to the broker the metadata names
 controller) to that broker and, while the request waits for it, connects to it again and again without
-pause: a core busy until the request times out. The connect check asks any broker (a metadata request)
-and a broker's configs are not asked of a broker that refuses connections (kafka/clients.py
-``_connected``, ``_refused_by``). The listener is tests/unit/kafka/metadata_stub.py, which lists a second
-broker, 2, at a port nothing listens on and names it controller.
+pause: a core busy until the request times out. The connect check asks any broker (a metadata request),
+a broker's configs are not asked of a broker that refuses connections, and a request for the controller
+waits, at rest, for the metadata to name one that accepts them (kafka/clients.py ``_connected``,
+``_refused_by``, ``_controller_admin``). The listener is tests/unit/kafka/metadata_stub.py, which lists
+a second broker, 2, at a port nothing listens on and names it controller.
 """
 
 from __future__ import annotations
