@@ -38,6 +38,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -115,15 +116,39 @@ def env() -> dict[str, str]:
     return out
 
 
-def run(cmd: Sequence[str], timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run a command; a traceback in its output is a failure, and so is a non-zero exit when ``check``."""
-    try:
-        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env())
-    except subprocess.TimeoutExpired as e:  # what it printed until then says where it stood
-        said = "".join(
-            x.decode(errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr)
-        )
-        raise Failed(f"`{short(cmd)}` did not end within {timeout:.0f}s: {tail(said, 12)}") from e
+def run(
+    cmd: Sequence[str],
+    timeout: float = 300,
+    check: bool = True,
+    stop_when: Callable[[], bool] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run a command; a traceback in its output is a failure, and so is a non-zero exit when ``check``.
+    ``stop_when`` (asked every second): once true, the command is interrupted (SIGINT, as Ctrl-C) and
+    that is a failure, as its running out of ``timeout`` is."""
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env()
+    ) as child:
+        deadline = time.monotonic() + timeout
+        why = ""
+        while True:
+            try:
+                out, err = child.communicate(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    why = f"did not end within {timeout:.0f}s"
+                elif stop_when is not None and stop_when():
+                    why = "was stopped: what it waits on will not come"
+                else:
+                    continue
+            child.send_signal(signal.SIGINT)  # what it printed until then says where it stood
+            try:
+                out, err = child.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                out, err = child.communicate()
+            raise Failed(f"`{short(cmd)}` {why}: {tail(out + err, 12)}")
+    proc = subprocess.CompletedProcess(list(cmd), child.returncode, out, err)
     out = proc.stdout + proc.stderr
     if "Traceback (most recent call last)" in out:
         raise Failed(f"`{short(cmd)}` printed a Python traceback:\n{tail(out, 30)}")
@@ -308,10 +333,13 @@ def op_move(cluster: Cluster) -> str:
     moves = json.loads(plan.read_text())["partitions"]
     started = time.monotonic()
     state = cluster.work / "move-state.json"
+    execute = [CLI, "execute", "--bootstrap-server", cluster.bootstrap, "--plan", str(plan), "--throttle",
+               "50000000", "--state", str(state), "--wait", "--poll-seconds", "0.5"]  # fmt: skip
     try:
-        cli("execute", "--bootstrap-server", cluster.bootstrap, "--plan", str(plan), "--throttle",
-            "50000000", "--state", str(state), "--wait", "--poll-seconds", "0.5",
-            timeout=LOST_SWAP_S if cluster.lost_swaps else 600)  # fmt: skip
+        # on 3.7 and 3.8 the execution waits on a lost swap until cancelled: stopped (SIGINT, its record
+        # saved) once its record names one, not left to run out its time (up to 4 minutes of the lane)
+        run(execute, timeout=LOST_SWAP_S if cluster.lost_swaps else 600,
+            stop_when=(lambda: _names_lost_swap(state)) if cluster.lost_swaps else None)  # fmt: skip
     except Failed:
         said = lost_swap(cluster, state)
         if said is None:
@@ -334,6 +362,14 @@ def op_move(cluster: Cluster) -> str:
 
 LOST_SWAP_S = 240  # on 3.7 and 3.8: the executor names a copy not swapped in after 60 s (promotion.py)
 LOST_SWAP = "not swapped in by Kafka"
+
+
+def _names_lost_swap(state: Path) -> bool:
+    """Whether the execution's record (the CLI's state file) names a copy Kafka has not swapped in."""
+    try:
+        return LOST_SWAP in (json.loads(state.read_text()).get("lastError") or "")
+    except (OSError, ValueError):  # (not written yet, or read mid-write)
+        return False
 
 
 def lost_swap(cluster: Cluster, state: Path) -> str | None:
