@@ -245,22 +245,8 @@ def test_no_plan_of_the_generator_puts_a_dir_above_the_limit(drawn: tuple[str, i
     """The bench generator's scenarios (tests/bench/generator.py) on volumes sized so that the limit binds
     on some (a dir's volume from 0.9x to 1.6x the most any dir holds): a plan keeps every dir under the
     limit, a dir above it before the plan receives nothing; or the plan is refused (exit 3)."""
-    from tests.bench.generator import cluster, scenario
-
     name, seed, factor, share = drawn
-    snap, text = scenario(name, brokers=8, partitions=120, topics=6, seed=seed)
-    held: dict[tuple[int, str], int] = {}
-    for p in snap.partitions:
-        for b, d in zip(p.replicas, p.log_dirs, strict=True):
-            held[(b, str(d))] = held.get((b, str(d)), 0) + p.size_bytes
-    size = int(max(held.values()) * factor / share)
-    dirs = len(snap.brokers[0].log_dirs)
-    empty = 8 - len({b for b, _ in held})
-    sized = cluster(
-        brokers=8, dirs=dirs, partitions=120, topics=6, seed=seed, capacity_bytes=size, empty_brokers=empty
-    )
-    assert [p.replicas for p in sized.partitions] == [p.replicas for p in snap.partitions]
-    intents = Intents.loads(text).with_max_disk_share(share)
+    sized, intents = sized_draw(name, seed, factor, share)
     try:
         result = compute_plan(sized, intents)
     except InfeasibleError:
@@ -280,7 +266,47 @@ def test_no_plan_of_the_generator_puts_a_dir_above_the_limit(drawn: tuple[str, i
             assert after <= share + 1e-9, (place, before, after)
 
 
+def sized_draw(name: str, seed: int, factor: float, share: float) -> tuple[ClusterSnapshot, Intents]:
+    """A generator scenario (8 brokers, 120 partitions) on volumes of ``factor`` x the most any dir holds,
+    over ``share``: the limit binds on some dirs."""
+    from tests.bench.generator import cluster, scenario
+
+    snap, text = scenario(name, brokers=8, partitions=120, topics=6, seed=seed)
+    held: dict[tuple[int, str], int] = {}
+    for p in snap.partitions:
+        for b, d in zip(p.replicas, p.log_dirs, strict=True):
+            held[(b, str(d))] = held.get((b, str(d)), 0) + p.size_bytes
+    size = int(max(held.values()) * factor / share)
+    dirs = len(snap.brokers[0].log_dirs)
+    empty = 8 - len({b for b, _ in held})
+    sized = cluster(
+        brokers=8, dirs=dirs, partitions=120, topics=6, seed=seed, capacity_bytes=size, empty_brokers=empty
+    )
+    assert [p.replicas for p in sized.partitions] == [p.replicas for p in snap.partitions]
+    return sized, Intents.loads(text).with_max_disk_share(share)
+
+
 def _placed(snap: ClusterSnapshot, key: tuple[str, int]) -> tuple[tuple[int, ...], tuple[str | None, ...]]:
     p = snap.partition(*key)
     assert p is not None
     return p.replicas, p.log_dirs
+
+
+@pytest.mark.parametrize(("seed", "factor"), [(1644, 0.929), (9279, 1.123)])
+def test_on_full_dirs_of_a_small_cluster_the_exact_program_packs_before_any_search(
+    seed: int, factor: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two draws of the generator above (scenario ``all``, share 0.6) where the greedy repair finds no
+    room: the exact program packs the repair first and the repacking searches are not run (they ran to
+    their work limits first, seconds, then packed 1.72x and 1.65x the lower bound's bytes where the
+    program's packing is within 1.05 of it)."""
+    from kafka_placement.planning.goals import replica_placement
+
+    def no_search(*args: Any) -> bool:
+        raise AssertionError("the repacking search ran")
+
+    monkeypatch.setattr(replica_placement, "repack", no_search)
+    s = compute_plan(*sized_draw("all", seed, factor, 0.6)).summary.to_json()
+    assert s["hardViolationsAfter"] == 0 and s["violationsAfter"]["capacity"] == 0
+    assert all(after <= 0.6 + 1e-9 for before, after in shares(s).values() if before <= 0.6)
+    assert s["bytesToMove"] <= 1.05 * s["lowerBoundBytes"], (s["bytesToMove"], s["lowerBoundBytes"])
