@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make test`: lint and the unit tests first, side by side (minutes; a failure stops here), then the rig-backed tests:
-# in the lanes of tests/rig/lanes.py side by side, each against a rig of its own that scripts/with-rig.sh
-# brings up and always tears down (KP_TEST_LANES=serial: in one pytest against one rig instead). Each
+# `make test`: lint, the rig's build and the unit tests first, side by side (minutes; a failure stops here), then
+# the rig-backed tests: in the lanes of tests/rig/lanes.py side by side, each against a rig of its own that
+# scripts/with-rig.sh brings up and always tears down (KP_TEST_LANES=serial: in one pytest against one rig instead). Each
 # lane's output is printed whole when all have ended; the exit status is 0 only if every step passed.
 # $PYTEST_ARGS is passed to every pytest run.
 set -uo pipefail
@@ -11,22 +11,29 @@ read -r -a extra <<<"${PYTEST_ARGS:-}"
 # every pytest's temp dirs (tmp_path) and the lanes' logs live in one dir of this run, removed when it ends:
 # pytest's default, /tmp/pytest-of-$USER with its last three runs kept, outlived `make test` (30 MB a run)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kp-test.XXXXXX")
-lint=
-trap '[[ -n $lint ]] && kill "$lint" 2>/dev/null; rm -rf "$tmp"' EXIT
+lint= build=
+trap '[[ -n $lint ]] && kill "$lint" 2>/dev/null; [[ -n $build ]] && kill "$build" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# lint beside the unit tests: mypy and the import contracts use one core, which the unit tests' workers
-# share; its output is printed after theirs
+# lint and the rig's build (a check of its caches when warm) beside the unit tests: mypy, the import
+# contracts and the build use one core at a time, which the unit tests' workers share; their output is
+# printed after the unit tests'
 make --no-print-directory lint >"$tmp/lint.log" 2>&1 &
 lint=$!
+make --no-print-directory rig-build >"$tmp/rig-build.log" 2>&1 &
+build=$!
 $PY -m pytest tests/unit -q -n auto -p no:cacheprovider --basetemp="$tmp/unit" --durations=10 "${extra[@]}"
 unit=$?
 wait "$lint"
 linted=$?
 lint=
 cat "$tmp/lint.log"
+wait "$build"
+built=$?
+build=
+cat "$tmp/rig-build.log"
 ((linted == 0)) || { echo "test: lint failed; the rig-backed tests were not run" >&2; exit 1; }
 ((unit == 0)) || { echo "test: unit tests failed; the rig-backed tests were not run" >&2; exit 1; }
-make --no-print-directory rig-build || { echo "test: building the rig failed" >&2; exit 1; }
+((built == 0)) || { echo "test: building the rig failed" >&2; exit 1; }
 
 # KP_TEST_LANES=serial runs the rig-backed tests in one pytest against one rig (about twice the wall time of
 # the lanes side by side; docs/development.md).
