@@ -66,7 +66,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.rig import kafka_security, small_disk
+from tests.rig import jvm_cds, kafka_security, small_disk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
@@ -669,10 +669,17 @@ def java_cmd(
     java: str, cluster: Cluster, node: Node, main: str, *args: str, libs: Path | None = None
 ) -> list[str]:
     """A JVM of the rig: ``main`` on Kafka's jars (or ``libs``), marked with ``node``'s dir, logging to its
-    ``logs/server.log`` (log4j2; log4j 1 for a release before 2.4, which ships that)."""
+    ``logs/server.log`` (log4j2; log4j 1 for a release before 2.4, which ships that). A broker or the
+    storage tool on Kafka's jars maps the classes' archive of its JDK and classpath (jvm_cds.py); while
+    there is none, the cluster's first broker writes one at its exit."""
+    cds: list[str] = []
+    if libs is None and main in ("kafka.Kafka", "kafka.tools.StorageTool"):
+        train = main == "kafka.Kafka" and node.id == cluster.nodes[0].id
+        cds = jvm_cds.options(java, [cluster.libs, *cluster.plugin_jars], node.home, train)
     return [
         java,
         *JVM_OPTS,
+        *cds,
         marker_of(node.home),
         f"-Dkafka.logs.dir={node.home / 'logs'}",
         f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
@@ -1117,8 +1124,14 @@ def teardown(rig_dir: Path, name: str, timeout: float, quiet: bool = False) -> l
     ours = rig_pids(data_dir)  # only JVMs carrying this cluster's marker, never a recycled pid
     # the brokers first, then a ZooKeeper server: a broker's controlled shutdown needs it
     coordinator = {p for p, home in ours.items() if home == str(data_dir / "zookeeper")}
-    killed = stop_pids(sorted(set(ours) - coordinator), timeout)
+    # a broker writing the classes' archive at its exit (jvm_cds.py) is stopped first, while its cluster
+    # still answers its controlled shutdown, and given the time to write it even when the others are not
+    trainees = sorted(p for p, home in ours.items() if p not in coordinator and jvm_cds.training(Path(home)))
+    killed = stop_pids(trainees, max(timeout, jvm_cds.TRAINEE_STOP_S)) if trainees else []
+    killed += stop_pids(sorted(set(ours) - coordinator - set(trainees)), timeout)
     killed += stop_pids(sorted(coordinator), timeout)
+    for pid, home in ours.items():
+        jvm_cds.settle(Path(home), clean=pid not in killed)
     problems = []
     if killed and not quiet:
         print(f"kafka rig '{name}': SIGKILLed {killed} after {timeout:.0f}s", file=sys.stderr)
@@ -1263,6 +1276,7 @@ def cmd_stop_node(args: argparse.Namespace) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     killed = stop_pids(pids, args.stop_timeout)
+    jvm_cds.settle(node.home, clean=not args.kill and not killed)
     if killed:
         print(f"kafka rig '{cluster.name}': SIGKILLed node {node.id} ({killed})", file=sys.stderr)
     deadline = time.monotonic() + 10
