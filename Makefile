@@ -21,13 +21,11 @@ help:
 	@echo "make bench      - planner benchmark vs Kafka's --generate and a naive greedy -> docs/benchmarks.md"
 	@echo "make reference  - regenerate docs/reference.md (the custom resources' fields) from the CRD schemas"
 
-# --no-compile: no bytecode for the tens of thousands of modules never imported here (pyspark, scipy...): half
-# the install's time; what is imported is compiled once, on first import, into the venv
 $(STAMP): pyproject.toml
 	@bash scripts/check-tools.sh python
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q --no-compile -e '.[dev,bench]'
+	$(VENV)/bin/pip install -q -e '.[dev,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)
