@@ -24,14 +24,15 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.rig.cache import cache_dir
+
 TRAINING_NOTE = "cds-training"  # in a node dir: the path of the archive its JVM writes at exit
 STALE_TRAINING_S = 3600.0  # a training file older than this is a JVM's that never exited normally
 TRAINEE_STOP_S = 30.0  # a cluster's teardown gives its training broker this long to exit normally
 
 
-def cache_dir() -> Path:
-    cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
-    return cache / "kafka" / "cds"
+def archives_dir() -> Path:
+    return cache_dir() / "kafka" / "cds"
 
 
 def archive_for(java: str, classpath: Sequence[Path]) -> Path:
@@ -45,7 +46,7 @@ def archive_for(java: str, classpath: Sequence[Path]) -> Path:
         for jar in jars:
             st = jar.stat()
             h.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return cache_dir() / f"{h.hexdigest()[:20]}.jsa"
+    return archives_dir() / f"{h.hexdigest()[:20]}.jsa"
 
 
 def options(java: str, classpath: Sequence[Path], home: Path, train: bool) -> list[str]:

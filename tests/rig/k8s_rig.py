@@ -43,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.rig.cache import cache_dir
 from tests.rig.kafka_rig import (
     HOST,
     PORT_OFFSET,
@@ -111,8 +112,7 @@ class Rig:
 
 def default_bin_dir(version: str) -> Path:
     """Where tests/rig/k8s/build.sh puts the binaries: $KP_CACHE/k8s/<version>/bin."""
-    cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
-    return cache / "k8s" / version / "bin"
+    return cache_dir() / "k8s" / version / "bin"
 
 
 def read_entry(rig_dir: Path) -> dict[str, Any] | None:

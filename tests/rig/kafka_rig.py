@@ -67,6 +67,7 @@ if __package__ in (None, ""):  # run as a script: make `tests.rig` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.rig import jvm_cds, kafka_security, small_disk
+from tests.rig.cache import cache_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
@@ -333,8 +334,7 @@ def kafka_jar(libs: Path, version: str) -> Path | None:
 
 
 def default_libs(version: str) -> Path:
-    cache = Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
-    return cache / "kafka" / version / "libs"
+    return cache_dir() / "kafka" / version / "libs"
 
 
 def tiered_storage_jar(libs: Path, version: str) -> Path:

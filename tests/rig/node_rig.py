@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.rig.cache import cache_dir
 from tests.rig.k8s_rig import read_entry as read_k8s_entry
 from tests.rig.kafka_rig import (
     PORT_OFFSET,
@@ -75,10 +76,6 @@ SCHEDULER_PORT = 10259 + PORT_OFFSET
 CONTROLLER_MANAGER_PORT = 10257 + PORT_OFFSET
 DAEMONS = ("containerd", "kube-scheduler", "kube-controller-manager", "kubelet", "kube-proxy")
 BRIDGE_NF = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("KP_CACHE", str(Path.home() / ".cache" / "kafka-placement")))
 
 
 @dataclass(frozen=True)
