@@ -6,8 +6,8 @@ collector deleting what a deleted resource owned) and a few of the operator's en
 out the lanes, ``kafka`` the gateway, executor, security and Spark standalone tests, ``operator`` the rest
 of the operator's end-to-end tests on the main cluster, ``compat`` the Kafka releases users run (a cluster
 of each brought up in turn by the tests themselves; only the k8s rig is the lane's), the operator's tests
-on a five-node cluster of their own and the other tests that bring up clusters of their own (tiered storage,
-a small disk, a packet filter).
+on a five-node cluster of their own, the other tests that bring up clusters of their own (tiered storage,
+a small disk, a packet filter) and those that need the k8s rig alone or no rig.
 
     python tests/rig/lanes.py names            # the lanes, one per line
     python tests/rig/lanes.py env LANE         # RIGS, KP_RIG_DIR, KP_RIG_PORT_OFFSET as shell words
@@ -67,16 +67,12 @@ LANES = (
             # operator end-to-end tests on the main cluster, here to even out the lanes: the node's own
             # tests end minutes before the others (a warm run on 2026-11-29 before these four moved here:
             # lanes node 9.6, kafka 12.6, operator 15.2 min)
-            "tests/integration/test_record_store.py",  # the k8s rig alone
-            "tests/integration/test_cluster_status_size.py",  # the k8s rig alone: a few seconds
             "tests/e2e/test_operator_idle.py",
             "tests/e2e/test_operator_log_dir_failure.py",
             "tests/e2e/test_operator_heal_waits.py",  # heals that wait: three kills, about 3 min
             "tests/e2e/test_operator_traffic.py",
             "tests/e2e/test_operator_preemption.py",  # two pre-emptions: about 150 s (moved from operator,
             # the long pole at 30 min on 2026-12-02: lanes node 21, kafka 24.7, operator 30.1 min)
-            "tests/integration/test_memory_refusal.py",  # a plan under a 100 MiB cgroup: about 10 s
-            "tests/integration/test_gitops_health.py",  # kstatus and Argo CD's Lua on each kind: about 20 s
             "tests/integration/test_executor_scale.py",  # thousands of moves: about 100 s (moved from kafka,
             # the long pole on 2026-12-03: lanes node 25.7, kafka 28.9, operator 26.8 min)
         ),
@@ -155,6 +151,12 @@ LANES = (
             "tests/integration/test_disk_watch.py",  # a 2-node cluster with a 64 MiB tmpfs dir
             "tests/e2e/test_operator_disk_pressure.py",  # the same cluster and an operator: about a minute
             "tests/e2e/test_operator_false_death.py",  # a 3-node cluster and a packet filter rule: ~75 s
+            # the k8s rig alone or no rig, moved from node, the long pole on 2026-12-06 (lanes node 24.1,
+            # kafka 22.4, operator 23.7, compat 21.3 min): about 40 s here alone
+            "tests/integration/test_record_store.py",
+            "tests/integration/test_cluster_status_size.py",
+            "tests/integration/test_memory_refusal.py",  # a plan under a 100 MiB cgroup
+            "tests/integration/test_gitops_health.py",  # kstatus and Argo CD's Lua on each kind
         ),
     ),
 )
