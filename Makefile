@@ -25,7 +25,10 @@ $(STAMP): pyproject.toml
 	@bash scripts/check-tools.sh python
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,bench]'
+	$(VENV)/bin/pip install -q --no-compile -e '.[dev,bench]'
+	@# the packages' bytecode, on every core (pip compiles on one): written here, as nothing writes it later
+	@# where PYTHONDONTWRITEBYTECODE is set; a file that does not compile is left, as pip leaves it
+	$(PY) -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $(STAMP)
 
 venv: $(STAMP)

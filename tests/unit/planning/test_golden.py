@@ -19,7 +19,7 @@ from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
 
 GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
-SCENARIOS = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir())
+SCENARIOS = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and p.name != "__pycache__")  # (regen.py's)
 
 
 def load(name: str) -> tuple[ClusterSnapshot, Intents, Plan, dict[str, object]]:
