@@ -39,7 +39,8 @@ venv: $(STAMP)
 # promtool (the chart's alert rules are checked with it) unpacked from Debian packages; the broker plugin
 # (broker-plugin/) built with Maven, its JUnit tests included, rebuilt only when its sources change (all
 # cached outside the repo); the GitOps health checkers (kstatus, gopher-lua) from the Go module proxy;
-# headless Chromium from Debian's packages for the report's browser test
+# headless Chromium from Debian's packages for the report's browser test; the tests' Spark drivers'
+# class-data archive (tests/rig/spark_cds.py)
 # (installed once, a no-op after).
 rig-build: venv
 	@bash scripts/check-tools.sh java mvn go
@@ -51,6 +52,7 @@ rig-build: venv
 	bash tests/rig/node/fetch-debs.sh >/dev/null
 	bash scripts/install-chromium.sh >/dev/null
 	bash tests/rig/prometheus/fetch-promtool.sh >/dev/null
+	$(PY) tests/rig/spark_cds.py >/dev/null
 
 # The rigs to bring up or down (scripts/rig.sh); `make test` runs several side by side (tests/rig/lanes.py).
 RIGS ?= main legacy secure k8s node spark

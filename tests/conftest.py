@@ -5,15 +5,18 @@ The Spark JVMs that tests start on this machine (in-process sessions, the CLI's 
 collector: a JVM that lives seconds to a minute then spends about a third less CPU (docs/benchmarks.md,
 "make test and set-up times"), and the tests check plans, not speed. The rig's brokers run the same
 flags (tests/rig/kafka_rig.py); the Spark pods get them as ``extraJavaOptions``
-(tests/e2e/test_spark_pods.py). A value already in the environment wins.
+(tests/e2e/test_spark_pods.py). The drivers also map a class-data archive when `make rig-build` wrote one
+(tests/rig/spark_cds.py). A value already in the environment wins.
 """
 
 from __future__ import annotations
 
 import os
 
-TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
+from tests.rig import spark_cds
+
+TEST_JVM_OPTS = spark_cds.TEST_JVM_OPTS
+os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join([TEST_JVM_OPTS, *spark_cds.options()]))
 
 
 # ------------------------------------------------------- the cluster guard (tests/rig/cluster_guard.py)
