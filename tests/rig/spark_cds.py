@@ -1,7 +1,8 @@
-"""Class data sharing (CDS) for the Spark drivers the tests start on this machine: a driver's start (a
-local session and a first small job) spends about 18 s of CPU, 11 s with a dynamic archive of the classes
-a driver loads (measured on this project's 2-core machine), and ``make test`` starts dozens of them on
-saturated cores (the engine's tests, the CLI's ``--engine spark``, the operators' Spark plans).
+"""Class data sharing (CDS) for the Spark drivers the tests start on this machine: ``kafka-placement plan
+--engine spark`` of a golden scenario spends about 11 s of CPU with the tests' JVM options, 8 s with a
+dynamic archive of the classes a driver loads (measured on this project's 2-core machine, most of it the
+driver's start), and ``make test`` starts dozens of drivers on saturated cores (the engine's tests, the
+CLI's ``--engine spark``, Spark standalone's drivers).
 
 ``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and pyspark
 distribution (``tests/rig/jvm_cds.archive_for``: the JDK binary and the jars, in ``$KP_CACHE/kafka/cds``):
@@ -118,9 +119,9 @@ def train(jvm_options: str, timeout: float = 600.0) -> Path:
 def main() -> int:
     try:
         path = train(TEST_JVM_OPTS)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print(e, file=sys.stderr)
-        return 1
+    except (RuntimeError, subprocess.TimeoutExpired) as e:  # the drivers start without it: slower, not wrong
+        print(f"{e}\nspark_cds: no archive: the tests' Spark drivers start without one", file=sys.stderr)
+        return 0
     print(f"spark_cds: the Spark drivers' archive is {path}")
     return 0
 
