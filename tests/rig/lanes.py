@@ -3,7 +3,8 @@ each with a rig of its own (its own state dir and ports), so the suite's waits o
 overlap. A test file belongs to exactly one lane (tests/unit/rig/test_lanes.py checks it): ``node`` has the
 tests that need the machine's one node (pods, the image, Helm) or its controller-manager (the garbage
 collector deleting what a deleted resource owned) and a few of the operator's end-to-end tests that even
-out the lanes, ``kafka`` the gateway, executor, security and Spark standalone tests, ``operator`` the rest
+out the lanes, ``kafka`` the gateway, executor, security and Spark standalone tests (and one operator
+end-to-end test, to even out the lanes), ``operator`` the rest
 of the operator's end-to-end tests on the main cluster, ``compat`` the Kafka releases users run (a cluster
 of each brought up in turn by the tests themselves; only the k8s rig is the lane's), the operator's tests
 on a five-node cluster of their own, the other tests that bring up clusters of their own (tiered storage,
@@ -108,6 +109,9 @@ LANES = (
             "tests/e2e/test_operator_legacy_new_partitions.py",
             "tests/e2e/test_operator_security.py",
             "tests/e2e/test_operator_shutdown.py",  # the k8s rig and a silent "broker": about 10 s
+            # maintenance windows on the main cluster: about 75 s (from operator, the long pole on 2026-12-06
+            # once compat took node's k8s tests: lanes node 21.5, kafka 19.4, operator 22.0, compat 18.5)
+            "tests/e2e/test_operator_windows.py",
         ),
     ),
     Lane(
@@ -125,8 +129,6 @@ LANES = (
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
             "tests/e2e/test_operator_adaptive_throttle.py",  # a throttle yielding to a producer: about 70 s
-            "tests/e2e/test_operator_windows.py",  # maintenance windows: about 90 s (back from node, once the
-            # flapping broker took two flaps instead of three, 2026-12-03)
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending
             "tests/e2e/test_operator_scale.py",
