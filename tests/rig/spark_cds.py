@@ -4,9 +4,11 @@ dynamic archive of the classes a driver loads (measured on this project's 2-core
 driver's start), and ``make test`` starts dozens of drivers on saturated cores (the engine's tests, the
 CLI's ``--engine spark``, Spark standalone's drivers).
 
-``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and pyspark
-distribution (``tests/rig/jvm_cds.archive_for``: the JDK binary and the jars, in ``$KP_CACHE/kafka/cds``):
-one driver, started by pyspark's own ``spark-submit`` as pyspark starts the tests' drivers (same launcher,
+``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and venv, in the
+venv (``.venv/spark-cds``, named by ``tests/rig/jvm_cds.archive_for``: the JDK binary and pyspark's jars):
+the JDK maps an archive only for the very jars it was written with (their paths, sizes and times), so one
+written for another checkout's venv would never serve, and the cache outside the repo would only grow. One
+driver, started by pyspark's own ``spark-submit`` as pyspark starts the tests' drivers (same launcher,
 same classpath), runs the project's Spark engine on a golden scenario and writes the classes it loaded at
 its exit (``-XX:ArchiveClassesAtExit``, under a name of its own, renamed into place once the driver
 exited normally). ``options()`` (tests/conftest.py adds them to ``SPARK_SUBMIT_OPTS``) names the archive
@@ -60,14 +62,16 @@ def java() -> str | None:
 
 
 def archive() -> Path | None:
-    """Where the drivers' archive is (or would be) for this JDK and pyspark; None without a JDK."""
+    """Where the drivers' archive is (or would be) for this JDK and this venv's pyspark; None without a
+    JDK."""
     binary = java()
     if binary is None:
         return None
     try:
-        return archive_for(binary, [spark_home() / "jars"])
+        keyed = archive_for(binary, [spark_home() / "jars"])
     except OSError:
         return None
+    return Path(sys.prefix) / "spark-cds" / keyed.name
 
 
 def options() -> list[str]:

@@ -1,5 +1,5 @@
-"""The Spark drivers' class-data archive (tests/rig/spark_cds.py): named to the drivers only once it
-exists, with the JVM's CDS messages off; keyed by the JDK and pyspark's jars. No JVM: files only."""
+"""The Spark drivers' class-data archive (tests/rig/spark_cds.py): in the venv, named to the drivers only
+once it exists, with the JVM's CDS messages off; keyed by the JDK and pyspark's jars. No JVM: files only."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.rig import spark_cds
 
 @pytest.fixture
 def jdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("sys.prefix", str(tmp_path / "venv"))
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
     java.write_text("")
@@ -21,7 +21,7 @@ def jdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_drivers_map_the_archive_only_once_it_exists(jdk: Path) -> None:
     archive = spark_cds.archive()
-    assert archive is not None and archive.parent.is_relative_to(jdk.parents[2] / "cache")
+    assert archive is not None and archive.parent == jdk.parents[2] / "venv" / "spark-cds"
     assert spark_cds.options() == []  # (a missing archive would also turn the JDK's own sharing off)
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"archive")
