@@ -62,8 +62,8 @@ def java() -> str | None:
 
 
 def archive() -> Path | None:
-    """Where the drivers' archive is (or would be) for this JDK and this venv's pyspark; None without a
-    JDK."""
+    """Where the drivers' archive is (or would be) for this JDK and this venv's pyspark; None without
+    either."""
     binary = java()
     if binary is None:
         return None
@@ -85,7 +85,7 @@ def train(jvm_options: str, timeout: float = 600.0) -> Path:
     driver fails (no archive is left then)."""
     found = archive()
     if found is None:
-        raise RuntimeError("spark_cds: no java (JAVA_HOME or PATH)")
+        raise RuntimeError("spark_cds: no java (JAVA_HOME or PATH) or no pyspark jars")
     if found.is_file():
         return found
     found.parent.mkdir(parents=True, exist_ok=True)
