@@ -36,7 +36,12 @@ def archives_dir() -> Path:
 
 
 def archive_for(java: str, classpath: Sequence[Path]) -> Path:
-    """The archive's path for this JDK (its binary's real path and change time) and classpath (each
+    """The archive's path for this JDK and classpath (``archive_name``)."""
+    return archives_dir() / archive_name(java, classpath)
+
+
+def archive_name(java: str, classpath: Sequence[Path]) -> str:
+    """An archive's file name for this JDK (its binary's real path and change time) and classpath (each
     entry's jars: name, size and change time; a directory stands for its ``*.jar``)."""
     h = hashlib.sha256()
     binary = Path(java).resolve()
@@ -46,7 +51,7 @@ def archive_for(java: str, classpath: Sequence[Path]) -> Path:
         for jar in jars:
             st = jar.stat()
             h.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return archives_dir() / f"{h.hexdigest()[:20]}.jsa"
+    return f"{h.hexdigest()[:20]}.jsa"
 
 
 def options(java: str, classpath: Sequence[Path], home: Path, train: bool) -> list[str]:

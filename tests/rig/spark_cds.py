@@ -5,8 +5,8 @@ driver's start), and ``make test`` starts dozens of drivers on saturated cores (
 CLI's ``--engine spark``, Spark standalone's drivers).
 
 ``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and venv, in the
-venv (``.venv/spark-cds``, named by ``tests/rig/jvm_cds.archive_for``: the JDK binary and pyspark's jars):
-the JDK maps an archive only for the very jars it was written with (their paths, sizes and times), so one
+venv (``.venv/spark-cds``, named by ``tests/rig/jvm_cds.archive_name`` from the JDK binary and pyspark's
+jars): the JDK maps an archive only for the very jars it was written with (their paths, sizes and times), so one
 written for another checkout's venv would never serve, and the cache outside the repo would only grow. One
 driver, started by pyspark's own ``spark-submit`` as pyspark starts the tests' drivers (same launcher,
 same classpath), runs the project's Spark engine on a golden scenario and writes the classes it loaded at
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.rig.jvm_cds import archive_for
+from tests.rig.jvm_cds import archive_name
 
 ROOT = Path(__file__).resolve().parents[2]
 # the tests' Spark JVMs (tests/conftest.py): client JIT only, serial collector: a JVM that lives seconds to a
@@ -68,10 +68,9 @@ def archive() -> Path | None:
     if binary is None:
         return None
     try:
-        keyed = archive_for(binary, [spark_home() / "jars"])
+        return Path(sys.prefix) / "spark-cds" / archive_name(binary, [spark_home() / "jars"])
     except OSError:
         return None
-    return Path(sys.prefix) / "spark-cds" / keyed.name
 
 
 def options() -> list[str]:
