@@ -4,16 +4,16 @@ dynamic archive of the classes a driver loads (measured on this project's 2-core
 driver's start), and ``make test`` starts dozens of drivers on saturated cores (the engine's tests, the
 CLI's ``--engine spark``, Spark standalone's drivers).
 
-``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and venv, in the
-venv (``.venv/spark-cds``, named by ``tests/rig/jvm_cds.archive_name`` from the JDK binary and pyspark's
-jars): the JDK maps an archive only for the very jars it was written with (their paths, sizes and
-times), so one written for another checkout's venv would never serve, and the cache outside the repo
-would only grow. One driver, started by pyspark's own ``spark-submit`` as pyspark starts the tests' drivers (same launcher,
-same classpath), runs the project's Spark engine on a golden scenario and writes the classes it loaded at
-its exit (``-XX:ArchiveClassesAtExit``, under a name of its own, renamed into place once the driver
-exited normally). ``options()`` (tests/conftest.py adds them to ``SPARK_SUBMIT_OPTS``) names the archive
-when it exists, with the JVM's CDS messages off: a JVM that cannot use it (another classpath) runs
-without it instead of writing a warning on the driver's stdout, which is the CLI's.
+``python tests/rig/spark_cds.py`` (``make rig-build``) writes the archive once per JDK and venv, in the venv
+(``.venv/spark-cds``, named by ``tests/rig/jvm_cds.archive_name`` from the JDK binary and pyspark's jars):
+the JDK maps an archive only for the very jars it was written with (their paths, sizes and times), so one
+written for another checkout's venv would never serve, and the cache outside the repo would only grow. One
+driver, started by pyspark's own ``spark-submit`` as pyspark starts the tests' drivers (same launcher, same
+classpath), runs the project's Spark engine on a golden scenario and writes the classes it loaded at its
+exit (``-XX:ArchiveClassesAtExit``, under a name of its own, renamed into place once the driver exited
+normally). ``options()`` (tests/conftest.py adds them to ``SPARK_SUBMIT_OPTS``) names the archive when it
+exists, with the JVM's CDS messages off: a JVM that cannot use it (another classpath) runs without it
+instead of writing a warning on the driver's stdout, which is the CLI's.
 Executors of the standalone rig and of pods (other classpaths and images) are not concerned.
 """
 
