@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from tests.rig import spark_cds
+from tests.rig import cpu_per_test, spark_cds
 
 TEST_JVM_OPTS = spark_cds.TEST_JVM_OPTS
 os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join([TEST_JVM_OPTS, *spark_cds.options()]))
@@ -65,3 +65,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if guard is not None:
         for line in guard.summary():
             terminalreporter.write_line(line)
+
+
+# ------------------------------------------------- CPU per test (KP_TEST_CPU=DIR; tests/rig/cpu_per_test.py)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(cpu_per_test.ENV) and not config.pluginmanager.is_registered(cpu_per_test):
+        config.pluginmanager.register(cpu_per_test, "kp-cpu-per-test")
