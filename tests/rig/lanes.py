@@ -159,6 +159,7 @@ LANES = (
             "tests/integration/test_cluster_status_size.py",
             "tests/integration/test_memory_refusal.py",  # a plan under a 100 MiB cgroup
             "tests/integration/test_gitops_health.py",  # kstatus and Argo CD's Lua on each kind
+            "tests/e2e/test_operator_key_files.py",  # two operators on the apiserver alone: about 20 s
         ),
     ),
 )

@@ -26,6 +26,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from ..model.errors import PlacementError
+from . import key_files
 
 EventSink = Callable[[Mapping[str, Any], str, str, str], None]  # (object, type, reason, message)
 Obj = dict[str, Any]
@@ -48,18 +49,30 @@ def _no_events(obj: Mapping[str, Any], etype: str, reason: str, message: str) ->
 
 
 def load_config(kubeconfig: str | None = None) -> client.ApiClient:
-    """An ApiClient: ``kubeconfig`` if given, else the pod's service account, else KUBECONFIG/~/.kube."""
+    """An ApiClient: ``kubeconfig`` if given, else the pod's service account, else KUBECONFIG/~/.kube. A
+    kubeconfig's inline keys and certificates go to this process's own directory (key_files.py), never
+    to a temp file a crash would leave behind."""
     if kubeconfig:
-        made: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        return made
+        own = client.Configuration()
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=own, temp_file_path=str(key_files.process_dir())
+        )
+        return client.ApiClient(configuration=own)
+    load_default_config()
+    return client.ApiClient()
+
+
+def load_default_config() -> None:
+    """Load the client's default configuration (the pod's service account, else KUBECONFIG/~/.kube), its
+    inline keys in this process's own directory. The client keeps the files it wrote by their content, so
+    a later load of the same kubeconfig (kopf's login, handlers/register.py) uses the same files."""
     try:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     except config.ConfigException:
         try:
-            config.load_kube_config()  # type: ignore[no-untyped-call]
+            config.load_kube_config(temp_file_path=str(key_files.process_dir()))  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as e:
             raise KubeError(f"no Kubernetes configuration: not in a pod and no kubeconfig ({e})") from None
-    return client.ApiClient()
 
 
 class KubeGateway:

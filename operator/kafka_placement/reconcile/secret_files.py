@@ -1,10 +1,10 @@
 """PEM material from Kubernetes Secrets as files for the Kafka clients, without leaking one per reconcile.
 
 librdkafka and Python's ssl module read CA bundles, client certificates and keys from files. Each distinct
-content gets one file, named by its SHA-256, mode 0600, in a private directory (0700, owned by this user)
-under the temp dir (an emptyDir in the chart): every reconcile of the same Secret reuses the same file,
-a rotated Secret gets a new one, and files nobody has used for ``STALE_S`` are removed. Nothing secret
-is ever logged; the file name reveals nothing but a hash.
+content gets one file, named by its SHA-256, mode 0600, in the user's private directory (0700, owned by
+this user, under the temp dir: an emptyDir in the chart; ``kube.key_files.private_dir``): every reconcile
+of the same Secret reuses the same file, a rotated Secret gets a new one, and files nobody has used for
+``STALE_S`` are removed. Nothing secret is ever logged; the file name reveals nothing but a hash.
 """
 
 from __future__ import annotations
@@ -12,33 +12,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
-import tempfile
 import time
 from pathlib import Path
 
-from ..model.errors import PlacementError
+from ..kube.key_files import private_dir
 
 STALE_S = 24 * 3600.0  # unused (not touched by a reconcile) this long: removed
 
 
-def secret_dir() -> Path:
-    """The private directory of this user's PEM files (created 0700; refused if anyone else could use it)."""
-    path = Path(tempfile.gettempdir()) / f"kafka-placement-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PlacementError(
-            f"{path} must be a directory owned by uid {os.getuid()} with mode 0700 (it holds TLS keys); "
-            "remove it and let the operator create it"
-        )
-    return path
-
-
 def pem_file(content: str) -> str:
     """The path of a 0600 file holding ``content``: the same path for the same content, written once."""
-    directory = secret_dir()
+    directory = private_dir()
     data = content.encode()
     path = directory / f"{hashlib.sha256(data).hexdigest()[:32]}.pem"
     if path.exists():

@@ -15,7 +15,7 @@ from kafka_placement.reconcile import secret_files
 @pytest.fixture(autouse=True)
 def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(secret_files.tempfile, "tempdir", None)  # re-read TMPDIR
+    monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
     return tmp_path
 
 
