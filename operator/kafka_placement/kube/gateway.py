@@ -69,8 +69,9 @@ def load_default_config() -> None:
     try:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     except config.ConfigException:
+        keys = str(key_files.process_dir())  # (its own error names the directory)
         try:
-            config.load_kube_config(temp_file_path=str(key_files.process_dir()))  # type: ignore[no-untyped-call]
+            config.load_kube_config(temp_file_path=keys)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as e:
             raise KubeError(f"no Kubernetes configuration: not in a pod and no kubeconfig ({e})") from None
 

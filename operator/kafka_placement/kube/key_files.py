@@ -30,9 +30,12 @@ _OWN: Path | None = None
 def private_dir() -> Path:
     """The private directory of this user's key files (created 0700; refused if anyone else could use it)."""
     path = Path(tempfile.gettempdir()) / f"kafka-placement-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
-    info = path.lstat()
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+        info = path.lstat()
+    except OSError as e:
+        raise PlacementError(f"cannot make {path}, the directory of this user's key files: {e}") from None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise PlacementError(
             f"{path} must be a directory owned by uid {os.getuid()} with mode 0700 (it holds TLS keys); "

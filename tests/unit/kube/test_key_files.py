@@ -10,12 +10,14 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafka_placement.kube import gateway, key_files
+from kafka_placement.model.errors import PlacementError
 
 KEY = "-----BEGIN PRIVATE KEY-----\nnot a real key, only its path is looked at\n-----END PRIVATE KEY-----\n"
 
@@ -88,3 +90,12 @@ def test_the_directories_of_processes_that_no_longer_run_are_swept(tmp: Path) ->
     own.mkdir()
     assert not any(d.exists() for d in stale)  # a dead pid, our pid with another start time (reused), junk
     assert key_files.sweep(base) == [] and own.exists()  # the running process's own is kept
+
+
+def test_a_key_directory_it_cannot_make_or_trust_is_named(tmp: Path) -> None:
+    (tmp / f"kafka-placement-{os.getuid()}").write_text("not a directory")
+    with pytest.raises(PlacementError, match="must be a directory owned by"):
+        key_files.process_dir()
+    tempfile.tempdir = str(tmp / "missing" / "deeper")  # (the fixture puts it back)
+    with pytest.raises(PlacementError, match=r"cannot make .*the directory of this user.s key files"):
+        key_files.private_dir()
