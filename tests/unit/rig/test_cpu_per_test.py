@@ -49,9 +49,9 @@ def test_the_lanes_processes_outside_the_tree_are_counted_by_kind_and_others_not
     wait_gone(ours)
     wait_gone(other)
     sampler.sample()
-    took = sampler.take()
-    assert set(took) == {"python"}, took
-    assert 0.3 <= took["python"] <= 0.6, took
+    counted = sampler.take()
+    assert set(counted) == {"python"}, counted
+    assert 0.3 <= counted["python"] <= 0.75, counted  # its 0.4 s of CPU and its start, once (twice: 0.9)
     assert sampler.take() == {}
 
 
@@ -75,10 +75,10 @@ def test_a_test_s_children_and_own_cpu_are_written_per_test(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r[1].split("::")[1]: r for r in cpu_per_test.read_rows(out)}
     assert set(rows) == {"test_child", "test_nothing"}, rows
-    lane, _, wall, cpu, parts = rows["test_child"]
+    lane, _, _, cpu, parts = rows["test_child"]
     assert lane == "rig-lane"
     assert 0.3 <= parts["children"] <= 1.5, parts  # the burn and the child's start
-    assert abs(cpu - sum(parts.values())) < 0.05 and wall >= 0.4
+    assert abs(cpu - sum(parts.values())) < 0.05
     assert rows["test_nothing"][4].get("children", 0.0) == 0.0
     assert "the 20 costliest tests" in cpu_per_test.summary(out, 20)
 
