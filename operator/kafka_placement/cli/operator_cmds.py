@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from ..kafka.gateway import LIBRDKAFKA_LOGGER
+from ..kube import key_files
 from ..model.errors import BadInputError, PlacementError
 from ..spark.memory import parse_size
 
@@ -158,6 +159,7 @@ def bounded_shutdown(grace: float) -> None:
                 grace,
             )
             logging.shutdown()
+            key_files.remove_own()  # (os._exit runs no exit handler)
             os._exit(1)
 
         timer = threading.Timer(grace, force)

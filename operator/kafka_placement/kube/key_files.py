@@ -6,9 +6,9 @@ that only its exit handler removes, so an operator or CLI run out of a cluster a
 kill, a crash, a laptop's `kill -9`) left its private key in /tmp for good. Here they go to a directory
 of this process, ``kube-<pid>-<start time>`` under the user's private directory (``private_dir``: 0700,
 owned by this user, refused otherwise; the PEM files of Kafka's Secrets live there too,
-reconcile/secret_files.py); it is removed at a normal exit, and every process that loads a kubeconfig
-first removes those of processes that no longer run (``sweep``). In a pod (the service account's
-files) nothing is written.
+reconcile/secret_files.py); it is removed at a normal exit (the user's directory too once empty), and
+every process that loads a kubeconfig first removes those of processes that no longer run (``sweep``).
+In a pod (the service account's files) nothing is written.
 """
 
 from __future__ import annotations
@@ -53,15 +53,32 @@ def _start_time(pid: int) -> str | None:
 
 
 def process_dir() -> Path:
-    """This process's directory for the client's key files (not created: the client makes it when it
-    writes one), swept of dead processes' directories first, removed at this process's normal exit."""
+    """This process's directory for the client's key files (0700), made after the directories of dead
+    processes are swept, removed at this process's normal exit with the user's directory if nothing else
+    is left in it (``remove``)."""
     global _OWN
     if _OWN is None:
-        base = private_dir()
-        sweep(base)
-        _OWN = base / f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}"
-        atexit.register(shutil.rmtree, _OWN, True)  # after the client's own handler (registered later)
+        name = f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}"
+        for attempt in (1, 2):  # (another process's exit may remove the empty user's directory meanwhile)
+            base = private_dir()
+            sweep(base)
+            try:
+                (base / name).mkdir(mode=0o700, exist_ok=True)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise PlacementError(f"cannot make {base / name}: {base} vanished") from None
+        _OWN = base / name
+        atexit.register(remove, _OWN)  # after the client's own handler (registered later)
     return _OWN
+
+
+def remove(own: Path) -> None:
+    """Remove a process's directory, and the user's directory above it once nothing else is in it (no
+    other process's, no PEM file of reconcile/secret_files.py): a run leaves nothing in the temp dir."""
+    shutil.rmtree(own, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        own.parent.rmdir()
 
 
 def sweep(base: Path) -> list[Path]:
@@ -74,3 +91,9 @@ def sweep(base: Path) -> list[Path]:
         shutil.rmtree(d, ignore_errors=True)
         gone.append(d)
     return gone
+
+
+def remove_own() -> None:
+    """``remove`` this process's directory now (an exit that skips the exit handlers: ``os._exit``)."""
+    if _OWN is not None:
+        remove(_OWN)

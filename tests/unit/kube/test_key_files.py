@@ -87,9 +87,22 @@ def test_the_directories_of_processes_that_no_longer_run_are_swept(tmp: Path) ->
         d.mkdir()
         (d / "tmpkey").write_text(KEY)
     own = key_files.process_dir()  # sweeps first
-    own.mkdir()
+    assert own.is_dir() and stat.S_IMODE(own.stat().st_mode) == 0o700
     assert not any(d.exists() for d in stale)  # a dead pid, our pid with another start time (reused), junk
     assert key_files.sweep(base) == [] and own.exists()  # the running process's own is kept
+
+
+def test_an_exit_removes_its_directory_and_the_user_s_once_empty(tmp: Path) -> None:
+    own = key_files.process_dir()
+    (own / "tmpkey").write_text(KEY)
+    other = own.parent / "0123456789abcdef.pem"  # a PEM file of secret_files: the user's directory stays
+    other.write_text("pem")
+    key_files.remove(own)
+    assert not own.exists() and own.parent.is_dir()
+    other.unlink()
+    own.mkdir()
+    key_files.remove(own)
+    assert not own.parent.exists()  # nothing left in the temp dir
 
 
 def test_a_key_directory_it_cannot_make_or_trust_is_named(tmp: Path) -> None:
