@@ -14,14 +14,13 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.conftest import Operator, strip_finalizers, wait_phase
 from tests.e2e.test_operator import apply, cluster_manifest
-from tests.integration.conftest import wait_established
+from tests.integration.conftest import wait_established, wait_for
 
 from kafka_placement.model.crd_parts import GROUP, PLURALS
 
@@ -50,14 +49,6 @@ def own_dirs(tmp: Path) -> dict[int, Path]:
     """The operators' key directories (pid -> dir) under the private directory in ``tmp``."""
     base = tmp / f"kafka-placement-{os.getuid()}"
     return {int(d.name.split("-")[1]): d for d in base.glob("kube-*")} if base.is_dir() else {}
-
-
-def until(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.5)
-    return value
 
 
 def test_inline_kubeconfig_material_lives_in_the_operators_own_dir_and_no_crash_leaves_it(
@@ -92,7 +83,12 @@ def test_inline_kubeconfig_material_lives_in_the_operators_own_dir_and_no_crash_
     try:
         assert second.proc is not None
         other = second.proc.pid
-        until("the second operator's login", lambda: "Activity 'login' succeeded" in second.tail(200))
+        wait_for(
+            "the second operator's login",
+            lambda: "Activity 'login' succeeded" in second.tail(200),
+            timeout=60,
+            why=second.tail,
+        )
         assert set(own_dirs(tmp)) == {other}  # the SIGKILLed one's, swept
         assert {p.parent for p in holding(tmp, ca)} == {own_dirs(tmp)[other]}
     finally:
