@@ -113,11 +113,11 @@ def test_operator_decommissions_a_broker_over_a_secured_listener(
         why=lambda: f"{get(kubectl, ns, 'kafkacluster', 'secure').get('status')}\n{operator.tail()}",
     )
     time.sleep(5)  # a few more reconciles (interval 2 s): the PEM files are reused, not written again
-    pems = sorted(
-        p.name for p in (tmp_path / "optmp").glob("kafka-placement-*/*")
-    )  # reconcile/secret_files.py
-    assert len(pems) == (1 if listener == "sasl" else 3), pems  # CA (+ client cert and key)
-    assert all(p.endswith(".pem") for p in pems), pems
+    entries = sorted(p.name for p in (tmp_path / "optmp").glob("kafka-placement-*/*"))
+    pems = [n for n in entries if n.endswith(".pem")]  # reconcile/secret_files.py
+    assert len(pems) == (1 if listener == "sasl" else 3), entries  # CA (+ client cert and key)
+    others = [n for n in entries if not n.endswith(".pem")]
+    assert len(others) == 1 and others[0].startswith("kube-"), entries  # kube/key_files.py: the process's own
     for p in (tmp_path / "optmp").glob("kafka-placement-*/*.pem"):
         assert p.stat().st_mode & 0o077 == 0, oct(p.stat().st_mode)
     assert secure_rig.operator_password not in everything_said(kubectl, ns, operator)
