@@ -15,9 +15,12 @@ kind, where its CPU is
   rig dir (``$KP_RIG_DIR``: the brokers, kube-apiserver, etcd, Spark's master and workers) or this pytest's
   ``--basetemp`` (clusters a test brings up itself), sampled every second (a process counts all its CPU
   when first seen), by kind: ``kafka`` (brokers, ZooKeeper), ``k8s`` (apiserver, etcd), ``spark`` (JVMs),
-  ``java``, ``python`` and ``other``.
+  ``java``, ``python`` and ``other``; and the processes those start (Spark's executors' Python workers),
+  by their own kind.
 
-A process seen by neither (a short one outside the tree, the node's kubelet and containers) is not counted.
+A process seen by neither (a short one outside the tree, the node's kubelet and containers) is not counted;
+each line also has the machine's busy CPU seconds during the test (``/proc/stat``), which is the test's
+own whole cost when one lane runs alone (a single test file, say).
 
     KP_TEST_CPU=/tmp/cpu make test
     python tests/rig/cpu_per_test.py summary /tmp/cpu     # per lane, per file and the costliest tests
@@ -67,7 +70,13 @@ def read_procs() -> dict[int, tuple[int, float, str]]:
             continue
         rest = stat.rsplit(")", 1)[1].split()
         out[int(name)] = (int(rest[1]), (int(rest[11]) + int(rest[12])) / HZ, rest[19])
-    return out
+    return dict(sorted(out.items(), key=lambda kv: int(kv[1][2])))  # parents before their children
+
+
+def machine_busy() -> float:
+    """The machine's busy CPU seconds since boot (every core; idle and iowait left out)."""
+    cells = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(cells[:8]) - cells[3] - cells[4]) / HZ
 
 
 def cmdline(pid: int) -> str | None:
@@ -100,7 +109,7 @@ class Sampler:
     def sample(self) -> None:
         procs = read_procs()
         with self.lock:
-            for pid, (_, cpu, start) in procs.items():
+            for pid, (ppid, cpu, start) in procs.items():
                 key = (pid, start)
                 if pid == self.me or self._descends(pid, procs):
                     continue  # counted by rusage; a process that leaves the tree counts from then, whole
@@ -109,7 +118,9 @@ class Sampler:
                     cmd = cmdline(pid)
                     if cmd is None:
                         continue
-                    what = kind(cmd) if any(k in cmd for k in self.keys) else None
+                    parent = self.seen.get((ppid, procs[ppid][2])) if ppid in procs else None
+                    lane = any(k in cmd for k in self.keys) or (parent is not None and parent[1] is not None)
+                    what = kind(cmd) if lane else None
                     self.seen[key] = (cpu, what)
                     if what is not None:
                         self.acc[what] += cpu
@@ -153,14 +164,15 @@ class Recorder:
     def measure(self, nodeid: str) -> Iterator[None]:
         self.sampler.sample()
         self.sampler.take()
-        (me0, kids0), own0, t0 = own_cpu(), self.sampler.own_cpu, time.monotonic()
+        (me0, kids0), own0, t0, busy0 = own_cpu(), self.sampler.own_cpu, time.monotonic(), machine_busy()
         yield
         self.sampler.sample()
         lane = self.sampler.take()
-        (me1, kids1), own1 = own_cpu(), self.sampler.own_cpu
+        (me1, kids1), own1, busy = own_cpu(), self.sampler.own_cpu, machine_busy() - busy0
         parts = {"pytest": max(me1 - me0 - (own1 - own0), 0.0), "children": kids1 - kids0, **lane}
         cells = " ".join(f"{k}={v:.2f}" for k, v in sorted(parts.items()) if v >= 0.005)
-        self.file.write(f"{nodeid}\t{time.monotonic() - t0:.2f}\t{sum(parts.values()):.2f}\t{cells}\n")
+        wall, cpu = time.monotonic() - t0, sum(parts.values())
+        self.file.write(f"{nodeid}\t{wall:.2f}\t{cpu:.2f}\t{cells}\t{busy:.2f}\n")
         self.file.flush()
 
     def close(self) -> None:
@@ -204,16 +216,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 # ----------------------------------------------------------------------------- the summary
 
 
-def read_rows(out_dir: Path) -> Iterable[tuple[str, str, float, float, dict[str, float]]]:
-    """(lane, test id, wall, cpu, cpu by kind) of every line under ``out_dir``."""
+def read_rows(out_dir: Path) -> Iterable[tuple[str, str, float, float, dict[str, float], float]]:
+    """(lane, test id, wall, cpu, cpu by kind, the machine's busy CPU) of every line under ``out_dir``."""
     for f in sorted(out_dir.glob("*.tsv")):
         lane = f.stem.rsplit("-", 1)[0]
         for line in f.read_text().splitlines():
             cells = line.split("\t")
-            if len(cells) != 4:
+            if len(cells) not in (4, 5):
                 continue
             parts = dict((kv.split("=", 1)[0], float(kv.split("=", 1)[1])) for kv in cells[3].split())
-            yield lane, cells[0], float(cells[1]), float(cells[2]), parts
+            busy = float(cells[4]) if len(cells) == 5 else float("nan")
+            yield lane, cells[0], float(cells[1]), float(cells[2]), parts, busy
 
 
 def summary(out_dir: Path, top: int) -> str:
@@ -223,7 +236,7 @@ def summary(out_dir: Path, top: int) -> str:
     lines = ["CPU s by lane (tests, wall s of its tests, CPU s, by kind):"]
     lanes: dict[str, list[Any]] = {}
     files: dict[tuple[str, str], list[float]] = {}
-    for lane, test, wall, cpu, parts in rows:
+    for lane, test, wall, cpu, parts, _ in rows:
         acc = lanes.setdefault(lane, [0, 0.0, 0.0, collections.Counter()])
         acc[0] += 1
         acc[1] += wall
@@ -239,9 +252,9 @@ def summary(out_dir: Path, top: int) -> str:
     lines.append(f"the {top} costliest files (lane, tests, wall s, CPU s):")
     for (lane, path), (n, wall, cpu) in sorted(files.items(), key=lambda kv: -kv[1][2])[:top]:
         lines.append(f"  {lane:10} {n:5.0f} {wall:8.0f} {cpu:8.0f}   {path}")
-    lines.append(f"the {top} costliest tests (lane, wall s, CPU s):")
-    for lane, test, wall, cpu, _ in sorted(rows, key=lambda r: -r[3])[:top]:
-        lines.append(f"  {lane:10} {wall:8.1f} {cpu:8.1f}   {test}")
+    lines.append(f"the {top} costliest tests (lane, wall s, CPU s, the machine's busy CPU s meanwhile):")
+    for lane, test, wall, cpu, _, busy in sorted(rows, key=lambda r: -r[3])[:top]:
+        lines.append(f"  {lane:10} {wall:8.1f} {cpu:8.1f} {busy:8.1f}   {test}")
     return "\n".join(lines)
 
 

@@ -55,6 +55,31 @@ def test_the_lanes_processes_outside_the_tree_are_counted_by_kind_and_others_not
     assert sampler.take() == {}
 
 
+def test_a_child_of_a_lane_process_is_the_lanes_whatever_its_command_line(tmp_path: Path) -> None:
+    """As a Spark executor's Python workers: started by a lane process, with no rig dir in their command."""
+    key = f"{tmp_path}/rig/"
+    done = tmp_path / "burnt"
+    child = BURN + f"open({str(done)!r}, 'w').close()\ntime.sleep(60)\n"
+    parent = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}, '0.4'])\n"
+    sampler = cpu_per_test.Sampler([key])
+    out = subprocess.run(
+        ["sh", "-c", '"$0" -c "$1" "$2" >/dev/null 2>&1 & echo $!', sys.executable, parent, f"{key}executor"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lane_parent = int(out.stdout)
+    try:
+        deadline = time.monotonic() + 30
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sampler.sample()
+        counted = sampler.take()
+    finally:
+        subprocess.run(["pkill", "-P", str(lane_parent)], check=False)
+        wait_gone(lane_parent)
+    assert set(counted) == {"python"}, counted
+    assert 0.4 <= counted["python"] <= 1.5, counted  # the child's 0.4 s and the two starts
+
+
 def test_a_test_s_children_and_own_cpu_are_written_per_test(tmp_path: Path) -> None:
     (tmp_path / "test_burn.py").write_text(
         "import subprocess, sys\n"
@@ -75,10 +100,11 @@ def test_a_test_s_children_and_own_cpu_are_written_per_test(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r[1].split("::")[1]: r for r in cpu_per_test.read_rows(out)}
     assert set(rows) == {"test_child", "test_nothing"}, rows
-    lane, _, _, cpu, parts = rows["test_child"]
+    lane, _, _, cpu, parts, busy = rows["test_child"]
     assert lane == "rig-lane"
     assert 0.3 <= parts["children"] <= 1.5, parts  # the burn and the child's start
     assert abs(cpu - sum(parts.values())) < 0.05
+    assert busy >= 0.3, busy  # the machine was at least as busy as the burn
     assert rows["test_nothing"][4].get("children", 0.0) == 0.0
     assert "the 20 costliest tests" in cpu_per_test.summary(out, 20)
 
@@ -86,7 +112,7 @@ def test_a_test_s_children_and_own_cpu_are_written_per_test(tmp_path: Path) -> N
 def test_the_summary_adds_up_lanes_and_files(tmp_path: Path) -> None:
     (tmp_path / "kafka-1.tsv").write_text(
         "tests/a.py::t1\t10.0\t5.00\tkafka=3.00 pytest=2.00\n"
-        "tests/a.py::t2\t4.0\t1.00\tchildren=1.00\n"
+        "tests/a.py::t2\t4.0\t1.00\tchildren=1.00\t3.50\n"
         "a torn line\n"
     )
     (tmp_path / "unit-2.tsv").write_text("tests/unit/b.py::t\t1.0\t0.50\tpytest=0.50\n")
@@ -94,4 +120,5 @@ def test_the_summary_adds_up_lanes_and_files(tmp_path: Path) -> None:
     assert "  kafka          2       14        6   kafka 3, pytest 2, children 1" in text
     assert "  kafka          2       14        6   tests/a.py" in text
     assert text.index("tests/a.py::t1") < text.index("tests/a.py::t2")
+    assert "      4.0      1.0      3.5   tests/a.py::t2" in text  # the machine's busy CPU when recorded
     assert cpu_per_test.summary(tmp_path / "none", 5).startswith("no measurements")
