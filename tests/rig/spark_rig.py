@@ -45,6 +45,7 @@ from tests.rig.kafka_rig import (
     stop_pids,
 )
 from tests.rig.node_rig import cache_dir
+from tests.rig.spark_cds import TEST_JVM_OPTS
 
 KEY = "spark"
 MASTER_PORT = shifted(27077)
@@ -99,7 +100,8 @@ def daemon_env(state: Path, name: str) -> dict[str, str]:
     with the rig): the shuffle and block dirs (``SPARK_LOCAL_DIRS``), the JVMs' temp files (lz4's native
     library, extracted to ``java.io.tmpdir``; executors inherit ``JAVA_TOOL_OPTIONS`` from their worker) and
     the Python workers' (``TMPDIR``). Left at their defaults they were in /tmp, and a worker stopped with
-    the rig left them there after every run."""
+    the rig left them there after every run. The JVMs run the tests' options (client JIT, serial GC:
+    tests/rig/spark_cds.py), as the tests' drivers do."""
     tmp = state / name / "tmp"
     for d in (tmp, state / name / "local"):
         d.mkdir(parents=True, exist_ok=True)
@@ -112,7 +114,8 @@ def daemon_env(state: Path, name: str) -> dict[str, str]:
         SPARK_DAEMON_MEMORY="256m",
         SPARK_DAEMON_JAVA_OPTS=f"-Dkafka.placement.rig={state / name}",
         SPARK_NO_DAEMONIZE="1",
-        JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp}",
+        # (the daemons and the executors they start: the tests' JVM options, as their drivers')
+        JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp} {TEST_JVM_OPTS}",
         TMPDIR=str(tmp),
     )
     return env
