@@ -1,17 +1,17 @@
 """End to end: maintenance windows (``KafkaCluster.spec.execution.windows``) on the main rig, the operator as
 a process, real clock, real Kafka.
 
-A decommission of broker 3 (8 partitions of about 4 MB on it, at most 2 moves in flight, 300 kB/s) is approved
+A decommission of broker 3 (8 partitions of about 4 MB on it, at most 2 moves in flight, 150 kB/s) is approved
 while the only window is hours away: the execution is recorded but submits nothing, its intent says
 ``WaitingForWindow`` with the next opening. The window is moved to now: moves start. It is moved away
 again while moves are in flight: those finish, throttled to ``outsideWindowBytesPerSecond`` (100 kB/s, set
 on their brokers in Kafka), no new one is submitted (the submission count stays put over several ticks).
-The windows removed, the cap is lifted and the execution completes: every partition off broker 3, each
-submitted once, no throttle left (the cluster guard). While it waits for the first window its
-``status.progress.eta`` is the plan's estimate counted inside the window (hours away); once it completes,
-``status.lastExecution`` shows the time waited apart and the ratio compares only the time it ran.
+The windows removed (and the throttle raised), the cap is lifted and the execution completes: every partition
+off broker 3, each submitted once, no throttle left (the cluster guard). While it waits for the first window
+its ``status.progress.eta`` is the plan's estimate counted inside the window (hours away); once it
+completes, ``status.lastExecution`` shows the time waited apart and the ratio compares only the time it ran.
 
-Cost: about 100-140 s (the moves themselves, throttled).
+Cost: about 100-150 s (the moves themselves, throttled).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.integration.conftest import wait_for
 
 from kafka_placement.model.units import binary_bytes
 
-pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.timeout(420)]
 
 
 def hhmm(hours_from_now: float) -> str:
@@ -80,15 +80,18 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
 ) -> None:
     ns, name = k8s_namespace, "windowed"
     topic = new_topic([[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)])
-    # 4 MB a partition: a move takes about 13 s at 300 kB/s, so a window that is open for a moment lets a
-    # few moves start, not all, and the operator, loaded, still sees them in flight when it closes
+    # 4 MB a partition at 150 kB/s: a window that is open for a moment lets a few moves start, not all, and
+    # the operator, loaded, still sees them in flight when it closes. At 300 kB/s, in two whole runs of the
+    # suite out of three on 2026-12-06, the moves in flight had ended each of the three times before the
+    # operator saw the window close (why they were that quick was not found: the operator's log went with
+    # the run); at half the rate they last twice as long
     fill(kafka_rig, topic, 12 * 400, size=10_000)
     later = [{"start": hhmm(3), "end": hhmm(4)}]  # every day, hours away (UTC)
     apply(
         kubectl,
         ns,
         f"apiVersion: kafkaplacement.io/v1alpha1\nkind: KafkaCluster\nmetadata: {{name: {name}}}\n"
-        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n  throttleBytesPerSecond: 300000\n"
+        f"spec:\n  bootstrapServers: '{kafka_rig.bootstrap_servers}'\n  throttleBytesPerSecond: 150000\n"
         f"  limits: {{maxMovesInFlight: 2}}\n"
         f"  execution: {{windows: {json.dumps(later)}, outsideWindowBytesPerSecond: {CAP}}}\n",
     )
@@ -135,7 +138,10 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
         if capped() > before:
             break
     else:
-        pytest.fail("three times the moves in flight ended before the window closed: nothing was capped")
+        pytest.fail(
+            "three times the moves in flight ended before the window closed: nothing was capped\n"
+            f"{operator.tail(120)}"
+        )
     wait_for(
         "WaitingForWindow again, the moves in flight throttled",
         lambda: (
@@ -148,17 +154,20 @@ def test_no_move_is_submitted_outside_the_windows_and_moves_in_flight_finish(
     rates = follower_rates(kafka_rig)
     assert str(CAP) in rates.values(), rates
     frozen = submitted()
-    wait_for("the moves in flight finished", lambda: not record().get("inFlight"), timeout=120)
+    wait_for("the moves in flight finished", lambda: not record().get("inFlight"), timeout=180)
     ticks = record().get("counters", {}).get("ticks", 0)
     wait_for("a few ticks", lambda: record().get("counters", {}).get("ticks", 0) >= ticks + 3, timeout=60)
     total = int(record()["partitions"])  # the partitions with a replica on broker 3
     assert submitted() == frozen < total, (frozen, record().get("counters"))  # none sent while closed
     assert record().get("phase") not in ("Completed", "Failed", "Cancelled")
 
-    windows(kubectl, ns, name, None)  # no windows: always
+    # no windows: always; and a higher throttle for the moves left (the next batches are sized and throttled
+    # with the spec's throttle of their tick: the six moves left took about 130 s at 150 kB/s)
+    fast = {"spec": {"throttleBytesPerSecond": 1_000_000, "execution": {"windows": None}}}
+    kubectl("-n", ns, "patch", "kafkacluster", name, "--type=merge", "-p", json.dumps(fast))
     wait_for("the cap lifted", lambda: record().get("windowCap") is None, timeout=60)
     started = time.monotonic()
-    wait_for("Completed", lambda: progressing(kubectl, ns)[0] == "Completed", timeout=180)
+    wait_for("Completed", lambda: progressing(kubectl, ns)[0] == "Completed", timeout=300)
     counters = record()["counters"]
     assert counters["submissions"] == total and counters["resubmitted"] == 0, counters
     # the estimate against the time it ran: the windows' waits are shown apart, not in the ratio
