@@ -21,6 +21,7 @@ from tests.e2e.transitions import outside_the_table
 from tests.integration.conftest import *  # noqa: F403  (the rig fixtures, for this directory too)
 from tests.integration.conftest import (
     KafkaRig,  # noqa: F401
+    rig_json_path,
     wait_established,
 )
 
@@ -244,3 +245,27 @@ def wait_phase(
 
 
 WaitFor = Callable[..., Any]
+
+
+@pytest.fixture(scope="session")
+def operator_image(rig_json: dict[str, Any]) -> Iterator[str]:
+    """The project image, built (or taken from the cache) and imported into the node once for the session
+    (the import unpacks its layers in containerd: about 40 CPU s, paid by each module that used it until
+    2026-12-06), removed from the node at the end. Only the Helm and Spark-on-pods tests start pods of it:
+    tests/integration/test_chart.py installs the chart with an image no node has, so its releases never
+    start an operator whatever is loaded."""
+    from tests.integration.test_node import node_entry
+    from tests.rig.image_rig import chart_image
+
+    entry = node_entry(rig_json)
+    rig_dir = rig_json_path().parent
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "rig" / "image_rig.py"), "load",
+         "--rig-dir", str(rig_dir)],
+        capture_output=True, text=True, timeout=3000,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"image_rig.py load failed:\n{proc.stderr[-4000:]}"
+    name = f"docker.io/library/{chart_image()}"
+    yield name
+    ctr = [entry["ctr"], f"--address={entry['containerdSocket']}", "--namespace=k8s.io"]
+    subprocess.run([*ctr, "images", "rm", name], capture_output=True, timeout=120, check=False)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,8 +38,7 @@ from tests.integration.chart_monitoring import (
     metric_names,
     rule_exprs,
 )
-from tests.integration.conftest import KafkaRig, rig_json_path, wait_for
-from tests.integration.test_node import node_entry
+from tests.integration.conftest import KafkaRig, wait_for
 from tests.rig.image_rig import chart_image
 
 from kafka_placement.kafka.connection import ConnectionSettings
@@ -54,23 +52,6 @@ FULLNAME = "kpo-kafka-placement-operator"
 CRDS = ("kafkaclusters", "logdircordons", "brokerdecommissions", "placementpolicies")
 
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
-
-
-@pytest.fixture(scope="module")
-def operator_image(rig_json: dict[str, Any]) -> Iterator[str]:
-    """The project image, built (or taken from the cache) and imported into the node; removed from the
-    node afterwards, so that later tests' chart installs do not start operators."""
-    entry = node_entry(rig_json)
-    rig_dir = rig_json_path().parent
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "rig" / "image_rig.py"), "load", "--rig-dir", str(rig_dir)],
-        capture_output=True, text=True, timeout=3000,
-    )  # fmt: skip
-    assert proc.returncode == 0, f"image_rig.py load failed:\n{proc.stderr[-4000:]}"
-    name = f"docker.io/library/{chart_image()}"
-    yield name
-    ctr = [entry["ctr"], f"--address={entry['containerdSocket']}", "--namespace=k8s.io"]
-    subprocess.run([*ctr, "images", "rm", name], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

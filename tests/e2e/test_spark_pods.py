@@ -33,7 +33,6 @@ import pytest
 import yaml
 from tests.conftest import TEST_JVM_OPTS
 from tests.e2e.conftest import Operator, wait_phase
-from tests.e2e.test_helm_node import operator_image  # noqa: F401  (the image, imported into the node)
 from tests.e2e.test_operator import apply, fill, no_throttle_left, snapshot
 from tests.integration.conftest import KafkaRig
 from tests.integration.test_spark_standalone import cases
@@ -105,7 +104,7 @@ spec:
 @pytest.fixture(scope="module")
 def spark_ns(
     k8s_rig: dict[str, Any],
-    operator_image: str,  # noqa: F811  (the imported fixture)
+    operator_image: str,  # tests/e2e/conftest.py
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Any]]:
     """The Restricted namespace the Spark pods run in, with the driver's account and the exchange volume

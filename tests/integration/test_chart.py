@@ -31,6 +31,10 @@ pytestmark = pytest.mark.k8s
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "kafka-placement-operator"
+# what this module's installs run: an image no node has, so that their pods never start an operator (that
+# would reconcile the examples against the rig's Kafka), whatever the node rig has loaded
+# (tests/e2e/conftest.py's operator_image stays loaded for the session)
+NO_IMAGE = ("--set", "image.repository=kafka-placement-operator-never-loaded")
 CRD_NAMES = [
     "kafkaclusters.kafkaplacement.io",
     "logdircordons.kafkaplacement.io",
@@ -201,7 +205,7 @@ def test_install_establishes_crds_and_accepts_the_examples(
     release = f"kpo-{uuid.uuid4().hex[:6]}"
     # Cluster-scoped names come from the release; the aggregated roles get a per-test prefix too.
     sets = ["--set", f"rbac.aggregatedRoles.namePrefix={release}"]
-    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets)
+    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets, *NO_IMAGE)
     try:
         for crd in CRD_NAMES:
             cond = kubectl(
@@ -289,7 +293,7 @@ def test_two_replicas_elect_a_leader_with_a_lease_role_and_downward_api_identity
     assert env["KAFKA_PLACEMENT_LEASE_DURATION"]["value"] == "20"
     assert env["KAFKA_PLACEMENT_RENEW_DEADLINE"]["value"] == "10"
     assert env["KAFKA_PLACEMENT_LEADER_ELECTION"]["value"] == "true"
-    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets)
+    helm("install", release, str(CHART), "--namespace", k8s_namespace, "--skip-crds", *sets, *NO_IMAGE)
     try:
         sa = f"system:serviceaccount:{k8s_namespace}:{release}-kafka-placement-operator"
 
