@@ -88,6 +88,7 @@ LANES = (
             "tests/integration/test_dead_broker.py",
             "tests/integration/test_executor.py",
             "tests/integration/test_executor_broker_down.py",
+            "tests/integration/test_executor_safety.py",
             "tests/integration/test_executor_waves.py",  # a finished wave refilled at once: about 7 s
             "tests/integration/test_gateway.py",
             "tests/integration/test_kafka_rig.py",
@@ -127,9 +128,6 @@ LANES = (
             "tests/e2e/test_operator_policies.py",
             "tests/e2e/test_operator_rf_change.py",
             "tests/e2e/test_operator_self_healing.py",
-            # throttles removed mid-move and reapplied: about 85 s (from kafka, the long pole on 2026-12-06:
-            # lanes node 26.6, kafka 28.8, operator 25.3, compat 25.3 min with its rigs' start)
-            "tests/integration/test_executor_safety.py",
             "tests/e2e/test_operator_adaptive_throttle.py",  # a throttle yielding to a producer: about 70 s
             # last: the most load-sensitive test (thousands of partitions moved under a producer) runs
             # when the other lanes are ending
@@ -162,7 +160,8 @@ LANES = (
             "tests/integration/test_memory_refusal.py",  # a plan under a 100 MiB cgroup
             "tests/integration/test_gitops_health.py",  # kstatus and Argo CD's Lua on each kind
             "tests/e2e/test_operator_key_files.py",  # two operators on the apiserver alone: about 20 s
-            # the k8s rig alone or no rig, moved from kafka at the same time as the executor's safety test
+            # the k8s rig alone or no rig, moved from kafka, the long pole on 2026-12-06 (lanes node 26.6,
+            # kafka 28.8, operator 25.3, compat 25.3 min with their rigs' start): about 50 s here
             "tests/e2e/test_operator_shutdown.py",  # the k8s rig and a silent "broker": about 10 s
             "tests/integration/test_report_browser.py",  # no rig: headless Chromium, about 40 s
         ),
