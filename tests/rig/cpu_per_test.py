@@ -74,9 +74,12 @@ def read_procs() -> dict[int, tuple[int, float, str]]:
 
 
 def machine_busy() -> float:
-    """The machine's busy CPU seconds since boot (every core; idle and iowait left out)."""
-    cells = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(cells[:8]) - cells[3] - cells[4]) / HZ
+    """The machine's busy CPU seconds since boot, every core: user, nice, system, irq and softirq time (not
+    idle, iowait, nor the time a hypervisor stole)."""
+    user, nice, system, _idle, _iowait, irq, softirq = (
+        int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]
+    )
+    return (user + nice + system + irq + softirq) / HZ
 
 
 def cmdline(pid: int) -> str | None:
