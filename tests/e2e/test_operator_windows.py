@@ -11,7 +11,7 @@ off broker 3, each submitted once, no throttle left (the cluster guard). While i
 its ``status.progress.eta`` is the plan's estimate counted inside the window (hours away); once it
 completes, ``status.lastExecution`` shows the time waited apart and the ratio compares only the time it ran.
 
-Cost: about 100-150 s (the moves themselves, throttled).
+Cost: about 85-150 s (the moves themselves, throttled).
 """
 
 from __future__ import annotations
