@@ -6,8 +6,9 @@ that only its exit handler removes, so an operator or CLI run out of a cluster a
 kill, a crash, a laptop's `kill -9`) left its private key in /tmp for good. Here they go to a directory
 of this process, ``kube-<pid>-<start time>`` under the user's private directory (``private_dir``: 0700,
 owned by this user, refused otherwise; the PEM files of Kafka's Secrets live there too,
-reconcile/secret_files.py); it is removed at a normal exit (the user's directory too once empty), and
-every process that loads a kubeconfig first removes those of processes that no longer run (``sweep``).
+reconcile/secret_files.py; both written through ``in_private_dir``); it is removed at a normal exit (the
+user's directory too once empty), and every process that loads a kubeconfig first removes those of
+processes that no longer run (``sweep``).
 In a pod (the service account's files) nothing is written.
 """
 
@@ -19,12 +20,15 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ..model.errors import PlacementError
 
 PREFIX = "kube-"
 _OWN: Path | None = None
+T = TypeVar("T")
 
 
 def private_dir() -> Path:
@@ -44,6 +48,19 @@ def private_dir() -> Path:
     return path
 
 
+def in_private_dir(use: Callable[[Path], T]) -> T:
+    """``use(private_dir())``, once more if the directory vanished meanwhile: another process's exit removes
+    the user's directory when it is empty (``remove``), possibly between its making here and its use (the
+    first file written into it). Any other error, or a second disappearance, is raised."""
+    base = private_dir()
+    try:
+        return use(base)
+    except FileNotFoundError:
+        if base.exists():
+            raise
+    return use(private_dir())
+
+
 def _start_time(pid: int) -> str | None:
     """The start time of process ``pid`` (clock ticks after boot; None: no such process)."""
     try:
@@ -59,17 +76,18 @@ def process_dir() -> Path:
     global _OWN
     if _OWN is None:
         name = f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}"
-        for attempt in (1, 2):  # (another process's exit may remove the empty user's directory meanwhile)
-            base = private_dir()
+
+        def make(base: Path) -> Path:
             sweep(base)
-            try:
-                (base / name).mkdir(mode=0o700, exist_ok=True)
-                break
-            except FileNotFoundError:
-                if attempt == 2:
-                    raise PlacementError(f"cannot make {base / name}: {base} vanished") from None
-        _OWN = base / name
-        atexit.register(remove, _OWN)  # after the client's own handler (registered later)
+            (base / name).mkdir(mode=0o700, exist_ok=True)
+            return base / name
+
+        try:
+            own = in_private_dir(make)
+        except FileNotFoundError as e:
+            raise PlacementError(f"cannot make this process's key directory: {e}") from None
+        _OWN = own
+        atexit.register(remove, own)  # after the client's own handler (registered later)
     return _OWN
 
 

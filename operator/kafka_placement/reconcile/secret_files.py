@@ -2,7 +2,7 @@
 
 librdkafka and Python's ssl module read CA bundles, client certificates and keys from files. Each distinct
 content gets one file, named by its SHA-256, mode 0600, in the user's private directory (0700, owned by
-this user, under the temp dir: an emptyDir in the chart; ``kube.key_files.private_dir``): every reconcile
+this user, under the temp dir: an emptyDir in the chart; ``kube.key_files.in_private_dir``): every reconcile
 of the same Secret reuses the same file, a rotated Secret gets a new one, and files nobody has used for
 ``STALE_S`` are removed. Nothing secret is ever logged; the file name reveals nothing but a hash.
 """
@@ -15,15 +15,18 @@ import os
 import time
 from pathlib import Path
 
-from ..kube.key_files import private_dir
+from ..kube.key_files import in_private_dir
 
 STALE_S = 24 * 3600.0  # unused (not touched by a reconcile) this long: removed
 
 
 def pem_file(content: str) -> str:
     """The path of a 0600 file holding ``content``: the same path for the same content, written once."""
-    directory = private_dir()
-    data = content.encode()
+    return in_private_dir(lambda directory: _write(directory, content.encode()))
+
+
+def _write(directory: Path, data: bytes) -> str:
+    """``pem_file`` in ``directory`` (the user's private directory)."""
     path = directory / f"{hashlib.sha256(data).hexdigest()[:32]}.pem"
     if path.exists():
         os.utime(path)  # in use: not stale
