@@ -73,8 +73,31 @@ def dir_thresholds(
     planning/exact_dirs.py and their check): each dir's most bytes within the balance: (1 + ``tol``) x
     the mean bytes per dir, or, where the broker's volumes differ in size (``sizes``), (1 + ``tol``) x
     the broker's bytes per volume byte x the dir's volume size."""
-    held = sum(dir_bytes[(broker, p)] for p in paths)
-    if sizes is None:
-        return dict.fromkeys(paths, (1 + tol) * (held / len(paths)))
-    per_byte = held / sum(sizes[p] for p in paths)
-    return {p: (1 + tol) * per_byte * sizes[p] for p in paths}
+    loads = [dir_bytes[(broker, p)] for p in paths]
+    limits = _dir_limits(loads, None if sizes is None else [sizes[p] for p in paths], tol)
+    return dict(zip(paths, limits, strict=True))
+
+
+def dir_excess(
+    dir_bytes: Mapping[tuple[int, str], int],
+    broker: int,
+    paths: Sequence[str],
+    tol: float,
+    sizes: Mapping[str, int] | None,
+    at: str | None = None,
+    delta: int = 0,
+) -> float:
+    """The bytes ``broker``'s dirs hold above their thresholds (``dir_thresholds``), with ``delta`` bytes
+    added to dir ``at`` (a replica arriving there, or leaving it with a negative ``delta``)."""
+    loads = [dir_bytes[(broker, p)] + (delta if p == at else 0) for p in paths]
+    limits = _dir_limits(loads, None if sizes is None else [sizes[p] for p in paths], tol)
+    return sum(x - cut for x, cut in zip(loads, limits, strict=True) if x > cut)
+
+
+def _dir_limits(loads: Sequence[int], volumes: Sequence[int] | None, tol: float) -> list[float]:
+    """``dir_thresholds`` of dirs holding ``loads`` bytes on volumes of ``volumes`` bytes (None: equal)."""
+    held = sum(loads)
+    if volumes is None:
+        return [(1 + tol) * (held / len(loads))] * len(loads)
+    per_byte = held / sum(volumes)
+    return [(1 + tol) * per_byte * v for v in volumes]

@@ -26,7 +26,7 @@ from .. import shares
 from ..context import PlanningContext, Verdict, balance_verdict
 from ..plan_summary import PlanSummary
 from ..state import Key
-from .reclaim import reclaim
+from .reclaim import reclaim, returnable
 
 SWAP_CHECKS = 4000  # rule checks per blocked broker when looking for an exchange
 SWAP_DESTS = 16  # least-loaded brokers considered as the other side of an exchange
@@ -63,6 +63,8 @@ class BrokerBalanceGoal:
         for broker in sorted(active, key=lambda b: (limit[b] - load[b], b)):
             if load[broker] > limit[broker]:  # replicas arriving with the plan first: they cost no more
                 self._shed(ctx, broker, limit, receivers, by_bytes, arriving_only=True)
+            if load[broker] > limit[broker] and by_bytes:  # then holders the plan dropped take theirs back
+                _return_held(ctx, broker, limit, receivers)
             if load[broker] > limit[broker]:
                 self._shed(ctx, broker, limit, receivers, by_bytes)
         # A broker shed while brokers after it were still above their limits found no room there
@@ -460,6 +462,89 @@ class _ByLoad:
             del self.order[bisect_left(self.order, (old, b))]
             self.at[b] = now
             bisect.insort(self.order, (now, b))
+
+
+def _return_held(ctx: PlanningContext, broker: int, limit: Mapping[int, float], receivers: _ByLoad) -> int:
+    """Shed ``broker``'s excess for no bytes: a replica it holds as in the snapshot, of a partition the
+    plan copies elsewhere and took off another holder, stays and that holder keeps its replica instead
+    (``reclaim.returnable``: on its dir, no copy; the copy elsewhere is made either way), where every
+    earlier goal accepts it, the holder stays within its limit and, with dir balance asked, its dirs'
+    excess does not grow. Within the excess largest first, then the smallest above it; bounded by
+    ``SWAP_CHECKS`` rule checks, from its dirs above their share of its limit first. The replicas
+    returned."""
+    a = ctx.assignment
+    balanced = ctx.balanced_topics("brokers")
+    dir_tol = ctx.tolerance("log_dirs")
+    held = [
+        (a.size[k], k, d)
+        for k, d in a.by_broker[broker].items()
+        if k in a.touched and k[0] in balanced and ctx.held_dir(k, broker)[0]
+    ]
+    returned = 0
+    for dirs in (_hot_dirs_of(ctx, broker, limit), None):  # from its fuller dirs first (dir balance)
+        items = sorted((w, k) for w, k, d in held if (dirs is None or d in dirs) and broker in a.replicas[k])
+        returned += _return_items(ctx, broker, limit, receivers, items, dir_tol)
+    return returned
+
+
+def _return_items(
+    ctx: PlanningContext,
+    broker: int,
+    limit: Mapping[int, float],
+    receivers: _ByLoad,
+    items: list[tuple[int, Key]],
+    dir_tol: float | None,
+) -> int:
+    """``_return_held`` of ``items`` (sorted by size)."""
+    a = ctx.assignment
+    checks = returned = 0
+    while a.broker_bytes[broker] > limit[broker] and items and checks < SWAP_CHECKS:
+        excess = a.broker_bytes[broker] - limit[broker]
+        split = bisect.bisect_right(items, (int(excess), ("\U0010ffff", 1 << 62)))
+        for i in (*range(split - 1, -1, -1), *range(split, len(items))):
+            size, key = items[i]
+            step = None
+            for back, path in returnable(ctx, key):
+                if a.broker_bytes[back] + size > limit.get(back, -1.0) or checks >= SWAP_CHECKS:
+                    continue
+                if dir_tol is not None and _dir_worse(ctx, back, path, size, dir_tol):
+                    continue
+                checks += 1
+                cand = list(a.replicas[key])
+                cand[cand.index(broker)] = back
+                if ctx.accepts(key, cand):
+                    step = (back, path)
+                    break
+            if step is not None:
+                a.move(key, a.replicas[key].index(broker), *step)
+                receivers.moved(broker, step[0])
+                del items[i]
+                returned += 1
+                break
+        else:
+            break
+    return returned
+
+
+def _hot_dirs_of(ctx: PlanningContext, broker: int, limit: Mapping[int, float]) -> set[str | None]:
+    """With dir balance asked, ``broker``'s dirs above the mean its dirs will have at its limit."""
+    if ctx.tolerance("log_dirs") is None:
+        return set()
+    a = ctx.assignment
+    paths = ctx.eligibility.keeping_dirs(broker)
+    mean = limit[broker] / max(1, len(paths))
+    return {p for p in paths if a.dir_bytes[(broker, p)] > mean}
+
+
+def _dir_worse(ctx: PlanningContext, broker: int, path: str, size: int, tol: float) -> bool:
+    """Whether ``size`` bytes arriving on ``broker``'s dir ``path`` raise its dirs' excess over their
+    thresholds."""
+    paths = ctx.eligibility.keeping_dirs(broker)
+    if len(paths) < 2 or path not in paths:
+        return False
+    sizes, held = ctx.eligibility.sizes.get(broker), ctx.assignment.dir_bytes
+    before = shares.dir_excess(held, broker, paths, tol, sizes)
+    return shares.dir_excess(held, broker, paths, tol, sizes, path, size) > before
 
 
 def _enough(

@@ -9,7 +9,8 @@ An over-full dir sheds its excess to the least-loaded dir of the same broker tha
 the broker's replica list, so every earlier goal accepts it. Only topics whose policy sets
 ``balance.logDirs`` move. Replicas the plan brings to the dir anyway (new to the broker, or already
 leaving another dir of it) go first: they land on another dir for no extra copy, where moving a replica
-the dir already holds costs a local copy of its bytes.
+the dir already holds costs a local copy of its bytes. Before any of that, replicas the plan copies to
+other brokers are sent where they even a broker's dirs out for no bytes at all (goals/dir_free.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..context import PlanningContext, Verdict, balance_verdict
 from ..plan_summary import PlanSummary
 from ..shares import dir_thresholds as thresholds
 from ..state import Key
+from .dir_free import redirect_arrivals, return_departed
 
 
 class DirBalanceGoal:
@@ -43,6 +45,8 @@ class DirBalanceGoal:
         if tol is None:
             return
         balanced = ctx.balanced_topics("log_dirs")
+        return_departed(ctx, tol, balanced)  # first what evens dirs out for no bytes
+        redirect_arrivals(ctx, tol, balanced)
         for broker in ctx.eligibility.active_brokers:
             self._balance_broker(ctx, broker, tol, balanced)
 

@@ -98,10 +98,6 @@ class Reclaimer:
         policy = self.ctx.assignment.policy(key)
         return policy is not None and not (policy.move_budget.max_moves or policy.move_budget.max_bytes)
 
-    def _origin(self, key: Key) -> dict[int, str | None]:
-        p = self.ctx.snapshot.partition(*key)
-        return dict(zip(p.replicas, p.log_dirs, strict=True)) if p is not None else {}
-
     def _newcomers(self, key: Key) -> list[int]:
         """The partition's brokers that did not hold it in the snapshot."""
         p = self.ctx.snapshot.at(key)
@@ -109,18 +105,9 @@ class Reclaimer:
         return [b for b in self.ctx.assignment.replicas[key] if b not in held]
 
     def _returnable(self, key: Key) -> list[tuple[int, str]]:
-        """Snapshot holders the plan dropped that may hold the replica again on their dir, as it was."""
-        a, e = self.ctx.assignment, self.ctx.eligibility
-        size, reps = a.size[key], a.replicas[key]
-        out = []
-        origin = self._origin(key)
-        self.work += len(origin)
-        for b, d in sorted(origin.items()):
-            if b in reps or d is None or b in e.decommissioned or not e.broker_may_keep(b):
-                continue
-            if e.may_keep(b, d, size) and (b, d) not in e.drained and a.fits(b, d, size):
-                out.append((b, d))
-        return out
+        p = self.ctx.snapshot.at(key)
+        self.work += len(p.replicas) if p is not None else 0
+        return returnable(self.ctx, key)
 
     def _ok(self, key: Key, frm: int, to: int) -> bool:
         self.checks += 1
@@ -254,6 +241,23 @@ class Reclaimer:
         a.move(step.key, i, step.to, step.path)
         self.receivers.moved(step.frm, step.to)
         return was
+
+
+def returnable(ctx: PlanningContext, key: Key) -> list[tuple[int, str]]:
+    """The snapshot's holders of ``key`` the plan dropped that may hold its replica again, on the dir
+    they held it on (no copy at all), by broker id."""
+    a, e = ctx.assignment, ctx.eligibility
+    p = ctx.snapshot.at(key)
+    if p is None:
+        return []
+    size, reps = a.size[key], a.replicas[key]
+    out = []
+    for b, d in sorted(zip(p.replicas, p.log_dirs, strict=True)):
+        if b in reps or d is None or b in e.decommissioned or not e.broker_may_keep(b):
+            continue
+        if e.may_keep(b, d, size) and (b, d) not in e.drained and a.fits(b, d, size):
+            out.append((b, d))
+    return out
 
 
 def reclaim(ctx: PlanningContext, limit: Mapping[int, float], receivers: Receivers) -> int:

@@ -1,0 +1,262 @@
+"""Dir balance for no bytes: the plan's copies and departures chosen where they even out a broker's dirs.
+
+Before the dir balance goal pays local copies, a broker with a dir above its threshold may be evened out
+by bytes arriving on its other dirs: every byte brought to a broker raises its dirs' thresholds
+((1 + tolerance) / dirs per byte), and the bytes land on its emptiest dir. The plan already copies
+replicas to new brokers (rack repairs, decommissions, balance); sending one of them to such a broker
+instead of the one the earlier goals chose is still one copy of the same bytes. Issue 56 measured it: at
+100k partitions on 1,000 brokers (``scenario all``), 183 brokers neither above their broker-balance limit
+nor receiving from it still held 2.6 GB above their dirs' thresholds after the repair, which the dir goal
+then copied locally, where the lower bound (planning/plan_quality.py) lets each of them take copies up to
+its limit (``redirect_arrivals``).
+
+The other free choice is which holder of a repaired partition leaves: the repair drops one replica of a
+partition breaking the rack spread and copies it to a broker of another rack, and dropping another holder
+(one on a dir above its threshold) instead, keeping the one dropped, copies the same bytes
+(``return_departed``; the lower bound credits each dir with every such replica it holds).
+
+A change is made only when every earlier goal accepts the partition's new broker list
+(``PlanningContext.accepts``), the receiving broker stays within its broker-balance limit (or, without
+broker balance, under the fullest broker's load), its dir has room, and the dir excess of both brokers
+together falls: the other broker loses bytes, which lowers its own thresholds. Only replicas the plan
+brings to a broker move, or return to a dir that held them in the snapshot (any other would be a new
+copy), only of topics whose policy asks for dir balance. Bounded (``CHECKS`` rule checks per broker,
+``TRIES`` replicas examined per change) and deterministic (brokers by excess, then id; replicas by size,
+then partition). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
+from typing import TypeVar
+
+from .. import shares
+from ..context import PlanningContext
+from ..state import Key
+from .reclaim import returnable
+
+TRIES = 64  # replicas examined per redirect (closest in size to what evens the broker out first)
+CHECKS = 32  # rule checks per broker (``accepts``: the costliest question)
+
+Arrival = tuple[int, Key, int]  # (size, partition, slot): a replica the plan brings to a broker
+Held = tuple[int, Key, str]  # (size, partition, dir): a replica a broker holds as in the snapshot
+T = TypeVar("T", Arrival, Held)
+
+
+def redirect_arrivals(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
+    """Send replicas the plan brings to brokers to brokers whose dirs they even out (see the module's
+    docstring); returns the number of replicas redirected."""
+    found = _hot(ctx, tol)
+    if found is None:
+        return 0
+    hot, limit, paths = found
+    room = {b: limit[b] - ctx.assignment.broker_bytes[b] for b in hot}
+    hot = [b for b in hot if room[b] > 0]
+    if not hot:
+        return 0
+    pool = _arrivals(ctx, balanced, max(room[b] for b in hot))
+    moved = 0
+    for broker in hot:
+        checks = [CHECKS]
+        while (pick := _best(ctx, broker, paths, tol, limit, pool, checks)) is not None:
+            (size, key, slot), path = pick
+            ctx.assignment.move(key, slot, broker, path)
+            del pool[bisect.bisect_left(pool, (size, key, slot))]
+            moved += 1
+    return moved
+
+
+def return_departed(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
+    """Where a broker's dir above its threshold holds a replica of a partition the plan took off another
+    broker, keep that one and drop this one instead (see the module's docstring); returns the number of
+    replicas exchanged so."""
+    found = _hot(ctx, tol)
+    if found is None:
+        return 0
+    hot, limit, paths = found
+    a = ctx.assignment
+    moved = 0
+    for broker in hot:
+        checks = [CHECKS]
+        items = _held_repaired(ctx, broker, balanced)
+        while (pick := _best_return(ctx, broker, paths, tol, limit, items, checks)) is not None:
+            key, slot, back, path = pick
+            del items[bisect.bisect_left(items, (a.size[key], key, a.dirs[key][slot]))]
+            a.move(key, slot, back, path)
+            moved += 1
+    return moved
+
+
+def _held_repaired(ctx: PlanningContext, broker: int, balanced: frozenset[str]) -> list[Held]:
+    """``broker``'s replicas on the dir the snapshot has them on, of partitions the plan changes whose
+    topic asks for dir balance, as (size, partition, dir) by size."""
+    a = ctx.assignment
+    out = []
+    for key, at in a.by_broker[broker].items():
+        if at is not None and key in a.touched and key[0] in balanced:
+            held, path = ctx.held_dir(key, broker)
+            if held and path == at:
+                out.append((a.size[key], key, at))
+    out.sort()
+    return out
+
+
+def _hot(
+    ctx: PlanningContext, tol: float
+) -> tuple[list[int], Mapping[int, float], dict[int, list[str]]] | None:
+    """The brokers with a dir above its threshold, most excess first; each broker's limit (broker
+    balance's, or the fullest broker's load without it) and dirs that keep data. None: nothing to do."""
+    a, e = ctx.assignment, ctx.eligibility
+    active = e.active_brokers
+    total = sum(a.broker_bytes[b] for b in active)
+    if total <= 0 or len(active) < 2:
+        return None
+    btol = ctx.tolerance("brokers")
+    if btol is not None:
+        limit: Mapping[int, float] = shares.limits(e.capacity, active, total, btol, True)
+    else:
+        limit = dict.fromkeys(active, float(max(a.broker_bytes[b] for b in active)))
+    paths = {b: e.keeping_dirs(b) for b in active}
+    hot = sorted(
+        (-x, b)
+        for b in active
+        if len(paths[b]) >= 2 and e.may_receive(b) and (x := _excess(ctx, b, paths[b], tol)) > 0
+    )
+    return ([b for _, b in hot], limit, paths) if hot else None
+
+
+def _best_return(
+    ctx: PlanningContext,
+    broker: int,
+    paths: Mapping[int, Sequence[str]],
+    tol: float,
+    limit: Mapping[int, float],
+    items: list[Held],
+    checks: list[int],
+) -> tuple[Key, int, int, str] | None:
+    """Of ``items`` (``_held_repaired``) on ``broker``'s dirs above their thresholds, the replica whose
+    partition the plan took off another broker that may take it back on the dir it held it on, lowering
+    the two brokers' dir excess the most (among the ``TRIES`` closest in size to that excess):
+    (partition, slot, that broker, dir)."""
+    a, e = ctx.assignment, ctx.eligibility
+    mine = paths[broker]
+    before = _excess(ctx, broker, mine, tol)
+    if before <= 0 or checks[0] <= 0:
+        return None
+    threshold = shares.dir_thresholds(a.dir_bytes, broker, mine, tol, e.sizes.get(broker))
+    over = [(w, k, d) for w, k, d in items if a.dir_bytes[(broker, d)] > threshold.get(d, float("inf"))]
+    best: tuple[float, Key, int, int, str] | None = None
+    for size, key, at in _closest(over, int(before), int(before) + (over[-1][0] if over else 0)):
+        reps = a.replicas[key]
+        slot = reps.index(broker)
+        for back, path in returnable(ctx, key):
+            if back not in limit or a.broker_bytes[back] + size > limit[back]:
+                continue
+            gain = before - _excess(ctx, broker, mine, tol, at, -size)
+            theirs = paths.get(back, [])
+            if path in theirs and len(theirs) >= 2:
+                gain += _excess(ctx, back, theirs, tol) - _excess(ctx, back, theirs, tol, path, size)
+            if gain <= 0 or (best is not None and gain <= best[0]):
+                continue
+            if checks[0] <= 0:
+                break
+            checks[0] -= 1
+            candidate = list(reps)
+            candidate[slot] = back
+            if ctx.accepts(key, candidate):
+                best = (gain, key, slot, back, path)
+    return None if best is None else best[1:]
+
+
+def _arrivals(ctx: PlanningContext, balanced: frozenset[str], cap: float) -> list[Arrival]:
+    """The replicas of at most ``cap`` bytes the plan brings to a broker (not there in the snapshot), of
+    topics asking for dir balance, by size."""
+    a, snapshot = ctx.assignment, ctx.snapshot
+    out: list[Arrival] = []
+    for key in a.touched:
+        if key[0] not in balanced or a.size[key] > cap:
+            continue
+        p = snapshot.at(key)
+        held = p.replicas if p is not None else ()
+        out.extend((a.size[key], key, slot) for slot, b in enumerate(a.replicas[key]) if b not in held)
+    out.sort()
+    return out
+
+
+def _best(
+    ctx: PlanningContext,
+    broker: int,
+    paths: Mapping[int, Sequence[str]],
+    tol: float,
+    limit: Mapping[int, float],
+    pool: list[Arrival],
+    checks: list[int],
+) -> tuple[Arrival, str] | None:
+    """The arrival elsewhere whose redirect to ``broker`` lowers the two brokers' dir excess the most
+    among the ``TRIES`` closest in size to the bytes that even ``broker`` out, with its dir there."""
+    a, e = ctx.assignment, ctx.eligibility
+    mine = paths[broker]
+    before = _excess(ctx, broker, mine, tol)
+    room = limit[broker] - a.broker_bytes[broker]
+    if before <= 0 or room <= 0 or checks[0] <= 0:
+        return None
+    # bytes whose arrival on the other dirs lifts the hottest dir's threshold to it
+    n = len(mine)
+    hottest = max(a.dir_bytes[(broker, p)] for p in mine)
+    aim = max(1, int(n * hottest / (1 + tol) - a.broker_bytes[broker]))
+    best: tuple[float, Arrival, str] | None = None
+    theirs: dict[int, float] = {}  # the dir excess of the brokers the arrivals were going to
+    for item in _closest(pool, aim, int(room)):
+        size, key, slot = item
+        reps = a.replicas[key]
+        source = reps[slot]
+        if broker in reps:
+            continue
+        path = a.best_dir(e, broker, size)
+        if path is None or a.dir_bytes[(broker, path)] >= hottest:
+            continue
+        gain = before - _excess(ctx, broker, mine, tol, path, size)
+        src_dir = a.dirs[key][slot]
+        src_paths = paths.get(source)
+        if src_paths is not None and src_dir in src_paths and len(src_paths) >= 2:
+            if source not in theirs:
+                theirs[source] = _excess(ctx, source, src_paths, tol)
+            gain += theirs[source] - _excess(ctx, source, src_paths, tol, src_dir, -size)
+        if gain <= 0 or (best is not None and gain <= best[0]):
+            continue
+        if checks[0] <= 0:
+            break
+        checks[0] -= 1
+        candidate = list(reps)
+        candidate[slot] = broker
+        if ctx.accepts(key, candidate):
+            best = (gain, item, path)
+    return None if best is None else (best[1], best[2])
+
+
+def _closest(pool: Sequence[T], aim: int, cap: int) -> Iterator[T]:
+    """Up to ``TRIES`` items of ``pool`` (sorted by size, their first field) of at most ``cap`` bytes,
+    nearest ``aim`` first."""
+    top = bisect.bisect_right(pool, cap, key=itemgetter(0))
+    hi = min(bisect.bisect_left(pool, aim, key=itemgetter(0)), top)
+    lo = hi - 1
+    for _ in range(TRIES):
+        if hi < top and (lo < 0 or pool[hi][0] - aim <= aim - pool[lo][0]):
+            yield pool[hi]
+            hi += 1
+        elif lo >= 0:
+            yield pool[lo]
+            lo -= 1
+        else:
+            return
+
+
+def _excess(
+    ctx: PlanningContext, broker: int, paths: Sequence[str], tol: float, at: str | None = None, delta: int = 0
+) -> float:
+    """``shares.dir_excess`` of ``broker`` in the plan as it stands."""
+    return shares.dir_excess(
+        ctx.assignment.dir_bytes, broker, paths, tol, ctx.eligibility.sizes.get(broker), at, delta
+    )
