@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from kafka_placement.model.intents import Intents
-from kafka_placement.planning.goals import broker_balance, dir_balance
+from kafka_placement.planning.goals import broker_balance, dir_free
 from kafka_placement.planning.optimizer import compute_plan
 
 STEPS = (
-    (dir_balance, "redirect_arrivals"),
-    (dir_balance, "return_departed"),
+    (dir_free, "redirect_arrivals"),
+    (dir_free, "return_departed"),
     (broker_balance, "_return_held"),
 )
 

@@ -24,7 +24,7 @@ from ..context import PlanningContext, Verdict, balance_verdict
 from ..plan_summary import PlanSummary
 from ..shares import dir_thresholds as thresholds
 from ..state import Key
-from .dir_free import redirect_arrivals, return_departed
+from .dir_free import even_dirs_for_free
 
 
 class DirBalanceGoal:
@@ -45,8 +45,7 @@ class DirBalanceGoal:
         if tol is None:
             return
         balanced = ctx.balanced_topics("log_dirs")
-        return_departed(ctx, tol, balanced)  # first what evens dirs out for no bytes
-        redirect_arrivals(ctx, tol, balanced)
+        even_dirs_for_free(ctx, tol, balanced)  # first what evens dirs out for no bytes
         for broker in ctx.eligibility.active_brokers:
             self._balance_broker(ctx, broker, tol, balanced)
 

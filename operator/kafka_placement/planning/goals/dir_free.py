@@ -45,33 +45,20 @@ Held = tuple[int, Key, str]  # (size, partition, dir): a replica a broker holds 
 T = TypeVar("T", Arrival, Held)
 
 
-def redirect_arrivals(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
-    """Send replicas the plan brings to brokers to brokers whose dirs they even out (see the module's
-    docstring); returns the number of replicas redirected."""
-    found = _hot(ctx, tol)
-    if found is None:
+def even_dirs_for_free(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
+    """Both steps of the module's docstring, returns first (a broker above its limit only sheds that way);
+    the replicas moved."""
+    if _hot(ctx, tol) is None:
         return 0
-    hot, limit, paths = found
-    room = {b: limit[b] - ctx.assignment.broker_bytes[b] for b in hot}
-    hot = [b for b in hot if room[b] > 0]
-    if not hot:
-        return 0
-    pool = _arrivals(ctx, balanced, max(room[b] for b in hot))
-    moved = 0
-    for broker in hot:
-        checks = [CHECKS]
-        while (pick := _best(ctx, broker, paths, tol, limit, pool, checks)) is not None:
-            (size, key, slot), path = pick
-            ctx.assignment.move(key, slot, broker, path)
-            del pool[bisect.bisect_left(pool, (size, key, slot))]
-            moved += 1
-    return moved
+    arrivals, held = _changes(ctx, balanced)
+    moved = return_departed(ctx, tol, held)
+    return moved + redirect_arrivals(ctx, tol, arrivals)
 
 
-def return_departed(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
-    """Where a broker's dir above its threshold holds a replica of a partition the plan took off another
-    broker, keep that one and drop this one instead (see the module's docstring); returns the number of
-    replicas exchanged so."""
+def return_departed(ctx: PlanningContext, tol: float, held: Mapping[int, list[Held]]) -> int:
+    """Where a broker's dir above its threshold holds a replica (of ``held``: ``_changes``) of a
+    partition the plan took off another broker, keep that one and drop this one instead; returns the
+    number of replicas exchanged so."""
     found = _hot(ctx, tol)
     if found is None:
         return 0
@@ -80,7 +67,7 @@ def return_departed(ctx: PlanningContext, tol: float, balanced: frozenset[str]) 
     moved = 0
     for broker in hot:
         checks = [CHECKS]
-        items = _held_repaired(ctx, broker, balanced)
+        items = sorted(held.get(broker, ()))
         while (pick := _best_return(ctx, broker, paths, tol, limit, items, checks)) is not None:
             key, slot, back, path = pick
             del items[bisect.bisect_left(items, (a.size[key], key, a.dirs[key][slot]))]
@@ -89,18 +76,55 @@ def return_departed(ctx: PlanningContext, tol: float, balanced: frozenset[str]) 
     return moved
 
 
-def _held_repaired(ctx: PlanningContext, broker: int, balanced: frozenset[str]) -> list[Held]:
-    """``broker``'s replicas on the dir the snapshot has them on, of partitions the plan changes whose
-    topic asks for dir balance, as (size, partition, dir) by size."""
+def redirect_arrivals(ctx: PlanningContext, tol: float, arrivals: list[Arrival]) -> int:
+    """Send replicas the plan brings to brokers (``arrivals``, by size: ``_changes``) to brokers whose
+    dirs they even out; returns the number of replicas redirected."""
+    found = _hot(ctx, tol)
+    if found is None:
+        return 0
+    hot, limit, paths = found
+    hot = [b for b in hot if limit[b] > ctx.assignment.broker_bytes[b]]
+    moved = 0
+    for broker in hot:
+        checks = [CHECKS]
+        while (pick := _best(ctx, broker, paths, tol, limit, arrivals, checks)) is not None:
+            (size, key, slot), path = pick
+            ctx.assignment.move(key, slot, broker, path)
+            del arrivals[bisect.bisect_left(arrivals, (size, key, slot))]
+            moved += 1
+    return moved
+
+
+def _changes(ctx: PlanningContext, balanced: frozenset[str]) -> tuple[list[Arrival], dict[int, list[Held]]]:
+    """In one pass over the partitions the plan changes, of topics asking for dir balance: the replicas
+    it brings to a broker (not there in the snapshot), by size; and per broker the replicas it keeps
+    on the dir the snapshot has them on, of partitions that lose another holder."""
     a = ctx.assignment
-    out = []
-    for key, at in a.by_broker[broker].items():
-        if at is not None and key in a.touched and key[0] in balanced:
-            held, path = ctx.held_dir(key, broker)
-            if held and path == at:
-                out.append((a.size[key], key, at))
-    out.sort()
-    return out
+    partition, sizes, replicas, dirs = ctx.snapshot.at, a.size, a.replicas, a.dirs
+    arrivals: list[Arrival] = []
+    held: dict[int, list[Held]] = {}
+    for key in a.touched:
+        if key[0] not in balanced:
+            continue
+        p, reps = partition(key), replicas[key]
+        if p is None:
+            arrivals.extend((sizes[key], key, slot) for slot in range(len(reps)))
+            continue
+        before = p.replicas
+        dropped = False
+        for b in before:
+            if b not in reps:
+                dropped = True
+                break
+        for slot, b in enumerate(reps):
+            if b not in before:
+                arrivals.append((sizes[key], key, slot))
+            elif dropped:
+                at = dirs[key][slot]
+                if at is not None and at == p.log_dirs[before.index(b)]:
+                    held.setdefault(b, []).append((sizes[key], key, at))
+    arrivals.sort()
+    return arrivals, held
 
 
 def _hot(
@@ -168,21 +192,6 @@ def _best_return(
             if ctx.accepts(key, candidate):
                 best = (gain, key, slot, back, path)
     return None if best is None else best[1:]
-
-
-def _arrivals(ctx: PlanningContext, balanced: frozenset[str], cap: float) -> list[Arrival]:
-    """The replicas of at most ``cap`` bytes the plan brings to a broker (not there in the snapshot), of
-    topics asking for dir balance, by size."""
-    a, snapshot = ctx.assignment, ctx.snapshot
-    out: list[Arrival] = []
-    for key in a.touched:
-        if key[0] not in balanced or a.size[key] > cap:
-            continue
-        p = snapshot.at(key)
-        held = p.replicas if p is not None else ()
-        out.extend((a.size[key], key, slot) for slot, b in enumerate(a.replicas[key]) if b not in held)
-    out.sort()
-    return out
 
 
 def _best(
