@@ -38,6 +38,7 @@ from ..state import Key
 from .reclaim import returnable
 
 TRIES = 64  # replicas examined per redirect (closest in size to what evens the broker out first)
+RETURN_TRIES = 16  # replicas examined per return (each asks who may take it back)
 CHECKS = 32  # rule checks per broker (``accepts``: the costliest question)
 
 Arrival = tuple[int, Key, int]  # (size, partition, slot): a replica the plan brings to a broker
@@ -172,16 +173,23 @@ def _best_return(
     threshold = shares.dir_thresholds(a.dir_bytes, broker, mine, tol, e.sizes.get(broker))
     over = [(w, k, d) for w, k, d in items if a.dir_bytes[(broker, d)] > threshold.get(d, float("inf"))]
     best: tuple[float, Key, int, int, str] | None = None
-    for size, key, at in _closest(over, int(before), int(before) + (over[-1][0] if over else 0)):
+    theirs: dict[int, float] = {}  # the dir excess of the brokers that could take a replica back
+    cap = int(before) + (over[-1][0] if over else 0)
+    for size, key, at in _closest(over, int(before), cap, RETURN_TRIES):
         reps = a.replicas[key]
         slot = reps.index(broker)
+        mine_gain: float | None = None
         for back, path in returnable(ctx, key):
             if back not in limit or a.broker_bytes[back] + size > limit[back]:
                 continue
-            gain = before - _excess(ctx, broker, mine, tol, at, -size)
-            theirs = paths.get(back, [])
-            if path in theirs and len(theirs) >= 2:
-                gain += _excess(ctx, back, theirs, tol) - _excess(ctx, back, theirs, tol, path, size)
+            if mine_gain is None:
+                mine_gain = before - _excess(ctx, broker, mine, tol, at, -size)
+            gain = mine_gain
+            their_paths = paths.get(back, [])
+            if path in their_paths and len(their_paths) >= 2:
+                if back not in theirs:
+                    theirs[back] = _excess(ctx, back, their_paths, tol)
+                gain += theirs[back] - _excess(ctx, back, their_paths, tol, path, size)
             if gain <= 0 or (best is not None and gain <= best[0]):
                 continue
             if checks[0] <= 0:
@@ -245,13 +253,13 @@ def _best(
     return None if best is None else (best[1], best[2])
 
 
-def _closest(pool: Sequence[T], aim: int, cap: int) -> Iterator[T]:
-    """Up to ``TRIES`` items of ``pool`` (sorted by size, their first field) of at most ``cap`` bytes,
+def _closest(pool: Sequence[T], aim: int, cap: int, tries: int = TRIES) -> Iterator[T]:
+    """Up to ``tries`` items of ``pool`` (sorted by size, their first field) of at most ``cap`` bytes,
     nearest ``aim`` first."""
     top = bisect.bisect_right(pool, cap, key=itemgetter(0))
     hi = min(bisect.bisect_left(pool, aim, key=itemgetter(0)), top)
     lo = hi - 1
-    for _ in range(TRIES):
+    for _ in range(tries):
         if hi < top and (lo < 0 or pool[hi][0] - aim <= aim - pool[lo][0]):
             yield pool[hi]
             hi += 1
