@@ -39,6 +39,7 @@ from .reclaim import returnable
 
 TRIES = 64  # replicas examined per redirect (closest in size to what evens the broker out first)
 RETURN_TRIES = 16  # replicas examined per return (each asks who may take it back)
+ROUNDS = 3  # each step's moves change which brokers are hot and what they may take: the steps again
 CHECKS = 32  # rule checks per broker (``accepts``: the costliest question)
 
 Arrival = tuple[int, Key, int]  # (size, partition, slot): a replica the plan brings to a broker
@@ -47,19 +48,24 @@ T = TypeVar("T", Arrival, Held)
 
 
 def even_dirs_for_free(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
-    """Both steps of the module's docstring, returns first (a broker above its limit only sheds that way);
-    the replicas moved."""
+    """Both steps of the module's docstring, returns first (a broker above its limit only sheds that way),
+    ``ROUNDS`` times while they move anything; the replicas moved."""
     if _hot(ctx, tol) is None:
         return 0
-    arrivals, held = _changes(ctx, balanced)
-    moved = return_departed(ctx, tol, held)
-    return moved + redirect_arrivals(ctx, tol, arrivals)
+    arrivals, held = _changes(ctx, balanced)  # (kept up to date by the steps' moves)
+    moved = 0
+    for _ in range(ROUNDS):
+        now = return_departed(ctx, tol, held) + redirect_arrivals(ctx, tol, arrivals)
+        moved += now
+        if not now:
+            break
+    return moved
 
 
-def return_departed(ctx: PlanningContext, tol: float, held: Mapping[int, list[Held]]) -> int:
-    """Where a broker's dir above its threshold holds a replica (of ``held``: ``_changes``) of a
-    partition the plan took off another broker, keep that one and drop this one instead; returns the
-    number of replicas exchanged so."""
+def return_departed(ctx: PlanningContext, tol: float, held: dict[int, list[Held]]) -> int:
+    """Where a broker's dir above its threshold holds a replica (of ``held``, each broker's by size:
+    ``_changes``) of a partition the plan took off another broker, keep that one and drop this one
+    instead (``held`` follows); returns the number of replicas exchanged so."""
     found = _hot(ctx, tol)
     if found is None:
         return 0
@@ -68,10 +74,11 @@ def return_departed(ctx: PlanningContext, tol: float, held: Mapping[int, list[He
     moved = 0
     for broker in hot:
         checks = [CHECKS]
-        items = sorted(held.get(broker, ()))
+        items = held.get(broker, [])
         while (pick := _best_return(ctx, broker, paths, tol, limit, items, checks)) is not None:
             key, slot, back, path = pick
             del items[bisect.bisect_left(items, (a.size[key], key, a.dirs[key][slot]))]
+            bisect.insort(held.setdefault(back, []), (a.size[key], key, path))
             a.move(key, slot, back, path)
             moved += 1
     return moved
@@ -79,27 +86,30 @@ def return_departed(ctx: PlanningContext, tol: float, held: Mapping[int, list[He
 
 def redirect_arrivals(ctx: PlanningContext, tol: float, arrivals: list[Arrival]) -> int:
     """Send replicas the plan brings to brokers (``arrivals``, by size: ``_changes``) to brokers whose
-    dirs they even out; returns the number of replicas redirected."""
+    dirs they even out; returns the number of replicas redirected (each still an arrival, on its new
+    broker: in ``arrivals`` again for the next round)."""
     found = _hot(ctx, tol)
     if found is None:
         return 0
     hot, limit, paths = found
     hot = [b for b in hot if limit[b] > ctx.assignment.broker_bytes[b]]
-    moved = 0
+    sent: list[Arrival] = []
     for broker in hot:
         checks = [CHECKS]
         while (pick := _best(ctx, broker, paths, tol, limit, arrivals, checks)) is not None:
-            (size, key, slot), path = pick
-            ctx.assignment.move(key, slot, broker, path)
-            del arrivals[bisect.bisect_left(arrivals, (size, key, slot))]
-            moved += 1
-    return moved
+            item, path = pick
+            ctx.assignment.move(item[1], item[2], broker, path)
+            del arrivals[bisect.bisect_left(arrivals, item)]
+            sent.append(item)
+    for item in sent:
+        bisect.insort(arrivals, item)
+    return len(sent)
 
 
 def _changes(ctx: PlanningContext, balanced: frozenset[str]) -> tuple[list[Arrival], dict[int, list[Held]]]:
     """In one pass over the partitions the plan changes, of topics asking for dir balance: the replicas
-    it brings to a broker (not there in the snapshot), by size; and per broker the replicas it keeps
-    on the dir the snapshot has them on, of partitions that lose another holder."""
+    it brings to a broker (not there in the snapshot), by size; and per broker, by size, the replicas it
+    keeps on the dir the snapshot has them on, of partitions that lose another holder."""
     a = ctx.assignment
     partition, sizes, replicas, dirs = ctx.snapshot.at, a.size, a.replicas, a.dirs
     arrivals: list[Arrival] = []
@@ -125,6 +135,8 @@ def _changes(ctx: PlanningContext, balanced: frozenset[str]) -> tuple[list[Arriv
                 if at is not None and at == p.log_dirs[before.index(b)]:
                     held.setdefault(b, []).append((sizes[key], key, at))
     arrivals.sort()
+    for items in held.values():
+        items.sort()
     return arrivals, held
 
 
