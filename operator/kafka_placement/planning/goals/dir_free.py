@@ -20,9 +20,9 @@ A change is made only when every earlier goal accepts the partition's new broker
 broker balance, under the fullest broker's load), its dir has room, and the dir excess of both brokers
 together falls: the other broker loses bytes, which lowers its own thresholds. Only replicas the plan
 brings to a broker move, or return to a dir that held them in the snapshot (any other would be a new
-copy), only of topics whose policy asks for dir balance. Bounded (``CHECKS`` rule checks per broker,
-``TRIES`` replicas examined per change) and deterministic (brokers by excess, then id; replicas by size,
-then partition). Pure: no I/O.
+copy), only of topics whose policy asks for dir balance. Bounded (``ROUNDS`` rounds, ``CHECKS`` rule
+checks per broker and round, ``TRIES`` and ``RETURN_TRIES`` replicas examined per change) and
+deterministic (brokers by excess, then id; replicas by size, then in the snapshot's order). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ CHECKS = 32  # rule checks per broker (``accepts``: the costliest question)
 Arrival = tuple[int, Key, int]  # (size, partition, slot): a replica the plan brings to a broker
 Held = tuple[int, Key, str]  # (size, partition, dir): a replica a broker holds as in the snapshot
 T = TypeVar("T", Arrival, Held)
+_size = itemgetter(0)
 
 
 def even_dirs_for_free(ctx: PlanningContext, tol: float, balanced: frozenset[str]) -> int:
@@ -76,10 +77,10 @@ def return_departed(ctx: PlanningContext, tol: float, held: dict[int, list[Held]
         checks = [CHECKS]
         items = held.get(broker, [])
         while (pick := _best_return(ctx, broker, paths, tol, limit, items, checks)) is not None:
-            key, slot, back, path = pick
-            del items[bisect.bisect_left(items, (a.size[key], key, a.dirs[key][slot]))]
-            bisect.insort(held.setdefault(back, []), (a.size[key], key, path))
-            a.move(key, slot, back, path)
+            item, slot, back, path = pick
+            _drop(items, item)
+            bisect.insort(held.setdefault(back, []), (item[0], item[1], path), key=_size)
+            a.move(item[1], slot, back, path)
             moved += 1
     return moved
 
@@ -99,10 +100,10 @@ def redirect_arrivals(ctx: PlanningContext, tol: float, arrivals: list[Arrival])
         while (pick := _best(ctx, broker, paths, tol, limit, arrivals, checks)) is not None:
             item, path = pick
             ctx.assignment.move(item[1], item[2], broker, path)
-            del arrivals[bisect.bisect_left(arrivals, item)]
+            _drop(arrivals, item)
             sent.append(item)
     for item in sent:
-        bisect.insort(arrivals, item)
+        bisect.insort(arrivals, item, key=_size)
     return len(sent)
 
 
@@ -114,8 +115,9 @@ def _changes(ctx: PlanningContext, balanced: frozenset[str]) -> tuple[list[Arriv
     partition, sizes, replicas, dirs = ctx.snapshot.at, a.size, a.replicas, a.dirs
     arrivals: list[Arrival] = []
     held: dict[int, list[Held]] = {}
-    for key in a.touched:
-        if key[0] not in balanced:
+    touched = a.touched
+    for key in replicas:  # (in the snapshot's order: deterministic, where the set's order is not)
+        if key not in touched or key[0] not in balanced:
             continue
         p, reps = partition(key), replicas[key]
         if p is None:
@@ -134,10 +136,18 @@ def _changes(ctx: PlanningContext, balanced: frozenset[str]) -> tuple[list[Arriv
                 at = dirs[key][slot]
                 if at is not None and at == p.log_dirs[before.index(b)]:
                     held.setdefault(b, []).append((sizes[key], key, at))
-    arrivals.sort()
+    arrivals.sort(key=_size)  # (stable: equal sizes in the snapshot's order)
     for items in held.values():
-        items.sort()
+        items.sort(key=_size)
     return arrivals, held
+
+
+def _drop(items: list[T], item: T) -> None:
+    """Remove ``item`` from ``items`` (sorted by size, stably)."""
+    i = bisect.bisect_left(items, item[0], key=_size)
+    while items[i] != item:
+        i += 1
+    del items[i]
 
 
 def _hot(
@@ -172,11 +182,11 @@ def _best_return(
     limit: Mapping[int, float],
     items: list[Held],
     checks: list[int],
-) -> tuple[Key, int, int, str] | None:
-    """Of ``items`` (``_held_repaired``) on ``broker``'s dirs above their thresholds, the replica whose
+) -> tuple[Held, int, int, str] | None:
+    """Of ``items`` (``_changes``) on ``broker``'s dirs above their thresholds, the replica whose
     partition the plan took off another broker that may take it back on the dir it held it on, lowering
-    the two brokers' dir excess the most (among the ``TRIES`` closest in size to that excess):
-    (partition, slot, that broker, dir)."""
+    the two brokers' dir excess the most (among the ``RETURN_TRIES`` closest in size to that excess):
+    (the item, its slot, that broker, dir)."""
     a, e = ctx.assignment, ctx.eligibility
     mine = paths[broker]
     before = _excess(ctx, broker, mine, tol)
@@ -184,10 +194,11 @@ def _best_return(
         return None
     threshold = shares.dir_thresholds(a.dir_bytes, broker, mine, tol, e.sizes.get(broker))
     over = [(w, k, d) for w, k, d in items if a.dir_bytes[(broker, d)] > threshold.get(d, float("inf"))]
-    best: tuple[float, Key, int, int, str] | None = None
+    best: tuple[float, Held, int, int, str] | None = None
     theirs: dict[int, float] = {}  # the dir excess of the brokers that could take a replica back
     cap = int(before) + (over[-1][0] if over else 0)
-    for size, key, at in _closest(over, int(before), cap, RETURN_TRIES):
+    for item in _closest(over, int(before), cap, RETURN_TRIES):
+        size, key, at = item
         reps = a.replicas[key]
         slot = reps.index(broker)
         mine_gain: float | None = None
@@ -210,7 +221,7 @@ def _best_return(
             candidate = list(reps)
             candidate[slot] = back
             if ctx.accepts(key, candidate):
-                best = (gain, key, slot, back, path)
+                best = (gain, item, slot, back, path)
     return None if best is None else best[1:]
 
 
@@ -266,10 +277,10 @@ def _best(
 
 
 def _closest(pool: Sequence[T], aim: int, cap: int, tries: int = TRIES) -> Iterator[T]:
-    """Up to ``tries`` items of ``pool`` (sorted by size, their first field) of at most ``cap`` bytes,
+    """Up to ``tries`` items of ``pool`` (sorted by size, their first field, stably) of at most ``cap`` bytes,
     nearest ``aim`` first."""
-    top = bisect.bisect_right(pool, cap, key=itemgetter(0))
-    hi = min(bisect.bisect_left(pool, aim, key=itemgetter(0)), top)
+    top = bisect.bisect_right(pool, cap, key=_size)
+    hi = min(bisect.bisect_left(pool, aim, key=_size), top)
     lo = hi - 1
     for _ in range(tries):
         if hi < top and (lo < 0 or pool[hi][0] - aim <= aim - pool[lo][0]):
