@@ -89,8 +89,13 @@ def dir_excess(
 ) -> float:
     """The bytes ``broker``'s dirs hold above their thresholds (``dir_thresholds``), with ``delta`` bytes
     added to dir ``at`` (a replica arriving there, or leaving it with a negative ``delta``)."""
-    loads = [dir_bytes[(broker, p)] + (delta if p == at else 0) for p in paths]
-    limits = _dir_limits(loads, None if sizes is None else [sizes[p] for p in paths], tol)
+    loads = [dir_bytes[(broker, p)] for p in paths]
+    if at is not None and at in paths:
+        loads[paths.index(at)] += delta
+    if sizes is None:  # (the common case, at a planner's hot path: one threshold for every dir)
+        cut = _even_limit(sum(loads), len(loads), tol)
+        return sum(x - cut for x in loads if x > cut)
+    limits = _dir_limits(loads, [sizes[p] for p in paths], tol)
     return sum(x - cut for x, cut in zip(loads, limits, strict=True) if x > cut)
 
 
@@ -98,6 +103,11 @@ def _dir_limits(loads: Sequence[int], volumes: Sequence[int] | None, tol: float)
     """``dir_thresholds`` of dirs holding ``loads`` bytes on volumes of ``volumes`` bytes (None: equal)."""
     held = sum(loads)
     if volumes is None:
-        return [(1 + tol) * (held / len(loads))] * len(loads)
+        return [_even_limit(held, len(loads), tol)] * len(loads)
     per_byte = held / sum(volumes)
     return [(1 + tol) * per_byte * v for v in volumes]
+
+
+def _even_limit(held: float, dirs: int, tol: float) -> float:
+    """Each dir's threshold where the broker's volumes are of one size: (1 + ``tol``) x the mean."""
+    return (1 + tol) * (held / dirs)

@@ -28,7 +28,7 @@ deterministic (brokers by excess, then id; replicas by size, then in the snapsho
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import TypeVar
 
@@ -193,11 +193,11 @@ def _best_return(
     if before <= 0 or checks[0] <= 0:
         return None
     threshold = shares.dir_thresholds(a.dir_bytes, broker, mine, tol, e.sizes.get(broker))
-    over = [(w, k, d) for w, k, d in items if a.dir_bytes[(broker, d)] > threshold.get(d, float("inf"))]
+    over = {d for d in mine if a.dir_bytes[(broker, d)] > threshold[d]}
     best: tuple[float, Held, int, int, str] | None = None
     theirs: dict[int, float] = {}  # the dir excess of the brokers that could take a replica back
-    cap = int(before) + (over[-1][0] if over else 0)
-    for item in _closest(over, int(before), cap, RETURN_TRIES):
+    cap = items[-1][0] if items else 0
+    for item in _closest(items, int(before), cap, RETURN_TRIES, lambda i: i[2] in over):
         size, key, at = item
         reps = a.replicas[key]
         slot = reps.index(broker)
@@ -276,21 +276,27 @@ def _best(
     return None if best is None else (best[1], best[2])
 
 
-def _closest(pool: Sequence[T], aim: int, cap: int, tries: int = TRIES) -> Iterator[T]:
-    """Up to ``tries`` items of ``pool`` (sorted by size, their first field, stably) of at most ``cap`` bytes,
-    nearest ``aim`` first."""
+def _closest(
+    pool: Sequence[T], aim: int, cap: int, tries: int = TRIES, keep: Callable[[T], bool] | None = None
+) -> Iterator[T]:
+    """Up to ``tries`` items of ``pool`` (sorted by size, their first field, stably) of at most ``cap``
+    bytes, nearest ``aim`` first; with ``keep``, only those it keeps (the others are passed over)."""
     top = bisect.bisect_right(pool, cap, key=_size)
     hi = min(bisect.bisect_left(pool, aim, key=_size), top)
     lo = hi - 1
-    for _ in range(tries):
+    left = tries
+    while left > 0:
         if hi < top and (lo < 0 or pool[hi][0] - aim <= aim - pool[lo][0]):
-            yield pool[hi]
+            item = pool[hi]
             hi += 1
         elif lo >= 0:
-            yield pool[lo]
+            item = pool[lo]
             lo -= 1
         else:
             return
+        if keep is None or keep(item):
+            left -= 1
+            yield item
 
 
 def _excess(
