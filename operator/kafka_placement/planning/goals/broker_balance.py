@@ -155,10 +155,8 @@ class BrokerBalanceGoal:
         dirs, which the dir goal then pays for with local copies); all of them otherwise."""
         if ctx.tolerance("log_dirs") is None or len(movable) < 2:
             return list(movable)
-        a = ctx.assignment
-        paths = [d for d in ctx.eligibility.dirs[broker] if (broker, d) not in ctx.eligibility.drained]
-        mean = (a.broker_bytes[broker] - excess) / max(1, len(paths))
-        return [d for d in movable if d is None or a.dir_bytes.get((broker, d), 0) > mean]
+        above = _above_share(ctx, broker, excess)
+        return [d for d in movable if d is None or d in above]
 
     @staticmethod
     def _greedy_pick(
@@ -481,7 +479,8 @@ def _return_held(ctx: PlanningContext, broker: int, limit: Mapping[int, float], 
         if k in a.touched and k[0] in balanced and ctx.held_dir(k, broker)[0]
     ]
     returned = 0
-    for dirs in (_hot_dirs_of(ctx, broker, limit), None):  # from its fuller dirs first (dir balance)
+    fuller = set() if dir_tol is None else _above_share(ctx, broker, a.broker_bytes[broker] - limit[broker])
+    for dirs in (fuller, None):  # from its fuller dirs first (dir balance)
         items = sorted((w, k) for w, k, d in held if (dirs is None or d in dirs) and broker in a.replicas[k])
         returned += _return_items(ctx, broker, limit, receivers, items, dir_tol)
     return returned
@@ -526,14 +525,12 @@ def _return_items(
     return returned
 
 
-def _hot_dirs_of(ctx: PlanningContext, broker: int, limit: Mapping[int, float]) -> set[str | None]:
-    """With dir balance asked, ``broker``'s dirs above the mean its dirs will have at its limit."""
-    if ctx.tolerance("log_dirs") is None:
-        return set()
-    a = ctx.assignment
-    paths = ctx.eligibility.keeping_dirs(broker)
-    mean = limit[broker] / max(1, len(paths))
-    return {p for p in paths if a.dir_bytes[(broker, p)] > mean}
+def _above_share(ctx: PlanningContext, broker: int, excess: float) -> set[str]:
+    """``broker``'s dirs above the mean bytes its undrained dirs will hold once it sheds ``excess``."""
+    a, e = ctx.assignment, ctx.eligibility
+    paths = [d for d in e.dirs[broker] if (broker, d) not in e.drained]
+    mean = (a.broker_bytes[broker] - excess) / max(1, len(paths))
+    return {d for d in e.dirs[broker] if a.dir_bytes.get((broker, d), 0) > mean}
 
 
 def _dir_worse(ctx: PlanningContext, broker: int, path: str, size: int, tol: float) -> bool:

@@ -218,10 +218,7 @@ def _best_return(
                 continue
             if checks[0] <= 0:
                 break
-            checks[0] -= 1
-            candidate = list(reps)
-            candidate[slot] = back
-            if ctx.accepts(key, candidate):
+            if _accepted(ctx, key, slot, back, checks):
                 best = (gain, item, slot, back, path)
     return None if best is None else best[1:]
 
@@ -269,12 +266,17 @@ def _best(
             continue
         if checks[0] <= 0:
             break
-        checks[0] -= 1
-        candidate = list(reps)
-        candidate[slot] = broker
-        if ctx.accepts(key, candidate):
+        if _accepted(ctx, key, slot, broker, checks):
             best = (gain, item, path)
     return None if best is None else (best[1], best[2])
+
+
+def _accepted(ctx: PlanningContext, key: Key, slot: int, broker: int, checks: list[int]) -> bool:
+    """Whether every earlier goal accepts ``key``'s replica at ``slot`` on ``broker`` (one of ``checks``)."""
+    checks[0] -= 1
+    candidate = list(ctx.assignment.replicas[key])
+    candidate[slot] = broker
+    return ctx.accepts(key, candidate)
 
 
 def _closest(
