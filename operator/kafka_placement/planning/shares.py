@@ -90,6 +90,8 @@ def dir_excess(
     """The bytes ``broker``'s dirs hold above their thresholds (``dir_thresholds``), with ``delta`` bytes
     added to dir ``at`` (a replica arriving there, or leaving it with a negative ``delta``)."""
     loads = [dir_bytes[(broker, p)] for p in paths]
+    if not loads:
+        return 0.0
     if at is not None and at in paths:
         loads[paths.index(at)] += delta
     if sizes is None:  # (the common case, at a planner's hot path: one threshold for every dir)

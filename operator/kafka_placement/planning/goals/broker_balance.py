@@ -9,7 +9,8 @@ stays under its limit and that every earlier goal accepts (rack spread, cordons,
 topics whose policy sets ``balance.brokers`` move; every broker's load counts. A broker sheds the
 replicas the plan brings to it first: sent to another broker instead they are still one copy each, so
 they balance at no extra bytes (the sharded planner's shards, each seeing only its share, leave more of
-those to redirect).
+those to redirect); then, for no bytes either, replicas it holds of partitions the repair took off
+another holder, which keeps its replica instead (``_return_held``); only then replicas that cost a copy.
 """
 
 from __future__ import annotations
