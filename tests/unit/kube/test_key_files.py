@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.unit.private_dirs import vanishing
 
 from kafka_placement.kube import gateway, key_files
 from kafka_placement.model.errors import PlacementError
@@ -112,21 +113,6 @@ def test_a_key_directory_it_cannot_make_or_trust_is_named(tmp: Path) -> None:
     tempfile.tempdir = str(tmp / "missing" / "deeper")  # (the fixture puts it back)
     with pytest.raises(PlacementError, match=r"cannot make .*the directory of this user.s key files"):
         key_files.private_dir()
-
-
-def vanishing(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
-    """The user's directory is made, then removed by another process's exit before its use, ``times``."""
-    made = key_files.private_dir
-    left = [times]
-
-    def private_dir() -> Path:
-        path = made()
-        if left[0]:
-            left[0] -= 1
-            path.rmdir()
-        return path
-
-    monkeypatch.setattr(key_files, "private_dir", private_dir)
 
 
 def test_a_user_s_directory_removed_by_another_exit_before_its_use_is_made_again(

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.unit.private_dirs import vanishing
 
-from kafka_placement.kube import key_files
 from kafka_placement.model.errors import PlacementError
 from kafka_placement.reconcile import secret_files
 
@@ -51,15 +51,6 @@ def test_a_directory_others_may_read_is_refused(private_tmp: Path) -> None:
 def test_a_directory_removed_by_another_process_s_exit_before_the_write_is_made_again(
     private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made, calls = key_files.private_dir, []
-
-    def private_dir() -> Path:  # the empty directory made, then removed by another process's exit, once
-        path = made()
-        calls.append(path)
-        if len(calls) == 1:
-            path.rmdir()
-        return path
-
-    monkeypatch.setattr(key_files, "private_dir", private_dir)
+    calls = vanishing(monkeypatch, times=1)  # the empty directory made, then removed by another exit
     path = Path(secret_files.pem_file("key"))
     assert path.read_text() == "key" and len(calls) == 2
