@@ -184,8 +184,8 @@ class RackTree:
         if k == 0:
             return True
         if len(unit) >= self.levels:
-            depth = len(unit)
-            pick = by_rank([b for b in keep if self.path[b][:depth] == unit], ranks)[:k]
+            depth, path = len(unit), self.path
+            pick = by_rank([b for b in keep if path[b][:depth] == unit], ranks)[:k]
             if len(pick) < k:
                 need = k - len(pick)
                 window: list[int] = []
@@ -194,12 +194,33 @@ class RackTree:
                         window.append(b)
                         if len(window) >= need + WINDOW:
                             break
-                pick += by_rank(window, ranks)[:need]
+                if need == 1 and window:  # (by_rank's first: the first of the lowest rank)
+                    keys = ranks(window)
+                    pick.append(window[keys.index(min(keys))])
+                else:
+                    pick += by_rank(window, ranks)[:need]
             chosen.extend(pick)
             return len(pick) == k
         children = kids.get(unit, ())
-        given = dict.fromkeys(children, 0)
         held = current.get
+        n = len(children)
+        if n and k % n == 0 and all(caps.get(c, 0) >= k // n for c in children):
+            # every even spread gives each child k / n (RF 3 over 3 data centres; one child): the order
+            # in which the loop below would serve them changes nothing it returns
+            share = k // n
+            return all(
+                self._fill(c, share, caps, kids, current, keep, usable, ranks, chosen, memo) for c in children
+            )
+        if k == 1:  # the loop below for one slot: the open child holding the most (ties: below)
+            open_ = [c for c in children if caps.get(c, 0) > 0]
+            if not open_:
+                return False
+            most = max(held(c, 0) for c in open_)
+            tied = [c for c in open_ if held(c, 0) == most]
+            given = dict.fromkeys(tied, 0)
+            best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, ranks, memo)
+            return self._fill(best, 1, caps, kids, current, keep, usable, ranks, chosen, memo)
+        given = dict.fromkeys(children, 0)
         for _ in range(k):  # a slot to the open child with the fewest, then the most held (ties: below)
             keyed = [((g, g - held(c, 0)), c) for c in children if (g := given[c]) < caps.get(c, 0)]
             if not keyed:
@@ -208,8 +229,8 @@ class RackTree:
             tied = [c for kk, c in keyed if kk == first]
             best = tied[0] if len(tied) == 1 else self._tie_break(tied, given, current, keep, ranks, memo)
             given[best] += 1
-        for c, n in given.items():
-            if n and not self._fill(c, n, caps, kids, current, keep, usable, ranks, chosen, memo):
+        for c, m in given.items():
+            if m and not self._fill(c, m, caps, kids, current, keep, usable, ranks, chosen, memo):
                 return False
         return True
 
