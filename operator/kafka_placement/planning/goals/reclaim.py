@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ...model.intents import PlacementPolicy
 from ..context import PlanningContext
 from ..state import Key
 
@@ -63,7 +64,10 @@ class Reclaimer:
         self.receivers = receivers
         self.checks = 0
         self.work = 0
-        self.balanced = ctx.balanced_topics("brokers")
+        # topics whose policy asks for broker balance and budgets no moves (a budgeted policy's plan is
+        # left as it is)
+        policies = ctx.assignment.topic_policy
+        self.free = frozenset(t for t in ctx.balanced_topics("brokers") if _free(policies.get(t)))
         self.before: dict[int, float] = {}  # dir excess (``_dir_excess``) of brokers before a reclaim
 
     def run(self) -> int:
@@ -87,16 +91,17 @@ class Reclaimer:
 
     def _candidates(self) -> list[Key]:
         """Partitions the plan copies somewhere, largest first."""
-        a = self.ctx.assignment
+        a, at, free = self.ctx.assignment, self.ctx.snapshot.at, self.free
         self.work += len(a.touched)
-        out = [k for k in a.touched if k[0] in self.balanced and self._free(k) and self._newcomers(k)]
+        out = []
+        for k in a.touched:
+            if k[0] in free:
+                p = at(k)
+                held = p.replicas if p is not None else ()
+                if any(b not in held for b in a.replicas[k]):  # (``_newcomers``)
+                    out.append(k)
         out.sort(key=lambda k: (-a.size[k], k))
         return out
-
-    def _free(self, key: Key) -> bool:
-        """No move budget to account for (a budgeted policy's plan is left as it is)."""
-        policy = self.ctx.assignment.policy(key)
-        return policy is not None and not (policy.move_budget.max_moves or policy.move_budget.max_bytes)
 
     def _newcomers(self, key: Key) -> list[int]:
         """The partition's brokers that did not hold it in the snapshot."""
@@ -161,7 +166,7 @@ class Reclaimer:
         a = self.ctx.assignment
         done: list[tuple[_Step, str | None]] = []
         tried: set[Key] = {returned}
-        items = sorted((a.size[k], k) for k in a.by_broker[broker] if k[0] in self.balanced and self._free(k))
+        items = sorted((a.size[k], k) for k in a.by_broker[broker] if k[0] in self.free)
         self.work += len(items)
         while a.broker_bytes[broker] > self.limit[broker] and len(done) < ROOM_STEPS and not self._spent():
             over = a.broker_bytes[broker] - self.limit[broker]
@@ -263,3 +268,8 @@ def returnable(ctx: PlanningContext, key: Key) -> list[tuple[int, str]]:
 def reclaim(ctx: PlanningContext, limit: Mapping[int, float], receivers: Receivers) -> int:
     """Take back copies the plan need not make (module docstring); the bytes saved."""
     return Reclaimer(ctx, limit, receivers).run()
+
+
+def _free(policy: PlacementPolicy | None) -> bool:
+    """A policy with no move budget to account for."""
+    return policy is not None and not (policy.move_budget.max_moves or policy.move_budget.max_bytes)
