@@ -299,7 +299,7 @@ class Assignment:
         import numpy as np  # (here: most commands that load this module never plan)
 
         parts = snapshot.partitions
-        keys = [p.key for p in parts]
+        keys = snapshot.keys()
         # one number per partition serves as disk load and as move cost: the local size is both (a
         # replica's copy_bytes, model/snapshot.py, is its size_bytes)
         part_sizes = [p.size_bytes for p in parts]

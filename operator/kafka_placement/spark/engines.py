@@ -401,6 +401,7 @@ class SparkOptimizer:
         merging = time.perf_counter()
         plan = merge_and_balance(ctx, rows, change, exact_selection=True)
         merged = time.perf_counter()
+        del ctx, context  # (the planning state, its largest part, is not needed for the summary)
         # The check of the selection: the summary's tally counts every hard rule on every partition
         # after the plan; any violation (a partition the analysis missed) re-runs the merge with the
         # reconciliation of every partition, and that plan is tallied again by ``measure``.
@@ -464,6 +465,10 @@ def _shard_rows(out: Any) -> tuple[list[Row], ClusterLoads]:
     rows: list[Row] = []
     errors: list[str] = []
     change = ClusterLoads.none()
+    # one object per topic, broker id and dir path (Arrow gives a copy of each value; the plan keeps
+    # them: at a million partitions some 80 MB)
+    same: dict[object, Any] = {}
+    one = same.setdefault
     for topic, number, reps, dirs, error, part in zip(
         *(out.column(c).to_pylist() for c in RESULT_COLUMNS), strict=True
     ):
@@ -472,7 +477,9 @@ def _shard_rows(out: Any) -> tuple[list[Row], ClusterLoads]:
         elif part is not None:
             change.add(pickle.loads(part))
         else:
-            rows.append((topic, number, tuple(reps), tuple(dirs)))
+            rows.append(
+                (one(topic, topic), number, tuple(one(b, b) for b in reps), tuple(one(d, d) for d in dirs))
+            )
     raise_if_infeasible(errors)
     return rows, change
 

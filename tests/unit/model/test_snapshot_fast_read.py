@@ -8,6 +8,7 @@ would hold with a fast read that never answers)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -16,10 +17,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_placement.model.errors import BadInputError
-from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, _fast_partition, _parse_partition
+from kafka_placement.model.snapshot import (
+    Broker,
+    ClusterSnapshot,
+    LogDir,
+    PartitionState,
+    _fast_partition,
+    _parse_partition,
+)
 
 BROKERS = {b: Broker(b, f"r{b}", (LogDir(f"/d{b}/a"), LogDir(f"/d{b}/b"))) for b in (1, 2, 3, 4)}
-PATHS = {b.id: frozenset(b.dir_paths) for b in BROKERS.values()}
+PATHS = {b.id: {d: d for d in b.dir_paths} for b in BROKERS.values()}
+IDS = {b: b for b in BROKERS}
+
+
+def fast(obj: dict[str, Any]) -> PartitionState | None:
+    return _fast_partition(obj, PATHS, {}, IDS)
+
 
 ODD = st.sampled_from(
     [None, True, False, -1, 0, 1, 5, 2**31, 2**63, 2**64, -(2**63) - 1, 1.5, -0.0, math.nan, math.inf, "",
@@ -75,22 +89,22 @@ def precise(obj: object) -> Any:
 @settings(max_examples=800, deadline=None)
 @given(partitions())
 def test_the_fast_read_is_the_precise_parsers_answer_or_none(obj: dict[str, Any]) -> None:
-    fast = _fast_partition(obj, PATHS, set())
+    quick = fast(obj)
     slow = precise(obj)
-    if fast is not None:
-        assert fast == slow
-        assert all(type(getattr(fast, f)) is type(getattr(slow, f)) for f in ("bytes_in_per_sec", "leader"))
+    if quick is not None:
+        assert quick == slow
+        assert all(type(getattr(quick, f)) is type(getattr(slow, f)) for f in ("bytes_in_per_sec", "leader"))
     if isinstance(slow, BadInputError):
-        assert fast is None
+        assert quick is None
 
 
 def test_the_fast_read_is_taken_for_valid_partitions_and_left_for_odd_ones() -> None:
     valid = {"topic": "t", "partition": 3, "replicas": [2, 1], "logDirs": ["/d2/b", "any"], "leader": 2,
              "isr": [2], "sizeBytes": 10, "bytesInPerSec": 7, "readFanout": 1,
              "untieredBytes": 4}  # fmt: skip
-    got = _fast_partition(valid, PATHS, set())
+    got = fast(valid)
     assert got is not None and got == precise(valid) and got.bytes_in_per_sec == 7.0
-    assert _fast_partition({"topic": "t", "partition": 0, "replicas": [1]}, PATHS, set()) == precise(
+    assert fast({"topic": "t", "partition": 0, "replicas": [1]}) == precise(
         {"topic": "t", "partition": 0, "replicas": [1]}
     )
 
@@ -98,7 +112,7 @@ def test_the_fast_read_is_taken_for_valid_partitions_and_left_for_odd_ones() -> 
         pass
 
     odd = {**valid, "partition": Id(3)}  # accepted by the precise parser only
-    assert _fast_partition(odd, PATHS, set()) is None and precise(odd) == got
+    assert fast(odd) is None and precise(odd) == got
     for spoiled in (
         {**valid, "replicas": [2, 9], "logDirs": ["/d2/b", "any"]},  # an unknown broker
         {**valid, "logDirs": ["/d2/b", "/d2/a"]},  # a dir of another broker
@@ -111,7 +125,7 @@ def test_the_fast_read_is_taken_for_valid_partitions_and_left_for_odd_ones() -> 
         {**valid, "readFanout": 2**31},
         {**valid, "topic": "a b"},
     ):
-        assert _fast_partition(spoiled, PATHS, set()) is None
+        assert fast(spoiled) is None
         assert isinstance(precise(spoiled), BadInputError), spoiled
 
 
@@ -127,3 +141,29 @@ def test_a_snapshot_read_names_the_partition_at_fault_as_before() -> None:
         ClusterSnapshot.from_json(doc, "s.json")
     assert raised.value.location == "s.json.partitions[1] (t-1).logDirs[1]"
     assert "broker 2 has no log dir" in raised.value.detail, raised.value
+
+
+def test_a_read_snapshot_holds_one_object_per_topic_dir_and_broker() -> None:
+    """The partitions share the topic names, dir paths and broker ids (a parse makes a copy of each value:
+    at a million partitions some 600 MB), and the planner's state keys on the index's own tuples."""
+    doc = {
+        "brokers": [
+            {"id": b, "logDirs": [{"path": "/data/d0"}, {"path": "/data/d1"}]} for b in (1001, 1002, 1003)
+        ],
+        "partitions": [
+            {"topic": "orders", "partition": i, "replicas": [1001, 1002, 1003], "logDirs": ["/data/d0"] * 3,
+             "leader": 1002, "isr": [1003, 1001] if i else [1001, 1002, 1003]}
+            for i in range(3)
+        ],
+    }  # fmt: skip
+    parsed = ClusterSnapshot.loads(json.dumps(doc))  # (json gives each value its own object)
+    first, second, third = parsed.partitions
+    assert first.topic is second.topic is third.topic
+    assert all(a is b for a, b in zip(first.log_dirs, second.log_dirs, strict=True))
+    assert all(a is b for a, b in zip(first.replicas, third.replicas, strict=True))
+    assert first.isr is first.replicas and second.isr == (1003, 1001)
+    assert second.isr[0] is second.replicas[2] and second.leader is second.replicas[1]
+    assert parsed.keys() == [p.key for p in parsed.partitions]
+    assert parsed.keys()[0] is next(iter(parsed._partition_index))  # (not a tuple made again)
+    twice = ClusterSnapshot(parsed.brokers, (first, first))  # (made in code: no parse checks the keys)
+    assert twice.keys() == [first.key, first.key]
