@@ -91,15 +91,9 @@ class Reclaimer:
 
     def _candidates(self) -> list[Key]:
         """Partitions the plan copies somewhere, largest first."""
-        a, at, free = self.ctx.assignment, self.ctx.snapshot.at, self.free
+        a, free = self.ctx.assignment, self.free
         self.work += len(a.touched)
-        out = []
-        for k in a.touched:
-            if k[0] in free:
-                p = at(k)
-                held = p.replicas if p is not None else ()
-                if any(b not in held for b in a.replicas[k]):  # (``_newcomers``)
-                    out.append(k)
+        out = [k for k in a.touched if k[0] in free and self._newcomers(k)]
         out.sort(key=lambda k: (-a.size[k], k))
         return out
 
