@@ -286,6 +286,23 @@ def throttles_left(cluster: Cluster, topics: Sequence[str]) -> list[str]:
     return left
 
 
+def no_throttle_left(cluster: Cluster, after: str, timeout: float = 60.0) -> None:
+    """Every broker shows no throttle config (``throttles_left``) within ``timeout`` seconds of ``after``
+    (an execute or a cancel that saw them removed): a topic's configs are read through any broker, which
+    answers from its own copy of the metadata, and a broker behind on it (a loaded machine, a dir thread
+    that failed) shows a removed throttle a while longer (one run read it just after the execute)."""
+    left: list[str] = []
+
+    def gone() -> bool:
+        left[:] = throttles_left(cluster, [DATA_TOPIC])
+        return not left
+
+    try:
+        wait_for(f"no throttle config left after {after}", gone, timeout=timeout)
+    except Failed:
+        raise Failed(f"throttle configs left {timeout:.0f} s after {after}: {left}") from None
+
+
 def reassignments(cluster: Cluster) -> int:
     """Partitions Kafka is reassigning (ListPartitionReassignments, kafka-python)."""
     from kafka import KafkaAdminClient
@@ -350,9 +367,7 @@ def op_move(cluster: Cluster) -> str:
     left3, left_dir = replicas_on(s1, 3), replicas_on(s1, 1, cordoned)
     if left3 or left_dir:
         raise Failed(f"left after execute: on broker 3 {left3}, on broker 1's {cordoned} {left_dir}")
-    throttles = throttles_left(cluster, [DATA_TOPIC])
-    if throttles:
-        raise Failed(f"throttle configs left after execute: {throttles}")
+    no_throttle_left(cluster, "the execute")
     cli("verify", "--bootstrap-server", cluster.bootstrap, "--plan", str(plan))
     return (
         f"{len(moves)} partitions moved in {took:.0f}s ({counts[cordoned]} replicas off "
@@ -382,18 +397,7 @@ def lost_swap(cluster: Cluster, state: Path) -> str | None:
     if LOST_SWAP not in said:
         return None
     cli("cancel", "--state", str(state), "--wait", "--poll-seconds", "0.5", timeout=120)
-    # the cancel saw them gone; a broker whose dir thread failed may answer from older metadata a while
-    # (one run read the topic's throttled replicas still set right after): read again for a minute
-    left: list[str] = []
-
-    def gone() -> bool:
-        left[:] = throttles_left(cluster, [DATA_TOPIC])
-        return not left
-
-    try:
-        wait_for("no throttle config left after the cancel of a lost swap", gone, timeout=60)
-    except Failed:
-        raise Failed(f"throttle configs left a minute after the cancel of a lost swap: {left}") from None
+    no_throttle_left(cluster, "the cancel of a lost swap")
     return f"Kafka's defect met and named by the executor ({said[:200]}); cancelled, no throttle left"
 
 
@@ -427,9 +431,7 @@ def op_cancel(cluster: Cluster) -> str:
     changed = [f"{t}-{p}" for (t, p), r in before.items() if sorted(after.get((t, p), [])) != sorted(r)]
     if changed:
         raise Failed(f"not reverted by the cancel: {changed}")
-    throttles = throttles_left(cluster, [DATA_TOPIC])
-    if throttles:
-        raise Failed(f"throttle configs left after the cancel: {throttles}")
+    no_throttle_left(cluster, "the cancel")
     phase = ""
     with contextlib.suppress(json.JSONDecodeError, AttributeError):
         phase = str(json.loads(status.stdout).get("phase", ""))
