@@ -120,7 +120,12 @@ def plan_output(flag: str, path: str | None, plan: Plan) -> Output:
 
     if path is not None and path != STDOUT and is_parquet_plan(path):
         return Output(flag, path, write=lambda tmp: write_plan_table(plan, tmp))
-    return json_output(flag, path, plan.to_json())
+    return plan_json_output(flag, path, plan)
+
+
+def plan_json_output(flag: str, path: str | None, plan: Plan) -> Output:
+    """A plan as JSON: ``json_text``'s text of its JSON, written entry by entry (``Plan.dumps``)."""
+    return Output(flag, STDOUT if path is None else path, text=plan.dumps() + "\n")
 
 
 def check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:

@@ -33,6 +33,7 @@ from ._io import (
     check_outputs,
     existing_dir,
     json_output,
+    plan_json_output,
     plan_output,
     read_plan,
     read_snapshot_arg,
@@ -206,5 +207,5 @@ def cmd_place(args: argparse.Namespace) -> int:
     plan = place(
         snapshot, intents, args.topic, args.partitions, args.replication_factor, args.start_partition
     )
-    write_json(args.output, plan.to_json())
+    write_outputs([plan_json_output("-o", args.output, plan)])
     return 0

@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_parquet_plan(args.output):
             write_plan_parquet(result.plan, args.output)
         else:
-            args.output.write_text(json.dumps(result.plan.to_json(), indent=1) + "\n")
+            args.output.write_text(result.plan.dumps() + "\n")
         if args.summary:
             args.summary.write_text(json.dumps(result.summary.to_json(), indent=1) + "\n")
         print(f"plan {result.plan.plan_id}: {len(result.plan.partitions)} partitions -> {args.output}")

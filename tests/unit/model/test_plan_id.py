@@ -1,5 +1,6 @@
 """A plan's id hashes its canonical JSON, which ``Plan.canonical`` writes entry by entry: exactly the
-text ``json.dumps`` writes of the plan's JSON with sorted keys and no spaces, whatever the names."""
+text ``json.dumps`` writes of the plan's JSON with sorted keys and no spaces, whatever the names. The plan
+file's text (``Plan.dumps``) is written the same way: exactly ``json.dumps``' text indented by one."""
 
 from __future__ import annotations
 
@@ -31,6 +32,17 @@ def test_the_canonical_text_is_json_dumps_sorted_and_compact(seed: int) -> None:
     text = json.dumps(plan.to_json(), sort_keys=True, separators=(",", ":"))
     assert plan.canonical() == text
     assert plan.plan_id == hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_plan_files_text_is_json_dumps_indented_by_one(seed: int) -> None:
+    plan = _plan(random.Random(seed), random.Random(seed).choice([0, 1, 5, 200]))
+    assert plan.dumps() == json.dumps(plan.to_json(), indent=1)
+
+
+def test_the_plan_files_text_writes_empty_lists_as_json_does() -> None:
+    for plan in (Plan.of([]), Plan.of([PartitionTarget("t", 0, (), ())])):
+        assert plan.dumps() == json.dumps(plan.to_json(), indent=1)
 
 
 def test_the_id_of_a_known_plan_is_unchanged() -> None:
