@@ -253,13 +253,20 @@ def planned_share(s: Volume, free: int, share: float) -> float:
 
 
 def refused(
-    share: float, where: DirKey, planned: float, detail: str = "", partition: str = ""
+    share: float, where: DirKey, planned: float, detail: str = "", partition: str = "", so_far: bool = False
 ) -> DiskHeadroomError:
     """The refusal of a plan by the limit, naming the fullest dir, its planned share and the limit
-    (``detail``: what could not be placed, when known)."""
+    (``detail``: what could not be placed, when known; ``so_far``: the share is the dir's with the
+    replicas placed before the planner found no room for the others, not a finished plan's)."""
     broker, path = where
+    percent = f"{100 * planned:.1f}% full"
+    fullest = (
+        f"the fullest dir with the replicas placed so far, broker {broker} {path}, is {percent}"
+        if so_far
+        else f"the fullest dir, broker {broker} {path}, would be {percent}"
+    )
     head = (
-        f"no plan keeps every log dir within maxDiskShare {share:g} of its volume: the fullest dir, "
-        f"broker {broker} {path}, would be {100 * planned:.1f}% full (limit {100 * share:.1f}%)"
+        f"no plan keeps every log dir within maxDiskShare {share:g} of its volume: {fullest} (limit "
+        f"{100 * share:.1f}%)"
     )
     return DiskHeadroomError(f"{head}; {detail}" if detail else head, RULE, partition)

@@ -274,6 +274,20 @@ class RackTree:
         self._means[unit] = (epoch, mean)
         return mean
 
+    def units_without(self, ok: Callable[[int], bool]) -> list[tuple[Unit, list[int]]]:
+        """The units of the shallowest level that has any in which no member broker is ``ok`` (each
+        with its members), by name: where a rule that ``ok`` stands for leaves the spread no broker
+        (a refusal names them)."""
+        for depth in range(1, self.levels + 1):
+            found = [
+                (unit, members)
+                for unit in sorted(u for u in self.under if len(u) == depth)
+                if (members := self._members(unit)) and not any(map(ok, members))
+            ]
+            if found:
+                return found
+        return []
+
     def _members(self, unit: Unit) -> list[int]:
         """The members under ``unit``, by id."""
         members = self._members_under.get(unit)

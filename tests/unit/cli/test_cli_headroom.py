@@ -44,7 +44,7 @@ def test_the_tight_case_exits_3_naming_the_fullest_dir(
     assert plan(tmp_path, tight().to_json()) == 3
     err = capsys.readouterr().err
     assert "[dir-capacity] no plan keeps every log dir within maxDiskShare 0.85" in err
-    assert "broker 1 /d0, would be 90.0% full (limit 85.0%)" in err
+    assert "placed so far, broker 1 /d0, is 90.0% full (limit 85.0%)" in err
     assert not (tmp_path / "plan.json").exists() and "Traceback" not in err
 
 

@@ -222,7 +222,7 @@ def test_the_clusters_max_disk_share_reaches_the_planner_and_a_refusal_is_disk_h
     spec = cluster({"planner": {"engine": "local"}})
     planned = plan_cluster(None, None, "ns", spec, tight(), PlanInputs.of([body], False), False)  # type: ignore[arg-type]
     assert planned.plan is None and planned.error_reason == "DiskHeadroom"
-    assert "broker 1 /d0, would be 90.0% full (limit 85.0%)" in (planned.error or "")
+    assert "placed so far, broker 1 /d0, is 90.0% full (limit 85.0%)" in (planned.error or "")
     blocked = status.phase_conditions(status.FAILED, planned.error_reason, planned.error or "")["Blocked"]
     assert blocked[:2] == (True, "DiskHeadroom")
 

@@ -582,11 +582,31 @@ class ReplicaPlacementGoal:
                 "replication-factor",
                 name,
             )
-        size = ctx.assignment.size[key]
+        a, size, tree = ctx.assignment, ctx.assignment.size[key], ctx.tree_for(key)
+        lost = {b for b, d in zip(a.replicas[key], a.dirs[key], strict=True) if _lost(e, b, d)}
+        short = (
+            tree.units_without(lambda b: b not in lost and e.may_receive(b) and a.has_room(e, b, size))
+            if tree is not None
+            else []
+        )
+        if tree is None or not short:
+            return InfeasibleError(
+                f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes; "
+                f"only {len(keep)} current replica(s) may stay and too few brokers have room under the "
+                "disk headroom limit",
+                headroom.RULE,
+                name,
+            )
+        units = "; ".join(
+            f"{'/'.join(u)} (broker{'s' if len(m) > 1 else ''} {', '.join(map(str, m))})"
+            for u, m in short[:5]
+        ) + (f"; and {len(short) - 5} more" if len(short) > 5 else "")
+        spread = "spread" if tree.violation(keep) is None else "not spread"
+        levels = f"{tree.levels} level{'s' if tree.levels > 1 else ''}"
         return InfeasibleError(
-            f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes; "
-            f"only {len(keep)} current replica(s) may stay and too few brokers have room under the disk "
-            "headroom limit",
+            f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes, spread "
+            f"over the racks as its rackAwareness asks ({levels}); {len(keep)} current replica(s) may stay "
+            f"({spread} so), and no broker has room for it under the disk headroom limit in {units}",
             headroom.RULE,
             name,
         )
@@ -660,8 +680,8 @@ def _lost(e: Eligibility, broker: int, path: str | None) -> bool:
 
 def _refused(ctx: PlanningContext, detail: str, partition: str) -> InfeasibleError:
     """No placement keeps every dir within its headroom: the refusal naming the fullest dir (the largest
-    share of its volume as planned so far), that share and the limit."""
+    share of its volume with the replicas placed so far), that share and the limit."""
     e, a = ctx.eligibility, ctx.assignment
     shares = [(headroom.planned_share(s, a.free[v], e.share), v) for v, s in e.volumes.items()]
     planned, where = max(shares, key=lambda x: x[0])
-    return headroom.refused(e.share, where, planned, detail, partition)
+    return headroom.refused(e.share, where, planned, detail, partition, so_far=True)
