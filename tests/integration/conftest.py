@@ -18,10 +18,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -249,6 +249,18 @@ def wait_for(
         time.sleep(every)
 
 
+def flowing(sent: Sequence[object], errors: Sequence[object], records: int = 50) -> None:
+    """Wait until a test's producer thread has had ``records`` acknowledged (``sent``; ``errors``: its
+    failed deliveries, shown on a timeout): traffic flows before its moves start."""
+    wait_for(
+        f"{records} records acknowledged",
+        lambda: len(sent) >= records,
+        timeout=60,
+        every=0.05,
+        why=lambda: f"{len(sent)} acknowledged, errors: {list(errors[:3])}",
+    )
+
+
 Record = tuple[int, bytes | None, bytes | None]  # offset, key, value
 
 
@@ -278,7 +290,9 @@ def read_to_end(servers: str, topic: str, partitions: int, timeout: float = 180.
             assert time.monotonic() < deadline, f"read {[len(v) for v in read.values()]} of ends {ends}"
             for msg in consumer.consume(num_messages=1000, timeout=1):
                 assert msg.error() is None, msg.error()
-                read[msg.partition()].append((msg.offset(), msg.key(), msg.value()))
+                part, offset = msg.partition(), msg.offset()
+                assert part is not None and offset is not None, msg  # (a record, not an event)
+                read[part].append((offset, msg.key(), msg.value()))
         return read
     finally:
         consumer.close()
@@ -298,7 +312,7 @@ def broker_addresses(brokers: KafkaRig | str | Iterable[str]) -> list[str]:
         return [f"{n.host}:{n.port}" for n in nodes]
     if isinstance(brokers, str):
         return [b.strip() for b in brokers.split(",") if b.strip()]
-    return list(brokers)
+    return list(cast(Iterable[str], brokers))
 
 
 def wait_topic_everywhere(
@@ -436,7 +450,7 @@ def kubectl(k8s_rig: dict[str, Any]) -> Kubectl:
             )
         return proc
 
-    run.kubeconfig = str(k8s_rig["kubeconfig"])  # type: ignore[attr-defined]  (e2e's get() reads with it)
+    run.kubeconfig = str(k8s_rig["kubeconfig"])  # type: ignore[attr-defined]  # (e2e's get() reads it)
     return run
 
 

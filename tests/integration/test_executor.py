@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.conftest import flowing
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import ConfigTarget, KafkaGateway
@@ -156,10 +157,7 @@ def test_decommission_and_dir_move_under_traffic(
     thread = threading.Thread(target=producing)
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while len(sent) < 50:  # traffic flowing before the moves start (how fast: the machine's business)
-            assert time.monotonic() < deadline and not errors, (len(sent), errors[:3])
-            time.sleep(0.05)
+        flowing(sent, errors)  # traffic flowing before the moves start (how fast: the machine's business)
         acked_before = len(sent)
         state = tmp_path / "state.json"
         proc = run_cli(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from tests.integration.conftest import flowing
 
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
@@ -89,10 +90,7 @@ def test_decommission_of_thousands_of_small_partitions_with_defaults(
     thread = threading.Thread(target=producing)
     thread.start()
     try:
-        deadline = time.monotonic() + 60  # records flowing before the moves start (the producer's first
-        while len(sent) < 50:  # PID can wait on a coordinator still loading)
-            assert time.monotonic() < deadline and not errors, (len(sent), errors[:3])
-            time.sleep(0.1)
+        flowing(sent, errors)  # (the producer's first PID can wait on a coordinator still loading)
         first = subprocess.Popen([str(CLI), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 240
         while record(state).get("doneCount", 0) < moves // 4:  # a quarter done, the rest in flight or next
