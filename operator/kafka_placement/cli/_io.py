@@ -120,12 +120,13 @@ def plan_output(flag: str, path: str | None, plan: Plan) -> Output:
 
     if path is not None and path != STDOUT and is_parquet_plan(path):
         return Output(flag, path, write=lambda tmp: write_plan_table(plan, tmp))
-    return plan_json_output(flag, path, plan)
+    return document_output(flag, path, plan.dumps())
 
 
-def plan_json_output(flag: str, path: str | None, plan: Plan) -> Output:
-    """A plan as JSON: ``json_text``'s text of its JSON, written entry by entry (``Plan.dumps``)."""
-    return Output(flag, STDOUT if path is None else path, text=plan.dumps() + "\n")
+def document_output(flag: str, path: str | None, text: str) -> Output:
+    """A JSON document's text, written entry by entry by its model (``Plan.dumps``,
+    ``ClusterSnapshot.dumps``: ``json_text``'s text, without Python's indenting encoder), as an output."""
+    return Output(flag, STDOUT if path is None else path, text=text + "\n")
 
 
 def check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:

@@ -33,7 +33,7 @@ from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..planning import traffic_rates
-from ._io import check_outputs, read_plan, write_json
+from ._io import check_outputs, document_output, read_plan, write_outputs
 from .kafka_args import CANCEL_WAIT_S, STATE_DIR_ENV
 
 
@@ -62,7 +62,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             )
     with _gateway(args) as gateway:
         snapshot = gateway.snapshot() if window is None else _sampled(gateway, window, looks)
-    write_json(args.output, snapshot.to_json())
+    write_outputs([document_output("-o", args.output, snapshot.dumps())])
     dirs = sum(len(b.log_dirs) for b in snapshot.brokers)
     if args.output not in (None, "-"):
         sampled = sum(1 for p in snapshot.partitions if p.bytes_in_per_sec is not None)

@@ -31,9 +31,9 @@ from ._args import EXECUTE_POLL_S
 from ._io import (
     Output,
     check_outputs,
+    document_output,
     existing_dir,
     json_output,
-    plan_json_output,
     plan_output,
     read_plan,
     read_snapshot_arg,
@@ -207,5 +207,5 @@ def cmd_place(args: argparse.Namespace) -> int:
     plan = place(
         snapshot, intents, args.topic, args.partitions, args.replication_factor, args.start_partition
     )
-    write_outputs([plan_json_output("-o", args.output, plan)])
+    write_outputs([document_output("-o", args.output, plan.dumps())])
     return 0

@@ -121,9 +121,7 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     import pyarrow.parquet as pq
 
     directory.mkdir(parents=True, exist_ok=True)
-    doc = snapshot.to_json()
-    doc["partitions"] = []
-    (directory / "brokers.json").write_text(json.dumps(doc))
+    (directory / "brokers.json").write_text(json.dumps(snapshot.header_json()))
     table = partitions_table(snapshot.partitions)
     pq.write_table(table, directory / "partitions.parquet")
 
