@@ -295,7 +295,6 @@ def test_plan_id_is_the_canonical_hash_computed_once_per_plan(monkeypatch: pytes
     import hashlib
     import json
 
-    from kafka_placement.model import plan as plan_module
     from kafka_placement.model.plan import PartitionTarget, Plan
 
     plan = Plan.of(
@@ -307,11 +306,13 @@ def test_plan_id_is_the_canonical_hash_computed_once_per_plan(monkeypatch: pytes
     other = dataclasses.replace(plan, partitions=plan.partitions[:1])  # its own id, not the memo of ``plan``
     assert other.plan_id != first and other.plan_id == Plan.of(list(plan.partitions[:1])).plan_id
 
-    def no_dumps(*args: object, **kw: object) -> str:
+    def no_text(*args: object, **kw: object) -> str:
         raise AssertionError("plan_id serialised the plan again")
 
-    monkeypatch.setattr(plan_module.json, "dumps", no_dumps)
+    monkeypatch.setattr(Plan, "canonical", no_text)
     assert plan.plan_id == first
+    with pytest.raises(AssertionError):  # (the patch is what a second serialisation would call)
+        _ = Plan.of(list(plan.partitions)).plan_id
 
 
 def test_a_dead_brokers_replicas_are_lost_and_its_missing_rack_breaks_no_rule() -> None:
