@@ -267,8 +267,8 @@ class ClusterSnapshot:
 
     def dumps(self) -> str:
         """The snapshot file's text, ``json.dumps(snapshot.to_json(), indent=1)``: its partitions written
-        entry by entry (json.dumps indents in Python, not in its C encoder: at a million partitions 20 s
-        of building dicts and encoding them, against 3)."""
+        entry by entry (json.dumps indents in Python, not in its C encoder: at a million partitions 14 s
+        of building dicts and encoding them, against 2; docs/benchmarks.md, the CLI's plan end to end)."""
         head = json.dumps(self.header_json(), indent=1)
         if not self.partitions:
             return head

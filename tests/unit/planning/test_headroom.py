@@ -314,8 +314,9 @@ def test_on_full_dirs_of_a_small_cluster_the_exact_program_packs_before_any_sear
 
 def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> None:
     # RF 3 over three data centres: the partition has two replicas in dc1, so one must go to dc3, whose
-    # brokers' volumes are 90% full (the limit 85%). The refusal names the racks without room, and gives
-    # the fullest dir's share as it stands with the replicas placed (not a plan's).
+    # brokers' volumes are 90% full (the limit 85%). The refusal names the racks without room (not dc2,
+    # as full, whose replica stays), and gives the fullest dir's share as it stands with the replicas
+    # placed (not a plan's).
     racks = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}
     snap = ClusterSnapshot.from_json(
         {
@@ -325,7 +326,7 @@ def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> No
                     "id": b,
                     "rack": rack,
                     "logDirs": [
-                        {"path": "/d0", "totalBytes": 100 * GB, "usableBytes": (10 if b > 4 else 80) * GB}
+                        {"path": "/d0", "totalBytes": 100 * GB, "usableBytes": (10 if b > 2 else 80) * GB}
                     ],
                 }
                 for b, rack in racks.items()
@@ -346,7 +347,7 @@ def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> No
         compute_plan(snap, Intents.loads(policy))
     message = err.value.message
     assert (
-        "the fullest dir with the replicas placed so far, broker 5 /d0, is 90.0% full (limit 85.0%)"
+        "the fullest dir with the replicas placed so far, broker 3 /d0, is 90.0% full (limit 85.0%)"
         in message
     ), message
     assert "3 current replica(s) may stay (not spread so)" in message, message

@@ -229,7 +229,7 @@ class ReplicaPlacementGoal:
         else:
             target = self._extend(ctx, key, keep, rf, usable, preferred)
         if target is None:
-            raise self._infeasible(ctx, key, rf, keep)
+            raise self._infeasible(ctx, key, rf, keep, usable)
         self._apply(ctx, key, order_replicas(reps, target))
 
     def _sheds(self, ctx: PlanningContext, key: Key, broker: int, path: str | None) -> bool:
@@ -559,7 +559,11 @@ class ReplicaPlacementGoal:
                 if b in loads:
                     loads[b] = (bb[b], br[b], ties[b], b)
 
-    def _infeasible(self, ctx: PlanningContext, key: Key, rf: int, keep: list[int]) -> InfeasibleError:
+    def _infeasible(
+        self, ctx: PlanningContext, key: Key, rf: int, keep: list[int], usable: Callable[[int], bool]
+    ) -> InfeasibleError:
+        """Why partition ``key`` has no placement (``usable``: the repair's test of a broker for a new
+        replica of it)."""
         e = ctx.eligibility
         name = f"{key[0]}-{key[1]}"
         holders = {b for b in e.dirs if e.may_receive(b)} | set(keep)
@@ -582,13 +586,9 @@ class ReplicaPlacementGoal:
                 "replication-factor",
                 name,
             )
-        a, size, tree = ctx.assignment, ctx.assignment.size[key], ctx.tree_for(key)
-        lost = {b for b, d in zip(a.replicas[key], a.dirs[key], strict=True) if _lost(e, b, d)}
-        short = (
-            tree.units_without(lambda b: b not in lost and e.may_receive(b) and a.has_room(e, b, size))
-            if tree is not None
-            else []
-        )
+        size, tree = ctx.assignment.size[key], ctx.tree_for(key)
+        held = set(keep)  # (a unit holding a replica that stays is not short of room for it)
+        short = tree.units_without(lambda b: b in held or usable(b)) if tree is not None else []
         if tree is None or not short:
             return InfeasibleError(
                 f"replication factor {rf} needs {rf} brokers with a log dir that may take {size} bytes; "
