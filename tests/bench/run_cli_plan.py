@@ -22,7 +22,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
 from tests.bench.run_exec_scale import write_section  # noqa: E402
-from tests.bench.run_scale import cpus_of, engine_setup, planner_name, tree_rss_kb  # noqa: E402
+from tests.bench.run_scale import cpus_of, engine_setup, planner_name, run_sampled  # noqa: E402
 
 from kafka_placement.cli._io import read_snapshot_arg  # noqa: E402
 from kafka_placement.model.plan import Plan  # noqa: E402
@@ -53,29 +52,18 @@ def run_cli(code: Path, spec: str, snap: Path, intents: Path, out: Path, timeout
     argv = ["plan", "--snapshot", str(snap), "--intents", str(intents), "-o", str(out), "--engine", engine]
     if engine == "spark":
         argv += ["--spark-master", master]
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CLI.format(root=str(code / "operator")), *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+    done = run_sampled(
+        [sys.executable, "-c", CLI.format(root=str(code / "operator")), *argv], env, cpus, timeout
     )
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss_kb(proc.pid))
-        if time.perf_counter() - start > timeout:
-            proc.kill()
-            proc.wait()
-            return {"error": f"did not finish within {timeout:.0f} s"}
-        time.sleep(0.25)
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        return {"error": (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
-    printed = next((ln for ln in (stdout + stderr).splitlines() if ln.startswith("plan ")), "")
-    return {"wall": wall, "peakMb": peak / 1024, "plan": printed.split(":")[0].removeprefix("plan ")}
+    if "error" in done:
+        return done
+    lines = (str(done["stdout"]) + str(done["stderr"])).splitlines()
+    printed = next((ln for ln in lines if ln.startswith("plan ")), "")
+    return {
+        "wall": done["wall"],
+        "peakMb": done["peakMb"],
+        "plan": printed.split(":")[0].removeprefix("plan "),
+    }
 
 
 def timed(fn: object) -> tuple[str, float]:

@@ -144,14 +144,29 @@ def run_one(
         engine=engine,
         master=master,
     )
+    done = run_sampled([sys.executable, "-c", code], env, cpus, timeout)
+    if "error" in done:
+        return {"engine": spec, "error": done["error"]}
+    out, wall, peak = str(done["stdout"]), float(done["wall"]), float(done["peakMb"])
+    result = json.loads(out.strip().splitlines()[-1])
+    result.update(wall=wall, peakMb=peak)
+    return result
+
+
+def run_sampled(
+    argv: list[str], env: dict[str, str], cpus: set[int] | None, timeout: float
+) -> dict[str, object]:
+    """Run ``argv`` (on ``cpus`` when given: its children inherit them), sampling its process tree's
+    memory (``tree_rss_kb``) every quarter second: its output, wall seconds and peak MB, or the error
+    (past ``timeout``, or a failure's last line of stderr)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", code],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),  # children inherit it
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     peak = 0
     while proc.poll() is None:
@@ -159,21 +174,13 @@ def run_one(
         if time.perf_counter() - start > timeout:
             proc.kill()
             proc.wait()
-            return {
-                "engine": spec,
-                "error": f"did not finish within {timeout:.0f} s (peak {peak / 1024:.0f} MB)",
-            }
+            return {"error": f"did not finish within {timeout:.0f} s (peak {peak / 1024:.0f} MB)"}
         time.sleep(0.25)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        return {
-            "engine": spec,
-            "error": err.strip().splitlines()[-1] if err.strip() else f"exit {proc.returncode}",
-        }
-    result = json.loads(out.strip().splitlines()[-1])
-    result.update(wall=wall, peakMb=peak / 1024)
-    return result
+        return {"error": err.strip().splitlines()[-1] if err.strip() else f"exit {proc.returncode}"}
+    return {"stdout": out, "stderr": err, "wall": wall, "peakMb": peak / 1024}
 
 
 def planner_name(checkout: str) -> str:
