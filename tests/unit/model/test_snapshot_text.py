@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -70,8 +71,6 @@ def test_a_rate_that_is_not_a_number_is_never_written() -> None:
             "partitions": [{"topic": "t", "partition": 0, "replicas": [1]}],
         }
     )
-    from dataclasses import replace
-
     bad = replace(snap, partitions=(replace(snap.partitions[0], bytes_in_per_sec=math.nan),))
     with pytest.raises(ValueError):
         bad.dumps()
