@@ -8,7 +8,7 @@ the plan, its summary, the plan file written), with the files' writers timed bes
 Each size is tests/bench/generator.py's scenario ``all`` (a decommission, a draining dir cordon, 2-level
 rack spread, broker/dir/leader balance; RF 3) written as a Parquet snapshot. For each checkout in
 ``--code`` (default: this one; an older commit's worktree for a paired run in one sequence) and each
-engine, the CLI of that checkout plans it in a fresh process (``run_scale.run_cli``'s sampling of the
+engine, the CLI of that checkout plans it in a fresh process (``run_scale.run_sampled``'s sampling of the
 process tree's proportional set size: the CLI, a forked copy, Spark's JVM and workers). Then, in this
 process, the two file writers of this checkout against ``json.dumps(..., indent=1)``, whose exact text
 they give (checked): ``Plan.dumps`` on the plan the first run wrote and ``ClusterSnapshot.dumps`` on the
@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,9 +67,9 @@ def run_cli(code: Path, spec: str, snap: Path, intents: Path, out: Path, timeout
     }
 
 
-def timed(fn: object) -> tuple[str, float]:
+def timed(fn: Callable[[], str]) -> tuple[str, float]:
     start = time.perf_counter()
-    text = fn()  # type: ignore[operator]
+    text = fn()
     return text, time.perf_counter() - start
 
 
