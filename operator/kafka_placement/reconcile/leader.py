@@ -295,7 +295,10 @@ class LeaseElector:
     def _lose(self, why: str) -> None:
         with self._lock:
             self._valid_until = -math.inf
-            if not self.acquired.is_set() or self.lost.is_set():
+            # after stop() closed the fence (a release or a shutdown), a renewal thread waking from its
+            # pause finds itself no longer leader: that is the stop, not a loss (a loss would skip the
+            # release, and the standby would wait a whole lease duration instead of taking over at once)
+            if not self.acquired.is_set() or self.lost.is_set() or self._stop.is_set():
                 return
             self.lost.set()
             callbacks = list(self._on_lost)

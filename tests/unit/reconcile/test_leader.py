@@ -1,20 +1,27 @@
 """Leader election logic that needs no rig: lease timings, when a candidate may take the Lease, the Lease
-bodies written, and that every writing call of the Kafka gateway passes the fence (reconcile/leader.py,
-reconcile/fencing.py). The guarantees themselves are shown against the real apiserver in
+bodies written, that every writing call of the Kafka gateway passes the fence (reconcile/leader.py,
+reconcile/fencing.py), and, on an in-memory Lease store, that a release is never taken for a loss
+whenever the renewal thread wakes. The guarantees themselves are shown against the real apiserver in
 tests/integration/test_leader_lease.py and tests/e2e/test_operator_leader.py."""
 
 from __future__ import annotations
 
+import copy
 import inspect
+import threading
 from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from kafka_placement.execution.store import RecordConflict
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
+from kafka_placement.kube.gateway import KubeGateway
 from kafka_placement.reconcile.fencing import FENCED, READ_ONLY, FencedGateway
 from kafka_placement.reconcile.leader import (
+    LeaseElector,
     LeaseTimings,
     LeaseView,
     NotLeader,
@@ -98,3 +105,53 @@ def test_a_fenced_call_raises_before_reaching_kafka(call: str) -> None:
     with pytest.raises(NotLeader) as e:
         getattr(gw, call)(*args[call])
     assert isinstance(e.value, RecordConflict)  # handled like a lost compare-and-swap: nothing written
+
+
+class _Leases:
+    """An in-memory Lease store with the gateway's two Lease calls (a CAS on the resourceVersion)."""
+
+    def __init__(self) -> None:
+        self.body: dict[str, Any] | None = None
+
+    def read_lease(self, ns: str, name: str, timeout: float) -> dict[str, Any] | None:
+        return None if self.body is None else copy.deepcopy(self.body)
+
+    def write_lease(self, ns: str, body: dict[str, Any], timeout: float, create: bool) -> None:
+        version = int((self.body or {}).get("metadata", {}).get("resourceVersion", "0"))
+        self.body = {**body, "metadata": {**body["metadata"], "resourceVersion": str(version + 1)}}
+
+
+class _Pause(threading.Event):
+    """The elector's stop event, whose pauses end only when the test opens ``gate`` (as a timeout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.gate.wait(10)
+        return False
+
+
+def test_a_release_is_not_a_loss_when_the_renewal_thread_wakes_during_the_stop() -> None:
+    # s81: the renewal thread's pause ended just as stop(release=True) closed the fence; the thread found
+    # itself no longer leader, recorded a loss ("no renewal for 6s"), and the release was skipped: the
+    # standby would have waited a whole lease duration. Here its pause ends exactly then, every time.
+    leases = _Leases()
+    timings = LeaseTimings(lease_duration=10, renew_deadline=6, renew_period=1, retry_period=0.5)
+    elector = LeaseElector(cast(KubeGateway, leases), "ns", "kpo", "a_1", timings)
+    pause = elector._stop = _Pause()
+    elector.start()
+    assert elector.acquired.wait(10) and elector.is_leader()
+    thread = elector._thread
+    assert thread is not None
+
+    def join(timeout: float | None = None) -> None:  # stop() waits for the thread: its pause ends now
+        pause.gate.set()
+        thread.join(timeout)
+
+    elector._thread = cast(threading.Thread, SimpleNamespace(join=join))
+    elector.stop(release=True)
+    assert not thread.is_alive() and not elector.is_leader()
+    assert not elector.lost.is_set()
+    assert leases.body is not None and leases.body["spec"]["holderIdentity"] is None  # released
