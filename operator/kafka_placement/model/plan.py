@@ -32,7 +32,7 @@ from .jsonio import (
     check_fields,
     require,
 )
-from .snapshot import ClusterSnapshot
+from .snapshot import ClusterSnapshot, entry_list
 
 PLAN_VERSION = 1
 ANY_DIR = "any"
@@ -64,11 +64,6 @@ class PartitionTarget:
             "replicas": list(self.replicas),
             "log_dirs": list(self.log_dirs),
         }
-
-
-def _indented(items: list[str]) -> str:
-    """A list of a plan entry's, as ``json.dumps(indent=1)`` writes it there (items already encoded)."""
-    return "[\n    " + ",\n    ".join(items) + "\n   ]" if items else "[]"
 
 
 _by_key = operator.attrgetter("topic", "partition")  # a target's key, without the property's call
@@ -133,8 +128,8 @@ class Plan:
         for t in self.partitions:
             dirs = dirs_of.get(t.log_dirs)
             if dirs is None:
-                dirs = dirs_of[t.log_dirs] = _indented(list(map(_json_str, t.log_dirs)))
-            replicas = _indented(list(map(int.__repr__, t.replicas)))
+                dirs = dirs_of[t.log_dirs] = entry_list(list(map(_json_str, t.log_dirs)))
+            replicas = entry_list(list(map(int.__repr__, t.replicas)))
             entries.append(
                 f'  {{\n   "topic": {_json_str(t.topic)},\n   "partition": {int.__repr__(t.partition)},\n'
                 f'   "replicas": {replicas},\n   "log_dirs": {dirs}\n  }}'

@@ -277,7 +277,7 @@ class ClusterSnapshot:
         def listed(values: tuple[object, ...]) -> str:
             found = lists.get(values)
             if found is None:
-                found = lists[values] = _indented([_scalar(v) for v in values])
+                found = lists[values] = entry_list([_scalar(v) for v in values])
             return found
 
         entries = []
@@ -319,8 +319,9 @@ def _scalar(value: object) -> str:
     return int.__repr__(value)  # (an int: the values of a partition are these four kinds)
 
 
-def _indented(items: list[str]) -> str:
-    """A list of a partition's, as ``json.dumps(indent=1)`` writes it there (items already encoded)."""
+def entry_list(items: list[str]) -> str:
+    """A list inside an entry of a file's top-level list (a partition's replicas, a plan entry's dirs), as
+    ``json.dumps(indent=1)`` writes it there, its items already encoded (``dumps`` and ``Plan.dumps``)."""
     return "[\n    " + ",\n    ".join(items) + "\n   ]" if items else "[]"
 
 
