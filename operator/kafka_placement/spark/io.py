@@ -12,10 +12,12 @@ log_dirs), the same content as the JSON plan and validated the same way when rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from ..model.errors import BadInputError
 from ..model.jsonio import clip
 from ..model.plan import PLAN_VERSION, Plan
 from ..model.snapshot import ClusterSnapshot, PartitionState
+from . import columnar
 
 PARTITION_COLUMNS = ("topic", "partition", "replicas", "dirs", "leader", "isr", "size")
 # optional columns: a snapshot file's and the Spark tasks' rows carry those some partition has
@@ -38,6 +41,13 @@ def partitions_schema() -> Any:
     ints = pa.list_(pa.int32())
     types = (pa.string(), pa.int32(), ints, pa.list_(pa.string()), pa.int32(), ints, pa.int64())
     return pa.schema(list(zip(PARTITION_COLUMNS, types, strict=True)))
+
+
+def traffic_types() -> tuple[Any, ...]:
+    """The Arrow types of ``TRAFFIC_COLUMNS`` (nullable)."""
+    import pyarrow as pa
+
+    return (pa.float64(), pa.int32(), pa.int64())
 
 
 def arrow_table(columns: Iterable[Sequence[Any]], schema: Any) -> Any:
@@ -63,7 +73,7 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         [p.size_bytes for p in parts],
     )
     table = arrow_table(columns, partitions_schema())
-    for name, kind in zip(TRAFFIC_COLUMNS, (pa.float64(), pa.int32(), pa.int64()), strict=True):
+    for name, kind in zip(TRAFFIC_COLUMNS, traffic_types(), strict=True):
         values = [getattr(p, name) for p in parts]
         if any(v is not None for v in values):
             table = table.append_column(name, pa.array(values, kind))
@@ -128,7 +138,9 @@ def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
     """A snapshot from a JSON file or a Parquet directory, validated like any snapshot; a broken
-    ``brokers.json`` or ``partitions.parquet`` is a BadInputError naming that file."""
+    ``brokers.json`` or ``partitions.parquet`` is a BadInputError naming that file. The Parquet rows are
+    read column by column (``columnar``) when every one is plainly valid, else parsed one by one as a
+    snapshot file's partitions (which names what is wrong)."""
     if not path.exists():
         raise BadInputError("snapshot file not found", str(path))
     if not path.is_dir():
@@ -139,8 +151,14 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
             "a Parquet snapshot is a directory with brokers.json and partitions.parquet", str(path)
         )
     doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
-    ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
-    cols = _read_columns(table_path, PARTITION_COLUMNS, "Parquet snapshot", optional=TRAFFIC_COLUMNS)
+    header = ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
+    table = _read_table(table_path, PARTITION_COLUMNS, "Parquet snapshot")
+    parts = columnar.partitions(table, header.brokers)
+    if parts is not None:  # every row plainly valid: what the rows below parse to
+        return replace(header, partitions=parts)
+    # else each row parsed as a snapshot file's partition: what is wrong, named
+    present = PARTITION_COLUMNS + tuple(c for c in TRAFFIC_COLUMNS if c in table.column_names)
+    cols = _columns(table, present, table_path, "Parquet snapshot")
     rates = cols.get("bytes_in_per_sec") or [None] * len(cols["topic"])
     fanouts = cols.get("read_fanout") or [None] * len(cols["topic"])
     untiered = cols.get("untiered_bytes") or [None] * len(cols["topic"])
@@ -170,21 +188,31 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
 _PLAN_COLUMNS = ("topic", "partition", "replicas", "log_dirs")
 
 
-def _read_columns(
-    path: Path, names: tuple[str, ...], what: str, optional: tuple[str, ...] = ()
-) -> dict[str, list[Any]]:
-    """The named columns of a Parquet file as Python lists (and those of ``optional`` it has); anything
-    unreadable is bad input."""
-    import pyarrow as pa
+def _read_table(path: Path, names: tuple[str, ...], what: str) -> Any:
+    """A Parquet file as an Arrow table that has the named columns; anything unreadable is bad input."""
     import pyarrow.parquet as pq
 
-    try:
+    with _unreadable(path, what):
         table = pq.read_table(path)
-        missing = [c for c in names if c not in table.column_names]
-        if missing:
-            raise BadInputError(f"a {what} needs the columns {', '.join(missing)}", str(path))
-        present = names + tuple(c for c in optional if c in table.column_names)
-        return {c: table.column(c).to_pylist() for c in present}
+    missing = [c for c in names if c not in table.column_names]
+    if missing:
+        raise BadInputError(f"a {what} needs the columns {', '.join(missing)}", str(path))
+    return table
+
+
+def _columns(table: Any, names: tuple[str, ...], path: Path, what: str) -> dict[str, list[Any]]:
+    """The named columns of ``table`` (read from ``path``) as Python lists."""
+    with _unreadable(path, what):
+        return {c: table.column(c).to_pylist() for c in names}
+
+
+@contextlib.contextmanager
+def _unreadable(path: Path, what: str) -> Iterator[None]:
+    """Arrow's errors reading or converting ``path`` as bad input naming it."""
+    import pyarrow as pa
+
+    try:
+        yield
     except (OSError, pa.ArrowException, ValueError, TypeError) as e:
         raise BadInputError(f"not a readable {what}: {clip(str(e))}", str(path)) from None
     except MemoryError:
@@ -237,7 +265,7 @@ def read_plan_parquet(path: Path) -> Plan:
         raise BadInputError("plan file not found", str(path))
     if not path.is_file():
         raise BadInputError("plan is not a regular file", str(path))
-    cols = _read_columns(path, _PLAN_COLUMNS, "Parquet plan")
+    cols = _columns(_read_table(path, _PLAN_COLUMNS, "Parquet plan"), _PLAN_COLUMNS, path, "Parquet plan")
     entries = [
         {"topic": t, "partition": n, "replicas": r, "log_dirs": d}
         for t, n, r, d in zip(*(cols[c] for c in _PLAN_COLUMNS), strict=True)
@@ -257,6 +285,7 @@ __all__ = [
     "plan_table",
     "read_plan_parquet",
     "read_snapshot",
+    "traffic_types",
     "write_parquet",
     "write_plan_parquet",
     "write_plan_table",
