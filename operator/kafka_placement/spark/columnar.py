@@ -12,6 +12,8 @@ million partitions: 4.8 s instead of 9.8 (docs/benchmarks.md, the CLI's plan end
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +56,7 @@ def partitions(table: Any, brokers: Sequence[Broker]) -> tuple[PartitionState, .
     # brokers by index in id order, each id's own object
     ids = np.array(sorted(b.id for b in brokers), dtype=np.int64)
     by_id = {b.id: b.id for b in brokers}
-    id_objs = [by_id[i] for i in ids.tolist()]
+    id_objs = np.array([by_id[i] for i in ids.tolist()], dtype=object)
 
     values, counts = _lists(cols["replicas"])
     at = _index(ids, values)
@@ -104,21 +106,42 @@ def partitions(table: Any, brokers: Sequence[Broker]) -> tuple[PartitionState, .
     if len(set(zip(topics, numbers, strict=True))) != rows:
         return None  # a partition twice
 
-    reps = _tuples([id_objs[i] for i in at.tolist()], counts)
-    isrs = _tuples([id_objs[i] for i in isr_at.tolist()], isr_counts)
+    # (numpy object arrays pick the objects: no integer is made per replica for its index)
+    reps = _tuples(id_objs[at].tolist(), counts)
+    isrs = _tuples(id_objs[isr_at].tolist(), isr_counts)
     dir_tuples = _tuples(dir_objs, counts)
-    leader_objs: list[int | None] = [None] * rows
-    for r, i in zip(lead_rows.tolist(), lead_at.tolist(), strict=True):
-        leader_objs[r] = id_objs[i]
+    leader_objs = np.full(rows, None, dtype=object)
+    leader_objs[lead_rows] = id_objs[lead_at]
     sizes = cols["size"].to_pylist()
     nothing = [None] * rows
     rates, fanouts, tails = (nothing if c is None else c.to_pylist() for c in extras)
     return tuple(
         PartitionState(t, n, rs, ds, lead_b, rs if i == rs else i, s, rate_v, fan, tail)
         for t, n, rs, ds, lead_b, i, s, rate_v, fan, tail in zip(
-            topics, numbers, reps, dir_tuples, leader_objs, isrs, sizes, rates, fanouts, tails, strict=True
+            topics,
+            numbers,
+            reps,
+            dir_tuples,
+            leader_objs.tolist(),
+            isrs,
+            sizes,
+            rates,
+            fanouts,
+            tails,
+            strict=True,
         )
     )
+
+
+def give_back() -> None:
+    """Return the memory a read freed to the system (call it once the table is dropped): Arrow's pool
+    keeps what it freed, and the C heap the large numpy arrays came from keeps its top (at a million
+    partitions some 400 MB, which the plan that follows would otherwise carry on top of its own)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # (another C library: nothing to trim)
+        ctypes.CDLL(None).malloc_trim(0)  # glibc's
 
 
 def _same_type(found: Any, kind: Any) -> bool:
@@ -198,18 +221,19 @@ def _dirs(values: Any, at: Any, brokers: Sequence[Broker], ids: Any) -> list[str
     if not _among((at * width + codes)[named], np.sort(np.array(allowed, dtype=np.int64))):
         return None
     names.append(None)  # (code -1: null)
-    return [names[k] for k in codes.tolist()]
+    return list(np.array(names, dtype=object)[codes].tolist())
 
 
 def _topics(col: Any) -> list[str] | None:
     """The topic of each row, one object per name; None when a name is not a legal Kafka topic."""
+    import numpy as np
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(col)
     names = encoded.dictionary.to_pylist()
     if not all(legal_topic(t) for t in names):
         return None
-    return [names[k] for k in encoded.indices.to_pylist()]
+    return list(np.array(names, dtype=object)[encoded.indices.to_numpy()].tolist())
 
 
 def _tuples(flat: list[Any], counts: Any) -> list[tuple[Any, ...]]:

@@ -155,6 +155,8 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     table = _read_table(table_path, PARTITION_COLUMNS, "Parquet snapshot")
     parts = columnar.partitions(table, header.brokers)
     if parts is not None:  # every row plainly valid: what the rows below parse to
+        del table
+        columnar.give_back()
         return replace(header, partitions=parts)
     # else each row parsed as a snapshot file's partition: what is wrong, named
     present = PARTITION_COLUMNS + tuple(c for c in TRAFFIC_COLUMNS if c in table.column_names)
