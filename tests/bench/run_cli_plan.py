@@ -12,8 +12,9 @@ engine, the CLI of that checkout plans it in a fresh process (``run_scale.run_sa
 process tree's proportional set size: the CLI, a forked copy, Spark's JVM and workers). Then, in this
 process, the two file writers of this checkout against ``json.dumps(..., indent=1)``, whose exact text
 they give (checked): ``Plan.dumps`` on the plan the first run wrote and ``ClusterSnapshot.dumps`` on the
-snapshot (what ``kafka-placement snapshot`` writes). Results replace this script's section of
-docs/benchmarks.md, with the command.
+snapshot (what ``kafka-placement snapshot`` writes), and its Parquet snapshot read row by row against
+column by column (``readers``). Results replace this script's section of docs/benchmarks.md, with the
+command.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -41,6 +43,7 @@ from kafka_placement.model.plan import Plan  # noqa: E402
 from kafka_placement.spark.io import write_parquet  # noqa: E402
 
 SECTION = "## The CLI's plan end to end at 1M partitions"
+T = TypeVar("T")
 CLI = "import sys; sys.path.insert(0, {root!r}); from kafka_placement.cli import main; sys.exit(main())"
 
 
@@ -67,7 +70,7 @@ def run_cli(code: Path, spec: str, snap: Path, intents: Path, out: Path, timeout
     }
 
 
-def timed(fn: Callable[[], str]) -> tuple[str, float]:
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
     start = time.perf_counter()
     text = fn()
     return text, time.perf_counter() - start
@@ -97,6 +100,22 @@ def writers(snap_dir: Path, plan_file: Path) -> list[str]:
     return rows
 
 
+def readers(snap_dir: Path) -> str:
+    """A row: the Parquet snapshot read row by row (each row parsed as a snapshot file's partition) and
+    column by column (``spark.columnar``), the same snapshot (checked)."""
+    from kafka_placement.spark import columnar, io
+
+    taken = columnar.partitions
+    columnar.partitions = lambda *_: None  # type: ignore[assignment]
+    try:
+        rows, rows_s = timed(lambda: io.read_snapshot(snap_dir))
+    finally:
+        columnar.partitions = taken  # type: ignore[assignment]
+    columns, columns_s = timed(lambda: io.read_snapshot(snap_dir))
+    assert columns == rows, "the reads differ"
+    return f"| Parquet snapshot, {len(rows.partitions)} partitions | {rows_s:.2f} | {columns_s:.2f} |"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000000:1000", help="partitions:brokers,...")
@@ -109,7 +128,7 @@ def main() -> None:
     args = ap.parse_args()
     codes = [Path(c).resolve() for c in args.code.split(",")]
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    rows, text_rows = [], []
+    rows, text_rows, read_rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.sizes.split(","):
             n, brokers = (int(x) for x in spec.split(":"))
@@ -135,6 +154,7 @@ def main() -> None:
                         rows.append(row)
             if first_plan is not None:
                 text_rows += writers(snap_dir, first_plan)
+            read_rows.append(readers(snap_dir))
     text = "\n".join(
         [
             SECTION,
@@ -156,6 +176,14 @@ def main() -> None:
             "| file | MiB | json.dumps s | written entry by entry s |",
             "|---|---|---|---|",
             *text_rows,
+            "",
+            "The Parquet snapshot's read of this checkout (`spark.io.read_snapshot`), row by row (each row "
+            "parsed as a snapshot file's partition) and column by column (`spark.columnar`: what `plan` does "
+            "when every row is plainly valid), the same snapshot (checked), in one process, seconds:",
+            "",
+            "| snapshot | row by row s | column by column s |",
+            "|---|---|---|",
+            *read_rows,
             "",
         ]
     )

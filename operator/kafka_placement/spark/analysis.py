@@ -34,7 +34,15 @@ from ..planning.plan_quality import Scope, Tally, add_into
 from ..planning.repairs import REPAIR_REASONS, repair_reasons
 from ..planning.state import ClusterLoads
 from .collector import paused_task
-from .io import PARTITION_COLUMNS, ipc_bytes, ipc_slices, ipc_table, partitions_of, partitions_table
+from .io import (
+    PARTITION_COLUMNS,
+    give_back,
+    ipc_bytes,
+    ipc_slices,
+    ipc_table,
+    partitions_of,
+    partitions_table,
+)
 
 COLUMNS = PARTITION_COLUMNS
 # Arrow bytes per slice at most: a Spark task carries its slice, and a task must stay well under
@@ -112,6 +120,8 @@ class SnapshotSlices:
         pass ``SLICE_BYTES``)."""
         blobs = ipc_slices(partitions_table(snapshot.partitions), slices, SLICE_BYTES)
         numbered = spark.sparkContext.parallelize(list(enumerate(blobs)), len(blobs))
+        del blobs
+        give_back()  # (the JVM holds the slices now)
         return SnapshotSlices(spark, snapshot, numbered)
 
     def analyse(self, scope: Scope) -> Analysis:

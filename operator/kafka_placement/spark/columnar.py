@@ -12,8 +12,6 @@ million partitions: 4.8 s instead of 9.8 (docs/benchmarks.md, the CLI's plan end
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,17 +129,6 @@ def partitions(table: Any, brokers: Sequence[Broker]) -> tuple[PartitionState, .
             strict=True,
         )
     )
-
-
-def give_back() -> None:
-    """Return the memory a read freed to the system (call it once the table is dropped): Arrow's pool
-    keeps what it freed, and the C heap the large numpy arrays came from keeps its top (at a million
-    partitions some 400 MB, which the plan that follows would otherwise carry on top of its own)."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # (another C library: nothing to trim)
-        ctypes.CDLL(None).malloc_trim(0)  # glibc's
 
 
 def _same_type(found: Any, kind: Any) -> bool:

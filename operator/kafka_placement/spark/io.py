@@ -13,6 +13,7 @@ log_dirs), the same content as the JSON plan and validated the same way when rea
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import tempfile
@@ -78,6 +79,19 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         if any(v is not None for v in values):
             table = table.append_column(name, pa.array(values, kind))
     return table
+
+
+def give_back() -> None:
+    """Return the memory Arrow and numpy freed to the system (once a large table is dropped, or handed
+    to Spark's JVM): Arrow's pool keeps the pages it freed, and the C heap the large numpy arrays came
+    from keeps its top. At a million partitions some 400 MB after the snapshot's read, and 130 MB of the
+    Spark driver's peak after its slices and the plan's entries went to the JVM (docs/benchmarks.md, the
+    CLI's plan end to end), which the plan would otherwise carry on top of its own."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # (another C library: nothing to trim)
+        ctypes.CDLL(None).malloc_trim(0)  # glibc's
 
 
 def ipc_bytes(table: Any) -> bytes:
@@ -156,7 +170,7 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     parts = columnar.partitions(table, header.brokers)
     if parts is not None:  # every row plainly valid: what the rows below parse to
         del table
-        columnar.give_back()
+        give_back()
         return replace(header, partitions=parts)
     # else each row parsed as a snapshot file's partition: what is wrong, named
     present = PARTITION_COLUMNS + tuple(c for c in TRAFFIC_COLUMNS if c in table.column_names)
@@ -278,6 +292,7 @@ def read_plan_parquet(path: Path) -> Plan:
 __all__ = [
     "PARTITION_COLUMNS",
     "PartitionState",
+    "give_back",
     "ipc_bytes",
     "ipc_slices",
     "ipc_table",

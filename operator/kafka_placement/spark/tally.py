@@ -23,7 +23,7 @@ from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_quality import Scope, Tally
 from .analysis import BATCH_ROWS, SLICE_BYTES
 from .collector import paused_task
-from .io import ipc_slices, ipc_table, partitions_of, partitions_table
+from .io import give_back, ipc_slices, ipc_table, partitions_of, partitions_table
 
 
 def tally_plan(
@@ -42,7 +42,10 @@ def plan_slices(spark: Any, snapshot: ClusterSnapshot, plan: Plan, slices: int) 
     if not table.num_rows:
         return None
     blobs = ipc_slices(table, slices, SLICE_BYTES)
-    return spark.sparkContext.parallelize(blobs, len(blobs))
+    sent = spark.sparkContext.parallelize(blobs, len(blobs))
+    del table, blobs
+    give_back()  # (the JVM holds the entries now)
+    return sent
 
 
 def tally_slices(entries: Any, base: Tally, scope: Scope) -> Tally:
