@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tests.unit.model.test_snapshot_text import snapshots
@@ -174,3 +175,25 @@ def test_a_clean_table_is_read_by_columns_and_the_snapshot_is_the_files() -> Non
     assert columnar.partitions(SPOILS["NaN rate"](table, 1), snap.brokers) is None
     error = _read(snap, SPOILS["leader not a replica"](table, 1), columns=True)
     assert isinstance(error, str) and "leader" in error and "partitions.parquet" in error, error
+
+
+def test_data_the_columnar_checks_cannot_take_is_left_to_the_row_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snap = ClusterSnapshot.from_json(
+        {
+            "version": 1,
+            "brokers": [{"id": 1, "rack": "r1", "logDirs": [{"path": "/d1/a"}]}],
+            "partitions": [{"topic": "t", "partition": 0, "replicas": [1], "logDirs": ["/d1/a"]}],
+        }
+    )
+    table = io.partitions_table(snap.partitions)
+    for error in (pa.ArrowInvalid("odd"), ValueError("odd"), OverflowError("odd")):
+
+        def refuse(*_: object, error: Exception = error) -> None:
+            raise error
+
+        monkeypatch.setattr(columnar, "partitions", refuse)
+        assert _read(snap, table, columns=True) == snap  # (read row by row)
+        error_text = _read(snap, SPOILS["unknown broker"](table, 0), columns=True)
+        assert isinstance(error_text, str) and "broker 9" in error_text, error_text
