@@ -79,6 +79,8 @@ SPOILS: dict[str, Callable[[pa.Table, int], pa.Table]] = {
     ),
     "one dir more": lambda t, r: _item(t, "dirs", r, lambda v: [*v, None]),
     "null dirs": lambda t, r: _set(t, "dirs", r, None),
+    "any dir": lambda t, r: _item(t, "dirs", r, lambda v: ["any", *v[1:]]),  # (valid: unknown)
+    "leader -1": lambda t, r: _set(t, "leader", r, -1),  # (valid: unknown)
     "leader not a replica": lambda t, r: _set(t, "leader", r, 4),
     "leader unknown": lambda t, r: _set(t, "leader", r, 9),
     "leader -5": lambda t, r: _set(t, "leader", r, -5),
@@ -170,6 +172,11 @@ def test_a_clean_table_is_read_by_columns_and_the_snapshot_is_the_files() -> Non
     table = io.partitions_table(snap.partitions)
     assert columnar.partitions(table, snap.brokers) == snap.partitions
     assert _read(snap, table, columns=True) == snap
+    written = SPOILS["leader -1"](SPOILS["any dir"](table, 0), 0)  # as another tool may write them
+    rows = _read(snap, written, columns=False)
+    assert isinstance(rows, ClusterSnapshot) and rows.partitions[0].log_dirs == (None, None)
+    assert rows.partitions[0].leader is None
+    assert columnar.partitions(written, snap.brokers) == rows.partitions
     assert columnar.partitions(SPOILS["unknown broker"](table, 1), snap.brokers) is None
     assert columnar.partitions(SPOILS["leader not a replica"](table, 1), snap.brokers) is None
     assert columnar.partitions(SPOILS["NaN rate"](table, 1), snap.brokers) is None
