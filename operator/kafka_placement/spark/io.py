@@ -155,8 +155,6 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     ``brokers.json`` or ``partitions.parquet`` is a BadInputError naming that file. The Parquet rows are
     read column by column (``columnar``) when every one is plainly valid, else parsed one by one as a
     snapshot file's partitions (which names what is wrong)."""
-    import pyarrow as pa
-
     if not path.exists():
         raise BadInputError("snapshot file not found", str(path))
     if not path.is_dir():
@@ -169,6 +167,8 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
     doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
     header = ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
     table = _read_table(table_path, PARTITION_COLUMNS, "Parquet snapshot")
+    import pyarrow as pa  # (a JSON snapshot needs none of it)
+
     try:
         parts = columnar.partitions(table, header.brokers)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
