@@ -216,6 +216,8 @@ def test_plans_on_driver_and_executor_pods_equal_the_engines_plans(
     }
     assert len(started) >= 1, f"no executor pod of {driver} started"
     run_id = driver.removeprefix("kafka-placement-")
+    # the driver read the Parquet snapshot the CLI wrote to the volume; the inputs went afterwards
+    assert sorted(p.name for p in (spark_ns["exchange"] / run_id).iterdir()) == ["plan.json", "summary.json"]
     deadline = time.monotonic() + 60
     while pods_of(spark_ns, run_id):
         assert time.monotonic() < deadline, pods_of(spark_ns, run_id)
@@ -278,7 +280,8 @@ def test_a_cluster_mode_driver_pod_runs_the_job_through_the_images_driver_entry(
     """What a SparkApplication's driver is: ``spark-submit --deploy-mode cluster`` (run here, as the
     spark-operator would) makes a driver pod whose arguments start with ``driver``; the image's entry runs
     the job in client mode on the pod's address, with executor pods, and the plan lands on the volume."""
-    from kafka_placement.spark.driver_pod import executor_template
+    from kafka_placement.spark.driver_pod import SNAPSHOT, executor_template
+    from kafka_placement.spark.io import write_parquet
     from kafka_placement.spark.pod_entry import spark_home
 
     snap, intents, text = cases()["decommission"]
@@ -286,7 +289,7 @@ def test_a_cluster_mode_driver_pod_runs_the_job_through_the_images_driver_entry(
     run_dir = spark_ns["exchange"] / run
     run_dir.mkdir()
     run_dir.chmod(0o2775)
-    (run_dir / "snapshot.json").write_text(snap.dumps())
+    write_parquet(snap, run_dir / SNAPSHOT)  # as spark.k8s writes a SparkApplication's inputs
     (run_dir / "intents.yaml").write_text(text)
     labels = {"kafkaplacement.io/run-id": run}
     template = yaml.safe_load(executor_template(labels))
@@ -319,7 +322,7 @@ def test_a_cluster_mode_driver_pod_runs_the_job_through_the_images_driver_entry(
         str(Path(sys.executable).parent / "spark-submit"), "--master", f"k8s://{k8s_rig['server']}",
         "--deploy-mode", "cluster", "--name", f"kafka-placement-{run}",
         *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")],
-        "local:///opt/kafka-placement/job.py", "--snapshot", f"{MOUNT}/{run}/snapshot.json",
+        "local:///opt/kafka-placement/job.py", "--snapshot", f"{MOUNT}/{run}/{SNAPSHOT}",
         "--intents", f"{MOUNT}/{run}/intents.yaml", "-o", f"{MOUNT}/{run}/plan.json",
         "--summary", f"{MOUNT}/{run}/summary.json",
     ]  # fmt: skip

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.integration.conftest import SilentBroker, clients, cyclic_gc_off
 
+from kafka_placement.cli._io import read_snapshot_arg
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import (
     CORDON_CONFIG,
@@ -494,7 +495,10 @@ def test_a_kafka_python_client_whose_bootstrap_fails_leaves_no_thread() -> None:
 # ----------------------------------------------------------------------------------------- CLI
 
 
-def test_cli_snapshot_writes_a_loadable_file(kafka_rig: KafkaRig, tmp_path: Path) -> None:
+def test_cli_snapshot_writes_a_loadable_file(
+    kafka_rig: KafkaRig, new_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = new_topic([[1, 2], [2, 3], [3, 1]])
     out = tmp_path / "snapshot.json"
     proc = run_cli("snapshot", "--bootstrap-server", kafka_rig.bootstrap_servers, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -502,6 +506,16 @@ def test_cli_snapshot_writes_a_loadable_file(kafka_rig: KafkaRig, tmp_path: Path
     assert snap.broker_ids == (1, 2, 3)
     assert "3 brokers, 6 log dirs" in proc.stderr
     assert not list(tmp_path.glob(".snapshot.json.*"))  # the atomic write left no temp file
+    # a name ending in .parquet: a Parquet snapshot directory, which --snapshot reads
+    parquet = tmp_path / "snapshot.parquet"
+    proc = run_cli("snapshot", "--bootstrap-server", kafka_rig.bootstrap_servers, "-o", str(parquet))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in parquet.iterdir()) == ["brokers.json", "partitions.parquet"]
+    again = read_snapshot_arg(str(parquet))
+    assert again.broker_ids == snap.broker_ids
+    mine = [p for p in again.partitions if p.topic == topic]
+    assert [p.replicas for p in mine] == [p.replicas for p in snap.partitions if p.topic == topic] != []
+    assert all(d is not None for p in mine for d in p.log_dirs)  # dirs as the JSON file has them
 
 
 def test_cli_snapshot_with_command_config(kafka_rig: KafkaRig, tmp_path: Path) -> None:

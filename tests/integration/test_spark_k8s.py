@@ -27,6 +27,7 @@ from kafka_placement.model.intents import Intents
 from kafka_placement.model.plan import Plan
 from kafka_placement.model.snapshot import ClusterSnapshot
 from kafka_placement.planning.optimizer import compute_plan
+from kafka_placement.spark.io import read_snapshot
 from kafka_placement.spark.k8s import (
     API_VERSION,
     GROUP,
@@ -155,7 +156,7 @@ def test_completed_application_returns_the_plan(
     assert spec["restartPolicy"] == {"type": "Never"}
     assert spec["timeToLiveSeconds"] == 600
     assert spec["arguments"] == [
-        "--snapshot", f"/exchange/{run_id}/snapshot.json",
+        "--snapshot", f"/exchange/{run_id}/snapshot",
         "--intents", f"/exchange/{run_id}/intents.yaml",
         "-o", f"/exchange/{run_id}/plan.json",
         "--summary", f"/exchange/{run_id}/summary.json",
@@ -174,7 +175,7 @@ def test_completed_application_returns_the_plan(
 
     # play the spark-operator + job: plan the files run_on_kubernetes wrote, write the outputs
     run_dir = tmp_path / run_id
-    written = ClusterSnapshot.loads((run_dir / "snapshot.json").read_text(), source="exchange snapshot")
+    written = read_snapshot(run_dir / "snapshot")  # a Parquet snapshot directory
     intents = Intents.loads((run_dir / "intents.yaml").read_text(), source="exchange intents")
     assert written == snap
     set_state(custom, k8s_namespace, name, "SUBMITTED")
@@ -221,7 +222,7 @@ def test_failed_application_raises_with_its_error_message(
     name = app["metadata"]["name"]
     run_id = app["metadata"]["labels"]["kafkaplacement.io/run-id"]
     assert name == application_name(run_id)
-    assert (tmp_path / run_id / "snapshot.json").is_file()
+    assert (tmp_path / run_id / "snapshot" / "partitions.parquet").is_file()
     set_state(custom, k8s_namespace, name, "RUNNING")
     set_state(custom, k8s_namespace, name, "FAILED", "driver OOMKilled")
 
@@ -230,7 +231,7 @@ def test_failed_application_raises_with_its_error_message(
     assert name in err.value.message and "driver OOMKilled" in err.value.message
     assert "FAILED" in err.value.message
     assert get_app(custom, k8s_namespace, name) is not None  # left for its logs; the TTL removes it
-    assert not (tmp_path / run_id / "snapshot.json").exists()
+    assert not (tmp_path / run_id / "snapshot").exists()
 
 
 @pytest.mark.k8s
@@ -246,7 +247,7 @@ def test_timeout_deletes_the_application(
     assert "did not finish within 3 s" in err.value.message and "it was deleted" in err.value.message
     assert application_name(run_id) in err.value.message
     assert get_app(custom, k8s_namespace, application_name(run_id)) is None
-    assert not (tmp_path / run_id / "snapshot.json").exists()  # the run's inputs went with it
+    assert not (tmp_path / run_id / "snapshot").exists()  # the run's inputs went with it
 
 
 @pytest.mark.k8s
@@ -292,7 +293,7 @@ def test_manifest_paths_and_invalid_run_id(tmp_path: Path) -> None:
     settings = settings_for("ns1", tmp_path, exchange_mount="/data/x/", extra_arguments=("--shards", "8"))
     app = spark_application("r1", settings)
     assert app["metadata"]["name"] == "kafka-placement-r1" and app["metadata"]["namespace"] == "ns1"
-    assert app["spec"]["arguments"][:2] == ["--snapshot", "/data/x/r1/snapshot.json"]
+    assert app["spec"]["arguments"][:2] == ["--snapshot", "/data/x/r1/snapshot"]
     assert app["spec"]["arguments"][-2:] == ["--shards", "8"]
     with pytest.raises(PlacementError, match="invalid run id"):
         spark_application("Bad_ID", settings)
@@ -342,7 +343,7 @@ def test_cli_plan_on_kubernetes_waits_for_the_application_and_writes_its_plan(
         app = poll("the CLI's SparkApplication", lambda: proc.poll() is not None or one_app())
         assert isinstance(app, dict), proc.communicate()
         run_dir = exchange / app["metadata"]["labels"]["kafkaplacement.io/run-id"]
-        snap = ClusterSnapshot.loads((run_dir / "snapshot.json").read_text(), source="exchange snapshot")
+        snap = read_snapshot(run_dir / "snapshot")
         result = compute_plan(snap, Intents.loads((run_dir / "intents.yaml").read_text(), source="intents"))
         (run_dir / "plan.json").write_text(json.dumps(result.plan.to_json()) + "\n")
         (run_dir / "summary.json").write_text(json.dumps(result.summary.to_json()) + "\n")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.integration.conftest import create_topics_everywhere
 
+from kafka_placement.cli._io import read_snapshot_arg
 from kafka_placement.kafka.connection import ConnectionSettings
 from kafka_placement.kafka.gateway import KafkaGateway
 from kafka_placement.model.snapshot import ClusterSnapshot
@@ -250,8 +251,10 @@ def cli(*args: str) -> str:
 
 
 def traffic_snapshot(servers: str, out: Path) -> ClusterSnapshot:
+    """A traffic snapshot written to ``out`` (JSON, or a Parquet snapshot directory: ``.parquet``), read back
+    as ``--snapshot`` reads it."""
     cli("snapshot", "--bootstrap-server", servers, "--traffic-window", str(WINDOW_S), "-o", str(out))
-    return ClusterSnapshot.loads(out.read_text())
+    return read_snapshot_arg(str(out))
 
 
 def measured_plan(servers: str, work: Path) -> tuple[ClusterSnapshot, ClusterSnapshot]:
@@ -266,7 +269,7 @@ def measured_plan(servers: str, work: Path) -> tuple[ClusterSnapshot, ClusterSna
         "execute", "--bootstrap-server", servers, "--plan", str(work / "plan.json"),
         "--state", str(work / "state.json"), "--wait", "--poll-seconds", "0.5",
     )  # fmt: skip
-    return before, traffic_snapshot(servers, work / "after.json")
+    return before, traffic_snapshot(servers, work / "after.parquet")  # (the rates through Parquet too)
 
 
 def network_in(snapshot: ClusterSnapshot, brokers: list[int]) -> dict[int, float]:

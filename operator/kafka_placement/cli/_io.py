@@ -15,6 +15,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -78,10 +79,10 @@ def read_snapshot_arg(path: str) -> ClusterSnapshot:
 
 def read_plan(path: str) -> Plan:
     """A plan from a JSON file (``-`` = stdin) or a ``.parquet`` file."""
-    from ..spark.io import is_parquet_plan, read_plan_parquet
+    from ..spark.io import is_parquet, read_plan_parquet
 
     _named(path, "plan")
-    if is_parquet_plan(path):
+    if is_parquet(path):
         return read_plan_parquet(Path(path))
     return Plan.loads(read_text(path, "plan"), source=path)
 
@@ -116,9 +117,9 @@ def json_output(flag: str, path: str | None, doc: Any) -> Output:
 
 def plan_output(flag: str, path: str | None, plan: Plan) -> Output:
     """A plan as JSON, or as Parquet when ``path`` ends in .parquet."""
-    from ..spark.io import is_parquet_plan, write_plan_table
+    from ..spark.io import is_parquet, write_plan_table
 
-    if path is not None and path != STDOUT and is_parquet_plan(path):
+    if path is not None and path != STDOUT and is_parquet(path):
         return Output(flag, path, write=lambda tmp: write_plan_table(plan, tmp))
     return document_output(flag, path, plan.dumps())
 
@@ -127,6 +128,50 @@ def document_output(flag: str, path: str | None, text: str) -> Output:
     """A JSON document's text, written entry by entry by its model (``Plan.dumps``,
     ``ClusterSnapshot.dumps``: ``json_text``'s text, without Python's indenting encoder), as an output."""
     return Output(flag, STDOUT if path is None else path, text=text + "\n")
+
+
+def snapshot_output(flag: str, path: str | None) -> list[tuple[str, str | None]]:
+    """The files ``write_snapshot`` writes for ``path``, checked as far as they can be before the snapshot
+    is taken (``check_outputs`` them with the command's other outputs): the JSON file (``-``/None =
+    stdout), or the two files of a Parquet snapshot directory when ``path`` ends in ``.parquet`` (a new
+    directory, or one whose files can be replaced; a file, link or device of that name is refused)."""
+    from ..spark.io import BROKERS_FILE, PARTITIONS_FILE, is_parquet
+
+    if path is None or path == STDOUT or not is_parquet(path):
+        return [(flag, path)]
+    d = Path(path)
+    if d.is_dir() and not d.is_symlink():
+        return [(flag, str(d / BROKERS_FILE)), (flag, str(d / PARTITIONS_FILE))]
+    _check_target(flag, path)  # absent, in a writable directory (a link, FIFO or device: refused)
+    if d.exists():
+        raise BadInputError(f"{flag} ending in .parquet names a Parquet snapshot directory, not a file", path)
+    return []
+
+
+def write_snapshot(flag: str, path: str | None, snapshot: ClusterSnapshot) -> None:
+    """``snapshot`` as JSON, or as a Parquet snapshot directory (``brokers.json`` and ``partitions.parquet``,
+    what ``--snapshot`` reads in about half the time of the JSON file at a million partitions) when
+    ``path`` ends in ``.parquet``: the directory is created if absent (and removed again if the write
+    fails), its two files written all or none like any command's outputs."""
+    from ..spark.io import BROKERS_FILE, PARTITIONS_FILE, write_brokers, write_partitions
+
+    files = snapshot_output(flag, path)
+    if files == [(flag, path)]:
+        write_outputs([document_output(flag, path, snapshot.dumps())])
+        return
+    assert path is not None
+    d, created = prepare_dir(flag, path)
+    try:
+        write_outputs(
+            [
+                Output(flag, str(d / BROKERS_FILE), write=lambda tmp: write_brokers(snapshot, tmp)),
+                Output(flag, str(d / PARTITIONS_FILE), write=lambda tmp: write_partitions(snapshot, tmp)),
+            ]
+        )
+    except BaseException:
+        if created:
+            shutil.rmtree(d, ignore_errors=True)
+        raise
 
 
 def check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:

@@ -158,10 +158,18 @@ def register(sub: Any) -> None:
         "snapshot",
         help="read brokers, racks, log dirs and partition placement from Kafka into snapshot JSON",
         description="Write the cluster's brokers, racks, log dirs (usage, cordon, online) and every "
-        "partition's replicas, log dirs, leader, ISR and size as snapshot JSON (version 1).",
+        "partition's replicas, log dirs, leader, ISR and size as snapshot JSON (version 1), or as a "
+        "Parquet snapshot directory (-o NAME.parquet).",
     )
     add_connection_args(p)
-    p.add_argument("-o", "--output", default="-", metavar="FILE", help="snapshot JSON file (- = stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="FILE",
+        help="snapshot JSON file (- = stdout); a name ending in .parquet is a Parquet snapshot directory "
+        "(brokers.json and partitions.parquet, for --snapshot: read in about half the time at scale)",
+    )
     p.add_argument(
         "--traffic-window",
         type=float,

@@ -33,7 +33,7 @@ from ..kafka.gateway import KafkaGateway, KafkaUnavailableError
 from ..model.errors import BadInputError, PlacementError
 from ..model.snapshot import ClusterSnapshot
 from ..planning import traffic_rates
-from ._io import check_outputs, document_output, read_plan, write_outputs
+from ._io import check_outputs, read_plan, snapshot_output, write_snapshot
 from .kafka_args import CANCEL_WAIT_S, STATE_DIR_ENV
 
 
@@ -47,7 +47,7 @@ def _gateway(args: argparse.Namespace) -> KafkaGateway:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    check_outputs([("-o", args.output)])  # a bad -o fails before connecting
+    check_outputs(snapshot_output("-o", args.output))  # a bad -o fails before connecting
     window, looks = args.traffic_window, args.traffic_looks
     if window is not None:
         if not (math.isfinite(window) and window > 0):
@@ -62,7 +62,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             )
     with _gateway(args) as gateway:
         snapshot = gateway.snapshot() if window is None else _sampled(gateway, window, looks)
-    write_outputs([document_output("-o", args.output, snapshot.dumps())])
+    write_snapshot("-o", args.output, snapshot)
     dirs = sum(len(b.log_dirs) for b in snapshot.brokers)
     if args.output not in (None, "-"):
         sampled = sum(1 for p in snapshot.partitions if p.bytes_in_per_sec is not None)

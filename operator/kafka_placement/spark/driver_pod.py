@@ -35,6 +35,7 @@ RUN_UID = 10001
 ROLE_LABEL = "kafkaplacement.io/role"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXECUTOR_TEMPLATE = "executor-pod.yaml"
+SNAPSHOT = "snapshot"  # the run's snapshot in the exchange dir: a Parquet snapshot directory
 DRIVER_PORT, BLOCK_MANAGER_PORT = 7078, 7079
 COMPLETED, FAILED = "COMPLETED", "FAILED"
 # waiting reasons that no retry cures: the run fails at once instead of at its timeout
@@ -87,7 +88,7 @@ def job_file_args(run_dir: str) -> list[str]:
     """The planning job's input and output files in the run's exchange directory (as the pods see it)."""
     return [
         "--snapshot",
-        f"{run_dir}/snapshot.json",
+        f"{run_dir}/{SNAPSHOT}",
         "--intents",
         f"{run_dir}/intents.yaml",
         "-o",

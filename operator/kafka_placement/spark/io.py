@@ -141,13 +141,28 @@ def partitions_of(batch: Any) -> Iterator[PartitionState]:
         )
 
 
-def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
+BROKERS_FILE, PARTITIONS_FILE = "brokers.json", "partitions.parquet"  # a Parquet snapshot directory's
+
+
+def write_brokers(snapshot: ClusterSnapshot, path: Path) -> None:
+    """A Parquet snapshot's ``brokers.json`` at ``path``: the snapshot without its partitions."""
+    path.write_text(json.dumps(snapshot.header_json()), encoding="utf-8")
+
+
+def write_partitions(snapshot: ClusterSnapshot, path: Path) -> None:
+    """A Parquet snapshot's ``partitions.parquet`` at ``path``: one row per partition."""
     import pyarrow.parquet as pq
 
+    pq.write_table(partitions_table(snapshot.partitions), path)
+
+
+def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
+    """``snapshot`` as a Parquet snapshot directory (created if absent): ``brokers.json`` and
+    ``partitions.parquet``, what ``read_snapshot`` reads back as the same snapshot. (The CLI writes the
+    two files through its atomic writer instead: ``cli._io.snapshot_dir_outputs``.)"""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "brokers.json").write_text(json.dumps(snapshot.header_json()))
-    table = partitions_table(snapshot.partitions)
-    pq.write_table(table, directory / "partitions.parquet")
+    write_brokers(snapshot, directory / BROKERS_FILE)
+    write_partitions(snapshot, directory / PARTITIONS_FILE)
 
 
 def read_snapshot(path: Path) -> ClusterSnapshot:
@@ -159,10 +174,10 @@ def read_snapshot(path: Path) -> ClusterSnapshot:
         raise BadInputError("snapshot file not found", str(path))
     if not path.is_dir():
         return ClusterSnapshot.loads(read_input_text(path, "snapshot"), source=str(path))
-    brokers, table_path = path / "brokers.json", path / "partitions.parquet"
+    brokers, table_path = path / BROKERS_FILE, path / PARTITIONS_FILE
     if not brokers.is_file() or not table_path.is_file():
         raise BadInputError(
-            "a Parquet snapshot is a directory with brokers.json and partitions.parquet", str(path)
+            f"a Parquet snapshot is a directory with {BROKERS_FILE} and {PARTITIONS_FILE}", str(path)
         )
     doc = load_json(read_input_text(brokers, "snapshot brokers"), str(brokers))
     header = ClusterSnapshot.from_json(doc, source=str(brokers))  # the brokers alone, named after their file
@@ -240,7 +255,8 @@ def _unreadable(path: Path, what: str) -> Iterator[None]:
         raise BadInputError(f"{what} too large to read", str(path)) from None
 
 
-def is_parquet_plan(path: str | Path) -> bool:
+def is_parquet(path: str | Path) -> bool:
+    """A plan file, or a snapshot directory the CLI writes, named to be Parquet (``.parquet``)."""
     return str(path).endswith(".parquet")
 
 
@@ -295,20 +311,24 @@ def read_plan_parquet(path: Path) -> Plan:
 
 
 __all__ = [
+    "BROKERS_FILE",
+    "PARTITIONS_FILE",
     "PARTITION_COLUMNS",
     "PartitionState",
     "give_back",
     "ipc_bytes",
     "ipc_slices",
     "ipc_table",
-    "is_parquet_plan",
+    "is_parquet",
     "partitions_schema",
     "partitions_table",
     "plan_table",
     "read_plan_parquet",
     "read_snapshot",
     "traffic_types",
+    "write_brokers",
     "write_parquet",
+    "write_partitions",
     "write_plan_parquet",
     "write_plan_table",
 ]

@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kafka_placement.model.errors import PlacementError
     from kafka_placement.model.intents import Intents
     from kafka_placement.spark.engines import EngineSettings, plan_with, spark_session
-    from kafka_placement.spark.io import is_parquet_plan, read_snapshot, write_plan_parquet
+    from kafka_placement.spark.io import is_parquet, read_snapshot, write_plan_parquet
 
     ap = argparse.ArgumentParser(prog="kafka-placement-spark-job", description=__doc__)
     ap.add_argument("--snapshot", required=True, type=Path)
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = plan_with(
             snapshot, intents, settings, spark_session(None), max_moves_per_broker=args.max_moves_per_broker
         )
-        if is_parquet_plan(args.output):
+        if is_parquet(args.output):
             write_plan_parquet(result.plan, args.output)
         else:
             args.output.write_text(result.plan.dumps() + "\n")

