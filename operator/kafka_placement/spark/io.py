@@ -58,10 +58,16 @@ def arrow_table(columns: Iterable[Sequence[Any]], schema: Any) -> Any:
     return pa.table([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
 
 
-def partitions_table(parts: Sequence[PartitionState]) -> Any:
+def traffic_present(parts: Sequence[PartitionState]) -> tuple[str, ...]:
+    """The optional columns (``TRAFFIC_COLUMNS``) some partition has a value of."""
+    return tuple(c for c in TRAFFIC_COLUMNS if any(getattr(p, c) is not None for p in parts))
+
+
+def partitions_table(parts: Sequence[PartitionState], traffic: tuple[str, ...] | None = None) -> Any:
     """The partitions as an Arrow table: one row each (an unknown dir or leader is null), and each optional
-    column of ``TRAFFIC_COLUMNS`` that some partition has a value of (null where it has none): a snapshot
-    file's columns, and the Spark tasks' rows (whose tallies then count what the driver's would)."""
+    column of ``TRAFFIC_COLUMNS`` that some partition has a value of (null where it has none; ``traffic``:
+    those columns, as ``traffic_present`` names them, for a table that is one part of a larger one): a
+    snapshot file's columns, and the Spark tasks' rows (whose tallies then count what the driver's would)."""
     import pyarrow as pa
 
     columns = (
@@ -74,10 +80,10 @@ def partitions_table(parts: Sequence[PartitionState]) -> Any:
         [p.size_bytes for p in parts],
     )
     table = arrow_table(columns, partitions_schema())
+    present = traffic_present(parts) if traffic is None else traffic
     for name, kind in zip(TRAFFIC_COLUMNS, traffic_types(), strict=True):
-        values = [getattr(p, name) for p in parts]
-        if any(v is not None for v in values):
-            table = table.append_column(name, pa.array(values, kind))
+        if name in present:
+            table = table.append_column(name, pa.array([getattr(p, name) for p in parts], kind))
     return table
 
 
@@ -149,11 +155,24 @@ def write_brokers(snapshot: ClusterSnapshot, path: Path) -> None:
     path.write_text(json.dumps(snapshot.header_json()), encoding="utf-8")
 
 
+ROW_GROUP = 1 << 17  # partitions per row group of ``partitions.parquet``, made and written one at a time
+
+
 def write_partitions(snapshot: ClusterSnapshot, path: Path) -> None:
-    """A Parquet snapshot's ``partitions.parquet`` at ``path``: one row per partition."""
+    """A Parquet snapshot's ``partitions.parquet`` at ``path``: one row per partition, written a row group
+    at a time (the Arrow columns of all of them at once would add some 200 MB to the writer's peak at a
+    million partitions)."""
     import pyarrow.parquet as pq
 
-    pq.write_table(partitions_table(snapshot.partitions), path)
+    parts = snapshot.partitions
+    traffic = traffic_present(parts)
+    first = partitions_table(parts[:ROW_GROUP], traffic)
+    with pq.ParquetWriter(path, first.schema) as writer:
+        writer.write_table(first)
+        del first
+        for start in range(ROW_GROUP, len(parts), ROW_GROUP):
+            writer.write_table(partitions_table(parts[start : start + ROW_GROUP], traffic))
+    give_back()
 
 
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:

@@ -5,10 +5,12 @@ more, each under the byte bound a Spark task must stay below."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
-from kafka_placement.model.snapshot import PartitionState
+from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
 from kafka_placement.spark.analysis import SLICE_BYTES
 from kafka_placement.spark.io import ipc_bytes, ipc_slices, ipc_table, partitions_of, partitions_table
 
@@ -64,3 +66,27 @@ def test_slices_stay_under_the_byte_bound() -> None:
     assert all(ipc_table(blob).nbytes <= bound * 1.01 for blob in slices)
     assert sum(ipc_table(blob).num_rows for blob in slices) == 50_000
     assert ipc_table(ipc_bytes(table)).equals(table)
+
+
+def test_a_parquet_snapshot_written_a_row_group_at_a_time_reads_back_column_by_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write_partitions`` writes one row group at a time (the writer's peak): every group has the optional
+    columns some partition of the whole snapshot has (here only the last group's partitions have traffic),
+    and the read takes the chunked columns as they come (the columnar read, not the row parse)."""
+    import pyarrow.parquet as pq
+
+    from kafka_placement.spark import columnar, io
+
+    brokers = tuple(
+        Broker(b, None, (LogDir("/d0", 10**9, 10**9), LogDir("/d1", 10**9, 10**9))) for b in range(1, 8)
+    )
+    parts = [*_parts(9), PartitionState("z", 0, (1, 6), ("/d0", "/d1"), 1, (1, 6), 3, bytes_in_per_sec=1.5)]
+    snap = ClusterSnapshot(brokers, tuple(parts))
+    monkeypatch.setattr(io, "ROW_GROUP", 4)
+    io.write_parquet(snap, tmp_path / "s")
+    table = pq.read_table(tmp_path / "s" / io.PARTITIONS_FILE)
+    assert pq.ParquetFile(tmp_path / "s" / io.PARTITIONS_FILE).metadata.num_row_groups == 3
+    assert "bytes_in_per_sec" in table.schema.names and table.column("topic").num_chunks == 3
+    assert columnar.partitions(table, brokers) == snap.partitions
+    assert io.read_snapshot(tmp_path / "s") == snap
