@@ -10,8 +10,9 @@ this process at ``exchange_dir`` (the same claim mounted in the operator pod, or
 holding the same files). One run uses the sub-directory ``<run_id>``::
 
     <exchange>/<run_id>/snapshot/       written here, read by the job (a Parquet snapshot directory:
-                                        brokers.json + partitions.parquet, 1/20 of the JSON's bytes,
-                                        read in about a third of its time at a million partitions)
+                                        brokers.json + partitions.parquet; at a million partitions a
+                                        twentieth of the JSON's bytes, written with 51 MB of memory
+                                        instead of 854, read in half the time: run_exchange.py)
     <exchange>/<run_id>/intents.yaml    written here, read by the job
     <exchange>/<run_id>/plan.json       written by the job, read here
     <exchange>/<run_id>/summary.json    written by the job, read here
