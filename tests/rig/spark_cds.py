@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -119,7 +120,14 @@ def train(jvm_options: str, timeout: float = 600.0) -> Path:
             training.unlink()
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
+    # a stopped `make test` (or `make rig-build`): the training driver is killed, and its temp dir and
+    # half-written archive removed, on the way out (a signal's default action would leave both)
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         path = train(TEST_JVM_OPTS)
     except (RuntimeError, subprocess.TimeoutExpired) as e:  # the drivers start without it: slower, not wrong
