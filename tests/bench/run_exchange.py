@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
-from tests.bench.run_exec_scale import write_section  # noqa: E402
+from tests.bench.run_exec_scale import publish  # noqa: E402
 from tests.bench.run_scale import planner_name  # noqa: E402
 
 from kafka_placement.spark.io import write_parquet  # noqa: E402
@@ -148,10 +148,7 @@ def main() -> None:
             "",
         ]
     )
-    if args.print:
-        print(text)
-    else:
-        write_section(text, Path(args.output), SECTION)
+    publish(text, args.output, SECTION, args.print)
 
 
 if __name__ == "__main__":

@@ -283,6 +283,14 @@ def write_section(text: str, path: Path, section: str = SECTION) -> None:
     path.write_text(doc)
 
 
+def publish(text: str, output: str, section: str, print_only: bool) -> None:
+    """A benchmark's section: printed (``--print``), or written in place of ``section`` in ``output``."""
+    if print_only:
+        print(text)
+    else:
+        write_section(text, Path(output), section)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", default="rig,tick")
