@@ -226,15 +226,19 @@ def api_error(e: KubeError, verb: str, settings: SparkK8sSettings, name: str = "
 
 def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, extra: dict[str, str]) -> None:
     """The job's inputs (and ``extra`` files) in the run dir, created group-writable so the Spark pods
-    can write their outputs."""
+    can write their outputs; a write that fails (a full volume) takes the run dir away again."""
     try:
         run_dir.mkdir(parents=True, exist_ok=False)
+    except OSError as e:
+        raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
+    try:
         run_dir.chmod(0o2775)
         write_parquet(snapshot, run_dir / pods.SNAPSHOT)
         (run_dir / "intents.yaml").write_text(intents_text, encoding="utf-8")
         for name, text in extra.items():
             (run_dir / name).write_text(text, encoding="utf-8")
     except OSError as e:
+        remove_run(run_dir)
         raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
 
 

@@ -236,3 +236,19 @@ def test_the_run_dir_gets_a_parquet_snapshot_read_back_unchanged_and_its_inputs_
     assert sorted(p.name for p in run_dir.iterdir()) == ["plan.json", "summary.json"]
     with pytest.raises(PlacementError, match="cannot write the Spark job's inputs"):
         write_inputs(run_dir, snap, "kind: X\n", {})  # (the run dir exists: one run, one dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["plan.json", "summary.json"]  # (not another's)
+
+
+def test_inputs_that_cannot_be_written_leave_no_run_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_placement.model.snapshot import ClusterSnapshot
+    from kafka_placement.spark import k8s
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(k8s, "write_parquet", full)
+    with pytest.raises(PlacementError, match="No space left on device"):
+        k8s.write_inputs(tmp_path / "r2", ClusterSnapshot((), ()), "kind: X\n", {})
+    assert list(tmp_path.iterdir()) == []
