@@ -53,6 +53,7 @@ from ..model.plan import Plan
 from ..model.snapshot import PartitionState
 from . import plan_quality, waiting
 from .context import PlanningContext
+from .rack_room import volume_room
 from .repairs import repair_reasons
 from .state import DirKey, Key
 from .targets import order_replicas, replication_factor, target_dirs
@@ -255,7 +256,7 @@ def solve(
             m.row(terms, float("-inf"), float(limit[b] - fixed_broker.get(b, 0)))
     if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
         m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
-    room = _room(ctx) if dirs_mode else {}
+    room = volume_room(ctx) if dirs_mode else {}
     for places, most in room.values():  # one row per volume (two dirs on one filesystem share it)
         terms = [
             (y[(p.key, b, d)], float(p.size_bytes)) for b, d in places for p in parts if (p.key, b, d) in y
@@ -365,26 +366,6 @@ def _dirs_for(
     if not e.may_receive(broker):
         return []
     return [d for d in e.dirs[broker] if e.dir_may_receive(broker, d) and (broker, d) not in e.offline]
-
-
-def _room(ctx: PlanningContext) -> dict[DirKey, tuple[list[DirKey], int]]:
-    """Each volume of known size whose dirs are not all drained: its dirs and the most bytes they may
-    hold after the plan, their bytes before plus the volume's room under the disk headroom limit
-    (``headroom.room``; none for a volume above it already: its replicas may stay or leave)."""
-    held: dict[DirKey, int] = {}
-    for p in ctx.snapshot.partitions:
-        for b, d in zip(p.replicas, p.log_dirs, strict=True):
-            if d is not None:
-                held[(b, d)] = held.get((b, d), 0) + p.size_bytes
-    e, a = ctx.eligibility, ctx.assignment
-    groups: dict[DirKey, list[DirKey]] = {}
-    for place, v in a.vol.items():
-        groups.setdefault(v, []).append(place)
-    return {
-        v: (places, sum(held.get(d, 0) for d in places) + max(a.room0[v], 0))
-        for v, places in groups.items()
-        if not all(d in e.drained for d in places)
-    }
 
 
 def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:

@@ -312,12 +312,11 @@ def test_on_full_dirs_of_a_small_cluster_the_exact_program_packs_before_any_sear
     assert s["bytesToMove"] <= 1.05 * s["lowerBoundBytes"], (s["bytesToMove"], s["lowerBoundBytes"])
 
 
-def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> None:
-    # RF 3 over three data centres: the partition has two replicas in dc1, so one must go to dc3, whose
-    # brokers' volumes are 90% full (the limit 85%). The refusal names the racks without room (not dc2,
-    # as full, whose replica stays), and gives the fullest dir's share as it stands with the replicas
-    # placed (not a plan's).
+def spread_case(dc3_usable: int) -> tuple[ClusterSnapshot, Intents]:
+    """RF 3 over three data centres: the partition (10 GB) has two replicas in dc1, so one must go to dc3,
+    whose brokers' volumes have ``dc3_usable`` GB free (dc2's are 90% full, the limit 85%)."""
     racks = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc3/r1", 6: "/dc3/r2"}
+    free = {1: 80, 2: 80, 3: 10, 4: 10, 5: dc3_usable, 6: dc3_usable}
     snap = ClusterSnapshot.from_json(
         {
             "version": 1,
@@ -325,9 +324,7 @@ def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> No
                 {
                     "id": b,
                     "rack": rack,
-                    "logDirs": [
-                        {"path": "/d0", "totalBytes": 100 * GB, "usableBytes": (10 if b > 2 else 80) * GB}
-                    ],
+                    "logDirs": [{"path": "/d0", "totalBytes": 100 * GB, "usableBytes": free[b] * GB}],
                 }
                 for b, rack in racks.items()
             ],
@@ -343,8 +340,15 @@ def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> No
         }
     )
     policy = "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n  rackAwareness: {levels: 1}\n"
+    return snap, Intents.loads(policy)
+
+
+def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> None:
+    # dc3's brokers have 6 GB of room each: 12 GB in all, but no one of them takes the 10 GB replica. The
+    # refusal names the racks without room (not dc2, as full, whose replica stays), and gives the fullest
+    # dir's share as it stands with the replicas placed (not a plan's).
     with pytest.raises(DiskHeadroomError) as err:
-        compute_plan(snap, Intents.loads(policy))
+        compute_plan(*spread_case(dc3_usable=21))
     message = err.value.message
     assert (
         "the fullest dir with the replicas placed so far, broker 3 /d0, is 90.0% full (limit 85.0%)"
@@ -353,4 +357,17 @@ def test_a_spread_short_of_room_is_refused_naming_the_racks_without_room() -> No
     assert "3 current replica(s) may stay (not spread so)" in message, message
     assert message.endswith(
         "no broker has room for it under the disk headroom limit in dc3 (brokers 5, 6)"
+    ), message
+
+
+def test_a_rack_unit_without_room_for_its_share_is_refused_at_once_naming_it() -> None:
+    # dc3's volumes 90% full: nothing may arrive there, and the partition must put a replica there. The
+    # unit check (planning/rack_room.py) refuses before any search, with what dc3 must hold and may.
+    with pytest.raises(DiskHeadroomError) as err:
+        compute_plan(*spread_case(dc3_usable=10))
+    message = err.value.message
+    assert "broker 3 /d0, is 90.0% full (limit 85.0%)" in message, message
+    assert message.endswith(
+        "the brokers of dc3 (5, 6) must hold at least 10000000000 bytes of replicas of 1 partition (the rack "
+        "rule's share of each there), and their volumes may hold at most 0 bytes within the limit"
     ), message

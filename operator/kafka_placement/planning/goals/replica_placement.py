@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from ...model.errors import InfeasibleError
 from ...model.intents import Intents
 from ...model.snapshot import ClusterSnapshot
-from .. import headroom, shares, waiting
+from .. import headroom, rack_room, shares, waiting
 from ..context import PlanningContext, Verdict
 from ..plan_summary import PlanSummary
 from ..repack import repack
@@ -252,7 +252,13 @@ class ReplicaPlacementGoal:
         partitions, where the searches below ran to their limits, 2-15 s, and could copy 65% more
         bytes). Where it is not run or finds none within its bounds: a bounded repacking search
         (``repack``: it may move replicas of partitions this goal changes anyway out of the way), else the
-        ejection search."""
+        ejection search. Before all of them, on any cluster: whether the brokers of each rack unit (and the
+        cluster) may hold at all what every plan must put there (``rack_room``, milliseconds): a unit
+        that cannot is the refusal, at once."""
+        short = rack_room.shortfall(ctx)
+        if short is not None:
+            self._no_placement = True
+            return [InfeasibleError(short.detail, headroom.RULE, f"{short.largest[0]}-{short.largest[1]}")]
         if self._none_fits(ctx):
             return self._errors(ctx, full)
         if self._exact(ctx):
