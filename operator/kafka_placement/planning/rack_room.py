@@ -90,37 +90,41 @@ def shortfall(ctx: PlanningContext) -> Shortfall | None:
     snapshot, e = ctx.snapshot, ctx.eligibility
     if not e.volumes or any(None in p.log_dirs for p in snapshot.partitions):
         return None
-    frozen = {p.key for p in snapshot.partitions if no_in_sync_replica(e.dead, p.replicas, p.leader, p.isr)}
+    frozen = [p for p in snapshot.partitions if no_in_sync_replica(e.dead, p.replicas, p.leader, p.isr)]
     stays: dict[int, int] = {}
-    for key in frozen:  # (no goal may change them: they stay as they are)
-        p = snapshot.at(key)
-        for b in p.replicas if p is not None else ():
-            stays[b] = stays.get(b, 0) + p.size_bytes  # type: ignore[union-attr]
+    for p in frozen:  # (no goal may change them: they stay as they are)
+        for b in p.replicas:
+            stays[b] = stays.get(b, 0) + p.size_bytes
     most = most_per_broker(ctx, stays)
-    needs: dict[tuple[int, ...], _Need] = {}
-    whole = needs.setdefault(tuple(sorted(most)), _Need("", 0))
-    least_of: dict[tuple[str, int], dict[Unit, int]] = {}
+    still = {p.key for p in frozen}
+    # one need per unit of a rule (its path under the rule: two policies of one rule share their units;
+    # two units of one broker set, a unit and its only child, stay apart: each counts the partition once)
+    needs: dict[tuple[object, ...], _Need] = {("cluster",): _Need("", 0)}
+    brokers_of: dict[tuple[object, ...], tuple[int, ...]] = {("cluster",): tuple(sorted(most))}
+    groups: dict[tuple[str, int], _Need] = {}  # the rule's partitions of one policy and RF, summed
     topic_policy = ctx.assignment.topic_policy
     for p in snapshot.partitions:
-        rf = len(p.replicas) if p.key in frozen else replication_factor(ctx, p.key)
-        whole.add(p.size_bytes, p.key, rf)
+        rf = len(p.replicas) if p.key in still else replication_factor(ctx, p.key)
+        needs[("cluster",)].add(p.size_bytes, p.key, rf)
         policy = topic_policy.get(p.topic)
         tree = ctx.trees.get(policy.name) if policy is not None and policy.enforced else None
         if policy is None or tree is None:
             continue
-        if p.key in frozen:
-            least: Mapping[Unit, int] = tree.counts(p.replicas)
+        if p.key in still:
+            _spread(needs, brokers_of, tree, tree.counts(p.replicas), p.size_bytes, 1, (p.size_bytes, p.key))
         else:
-            found = least_of.get((policy.name, rf))
-            least = (
-                found if found is not None else least_of.setdefault((policy.name, rf), least_counts(tree, rf))
-            )
-        for unit, n in least.items():
-            if unit and n > 0:
-                brokers = tree.under.get(unit, ())
-                name = "/".join(part or "''" for part in unit)  # ('' : brokers without a rack)
-                needs.setdefault(brokers, _Need(name, len(unit))).add(p.size_bytes, p.key, n)
-    for brokers, need in sorted(needs.items(), key=lambda kv: (kv[1].depth, kv[1].name)):
+            group = groups.get((policy.name, rf))
+            if group is None:
+                group = groups[(policy.name, rf)] = _Need(policy.name, 0)
+            group.add(p.size_bytes, p.key, 1)
+    for (name, rf), group in groups.items():
+        tree = ctx.trees[name]
+        assert group.largest is not None
+        _spread(
+            needs, brokers_of, tree, least_counts(tree, rf), group.needed, group.partitions, group.largest
+        )
+    for key, need in sorted(needs.items(), key=lambda kv: (kv[1].depth, kv[1].name)):
+        brokers = brokers_of[key]
         limits = [most.get(b, 0) for b in brokers]  # (a broker without dirs holds nothing)
         if need.largest is None or any(m is None for m in limits):
             continue  # a dir of unknown size: no limit there
@@ -128,6 +132,31 @@ def shortfall(ctx: PlanningContext) -> Shortfall | None:
         if need.needed > held:
             return Shortfall(need.name, brokers, need.needed, held, need.partitions, need.largest[1])
     return None
+
+
+def _spread(
+    needs: dict[tuple[object, ...], _Need],
+    brokers_of: dict[tuple[object, ...], tuple[int, ...]],
+    tree: RackTree,
+    least: Mapping[Unit, int],
+    size: int,
+    partitions: int,
+    largest: tuple[int, Key],
+) -> None:
+    """Add ``partitions`` partitions of ``size`` bytes in all (the largest of them ``largest``: its size and
+    key), each holding ``least`` replicas in the units of ``tree``, to the needs of those units."""
+    for unit, n in least.items():
+        if not unit or n <= 0:
+            continue
+        key = (tree.rule.separator, tree.rule.levels, unit)
+        need = needs.get(key)
+        if need is None:
+            need = needs[key] = _Need("/".join(part or "''" for part in unit), len(unit))  # ('': no rack)
+            brokers_of[key] = tree.under.get(unit, ())
+        need.needed += size * n
+        need.partitions += partitions
+        if need.largest is None or largest[0] > need.largest[0]:
+            need.largest = largest
 
 
 def least_counts(tree: RackTree, replicas: int) -> dict[Unit, int]:

@@ -19,6 +19,9 @@ from kafka_placement.planning.optimizer import compute_plan
 from kafka_placement.planning.topology import RackTree
 
 GB = 10**9
+POLICY = (
+    "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n  rackAwareness: {separator: /, levels: 2}\n"
+)
 RACKS = st.sampled_from(["/a/x", "/a/y", "/b/x", "/b/y", "/c/x", "/a", None])
 
 
@@ -75,11 +78,7 @@ def six_brokers(dc3_volume: int) -> tuple[ClusterSnapshot, Intents]:
         PartitionState(f"t{i % 3}", i, (1, 2, 3), ("/d0", "/d0", "/d0"), 1, (1, 2, 3), 10 * GB)
         for i in range(12)
     )
-    policy = (
-        "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
-        "  rackAwareness: {separator: /, levels: 2}\n"
-    )
-    return ClusterSnapshot(brokers, parts), Intents.loads(policy).with_max_disk_share(0.85)
+    return ClusterSnapshot(brokers, parts), Intents.loads(POLICY).with_max_disk_share(0.85)
 
 
 def test_a_unit_short_of_room_is_refused_at_once_naming_it() -> None:
@@ -145,3 +144,16 @@ def test_a_cluster_short_of_room_for_every_replica_is_refused_naming_both_figure
 def test_a_refusal_names_a_dozen_brokers_at_most() -> None:
     short = rack_room.Shortfall("dc1", tuple(range(1, 31)), 2, 1, 3, ("t", 0))
     assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 18 more)" in short.detail
+
+
+def test_a_unit_of_the_same_brokers_as_its_parent_counts_each_partition_once() -> None:
+    """One data centre of one rack: the cluster, dc1 and dc1/r1 hold the same brokers, and each must hold
+    every replica; three needs of 90% of what the volumes may hold each, not one of 270%."""
+    brokers = tuple(Broker(b, "/dc1/r1", (LogDir("/d0", 100 * GB, 100 * GB - 40 * GB),)) for b in (1, 2, 3))
+    parts = tuple(
+        PartitionState("t", i, (1 + i % 3, 1 + (i + 1) % 3), ("/d0", "/d0"), None, (), 10 * GB)
+        for i in range(6)
+    )
+    ctx = PlanningContext.of(ClusterSnapshot(brokers, parts), Intents.loads(POLICY).with_max_disk_share(0.5))
+    assert rack_room.most_per_broker(ctx, {}) == {1: 50 * GB, 2: 50 * GB, 3: 50 * GB}  # 40 held + 10 room
+    assert rack_room.shortfall(ctx) is None  # 120 GB of replicas, 150 GB may be held
