@@ -266,21 +266,29 @@ def test_no_plan_of_the_generator_puts_a_dir_above_the_limit(drawn: tuple[str, i
             assert after <= share + 1e-9, (place, before, after)
 
 
-def sized_draw(name: str, seed: int, factor: float, share: float) -> tuple[ClusterSnapshot, Intents]:
-    """A generator scenario (8 brokers, 120 partitions) on volumes of ``factor`` x the most any dir holds,
-    over ``share``: the limit binds on some dirs."""
+def sized_draw(
+    name: str, seed: int, factor: float, share: float, brokers: int = 8, partitions: int = 120
+) -> tuple[ClusterSnapshot, Intents]:
+    """A generator scenario (8 brokers, 120 partitions unless told) on volumes of ``factor`` x the most any
+    dir holds, over ``share``: the limit binds on some dirs."""
     from tests.bench.generator import cluster, scenario
 
-    snap, text = scenario(name, brokers=8, partitions=120, topics=6, seed=seed)
+    snap, text = scenario(name, brokers=brokers, partitions=partitions, topics=6, seed=seed)
     held: dict[tuple[int, str], int] = {}
     for p in snap.partitions:
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             held[(b, str(d))] = held.get((b, str(d)), 0) + p.size_bytes
     size = int(max(held.values()) * factor / share)
     dirs = len(snap.brokers[0].log_dirs)
-    empty = 8 - len({b for b, _ in held})
+    empty = brokers - len({b for b, _ in held})
     sized = cluster(
-        brokers=8, dirs=dirs, partitions=120, topics=6, seed=seed, capacity_bytes=size, empty_brokers=empty
+        brokers=brokers,
+        dirs=dirs,
+        partitions=partitions,
+        topics=6,
+        seed=seed,
+        capacity_bytes=size,
+        empty_brokers=empty,
     )
     assert [p.replicas for p in sized.partitions] == [p.replicas for p in snap.partitions]
     return sized, Intents.loads(text).with_max_disk_share(share)

@@ -4,13 +4,15 @@ hold what every plan must put there (and not where they just can)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.unit.planning.test_headroom import sized_draw
 
-from kafka_placement.model.errors import DiskHeadroomError
+from kafka_placement.model.errors import DiskHeadroomError, InfeasibleError
 from kafka_placement.model.intents import Intents, RackAwareness
 from kafka_placement.model.snapshot import Broker, ClusterSnapshot, LogDir, PartitionState
 from kafka_placement.planning import rack_room
@@ -157,3 +159,35 @@ def test_a_unit_of_the_same_brokers_as_its_parent_counts_each_partition_once() -
     ctx = PlanningContext.of(ClusterSnapshot(brokers, parts), Intents.loads(POLICY).with_max_disk_share(0.5))
     assert rack_room.most_per_broker(ctx, {}) == {1: 50 * GB, 2: 50 * GB, 3: 50 * GB}  # 40 held + 10 room
     assert rack_room.shortfall(ctx) is None  # 120 GB of replicas, 150 GB may be held
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(("decommission", "drain", "rack-repair", "all")),
+    st.integers(1, 10_000),
+    st.integers(6, 9),
+    st.integers(12, 48),
+    st.floats(0.5, 1.0),
+    st.sampled_from((0.6, 0.85, 0.95)),
+)
+def test_what_the_check_refuses_the_planner_without_it_refuses_too(
+    name: str, seed: int, brokers: int, partitions: int, factor: float, share: float
+) -> None:
+    """Small generator clusters on volumes the limit binds: wherever the check finds a unit short of room,
+    the planner's searches without it find no plan either (a plan there would be a false refusal)."""
+    snap, intents = sized_draw(name, seed, factor, share, brokers=brokers, partitions=partitions)
+    real, fired = rack_room.shortfall, []
+
+    def recorded(ctx: PlanningContext) -> rack_room.Shortfall | None:
+        fired.append(real(ctx))
+        return fired[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rack_room, "shortfall", recorded)
+        with contextlib.suppress(InfeasibleError):
+            compute_plan(snap, intents)
+        if not any(fired):
+            return
+        patch.setattr(rack_room, "shortfall", lambda _: None)
+        with pytest.raises(DiskHeadroomError):
+            compute_plan(snap, intents)
