@@ -178,7 +178,7 @@ def write_partitions(snapshot: ClusterSnapshot, path: Path) -> None:
 def write_parquet(snapshot: ClusterSnapshot, directory: Path) -> None:
     """``snapshot`` as a Parquet snapshot directory (created if absent): ``brokers.json`` and
     ``partitions.parquet``, what ``read_snapshot`` reads back as the same snapshot. (The CLI writes the
-    two files through its atomic writer instead: ``cli._io.snapshot_dir_outputs``.)"""
+    two files through its all-or-none writer instead: ``cli._io.write_snapshot``.)"""
     directory.mkdir(parents=True, exist_ok=True)
     write_brokers(snapshot, directory / BROKERS_FILE)
     write_partitions(snapshot, directory / PARTITIONS_FILE)
