@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,10 +57,23 @@ def snapshots(draw: Any) -> ClusterSnapshot:
 
 
 @settings(max_examples=300, deadline=None)
-@given(snapshots())
-def test_the_snapshot_files_text_is_json_dumps_indented_by_one(snap: ClusterSnapshot) -> None:
-    assert snap.dumps() == json.dumps(snap.to_json(), indent=1)
+@given(snapshots(), st.integers(1, 5))
+def test_the_snapshot_files_text_is_json_dumps_indented_by_one(snap: ClusterSnapshot, per: int) -> None:
+    text = json.dumps(snap.to_json(), indent=1)
+    assert snap.dumps() == text
+    assert "".join(snap.pieces(per)) == text  # (what the CLI writes, piece by piece)
     assert ClusterSnapshot.loads(snap.dumps()) == snap
+
+
+def test_the_cli_writes_a_snapshot_file_piece_by_piece_as_its_text(tmp_path: Path) -> None:
+    from tests.unit.fuzz_support import GOLDEN
+
+    from kafka_placement.cli._io import write_snapshot
+
+    snap = ClusterSnapshot.loads((GOLDEN / "all" / "snapshot.json").read_text())
+    write_snapshot("-o", str(tmp_path / "s.json"), snap)
+    assert (tmp_path / "s.json").read_text(encoding="utf-8") == snap.dumps() + "\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]  # (no temp file left)
 
 
 def test_a_rate_that_is_not_a_number_is_never_written() -> None:

@@ -1,0 +1,129 @@
+"""What `kafka-placement snapshot -o FILE` costs to write a large snapshot: seconds and the memory the
+write adds at its peak, for each way the CLI can write it.
+
+    .venv/bin/python tests/bench/run_snapshot_write.py [--sizes 1000000:1000] [--runs 3]
+        [-o docs/benchmarks.md | --print]
+
+Each size is tests/bench/generator.py's scenario ``all`` (RF 3). Each way runs in a fresh process that first
+reads the snapshot (a Parquet copy), then resets the kernel's high-water mark of its resident set
+(/proc/self/clear_refs) and writes through the CLI's writers (``cli._io``): ``whole`` is the JSON text made at
+once and written (``write_outputs`` of ``document_output(snapshot.dumps())``, the CLI's way until
+2026-12-07), ``pieces`` the JSON written piece by piece (``write_snapshot`` to a ``.json`` name), ``parquet``
+a Parquet snapshot directory (``write_snapshot`` to a ``.parquet`` name). The files are checked: the two JSON
+files equal, the Parquet directory read back as the same snapshot. Medians of ``--runs`` rounds, the ways in
+turn. Results replace this script's section of docs/benchmarks.md, with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "operator"))
+
+from tests.bench.generator import scenario  # noqa: E402
+from tests.bench.run_exec_scale import publish  # noqa: E402
+from tests.bench.run_scale import planner_name  # noqa: E402
+
+from kafka_placement.cli._io import read_snapshot_arg  # noqa: E402
+from kafka_placement.spark.io import write_parquet  # noqa: E402
+
+SECTION = "## Writing a large snapshot: `kafka-placement snapshot -o FILE`"
+WAYS = {"whole": "x.json", "pieces": "x.json", "parquet": "x.parquet"}
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+from kafka_placement.cli._io import document_output, read_snapshot_arg, write_outputs, write_snapshot
+way, source, out = sys.argv[1], sys.argv[2], sys.argv[3]
+snap = read_snapshot_arg(source)
+def status(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key + ":"))  # kB
+Path("/proc/self/clear_refs").write_text("5")
+before, start = status("VmRSS"), time.perf_counter()
+if way == "whole":
+    write_outputs([document_output("-o", out, snap.dumps())])
+else:
+    write_snapshot("-o", out, snap)
+print(json.dumps({"seconds": time.perf_counter() - start, "peakMb": (status("VmHWM") - before) / 1024}))
+"""
+
+
+def one(way: str, source: Path, out: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, way, str(source), str(out)], capture_output=True, text=True, env=env
+    )
+    if done.returncode:
+        raise SystemExit(f"{way}: {done.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000000:1000", help="partitions:brokers,...")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--print", action="store_true", help="print the section only")
+    args = ap.parse_args()
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.sizes.split(","):
+            n, brokers = (int(x) for x in spec.split(":"))
+            snap, _ = scenario("all", brokers=brokers, partitions=n, topics=max(20, n // 500))
+            source = Path(tmp) / f"snap-{n}"
+            write_parquet(snap, source)
+            seen: dict[str, list[dict[str, float]]] = {w: [] for w in WAYS}
+            for run in range(args.runs):
+                for way, name in WAYS.items():
+                    out = Path(tmp) / f"{way}-{run}-{name}"
+                    seen[way].append(one(way, source, out))
+                    print(way, seen[way][-1], flush=True)
+                whole, pieces = (Path(tmp) / f"{w}-{run}-x.json" for w in ("whole", "pieces"))
+                assert whole.read_bytes() == pieces.read_bytes(), "the JSON files differ"
+                assert read_snapshot_arg(str(Path(tmp) / f"parquet-{run}-x.parquet")) == snap
+                for p in Path(tmp).glob(f"*-{run}-x.*"):
+                    if p.is_dir():
+                        for f in p.iterdir():
+                            f.unlink()
+                        p.rmdir()
+                    else:
+                        p.unlink()
+            for way, got in seen.items():
+                secs = statistics.median(g["seconds"] for g in got)
+                peak = statistics.median(g["peakMb"] for g in got)
+                rows.append(f"| {n} | {way} | {secs:.2f} | {peak:.0f} |")
+            del snap
+    text = "\n".join(
+        [
+            SECTION,
+            "",
+            f"Produced by `python tests/bench/run_snapshot_write.py {' '.join(sys.argv[1:])}`".rstrip()
+            + f" on {when}, {os.cpu_count()} cores, {args.runs} runs, planner {planner_name(str(ROOT))}. "
+            "Scenario `all`, RF 3. Each way in a fresh process that read the snapshot first; seconds of the "
+            "write and what it added to the process's resident set at its peak (medians). `whole`: the JSON "
+            "text made at once (the CLI's writer before 2026-12-07); `pieces`: the JSON written piece by "
+            "piece (the same bytes, checked); `parquet`: a Parquet snapshot directory (read back as the "
+            "same snapshot).",
+            "",
+            "| partitions | way | write s | write's peak MB |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+    publish(text, args.output, SECTION, args.print)
+
+
+if __name__ == "__main__":
+    main()
