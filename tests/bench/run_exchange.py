@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -40,6 +41,19 @@ from kafka_placement.spark.io import write_parquet  # noqa: E402
 
 SECTION = "## The spark-k8s exchange: the snapshot the driver pod reads"
 
+# a child script's measure of one step's own memory: the kernel's high-water mark of its resident set reset
+# just before the step (/proc/self/clear_refs), and what it grew by at its peak, in MB (no braces: it goes
+# into format templates as it is)
+STEP_PEAK = r"""
+def status(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key + ":"))  # kB
+def step_start():
+    open("/proc/self/clear_refs", "w").write("5")
+    return status("VmRSS")
+def step_peak_mb(before):
+    return (status("VmHWM") - before) / 1024
+"""
+
 # run in a fresh process with one checkout's code first on sys.path: argv = role, snapshot (Parquet), run dir
 CHILD = r"""
 import hashlib, json, resource, sys, time
@@ -48,18 +62,16 @@ sys.path.insert(0, {root!r})
 role, source, run_dir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 from kafka_placement.cli._io import read_snapshot_arg
 from kafka_placement.spark import driver_pod
-def status(key):
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key + ":"))  # kB
+{step}
 out = {{}}
 if role == "write":
     from kafka_placement.spark.k8s import write_inputs
     snap = read_snapshot_arg(str(source))
-    Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) from here: the write's own
-    before = status("VmRSS")
+    before = step_start()
     start = time.perf_counter()
     write_inputs(run_dir, snap, "kind: X\n", {{}})
     out["seconds"] = time.perf_counter() - start
-    out["writeMb"] = (status("VmHWM") - before) / 1024
+    out["writeMb"] = step_peak_mb(before)
     out["bytes"] = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
 else:
     path = driver_pod.job_file_args(str(run_dir))[1]
@@ -73,19 +85,23 @@ print(json.dumps(out))
 """
 
 
-def child(code: Path, role: str, source: Path, run_dir: Path) -> dict[str, object]:
-    """One role (``write`` or ``read``) in a fresh process with checkout ``code``'s package."""
+def run_child(script: str, args: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
+    """``script`` in a fresh process of this Python with ``args``: the JSON object its last line prints; a
+    failure ends the benchmark with ``what`` and the end of its error output."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD.format(root=str(code / "operator")), role, str(source), str(run_dir)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, env=env
     )
     if done.returncode:
-        raise SystemExit(f"{code} {role}: {done.stderr[-2000:]}")
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+        raise SystemExit(f"{what}: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return result
+
+
+def child(code: Path, role: str, source: Path, run_dir: Path) -> dict[str, Any]:
+    """One role (``write`` or ``read``) in a fresh process with checkout ``code``'s package."""
+    script = CHILD.format(root=str(code / "operator"), step=STEP_PEAK)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return run_child(script, [role, str(source), str(run_dir)], env, f"{code} {role}")
 
 
 def main() -> None:

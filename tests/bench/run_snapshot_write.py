@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
+from tests.bench.run_exchange import STEP_PEAK, run_child  # noqa: E402
 from tests.bench.run_exec_scale import publish  # noqa: E402
 from tests.bench.run_scale import planner_name  # noqa: E402
 
@@ -39,33 +38,27 @@ from kafka_placement.spark.io import write_parquet  # noqa: E402
 
 SECTION = "## Writing a large snapshot: `kafka-placement snapshot -o FILE`"
 WAYS = {"whole": "x.json", "pieces": "x.json", "parquet": "x.parquet"}
-CHILD = r"""
+CHILD = (
+    STEP_PEAK
+    + r"""
 import json, sys, time
-from pathlib import Path
 from kafka_placement.cli._io import document_output, read_snapshot_arg, write_outputs, write_snapshot
 way, source, out = sys.argv[1], sys.argv[2], sys.argv[3]
 snap = read_snapshot_arg(source)
-def status(key):
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key + ":"))  # kB
-Path("/proc/self/clear_refs").write_text("5")
-before, start = status("VmRSS"), time.perf_counter()
+before, start = step_start(), time.perf_counter()
 if way == "whole":
     write_outputs([document_output("-o", out, snap.dumps())])
 else:
     write_snapshot("-o", out, snap)
-print(json.dumps({"seconds": time.perf_counter() - start, "peakMb": (status("VmHWM") - before) / 1024}))
+print(json.dumps({"seconds": time.perf_counter() - start, "peakMb": step_peak_mb(before)}))
 """
+)
 
 
 def one(way: str, source: Path, out: Path) -> dict[str, float]:
+    """One way of writing, in a fresh process with this checkout's package."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, way, str(source), str(out)], capture_output=True, text=True, env=env
-    )
-    if done.returncode:
-        raise SystemExit(f"{way}: {done.stderr[-2000:]}")
-    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return run_child(CHILD, [way, str(source), str(out)], env, way)
 
 
 def main() -> None:
