@@ -230,7 +230,7 @@ def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, ex
     try:
         run_dir.mkdir(parents=True, exist_ok=False)
     except OSError as e:
-        raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
+        raise _unwritable(run_dir, e) from e
     try:
         run_dir.chmod(0o2775)
         write_parquet(snapshot, run_dir / pods.SNAPSHOT)
@@ -239,7 +239,11 @@ def write_inputs(run_dir: Path, snapshot: ClusterSnapshot, intents_text: str, ex
             (run_dir / name).write_text(text, encoding="utf-8")
     except OSError as e:
         remove_run(run_dir)
-        raise PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}") from e
+        raise _unwritable(run_dir, e) from e
+
+
+def _unwritable(run_dir: Path, e: OSError) -> PlacementError:
+    return PlacementError(f"cannot write the Spark job's inputs to {run_dir}: {e}")
 
 
 def read_outputs(run_dir: Path, what: str) -> tuple[Plan, PlanSummary]:
