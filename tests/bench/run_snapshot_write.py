@@ -7,7 +7,7 @@ write adds at its peak, for each way the CLI can write it.
 Each size is tests/bench/generator.py's scenario ``all`` (RF 3). Each way runs in a fresh process that first
 reads the snapshot (a Parquet copy), then resets the kernel's high-water mark of its resident set
 (/proc/self/clear_refs) and writes through the CLI's writers (``cli._io``): ``whole`` is the JSON text made at
-once and written (``write_outputs`` of ``document_output(snapshot.dumps())``, the CLI's way until
+once and written (``write_outputs`` of an output holding ``snapshot.dumps()``, the CLI's way until
 2026-12-07), ``pieces`` the JSON written piece by piece (``write_snapshot`` to a ``.json`` name), ``parquet``
 a Parquet snapshot directory (``write_snapshot`` to a ``.parquet`` name). The files are checked: the two JSON
 files equal, the Parquet directory read back as the same snapshot. Medians of ``--runs`` rounds, the ways in
@@ -42,12 +42,12 @@ CHILD = (
     STEP_PEAK
     + r"""
 import json, sys, time
-from kafka_placement.cli._io import document_output, read_snapshot_arg, write_outputs, write_snapshot
+from kafka_placement.cli._io import Output, read_snapshot_arg, write_outputs, write_snapshot
 way, source, out = sys.argv[1], sys.argv[2], sys.argv[3]
 snap = read_snapshot_arg(source)
 before, start = step_start(), time.perf_counter()
 if way == "whole":
-    write_outputs([document_output("-o", out, snap.dumps())])
+    write_outputs([Output("-o", out, text=snap.dumps() + "\n")])
 else:
     write_snapshot("-o", out, snap)
 print(json.dumps({"seconds": time.perf_counter() - start, "peakMb": step_peak_mb(before)}))

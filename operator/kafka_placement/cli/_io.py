@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,16 +95,25 @@ def read_plan(path: str) -> Plan:
 class Output:
     """One output of a command: ``flag`` names it in messages, ``path`` is a file or ``-`` (stdout).
 
-    ``text`` is the content, or ``write`` renders it into the (temp) file it is given."""
+    ``text`` is the content, or ``pieces`` gives it in pieces written one after the other (a document of
+    a million partitions is never held whole), or ``write`` renders it into the (temp) file it is given."""
 
     flag: str
     path: str
     text: str | None = None
     write: Callable[[Path], None] | None = None
+    pieces: Callable[[], Iterable[str]] | None = None
 
     @property
     def to_stdout(self) -> bool:
         return self.path == STDOUT
+
+    def chunks(self) -> Iterator[str]:
+        """The text (``text``, then ``pieces``), in the order written."""
+        if self.text is not None:
+            yield self.text
+        if self.pieces is not None:
+            yield from self.pieces()
 
 
 def json_text(doc: Any) -> str:
@@ -121,13 +131,13 @@ def plan_output(flag: str, path: str | None, plan: Plan) -> Output:
 
     if path is not None and path != STDOUT and is_parquet(path):
         return Output(flag, path, write=lambda tmp: write_plan_table(plan, tmp))
-    return document_output(flag, path, plan.dumps())
+    return document_output(flag, path, plan.pieces)
 
 
-def document_output(flag: str, path: str | None, text: str) -> Output:
-    """A JSON document's text, written entry by entry by its model (``Plan.dumps``,
-    ``ClusterSnapshot.dumps``: ``json_text``'s text, without Python's indenting encoder), as an output."""
-    return Output(flag, STDOUT if path is None else path, text=text + "\n")
+def document_output(flag: str, path: str | None, pieces: Callable[[], Iterable[str]]) -> Output:
+    """A JSON document's text, written entry by entry by its model in pieces (``Plan.pieces``,
+    ``ClusterSnapshot.pieces``: ``json_text``'s text, without Python's indenting encoder), as an output."""
+    return Output(flag, STDOUT if path is None else path, pieces=lambda: itertools.chain(pieces(), ("\n",)))
 
 
 def snapshot_output(flag: str, path: str | None) -> list[tuple[str, str | None]]:
@@ -156,11 +166,8 @@ def write_snapshot(flag: str, path: str | None, snapshot: ClusterSnapshot) -> No
     from ..spark.io import BROKERS_FILE, PARTITIONS_FILE, write_brokers, write_partitions
 
     files = snapshot_output(flag, path)
-    if files == [(flag, path)]:
-        if path is None or path == STDOUT:
-            write_outputs([document_output(flag, path, snapshot.dumps())])
-        else:  # piece by piece: a million partitions' text is 245 MB, and was held three times over
-            write_outputs([Output(flag, path, write=lambda tmp: _write_pieces(tmp, snapshot.pieces()))])
+    if files == [(flag, path)]:  # piece by piece: a million partitions' text is 245 MB
+        write_outputs([document_output(flag, path, snapshot.pieces)])
         return
     assert path is not None
     d, created = prepare_dir(flag, path)
@@ -175,14 +182,6 @@ def write_snapshot(flag: str, path: str | None, snapshot: ClusterSnapshot) -> No
         if created:
             shutil.rmtree(d, ignore_errors=True)
         raise
-
-
-def _write_pieces(path: Path, pieces: Iterable[str]) -> None:
-    """A document's text, given in pieces, and its trailing newline, as UTF-8 at ``path``."""
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        for piece in pieces:
-            f.write(piece)
-        f.write("\n")
 
 
 def check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
@@ -251,8 +250,8 @@ def write_outputs(outputs: Sequence[Output]) -> None:
                 tmp.unlink(missing_ok=True)
         raise
     for o in outputs:
-        if o.to_stdout and o.text is not None:
-            sys.stdout.write(o.text)
+        if o.to_stdout:
+            sys.stdout.writelines(o.chunks())
             sys.stdout.flush()
 
 
@@ -270,9 +269,8 @@ def _stage(o: Output, target: Path) -> Path:
         raise _write_error(o, e) from None
     tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as f:
-            if o.text is not None:
-                f.write(o.text.encode("utf-8"))
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.writelines(o.chunks())
         if o.write is not None:
             o.write(tmp)
         with open(tmp, "rb+") as f:

@@ -207,5 +207,5 @@ def cmd_place(args: argparse.Namespace) -> int:
     plan = place(
         snapshot, intents, args.topic, args.partitions, args.replication_factor, args.start_partition
     )
-    write_outputs([document_output("-o", args.output, plan.dumps())])
+    write_outputs([document_output("-o", args.output, plan.pieces)])
     return 0

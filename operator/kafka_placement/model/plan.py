@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str  # (json.dumps' own, ensure_ascii)
 from typing import Any, NoReturn
@@ -120,22 +120,34 @@ class Plan:
         return {"version": PLAN_VERSION, "partitions": [t.to_json() for t in self.partitions]}
 
     def dumps(self) -> str:
-        """The plan file's text, ``json.dumps(plan.to_json(), indent=1)``, written entry by entry as
-        ``canonical`` is (json.dumps indents in Python, not in its C encoder: at 365k entries 3.8 s of
-        building dicts and encoding them, against 0.5 s; docs/benchmarks.md, the CLI's plan end to end)."""
+        """The plan file's text, ``json.dumps(plan.to_json(), indent=1)``: ``pieces`` joined."""
+        return "".join(self.pieces())
+
+    def pieces(self, per: int = 8192) -> Iterator[str]:
+        """``dumps``'s text in pieces of at most ``per`` entries, written entry by entry as ``canonical`` is
+        (json.dumps indents in Python, not in its C encoder: at 365k entries 3.8 s of building dicts and
+        encoding them, against 0.5 s; docs/benchmarks.md, the CLI's plan end to end); a writer writes them
+        one after the other, never holding the whole text (60 MB at a million partitions)."""
+        if not self.partitions:
+            yield f'{{\n "version": {PLAN_VERSION},\n "partitions": []\n}}'
+            return
         dirs_of: dict[tuple[str, ...], str] = {}
-        entries = []
-        for t in self.partitions:
+
+        def entry(t: PartitionTarget) -> str:
             dirs = dirs_of.get(t.log_dirs)
             if dirs is None:
                 dirs = dirs_of[t.log_dirs] = entry_list(list(map(_json_str, t.log_dirs)))
             replicas = entry_list(list(map(int.__repr__, t.replicas)))
-            entries.append(
+            return (
                 f'  {{\n   "topic": {_json_str(t.topic)},\n   "partition": {int.__repr__(t.partition)},\n'
                 f'   "replicas": {replicas},\n   "log_dirs": {dirs}\n  }}'
             )
-        listed = "[\n" + ",\n".join(entries) + "\n ]" if entries else "[]"
-        return f'{{\n "version": {PLAN_VERSION},\n "partitions": {listed}\n}}'
+
+        yield f'{{\n "version": {PLAN_VERSION},\n "partitions": [\n'
+        parts = self.partitions
+        for start in range(0, len(parts), per):
+            yield (",\n" if start else "") + ",\n".join(map(entry, parts[start : start + per]))
+        yield "\n ]\n}"
 
     @staticmethod
     def from_json(doc: object, source: str = "plan") -> Plan:

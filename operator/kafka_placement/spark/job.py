@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_parquet(args.output):
             write_plan_parquet(result.plan, args.output)
         else:
-            args.output.write_text(result.plan.dumps() + "\n")
+            with open(args.output, "w", encoding="utf-8", newline="") as f:  # (never the whole text at once)
+                f.writelines(result.plan.pieces())
+                f.write("\n")
         if args.summary:
             args.summary.write_text(json.dumps(result.summary.to_json(), indent=1) + "\n")
         print(f"plan {result.plan.plan_id}: {len(result.plan.partitions)} partitions -> {args.output}")

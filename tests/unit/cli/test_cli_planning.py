@@ -142,6 +142,7 @@ def test_place_assigns_new_partitions(capsys: pytest.CaptureFixture[str]) -> Non
     )
     assert code == 0, err
     plan = Plan.from_json(json.loads(out))
+    assert out == plan.dumps() + "\n"  # (written to stdout piece by piece: the file's very text)
     decommissioned = 9
     assert len(plan.partitions) == 6
     assert all(len(set(t.replicas)) == 3 and decommissioned not in t.replicas for t in plan.partitions)

@@ -1,6 +1,7 @@
 """A plan's id hashes its canonical JSON, which ``Plan.canonical`` writes entry by entry: exactly the
 text ``json.dumps`` writes of the plan's JSON with sorted keys and no spaces, whatever the names. The plan
-file's text (``Plan.dumps``) is written the same way: exactly ``json.dumps``' text indented by one."""
+file's text (``Plan.dumps``, and ``Plan.pieces`` that a writer writes one after the other) is written the same
+way: exactly ``json.dumps``' text indented by one."""
 
 from __future__ import annotations
 
@@ -37,7 +38,12 @@ def test_the_canonical_text_is_json_dumps_sorted_and_compact(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_the_plan_files_text_is_json_dumps_indented_by_one(seed: int) -> None:
     plan = _plan(random.Random(seed), random.Random(seed).choice([0, 1, 5, 200]))
-    assert plan.dumps() == json.dumps(plan.to_json(), indent=1)
+    text = json.dumps(plan.to_json(), indent=1)
+    assert plan.dumps() == text
+    per = 1 + seed % 5
+    assert "".join(plan.pieces(per)) == text  # (what the CLI writes, piece by piece)
+    if plan.partitions:  # a piece holds at most ``per`` entries
+        assert max(piece.count('"topic"') for piece in plan.pieces(per)) <= per
 
 
 def test_the_plan_files_text_writes_empty_lists_as_json_does() -> None:
