@@ -133,20 +133,33 @@ def sized_volumes(
 
 
 def scenario(
-    name: str, *, brokers: int = 12, partitions: int = 2000, topics: int = 20, seed: int = 1
+    name: str,
+    *,
+    brokers: int = 12,
+    partitions: int = 2000,
+    topics: int = 20,
+    seed: int = 1,
+    capacity_bytes: int = 0,
 ) -> tuple[ClusterSnapshot, str]:
-    """(snapshot, intents YAML) of a named benchmark scenario."""
+    """(snapshot, intents YAML) of a named benchmark scenario (``capacity_bytes``: as ``cluster``'s, the
+    same replicas on volumes of that size)."""
     if name == "decommission":
-        snap = cluster(brokers=brokers, partitions=partitions, topics=topics, seed=seed)
+        snap = cluster(
+            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
+        )
         return snap, f"kind: BrokerDecommission\nspec: {{brokers: [{brokers}]}}\n"
     if name == "drain":
-        snap = cluster(brokers=brokers, partitions=partitions, topics=topics, seed=seed)
+        snap = cluster(
+            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
+        )
         return snap, (
             "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0], drain: true}\n---\n"
             "kind: LogDirCordon\nspec: {broker: 2, logDirs: [/data/d1], drain: true}\n"
         )
     if name == "rack-repair":
-        snap = cluster(brokers=brokers, partitions=partitions, topics=topics, seed=seed)
+        snap = cluster(
+            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
+        )
         return snap, (
             "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
             "  rackAwareness: {separator: /, levels: 2}\n"
@@ -157,6 +170,7 @@ def scenario(
             partitions=partitions,
             topics=topics,
             seed=seed,
+            capacity_bytes=capacity_bytes,
             empty_brokers=max(1, brokers // 4),
         )
         return snap, (
@@ -169,6 +183,7 @@ def scenario(
             partitions=partitions,
             topics=topics,
             seed=seed,
+            capacity_bytes=capacity_bytes,
             empty_brokers=max(1, brokers // 6),
         )
         return snap, (

@@ -271,7 +271,7 @@ def sized_draw(
 ) -> tuple[ClusterSnapshot, Intents]:
     """A generator scenario (8 brokers, 120 partitions unless told) on volumes of ``factor`` x the most any
     dir holds, over ``share``: the limit binds on some dirs."""
-    from tests.bench.generator import cluster, scenario
+    from tests.bench.generator import scenario
 
     snap, text = scenario(name, brokers=brokers, partitions=partitions, topics=6, seed=seed)
     held: dict[tuple[int, str], int] = {}
@@ -279,16 +279,8 @@ def sized_draw(
         for b, d in zip(p.replicas, p.log_dirs, strict=True):
             held[(b, str(d))] = held.get((b, str(d)), 0) + p.size_bytes
     size = int(max(held.values()) * factor / share)
-    dirs = len(snap.brokers[0].log_dirs)
-    empty = brokers - len({b for b, _ in held})
-    sized = cluster(
-        brokers=brokers,
-        dirs=dirs,
-        partitions=partitions,
-        topics=6,
-        seed=seed,
-        capacity_bytes=size,
-        empty_brokers=empty,
+    sized, _ = scenario(
+        name, brokers=brokers, partitions=partitions, topics=6, seed=seed, capacity_bytes=size
     )
     assert [p.replicas for p in sized.partitions] == [p.replicas for p in snap.partitions]
     return sized, Intents.loads(text).with_max_disk_share(share)
