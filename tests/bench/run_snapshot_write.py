@@ -63,7 +63,6 @@ if way.startswith("plan"):
         PartitionTarget(p.topic, p.partition, (*p.replicas[1:], *p.replicas[:1]), ("any",) * len(p.replicas))
         for p in snap.partitions[::3]
     ])
-    del snap
 before, start = step_start(), time.perf_counter()
 if way == "whole":
     write_outputs([Output("-o", out, text=snap.dumps() + "\n")])
