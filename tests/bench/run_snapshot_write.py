@@ -124,7 +124,9 @@ def main() -> None:
         [
             SECTION,
             "",
-            f"Produced by `python tests/bench/run_snapshot_write.py {' '.join(sys.argv[1:])}`".rstrip()
+            "Produced by `"
+            + " ".join(["python tests/bench/run_snapshot_write.py", *sys.argv[1:]])
+            + "`"
             + f" on {when}, {os.cpu_count()} cores, {args.runs} runs, planner {planner_name(str(ROOT))}. "
             "Scenario `all`, RF 3. Each way in a fresh process that read the snapshot first; seconds of the "
             "write and what it added to the process's resident set at its peak (medians). `whole`: the JSON "
