@@ -4,6 +4,8 @@ same plan; large clusters never build the program."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 from tests.unit.builders import intents
 from tests.unit.planning.test_planner_optimum import DECOMMISSION_4, one_dir
@@ -11,7 +13,7 @@ from tests.unit.planning.test_planner_optimum import DECOMMISSION_4, one_dir
 from kafka_placement.model.effort import BALANCED_GAP, EFFORTS
 from kafka_placement.model.errors import InfeasibleError
 from kafka_placement.model.intents import Intents
-from kafka_placement.model.snapshot import ClusterSnapshot
+from kafka_placement.model.snapshot import ClusterSnapshot, PartitionState
 from kafka_placement.planning import exact
 from kafka_placement.planning.context import PlanningContext
 from kafka_placement.planning.goals import replica_placement
@@ -225,3 +227,74 @@ def test_no_placement_proven_by_the_program_is_refused_without_the_searches(
     with pytest.raises(InfeasibleError, match=r"maxDiskShare 0\.85") as refused:
         compute_plan(snap, Intents.loads(text))
     assert refused.value.rule == "dir-capacity"
+
+
+def test_a_cheaper_plan_is_sought_without_new_replicas_on_brokers_above_their_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scale-out (8 brokers, 2 new; broker balance, volumes sized so the disk headroom binds): the greedy
+    plan meets balance and the program seeks a cheaper one, narrowed (``exact.narrow``): the partitions it
+    places for balance alone (here every partition: no hard rule asks any to change) get no new replica on
+    a broker holding more than its limit before the plan (such a broker must shed bytes); there are such
+    brokers, the program finds a plan, and it keeps every rule."""
+    from tests.unit.planning.test_headroom import sized_draw
+
+    snap, wanted = sized_draw("scale-out", 8781, 0.9799964357333024, 0.6)
+    held: dict[int, int] = {}
+    for p in snap.partitions:
+        for b in p.replicas:
+            held[b] = held.get(b, 0) + p.size_bytes
+    asked: list[tuple[bool, set[int], list[set[int]]]] = []  # (narrowed, brokers over, replicas added)
+    real = exact.solve
+
+    def seen(
+        ctx: PlanningContext,
+        parts: Sequence[PartitionState],
+        limit: Mapping[int, int] | None,
+        below: int | None = None,
+        dirs: bool = False,
+        root_only: bool = False,
+    ) -> exact.Solved:
+        found = real(ctx, parts, limit, below, dirs, root_only)
+        if limit is not None and found.found is not None:
+            over = {b for b, most in limit.items() if held.get(b, 0) > most}
+            added = [set(found.found[p.key][0]) - set(p.replicas) for p in parts]
+            asked.append((exact.narrow(ctx, limit, below), over, added))
+        return found
+
+    monkeypatch.setattr(exact, "solve", seen)
+    s = compute_plan(snap, wanted).summary.to_json()
+    assert s["hardViolationsAfter"] == 0 and all(g["met"] for g in s["goals"]), s["goals"]
+    narrowed = [(over, new) for n, over, new in asked if n]
+    assert narrowed, "the program never sought a cheaper plan here"
+    for over, added in narrowed:
+        assert over, "no broker above its limit: nothing to narrow"
+        assert all(new.isdisjoint(over) for new in added)
+    # the program itself: fewer binaries than Exhaustive's for the same question (HiGHS not run here)
+    binaries: dict[str, list[int]] = {}
+    for effort in ("Balanced", "Exhaustive"):
+
+        def counted(m: exact.Program, gap: float | None = None, root_only: bool = False) -> exact.Answer:
+            binaries.setdefault(effort, []).append(len(m.cost))  # noqa: B023 (read at once)
+            return exact.Answer(None)
+
+        monkeypatch.setattr(exact, "run_program", counted)
+        compute_plan(snap, wanted.with_effort(effort))
+    assert max(binaries["Balanced"]) < max(binaries["Exhaustive"]), binaries
+
+
+def test_the_program_is_narrowed_only_where_a_cheaper_plan_is_sought() -> None:
+    """``exact.narrow``: with a balance limit and a bar (a cheaper plan asked for) under Balanced only;
+    never without the bar (a placement or a balance asked for at all, or a proof of none) or under
+    Exhaustive."""
+    snap, wanted = decommission_with_balance()
+    limit = {b.id: 1 for b in snap.brokers}
+    balanced = PlanningContext.of(snap, wanted)
+    exhaustive = PlanningContext.of(snap, wanted.with_effort("Exhaustive"))
+    assert exact.narrow(balanced, limit, below=10**12)
+    assert not exact.narrow(balanced, limit, below=None)
+    assert not exact.narrow(balanced, None, below=10**12)
+    assert not exact.narrow(exhaustive, limit, below=10**12)
+    assert exact.over_limit(balanced, limit) == frozenset(
+        b for p in snap.partitions for b in p.replicas
+    )  # (every broker holding anything holds more than one byte)
