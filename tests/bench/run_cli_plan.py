@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
-from tests.bench.run_exec_scale import publish  # noqa: E402
+from tests.bench.run_exec_scale import command_line, publish  # noqa: E402
 from tests.bench.run_scale import cpus_of, engine_setup, planner_name, run_sampled  # noqa: E402
 
 from kafka_placement.cli._io import read_snapshot_arg  # noqa: E402
@@ -159,8 +159,7 @@ def main() -> None:
         [
             SECTION,
             "",
-            f"Produced by `python tests/bench/run_cli_plan.py {' '.join(sys.argv[1:])}`".rstrip()
-            + f" on {when}, "
+            f"Produced by `{command_line('run_cli_plan.py')}`" + f" on {when}, "
             f"{os.cpu_count()} cores. Scenario `all`, RF 3, a Parquet snapshot; wall = the whole "
             "`kafka-placement plan` process (start, imports, the snapshot's read, the plan, its summary, the "
             "plan file written); peak = the process tree's proportional set size. The plan id is what the "

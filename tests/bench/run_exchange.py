@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
-from tests.bench.run_exec_scale import publish  # noqa: E402
+from tests.bench.run_exec_scale import command_line, publish  # noqa: E402
 from tests.bench.run_scale import planner_name  # noqa: E402
 
 from kafka_placement.spark.io import write_parquet  # noqa: E402
@@ -148,7 +148,7 @@ def main() -> None:
         [
             SECTION,
             "",
-            f"Produced by `python tests/bench/run_exchange.py {' '.join(sys.argv[1:])}`".rstrip()
+            f"Produced by `{command_line('run_exchange.py')}`"
             + f" on {when}, {os.cpu_count()} cores, {args.runs} runs per checkout in turn (medians). "
             "Scenario `all`, RF 3. Write: `spark.k8s.write_inputs` into a new run dir (what the operator and "
             "`plan --engine spark-k8s` do before the driver pod starts), the bytes it put on the volume, "

@@ -283,6 +283,11 @@ def write_section(text: str, path: Path, section: str = SECTION) -> None:
     path.write_text(doc)
 
 
+def command_line(script: str) -> str:
+    """The command that ran ``script`` (a file of tests/bench), with its arguments, as a section quotes it."""
+    return " ".join(["python", f"tests/bench/{script}", *sys.argv[1:]])
+
+
 def publish(text: str, output: str, section: str, print_only: bool) -> None:
     """A benchmark's section: printed (``--print``), or written in place of ``section`` in ``output``."""
     if print_only:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
-from tests.bench.run_exec_scale import publish  # noqa: E402
+from tests.bench.run_exec_scale import command_line, publish  # noqa: E402
 from tests.bench.run_scale import planner_name  # noqa: E402
 from tests.unit.planning.test_headroom import sized_draw  # noqa: E402
 
@@ -108,7 +108,7 @@ def main() -> None:
         [
             SECTION,
             "",
-            f"Produced by `python tests/bench/run_refusals.py {' '.join(sys.argv[1:])}`".rstrip()
+            f"Produced by `{command_line('run_refusals.py')}`"
             + f" on {when}, {os.cpu_count()} cores, planner {planner_name(str(ROOT))}. {total} draws of the "
             f"headroom test's generator (`sized_draw`: 8 brokers, 120 partitions, volumes {low:g}-{high:g}x "
             "the most any dir holds over a share of 0.6, 0.85 or 0.95), each planned with the racks' room "

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from tests.bench.generator import scenario  # noqa: E402
 from tests.bench.run_exchange import STEP_PEAK, run_child  # noqa: E402
-from tests.bench.run_exec_scale import publish  # noqa: E402
+from tests.bench.run_exec_scale import command_line, publish  # noqa: E402
 from tests.bench.run_scale import planner_name  # noqa: E402
 
 from kafka_placement.cli._io import read_snapshot_arg  # noqa: E402
@@ -124,9 +124,7 @@ def main() -> None:
         [
             SECTION,
             "",
-            "Produced by `"
-            + " ".join(["python tests/bench/run_snapshot_write.py", *sys.argv[1:]])
-            + "`"
+            f"Produced by `{command_line('run_snapshot_write.py')}`"
             + f" on {when}, {os.cpu_count()} cores, {args.runs} runs, planner {planner_name(str(ROOT))}. "
             "Scenario `all`, RF 3. Each way in a fresh process that read the snapshot first; seconds of the "
             "write and what it added to the process's resident set at its peak (medians). `whole`: the JSON "
