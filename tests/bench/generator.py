@@ -143,49 +143,36 @@ def scenario(
 ) -> tuple[ClusterSnapshot, str]:
     """(snapshot, intents YAML) of a named benchmark scenario (``capacity_bytes``: as ``cluster``'s, the
     same replicas on volumes of that size)."""
+    common = {
+        "brokers": brokers,
+        "partitions": partitions,
+        "topics": topics,
+        "seed": seed,
+        "capacity_bytes": capacity_bytes,
+    }
     if name == "decommission":
-        snap = cluster(
-            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
-        )
+        snap = cluster(**common)
         return snap, f"kind: BrokerDecommission\nspec: {{brokers: [{brokers}]}}\n"
     if name == "drain":
-        snap = cluster(
-            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
-        )
+        snap = cluster(**common)
         return snap, (
             "kind: LogDirCordon\nspec: {broker: 1, logDirs: [/data/d0], drain: true}\n---\n"
             "kind: LogDirCordon\nspec: {broker: 2, logDirs: [/data/d1], drain: true}\n"
         )
     if name == "rack-repair":
-        snap = cluster(
-            brokers=brokers, partitions=partitions, topics=topics, seed=seed, capacity_bytes=capacity_bytes
-        )
+        snap = cluster(**common)
         return snap, (
             "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
             "  rackAwareness: {separator: /, levels: 2}\n"
         )
     if name == "scale-out":
-        snap = cluster(
-            brokers=brokers,
-            partitions=partitions,
-            topics=topics,
-            seed=seed,
-            capacity_bytes=capacity_bytes,
-            empty_brokers=max(1, brokers // 4),
-        )
+        snap = cluster(**common, empty_brokers=max(1, brokers // 4))
         return snap, (
             "kind: PlacementPolicy\nspec:\n  topics: {include: ['*']}\n"
             "  balance: {brokers: true, logDirs: true, leaders: true, tolerance: 0.05}\n"
         )
     if name == "all":
-        snap = cluster(
-            brokers=brokers,
-            partitions=partitions,
-            topics=topics,
-            seed=seed,
-            capacity_bytes=capacity_bytes,
-            empty_brokers=max(1, brokers // 6),
-        )
+        snap = cluster(**common, empty_brokers=max(1, brokers // 6))
         return snap, (
             "kind: BrokerDecommission\nspec: {brokers: [1]}\n---\n"
             "kind: LogDirCordon\nspec: {broker: 2, logDirs: [/data/d0], drain: true}\n---\n"
