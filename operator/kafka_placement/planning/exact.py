@@ -1,5 +1,5 @@
-"""Exact placement on small clusters: the fewest bytes copied under the hard rules (and broker balance),
-as a mixed-integer program solved by HiGHS (scipy's ``milp``). Pure: no I/O, no clock.
+"""Exact placement on small clusters: the fewest bytes copied under the hard rules (and broker and dir
+balance), as a mixed-integer program solved by HiGHS (scipy's ``milp``). Pure: no I/O, no clock.
 
 The greedy goals and the bounded repacking searches are fast at any size but can miss the cheapest plan
 by a few percent (a data centre that must sit just under the balance threshold, a dir that fits its
@@ -8,7 +8,7 @@ problem the exact program is cheap (well under a second for a few thousand varia
 runs it there and takes its placement when it copies fewer bytes, or when the greedy one misses the
 balance the program meets, or when the greedy searches found no packing at all.
 
-The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
+The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceGoal`` apply):
 
 - one binary per (partition, broker that may hold it) for each *movable* partition: one the hard goal
   must change (``repair_reasons`` on the snapshot: a decommissioned broker, a drained or reactive
@@ -24,9 +24,27 @@ The model (the same rules the hard goal and ``BrokerBalanceGoal`` apply):
   limit (``headroom.room``, as ``Assignment.free``: one row per volume);
   without known room the dirs are chosen afterwards as the hard goal chooses them (``best_dir``);
 - KIP-879 spread (``RackTree``): at every unit holding replicas, a child that is not full (a member
-  broker under it holds none) holds at most one replica fewer than any sibling;
+  broker under it holds none) holds at most one replica fewer than any sibling (in the joint program
+  below, a variable saying whether a child is full only where that can matter: a full child of m
+  members beside a sibling two replicas above it needs 2m + 2 replicas, so below that replication
+  factor the sibling rows hold for it full or not; with RF 3, every child. The same rows, smaller:
+  they let the joint program of 112 partitions fit ``MAX_VARIABLES`` and found a plan 6% cheaper on
+  another, but changed the bounded searches of the other programs chaotically, one full-dirs packing
+  from 1.039 to 1.062 of its lower bound, so those keep the rows they were measured with);
 - broker balance: every broker that keeps data holds at most its ``limit`` of bytes after the plan (the
   balance goal's limits, planning/shares.py: (1 + tolerance) x its share of the bytes after the plan);
+- dir balance, where a policy asks for it (``DirRows``: the joint program, on dirs whether or not their
+  room is known): one row per dir that keeps data on each broker with two or more, its bytes after <= its
+  factor (``shares.dir_factors``, the dir balance goal's thresholds per byte) x the broker's bytes over
+  those dirs after; the replicas the program does not place, of topics asking for dir balance, get dir
+  binaries too where a local copy may be needed (on a broker out of dir balance before the plan or
+  holding a placed replica, those on a dir above its even share: each stays, or takes a dir that may
+  receive for a local copy of its bytes). The brokers that receive replicas are so chosen with the dirs
+  they land on: the program on brokers alone, with the dirs chosen after it, paid local copies a
+  receiving broker's dirs then needed (3% above CP-SAT's best on the generalisation benchmark's dir
+  balance family, 8.7% on another draw). Under ``Balanced`` it runs at its root node alone and stops at
+  its ``JOINT_SOLUTIONS``-th improving solution (0.1-4 s of HiGHS's root on 40-120 partitions; a search
+  beyond it, seconds more for fractions of a percent); ``Exhaustive`` gives it the full work limits;
 - objective: the bytes the plan copies as the summary counts them (``plan_quality.count_move``): a new replica
   copies ``copy_bytes``, a dir change within a broker ``size_bytes``;
 - narrowed where only a cheaper plan under broker balance is asked for (``narrow``: the greedy plan meets
@@ -65,6 +83,7 @@ from . import plan_quality, waiting
 from .context import PlanningContext
 from .rack_room import volume_room
 from .repairs import repair_reasons
+from .shares import dir_factors, dir_thresholds
 from .state import DirKey, Key
 from .targets import order_replicas, replication_factor, target_dirs
 from .topology import RackTree
@@ -72,8 +91,11 @@ from .topology import RackTree
 MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's partitions
 MAX_VARIABLES = 5_000  # binaries of the program (x only: 200 partitions on 24 brokers is 4,800)
 MAX_NODES = 5_000  # HiGHS branch-and-bound nodes, at most
+JOINT_NODES = 1  # the joint program with dir balance, under Balanced: its root node alone
+JOINT_SOLUTIONS = 3  # and at most this many improving solutions there
 NODE_WORK = 3_000_000  # and at most this many (nodes x binaries): 600 nodes at 5,000 binaries
 HIGHS_OPTIONS: dict[str, float | int] = {}
+SLACK = 1e-6  # each dir balance row tightened by this share of its threshold (HiGHS's tolerances)
 ROOT_SLACK = 1e-6  # each row widened by this share where only a proof of no solution is asked (root_only)
 
 Placements = dict[Key, tuple[list[int], list[str | None]]]
@@ -95,6 +117,15 @@ class Solved:
 
     found: Placements | None
     infeasible: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DirRows:
+    """Dir balance in the program (``solve``'s ``dir_rows``): at ``tolerance``, on each of ``brokers``
+    (of those with two dirs or more that keep data), the dirs' thresholds of ``shares.dir_thresholds``."""
+
+    tolerance: float
+    brokers: frozenset[int]
 
 
 @dataclass(slots=True)
@@ -217,6 +248,7 @@ def solve(
     below: int | None = None,
     dirs: bool = False,
     root_only: bool = False,
+    dir_rows: DirRows | None = None,
 ) -> Solved:
     """The cheapest placement of ``parts`` (every other partition as the snapshot has it) under the
     hard rules and, with ``limit``, at most ``limit[b]`` bytes on every broker b that keeps data, copying
@@ -232,7 +264,7 @@ def solve(
     if not parts:
         return Solved(None)
     e = ctx.eligibility
-    dirs_mode = dirs and sized(ctx)
+    dirs_mode = (dirs and sized(ctx)) or dir_rows is not None
     if dirs_mode and not all(d is not None for p in parts for d in p.log_dirs):
         return Solved(None)  # room is known but a replica's dir is not: the program cannot count its dir
     brokers = sorted(e.dirs)
@@ -279,30 +311,37 @@ def solve(
         m.row(holders, rf, rf)
         tree = ctx.tree_for(key)
         if tree is not None:
-            _spread(m, tree, {b: x[(key, b)] for b, _ in candidates[key]}, rf)
+            _spread(m, tree, {b: x[(key, b)] for b, _ in candidates[key]}, rf, compact=dir_rows is not None)
     moving = {p.key for p in parts}
+    staying = _staying(ctx, m, y, parts, dir_rows) if dir_rows is not None else {}
+    if len(m.cost) > MAX_VARIABLES:
+        return Solved(None)
     fixed_broker: dict[int, int] = dict.fromkeys(brokers, 0)
     fixed_dir: dict[DirKey, int] = {}
     for q in ctx.snapshot.partitions:
         if q.key in moving:
             continue
+        free = staying.get(q.key, ())
         for b, path in zip(q.replicas, q.log_dirs, strict=True):
             fixed_broker[b] = fixed_broker.get(b, 0) + q.size_bytes
-            if path is not None:
+            if path is not None and b not in free:
                 fixed_dir[(b, path)] = fixed_dir.get((b, path), 0) + q.size_bytes
+    on_dir: dict[DirKey, list[tuple[int, float]]] = {}
+    for (key, b, d), w in y.items():
+        on_dir.setdefault((b, d), []).append((w, float(ctx.assignment.size[key])))
     if limit is not None:
         for b in e.active_brokers:
             terms = [(x[(p.key, b)], float(p.size_bytes)) for p in parts if (p.key, b) in x]
             m.row(terms, float("-inf"), float(limit[b] - fixed_broker.get(b, 0)))
     if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
         m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
-    room = volume_room(ctx) if dirs_mode else {}
+    room = volume_room(ctx) if dirs_mode and sized(ctx) else {}
     for places, most in room.values():  # one row per volume (two dirs on one filesystem share it)
-        terms = [
-            (y[(p.key, b, d)], float(p.size_bytes)) for b, d in places for p in parts if (p.key, b, d) in y
-        ]
+        terms = [t for place in places for t in on_dir.get(place, ())]
         if terms:
             m.row(terms, float("-inf"), float(most - sum(fixed_dir.get(d, 0) for d in places)))
+    if dir_rows is not None:
+        _dir_balance(ctx, m, dir_rows, on_dir, fixed_dir)
     if root_only:  # whether a solution exists: no objective, and each row widened by a millionth so
         # that only a clear shortfall, never HiGHS's tolerances, proves that none does
         m.cost = [0.0] * len(m.cost)
@@ -311,7 +350,12 @@ def solve(
         return Solved(None, run_program(m, root_only=True).infeasible)
     # HiGHS's gap is (found - bound) / found: found <= (1 + BALANCED_GAP) x the optimum
     gap = BALANCED_GAP / (1 + BALANCED_GAP)
-    answer = run_program(m, gap if ctx.intents.effort != "Exhaustive" else None)
+    if ctx.intents.effort == "Exhaustive":
+        answer = run_program(m)
+    elif dir_rows is not None:  # (module docstring: the joint program at its root, a few solutions)
+        answer = run_program(m, gap, nodes=JOINT_NODES, solutions=JOINT_SOLUTIONS)
+    else:
+        answer = run_program(m, gap)
     values = answer.values
     if values is None:
         return Solved(None, answer.infeasible)
@@ -324,7 +368,101 @@ def solve(
             found[p.key] = (order, [picked.get(b) for b in order])
         else:
             found[p.key] = (order, [])  # dirs chosen when applied
+    moved: dict[Key, dict[int, str]] = {}
+    for (key, b, d), w in y.items():
+        if key in staying and values[w] > 0.5:
+            moved.setdefault(key, {})[b] = d
+    for key, picked in moved.items():
+        replicas, now = ctx.assignment.replicas[key], ctx.assignment.dirs[key]
+        found[key] = (list(replicas), [picked.get(b, d) for b, d in zip(replicas, now, strict=True)])
     return Solved(found)
+
+
+def dirs_met(ctx: PlanningContext, broker: int, tolerance: float) -> bool:
+    """The broker's dirs that keep data are within their thresholds (exact integers, the dir balance
+    goal's own: ``shares.dir_thresholds``)."""
+    a, e = ctx.assignment, ctx.eligibility
+    paths = e.keeping_dirs(broker)
+    if len(paths) < 2:
+        return True
+    top = dir_thresholds(a.dir_bytes, broker, paths, tolerance, e.sizes.get(broker))
+    return all(a.dir_bytes[(broker, d)] <= top[d] for d in paths)
+
+
+def _staying(
+    ctx: PlanningContext,
+    m: Program,
+    y: dict[tuple[Key, int, str], int],
+    parts: Sequence[PartitionState],
+    rows: DirRows,
+) -> dict[Key, frozenset[int]]:
+    """Dir variables for replicas the program does not place, of topics asking for dir balance, that a
+    local copy may have to move: on each broker of ``rows`` out of dir balance before the plan or holding
+    a replica the program places (which may leave it), those on a dir above its even share of the
+    broker's bytes. Each stays on its broker and stays on its dir (no copy) or takes another that may
+    receive (a local copy of its bytes, as the dir balance goal would copy it). Returns the brokers
+    given variables per partition."""
+    e, a = ctx.eligibility, ctx.assignment
+    balanced = ctx.balanced_topics("log_dirs")
+    losing = {b for p in parts for b in p.replicas}
+    hot: set[DirKey] = set()
+    for b in rows.brokers:
+        paths = e.keeping_dirs(b)
+        if len(paths) < 2 or (b not in losing and dirs_met(ctx, b, rows.tolerance)):
+            continue
+        factor = dir_factors(paths, 0.0, e.sizes.get(b))
+        held = sum(a.dir_bytes[(b, d)] for d in paths)
+        hot.update((b, d) for d in paths if a.dir_bytes[(b, d)] > factor[d] * held)
+    moving = {p.key for p in parts}
+    out: dict[Key, frozenset[int]] = {}
+    for q in ctx.snapshot.partitions:
+        if q.key in moving or q.topic not in balanced or not e.pinned.isdisjoint(q.replicas):
+            continue
+        free = []
+        for b, home in zip(q.replicas, q.log_dirs, strict=True):
+            if (b, home) not in hot or home is None:
+                continue
+            options = [d for d in e.keeping_dirs(b) if d != home and e.dir_may_receive(b, d)]
+            if not options:
+                continue
+            if e.may_keep(b, home, q.size_bytes):
+                options.append(home)
+            ws = [m.var(0.0 if d == home else float(q.size_bytes)) for d in options]
+            for d, w in zip(options, ws, strict=True):
+                y[(q.key, b, d)] = w
+            m.row([(w, 1.0) for w in ws], 1.0, 1.0)
+            free.append(b)
+        if free:
+            out[q.key] = frozenset(free)
+    return out
+
+
+def _dir_balance(
+    ctx: PlanningContext,
+    m: Program,
+    rows: DirRows,
+    on_dir: Mapping[DirKey, list[tuple[int, float]]],
+    fixed_dir: Mapping[DirKey, int],
+) -> None:
+    """Each dir that keeps data on the brokers of ``rows`` within its threshold after the plan: its bytes
+    <= its factor (``shares.dir_factors``) x the broker's bytes over those dirs, tightened by ``SLACK`` of
+    the threshold the snapshot gives it (HiGHS's tolerances; ``dirs_met`` judges in exact integers)."""
+    e, a = ctx.eligibility, ctx.assignment
+    for b in sorted(rows.brokers):
+        paths = e.keeping_dirs(b)
+        if len(paths) < 2:
+            continue
+        factor = dir_factors(paths, rows.tolerance, e.sizes.get(b))
+        held = sum(fixed_dir.get((b, d), 0) for d in paths)
+        scale = sum(a.dir_bytes[(b, d)] for d in paths)
+        for d in paths:
+            f = factor[d]
+            terms: dict[int, float] = {}
+            for other in paths:
+                for w, size in on_dir.get((b, other), ()):
+                    terms[w] = terms.get(w, 0.0) + size * ((1.0 if other == d else 0.0) - f)
+            most = f * held - fixed_dir.get((b, d), 0) - SLACK * max(f * scale, 1.0)
+            m.row(list(terms.items()), float("-inf"), most)
 
 
 def apply(ctx: PlanningContext, found: Placements, limit: Mapping[int, int] | None) -> bool:
@@ -408,8 +546,10 @@ def _dirs_for(
     return [d for d in e.dirs[broker] if e.dir_may_receive(broker, d) and (broker, d) not in e.offline]
 
 
-def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
-    """KIP-879 maximal spread of one partition's replicas over ``tree`` (``RackTree.violation``'s rule)."""
+def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int, compact: bool = False) -> None:
+    """KIP-879 maximal spread of one partition's replicas over ``tree`` (``RackTree.violation``'s rule).
+    ``compact`` (the joint program's): a variable saying whether a child is full only where that can
+    matter (module docstring)."""
     units: dict[tuple[str, ...], list[int]] = {}
     for b in xs:
         path = tree.path[b]
@@ -431,6 +571,12 @@ def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
             n_mem = members.get(c2, 0)
             if n_mem == 0:
                 continue
+            if compact and 2 * n_mem + 2 > rf:  # c2 full beside a sibling two above it would take
+                for c1 in kids:  # 2 n_mem + 2 replicas, more than the partition has: the rule holds
+                    if c1 != c2:  # for c2 full or not
+                        pair = [(xs[b], 1.0) for b in units[c1]] + [(xs[b], -1.0) for b in units[c2]]
+                        m.row(pair, float("-inf"), 1.0)
+                continue
             still = m.var()  # 1: a member under c2 holds no replica (c2 is not full)
             m.row([*mem, (still, 1.0)], float("-inf"), float(n_mem))
             m.row([*mem, (still, float(n_mem))], float(n_mem), float("inf"))
@@ -440,7 +586,13 @@ def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int) -> None:
                     m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
 
 
-def run_program(m: Program, gap: float | None = None, root_only: bool = False) -> Answer:
+def run_program(
+    m: Program,
+    gap: float | None = None,
+    root_only: bool = False,
+    nodes: int = MAX_NODES,
+    solutions: int | None = None,
+) -> Answer:
     """HiGHS on the program: the values of its best solution within ``MAX_NODES`` nodes and
     ``NODE_WORK`` nodes x binaries (a node's linear program grows with the binaries), if any; with
     ``gap``, HiGHS stops as soon as its best is proven within that share of the optimum (the
@@ -476,10 +628,11 @@ def run_program(m: Program, gap: float | None = None, root_only: bool = False) -
                 diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
             ),
             options={
-                "node_limit": 1 if root_only else min(MAX_NODES, NODE_WORK // n),
+                "node_limit": 1 if root_only else min(nodes, NODE_WORK // n),
                 **({"mip_heuristic_effort": 0.0} if root_only else {}),
                 "disp": False,
                 **({"mip_rel_gap": gap} if gap is not None else {}),
+                **({"mip_max_improving_sols": solutions} if solutions is not None else {}),
                 **HIGHS_OPTIONS,
             },
         )

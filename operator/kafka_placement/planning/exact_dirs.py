@@ -11,7 +11,7 @@ dir's excess; this answers it exactly, as a program of a few hundred binaries pe
 and new or already moved ones, change dirs, as the goal moves them; the others stay where they are.
 
 ``place`` applies the answer on the brokers given and returns the brokers it could not balance (no
-solution within the bounds, or one that ``met`` rejects in exact integers), which keep their dirs.
+solution within the bounds, or one that ``exact.dirs_met`` rejects in exact integers), which keep their dirs.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .context import PlanningContext
-from .exact import MAX_VARIABLES, Program, run_program
+from .exact import MAX_VARIABLES, SLACK, Program, dirs_met, run_program
 from .shares import dir_thresholds
 from .state import Key
-
-SLACK = 1e-6  # each dir's row tightened by this share of its threshold (HiGHS's tolerances)
 
 
 def place(ctx: PlanningContext, tolerance: float, brokers: Iterable[int]) -> list[int]:
@@ -31,22 +29,12 @@ def place(ctx: PlanningContext, tolerance: float, brokers: Iterable[int]) -> lis
     dirs or more that keep data), set on the working assignment; returns the brokers left as they were."""
     left = []
     for b in brokers:
-        if met(ctx, b, tolerance):
+        if dirs_met(ctx, b, tolerance):
             continue  # (within balance already: any dir change would copy more)
         found = _solve(ctx, b, tolerance)
         if found is None or not _apply(ctx, b, tolerance, found):
             left.append(b)
     return left
-
-
-def met(ctx: PlanningContext, broker: int, tolerance: float) -> bool:
-    """The broker's dirs that keep data are within their thresholds (exact integers, the goal's own)."""
-    a, e = ctx.assignment, ctx.eligibility
-    paths = e.keeping_dirs(broker)
-    if len(paths) < 2:
-        return True
-    top = dir_thresholds(a.dir_bytes, broker, paths, tolerance, e.sizes.get(broker))
-    return all(a.dir_bytes[(broker, d)] <= top[d] for d in paths)
 
 
 def _solve(ctx: PlanningContext, broker: int, tolerance: float) -> dict[Key, str] | None:
@@ -119,7 +107,7 @@ def _apply(ctx: PlanningContext, broker: int, tolerance: float, found: dict[Key,
         dirs[a.replicas[key].index(broker)] = d
         if dirs != a.dirs[key]:
             a.set_placement(key, a.replicas[key], dirs)
-    if met(ctx, broker, tolerance) and all(
+    if dirs_met(ctx, broker, tolerance) and all(
         (r := a.room(broker, d)) is None or r >= min(rooms[d] or 0, 0) for d in paths
     ):
         return True  # (a volume above the limit before: no fuller than it was)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["capacities", "dir_thresholds", "limits", "max_mean"]
+__all__ = ["capacities", "dir_factors", "dir_thresholds", "limits", "max_mean"]
 
 
 def capacities(capacity: Mapping[int, int], brokers: Sequence[int]) -> dict[int, int] | None:
@@ -75,6 +75,14 @@ def dir_thresholds(
     the broker's bytes per volume byte x the dir's volume size."""
     loads = [dir_bytes[(broker, p)] for p in paths]
     limits = _dir_limits(loads, None if sizes is None else [sizes[p] for p in paths], tol)
+    return dict(zip(paths, limits, strict=True))
+
+
+def dir_factors(paths: Sequence[str], tol: float, sizes: Mapping[str, int] | None) -> dict[str, float]:
+    """``dir_thresholds`` per byte the broker holds over ``paths``: each threshold is this factor times
+    those bytes (linear in them), as the exact program's dir balance rows need it (planning/exact.py)."""
+    unit = [1] + [0] * (len(paths) - 1)
+    limits = _dir_limits(unit, None if sizes is None else [sizes[p] for p in paths], tol)
     return dict(zip(paths, limits, strict=True))
 
 

@@ -155,12 +155,12 @@ def test_exact_dirs_copy_no_more_than_the_dir_goal_and_balance_as_many_brokers(s
     brokers = list(ctx.eligibility.active_brokers)
     DirBalanceGoal().optimize(ctx)
     greedy = exact.copied(ctx, keys)
-    balanced = {b for b in brokers if exact_dirs.met(ctx, b, 0.05)}
+    balanced = {b for b in brokers if exact.dirs_met(ctx, b, 0.05)}
     for k, (replicas, dirs) in start.items():
         ctx.assignment.set_placement(k, replicas, dirs)
     assert exact_dirs.place(ctx, 0.05, brokers) == []  # every broker placed
     DirBalanceGoal().optimize(ctx)
-    assert {b for b in brokers if exact_dirs.met(ctx, b, 0.05)} >= balanced
+    assert {b for b in brokers if exact.dirs_met(ctx, b, 0.05)} >= balanced
     assert exact.copied(ctx, keys) < greedy
     assert [ctx.assignment.replicas[k] for k in keys] == [start[k][0] for k in keys]  # dirs alone changed
     assert exact.check(ctx, keys, None)
@@ -254,8 +254,9 @@ def test_a_cheaper_plan_is_sought_without_new_replicas_on_brokers_above_their_li
         below: int | None = None,
         dirs: bool = False,
         root_only: bool = False,
+        dir_rows: exact.DirRows | None = None,
     ) -> exact.Solved:
-        found = real(ctx, parts, limit, below, dirs, root_only)
+        found = real(ctx, parts, limit, below, dirs, root_only, dir_rows)
         if limit is not None and found.found is not None:
             over = {b for b, most in limit.items() if held.get(b, 0) > most}
             added = [set(found.found[p.key][0]) - set(p.replicas) for p in parts]
@@ -297,7 +298,13 @@ def _binaries(monkeypatch: pytest.MonkeyPatch, snap: ClusterSnapshot, wanted: In
     binaries: dict[str, int] = {}
     for effort in ("Balanced", "Exhaustive"):
 
-        def counted(m: exact.Program, gap: float | None = None, root_only: bool = False) -> exact.Answer:
+        def counted(
+            m: exact.Program,
+            gap: float | None = None,
+            root_only: bool = False,
+            nodes: int = exact.MAX_NODES,
+            solutions: int | None = None,
+        ) -> exact.Answer:
             binaries[effort] = max(binaries.get(effort, 0), len(m.cost))  # noqa: B023 (read at once)
             return exact.Answer(None)
 

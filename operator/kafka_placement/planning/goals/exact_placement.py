@@ -6,10 +6,12 @@ broker above its limit the program meets. It changes only replica sets and dirs;
 (leaders, network, failure spread) work on its result as on the greedy one's. Not run where it cannot
 win (``exact.hopeless``: the lower bound or the proof that broker balance is out of reach says so).
 
-With dir balance asked, the goal after it (DirBalance) pays local copies the program does not count, so
-three finished plans are compared, each as DirBalance would finish it (tried on the working assignment,
-measured, undone): the greedy plan; the greedy brokers with exact dirs (``exact_dirs``: per broker, the
-cheapest dirs within dir balance); the program's brokers with exact dirs. The cheapest replaces the
+With dir balance asked, finished plans are compared, each as DirBalance would finish it (tried on the
+working assignment, measured, undone): the greedy plan; the greedy brokers with exact dirs
+(``exact_dirs``: per broker, the cheapest dirs within dir balance); the joint program's brokers and dirs
+(``exact.DirRows``: every broker's dirs within balance, the local copies counted), run for a plan cheaper
+than the best of those; and, unless the lower bound then says it cannot win, the program on brokers with
+exact dirs (the dir balance goal's local copies come on top of what it counts). The cheapest replaces the
 greedy one when it copies less (under ``Balanced``, 0.5% less) and keeps in balance every broker the
 greedy plan does, and any broker balance it meets. Pure: no I/O.
 """
@@ -80,13 +82,13 @@ class ExactPlacementGoal:
         meets = all(within(b) for b in e.active_brokers)
         DirBalanceGoal().optimize(ctx)
         greedy = exact.copied(ctx, everything)
-        balanced = {b for b in brokers if exact_dirs.met(ctx, b, tol)}
+        balanced = {b for b in brokers if exact.dirs_met(ctx, b, tol)}
         _restore(ctx, start)
 
         def finished() -> tuple[int, Placements] | None:
             exact_dirs.place(ctx, tol, brokers)
             DirBalanceGoal().optimize(ctx)  # (the brokers it could not place)
-            if not all(exact_dirs.met(ctx, b, tol) for b in balanced):
+            if not all(exact.dirs_met(ctx, b, tol) for b in balanced):
                 return None
             if meets and not all(within(b) for b in e.active_brokers):
                 return None
@@ -95,14 +97,25 @@ class ExactPlacementGoal:
         tried = [finished()]
         _restore(ctx, start)
         parts = exact.movable(ctx, balance=limit is not None)
-        # the dirs' copies come on top of what the program counts: not under the bar, not under it after;
+
+        def best() -> int | None:  # (without broker balance met, the programs are run to meet it)
+            return min([greedy, *(t[0] for t in tried if t is not None)]) if meets else None
+
+        def bar() -> int | None:
+            return None if (now := best()) is None else exact.worth(ctx, now)
+
         # the bar is the best finished plan so far (the greedy brokers with exact dirs often is near the
-        # lower bound already: the program is then pruned at its root)
-        best = min([greedy, *(t[0] for t in tried if t is not None)])
-        bar = exact.worth(ctx, best) if meets else None
-        if not exact.hopeless(ctx, best if meets else None):
+        # lower bound already: each program is then pruned at its root, or not run at all); the program on
+        # brokers counts no dir's local copy, which comes on top: not under the bar, not under it after
+        if not exact.hopeless(ctx, best()):
+            rows = exact.DirRows(tol, frozenset(brokers))
+            joint = exact.solve(ctx, parts, limit, below=bar(), dir_rows=rows)
+            if joint.found is not None and exact.apply(ctx, joint.found, limit):
+                tried.append(finished())
+            _restore(ctx, start)
+        if not exact.hopeless(ctx, best()):
             for dirs in (False, True) if exact.sized(ctx) else (False,):
-                solved = exact.solve(ctx, parts, limit, below=bar, dirs=dirs)
+                solved = exact.solve(ctx, parts, limit, below=bar(), dirs=dirs)
                 if solved.found is not None and exact.apply(ctx, solved.found, limit):
                     tried.append(finished())
                     break
