@@ -37,7 +37,7 @@ The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceG
   room is known): one row per dir that keeps data on each broker with two or more, its bytes after <= its
   factor (``shares.dir_factors``, the dir balance goal's thresholds per byte) x the broker's bytes over
   those dirs after; the replicas the program does not place, of topics asking for dir balance, get dir
-  binaries too where a local copy may be needed (on a broker out of dir balance before the plan or
+  binaries too where a local copy may be needed (on a broker out of dir balance in the greedy plan or
   holding a placed replica, those on a dir above its even share: each stays, or takes a dir that may
   receive for a local copy of its bytes). The brokers that receive replicas are so chosen with the dirs
   they land on: the program on brokers alone, with the dirs chosen after it, paid local copies a
@@ -260,7 +260,9 @@ def solve(
     local copy on top, and each volume's room as rows more. So when the one on brokers is proven to have
     no solution (under ``below``), the one on dirs has none either. ``root_only``: whether a solution exists,
     asked of HiGHS's presolve and root node alone (no objective, no heuristics, one node: milliseconds
-    where the volumes are short of room in all; a proof only, nothing is placed either way)."""
+    where the volumes are short of room in all; a proof only, nothing is placed either way). ``dir_rows``:
+    the joint program (on dirs, room known or not, with dir balance; module docstring), whose answer also
+    gives new dirs to replicas of partitions not in ``parts`` (their brokers unchanged)."""
     if not parts:
         return Solved(None)
     e = ctx.eligibility
@@ -397,11 +399,11 @@ def _staying(
     rows: DirRows,
 ) -> dict[Key, frozenset[int]]:
     """Dir variables for replicas the program does not place, of topics asking for dir balance, that a
-    local copy may have to move: on each broker of ``rows`` out of dir balance before the plan or holding
-    a replica the program places (which may leave it), those on a dir above its even share of the
-    broker's bytes. Each stays on its broker and stays on its dir (no copy) or takes another that may
-    receive (a local copy of its bytes, as the dir balance goal would copy it). Returns the brokers
-    given variables per partition."""
+    local copy may have to move: on each broker of ``rows`` out of dir balance in the plan so far (the
+    greedy goals') or holding a replica the program places (which may leave it), those on a dir above its
+    even share of the broker's bytes. Each stays on its broker and stays on its dir (no copy) or takes
+    another that may receive (a local copy of its bytes, as the dir balance goal would copy it). Returns
+    the brokers given variables per partition."""
     e, a = ctx.eligibility, ctx.assignment
     balanced = ctx.balanced_topics("log_dirs")
     losing = {b for p in parts for b in p.replicas}
@@ -601,7 +603,8 @@ def run_program(
     row and the objective are scaled by their largest coefficient (bytes in the tens of billions
     otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers.
     ``root_only``: presolve and the root node alone, without heuristics; only whether HiGHS proved that
-    no solution exists is answered."""
+    no solution exists is answered. ``nodes``: fewer nodes than ``MAX_NODES``; ``solutions``: stop at
+    that many improving solutions (the joint program's bounds)."""
     import warnings
 
     import numpy as np  # (here: most commands that load this module never plan)
