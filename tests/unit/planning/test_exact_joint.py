@@ -5,6 +5,9 @@ for the dir thresholds and the rack spread, checked against the rules they model
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -31,6 +34,16 @@ def decommission_with_dirs() -> tuple[ClusterSnapshot, Intents]:
 
     snap = cluster(brokers=14, partitions=57, topics=2, rf=2, dcs=3, racks_per_dc=2, dirs=2, seed=1583575660)
     return snap, Intents.loads(DECOMMISSION_DIRS)
+
+
+def three_dirs() -> tuple[ClusterSnapshot, Intents]:
+    """75 partitions, RF 2, 6 brokers in 3 data centres of 3 racks, 3 dirs each, broker 3 leaves, the
+    2-level spread and dir balance at 0.059 (the same benchmark's #24)."""
+    from tests.bench.generator import cluster
+
+    snap = cluster(brokers=6, partitions=75, topics=2, rf=2, dcs=3, racks_per_dc=3, dirs=3, seed=1371002118)
+    text = DECOMMISSION_DIRS.replace("[10]", "[3]").replace("0.052", "0.059")
+    return snap, Intents.loads(text)
 
 
 def without_joint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,3 +131,30 @@ def test_the_spread_rows_admit_exactly_the_maximal_spreads(
         exact._spread(m, tree, xs, rf, compact)
         feasible = exact.run_program(m).values is not None
         assert feasible == (tree.violation(chosen) is None), chosen
+
+
+PLAN_IDS = """
+from tests.unit.planning.test_exact import decommission_with_balance
+from tests.unit.planning.test_exact_joint import decommission_with_dirs, three_dirs
+from kafka_placement.planning.optimizer import compute_plan
+for case in (decommission_with_dirs, three_dirs, decommission_with_balance):
+    print(compute_plan(*case()).summary.plan_id)
+"""
+
+
+def test_the_programs_plan_the_same_under_any_hash_seed() -> None:
+    """HiGHS's search follows the order of the program's variables and rows: built from sets of strings
+    (dir paths, topics) it would differ between processes (Python salts string hashes per process), and so
+    could the plan. The joint program (#21 above, on 2 and on 3 dirs per broker) and the program on
+    brokers (test_exact's decommission with balance), each planned in processes of three hash seeds: the
+    same plan ids."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    found = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", PLAN_IDS], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr
+        found.append(run.stdout.split())
+    assert len(found[0]) == 3 and found[0] == found[1] == found[2], found
