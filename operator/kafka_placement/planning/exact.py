@@ -5,9 +5,9 @@ The greedy goals and the bounded repacking searches are fast at any size but can
 by a few percent (a data centre that must sit just under the balance threshold, a dir that fits its
 replicas only in one packing) or, on very full dirs, find no packing where one exists. On a small
 problem the exact program is cheap (well under a second for a few thousand variables; the joint program
-with dir balance below, up to a few seconds at its root), so the planner
-runs it there and takes its placement when it copies fewer bytes, or when the greedy one misses the
-balance the program meets, or when the greedy searches found no packing at all.
+with dir balance below, up to a few seconds at its root), so the planner runs it there and takes its
+placement when it copies fewer bytes, or when the greedy one misses the balance the program meets, or
+when the greedy searches found no packing at all.
 
 The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceGoal`` apply):
 
