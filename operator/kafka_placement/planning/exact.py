@@ -44,7 +44,7 @@ The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceG
   they land on: the program on brokers alone, with the dirs chosen after it, paid local copies a
   receiving broker's dirs then needed (3% above CP-SAT's best on the generalisation benchmark's dir
   balance family, 8.7% on another draw). Under ``Balanced`` it runs at its root node alone and stops at
-  its ``JOINT_SOLUTIONS``-th improving solution (0.1-4 s of HiGHS's root on 40-120 partitions; a search
+  its ``JOINT_SOLUTIONS``-th improving solution (0.1-4.7 s of HiGHS's root on 40-120 partitions; a search
   beyond it, seconds more for fractions of a percent); ``Exhaustive`` gives it the full work limits;
 - objective: the bytes the plan copies as the summary counts them (``plan_quality.count_move``): a new replica
   copies ``copy_bytes``, a dir change within a broker ``size_bytes``;
