@@ -16,9 +16,9 @@ exact dirs, run to meet it. The cheapest replaces the greedy one when it copies 
 no I/O.
 
 The program on brokers is not run for a cheaper plan where dir balance is asked: it counts no dir's local
-copy, which the dir balance goal adds after it: of 126 instances measured it found a plan on 43, and each
-finished 1.6-46% dearer than the best of the others (median 17%; docs/benchmarks.md); on 24 brokers with
-200 partitions, where the joint program is too large to build, it searched 3.7-7.5 s to find one.
+copy, which the dir balance goal adds after it. Of 126 instances measured, it found a plan on 43, each
+1.6-46% dearer once finished than the best of the others (median 17%; docs/benchmarks.md); on 24 brokers
+with 200 partitions, where the joint program is too large to build, it searched 3.7-7.5 s for one.
 """
 
 from __future__ import annotations
