@@ -28,11 +28,17 @@ from kafka_placement.spark.memory import PLAN_BYTES_PER_REPLICA, Limit
 
 
 def _children() -> list[int]:
-    """This process's children now (forked copies not yet reaped included)."""
-    found: list[int] = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        found += [int(x) for x in (task / "children").read_text().split()]
-    return found
+    """This process's children now (forked copies not yet reaped included): each thread's, from /proc. A
+    thread that ends during the scan (its entry gone before its list is read) hands its children to another
+    thread of the process, so the scan is read again."""
+    while True:
+        found: list[int] = []
+        try:
+            for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+                found += [int(x) for x in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+        return found
 
 
 @pytest.fixture
