@@ -30,9 +30,13 @@ def detached(seconds: float, *marker: str) -> int:
 
 
 def wait_gone(pid: int) -> None:
+    """Until ``pid`` has exited (a zombie, or reaped: its /proc entry may vanish between any two reads)."""
     deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
         if ") Z " in stat:
             return
         time.sleep(0.05)
