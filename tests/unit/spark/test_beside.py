@@ -30,8 +30,8 @@ from kafka_placement.spark.memory import PLAN_BYTES_PER_REPLICA, Limit
 def _children() -> list[int]:
     """This process's children now (forked copies not yet reaped included): each thread's, from /proc. A
     thread that ends during the scan (its entry gone before its list is read) hands its children to another
-    thread of the process, so the scan is read again."""
-    while True:
+    thread of the process, so the scan is read again (at most 100 times)."""
+    for _ in range(100):
         found: list[int] = []
         try:
             for task in Path(f"/proc/{os.getpid()}/task").iterdir():
@@ -39,6 +39,7 @@ def _children() -> list[int]:
         except FileNotFoundError:
             continue
         return found
+    raise AssertionError("a thread of this process ended during each of 100 scans of /proc")
 
 
 @pytest.fixture
