@@ -13,7 +13,11 @@ from kafka_placement.model.errors import BadInputError
 JAAS_PLAIN = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="s3cr=t";'
 )
-JAAS_SCRAM = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="pw";'
+SCRAM_PASSWORD = "zebra-Pw-41"  # (no temporary path can hold it: a repr that shows it shows the password)
+JAAS_SCRAM = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" '
+    f'password="{SCRAM_PASSWORD}";'
+)
 
 
 def write(tmp_path: Path, text: str, name: str = "client.properties") -> Path:
@@ -160,11 +164,11 @@ def test_sasl_ssl_with_jaas_and_pem_files(tmp_path: Path) -> None:
     )
     s = ConnectionSettings.from_command_config(path, "k:9093")
     assert (s.security_protocol, s.sasl_mechanism, s.username, s.password) == (
-        "SASL_SSL", "SCRAM-SHA-512", "bob", "pw",
+        "SASL_SSL", "SCRAM-SHA-512", "bob", SCRAM_PASSWORD,
     )  # fmt: skip
     assert s.ssl_certfile == str(pem["cert"]) and s.ssl_keyfile == str(pem["key"])
     assert s.request_timeout_s == 12.0 and not s.ssl_check_hostname
-    assert "pw" not in repr(s)
+    assert SCRAM_PASSWORD not in repr(s) and "password='***'" in repr(s)
     assert s.confluent_config() == {
         "bootstrap.servers": "k:9093",
         "client.id": "ops",
@@ -173,7 +177,7 @@ def test_sasl_ssl_with_jaas_and_pem_files(tmp_path: Path) -> None:
         "socket.connection.setup.timeout.ms": 10000,
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "bob",
-        "sasl.password": "pw",
+        "sasl.password": SCRAM_PASSWORD,
         "ssl.ca.location": str(pem["ca"]),
         "ssl.certificate.location": str(pem["cert"]),
         "ssl.key.location": str(pem["key"]),
@@ -188,7 +192,7 @@ def test_sasl_ssl_with_jaas_and_pem_files(tmp_path: Path) -> None:
         "bootstrap_timeout_ms": 10000,
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_plain_username": "bob",
-        "sasl_plain_password": "pw",
+        "sasl_plain_password": SCRAM_PASSWORD,
         "ssl_check_hostname": False,
         "ssl_cafile": str(pem["ca"]),
         "ssl_certfile": str(pem["cert"]),
