@@ -44,10 +44,12 @@ The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceG
   they land on: the program on brokers alone, with the dirs chosen after it, paid local copies a
   receiving broker's dirs then needed (3% above CP-SAT's best on the generalisation benchmark's dir
   balance family, 8.7% on another draw). Under ``Balanced`` it runs at its root node alone and stops at
-  its ``JOINT_SOLUTIONS``-th improving solution (0.1-4.7 s of HiGHS's root on 40-120 partitions; a search
+  its ``JOINT_SOLUTIONS``-th improving solution (0.1-4.5 s of HiGHS's root on 40-120 partitions; a search
   beyond it, seconds more for fractions of a percent); ``Exhaustive`` gives it the full work limits;
 - objective: the bytes the plan copies as the summary counts them (``plan_quality.count_move``): a new replica
-  copies ``copy_bytes``, a dir change within a broker ``size_bytes``;
+  copies ``copy_bytes``, a dir change within a broker ``size_bytes``; where only a plan cheaper than one
+  already found is of use (``below``), a row keeps the objective under it and HiGHS is given it as its
+  cutoff (``run_program``);
 - narrowed where only a cheaper plan under broker balance is asked for (``narrow``: the greedy plan meets
   balance, and the effort is not ``Exhaustive``): a partition no hard rule asks to change and no rack rule
   spreads, placed for balance alone, gets no binary for a new replica on a broker that holds more than
@@ -93,7 +95,7 @@ MAX_PARTITIONS = 5_000  # larger clusters are not even scanned for the program's
 MAX_VARIABLES = 5_000  # binaries of the program (x only: 200 partitions on 24 brokers is 4,800)
 MAX_NODES = 5_000  # HiGHS branch-and-bound nodes, at most
 JOINT_NODES = 1  # the joint program with dir balance, under Balanced: its root node alone
-JOINT_SOLUTIONS = 3  # and at most this many improving solutions there
+JOINT_SOLUTIONS = 5  # and at most this many improving solutions there
 NODE_WORK = 3_000_000  # and at most this many (nodes x binaries): 600 nodes at 5,000 binaries
 HIGHS_OPTIONS: dict[str, float | int] = {}
 SLACK = 1e-6  # each dir balance row tightened by this share of its threshold (HiGHS's tolerances)
@@ -137,6 +139,7 @@ class Program:
     rows: list[list[tuple[int, float]]] = field(default_factory=list)
     low: list[float] = field(default_factory=list)
     high: list[float] = field(default_factory=list)
+    cutoff: float | None = None  # the objective a solution must not exceed (HiGHS's objective_bound)
 
     def var(self, cost: float = 0.0) -> int:
         self.cost.append(cost)
@@ -336,8 +339,10 @@ def solve(
         for b in e.active_brokers:
             terms = [(x[(p.key, b)], float(p.size_bytes)) for p in parts if (p.key, b) in x]
             m.row(terms, float("-inf"), float(limit[b] - fixed_broker.get(b, 0)))
-    if below is not None:  # only a cheaper placement is of use: a bound that prunes the search
+    if below is not None:  # only a cheaper placement is of use: a bound that prunes the search, as a
+        # row and as HiGHS's cutoff (``run_program``)
         m.row([(i, c) for i, c in enumerate(m.cost) if c], float("-inf"), float(below - 1))
+        m.cutoff = float(below - 1)
     room = volume_room(ctx) if dirs_mode and sized(ctx) else {}
     for places, most in room.values():  # one row per volume (two dirs on one filesystem share it)
         terms = [t for place in places for t in on_dir.get(place, ())]
@@ -348,6 +353,7 @@ def solve(
     if root_only:  # whether a solution exists: no objective, and each row widened by a millionth so
         # that only a clear shortfall, never HiGHS's tolerances, proves that none does
         m.cost = [0.0] * len(m.cost)
+        m.cutoff = None
         m.low = [v - ROOT_SLACK * max(abs(v), 1.0) for v in m.low]
         m.high = [v + ROOT_SLACK * max(abs(v), 1.0) for v in m.high]
         return Solved(None, run_program(m, root_only=True).infeasible)
@@ -605,7 +611,10 @@ def run_program(
     otherwise leave HiGHS's tolerances meaningless); ``check`` judges the solution in exact integers.
     ``root_only``: presolve and the root node alone, without heuristics; only whether HiGHS proved that
     no solution exists is answered. ``nodes``: fewer nodes than ``MAX_NODES``; ``solutions``: stop at
-    that many improving solutions (the joint program's bounds)."""
+    that many improving solutions (the joint program's bounds). ``m.cutoff`` (a cheaper plan asked for:
+    the bar's row too) is given to HiGHS as its ``objective_bound``: a node or a sub-MIP that cannot go
+    below it is pruned and a binary whose reduced cost would take the root above it is fixed, which the
+    row alone does not give it (measured: docs/benchmarks.md, "The bar as HiGHS's cutoff")."""
     import warnings
 
     import numpy as np  # (here: most commands that load this module never plan)
@@ -622,10 +631,11 @@ def run_program(
     matrix = coo_array((vals, (rows, cols)), shape=(len(m.rows), n)).tocsr()
     top = np.maximum(abs(matrix).max(axis=1).toarray().ravel(), 1.0)
     cost = np.array(m.cost)
+    scale = max(float(cost.max(initial=0.0)), 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (scipy warns of the HiGHS options it does not list itself)
         res = milp(
-            cost / max(float(cost.max(initial=0.0)), 1.0),
+            cost / scale,
             integrality=np.ones(n),
             bounds=Bounds(0, 1),
             constraints=LinearConstraint(
@@ -637,6 +647,7 @@ def run_program(
                 "disp": False,
                 **({"mip_rel_gap": gap} if gap is not None else {}),
                 **({"mip_max_improving_sols": solutions} if solutions is not None else {}),
+                **({"objective_bound": m.cutoff / scale} if m.cutoff is not None else {}),
                 **HIGHS_OPTIONS,
             },
         )

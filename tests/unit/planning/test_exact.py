@@ -329,3 +329,35 @@ def test_the_program_is_narrowed_only_where_a_cheaper_plan_is_sought() -> None:
     assert exact.over_limit(balanced, limit) == frozenset(
         b for p in snap.partitions for b in p.replicas
     )  # (every broker holding anything holds more than one byte)
+
+
+@pytest.mark.parametrize(("cutoff", "found"), [(None, 3e10), (4e10 - 1, 3e10), (3e10 - 1, None)])
+def test_the_cutoff_reaches_highs_on_the_objectives_scale(cutoff: float | None, found: float | None) -> None:
+    """``Program.cutoff`` is HiGHS's ``objective_bound`` (no row here: the cutoff alone), scaled as the
+    objective is: of two items costing 30 and 50 GB, one to pick, a cutoff just under 40 GB keeps the 30
+    GB one, a cutoff just under 30 GB leaves no solution."""
+    m = exact.Program()
+    cheap, dear = m.var(3e10), m.var(5e10)
+    m.row([(cheap, 1.0), (dear, 1.0)], 1.0, 1.0)
+    m.cutoff = cutoff
+    values = exact.run_program(m).values
+    assert (None if values is None else sum(c * v for c, v in zip(m.cost, values, strict=True))) == found
+
+
+def test_a_cheaper_plan_sought_gives_highs_the_bar_as_its_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each program run for a plan cheaper than ``below`` carries ``below - 1`` as its cutoff (and the
+    bar's row); a program run to meet a balance or a placement at all carries none."""
+    snap, wanted = decommission_with_balance()
+    ctx = PlanningContext.of(snap, wanted)
+    parts = exact.movable(ctx, balance=True)
+    limit = {b.id: 10**15 for b in snap.brokers}
+    seen: list[float | None] = []
+
+    def cutoff_of(m: exact.Program, *args: object, **kwargs: object) -> exact.Answer:
+        seen.append(m.cutoff)
+        return exact.Answer(None)
+
+    monkeypatch.setattr(exact, "run_program", cutoff_of)
+    exact.solve(ctx, parts, limit, below=123_456_789)
+    exact.solve(ctx, parts, limit)
+    assert seen == [123_456_788.0, None]
