@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
-if "--code" in sys.argv:  # (before the planner is imported: that checkout's planner plans)
-    CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve()
-    sys.path[:0] = [str(CODE / "operator")]
+from tests.bench.checkout import plan_with_code  # noqa: E402
+
+plan_with_code(sys.argv)  # (before the planner is imported)
 
 from tests.unit.planning.test_headroom import sized_draw  # noqa: E402
 
