@@ -14,15 +14,20 @@ rate hold on (``holdAchievedRate``, execution/rate_watch.py) they achieve the th
 model counts ``UNHELD_SHARE`` of it. A broker side with a throttle of its own below the execution's (the
 adaptive throttle's current value, execution/adaptive.py) copies at that one.
 
-Ticks are what make many small moves slow: a move is seen done, and its room given to the next, only at
-a tick. The execution's first ticks validate the plan and set its throttles, and its last confirms the
-partitions and removes them (``START_TICKS``, ``END_TICKS``).
+Ticks and Kafka's own work are what make many small moves slow: a move is seen done, and its room given
+to the next, only at a tick; and each move costs Kafka work whatever its bytes (the controller commits the
+new replicas, the brokers create and catch up their logs, the controller completes the reassignment and
+the old logs are deleted), work the cluster does about one move at a time: ``seconds_per_move`` of it per
+move, shared by the moves in flight (``DEFAULT_SECONDS_PER_MOVE``, measured on the project's rig). The
+execution's first ticks validate the plan and set its
+throttles, and its last confirms the partitions and removes them (``START_TICKS``, ``END_TICKS``).
 
 The replay is exact for the model, in time proportional to the moves times the moves in flight (about a
 second for 30,000 moves). A plan of more than ``MAX_REPLAY_MOVES`` moves, or one whose replay passes
 ``MAX_WORK`` stream-steps, gets the bound instead: the busiest broker's bytes over its rate, or the
-admission rounds its move counts need, whichever is longer (``exact`` False; on random plans of 20,000
-and 100,000 small moves, replayed for comparison, the two agreed: the admission rounds set the pace).
+admission rounds its move counts need, or the moves times Kafka's work per move, whichever is longer
+(``exact`` False; on random plans of 20,000 and 100,000 small moves, replayed for comparison, the bytes
+and rounds agreed: the admission rounds set the pace).
 Pure: no clock, no I/O.
 """
 
@@ -46,6 +51,11 @@ Resource = tuple[str, int]  # ("in" | "out" | "dir", broker): what a copy stream
 UNHELD_SHARE = 0.82  # of the throttle a broker achieves without the rate hold (0.75-0.88 measured)
 MAX_WORK = 3_000_000  # stream-steps the replay may take before it gives the bound instead
 MAX_REPLAY_MOVES = 50_000  # larger plans get the bound at once (the replay costs ~30 us a move)
+# Kafka's own work per partition move whatever its bytes, done about one move at a time by the cluster
+# (module docstring): on the project's 3-node rig (Kafka 4.4, idle) 2,000 moves of 600-byte partitions
+# took 5.5 ms each and 6,000 took 10.5 ms each, on a loaded 5-node rig 20,000 took 19-23 ms each
+# (docs/benchmarks.md, "Estimate before approval vs actual": it varies with the cluster and its load)
+DEFAULT_SECONDS_PER_MOVE = 0.008
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,7 @@ class CopyEstimate:
     tick_seconds: float
     busiest_broker: int | None  # the broker whose copy in, out or between its dirs takes longest at its rate
     exact: bool  # False: the plan was too large to replay; seconds is the bound (module docstring)
+    seconds_per_move: float = DEFAULT_SECONDS_PER_MOVE  # Kafka's own work per move (module docstring)
 
 
 def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
@@ -78,6 +89,7 @@ def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
         "tickSeconds": est.tick_seconds,
         "busiestBroker": est.busiest_broker,
         "exact": est.exact,
+        "millisecondsPerMove": round(est.seconds_per_move * 1000, 1),
     }
     if finish_at is not None:
         out["finishAt"] = format_time(finish_at)
@@ -108,11 +120,12 @@ def estimate_plan(
     tick_s: float,
     rules: Sequence[Rule] = (),
     side_rates: Mapping[Resource, int] | None = None,
+    per_move: float | None = None,
 ) -> CopyEstimate:
     """``estimate`` of ``plan`` as if executed now from ``snapshot`` (``rules``: the intents' throttles
-    and priorities, as the execution would get them; ``side_rates``: as ``estimate``'s)."""
+    and priorities, as the execution would get them; ``side_rates`` and ``per_move``: as ``estimate``'s)."""
     baseline, leaders = baseline_of(snapshot, plan)
-    return estimate(ExecutionPlan(plan, baseline, rules), limits, tick_s, leaders, side_rates)
+    return estimate(ExecutionPlan(plan, baseline, rules), limits, tick_s, leaders, side_rates, per_move)
 
 
 def estimate(
@@ -121,12 +134,15 @@ def estimate(
     tick_s: float,
     leaders: Mapping[int, int] | None = None,
     side_rates: Mapping[Resource, int] | None = None,
+    per_move: float | None = None,
 ) -> CopyEstimate:
     """The copy model's duration of ``plan`` (with its baseline) under ``limits``, ticking every ``tick_s``
     seconds; ``leaders``: each plan index's leader (absent: its first replica); ``side_rates``: a
     broker's own throttle into it (``("in", broker)``) or out of it (``("out", broker)``) where it is
-    below the execution's (the adaptive throttle at its current value, execution/adaptive.py)."""
+    below the execution's (the adaptive throttle at its current value, execution/adaptive.py);
+    ``per_move``: Kafka's work per move (None: ``DEFAULT_SECONDS_PER_MOVE``)."""
     tick_s = max(float(tick_s), 0.001)
+    kafka_s = DEFAULT_SECONDS_PER_MOVE if per_move is None else max(float(per_move), 0.0)
     share = 1.0 if limits.hold_rate else UNHELD_SHARE
     rate = round(limits.throttle * share) if limits.throttle else ASSUMED_UNTHROTTLED_RATE
     own = {x: min(rate, max(round(v * share), 1)) for x, v in (side_rates or {}).items()}
@@ -156,11 +172,13 @@ def estimate(
     )
     moves = sum(1 for i in range(n) if plan.involved(i) or plan.removing[i])
     copy_s = (
-        _replay(plan, limits, tick_s, rate, share, streams, lead, own) if moves <= MAX_REPLAY_MOVES else None
+        _replay(plan, limits, tick_s, rate, share, streams, lead, own, kafka_s)
+        if moves <= MAX_REPLAY_MOVES
+        else None
     )
     exact = copy_s is not None
     if copy_s is None:
-        copy_s = max(bound, _rounds(plan, limits) * tick_s)
+        copy_s = max(bound, _rounds(plan, limits) * tick_s, moves * kafka_s)
     overhead = (START_TICKS + END_TICKS) * tick_s if n else 0.0
     return CopyEstimate(
         seconds=round(copy_s + overhead, 1),
@@ -173,6 +191,7 @@ def estimate(
         tick_seconds=tick_s,
         busiest_broker=busiest[1] if busiest is not None else None,
         exact=exact,
+        seconds_per_move=kafka_s,
     )
 
 
@@ -198,9 +217,11 @@ def _replay(
     streams: list[tuple[tuple[tuple[str, int], ...], ...]],
     leaders: Mapping[int, int],
     own_rates: Mapping[Resource, int],
+    kafka_s: float,
 ) -> float | None:
     """Seconds from the first submission to the last move seen done (module docstring); None: over
-    ``MAX_WORK``."""
+    ``MAX_WORK``. Kafka's work (``kafka_s`` per move) is one more stream of each move, on a resource of
+    one second per second that the moves in flight share."""
     cap = limits.bytes_per_broker
     queue = [i for i in plan.order if plan.involved(i) or plan.removing[i]]
     pos = 0
@@ -210,6 +231,7 @@ def _replay(
     inbound: dict[int, int] = {}
     outbound: dict[int, int] = {}
     users: dict[tuple[str, int], int] = {}  # streams still copying per resource
+    kafka: dict[int, float] = {}  # move -> Kafka's work left (seconds of the cluster's)
     now, work = 0.0, 0
 
     def leader(i: int) -> int:
@@ -249,6 +271,8 @@ def _replay(
                     charge(i, 1)
                     size = float(plan.baseline_size(i))
                     active[i] = [size] * len(streams[i])
+                    if kafka_s > 0:
+                        kafka[i] = kafka_s
                     for s in streams[i]:
                         for x in s:
                             users[x] = users.get(x, 0) + 1
@@ -272,9 +296,16 @@ def _replay(
                 first = min(first, b / r)
             speeds[i] = v
             work += len(v) + 1
+            if not any(b > 0 for b in left) and i not in kafka:
+                first = 0.0  # (nothing to copy: a replica removed, an order changed) done at the next tick
+        kafka_rate = 1.0 / len(kafka) if kafka else 0.0
+        if kafka:
+            first = min(first, min(kafka.values()) / kafka_rate)
         if work > MAX_WORK:
             return None
-        steps = 1 if first == math.inf else max(1, math.ceil(first / tick_s - 1e-6))
+        # (the next tick scans candidates further down the plan while there is room: it may admit some)
+        scanning = pos < len(queue) and len(active) < limits.max_moves
+        steps = 1 if first == math.inf or scanning else max(1, math.ceil(first / tick_s - 1e-6))
         dt = steps * tick_s
         now += dt
         done: list[int] = []
@@ -286,7 +317,11 @@ def _replay(
                         left[k] = 0.0
                         for x in streams[i][k]:
                             users[x] -= 1
-            if all(b <= 0 for b in left):
+            if i in kafka:
+                kafka[i] -= kafka_rate * dt
+                if kafka[i] <= 1e-9:
+                    del kafka[i]
+            if all(b <= 0 for b in left) and i not in kafka:
                 done.append(i)
         for i in done:
             del active[i]

@@ -68,9 +68,42 @@ def test_bytes_in_flight_queue_large_moves_and_a_broker_with_nothing_in_flight_t
 
 def test_many_small_moves_take_a_tick_per_admission_round() -> None:
     moves = [((1 + p % 3, 1 + (p + 1) % 3), (1 + p % 3, 4), 1000) for p in range(2500)]
-    got = estimate(plan_of(moves), held(throttle=10 * MB, max_moves_per_broker=1000), TICK)
+    limits = held(throttle=10 * MB, max_moves_per_broker=1000)
+    got = estimate(plan_of(moves), limits, TICK, per_move=0.0)  # (Kafka's own work left out)
     assert got.copy_seconds == 3 * TICK  # 1000, 1000, 500 into broker 4
-    assert estimate(plan_of(moves), held(throttle=10 * MB, max_moves=100), TICK).copy_seconds == 25 * TICK
+    limits = held(throttle=10 * MB, max_moves=100)
+    assert estimate(plan_of(moves), limits, TICK, per_move=0.0).copy_seconds == 25 * TICK
+
+
+def test_kafkas_work_per_move_is_done_a_move_at_a_time_whatever_the_bytes() -> None:
+    """2,500 moves of 1 kB: Kafka's 8 ms a move (the default) shared by the 1,000 in flight makes each
+    wave take 8 s (seen at the tick after: 10 s) and the last, of 500, 4 s; at 20 ms a move the waves take
+    20, 20 and 10 s; a wave of a tick's worth of work is not slowed further."""
+    moves = [((1 + p % 3, 1 + (p + 1) % 3), (1 + p % 3, 4), 1000) for p in range(2500)]
+    limits = held(throttle=10 * MB, max_moves_per_broker=1000)
+    got = estimate(plan_of(moves), limits, TICK)
+    assert got.seconds_per_move == copy_model.DEFAULT_SECONDS_PER_MOVE == 0.008
+    assert got.copy_seconds == 10.0 + 10.0 + 5.0
+    measured = estimate(plan_of(moves), limits, TICK, per_move=0.02)
+    assert measured.copy_seconds == 20.0 + 20.0 + 10.0
+    assert copy_model.estimate_json(measured, None)["millisecondsPerMove"] == 20.0
+    few = estimate(plan_of(moves[:100]), limits, TICK, per_move=0.02)  # 2 s of work: one tick
+    assert few.copy_seconds == TICK
+    # the bytes and the work go on together: 100 MB at 10 MB/s outlasts 100 x 20 ms
+    big = [((1, 2), (1, 3), 100 * MB)] + [((2, 4), (2, 5), 1000)] * 99  # (other brokers: not its rate)
+    assert estimate(plan_of(big), held(throttle=10 * MB), TICK, per_move=0.02).copy_seconds == 10.0
+
+
+def test_a_move_with_nothing_to_copy_is_seen_done_at_the_next_tick() -> None:
+    """A replica removed copies nothing: it is done at the next tick, and the next removal waiting for
+    its broker starts then (not when a long copy elsewhere ends: the replay once had the first done at
+    10 s and the second at 15 s)."""
+    first = ((1, 2, 3), (1, 2), 50 * MB)  # broker 3 leaves the set: no copy
+    second = ((4, 5, 3), (4, 5), 50 * MB)  # broker 3 again: waits for the first (1 move per broker)
+    long = ((2, 4), (2, 6), 100 * MB)  # elsewhere: 10 s
+    limits = held(throttle=10 * MB, max_moves_per_broker=1)
+    got = estimate(plan_of([first, second, long]), limits, TICK, per_move=0.0)
+    assert got.copy_seconds == 10.0  # the first seen done at 5 s, the second at 10 s with the copy
 
 
 def test_a_dir_move_copies_at_its_brokers_rate_beside_the_network_moves() -> None:
