@@ -21,6 +21,8 @@ from tests.e2e.conftest import KafkaRig, Operator, get, wait_phase
 from tests.e2e.test_operator import apply, execution_record, no_throttle_left, snapshot
 from tests.integration.conftest import wait_for
 
+from kafka_placement.execution import copy_model
+
 # 900 s: the phase wait (420 s) plus the producer's flush (300 s) on a rig shared by three lanes
 pytestmark = [pytest.mark.kafka, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -159,3 +161,37 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
         assert time.monotonic() < deadline, operator.tail()
         time.sleep(1)
     assert status["plan"]["id"] == plan_id and status["progress"]["partitionsDone"] == record["partitions"]
+    # Kafka's own time per move, measured on this execution (reconcile/kafka_work.py: its pace was that
+    # work's, not the bytes'): the figure with which the estimate before approval would have read the time
+    # it ran, on the KafkaCluster; a later plan's estimate uses it
+    last, estimate = status["lastExecution"], status["plan"]["estimate"]
+    assert estimate["perMoveMeasured"] is False and estimate["microsecondsPerMove"] == 8000, estimate
+    moves = status["plan"]["moves"]
+    per_move = copy_model.measured_per_move(
+        last["estimatedSeconds"], last["actualSeconds"], moves, 0.008, estimate["boundSeconds"]
+    )
+    assert per_move is not None, (last, estimate)
+    work = wait_for(
+        "status.kafkaWork",
+        lambda: (get(kubectl, ns, "kafkacluster", "big").get("status") or {}).get("kafkaWork"),
+        30,
+        why=operator.tail,
+    )
+    assert work == {
+        "microsecondsPerMove": round(per_move * 1e6),
+        "moves": moves,
+        "planId": plan_id,
+        "measuredAt": last["finishedAt"],
+    }, (work, last, estimate)
+    # (broker 1 back first: with both retired, RF 2 would have one broker left)
+    kubectl("-n", ns, "delete", "brokerdecommission", "retire", "--wait=true", "--timeout=60s")
+    apply(
+        kubectl,
+        ns,
+        "apiVersion: kafkaplacement.io/v1alpha1\nkind: BrokerDecommission\nmetadata: {name: later}\n"
+        "spec: {clusterRef: {name: big}, brokers: [2], approval: Manual}\n",
+    )
+    later = wait_phase(kubectl, operator, ns, "brokerdecommission", "later", ("AwaitingApproval",), 120)
+    assert later["status"]["plan"]["estimate"]["perMoveMeasured"] is True, later["status"]["plan"]
+    assert later["status"]["plan"]["estimate"]["microsecondsPerMove"] == work["microsecondsPerMove"]
+    kubectl("-n", ns, "delete", "brokerdecommission", "later", "--wait=true", "--timeout=60s")

@@ -18,7 +18,8 @@ Ticks and Kafka's own work are what make many small moves slow: a move is seen d
 to the next, only at a tick; and each move costs Kafka work whatever its bytes (the controller commits the
 new replicas, the brokers create and catch up their logs, the controller completes the reassignment and
 the old logs are deleted), work the cluster does about one move at a time: ``seconds_per_move`` of it per
-move, shared by the moves in flight (``DEFAULT_SECONDS_PER_MOVE``, measured on the project's rig). The
+move, shared by the moves in flight: ``DEFAULT_SECONDS_PER_MOVE`` until an execution of many small moves on
+the cluster measured it (``measured_per_move``, kept in the KafkaCluster's ``status.kafkaWork``). The
 execution's first ticks validate the plan and set its
 throttles, and its last confirms the partitions and removes them (``START_TICKS``, ``END_TICKS``).
 
@@ -54,8 +55,11 @@ MAX_REPLAY_MOVES = 50_000  # larger plans get the bound at once (the replay cost
 # Kafka's own work per partition move whatever its bytes, done about one move at a time by the cluster
 # (module docstring): on the project's 3-node rig (Kafka 4.4, idle) 2,000 moves of 600-byte partitions
 # took 5.5 ms each and 6,000 took 10.5 ms each, on a loaded 5-node rig 20,000 took 19-23 ms each
-# (docs/benchmarks.md, "Estimate before approval vs actual": it varies with the cluster and its load)
+# (docs/benchmarks.md, "Many small moves": it varies with the cluster and its load): a cluster's own
+# executions of many small moves replace it (``measured_per_move``)
 DEFAULT_SECONDS_PER_MOVE = 0.008
+MIN_MEASURED_MOVES = 200  # fewer moves measure Kafka's work per move too roughly to replace the figure
+PER_MOVE_RANGE = (0.0005, 1.0)  # seconds: what a measure is clamped to
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,7 @@ class CopyEstimate:
     busiest_broker: int | None  # the broker whose copy in, out or between its dirs takes longest at its rate
     exact: bool  # False: the plan was too large to replay; seconds is the bound (module docstring)
     seconds_per_move: float = DEFAULT_SECONDS_PER_MOVE  # Kafka's own work per move (module docstring)
+    measured_per_move: bool = False  # True: seconds_per_move measured on the cluster (``measured_per_move``)
 
 
 def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
@@ -89,7 +94,8 @@ def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
         "tickSeconds": est.tick_seconds,
         "busiestBroker": est.busiest_broker,
         "exact": est.exact,
-        "millisecondsPerMove": round(est.seconds_per_move * 1000, 1),
+        "microsecondsPerMove": round(est.seconds_per_move * 1_000_000),
+        "perMoveMeasured": est.measured_per_move,
     }
     if finish_at is not None:
         out["finishAt"] = format_time(finish_at)
@@ -140,7 +146,7 @@ def estimate(
     seconds; ``leaders``: each plan index's leader (absent: its first replica); ``side_rates``: a
     broker's own throttle into it (``("in", broker)``) or out of it (``("out", broker)``) where it is
     below the execution's (the adaptive throttle at its current value, execution/adaptive.py);
-    ``per_move``: Kafka's work per move (None: ``DEFAULT_SECONDS_PER_MOVE``)."""
+    ``per_move``: Kafka's work per move measured on the cluster (None: ``DEFAULT_SECONDS_PER_MOVE``)."""
     tick_s = max(float(tick_s), 0.001)
     kafka_s = DEFAULT_SECONDS_PER_MOVE if per_move is None else max(float(per_move), 0.0)
     share = 1.0 if limits.hold_rate else UNHELD_SHARE
@@ -192,6 +198,7 @@ def estimate(
         busiest_broker=busiest[1] if busiest is not None else None,
         exact=exact,
         seconds_per_move=kafka_s,
+        measured_per_move=per_move is not None,
     )
 
 
@@ -329,3 +336,19 @@ def _replay(
         if not active and not done and not held and pos >= len(queue):
             break
     return now
+
+
+def measured_per_move(
+    estimated_s: float, actual_s: float, moves: int, used_s: float, bound_s: float
+) -> float | None:
+    """Kafka's work per move that an execution showed, from its estimate (``estimated_s``, made with
+    ``used_s`` a move, its bytes' bound ``bound_s``) and the time it ran (``actual_s``): the figure with
+    which the estimate would have read the actual time, ``used_s`` plus the error spread over the moves
+    (the replay's time grows by about the moves times each second added a move where that work sets the
+    pace). None where it measures nothing: fewer than ``MIN_MEASURED_MOVES`` moves, or the bytes set the
+    pace (their bound above the work the estimate counted: its error is the rate's, not Kafka's).
+    Clamped to ``PER_MOVE_RANGE``."""
+    if moves < MIN_MEASURED_MOVES or estimated_s <= 0 or actual_s <= 0 or moves * used_s < bound_s:
+        return None
+    low, high = PER_MOVE_RANGE
+    return min(max(used_s + (actual_s - estimated_s) / moves, low), high)

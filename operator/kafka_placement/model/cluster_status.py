@@ -221,6 +221,39 @@ class SamplesSkipped:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaWorkStatus:
+    """``status.kafkaWork``: Kafka's own time per partition move, measured on the cluster's last execution
+    of many small moves (execution/copy_model.py ``measured_per_move``); later plans' estimates use it."""
+
+    DESCRIPTION: ClassVar[str] = (
+        "Kafka's own time per partition move whatever its bytes (its controller and brokers committing the "
+        "reassignment), measured on this cluster's last execution of many moves whose pace it set; the "
+        "estimates of later plans (status.plan.estimate) use it instead of the assumed 8 ms."
+    )
+
+    microseconds_per_move: int | None = leaf(
+        "microsecondsPerMove", int_schema("The time per move measured (microseconds).", 0, int64=True)
+    )
+    moves: int | None = leaf("moves", int_schema("The moves of the execution that measured it.", 0))
+    plan_id: str | None = leaf("planId", str_schema("That execution's plan id.", maxLength=128))
+    measured_at: str | None = leaf(
+        "measuredAt", str_schema("When that execution ended (RFC 3339).", format="date-time")
+    )
+
+    @staticmethod
+    def of(status: Mapping[str, Any] | None) -> KafkaWorkStatus | None:
+        """The cluster's ``status.kafkaWork`` (None: none measured yet, or one this release cannot read)."""
+        raw = (status or {}).get("kafkaWork")
+        if not isinstance(raw, Mapping):
+            return None
+        try:
+            found = parse_object(KafkaWorkStatus, raw, "status.kafkaWork")
+        except BadInputError:
+            return None
+        return found if found.microseconds_per_move else None
+
+
 MAX_TRAFFIC_BROKERS = 2000
 
 
@@ -313,6 +346,7 @@ class ClusterStatus:
     )
     new_partitions: NewPartitionsStatus | None = child("newPartitions", NewPartitionsStatus)
     traffic: TrafficStatus | None = child("traffic", TrafficStatus)
+    kafka_work: KafkaWorkStatus | None = child("kafkaWork", KafkaWorkStatus)
     dead_brokers: tuple[DeadBroker, ...] = _entries(
         "deadBrokers",
         DeadBroker,
@@ -414,6 +448,7 @@ __all__ = [
     "BrokerTraffic",
     "ClusterStatus",
     "DirTable",
+    "KafkaWorkStatus",
     "LogDirStatus",
     "NewPartitionsStatus",
     "SamplesSkipped",

@@ -216,8 +216,29 @@ class PlanEstimate:
         "exact",
         bool_schema(
             "False: the plan was too large to replay move by move; seconds is the busiest broker's bytes "
-            "over the rate, or the admission rounds its move counts need."
+            "over the rate, the admission rounds its move counts need, or its moves times Kafka's work "
+            "per move."
         ),
+    )
+    bound_seconds: int | None = leaf(
+        "boundSeconds",
+        int_schema(
+            "The busiest broker's bytes over the rate: no execution can copy them faster.", 0, int64=True
+        ),
+    )
+    microseconds_per_move: int | None = leaf(
+        "microsecondsPerMove",
+        int_schema(
+            "Kafka's own time per partition move whatever its bytes (its controller and brokers committing "
+            "the reassignment), shared by the moves in flight: measured on this cluster when "
+            "perMoveMeasured (status.kafkaWork of the KafkaCluster), else 8000 assumed.",
+            0,
+            int64=True,
+        ),
+    )
+    per_move_measured: bool | None = leaf(
+        "perMoveMeasured",
+        bool_schema("True: microsecondsPerMove was measured on this cluster's executions, not assumed."),
     )
 
 

@@ -43,7 +43,7 @@ from ..planning.plan_summary import StatusSummary
 from ..planning.report import Report, build_report
 from ..planning.traffic_rates import with_traffic
 from ..spark.collector import collector_paused
-from . import healing, metrics, periods, plan_review, pressure, retiring
+from . import healing, kafka_work, metrics, periods, plan_review, pressure, retiring
 from . import status as st
 from .cordons import (
     owned_cordons,
@@ -108,6 +108,7 @@ class ReconcilePass:
         self.in_flight = 0
         self.started = False
         self.started_with: frozenset[str] = frozenset()  # the participants of the execution it started
+        self.kafka_work: dict[str, Any] | None = None  # status.kafkaWork an execution just measured
 
     def _retiring(self, bodies: Sequence[Mapping[str, Any]]) -> frozenset[str]:
         """The heals the last reconcile left waiting for their retirement behind the execution in flight
@@ -151,7 +152,8 @@ class ReconcilePass:
                 self._perform(action)
             if decision.done or self.started:  # a new execution's first tick is the next reconcile's
                 self._release_orphaned_throttles()
-                return self._heal({**(decision.cluster or {}), **self._cluster_status()})
+                measured = {"kafkaWork": self.kafka_work} if self.kafka_work is not None else {}
+                return self._heal({**(decision.cluster or {}), **self._cluster_status(), **measured})
             decision = decide(self.view)
         raise AssertionError(f"reconcile did not settle in {MAX_STEPS} steps: {decision.actions}")
 
@@ -437,6 +439,8 @@ class ReconcilePass:
         bound = window_bound(self.spec.execution, self.spec.self_healing, members)
         viewed = record_view(record, before, held_before, bound)
         ended = viewed.last_execution if viewed is not None else None
+        if record.phase == Phase.COMPLETED and viewed is not None:  # Kafka's work per move, measured
+            self.kafka_work = kafka_work.measured(ended, viewed.plan_status)
         if record.phase == Phase.COMPLETED and ended is not None and ended.error_ratio is not None:
             metrics.ETA_ERROR.labels(metrics.cluster_label(meta["namespace"], meta["name"])).set(
                 float(ended.error_ratio)
@@ -639,7 +643,10 @@ class ReconcilePass:
             rules = execution_rules(intents.decommissions)
             ceilings = ceilings_of(self.spec, self.cluster.get("status") or {}, rec.wall())
             sides = ceilings.model_rates(b.id for b in snap.brokers) if ceilings is not None else None
-            est = copy_model.estimate_plan(snap, plan, self.limits, periods.interval_s(), rules, sides)
+            per_move = kafka_work.per_move(self.cluster.get("status"))  # (None: none measured yet)
+            est = copy_model.estimate_plan(
+                snap, plan, self.limits, periods.interval_s(), rules, sides, per_move
+            )
             windows = window_bound(self.spec.execution, self.spec.self_healing, self.view.resources)
             return copy_model.estimate_json(est, finish_at(windows, rec.wall(), est.seconds))
 

@@ -121,6 +121,11 @@ def review_status(data: Mapping[str, str], name: str) -> Review:
     )
 
 
+def _int_or_none(value: object) -> int | None:
+    """A number of ``estimate.json`` as an integer (None: absent, as a release before it wrote none)."""
+    return None if value is None or isinstance(value, bool) else round(float(value))  # type: ignore[arg-type]
+
+
 def estimate_status(data: Mapping[str, str]) -> PlanEstimate | None:
     """``status.plan.estimate`` from the review ConfigMap's ``estimate.json`` (None: none, or one this
     release cannot read)."""
@@ -134,6 +139,9 @@ def estimate_status(data: Mapping[str, str]) -> PlanEstimate | None:
             bytes_per_second=int(doc["bytesPerSecond"]),
             throttled=bool(doc["throttled"]),
             exact=bool(doc["exact"]),
+            bound_seconds=_int_or_none(doc.get("boundSeconds")),
+            microseconds_per_move=_int_or_none(doc.get("microsecondsPerMove")),
+            per_move_measured=measured if isinstance(measured := doc.get("perMoveMeasured"), bool) else None,
         )
     except (ValueError, TypeError, KeyError):
         return None

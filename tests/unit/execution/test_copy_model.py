@@ -86,7 +86,7 @@ def test_kafkas_work_per_move_is_done_a_move_at_a_time_whatever_the_bytes() -> N
     assert got.copy_seconds == 10.0 + 10.0 + 5.0
     measured = estimate(plan_of(moves), limits, TICK, per_move=0.02)
     assert measured.copy_seconds == 20.0 + 20.0 + 10.0
-    assert copy_model.estimate_json(measured, None)["millisecondsPerMove"] == 20.0
+    assert copy_model.estimate_json(measured, None)["microsecondsPerMove"] == 20_000
     few = estimate(plan_of(moves[:100]), limits, TICK, per_move=0.02)  # 2 s of work: one tick
     assert few.copy_seconds == TICK
     # the bytes and the work go on together: 100 MB at 10 MB/s outlasts 100 x 20 ms

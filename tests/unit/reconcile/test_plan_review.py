@@ -59,6 +59,9 @@ def test_the_review_holds_the_summary_per_broker_loads_and_an_estimate() -> None
         bytes_per_second=8_200_000,
         throttled=True,
         exact=True,
+        bound_seconds=round(doc["boundSeconds"]),
+        microseconds_per_move=8000,  # (assumed: copy_model.DEFAULT_SECONDS_PER_MOVE)
+        per_move_measured=False,
     )
     page = data["report.html"]  # the page says it in words
     assert '<p id="estimate"><b>Estimated duration</b> ' in page and "7.8 MiB/s per broker" in page
