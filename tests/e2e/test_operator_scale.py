@@ -167,7 +167,7 @@ def test_operator_decommissions_thousands_of_partitions_with_the_intents_throttl
     last, estimate = status["lastExecution"], status["plan"]["estimate"]
     assert estimate["perMoveMeasured"] is False and estimate["microsecondsPerMove"] == 8000, estimate
     moves = status["plan"]["moves"]
-    per_move = copy_model.measured_per_move(
+    per_move = copy_model.kafka_time_per_move(
         last["estimatedSeconds"], last["actualSeconds"], moves, 0.008, estimate["boundSeconds"]
     )
     assert per_move is not None, (last, estimate)

@@ -19,7 +19,7 @@ to the next, only at a tick; and each move costs Kafka work whatever its bytes (
 new replicas, the brokers create and catch up their logs, the controller completes the reassignment and
 the old logs are deleted), work the cluster does about one move at a time: ``seconds_per_move`` of it per
 move, shared by the moves in flight: ``DEFAULT_SECONDS_PER_MOVE`` until an execution of many small moves on
-the cluster measured it (``measured_per_move``, kept in the KafkaCluster's ``status.kafkaWork``). The
+the cluster measured it (``kafka_time_per_move``, kept in the KafkaCluster's ``status.kafkaWork``). The
 execution's first ticks validate the plan and set its
 throttles, and its last confirms the partitions and removes them (``START_TICKS``, ``END_TICKS``).
 
@@ -56,7 +56,7 @@ MAX_REPLAY_MOVES = 50_000  # larger plans get the bound at once (the replay cost
 # (module docstring): on the project's 3-node rig (Kafka 4.4, idle) 2,000 moves of 600-byte partitions
 # took 5.5 ms each and 6,000 took 10.5 ms each, on a loaded 5-node rig 20,000 took 19-23 ms each
 # (docs/benchmarks.md, "Many small moves": it varies with the cluster and its load): a cluster's own
-# executions of many small moves replace it (``measured_per_move``)
+# executions of many small moves replace it (``kafka_time_per_move``)
 DEFAULT_SECONDS_PER_MOVE = 0.008
 MIN_MEASURED_MOVES = 200  # fewer moves measure Kafka's work per move too roughly to replace the figure
 PER_MOVE_RANGE = (0.0005, 1.0)  # seconds: what a measure is clamped to
@@ -77,7 +77,7 @@ class CopyEstimate:
     busiest_broker: int | None  # the broker whose copy in, out or between its dirs takes longest at its rate
     exact: bool  # False: the plan was too large to replay; seconds is the bound (module docstring)
     seconds_per_move: float = DEFAULT_SECONDS_PER_MOVE  # Kafka's own work per move (module docstring)
-    measured_per_move: bool = False  # True: seconds_per_move measured on the cluster (``measured_per_move``)
+    measured_per_move: bool = False  # True: seconds_per_move measured on the cluster (status.kafkaWork)
 
 
 def estimate_json(est: CopyEstimate, finish_at: float | None) -> dict[str, Any]:
@@ -289,11 +289,12 @@ def _replay(
             held = kept
         # copy until the next tick at which a stream has ended (rates are constant in between)
         speeds: dict[int, list[float]] = {}
-        first = math.inf
+        first = waiting = math.inf  # waiting: the least Kafka work of a move that copies nothing more
         for i, left in active.items():
             ruled = plan.rate[i]  # a rule's throttle
             own = ruled * share if ruled else rate
             v: list[float] = []
+            copying = False
             for s, b in zip(streams[i], left, strict=True):
                 if b <= 0:
                     v.append(0.0)
@@ -301,13 +302,20 @@ def _replay(
                 r = min([own] + [own_rates.get(x, rate) / users[x] for x in s])
                 v.append(r)
                 first = min(first, b / r)
+                copying = True
             speeds[i] = v
             work += len(v) + 1
-            if not any(b > 0 for b in left) and i not in kafka:
-                first = 0.0  # (nothing to copy: a replica removed, an order changed) done at the next tick
+            if not copying:  # (nothing to copy, or no more: a replica removed, an order changed)
+                w = kafka.get(i)
+                if w is None:
+                    first = 0.0  # done at the next tick
+                elif w < waiting:
+                    waiting = w
+        # Kafka's work ends a step only for a move that copies nothing more (the others' ends with their
+        # copies; the share of a step in which another's work ended is not given back: a little slower)
         kafka_rate = 1.0 / len(kafka) if kafka else 0.0
-        if kafka:
-            first = min(first, min(kafka.values()) / kafka_rate)
+        if waiting < math.inf:
+            first = min(first, waiting / kafka_rate)
         if work > MAX_WORK:
             return None
         # (the next tick scans candidates further down the plan while there is room: it may admit some)
@@ -338,7 +346,7 @@ def _replay(
     return now
 
 
-def measured_per_move(
+def kafka_time_per_move(
     estimated_s: float, actual_s: float, moves: int, used_s: float, bound_s: float
 ) -> float | None:
     """Kafka's work per move that an execution showed, from its estimate (``estimated_s``, made with

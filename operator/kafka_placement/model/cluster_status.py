@@ -224,7 +224,7 @@ class SamplesSkipped:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KafkaWorkStatus:
     """``status.kafkaWork``: Kafka's own time per partition move, measured on the cluster's last execution
-    of many small moves (execution/copy_model.py ``measured_per_move``); later plans' estimates use it."""
+    of many small moves (execution/copy_model.py ``kafka_time_per_move``); later plans' estimates use it."""
 
     DESCRIPTION: ClassVar[str] = (
         "Kafka's own time per partition move whatever its bytes (its controller and brokers committing the "

@@ -1,6 +1,6 @@
 """Kafka's own time per partition move, measured on the cluster's executions: ``status.kafkaWork`` of the
 KafkaCluster, written when an execution of many moves whose pace that work set completes, and given to
-the copy model for the estimates of later plans (execution/copy_model.py ``measured_per_move``). Pure."""
+the copy model for the estimates of later plans (execution/copy_model.py ``kafka_time_per_move``). Pure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..model.spec_fields import to_json
 
 def measured(ended: LastExecution | None, plan: PlanStatus | None) -> dict[str, Any] | None:
     """``status.kafkaWork`` of a Completed execution (``ended``, of the plan ``plan`` as approved, with its
-    estimate); None where it measures nothing (``copy_model.measured_per_move``), or where its estimate
+    estimate); None where it measures nothing (``copy_model.kafka_time_per_move``), or where its estimate
     is one of a release that did not count Kafka's work."""
     if ended is None or ended.phase != "Completed" or plan is None or plan.estimate is None:
         return None
@@ -29,7 +29,7 @@ def measured(ended: LastExecution | None, plan: PlanStatus | None) -> dict[str, 
     ):
         return None
     used = est.microseconds_per_move / 1e6
-    found = copy_model.measured_per_move(
+    found = copy_model.kafka_time_per_move(
         ended.estimated_seconds, ended.actual_seconds, moves, used, est.bound_seconds
     )
     if found is None:

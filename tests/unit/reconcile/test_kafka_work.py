@@ -1,5 +1,5 @@
 """Kafka's own time per move measured on the cluster's executions (reconcile/kafka_work.py,
-execution/copy_model.py ``measured_per_move``): from a Completed execution of many moves whose pace that
+execution/copy_model.py ``kafka_time_per_move``): from a Completed execution of many moves whose pace that
 work set, the figure with which its estimate would have read the time it ran; nothing from small or
 byte-bound executions; read back from the KafkaCluster's status for the next estimate."""
 
@@ -57,8 +57,8 @@ def test_nothing_is_measured_where_kafkas_work_did_not_set_the_pace() -> None:
 
 def test_a_measure_is_clamped_and_a_status_without_one_gives_the_assumed_figure() -> None:
     low, high = copy_model.PER_MOVE_RANGE
-    assert copy_model.measured_per_move(500, 10, 1000, 0.008, 0) == low  # (a wild error, a floor)
-    assert copy_model.measured_per_move(10, 5000, 1000, 0.008, 0) == high
+    assert copy_model.kafka_time_per_move(500, 10, 1000, 0.008, 0) == low  # (a wild error, a floor)
+    assert copy_model.kafka_time_per_move(10, 5000, 1000, 0.008, 0) == high
     assert kafka_work.per_move({}) is None and kafka_work.per_move(None) is None
     assert kafka_work.per_move({"kafkaWork": {"microsecondsPerMove": "fast"}}) is None  # unreadable: none
     assert KafkaWorkStatus.of({"kafkaWork": {"microsecondsPerMove": 0}}) is None
