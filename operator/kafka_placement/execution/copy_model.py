@@ -318,9 +318,7 @@ def _replay(
             first = min(first, waiting / kafka_rate)
         if work > MAX_WORK:
             return None
-        # (the next tick scans candidates further down the plan while there is room: it may admit some)
-        scanning = pos < len(queue) and len(active) < limits.max_moves
-        steps = 1 if first == math.inf or scanning else max(1, math.ceil(first / tick_s - 1e-6))
+        steps = 1 if first == math.inf else max(1, math.ceil(first / tick_s - 1e-6))
         dt = steps * tick_s
         now += dt
         done: list[int] = []
