@@ -45,7 +45,11 @@ The model (the same rules the hard goal, ``BrokerBalanceGoal`` and ``DirBalanceG
   receiving broker's dirs then needed (3% above CP-SAT's best on the generalisation benchmark's dir
   balance family, 8.7% on another draw). Under ``Balanced`` it runs at its root node alone and stops at
   its ``JOINT_SOLUTIONS``-th improving solution (0.1-4.5 s of HiGHS's root on 40-120 partitions; a search
-  beyond it, seconds more for fractions of a percent); ``Exhaustive`` gives it the full work limits;
+  beyond it, seconds more for fractions of a percent), and is not run at all where its linear relaxation
+  (``relaxed``, milliseconds) lies within ``ROOM_FLOOR`` of the bar: a plan under the bar would lie that
+  close to the relaxation, as 2 of the 54 plans its root found on 120 draws of the headroom test's
+  generator did, while the roots so skipped there had spent up to 4 s finding nothing (docs/benchmarks.md);
+  ``Exhaustive`` gives it the full work limits;
 - objective: the bytes the plan copies as the summary counts them (``plan_quality.count_move``): a new replica
   copies ``copy_bytes``, a dir change within a broker ``size_bytes``; where only a plan cheaper than one
   already found is of use (``below``), a row keeps the objective under it and HiGHS is given it as its
@@ -78,6 +82,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..model.effort import BALANCED_GAP
 from ..model.plan import Plan
@@ -97,6 +102,7 @@ MAX_NODES = 5_000  # HiGHS branch-and-bound nodes, at most
 JOINT_NODES = 1  # the joint program with dir balance, under Balanced: its root node alone
 JOINT_SOLUTIONS = 5  # and at most this many improving solutions there
 NODE_WORK = 3_000_000  # and at most this many (nodes x binaries): 600 nodes at 5,000 binaries
+ROOM_FLOOR = 0.0015  # the joint program under Balanced: not run where its relaxation is this close to the bar
 HIGHS_OPTIONS: dict[str, float | int] = {}
 SLACK = 1e-6  # each dir balance row tightened by this share of its threshold (HiGHS's tolerances)
 ROOT_SLACK = 1e-6  # each row widened by this share where only a proof of no solution is asked (root_only)
@@ -361,7 +367,10 @@ def solve(
     gap = BALANCED_GAP / (1 + BALANCED_GAP)
     if ctx.intents.effort == "Exhaustive":
         answer = run_program(m)
-    elif dir_rows is not None:  # (module docstring: the joint program at its root, a few solutions)
+    elif dir_rows is not None:  # (module docstring: the joint program at its root, a few solutions,
+        # not run where its relaxation leaves under ``ROOM_FLOOR`` of the bar to win)
+        if below is not None and not _room(m, below):
+            return Solved(None)
         answer = run_program(m, gap, nodes=JOINT_NODES, solutions=JOINT_SOLUTIONS)
     else:
         answer = run_program(m, gap)
@@ -595,6 +604,13 @@ def _spread(m: Program, tree: RackTree, xs: dict[int, int], rf: int, compact: bo
                     m.row([*pair, (still, float(rf))], float("-inf"), float(1 + rf))
 
 
+def _room(m: Program, below: int) -> bool:
+    """Whether the program's linear relaxation leaves at least ``ROOM_FLOOR`` of ``below`` (the bar a
+    plan must go under) to win: none where the relaxation has no solution under the bar."""
+    bound = relaxed(m)
+    return bound is not None and below - bound >= ROOM_FLOOR * below
+
+
 def run_program(
     m: Program,
     gap: float | None = None,
@@ -618,29 +634,17 @@ def run_program(
     import warnings
 
     import numpy as np  # (here: most commands that load this module never plan)
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_array, diags_array
+    from scipy.optimize import Bounds, milp
 
-    rows, cols, vals = [], [], []
-    for i, terms in enumerate(m.rows):
-        for j, w in terms:
-            rows.append(i)
-            cols.append(j)
-            vals.append(w)
+    cost, scale, rows = _scaled(m)
     n = len(m.cost)
-    matrix = coo_array((vals, (rows, cols)), shape=(len(m.rows), n)).tocsr()
-    top = np.maximum(abs(matrix).max(axis=1).toarray().ravel(), 1.0)
-    cost = np.array(m.cost)
-    scale = max(float(cost.max(initial=0.0)), 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (scipy warns of the HiGHS options it does not list itself)
         res = milp(
-            cost / scale,
+            cost,
             integrality=np.ones(n),
             bounds=Bounds(0, 1),
-            constraints=LinearConstraint(
-                diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top
-            ),
+            constraints=rows,
             options={
                 "node_limit": 1 if root_only else min(nodes, NODE_WORK // n),
                 **({"mip_heuristic_effort": 0.0} if root_only else {}),
@@ -655,3 +659,36 @@ def run_program(
         # (scipy's status 2 is also HiGHS's model error: only its infeasible status is a proof)
         return Answer(None, infeasible=str(res.message).startswith("The problem is infeasible"))
     return Answer([float(v) for v in res.x])
+
+
+def relaxed(m: Program) -> float | None:
+    """The optimum of the program's linear relaxation (each binary anywhere in [0, 1]) in the objective's
+    units (bytes): a lower bound on every solution of the program, HiGHS's own root bound before its
+    cuts; None where the relaxation has no solution (nor then has the program) or HiGHS gives none."""
+    import numpy as np
+    from scipy.optimize import Bounds, milp
+
+    cost, scale, rows = _scaled(m)
+    res = milp(cost, integrality=np.zeros(len(m.cost)), bounds=Bounds(0, 1), constraints=rows)
+    return None if res.x is None else float(res.fun) * scale
+
+
+def _scaled(m: Program) -> tuple[Any, float, Any]:
+    """The program for HiGHS: the objective over its scale, each row over its largest coefficient
+    (bytes in the tens of billions otherwise leave HiGHS's tolerances meaningless)."""
+    import numpy as np
+    from scipy.optimize import LinearConstraint
+    from scipy.sparse import coo_array, diags_array
+
+    rows, cols, vals = [], [], []
+    for i, terms in enumerate(m.rows):
+        for j, w in terms:
+            rows.append(i)
+            cols.append(j)
+            vals.append(w)
+    matrix = coo_array((vals, (rows, cols)), shape=(len(m.rows), len(m.cost))).tocsr()
+    top = np.maximum(abs(matrix).max(axis=1).toarray().ravel(), 1.0)
+    cost = np.array(m.cost)
+    scale = max(float(cost.max(initial=0.0)), 1.0)
+    scaled = LinearConstraint(diags_array(1.0 / top) @ matrix, np.array(m.low) / top, np.array(m.high) / top)
+    return cost / scale, scale, scaled

@@ -221,3 +221,58 @@ def test_with_dir_balance_the_program_on_brokers_still_meets_a_balance_the_greed
     asked = solves(monkeypatch)
     compute_plan(snap, wanted)
     assert False in asked, asked
+
+
+def test_the_relaxation_bounds_the_program_from_below() -> None:
+    """``relaxed``: the linear relaxation's optimum in bytes, under the program's own optimum. Two items
+    of 20 and 30 GB, one and a half of them to pick: the relaxation takes the cheap one and half of the
+    dear one (35 GB), the program both (50 GB); under a cutoff row of 30 GB the relaxation has no
+    solution (nor the program)."""
+    m = exact.Program()
+    cheap, dear = m.var(2e10), m.var(3e10)
+    m.row([(cheap, 1.0), (dear, 1.0)], 1.5, float("inf"))
+    assert exact.relaxed(m) == pytest.approx(3.5e10)
+    values = exact.run_program(m).values
+    assert values is not None and sum(c * v for c, v in zip(m.cost, values, strict=True)) == 5e10
+    m.row([(cheap, 2e10), (dear, 3e10)], float("-inf"), 3e10)
+    assert exact.relaxed(m) is None
+
+
+@pytest.mark.parametrize(("room", "runs"), [(0.5, False), (2.0, True)])
+def test_the_joint_program_runs_only_where_its_relaxation_leaves_room_under_the_bar(
+    monkeypatch: pytest.MonkeyPatch, room: float, runs: bool
+) -> None:
+    """Under ``Balanced`` the joint program is run for a plan cheaper than the bar only where its
+    relaxation lies at least ``ROOM_FLOOR`` of the bar below it (draws of the headroom test's generator
+    where it lay closer spent 2-4 s of HiGHS's root finding nothing: docs/benchmarks.md): with the bar
+    ``room`` x that floor above the relaxation's bound, HiGHS is asked or not; ``Exhaustive`` always asks."""
+    snap, wanted = decommission_with_dirs()
+    ctx = PlanningContext.of(snap, wanted)  # (Balanced: the default)
+    e = ctx.eligibility
+    rows = exact.DirRows(0.052, frozenset(b for b in e.active_brokers if len(e.keeping_dirs(b)) >= 2))
+    parts = exact.movable(ctx, balance=False)
+    bounds: list[float | None] = []
+    relaxed = exact.relaxed
+
+    def recorded(m: exact.Program) -> float | None:
+        bounds.append(relaxed(m))
+        return bounds[-1]
+
+    monkeypatch.setattr(exact, "relaxed", recorded)
+    assert exact.solve(ctx, parts, None, below=10**12, dir_rows=rows).found is not None
+    bound = bounds[0]
+    assert bound is not None and 35 * 10**9 < bound < 43 * 10**9  # (the program's plan: 43.5 GB)
+    asked: list[float | None] = []
+
+    def run(m: exact.Program, *args: object, **kwargs: object) -> exact.Answer:
+        asked.append(m.cutoff)
+        return exact.Answer(None)
+
+    monkeypatch.setattr(exact, "run_program", run)
+    below = int(bound / (1 - room * exact.ROOM_FLOOR))
+    assert exact.solve(ctx, parts, None, below=below, dir_rows=rows).found is None
+    assert asked == ([below - 1.0] if runs else [])
+    monkeypatch.setattr(exact, "relaxed", lambda m: pytest.fail("Exhaustive bounds nothing by it"))
+    exhaustive = PlanningContext.of(snap, wanted.with_effort("Exhaustive"))
+    exact.solve(exhaustive, parts, None, below=below, dir_rows=rows)
+    assert asked[-1] == below - 1.0
