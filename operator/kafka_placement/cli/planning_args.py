@@ -20,6 +20,8 @@ from ..model.plan import BATCH_MAX_PER_BROKER
 from ..spark.settings import EngineSettings
 from ._args import int_in, key_value, lazy, number_in
 
+KAFKA_MS_PER_MOVE = (0.5, 1000.0)  # `report --kafka-ms-per-move`: execution.copy_model.PER_MOVE_RANGE in ms
+
 MAX_SHARDS = 100_000
 
 
@@ -197,6 +199,15 @@ def register(sub: Any) -> None:
         metavar="BYTES",
         help="as `execute --max-bytes-per-broker`: bytes in flight per broker, for the estimate (default: "
         "execute's)",
+    )
+    r.add_argument(
+        "--kafka-ms-per-move",
+        type=number_in(*KAFKA_MS_PER_MOVE),
+        metavar="MS",
+        help="Kafka's own time per move, for the estimate (the controller's records, the brokers creating, "
+        "catching up and deleting logs: about one move at a time across the cluster, what many small moves "
+        "cost beyond their bytes); the operator measures it on each cluster into the KafkaCluster's "
+        "status.kafkaWork.microsecondsPerMove (default: 8 ms, assumed)",
     )
     r.add_argument("-o", "--output", required=True, help="the HTML file; - = stdout")
     r.set_defaults(func=lazy("planning_cmds", "cmd_report"))

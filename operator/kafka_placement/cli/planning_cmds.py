@@ -195,7 +195,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         max_moves=args.execute_max_moves,
         max_bytes_per_broker=args.execute_max_bytes_per_broker,
     )
-    est = copy_model.estimate_plan(snapshot, plan, limits, EXECUTE_POLL_S)
+    per_move = None if args.kafka_ms_per_move is None else args.kafka_ms_per_move / 1000
+    est = copy_model.estimate_plan(snapshot, plan, limits, EXECUTE_POLL_S, per_move=per_move)
     write_outputs([Output("-o", args.output, text=render(report, estimate_json(est, None)))])
     return 0
 

@@ -179,9 +179,16 @@ def _estimate(estimate: Mapping[str, Any] | None) -> list[str]:
     )
     end = f", ending about {estimate['finishAt']} if started when planned" if estimate.get("finishAt") else ""
     how = "" if estimate.get("exact", True) else " (too large to replay move by move: the bound)"
+    per_move = estimate.get("microsecondsPerMove")
+    kafka = (
+        f", with Kafka's own work at {round(per_move / 1000, 1):g} ms a move"
+        f"{'' if estimate.get('perMoveMeasured') else ' (assumed)'}"
+        if isinstance(per_move, int)
+        else ""
+    )
     return [
         f'<p id="estimate"><b>Estimated duration</b> {duration(float(estimate["seconds"]))} at {basis}'
-        f"{escape(end)}{how}.</p>"
+        f"{kafka}{escape(end)}{how}.</p>"
     ]
 
 

@@ -114,3 +114,26 @@ def test_bad_input_exits_2_and_leaves_the_output_alone(
     assert code == 2, err
     assert message in err and "Traceback" not in err
     assert out.read_text() == "old"
+
+
+def test_report_counts_kafkas_own_time_per_move_as_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--kafka-ms-per-move` (what the operator measures into a KafkaCluster's status.kafkaWork) reaches
+    the estimate: 137 moves whose bytes copy in seconds at this throttle take about 2 min at a second of
+    Kafka's own work each; without it the page names the 8 ms it assumes; out of range is refused."""
+    from kafka_placement.cli.planning_args import KAFKA_MS_PER_MOVE
+    from kafka_placement.execution.copy_model import PER_MOVE_RANGE
+
+    assert tuple(1000 * s for s in PER_MOVE_RANGE) == KAFKA_MS_PER_MOVE  # (one range, in two units)
+    base = ("--throttle", str(10**11), "--hold-achieved-rate", "-o", "-")
+    code, assumed, err = run(capsys, *args("all", *base))
+    assert code == 0, err
+    said = re.search(r'<p id="estimate">.*?</p>', assumed)
+    assert said is not None and "Estimated duration</b> 5 s " in said[0], said
+    assert "Kafka's own work at 8 ms a move (assumed)" in said[0]
+    code, given, err = run(capsys, *args("all", "--kafka-ms-per-move", "1000", *base))
+    assert code == 0, err
+    assert minutes_said(given) == 2 and "Kafka's own work at 1000 ms a move." in given
+    with pytest.raises(SystemExit) as refused:
+        main(args("all", "--kafka-ms-per-move", "0.4", "-o", "-"))
+    told = capsys.readouterr().err
+    assert refused.value.code == 2 and "--kafka-ms-per-move: must be from 0.5 to 1000" in told
